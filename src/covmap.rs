@@ -1,0 +1,430 @@
+//! Reads the LLVM coverage map (`__llvm_covmap` + `__llvm_covfun`) of one instrumented binary.
+//!
+//! Refs: llvm/include/llvm/ProfileData/InstrProfData.inc (COVMAP_HEADER, COVMAP_FUNC_RECORD),
+//! llvm/lib/ProfileData/Coverage/CoverageMappingReader.cpp @ llvmorg-22
+//! (`RawCoverageMappingReader`, `VersionedCovMapFuncRecordReader`).
+//! Only coverage-mapping format Version7 (header value 6, rustc ≥ 1.79 / LLVM ≥ 18) is accepted.
+
+use std::collections::HashMap;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use md5::{Digest, Md5};
+use object::{Object, ObjectSection};
+
+use crate::error::DecodeError;
+
+/// The coverage-mapping version value this decoder understands ("Version7").
+const COVMAP_VERSION: u32 = 6;
+
+/// A counter reference inside a mapping: a physical counter, an expression, or zero.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Counter {
+    Zero,
+    /// Index into the function's counters in the profile.
+    Value(u32),
+    /// `lhs - rhs` of expression N.
+    Sub(u32),
+    /// `lhs + rhs` of expression N.
+    Add(u32),
+}
+
+impl Counter {
+    fn decode(v: u64) -> Result<Self, DecodeError> {
+        let id = u32::try_from(v >> 2).map_err(|_| DecodeError::malformed("counter id too large"))?;
+        Ok(match v & 3 {
+            0 => Counter::Zero,
+            1 => Counter::Value(id),
+            2 => Counter::Sub(id),
+            _ => Counter::Add(id),
+        })
+    }
+}
+
+/// Region kinds, numbered as LLVM numbers them (the order matters when sorting).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum RegionKind {
+    Code = 0,
+    Expansion = 1,
+    Skipped = 2,
+    Gap = 3,
+}
+
+/// One mapping region that contributes to line counts (branch and MC/DC regions are dropped).
+#[derive(Clone, Copy, Debug)]
+pub struct Region {
+    pub counter: Counter,
+    /// Index into the function's `files`.
+    pub file_id: u32,
+    pub kind: RegionKind,
+    pub line_start: u32,
+    pub col_start: u32,
+    pub line_end: u32,
+    pub col_end: u32,
+}
+
+/// One `__llvm_covfun` record: a function (one monomorphisation) and its regions.
+#[derive(Debug)]
+pub struct CovFunction {
+    pub name_ref: u64,
+    pub func_hash: u64,
+    /// Local file id → index into [`CoverageMap::files`].
+    pub files: Vec<u32>,
+    pub expressions: Vec<(Counter, Counter)>,
+    pub regions: Vec<Region>,
+    /// A placeholder record (hash 0, one Zero region) that a real record may replace.
+    pub dummy: bool,
+}
+
+/// The whole coverage map of a binary: its files and its function records.
+#[derive(Debug, Default)]
+pub struct CoverageMap {
+    /// Absolute (joined with the compilation directory) source paths.
+    pub files: Vec<PathBuf>,
+    pub functions: Vec<CovFunction>,
+}
+
+/// What one binary file gives us: its build-id and its coverage map.
+pub struct BinaryInfo {
+    pub build_id: Option<Vec<u8>>,
+    pub map: CoverageMap,
+}
+
+/// Parses the coverage map and build-id out of an executable's bytes.
+pub fn read_binary(data: &[u8]) -> Result<BinaryInfo, DecodeError> {
+    let file = object::File::parse(data).map_err(|e| DecodeError::malformed(format!("not an object file: {e}")))?;
+    let build_id = file.build_id().ok().flatten().map(<[u8]>::to_vec);
+    let section = |name: &str| -> Result<Option<Vec<u8>>, DecodeError> {
+        match file.section_by_name(name) {
+            None => Ok(None),
+            Some(s) => s
+                .uncompressed_data()
+                .map(|d| Some(d.into_owned()))
+                .map_err(|e| DecodeError::malformed(format!("cannot read {name}: {e}"))),
+        }
+    };
+    let (Some(covmap), Some(covfun)) = (section("__llvm_covmap")?, section("__llvm_covfun")?) else {
+        return Err(DecodeError::NoCoverageMap);
+    };
+    let map = parse_coverage_map(&covmap, &covfun)?;
+    Ok(BinaryInfo { build_id, map })
+}
+
+/// Parses the two coverage sections.
+pub fn parse_coverage_map(covmap: &[u8], covfun: &[u8]) -> Result<CoverageMap, DecodeError> {
+    let mut map = CoverageMap::default();
+    // Filenames tables, keyed by the MD5 of their encoded bytes (what covfun records refer to).
+    let mut tables: HashMap<u64, Vec<u32>> = HashMap::new();
+    let mut file_ids: HashMap<PathBuf, u32> = HashMap::new();
+
+    let mut pos = 0usize;
+    while pos + 16 <= covmap.len() {
+        let word = |i: usize| u32::from_le_bytes(covmap[pos + 4 * i..pos + 4 * i + 4].try_into().unwrap());
+        let (n_records, filenames_size, coverage_size, version) = (word(0), word(1), word(2), word(3));
+        if version != COVMAP_VERSION {
+            return Err(DecodeError::UnsupportedVersion { what: "coverage map", found: u64::from(version) + 1 });
+        }
+        if n_records != 0 || coverage_size != 0 {
+            return Err(DecodeError::malformed("covmap header with inline records (pre-Version4 layout)"));
+        }
+        let start = pos + 16;
+        let end = start
+            .checked_add(filenames_size as usize)
+            .filter(|&e| e <= covmap.len())
+            .ok_or_else(|| DecodeError::malformed("filenames table runs past the section"))?;
+        let blob = &covmap[start..end];
+        let names = decode_filenames(blob)?;
+        let global: Vec<u32> = names
+            .iter()
+            .map(|p| {
+                let next = file_ids.len() as u32;
+                *file_ids.entry(p.clone()).or_insert_with(|| {
+                    map.files.push(p.clone());
+                    next
+                })
+            })
+            .collect();
+        tables.insert(md5_low(blob), global);
+        pos = align8(end);
+    }
+
+    // Function records; keep the first per NameRef unless it is a dummy replaced by a real one.
+    let mut by_name: HashMap<u64, usize> = HashMap::new();
+    let mut pos = 0usize;
+    while pos + 28 <= covfun.len() {
+        let u64_at = |o: usize| u64::from_le_bytes(covfun[o..o + 8].try_into().unwrap());
+        let name_ref = u64_at(pos);
+        let data_size = u32::from_le_bytes(covfun[pos + 8..pos + 12].try_into().unwrap()) as usize;
+        let func_hash = u64_at(pos + 12);
+        let filenames_ref = u64_at(pos + 20);
+        let start = pos + 28;
+        let end = start
+            .checked_add(data_size)
+            .filter(|&e| e <= covfun.len())
+            .ok_or_else(|| DecodeError::malformed("function record runs past the section"))?;
+        let mapping = &covfun[start..end];
+        pos = align8(end);
+        if name_ref == 0 && data_size == 0 {
+            continue; // zero padding between linked sections
+        }
+        let table = tables
+            .get(&filenames_ref)
+            .ok_or_else(|| DecodeError::malformed("function record refers to an unknown filenames table"))?;
+        let dummy = func_hash == 0 && is_dummy_mapping(mapping);
+        if let Some(&existing) = by_name.get(&name_ref) {
+            if !map.functions[existing].dummy || dummy {
+                continue;
+            }
+            map.functions[existing] = decode_function(name_ref, func_hash, mapping, table, dummy)?;
+            continue;
+        }
+        by_name.insert(name_ref, map.functions.len());
+        map.functions.push(decode_function(name_ref, func_hash, mapping, table, dummy)?);
+    }
+    Ok(map)
+}
+
+fn align8(x: usize) -> usize {
+    (x + 7) & !7
+}
+
+/// Low 64 bits (little-endian) of the MD5 of `bytes`, as LLVM's `MD5Hash` computes them.
+pub fn md5_low(bytes: &[u8]) -> u64 {
+    let digest = Md5::digest(bytes);
+    u64::from_le_bytes(digest[..8].try_into().unwrap())
+}
+
+/// Decodes a filenames blob: `ULEB n, ULEB uncompressed_len, ULEB compressed_len, data`.
+/// Entry 0 is the compilation directory; relative entries are joined to it.
+fn decode_filenames(blob: &[u8]) -> Result<Vec<PathBuf>, DecodeError> {
+    let mut r = Cursor::new(blob);
+    let n = r.uleb()? as usize;
+    let uncompressed_len = r.uleb()? as usize;
+    let compressed_len = r.uleb()? as usize;
+    let owned;
+    let raw: &[u8] = if compressed_len == 0 {
+        r.bytes(uncompressed_len)?
+    } else {
+        let mut out = Vec::with_capacity(uncompressed_len);
+        flate2::read::ZlibDecoder::new(r.bytes(compressed_len)?)
+            .read_to_end(&mut out)
+            .map_err(|e| DecodeError::malformed(format!("bad zlib data in filenames: {e}")))?;
+        owned = out;
+        &owned
+    };
+    let mut r = Cursor::new(raw);
+    let mut names = Vec::with_capacity(n);
+    for _ in 0..n {
+        let len = r.uleb()? as usize;
+        let s = String::from_utf8_lossy(r.bytes(len)?).into_owned();
+        names.push(PathBuf::from(s));
+    }
+    if let Some(comp_dir) = names.first().cloned() {
+        for name in names.iter_mut().skip(1) {
+            if name.is_relative() {
+                *name = comp_dir.join(&*name);
+            }
+        }
+    }
+    Ok(names.into_iter().map(|p| normalize(&p)).collect())
+}
+
+/// Lexically removes `.` and `..` components (no filesystem access).
+pub fn normalize(p: &Path) -> PathBuf {
+    use std::path::Component;
+    let mut out = PathBuf::new();
+    for c in p.components() {
+        match c {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                if !out.pop() {
+                    out.push("..");
+                }
+            }
+            other => out.push(other),
+        }
+    }
+    out
+}
+
+/// LLVM's dummy check: one file, no expressions, one region with a Zero counter.
+fn is_dummy_mapping(mapping: &[u8]) -> bool {
+    let mut r = Cursor::new(mapping);
+    let mut check = || -> Result<bool, DecodeError> {
+        if r.uleb()? != 1 {
+            return Ok(false);
+        }
+        r.uleb()?;
+        if r.uleb()? != 0 {
+            return Ok(false);
+        }
+        if r.uleb()? != 1 {
+            return Ok(false);
+        }
+        Ok(r.uleb()? & 3 == 0)
+    };
+    check().unwrap_or(false)
+}
+
+fn decode_function(name_ref: u64, func_hash: u64, mapping: &[u8], table: &[u32], dummy: bool) -> Result<CovFunction, DecodeError> {
+    let mut r = Cursor::new(mapping);
+    let n_files = r.uleb()? as usize;
+    let mut files = Vec::with_capacity(n_files);
+    for _ in 0..n_files {
+        let idx = r.uleb()? as usize;
+        let global = *table.get(idx).ok_or_else(|| DecodeError::malformed("file index out of range"))?;
+        files.push(global);
+    }
+    let n_expr = r.uleb()? as usize;
+    let mut expressions = Vec::with_capacity(n_expr.min(1 << 16));
+    for _ in 0..n_expr {
+        expressions.push((Counter::decode(r.uleb()?)?, Counter::decode(r.uleb()?)?));
+    }
+    let mut regions = Vec::new();
+    for file_id in 0..n_files as u32 {
+        let n_regions = r.uleb()? as usize;
+        let mut line = 0u64;
+        for _ in 0..n_regions {
+            let header = r.uleb()?;
+            let mut counter = Counter::decode(header)?;
+            let mut kind = Some(RegionKind::Code);
+            if header & 3 == 0 {
+                if header & 4 != 0 {
+                    kind = Some(RegionKind::Expansion);
+                    counter = Counter::Zero;
+                } else {
+                    match header >> 3 {
+                        0 => {}
+                        2 => kind = Some(RegionKind::Skipped),
+                        4 => {
+                            // Branch region: true and false counters; not a line count.
+                            r.uleb()?;
+                            r.uleb()?;
+                            kind = None;
+                        }
+                        5 => {
+                            // MC/DC decision: bitmap index, number of conditions.
+                            r.uleb()?;
+                            r.uleb()?;
+                            kind = None;
+                        }
+                        6 => {
+                            // MC/DC branch: two counters, condition id, true id, false id.
+                            for _ in 0..5 {
+                                r.uleb()?;
+                            }
+                            kind = None;
+                        }
+                        k => return Err(DecodeError::malformed(format!("unknown region kind {k}"))),
+                    }
+                }
+            }
+            let delta = r.uleb()?;
+            let mut col_start = r.uleb()?;
+            let num_lines = r.uleb()?;
+            let mut col_end = r.uleb()?;
+            let mut is_gap = false;
+            if col_end & (1 << 31) != 0 {
+                is_gap = true;
+                col_end &= !(1u64 << 31);
+            }
+            line += delta;
+            if col_start == 0 && col_end == 0 {
+                col_start = 1;
+                col_end = u64::from(u32::MAX);
+            }
+            let Some(mut kind) = kind else { continue };
+            if is_gap && kind == RegionKind::Code {
+                kind = RegionKind::Gap;
+            }
+            let to_u32 = |v: u64| u32::try_from(v).map_err(|_| DecodeError::malformed("region location out of range"));
+            regions.push(Region {
+                counter,
+                file_id,
+                kind,
+                line_start: to_u32(line)?,
+                col_start: to_u32(col_start)?,
+                line_end: to_u32(line + num_lines)?,
+                col_end: to_u32(col_end)?,
+            });
+        }
+    }
+    Ok(CovFunction { name_ref, func_hash, files, expressions, regions, dummy })
+}
+
+/// A little-endian byte reader with LEB128.
+pub(crate) struct Cursor<'a> {
+    data: &'a [u8],
+    pos: usize,
+}
+
+impl<'a> Cursor<'a> {
+    pub(crate) fn new(data: &'a [u8]) -> Self {
+        Cursor { data, pos: 0 }
+    }
+
+    pub(crate) fn uleb(&mut self) -> Result<u64, DecodeError> {
+        let mut result = 0u64;
+        let mut shift = 0;
+        loop {
+            let byte = *self.data.get(self.pos).ok_or_else(|| DecodeError::malformed("truncated LEB128"))?;
+            self.pos += 1;
+            if shift >= 64 {
+                return Err(DecodeError::malformed("LEB128 overflow"));
+            }
+            result |= u64::from(byte & 0x7f) << shift;
+            if byte & 0x80 == 0 {
+                return Ok(result);
+            }
+            shift += 7;
+        }
+    }
+
+    pub(crate) fn bytes(&mut self, n: usize) -> Result<&'a [u8], DecodeError> {
+        let end = self.pos.checked_add(n).filter(|&e| e <= self.data.len()).ok_or_else(|| DecodeError::malformed("truncated data"))?;
+        let s = &self.data[self.pos..end];
+        self.pos = end;
+        Ok(s)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn uleb_decodes_multibyte_values() {
+        let mut c = Cursor::new(&[0xe5, 0x8e, 0x26, 0x01]);
+        assert_eq!(c.uleb().unwrap(), 624485);
+        assert_eq!(c.uleb().unwrap(), 1);
+        assert!(c.uleb().is_err());
+    }
+
+    #[test]
+    fn counters_decode_by_tag() {
+        assert_eq!(Counter::decode(0).unwrap(), Counter::Zero);
+        assert_eq!(Counter::decode(5).unwrap(), Counter::Value(1));
+        assert_eq!(Counter::decode(10).unwrap(), Counter::Sub(2));
+        assert_eq!(Counter::decode(15).unwrap(), Counter::Add(3));
+    }
+
+    #[test]
+    fn relative_filenames_join_the_compilation_directory() {
+        let mut raw = Vec::new();
+        for s in ["/ws", "src/lib.rs", "/abs/x.rs"] {
+            raw.push(s.len() as u8);
+            raw.extend_from_slice(s.as_bytes());
+        }
+        let mut blob = vec![3, raw.len() as u8, 0];
+        blob.extend_from_slice(&raw);
+        let names = decode_filenames(&blob).unwrap();
+        assert_eq!(names, vec![PathBuf::from("/ws"), PathBuf::from("/ws/src/lib.rs"), PathBuf::from("/abs/x.rs")]);
+    }
+
+    #[test]
+    fn dummy_mapping_is_one_zero_region() {
+        assert!(is_dummy_mapping(&[1, 0, 0, 1, 0, 1, 1, 0, 1]));
+        assert!(!is_dummy_mapping(&[1, 0, 0, 1, 5, 1, 1, 0, 1]));
+        assert!(!is_dummy_mapping(&[2, 0, 1]));
+    }
+}

@@ -1,0 +1,181 @@
+//! Decodes a per-test profile against its binary's coverage map into per-line counts.
+//!
+//! [`BinaryCoverage`] is built once per test binary (coverage map parsed, regions laid out per
+//! file); [`BinaryCoverage::decode`] then runs once per profile, in the worker that ran the test.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use crate::covmap::{self, Counter, CoverageMap, CovFunction};
+use crate::error::DecodeError;
+use crate::lines::{FileLayout, RegionRef};
+use crate::profraw::RawProfile;
+
+/// Everything needed to decode profiles of one binary.
+pub struct BinaryCoverage {
+    pub path: PathBuf,
+    pub build_id: Option<Vec<u8>>,
+    pub map: CoverageMap,
+    by_name: HashMap<u64, usize>,
+    /// First index of each function's regions in the flat region-count vector.
+    region_base: Vec<u32>,
+    total_regions: usize,
+    /// (global file index, layout) for every file that has regions.
+    layouts: Vec<(u32, FileLayout)>,
+}
+
+/// Per-line counts of one profile: `(file index into map.files, [(line, count)])`.
+pub type FileLines = Vec<(u32, Vec<(u32, u64)>)>;
+
+impl BinaryCoverage {
+    /// Reads and prepares a binary's coverage map.
+    pub fn open(path: &Path) -> Result<Self, DecodeError> {
+        let data = std::fs::read(path).map_err(|source| DecodeError::Io { path: path.to_path_buf(), source })?;
+        let info = covmap::read_binary(&data)?;
+        Ok(Self::from_map(path.to_path_buf(), info.build_id, info.map))
+    }
+
+    pub fn from_map(path: PathBuf, build_id: Option<Vec<u8>>, map: CoverageMap) -> Self {
+        let by_name = map.functions.iter().enumerate().map(|(i, f)| (f.name_ref, i)).collect();
+        let mut region_base = Vec::with_capacity(map.functions.len());
+        let mut total = 0usize;
+        for f in &map.functions {
+            region_base.push(total as u32);
+            total += f.regions.len();
+        }
+        let layouts = build_layouts(&map, &region_base, &vec![true; map.functions.len()]);
+        BinaryCoverage { path, build_id, map, by_name, region_base, total_regions: total, layouts }
+    }
+
+    /// Every mapped line (count or not) per file: the units this binary can report.
+    pub fn mapped_lines(&self) -> FileLines {
+        let zeros = vec![0u64; self.total_regions];
+        self.layouts
+            .iter()
+            .map(|(file, layout)| {
+                let mut out = Vec::new();
+                layout.line_counts(&zeros, false, &mut out);
+                (*file, out)
+            })
+            .filter(|(_, l)| !l.is_empty())
+            .collect()
+    }
+
+    /// Decodes a profile. `covered_only` keeps only lines that ran (what the matrix needs);
+    /// otherwise every mapped line is returned with its count (what `llvm-cov` prints).
+    pub fn decode(&self, bytes: &[u8], covered_only: bool) -> Result<FileLines, DecodeError> {
+        let profile = RawProfile::parse(bytes)?;
+        if let Some(expected) = &self.build_id {
+            if !profile.binary_ids.iter().any(|id| id == expected) {
+                return Err(DecodeError::BuildIdMismatch {
+                    binary: self.path.clone(),
+                    found: profile.binary_ids.first().map(|id| hex(id)),
+                });
+            }
+        }
+        let mut counts = vec![0u64; self.total_regions];
+        let mut active = vec![true; self.map.functions.len()];
+        let mut all_active = true;
+        for rec in &profile.records {
+            let Some(&fi) = self.by_name.get(&rec.name_ref) else { continue };
+            let f = &self.map.functions[fi];
+            if rec.func_hash != f.func_hash {
+                // llvm-cov drops a function whose profile hash does not match its mapping.
+                active[fi] = false;
+                all_active = false;
+                continue;
+            }
+            if profile.all_zero(rec) {
+                continue;
+            }
+            let base = self.region_base[fi] as usize;
+            let values = |i: u32| -> Option<u64> {
+                ((i as usize) < rec.num_counters).then(|| profile.counter(rec.first_counter + i as usize))
+            };
+            let mut memo = vec![None; f.expressions.len()];
+            let mut ok = true;
+            for (k, r) in f.regions.iter().enumerate() {
+                match eval_bounded(f, r.counter, &values, &mut memo, 0) {
+                    Some(v) => counts[base + k] = v,
+                    None => ok = false,
+                }
+            }
+            if !ok {
+                active[fi] = false;
+                all_active = false;
+            }
+        }
+        let rebuilt;
+        let layouts = if all_active {
+            &self.layouts
+        } else {
+            rebuilt = build_layouts(&self.map, &self.region_base, &active);
+            &rebuilt
+        };
+        let mut out = Vec::new();
+        for (file, layout) in layouts {
+            let mut lines = Vec::new();
+            layout.line_counts(&counts, covered_only, &mut lines);
+            if !lines.is_empty() {
+                out.push((*file, lines));
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// Evaluates a counter; `None` when it refers to a counter or expression that does not exist
+/// (llvm-cov then drops the whole function). Arithmetic wraps as LLVM's int64 evaluation does.
+/// Valid expressions form a DAG; a malformed cycle is cut by the depth bound.
+fn eval_bounded(
+    f: &CovFunction,
+    c: Counter,
+    values: &dyn Fn(u32) -> Option<u64>,
+    memo: &mut Vec<Option<u64>>,
+    depth: u32,
+) -> Option<u64> {
+    if depth > 10_000 {
+        return None;
+    }
+    match c {
+        Counter::Zero => Some(0),
+        Counter::Value(i) => values(i),
+        Counter::Sub(e) | Counter::Add(e) => {
+            let idx = e as usize;
+            if let Some(Some(v)) = memo.get(idx) {
+                return Some(*v);
+            }
+            let &(lhs, rhs) = f.expressions.get(idx)?;
+            let l = eval_bounded(f, lhs, values, memo, depth + 1)?;
+            let r = eval_bounded(f, rhs, values, memo, depth + 1)?;
+            let v = if matches!(c, Counter::Sub(_)) { l.wrapping_sub(r) } else { l.wrapping_add(r) };
+            memo[idx] = Some(v);
+            Some(v)
+        }
+    }
+}
+
+fn build_layouts(map: &CoverageMap, region_base: &[u32], active: &[bool]) -> Vec<(u32, FileLayout)> {
+    let mut per_file: HashMap<u32, Vec<RegionRef>> = HashMap::new();
+    for (fi, f) in map.functions.iter().enumerate() {
+        if !active[fi] {
+            continue;
+        }
+        for (k, r) in f.regions.iter().enumerate() {
+            let Some(&file) = f.files.get(r.file_id as usize) else { continue };
+            per_file.entry(file).or_default().push(RegionRef {
+                start: (r.line_start, r.col_start),
+                end: (r.line_end, r.col_end),
+                kind: r.kind,
+                index: region_base[fi] + k as u32,
+            });
+        }
+    }
+    let mut layouts: Vec<(u32, FileLayout)> = per_file.into_iter().map(|(f, rs)| (f, FileLayout::new(rs))).collect();
+    layouts.sort_by_key(|(f, _)| *f);
+    layouts
+}
+
+pub fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}

@@ -1,0 +1,78 @@
+//! The errors users and environments cause, each with a documented exit code.
+//!
+//! Messages are lowercase fragments that read after "error: ". Unexpected failures use
+//! `anyhow` and exit with [`exit::INTERNAL`].
+
+use std::path::PathBuf;
+
+/// Process exit codes (also documented in README.md).
+pub mod exit {
+    /// Failing tests were found and a report was written.
+    pub const REPORTED: i32 = 0;
+    /// An unexpected internal error.
+    pub const INTERNAL: i32 = 1;
+    /// Invalid command line (clap's own code).
+    pub const USAGE: i32 = 2;
+    /// Every selected test passed: nothing to localise. The coverage summary is printed.
+    pub const NO_FAILING_TESTS: i32 = 3;
+    /// The selection contains no tests at all.
+    pub const NO_TESTS: i32 = 4;
+    /// Saved spectra could not be read (missing, corrupt, or from another schema).
+    pub const BAD_SPECTRA: i32 = 5;
+    /// The environment is not usable: cargo metadata failed, a toolchain component or the
+    /// profiler runtime is missing.
+    pub const SETUP: i32 = 96;
+    /// The instrumented build failed; cargo's diagnostics were shown.
+    pub const BUILD_FAILED: i32 = 101;
+}
+
+/// Errors in decoding a coverage map or a profile.
+#[derive(Debug, thiserror::Error)]
+pub enum DecodeError {
+    #[error("profile is empty (the test process died before its profile was set up)")]
+    EmptyProfile,
+    #[error("not an LLVM raw profile (bad magic number)")]
+    NotAProfile,
+    #[error("unsupported {what} version {found}")]
+    UnsupportedVersion { what: &'static str, found: u64 },
+    #[error("malformed coverage data: {0}")]
+    Malformed(String),
+    #[error("binary has no coverage map (was it built with -C instrument-coverage?)")]
+    NoCoverageMap,
+    #[error("profile does not belong to {binary} (its build-id is {found:?})", binary = binary.display())]
+    BuildIdMismatch { binary: PathBuf, found: Option<String> },
+    #[error("cannot read {}: {source}", path.display())]
+    Io { path: PathBuf, source: std::io::Error },
+}
+
+impl DecodeError {
+    pub fn malformed(msg: impl Into<String>) -> Self {
+        DecodeError::Malformed(msg.into())
+    }
+}
+
+/// Errors reported to the user with a specific exit code.
+#[derive(Debug, thiserror::Error)]
+pub enum SflError {
+    #[error("cargo metadata failed: {0}")]
+    Metadata(String),
+    #[error("the instrumented build failed (cargo's diagnostics are above)")]
+    BuildFailed,
+    #[error("{0}")]
+    Setup(String),
+    #[error("no tests matched the selection")]
+    NoTests,
+    #[error("cannot use saved spectra {}: {reason}", path.display())]
+    BadSpectra { path: PathBuf, reason: String },
+}
+
+impl SflError {
+    pub fn exit_code(&self) -> i32 {
+        match self {
+            SflError::Metadata(_) | SflError::Setup(_) => exit::SETUP,
+            SflError::BuildFailed => exit::BUILD_FAILED,
+            SflError::NoTests => exit::NO_TESTS,
+            SflError::BadSpectra { .. } => exit::BAD_SPECTRA,
+        }
+    }
+}

@@ -1,0 +1,13 @@
+//! cargo sfl: statistical fault localisation for Rust test suites.
+//!
+//! The pipeline, one module per stage: [`build`] (instrumented test binaries) → [`runner`]
+//! (one process per test, continuous-mode profiles) → [`decode`] ([`covmap`] + [`profraw`] +
+//! [`lines`]: per-test line coverage) → [`spectra`] (the coverage matrix, saved and reloaded)
+//! → [`measures`] and [`rank`] (suspiciousness) → [`report`] (human and JSON output).
+//! [`cli`] parses arguments and [`pipeline`] drives the stages.
+
+pub mod covmap;
+pub mod decode;
+pub mod error;
+pub mod lines;
+pub mod profraw;
