@@ -221,12 +221,13 @@ fn decode_filenames(blob: &[u8]) -> Result<Vec<PathBuf>, DecodeError> {
     }
     if let Some(comp_dir) = names.first().cloned() {
         for name in names.iter_mut().skip(1) {
+            // llvm-cov keeps absolute names verbatim and normalises only joined ones.
             if name.is_relative() {
-                *name = comp_dir.join(&*name);
+                *name = normalize(&comp_dir.join(&*name));
             }
         }
     }
-    Ok(names.into_iter().map(|p| normalize(&p)).collect())
+    Ok(names)
 }
 
 /// Lexically removes `.` and `..` components (no filesystem access).

@@ -88,6 +88,14 @@ impl BinaryCoverage {
             if profile.all_zero(rec) {
                 continue;
             }
+            if let [only] = f.regions.as_slice() {
+                // llvm-cov skips an unused copy of a function whose one region is Zero.
+                if only.counter == Counter::Zero && rec.num_counters > 0 && profile.counter(rec.first_counter) > 0 {
+                    active[fi] = false;
+                    all_active = false;
+                    continue;
+                }
+            }
             let base = self.region_base[fi] as usize;
             let values = |i: u32| -> Option<u64> {
                 ((i as usize) < rec.num_counters).then(|| profile.counter(rec.first_counter + i as usize))

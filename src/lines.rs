@@ -40,7 +40,6 @@ pub struct FileLayout {
 #[derive(Clone, Copy, Debug)]
 struct Segment {
     line: u32,
-    col: u32,
     count: u64,
     has_count: bool,
     is_entry: bool,
@@ -110,7 +109,7 @@ impl<'a> SegmentBuilder<'a> {
         }
         self.segments.push(Segment {
             line: loc.0,
-            col: loc.1,
+
             count: if has_count { count } else { 0 },
             has_count,
             is_entry,

@@ -1,0 +1,249 @@
+//! Finds the workspace and builds its tests with LLVM source-based coverage, in its own target
+//! directory, instrumenting only the workspace's own crates (through a rustc wrapper, as
+//! cargo-llvm-cov does), so dependencies build and run uninstrumented.
+
+use std::collections::HashSet;
+use std::ffi::OsString;
+use std::io::BufReader;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use cargo_metadata::{Message, MetadataCommand, Package};
+
+use crate::cli::Selection;
+use crate::error::SflError;
+
+/// Set (to any value) when cargo-sfl runs as the rustc wrapper.
+pub const WRAPPER_ENV: &str = "CARGO_SFL_RUSTC_WRAPPER";
+/// Newline-separated manifest directories of the crates to instrument.
+const INSTRUMENT_DIRS_ENV: &str = "CARGO_SFL_INSTRUMENT_DIRS";
+/// rustc flags added to the workspace's own crates.
+pub const COVERAGE_FLAGS: &[&str] =
+    &["-C", "instrument-coverage", "-C", "llvm-args=-runtime-counter-relocation", "--cfg", "coverage"];
+
+/// The workspace being analysed.
+#[derive(Debug)]
+pub struct Workspace {
+    pub root: PathBuf,
+    /// Where the instrumented build, profiles and spectra go.
+    pub target_dir: PathBuf,
+    /// cargo's own target directory (generated sources there are not the user's code).
+    pub cargo_target_dir: PathBuf,
+    pub members: Vec<Package>,
+}
+
+impl Workspace {
+    /// Runs `cargo metadata` for the selection's manifest.
+    pub fn load(manifest_path: Option<&Path>, target_dir: Option<&Path>) -> Result<Self, SflError> {
+        let mut cmd = MetadataCommand::new();
+        cmd.no_deps();
+        if let Some(p) = manifest_path {
+            cmd.manifest_path(p);
+        }
+        let meta = cmd.exec().map_err(|e| SflError::Metadata(e.to_string()))?;
+        let members: Vec<Package> = meta.workspace_packages().into_iter().cloned().collect();
+        let target_dir = match target_dir {
+            Some(d) => std::path::absolute(d).map_err(|e| SflError::Setup(format!("bad --target-dir: {e}")))?,
+            None => meta.target_directory.as_std_path().join("sfl"),
+        };
+        Ok(Workspace {
+            root: meta.workspace_root.into_std_path_buf(),
+            target_dir,
+            cargo_target_dir: meta.target_directory.into_std_path_buf(),
+            members,
+        })
+    }
+
+    /// The path of `file` relative to the workspace root, if it belongs to a member package
+    /// (and is not generated into a target directory).
+    pub fn relative(&self, file: &Path) -> Option<String> {
+        let in_member = self.members.iter().any(|m| m.manifest_path.parent().is_some_and(|d| file.starts_with(d)));
+        if !in_member || file.starts_with(&self.target_dir) || file.starts_with(&self.cargo_target_dir) {
+            return None;
+        }
+        let rel = file.strip_prefix(&self.root).ok()?;
+        Some(rel.components().map(|c| c.as_os_str().to_string_lossy()).collect::<Vec<_>>().join("/"))
+    }
+
+    pub fn spectra_path(&self) -> PathBuf {
+        self.target_dir.join("spectra.json")
+    }
+}
+
+/// One test executable produced by the build.
+#[derive(Debug, Clone)]
+pub struct TestBinary {
+    /// nextest-style id: `pkg` (lib), `pkg::bin/name`, `pkg::name` (integration test).
+    pub id: String,
+    pub path: PathBuf,
+    /// Index into `Workspace::members`.
+    pub package: usize,
+    /// `harness = false` in the manifest.
+    pub custom_harness: bool,
+}
+
+/// What the build produced.
+#[derive(Debug, Default)]
+pub struct Built {
+    pub tests: Vec<TestBinary>,
+    /// Other instrumented executables (bins that integration tests may run).
+    pub others: Vec<PathBuf>,
+}
+
+/// Builds the selected tests with coverage; cargo's diagnostics go to the terminal.
+pub fn build(ws: &Workspace, select: &Selection) -> Result<Built, SflError> {
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let exe = std::env::current_exe().map_err(|e| SflError::Setup(format!("cannot find own executable: {e}")))?;
+    let mut cmd = Command::new(cargo);
+    cmd.args(["test", "--no-run", "--message-format=json-render-diagnostics"]);
+    cmd.arg("--target-dir").arg(&ws.target_dir);
+    cargo_selection_args(&mut cmd, select);
+    let dirs: Vec<String> =
+        ws.members.iter().filter_map(|m| m.manifest_path.parent().map(|d| d.to_string())).collect();
+    cmd.env("RUSTC_WRAPPER", &exe).env(WRAPPER_ENV, "1").env(INSTRUMENT_DIRS_ENV, dirs.join("\n"));
+    cmd.stdout(Stdio::piped()).stderr(Stdio::inherit());
+    let mut child = cmd.spawn().map_err(|e| SflError::Setup(format!("cannot run cargo: {e}")))?;
+    let stdout = child.stdout.take().expect("piped");
+    let mut built = Built::default();
+    let mut seen = HashSet::new();
+    for msg in Message::parse_stream(BufReader::new(stdout)) {
+        let Ok(Message::CompilerArtifact(art)) = msg else { continue };
+        let Some(exe) = art.executable else { continue };
+        if !seen.insert(exe.clone()) {
+            continue;
+        }
+        let Some(package) = ws.members.iter().position(|m| m.id == art.package_id) else { continue };
+        if !art.profile.test {
+            built.others.push(exe.into_std_path_buf());
+            continue;
+        }
+        let member = &ws.members[package];
+        let kind = art.target.kind.first().map(|k| k.to_string()).unwrap_or_default();
+        let id = match kind.as_str() {
+            "lib" | "rlib" | "dylib" | "cdylib" | "staticlib" | "proc-macro" => member.name.to_string(),
+            "test" => format!("{}::{}", member.name, art.target.name),
+            other => format!("{}::{}/{}", member.name, other, art.target.name),
+        };
+        let custom_harness = has_custom_harness(member.manifest_path.as_std_path(), &kind, &art.target.name);
+        built.tests.push(TestBinary { id, path: exe.into_std_path_buf(), package, custom_harness });
+    }
+    let status = child.wait().map_err(|e| SflError::Setup(format!("cargo did not finish: {e}")))?;
+    if !status.success() {
+        return Err(SflError::BuildFailed);
+    }
+    built.tests.sort_by(|a, b| a.id.cmp(&b.id));
+    Ok(built)
+}
+
+fn cargo_selection_args(cmd: &mut Command, s: &Selection) {
+    if let Some(p) = &s.manifest_path {
+        cmd.arg("--manifest-path").arg(p);
+    }
+    for p in &s.package {
+        cmd.args(["--package", p]);
+    }
+    if s.workspace {
+        cmd.arg("--workspace");
+    }
+    for e in &s.exclude {
+        cmd.args(["--exclude", e]);
+    }
+    for (flag, on) in [("--lib", s.lib), ("--bins", s.bins), ("--tests", s.tests), ("--all-features", s.all_features), ("--no-default-features", s.no_default_features), ("--release", s.release)] {
+        if on {
+            cmd.arg(flag);
+        }
+    }
+    for b in &s.bin {
+        cmd.args(["--bin", b]);
+    }
+    for t in &s.test {
+        cmd.args(["--test", t]);
+    }
+    for f in &s.features {
+        cmd.args(["--features", f]);
+    }
+}
+
+/// Reads the package manifest to see whether the target has `harness = false`
+/// (cargo metadata does not say).
+fn has_custom_harness(manifest: &Path, kind: &str, name: &str) -> bool {
+    let Ok(text) = std::fs::read_to_string(manifest) else { return false };
+    let Ok(doc) = text.parse::<toml::Table>() else { return false };
+    let harness_false = |t: &toml::Value| t.get("harness").and_then(toml::Value::as_bool) == Some(false);
+    let section = match kind {
+        "test" => "test",
+        "bench" => "bench",
+        "bin" => "bin",
+        "example" => "example",
+        _ => return doc.get("lib").is_some_and(harness_false),
+    };
+    doc.get(section).and_then(toml::Value::as_array).is_some_and(|targets| {
+        targets.iter().any(|t| {
+            let tname = t.get("name").and_then(toml::Value::as_str).map(|n| n.replace('-', "_"));
+            tname.as_deref() == Some(&name.replace('-', "_")) && harness_false(t)
+        })
+    })
+}
+
+/// Entry point when cargo runs us as `RUSTC_WRAPPER`: `cargo-sfl <rustc> <args…>`.
+/// Adds the coverage flags to the workspace's own crates (not build scripts or proc-macros)
+/// and replaces this process with rustc.
+pub fn rustc_wrapper() -> ! {
+    let mut args = std::env::args_os().skip(1);
+    let Some(rustc) = args.next() else {
+        eprintln!("error: {WRAPPER_ENV} is set but no rustc was given");
+        std::process::exit(crate::error::exit::SETUP);
+    };
+    let rest: Vec<OsString> = args.collect();
+    let mut cmd = Command::new(rustc);
+    cmd.args(&rest);
+    if should_instrument(&rest) {
+        cmd.args(COVERAGE_FLAGS);
+    }
+    run_replacing_self(cmd)
+}
+
+fn should_instrument(args: &[OsString]) -> bool {
+    let Some(dir) = std::env::var_os("CARGO_MANIFEST_DIR") else { return false };
+    let dirs = std::env::var(INSTRUMENT_DIRS_ENV).unwrap_or_default();
+    if !dirs.lines().any(|d| Path::new(d) == Path::new(&dir)) {
+        return false;
+    }
+    let pair = |flag: &str, value: &str| args.windows(2).any(|w| w[0] == flag && w[1] == value);
+    !(pair("--crate-name", "build_script_build") || pair("--crate-type", "proc-macro"))
+}
+
+#[cfg(unix)]
+fn run_replacing_self(mut cmd: Command) -> ! {
+    use std::os::unix::process::CommandExt;
+    let err = cmd.exec();
+    eprintln!("error: cannot run rustc: {err}");
+    std::process::exit(crate::error::exit::SETUP)
+}
+
+#[cfg(not(unix))]
+fn run_replacing_self(mut cmd: Command) -> ! {
+    match cmd.status() {
+        Ok(s) => std::process::exit(s.code().unwrap_or(1)),
+        Err(err) => {
+            eprintln!("error: cannot run rustc: {err}");
+            std::process::exit(crate::error::exit::SETUP)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn harness_false_is_read_from_the_manifest() {
+        let dir = tempfile::tempdir().unwrap();
+        let m = dir.path().join("Cargo.toml");
+        std::fs::write(&m, "[package]\nname='x'\n[[test]]\nname = \"custom-one\"\nharness = false\n[[test]]\nname='normal'\n").unwrap();
+        assert!(has_custom_harness(&m, "test", "custom-one"));
+        assert!(has_custom_harness(&m, "test", "custom_one"));
+        assert!(!has_custom_harness(&m, "test", "normal"));
+        assert!(!has_custom_harness(&m, "lib", "x"));
+    }
+}

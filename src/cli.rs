@@ -1,0 +1,205 @@
+//! Command-line arguments (clap derive, as a cargo subcommand) and their validation.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+/// `cargo sfl …` arrives as `cargo-sfl sfl …`; this wrapper enum accepts that shape.
+#[derive(Parser, Debug)]
+#[command(name = "cargo", bin_name = "cargo", styles = clap::builder::styling::Styles::styled())]
+pub enum Cargo {
+    Sfl(SflArgs),
+}
+
+/// Statistical fault localisation: run every test in its own process under LLVM coverage and
+/// rank the lines that failing tests ran by how suspicious they are.
+#[derive(Args, Debug)]
+#[command(version, args_conflicts_with_subcommands = true)]
+#[command(after_help = "Exit codes: 0 report written, 2 usage error, 3 no failing tests, 4 no tests, \
+5 unreadable saved spectra, 96 setup error, 101 build failed, 1 internal error.")]
+pub struct SflArgs {
+    #[command(subcommand)]
+    pub command: Option<Command>,
+
+    #[command(flatten)]
+    pub run: RunArgs,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Re-rank the spectra saved by the last run, without building or running tests.
+    Report(ReportArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct RunArgs {
+    /// Only run tests whose name contains this string.
+    #[arg(value_name = "TESTNAME_FILTER")]
+    pub filter: Option<String>,
+
+    #[command(flatten)]
+    pub select: Selection,
+
+    #[command(flatten)]
+    pub exec: Execution,
+
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+/// Which packages and targets to build, as for `cargo test`.
+#[derive(Args, Debug, Default, Clone)]
+#[command(next_help_heading = "Package selection")]
+pub struct Selection {
+    /// Path to Cargo.toml.
+    #[arg(long, value_name = "PATH")]
+    pub manifest_path: Option<PathBuf>,
+    /// Package(s) to test.
+    #[arg(short, long = "package", value_name = "SPEC")]
+    pub package: Vec<String>,
+    /// Test all packages in the workspace.
+    #[arg(long)]
+    pub workspace: bool,
+    /// Exclude packages from the test (with --workspace).
+    #[arg(long, value_name = "SPEC")]
+    pub exclude: Vec<String>,
+
+    /// Test only this package's library.
+    #[arg(long, help_heading = "Target selection")]
+    pub lib: bool,
+    /// Test all binaries.
+    #[arg(long, help_heading = "Target selection")]
+    pub bins: bool,
+    /// Test only the named binary.
+    #[arg(long, value_name = "NAME", help_heading = "Target selection")]
+    pub bin: Vec<String>,
+    /// Test all targets that have `test = true` set.
+    #[arg(long, help_heading = "Target selection")]
+    pub tests: bool,
+    /// Test only the named integration test target.
+    #[arg(long, value_name = "NAME", help_heading = "Target selection")]
+    pub test: Vec<String>,
+
+    /// Space or comma separated list of features to activate.
+    #[arg(short = 'F', long, value_name = "FEATURES", help_heading = "Feature selection")]
+    pub features: Vec<String>,
+    /// Activate all available features.
+    #[arg(long, help_heading = "Feature selection")]
+    pub all_features: bool,
+    /// Do not activate the `default` feature.
+    #[arg(long, help_heading = "Feature selection")]
+    pub no_default_features: bool,
+
+    /// Build in release mode, with optimisations.
+    #[arg(long, short = 'r', help_heading = "Compilation options")]
+    pub release: bool,
+    /// Directory for the instrumented build [default: <target-dir>/sfl].
+    #[arg(long, value_name = "DIR", help_heading = "Compilation options")]
+    pub target_dir: Option<PathBuf>,
+}
+
+/// How tests are run.
+#[derive(Args, Debug, Clone)]
+#[command(next_help_heading = "Test execution")]
+pub struct Execution {
+    /// Number of tests to run at once [default: number of CPUs].
+    #[arg(short, long, value_name = "N")]
+    pub jobs: Option<usize>,
+    /// Kill a test after this many seconds and count it as failing (timed-out).
+    #[arg(long, value_name = "SECS", default_value_t = 60.0)]
+    pub test_timeout: f64,
+    /// Also run tests marked #[ignore].
+    #[arg(long)]
+    pub include_ignored: bool,
+    /// Keep each test's .profraw files under <target-dir>/profiles (for debugging the decoder).
+    #[arg(long)]
+    pub keep_profiles: bool,
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    Human,
+    Json,
+}
+
+/// What the report shows and where it goes.
+#[derive(Args, Debug, Clone)]
+#[command(next_help_heading = "Report")]
+pub struct OutputArgs {
+    /// Number of suspicious lines to show per measure in the human report.
+    #[arg(long, value_name = "N", default_value_t = 10)]
+    pub top: usize,
+    /// Suspiciousness measure(s) to rank by (repeatable) [default: ochiai].
+    #[arg(long, short = 'm', value_name = "NAME", value_parser = measure_name)]
+    pub measure: Vec<String>,
+    /// Report format.
+    #[arg(long, value_enum, default_value_t = Format::Human)]
+    pub format: Format,
+    /// Write the report to this file instead of standard output.
+    #[arg(long, short = 'o', value_name = "FILE")]
+    pub output: Option<PathBuf>,
+}
+
+impl OutputArgs {
+    /// The measures asked for, in order, without repeats; Ochiai when none was given.
+    pub fn measures(&self) -> Vec<&'static crate::measures::Measure> {
+        let mut out: Vec<&'static crate::measures::Measure> = Vec::new();
+        let names: Vec<&str> = if self.measure.is_empty() { vec!["ochiai"] } else { self.measure.iter().map(String::as_str).collect() };
+        for n in names {
+            let m = crate::measures::find(n).expect("validated by clap");
+            if !out.iter().any(|o| o.name == m.name) {
+                out.push(m);
+            }
+        }
+        out
+    }
+}
+
+fn measure_name(s: &str) -> Result<String, String> {
+    match crate::measures::find(s) {
+        Some(m) => Ok(m.name.to_string()),
+        None => Err(format!(
+            "unknown measure; known measures: {}",
+            crate::measures::MEASURES.iter().map(|m| m.name).collect::<Vec<_>>().join(", ")
+        )),
+    }
+}
+
+#[derive(Args, Debug)]
+pub struct ReportArgs {
+    /// Saved spectra to read [default: <target-dir>/sfl/spectra.json of the workspace].
+    #[arg(long, value_name = "FILE")]
+    pub spectra: Option<PathBuf>,
+    /// Path to Cargo.toml (to find the default spectra file and the source lines).
+    #[arg(long, value_name = "PATH")]
+    pub manifest_path: Option<PathBuf>,
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn cli_definition_is_consistent() {
+        Cargo::command().debug_assert();
+    }
+
+    #[test]
+    fn cargo_style_invocation_parses_selection_and_filter() {
+        let Cargo::Sfl(a) = Cargo::try_parse_from(["cargo", "sfl", "-p", "foo", "--test", "it", "-j", "3", "--measure", "dstar", "t1"]).unwrap();
+        assert_eq!(a.run.select.package, vec!["foo"]);
+        assert_eq!(a.run.select.test, vec!["it"]);
+        assert_eq!(a.run.exec.jobs, Some(3));
+        assert_eq!(a.run.filter.as_deref(), Some("t1"));
+        assert_eq!(a.run.output.measures().iter().map(|m| m.name).collect::<Vec<_>>(), vec!["dstar"]);
+    }
+
+    #[test]
+    fn unknown_measures_are_rejected_with_the_list() {
+        let err = Cargo::try_parse_from(["cargo", "sfl", "--measure", "nope"]).unwrap_err().to_string();
+        assert!(err.contains("ochiai"), "{err}");
+    }
+}

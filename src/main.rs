@@ -1,0 +1,26 @@
+//! `cargo sfl`: glue between the command line and the library.
+
+use clap::Parser;
+
+use cargo_sfl::cli::{Cargo, Command};
+use cargo_sfl::error::{SflError, exit};
+
+fn main() {
+    if std::env::var_os(cargo_sfl::build::WRAPPER_ENV).is_some() {
+        cargo_sfl::build::rustc_wrapper();
+    }
+    let Cargo::Sfl(args) = Cargo::parse();
+    let result = match &args.command {
+        Some(Command::Report(r)) => cargo_sfl::pipeline::report(r),
+        None => cargo_sfl::pipeline::run(&args.run),
+    };
+    let code = match result {
+        Ok(code) => code,
+        Err(err) => {
+            let code = err.downcast_ref::<SflError>().map_or(exit::INTERNAL, SflError::exit_code);
+            eprintln!("error: {err:#}");
+            code
+        }
+    };
+    std::process::exit(code);
+}

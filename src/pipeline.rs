@@ -1,0 +1,356 @@
+//! Drives the stages: build → list → run and decode each test as it finishes → matrix →
+//! save → rank → report. Every result already computed is kept when a later step fails.
+
+use std::collections::HashMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use serde::Serialize;
+
+use crate::build::{self, Built, Workspace};
+use crate::cli::{Format, OutputArgs, ReportArgs, RunArgs};
+use crate::decode::{BinaryCoverage, hex};
+use crate::error::{SflError, exit};
+use crate::profraw::RawProfile;
+use crate::rank::rank;
+use crate::report::{self, Ranking};
+use crate::runner::{self, Job, Listing};
+use crate::spectra::{Outcome, Spectra, TestRecord, Unit};
+
+/// A binary's coverage map plus, per file, the unit id of each line.
+struct Prepared {
+    cov: BinaryCoverage,
+    /// `line_units[file][line]` = unit id, or `u32::MAX` (not a unit).
+    line_units: Vec<Vec<u32>>,
+    /// Workspace-relative path per file (None: not the workspace's code).
+    rel: Vec<Option<String>>,
+}
+
+#[derive(Default)]
+struct Interner {
+    ids: HashMap<Unit, u32>,
+    units: Vec<Unit>,
+}
+
+impl Interner {
+    fn intern(&mut self, file: &str, line: u32) -> u32 {
+        let unit = Unit { file: file.to_string(), line };
+        if let Some(&id) = self.ids.get(&unit) {
+            return id;
+        }
+        let id = self.units.len() as u32;
+        self.units.push(unit.clone());
+        self.ids.insert(unit, id);
+        id
+    }
+}
+
+/// All executables whose profiles we may meet, prepared lazily and once.
+struct Coverage<'a> {
+    ws: &'a Workspace,
+    paths: Vec<PathBuf>,
+    prepared: Vec<OnceLock<Result<Prepared, String>>>,
+    units: Mutex<Interner>,
+}
+
+impl<'a> Coverage<'a> {
+    fn new(ws: &'a Workspace, built: &Built) -> Self {
+        let paths: Vec<PathBuf> = built.tests.iter().map(|t| t.path.clone()).chain(built.others.iter().cloned()).collect();
+        let prepared = paths.iter().map(|_| OnceLock::new()).collect();
+        Coverage { ws, paths, prepared, units: Mutex::new(Interner::default()) }
+    }
+
+    fn get(&self, i: usize) -> &Result<Prepared, String> {
+        self.prepared[i].get_or_init(|| {
+            let cov = BinaryCoverage::open(&self.paths[i]).map_err(|e| format!("{}: {e}", self.paths[i].display()))?;
+            let rel: Vec<Option<String>> = cov.map.files.iter().map(|f| self.ws.relative(f)).collect();
+            let mut line_units = vec![Vec::new(); cov.map.files.len()];
+            let mapped = cov.mapped_lines();
+            let mut interner = self.units.lock().unwrap();
+            for (file, lines) in mapped {
+                let Some(path) = &rel[file as usize] else { continue };
+                let max = lines.iter().map(|l| l.0).max().unwrap_or(0) as usize;
+                let table = &mut line_units[file as usize];
+                table.resize(max + 1, u32::MAX);
+                for (line, _) in lines {
+                    table[line as usize] = interner.intern(path, line);
+                }
+            }
+            Ok(Prepared { cov, line_units, rel })
+        })
+    }
+
+    /// Decodes one profile written by a process of test binary `own`; returns covered units.
+    fn decode(&self, own: usize, path: &Path, covered: &mut Vec<u32>) -> Result<(), String> {
+        let bytes = std::fs::read(path).map_err(|e| format!("cannot read profile {}: {e}", path.display()))?;
+        let ids: Vec<Vec<u8>> = RawProfile::parse(&bytes)
+            .map_err(|e| format!("profile {}: {e}", file_name(path)))?
+            .binary_ids
+            .iter()
+            .map(|id| id.to_vec())
+            .collect();
+        let matches = |i: usize| match self.get(i) {
+            Ok(p) => p.cov.build_id.as_ref().is_some_and(|b| ids.contains(b)),
+            Err(_) => false,
+        };
+        let which = if matches(own) { Some(own) } else { (0..self.paths.len()).find(|&i| i != own && matches(i)) };
+        let Some(which) = which else {
+            if let Err(e) = self.get(own) {
+                return Err(e.clone());
+            }
+            return Err(format!(
+                "profile {} belongs to no binary of this build (build-id {}); ignored",
+                file_name(path),
+                ids.first().map_or("none".into(), |i| hex(i))
+            ));
+        };
+        let p = self.get(which).as_ref().map_err(Clone::clone)?;
+        let lines = p.cov.decode(&bytes, true).map_err(|e| format!("profile {}: {e}", file_name(path)))?;
+        let mut missing = Vec::new();
+        for (file, ls) in lines {
+            let table = &p.line_units[file as usize];
+            for (line, _) in ls {
+                match table.get(line as usize) {
+                    Some(&u) if u != u32::MAX => covered.push(u),
+                    _ => {
+                        if p.rel[file as usize].is_some() {
+                            missing.push((file, line));
+                        }
+                    }
+                }
+            }
+        }
+        if !missing.is_empty() {
+            let mut interner = self.units.lock().unwrap();
+            for (file, line) in missing {
+                covered.push(interner.intern(p.rel[file as usize].as_ref().unwrap(), line));
+            }
+        }
+        Ok(())
+    }
+}
+
+fn file_name(p: &Path) -> String {
+    p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()
+}
+
+/// Written next to kept profiles (`--keep-profiles`), for the decoder oracle and debugging.
+#[derive(Serialize, serde::Deserialize, Debug)]
+pub struct KeptProfile {
+    pub binary: String,
+    pub name: String,
+    pub binary_path: PathBuf,
+    pub profiles: Vec<PathBuf>,
+}
+
+/// `cargo sfl [OPTIONS] [FILTER]`.
+pub fn run(args: &RunArgs) -> anyhow::Result<i32> {
+    let ws = Workspace::load(args.select.manifest_path.as_deref(), args.select.target_dir.as_deref())?;
+    eprintln!("    Building tests with coverage in {}", ws.target_dir.display());
+    let built = build::build(&ws, &args.select)?;
+    let release = args.select.release;
+    let timeout = Duration::from_secs_f64(args.exec.test_timeout.max(0.001));
+    let jobs_n = args.exec.jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())).max(1);
+
+    let scratch = ws.target_dir.join("profiles");
+    let _ = std::fs::remove_dir_all(&scratch);
+    std::fs::create_dir_all(&scratch).with_context(|| format!("cannot create {}", scratch.display()))?;
+
+    // List every binary's tests.
+    let mut listings: Vec<Option<Result<Listing, String>>> = (0..built.tests.len()).map(|_| None).collect();
+    let list_dirs: Vec<PathBuf> = (0..built.tests.len()).map(|i| scratch.join(format!("list{i}"))).collect();
+    runner::parallel(
+        &built.tests,
+        jobs_n,
+        |i, bin| {
+            let _ = std::fs::create_dir_all(&list_dirs[i]);
+            let r = runner::list(bin, &ws.members[bin.package], &ws.target_dir, release, &list_dirs[i], timeout);
+            let _ = std::fs::remove_dir_all(&list_dirs[i]);
+            r
+        },
+        |i, r| listings[i] = Some(r),
+    );
+
+    let mut jobs = Vec::new();
+    let mut ignored_records = Vec::new();
+    let matches = |name: &str| args.filter.as_deref().is_none_or(|f| name.contains(f));
+    for (b, listing) in listings.into_iter().enumerate() {
+        let bin = &built.tests[b];
+        let listing = match listing.expect("every binary listed") {
+            Ok(l) => l,
+            Err(e) => {
+                eprintln!("warning: cannot list the tests of {}: {e}; running it as one test", bin.id);
+                Listing { tests: vec![], ignored: vec![], whole: true }
+            }
+        };
+        if listing.whole {
+            if matches("main") || args.filter.is_none() {
+                jobs.push(Job { binary: b, name: None, ignored: false });
+            }
+            continue;
+        }
+        for t in listing.tests.iter().filter(|t| matches(t)) {
+            let is_ignored = listing.ignored.contains(t);
+            if is_ignored && !args.exec.include_ignored {
+                ignored_records.push(record(&bin.id, t, Outcome::Ignored));
+                continue;
+            }
+            jobs.push(Job { binary: b, name: Some(t.clone()), ignored: is_ignored });
+        }
+    }
+    if jobs.is_empty() {
+        return Err(SflError::NoTests.into());
+    }
+    let n_bins = jobs.iter().map(|j| j.binary).collect::<std::collections::HashSet<_>>().len();
+    eprintln!("     Running {} tests from {} binar{} ({} at a time)", jobs.len(), n_bins, if n_bins == 1 { "y" } else { "ies" }, jobs_n);
+
+    let coverage = Coverage::new(&ws, &built);
+    let started = Instant::now();
+    let decode_total = Mutex::new(Duration::ZERO);
+    let mut results: Vec<Option<(TestRecord, Vec<u32>, Vec<PathBuf>)>> = (0..jobs.len()).map(|_| None).collect();
+    let mut done = 0usize;
+    let keep = args.exec.keep_profiles;
+    runner::parallel(
+        &jobs,
+        jobs_n,
+        |i, job| {
+            let bin = &built.tests[job.binary];
+            let dir = scratch.join(format!("t{i}"));
+            let name = job.name.clone().unwrap_or_else(|| "main".into());
+            let mut rec = record(&bin.id, &name, Outcome::Failed);
+            let mut covered = Vec::new();
+            let mut kept = Vec::new();
+            match runner::run_test(job, bin, &ws.members[bin.package], &ws.target_dir, release, &dir, timeout) {
+                Err(e) => rec.warnings.push(format!("could not run: {e}")),
+                Ok(fin) => {
+                    rec.outcome = fin.outcome;
+                    rec.signal = fin.signal;
+                    rec.message = fin.message;
+                    rec.duration_ms = fin.duration.as_millis() as u64;
+                    let t0 = Instant::now();
+                    if fin.profiles.is_empty() {
+                        rec.warnings.push("the test wrote no profile; it contributes no coverage".into());
+                    }
+                    for p in &fin.profiles {
+                        if let Err(w) = coverage.decode(job.binary, p, &mut covered) {
+                            rec.warnings.push(w);
+                        }
+                    }
+                    *decode_total.lock().unwrap() += t0.elapsed();
+                    kept = fin.profiles;
+                }
+            }
+            if !keep {
+                let _ = std::fs::remove_dir_all(&dir);
+                kept.clear();
+            }
+            covered.sort_unstable();
+            covered.dedup();
+            (rec, covered, kept)
+        },
+        |i, r| {
+            done += 1;
+            let rec = &r.0;
+            if rec.outcome != Outcome::Passed {
+                eprintln!("        {:<9} [{:>7.3}s] ({done}/{}) {} {}", rec.outcome.as_str().to_uppercase(), rec.duration_ms as f64 / 1000.0, jobs.len(), rec.binary, rec.name);
+            }
+            for w in &rec.warnings {
+                eprintln!("warning: {} {}: {w}", rec.binary, rec.name);
+            }
+            results[i] = Some(r);
+        },
+    );
+    let elapsed = started.elapsed();
+    let decode_time = *decode_total.lock().unwrap();
+    eprintln!(
+        "    Finished {} tests in {:.2}s; decoded their profiles in {:.1} ms ({:.0} µs per test)",
+        jobs.len(),
+        elapsed.as_secs_f64(),
+        decode_time.as_secs_f64() * 1e3,
+        decode_time.as_secs_f64() * 1e6 / jobs.len() as f64
+    );
+
+    // Assemble the matrix with units in code order, so output is stable.
+    let interner = coverage.units.into_inner().unwrap();
+    let mut order: Vec<u32> = (0..interner.units.len() as u32).collect();
+    order.sort_by(|&a, &b| interner.units[a as usize].cmp(&interner.units[b as usize]));
+    let mut remap = vec![0u32; order.len()];
+    for (new, &old) in order.iter().enumerate() {
+        remap[old as usize] = new as u32;
+    }
+    let units: Vec<Unit> = order.iter().map(|&o| interner.units[o as usize].clone()).collect();
+    let mut tests = Vec::new();
+    let mut covered = Vec::new();
+    let mut kept_index = Vec::new();
+    for (i, r) in results.into_iter().enumerate() {
+        let (rec, cov, kept) = r.expect("every job finished");
+        if keep {
+            kept_index.push(KeptProfile { binary: rec.binary.clone(), name: rec.name.clone(), binary_path: built.tests[jobs[i].binary].path.clone(), profiles: kept });
+        }
+        tests.push(rec);
+        covered.push(cov.into_iter().map(|u| remap[u as usize]).collect::<Vec<u32>>());
+    }
+    for rec in ignored_records {
+        tests.push(rec);
+        covered.push(Vec::new());
+    }
+    let spectra = Spectra::from_tests(ws.root.to_string_lossy().into_owned(), tests, units, &covered);
+    let path = ws.spectra_path();
+    spectra.save(&path).with_context(|| format!("cannot save spectra to {}", path.display()))?;
+    if keep {
+        let index = scratch.join("index.json");
+        std::fs::write(&index, serde_json::to_vec_pretty(&kept_index)?)?;
+        eprintln!("        Kept profiles: {}", index.display());
+    }
+    emit(&spectra, &args.output)
+}
+
+fn record(binary: &str, name: &str, outcome: Outcome) -> TestRecord {
+    TestRecord { binary: binary.to_string(), name: name.to_string(), outcome, signal: None, message: None, duration_ms: 0, warnings: Vec::new() }
+}
+
+/// `cargo sfl report`: re-rank saved spectra.
+pub fn report(args: &ReportArgs) -> anyhow::Result<i32> {
+    let path = match &args.spectra {
+        Some(p) => p.clone(),
+        None => Workspace::load(args.manifest_path.as_deref(), None)?.spectra_path(),
+    };
+    if !path.exists() {
+        return Err(SflError::BadSpectra { path, reason: "no such file; run `cargo sfl` first".into() }.into());
+    }
+    let spectra = Spectra::load(&path).map_err(|reason| SflError::BadSpectra { path: path.clone(), reason })?;
+    emit(&spectra, &args.output)
+}
+
+/// Ranks and writes the report; returns the exit code.
+fn emit(spectra: &Spectra, out: &OutputArgs) -> anyhow::Result<i32> {
+    let summary = report::Summary::of(spectra);
+    let rankings: Vec<Ranking> = out.measures().into_iter().map(|m| Ranking { measure: m, units: rank(spectra, m) }).collect();
+    let text = match out.format {
+        Format::Json => report::json(spectra, &rankings),
+        Format::Human if summary.failing() == 0 => report::no_failures(spectra),
+        Format::Human => report::human(spectra, &rankings, out.top),
+    };
+    write_output(out.output.as_deref(), &text)?;
+    if summary.failing() > 0 && summary.failing() == summary.ran() {
+        eprintln!("note: every test failed, so no passing test tells lines apart; rankings rest on failing coverage alone");
+    }
+    Ok(if summary.failing() == 0 { exit::NO_FAILING_TESTS } else { exit::REPORTED })
+}
+
+fn write_output(path: Option<&Path>, text: &str) -> anyhow::Result<()> {
+    match path {
+        Some(p) => std::fs::write(p, text).with_context(|| format!("cannot write {}", p.display())),
+        None => {
+            let mut stdout = std::io::stdout().lock();
+            match stdout.write_all(text.as_bytes()).and_then(|()| stdout.flush()) {
+                // A closed pipe (`cargo sfl | head`) is not an error.
+                Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+                r => r.context("cannot write the report"),
+            }
+        }
+    }
+}

@@ -1,0 +1,303 @@
+//! Lists each binary's tests and runs every test in its own process, in parallel, with a
+//! continuous-mode profile per process so crashed and killed tests keep their coverage.
+
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use cargo_metadata::Package;
+use wait_timeout::ChildExt;
+
+use crate::build::TestBinary;
+use crate::spectra::Outcome;
+
+/// The tests one binary holds.
+#[derive(Debug, Clone)]
+pub struct Listing {
+    /// Runnable test names; empty with `whole` set when the harness cannot list tests.
+    pub tests: Vec<String>,
+    pub ignored: Vec<String>,
+    /// The binary is run once, with no arguments, as a single test named `main`.
+    pub whole: bool,
+}
+
+/// One process to run.
+#[derive(Debug, Clone)]
+pub struct Job {
+    pub binary: usize,
+    /// `None`: run the whole binary (custom harness).
+    pub name: Option<String>,
+    /// Run an #[ignore]d test (`--include-ignored`).
+    pub ignored: bool,
+}
+
+/// What a test process did.
+#[derive(Debug)]
+pub struct Finished {
+    pub outcome: Outcome,
+    pub signal: Option<i32>,
+    pub message: Option<String>,
+    pub duration: Duration,
+    /// Profiles the process (and any instrumented child it ran) wrote.
+    pub profiles: Vec<PathBuf>,
+}
+
+/// The environment `cargo test` gives a test of `pkg`.
+pub fn test_env(cmd: &mut Command, pkg: &Package, target_dir: &Path, release: bool) {
+    let dir = pkg.manifest_path.parent().map(|d| d.as_std_path().to_path_buf()).unwrap_or_default();
+    let v = &pkg.version;
+    cmd.current_dir(&dir)
+        .env("CARGO_MANIFEST_DIR", &dir)
+        .env("CARGO_MANIFEST_PATH", pkg.manifest_path.as_std_path())
+        .env("CARGO_PKG_NAME", pkg.name.as_str())
+        .env("CARGO_CRATE_NAME", pkg.name.replace('-', "_"))
+        .env("CARGO_PKG_VERSION", v.to_string())
+        .env("CARGO_PKG_VERSION_MAJOR", v.major.to_string())
+        .env("CARGO_PKG_VERSION_MINOR", v.minor.to_string())
+        .env("CARGO_PKG_VERSION_PATCH", v.patch.to_string())
+        .env("CARGO_PKG_VERSION_PRE", v.pre.to_string())
+        .env("CARGO_PKG_AUTHORS", pkg.authors.join(":"))
+        .env("CARGO_PKG_DESCRIPTION", pkg.description.clone().unwrap_or_default())
+        .env("CARGO_PKG_HOMEPAGE", pkg.homepage.clone().unwrap_or_default())
+        .env("CARGO_PKG_REPOSITORY", pkg.repository.clone().unwrap_or_default())
+        .env("CARGO_PKG_LICENSE", pkg.license.clone().unwrap_or_default());
+    if let Some(cargo) = std::env::var_os("CARGO") {
+        cmd.env("CARGO", cargo);
+    }
+    // cargo puts the build's library directories on the dynamic loader path.
+    let profile_dir = target_dir.join(if release { "release" } else { "debug" });
+    let mut paths = vec![profile_dir.join("deps"), profile_dir];
+    if let Some(old) = std::env::var_os("LD_LIBRARY_PATH") {
+        paths.extend(std::env::split_paths(&old));
+    }
+    if let Ok(joined) = std::env::join_paths(paths) {
+        cmd.env("LD_LIBRARY_PATH", joined);
+    }
+}
+
+/// Lists a binary's tests with `--list --format terse` (and `--ignored`).
+pub fn list(bin: &TestBinary, pkg: &Package, target_dir: &Path, release: bool, scratch: &Path, timeout: Duration) -> Result<Listing, String> {
+    let run = |extra: &[&str]| -> Result<(bool, String), String> {
+        let mut cmd = Command::new(&bin.path);
+        cmd.args(["--list", "--format", "terse"]).args(extra);
+        test_env(&mut cmd, pkg, target_dir, release);
+        // Listing must not leave default.profraw files in the user's package directory.
+        cmd.env("LLVM_PROFILE_FILE", scratch.join("list-%p.profraw"));
+        let out_path = scratch.join(format!("list-{}.out", std::process::id()));
+        let (status, output, _) = run_captured(cmd, &out_path, timeout).map_err(|e| format!("cannot run {}: {e}", bin.path.display()))?;
+        Ok((status.is_some_and(|s| s.success()), output))
+    };
+    let parse = |text: &str| -> Option<Vec<String>> {
+        let mut names = Vec::new();
+        for line in text.lines().filter(|l| !l.trim().is_empty()) {
+            if let Some(name) = line.strip_suffix(": test") {
+                names.push(name.to_string());
+            } else if !line.ends_with(": benchmark") {
+                return None;
+            }
+        }
+        Some(names)
+    };
+    let (ok, text) = run(&[])?;
+    let tests = if ok { parse(&text) } else { None };
+    let result = match tests {
+        // A custom harness that answered `--list` with nothing is run as one test.
+        Some(t) if !(bin.custom_harness && t.is_empty()) => {
+            let (ok, text) = run(&["--ignored"])?;
+            let ignored = if ok { parse(&text).unwrap_or_default() } else { Vec::new() };
+            Listing { tests: t, ignored, whole: false }
+        }
+        _ => Listing { tests: Vec::new(), ignored: Vec::new(), whole: true },
+    };
+    clean_dir_files(scratch, "list-");
+    Ok(result)
+}
+
+fn clean_dir_files(dir: &Path, prefix: &str) {
+    if let Ok(rd) = std::fs::read_dir(dir) {
+        for e in rd.flatten() {
+            if e.file_name().to_string_lossy().starts_with(prefix) {
+                let _ = std::fs::remove_file(e.path());
+            }
+        }
+    }
+}
+
+/// Runs a command with stdout and stderr into one file; `None` status means it timed out
+/// and was killed.
+fn run_captured(mut cmd: Command, out_path: &Path, timeout: Duration) -> std::io::Result<(Option<ExitStatus>, String, Duration)> {
+    let out = File::create(out_path)?;
+    cmd.stdin(Stdio::null()).stdout(out.try_clone()?).stderr(out);
+    let start = Instant::now();
+    let mut child: Child = cmd.spawn()?;
+    let status = match child.wait_timeout(timeout)? {
+        Some(s) => Some(s),
+        None => {
+            let _ = child.kill();
+            let _ = child.wait();
+            None
+        }
+    };
+    let elapsed = start.elapsed();
+    let bytes = std::fs::read(out_path).unwrap_or_default();
+    let _ = std::fs::remove_file(out_path);
+    Ok((status, String::from_utf8_lossy(&bytes).into_owned(), elapsed))
+}
+
+/// Runs one test in its own process; its profiles land in `dir` (created here).
+pub fn run_test(job: &Job, bin: &TestBinary, pkg: &Package, target_dir: &Path, release: bool, dir: &Path, timeout: Duration) -> std::io::Result<Finished> {
+    std::fs::create_dir_all(dir)?;
+    let mut cmd = Command::new(&bin.path);
+    if let Some(name) = &job.name {
+        cmd.args(["--exact", name, "--nocapture"]);
+        if job.ignored {
+            cmd.arg("--ignored");
+        }
+    }
+    test_env(&mut cmd, pkg, target_dir, release);
+    // %p: one file per process (a test may run other instrumented binaries);
+    // %c: continuous mode, counters live in the file while the test runs.
+    cmd.env("LLVM_PROFILE_FILE", dir.join("sfl-%p%c.profraw"));
+    let (status, output, duration) = run_captured(cmd, &dir.join("output.txt"), timeout)?;
+    let (outcome, signal, message) = classify(status, &output, timeout);
+    let mut profiles: Vec<PathBuf> = std::fs::read_dir(dir)?
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "profraw"))
+        .collect();
+    profiles.sort();
+    Ok(Finished { outcome, signal, message, duration, profiles })
+}
+
+fn classify(status: Option<ExitStatus>, output: &str, timeout: Duration) -> (Outcome, Option<i32>, Option<String>) {
+    let Some(status) = status else {
+        let mut msg = format!("timed out after {}s and was killed", timeout.as_secs_f64());
+        if let Some(tail) = tail(output, 3) {
+            msg.push('\n');
+            msg.push_str(&tail);
+        }
+        return (Outcome::TimedOut, None, Some(msg));
+    };
+    if status.success() {
+        return (Outcome::Passed, None, None);
+    }
+    if let Some(sig) = signal_of(&status) {
+        let mut msg = format!("killed by signal {sig} ({})", signal_name(sig));
+        if let Some(m) = panic_message(output).or_else(|| tail(output, 3)) {
+            msg.push('\n');
+            msg.push_str(&m);
+        }
+        return (Outcome::Crashed, Some(sig), Some(msg));
+    }
+    let msg = panic_message(output).or_else(|| tail(output, 5)).or_else(|| status.code().map(|c| format!("exited with status {c}")));
+    (Outcome::Failed, None, msg)
+}
+
+#[cfg(unix)]
+fn signal_of(status: &ExitStatus) -> Option<i32> {
+    use std::os::unix::process::ExitStatusExt;
+    status.signal()
+}
+
+#[cfg(not(unix))]
+fn signal_of(_: &ExitStatus) -> Option<i32> {
+    None
+}
+
+fn signal_name(sig: i32) -> &'static str {
+    match sig {
+        4 => "SIGILL",
+        5 => "SIGTRAP",
+        6 => "SIGABRT",
+        7 => "SIGBUS",
+        8 => "SIGFPE",
+        9 => "SIGKILL",
+        11 => "SIGSEGV",
+        13 => "SIGPIPE",
+        15 => "SIGTERM",
+        _ => "signal",
+    }
+}
+
+/// The panic message: the `panicked at` line and the lines after it, up to six.
+fn panic_message(output: &str) -> Option<String> {
+    let lines: Vec<&str> = output.lines().collect();
+    let start = lines.iter().position(|l| l.contains("panicked at") || l.contains("has overflowed its stack"))?;
+    let first = lines[start];
+    let first = first.find("panicked at").map_or(first, |i| &first[i..]);
+    let mut out = vec![first.to_string()];
+    for l in &lines[start + 1..] {
+        if l.is_empty() || l.starts_with("note: ") || l.starts_with("stack backtrace:") || out.len() >= 6 {
+            break;
+        }
+        out.push((*l).to_string());
+    }
+    Some(out.join("\n"))
+}
+
+/// The last `n` lines that are not libtest's own bookkeeping.
+fn tail(output: &str, n: usize) -> Option<String> {
+    let keep: Vec<&str> = output
+        .lines()
+        .filter(|l| {
+            let t = l.trim();
+            !(t.is_empty() || t.starts_with("running ") || t.starts_with("test result:") || t == "failures:" || (t.starts_with("test ") && t.contains(" ... ")))
+        })
+        .collect();
+    (!keep.is_empty()).then(|| keep[keep.len().saturating_sub(n)..].join("\n"))
+}
+
+/// Runs `f` over `items` on `jobs` threads, handing each result to `sink` on this thread as
+/// soon as it is ready (in completion order).
+pub fn parallel<T: Sync, R: Send>(items: &[T], jobs: usize, f: impl Fn(usize, &T) -> R + Sync, mut sink: impl FnMut(usize, R)) {
+    let next = AtomicUsize::new(0);
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::scope(|s| {
+        for _ in 0..jobs.clamp(1, items.len().max(1)) {
+            let tx = tx.clone();
+            let (next, f) = (&next, &f);
+            s.spawn(move || {
+                loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    if i >= items.len() {
+                        break;
+                    }
+                    if tx.send((i, f(i, &items[i]))).is_err() {
+                        break;
+                    }
+                }
+            });
+        }
+        drop(tx);
+        for (i, r) in rx {
+            sink(i, r);
+        }
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn panic_messages_are_cut_before_notes() {
+        let out = "running 1 test\nthread 'tests::t1' panicked at src/lib.rs:30:9:\nleast = 1, most = 0\nnote: run with `RUST_BACKTRACE=1`\ntest tests::t1 ... FAILED\n";
+        assert_eq!(panic_message(out).unwrap(), "panicked at src/lib.rs:30:9:\nleast = 1, most = 0");
+    }
+
+    #[test]
+    fn custom_harness_failures_keep_their_last_lines() {
+        let out = "check a ... ok\ncheck b ... FAILED\n";
+        assert_eq!(tail(out, 5).unwrap(), "check a ... ok\ncheck b ... FAILED");
+    }
+
+    #[test]
+    fn parallel_hands_back_every_result() {
+        let items: Vec<u32> = (0..100).collect();
+        let mut got = vec![0; 100];
+        parallel(&items, 4, |_, x| x * 2, |i, r| got[i] = r);
+        assert_eq!(got, items.iter().map(|x| x * 2).collect::<Vec<_>>());
+    }
+}

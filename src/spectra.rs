@@ -1,0 +1,302 @@
+//! The coverage matrix: tests (with outcomes), units (source lines), and one bitset per unit
+//! over the tests that ran it. Saved as JSON so `cargo sfl report` can re-rank without
+//! re-running anything.
+
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use crate::measures::Counts;
+
+/// Version tag of the saved-spectra file; bump on any incompatible change.
+pub const SCHEMA: &str = "cargo-sfl-spectra/v1";
+
+/// How a test ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Outcome {
+    Passed,
+    Failed,
+    TimedOut,
+    Crashed,
+    Ignored,
+}
+
+impl Outcome {
+    /// Failed, timed out and crashed tests are the failing set E of the spectra.
+    pub fn is_failing(self) -> bool {
+        matches!(self, Outcome::Failed | Outcome::TimedOut | Outcome::Crashed)
+    }
+    /// Whether the test ran at all (ignored tests contribute nothing).
+    pub fn ran(self) -> bool {
+        self != Outcome::Ignored
+    }
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Passed => "passed",
+            Outcome::Failed => "failed",
+            Outcome::TimedOut => "timed-out",
+            Outcome::Crashed => "crashed",
+            Outcome::Ignored => "ignored",
+        }
+    }
+}
+
+/// One test and what happened to it.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct TestRecord {
+    /// The test binary, named as nextest names it (`pkg`, `pkg::integration`, `pkg::bin/name`).
+    pub binary: String,
+    /// The libtest name, or `main` for a binary whose harness cannot list its tests.
+    pub name: String,
+    pub outcome: Outcome,
+    /// Signal number for crashed tests.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signal: Option<i32>,
+    /// First lines of the failure message.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    #[serde(default)]
+    pub duration_ms: u64,
+    /// Problems decoding this test's coverage (its coverage may be partial).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
+}
+
+/// A unit of code: one source line, path relative to the workspace root with `/` separators.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct Unit {
+    pub file: String,
+    pub line: u32,
+}
+
+/// A fixed-size set of test indices.
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub struct BitSet {
+    words: Vec<u64>,
+}
+
+impl BitSet {
+    pub fn new(len: usize) -> Self {
+        BitSet { words: vec![0; len.div_ceil(64)] }
+    }
+    pub fn insert(&mut self, i: usize) {
+        self.words[i / 64] |= 1 << (i % 64);
+    }
+    pub fn contains(&self, i: usize) -> bool {
+        self.words.get(i / 64).is_some_and(|w| w & (1 << (i % 64)) != 0)
+    }
+    /// Number of members also in `mask`.
+    pub fn count_and(&self, mask: &BitSet) -> u32 {
+        self.words.iter().zip(&mask.words).map(|(a, b)| (a & b).count_ones()).sum()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.words.iter().all(|&w| w == 0)
+    }
+    /// Little-endian bytes as lowercase hex, trailing zero bytes dropped.
+    fn to_hex(&self) -> String {
+        let mut bytes: Vec<u8> = self.words.iter().flat_map(|w| w.to_le_bytes()).collect();
+        while bytes.last() == Some(&0) {
+            bytes.pop();
+        }
+        bytes.iter().map(|b| format!("{b:02x}")).collect()
+    }
+    fn from_hex(s: &str, len: usize) -> Option<Self> {
+        if s.len() % 2 != 0 || s.len() / 2 > len.div_ceil(64) * 8 {
+            return None;
+        }
+        let mut set = BitSet::new(len);
+        for (i, pair) in s.as_bytes().chunks(2).enumerate() {
+            let byte = u8::from_str_radix(std::str::from_utf8(pair).ok()?, 16).ok()?;
+            set.words[i / 8] |= u64::from(byte) << (8 * (i % 8));
+        }
+        // No bit may name a test that does not exist.
+        (0..len.div_ceil(64) * 64).filter(|&i| i >= len).all(|i| !set.contains(i)).then_some(set)
+    }
+}
+
+/// The matrix itself.
+#[derive(Clone, Debug, Default)]
+pub struct Spectra {
+    pub workspace_root: String,
+    pub tests: Vec<TestRecord>,
+    pub units: Vec<Unit>,
+    /// `coverage[u]` = the tests that ran unit `u`.
+    pub coverage: Vec<BitSet>,
+}
+
+#[derive(Serialize, Deserialize)]
+#[cfg_attr(test, serde(deny_unknown_fields))]
+struct SavedSpectra {
+    schema: String,
+    workspace_root: String,
+    tests: Vec<TestRecord>,
+    /// `[file, line]` pairs.
+    units: Vec<(String, u32)>,
+    /// Per unit, the covering tests as a hex bitset (bit i of byte j = test 8j+i).
+    coverage: Vec<String>,
+}
+
+impl Spectra {
+    /// Builds the matrix from per-test covered units (unit ids index `units`).
+    pub fn from_tests(workspace_root: String, tests: Vec<TestRecord>, units: Vec<Unit>, covered: &[Vec<u32>]) -> Self {
+        let mut coverage = vec![BitSet::new(tests.len()); units.len()];
+        for (t, ids) in covered.iter().enumerate() {
+            for &u in ids {
+                coverage[u as usize].insert(t);
+            }
+        }
+        Spectra { workspace_root, tests, units, coverage }
+    }
+
+    /// Tests in the failing set.
+    pub fn failing_mask(&self) -> BitSet {
+        self.mask(|o| o.is_failing())
+    }
+    /// Tests that ran and passed.
+    pub fn passing_mask(&self) -> BitSet {
+        self.mask(|o| o == Outcome::Passed)
+    }
+    fn mask(&self, pred: impl Fn(Outcome) -> bool) -> BitSet {
+        let mut m = BitSet::new(self.tests.len());
+        for (i, t) in self.tests.iter().enumerate() {
+            if pred(t.outcome) {
+                m.insert(i);
+            }
+        }
+        m
+    }
+
+    /// ⟨ef, ep, nf, np⟩ of every unit.
+    pub fn counts(&self) -> Vec<Counts> {
+        let (fail, pass) = (self.failing_mask(), self.passing_mask());
+        let total_f = fail.count_and(&fail);
+        let total_p = pass.count_and(&pass);
+        self.coverage
+            .iter()
+            .map(|c| {
+                let (ef, ep) = (c.count_and(&fail), c.count_and(&pass));
+                Counts::new(ef, ep, total_f - ef, total_p - ep)
+            })
+            .collect()
+    }
+
+    pub fn save(&self, path: &Path) -> std::io::Result<()> {
+        let saved = SavedSpectra {
+            schema: SCHEMA.to_string(),
+            workspace_root: self.workspace_root.clone(),
+            tests: self.tests.clone(),
+            units: self.units.iter().map(|u| (u.file.clone(), u.line)).collect(),
+            coverage: self.coverage.iter().map(BitSet::to_hex).collect(),
+        };
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir)?;
+        }
+        // Write then rename, so a crash never leaves a half-written file behind.
+        let tmp = path.with_extension("json.tmp");
+        std::fs::write(&tmp, serde_json::to_vec(&saved)?)?;
+        std::fs::rename(&tmp, path)
+    }
+
+    /// Reads saved spectra; the error says what is wrong in words.
+    pub fn load(path: &Path) -> Result<Self, String> {
+        let bytes = std::fs::read(path).map_err(|e| e.to_string())?;
+        let value: serde_json::Value = serde_json::from_slice(&bytes).map_err(|e| format!("not JSON: {e}"))?;
+        match value.get("schema").and_then(|s| s.as_str()) {
+            Some(SCHEMA) => {}
+            Some(other) => return Err(format!("schema is {other:?}, this cargo-sfl reads {SCHEMA:?}")),
+            None => return Err("no \"schema\" field: not a cargo-sfl spectra file".into()),
+        }
+        let saved: SavedSpectra = serde_json::from_value(value).map_err(|e| format!("malformed: {e}"))?;
+        if saved.units.len() != saved.coverage.len() {
+            return Err(format!("{} units but {} coverage rows", saved.units.len(), saved.coverage.len()));
+        }
+        let n = saved.tests.len();
+        let coverage = saved
+            .coverage
+            .iter()
+            .enumerate()
+            .map(|(i, h)| BitSet::from_hex(h, n).ok_or_else(|| format!("coverage row {i} is not a bitset over {n} tests")))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(Spectra {
+            workspace_root: saved.workspace_root,
+            tests: saved.tests,
+            units: saved.units.into_iter().map(|(file, line)| Unit { file, line }).collect(),
+            coverage,
+        })
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+
+    fn test(name: &str, outcome: Outcome) -> TestRecord {
+        TestRecord { binary: "b".into(), name: name.into(), outcome, signal: None, message: None, duration_ms: 0, warnings: vec![] }
+    }
+
+    /// Doric's minmax (ALGORITHMS.md §2): t1..t5 over u1..u4.
+    pub(crate) fn doric_minmax() -> Spectra {
+        let rows: [(&[u32], Outcome); 5] = [
+            (&[1, 2], Outcome::Failed),
+            (&[2, 3], Outcome::Failed),
+            (&[2], Outcome::Failed),
+            (&[0, 3], Outcome::Passed),
+            (&[0, 1], Outcome::Passed),
+        ];
+        let tests = rows.iter().enumerate().map(|(i, (_, o))| test(&format!("t{}", i + 1), *o)).collect();
+        let units = (1..=4).map(|l| Unit { file: "src/lib.rs".into(), line: l }).collect();
+        let covered: Vec<Vec<u32>> = rows.iter().map(|(c, _)| c.to_vec()).collect();
+        Spectra::from_tests("/ws".into(), tests, units, &covered)
+    }
+
+    #[test]
+    fn counts_follow_the_matrix() {
+        let s = doric_minmax();
+        let c = s.counts();
+        assert_eq!(c[2], Counts::new(3, 0, 0, 2));
+        assert_eq!(c[0], Counts::new(0, 2, 3, 0));
+        assert_eq!(c[3], Counts::new(1, 1, 2, 1));
+    }
+
+    #[test]
+    fn saved_spectra_round_trip() {
+        let s = doric_minmax();
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.json");
+        s.save(&path).unwrap();
+        let back = Spectra::load(&path).unwrap();
+        assert_eq!(back.tests, s.tests);
+        assert_eq!(back.units, s.units);
+        assert_eq!(back.coverage, s.coverage);
+    }
+
+    #[test]
+    fn foreign_or_corrupt_spectra_are_refused_with_a_reason() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.json");
+        std::fs::write(&path, b"{\"schema\":\"other/v9\"}").unwrap();
+        assert!(Spectra::load(&path).unwrap_err().contains("other/v9"));
+        std::fs::write(&path, b"\x00\x01").unwrap();
+        assert!(Spectra::load(&path).unwrap_err().contains("not JSON"));
+        doric_minmax().save(&path).unwrap();
+        // u3 is covered by t1..t3 (0x07); 0xff would name tests that do not exist.
+        let text = std::fs::read_to_string(&path).unwrap().replace("\"07\"", "\"ff\"");
+        std::fs::write(&path, text).unwrap();
+        assert!(Spectra::load(&path).unwrap_err().contains("bitset"));
+    }
+
+    #[test]
+    fn bitsets_count_intersections_across_words() {
+        let mut a = BitSet::new(130);
+        let mut m = BitSet::new(130);
+        for i in [0, 63, 64, 129] {
+            a.insert(i);
+        }
+        for i in [63, 129, 5] {
+            m.insert(i);
+        }
+        assert_eq!(a.count_and(&m), 2);
+        assert!(a.contains(129) && !a.contains(128));
+    }
+}
