@@ -1,0 +1,324 @@
+//! End-to-end tests: the real `cargo-sfl` binary on the faulty fixtures, one trial per
+//! fixture (libtest-mimic), each in its own copy of the fixture.
+//!
+//! Every fixture trial also runs the decoder oracle: for every test and every profile, our
+//! in-process line counts must equal `llvm-cov export -format=lcov` on the same profile, and
+//! the saved matrix must hold exactly the lines llvm-cov says ran.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use cargo_sfl::decode::BinaryCoverage;
+use cargo_sfl::pipeline::KeptProfile;
+use cargo_sfl::spectra::Spectra;
+use libtest_mimic::{Arguments, Failed, Trial};
+use serde_json::Value;
+
+type Result = std::result::Result<(), Failed>;
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Copies a fixture (without its target dir) into a fresh temp dir.
+fn copy_fixture(name: &str) -> tempfile::TempDir {
+    let dir = tempfile::Builder::new().prefix(&format!("sfl-{name}-")).tempdir().unwrap();
+    copy_tree(&root().join("fixtures").join(name), dir.path());
+    dir
+}
+
+fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap().flatten() {
+        let name = e.file_name();
+        if name == "target" {
+            continue;
+        }
+        let (src, dst) = (e.path(), to.join(&name));
+        if src.is_dir() {
+            copy_tree(&src, &dst);
+        } else {
+            std::fs::copy(&src, &dst).unwrap();
+        }
+    }
+}
+
+fn sfl(args: &[&str], dir: &Path) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_cargo-sfl")).arg("sfl").args(args).current_dir(dir).output().unwrap()
+}
+
+fn check(cond: bool, msg: impl FnOnce() -> String) -> Result {
+    if cond { Ok(()) } else { Err(msg().into()) }
+}
+
+fn show(out: &Output) -> String {
+    format!("status {:?}\n--- stdout\n{}\n--- stderr\n{}", out.status.code(), String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr))
+}
+
+/// What each fixture must produce: the failing tests (binary, name, outcome) and the best
+/// Ochiai rank its fault must reach. Every other test must pass.
+struct Expect {
+    fixture: &'static str,
+    failing: &'static [(&'static str, &'static str, &'static str)],
+    ochiai_fault_rank: f64,
+}
+
+const FIXTURES: &[Expect] = &[
+    Expect {
+        fixture: "minmax",
+        failing: &[("fixture-minmax", "tests::t1", "failed"), ("fixture-minmax", "tests::t2", "failed"), ("fixture-minmax", "tests::t3", "failed")],
+        ochiai_fault_rank: 1.0,
+    },
+    Expect {
+        fixture: "workspace",
+        failing: &[
+            ("fixture-ws-core", "tests::clamp_above_range", "failed"),
+            ("fixture-ws-app", "tests::progress_overshoot", "failed"),
+            ("fixture-ws-app::integration", "bar_overshoot", "failed"),
+        ],
+        ochiai_fault_rank: 1.0,
+    },
+    Expect {
+        fixture: "crash",
+        failing: &[
+            ("fixture-crash", "tests::get_next_wraps", "crashed"),
+            ("fixture-crash", "tests::peek_next_raw_wraps", "crashed"),
+            ("fixture-crash", "tests::steps_around", "crashed"),
+        ],
+        ochiai_fault_rank: 1.0,
+    },
+    Expect {
+        fixture: "hang",
+        failing: &[("fixture-hang", "tests::trim_indent_tab", "timed-out"), ("fixture-hang", "tests::indent_len_tab", "failed")],
+        ochiai_fault_rank: 1.0,
+    },
+    Expect {
+        fixture: "harness-false",
+        failing: &[
+            ("fixture-harness-false", "tests::not_leap_1900", "failed"),
+            ("fixture-harness-false", "tests::february_1900", "failed"),
+            ("fixture-harness-false::custom", "main", "failed"),
+        ],
+        ochiai_fault_rank: 1.0,
+    },
+    Expect {
+        fixture: "generic-macro",
+        failing: &[
+            ("fixture-generic-macro", "tests::percentages_above", "failed"),
+            ("fixture-generic-macro", "tests::unit_above", "failed"),
+            ("fixture-generic-macro", "tests::chars_above", "failed"),
+        ],
+        ochiai_fault_rank: 1.0,
+    },
+];
+
+/// The fault lines of a fixture, from its `faults.toml`.
+fn faults(dir: &Path) -> Vec<(String, u32)> {
+    let text = std::fs::read_to_string(dir.join("faults.toml")).unwrap();
+    let doc: toml::Table = text.parse().unwrap();
+    let mut out = Vec::new();
+    for f in doc["fault"].as_array().unwrap() {
+        let file = f["file"].as_str().unwrap().to_string();
+        for l in f["lines"].as_array().unwrap() {
+            out.push((file.clone(), l.as_integer().unwrap() as u32));
+        }
+    }
+    out
+}
+
+fn fixture_trial(e: &'static Expect) -> Result {
+    let tmp = copy_fixture(e.fixture);
+    let dir = tmp.path();
+    let out = sfl(&["--format", "json", "--keep-profiles", "--test-timeout", "3", "-m", "ochiai", "-m", "tarantula", "-m", "dstar", "-m", "naish2"], dir);
+    check(out.status.code() == Some(0), || show(&out))?;
+    let report: Value = serde_json::from_slice(&out.stdout).map_err(|err| format!("bad JSON: {err}\n{}", show(&out)))?;
+    check(report["schema"] == "cargo-sfl/v1", || "schema".into())?;
+
+    // Outcomes: exactly the expected failing tests fail, in the expected way.
+    let mut failing = BTreeSet::new();
+    for t in report["tests"].as_array().unwrap() {
+        let key = (t["binary"].as_str().unwrap().to_string(), t["name"].as_str().unwrap().to_string());
+        let outcome = t["outcome"].as_str().unwrap();
+        match e.failing.iter().find(|f| f.0 == key.0 && f.1 == key.1) {
+            Some(f) => check(outcome == f.2, || format!("{key:?}: expected {}, got {outcome}", f.2))?,
+            None => check(outcome == "passed", || format!("{key:?}: expected passed, got {outcome}"))?,
+        }
+        if outcome != "passed" {
+            failing.insert(key);
+        }
+    }
+    check(failing.len() == e.failing.len(), || format!("failing tests {failing:?}"))?;
+
+    // Every measure ranks the fault, and Ochiai ranks it as well as expected.
+    let fault_lines = faults(dir);
+    for ranking in report["rankings"].as_array().unwrap() {
+        let units = ranking["units"].as_array().unwrap();
+        let best = units
+            .iter()
+            .filter(|u| fault_lines.iter().any(|(f, l)| u["file"] == f.as_str() && u["line"] == *l))
+            .map(|u| u["rank"].as_f64().unwrap())
+            .fold(f64::INFINITY, f64::min);
+        check(best.is_finite(), || format!("{}: fault not ranked", ranking["measure"]))?;
+        if ranking["measure"] == "ochiai" {
+            check(best == e.ochiai_fault_rank, || format!("ochiai ranks the fault {best}, expected {}", e.ochiai_fault_rank))?;
+        }
+        for u in units {
+            check(u["score"].as_f64().is_some_and(f64::is_finite), || format!("non-finite score {u}"))?;
+        }
+    }
+    oracle(dir)
+}
+
+fn llvm_tool(name: &str) -> std::result::Result<PathBuf, Failed> {
+    let out = Command::new("rustc").args(["--print", "target-libdir"]).output().map_err(|e| format!("rustc: {e}"))?;
+    let libdir = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
+    let tool = libdir.parent().unwrap().join("bin").join(name);
+    check(tool.exists(), || format!("{} is missing: run `rustup component add llvm-tools-preview` (.ci/run does)", tool.display()))?;
+    Ok(tool)
+}
+
+/// Per file, `(line, count)` as `llvm-cov export -format=lcov` prints them.
+fn llvm_cov_lines(binary: &Path, profile: &Path, work: &Path) -> std::result::Result<BTreeMap<PathBuf, Vec<(u32, u64)>>, Failed> {
+    let profdata = work.join("oracle.profdata");
+    let merge = Command::new(llvm_tool("llvm-profdata")?).args(["merge", "-sparse"]).arg(profile).arg("-o").arg(&profdata).output()?;
+    check(merge.status.success(), || show(&merge))?;
+    let export = Command::new(llvm_tool("llvm-cov")?).args(["export", "-format=lcov", "-instr-profile"]).arg(&profdata).arg(binary).output()?;
+    check(export.status.success(), || show(&export))?;
+    let mut files = BTreeMap::new();
+    let mut current: Option<PathBuf> = None;
+    for line in String::from_utf8_lossy(&export.stdout).lines() {
+        if let Some(f) = line.strip_prefix("SF:") {
+            current = Some(PathBuf::from(f));
+        } else if let Some(da) = line.strip_prefix("DA:") {
+            let (l, c) = da.split_once(',').unwrap();
+            files.entry(current.clone().unwrap()).or_insert_with(Vec::new).push((l.parse().unwrap(), c.parse().unwrap()));
+        }
+    }
+    Ok(files)
+}
+
+/// The decoder oracle (see the module doc).
+fn oracle(dir: &Path) -> Result {
+    let target = dir.join("target/sfl");
+    let index: Vec<KeptProfile> = serde_json::from_slice(&std::fs::read(target.join("profiles/index.json"))?)?;
+    let spectra = Spectra::load(&target.join("spectra.json"))?;
+    let mut binaries: BTreeMap<PathBuf, BinaryCoverage> = BTreeMap::new();
+    let mut compared = 0usize;
+    for (t, kept) in index.iter().enumerate() {
+        check(!kept.profiles.is_empty(), || format!("{} {}: no profile kept", kept.binary, kept.name))?;
+        let cov = match binaries.entry(kept.binary_path.clone()) {
+            std::collections::btree_map::Entry::Occupied(o) => o.into_mut(),
+            std::collections::btree_map::Entry::Vacant(v) => v.insert(BinaryCoverage::open(&kept.binary_path)?),
+        };
+        let mut ran_lines = BTreeSet::new();
+        for profile in &kept.profiles {
+            let ours: BTreeMap<PathBuf, Vec<(u32, u64)>> =
+                cov.decode(&std::fs::read(profile)?, false)?.into_iter().map(|(f, l)| (cov.map.files[f as usize].clone(), l)).collect();
+            let theirs = llvm_cov_lines(&kept.binary_path, profile, dir)?;
+            check(ours == theirs, || format!("{} {}: decoder differs from llvm-cov\nours:   {ours:?}\ntheirs: {theirs:?}", kept.binary, kept.name))?;
+            compared += theirs.values().map(Vec::len).sum::<usize>();
+            for (file, lines) in theirs {
+                let Ok(rel) = file.strip_prefix(dir) else { continue };
+                let rel = rel.to_string_lossy().replace('\\', "/");
+                ran_lines.extend(lines.iter().filter(|(_, c)| *c > 0).map(|(l, _)| (rel.clone(), *l)));
+            }
+        }
+        // The saved matrix holds the same lines for this test.
+        let test_index = spectra.tests.iter().position(|r| r.binary == kept.binary && r.name == kept.name).unwrap();
+        let in_matrix: BTreeSet<(String, u32)> = spectra
+            .units
+            .iter()
+            .zip(&spectra.coverage)
+            .filter(|(_, c)| c.contains(test_index))
+            .map(|(u, _)| (u.file.clone(), u.line))
+            .collect();
+        check(in_matrix == ran_lines, || format!("test {t} {}: matrix {in_matrix:?} vs llvm-cov {ran_lines:?}", kept.name))?;
+    }
+    check(compared > 0, || "no lines compared".into())
+}
+
+/// A test filter that keeps only passing tests: exit code 3 and a coverage summary.
+fn no_failing_tests() -> Result {
+    let tmp = copy_fixture("minmax");
+    let out = sfl(&["t4"], tmp.path());
+    check(out.status.code() == Some(3), || show(&out))?;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    check(stdout.contains("No failing tests") && stdout.contains("Coverage:"), || show(&out))
+}
+
+fn no_tests_match() -> Result {
+    let tmp = copy_fixture("minmax");
+    let out = sfl(&["no_such_test"], tmp.path());
+    check(out.status.code() == Some(4), || show(&out))?;
+    check(String::from_utf8_lossy(&out.stderr).contains("no tests matched"), || show(&out))
+}
+
+fn build_failure_shows_diagnostics() -> Result {
+    let tmp = copy_fixture("minmax");
+    std::fs::write(tmp.path().join("src/lib.rs"), "pub fn broken( {}\n")?;
+    let out = sfl(&[], tmp.path());
+    check(out.status.code() == Some(101), || show(&out))?;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    check(stderr.contains("error") && stderr.contains("instrumented build failed"), || show(&out))
+}
+
+/// `cargo sfl report` re-ranks the saved spectra to the same JSON; a corrupt file is refused.
+fn report_rereads_saved_spectra() -> Result {
+    let tmp = copy_fixture("minmax");
+    let first = sfl(&["--format", "json", "-m", "dstar"], tmp.path());
+    check(first.status.success(), || show(&first))?;
+    let again = sfl(&["report", "--format", "json", "-m", "dstar"], tmp.path());
+    check(again.status.success(), || show(&again))?;
+    check(first.stdout == again.stdout, || format!("{}\nvs\n{}", show(&first), show(&again)))?;
+    let spectra = tmp.path().join("target/sfl/spectra.json");
+    std::fs::write(&spectra, "{\"schema\": \"cargo-sfl-spectra/v1\", \"tests\": 3}")?;
+    let bad = sfl(&["report"], tmp.path());
+    check(bad.status.code() == Some(5), || show(&bad))?;
+    check(String::from_utf8_lossy(&bad.stderr).contains("malformed"), || show(&bad))
+}
+
+/// Snapshots of the human and JSON reports (paths and durations redacted) and of `--help`.
+fn snapshots() -> Result {
+    let tmp = copy_fixture("minmax");
+    let human = sfl(&["--top", "5", "-m", "ochiai", "-m", "naish2"], tmp.path());
+    check(human.status.success(), || show(&human))?;
+    let json = sfl(&["report", "--format", "json"], tmp.path());
+    check(json.status.success(), || show(&json))?;
+    let help = sfl(&["--help"], tmp.path());
+    let root = tmp.path().to_string_lossy().into_owned();
+    let redact = |b: &[u8]| {
+        let s = String::from_utf8_lossy(b).replace(&root, "[ROOT]");
+        s.lines()
+            .map(|l| match l.find("\"duration_ms\": ") {
+                Some(i) => format!("{}\"duration_ms\": [MS]{}", &l[..i], if l.ends_with(',') { "," } else { "" }),
+                None => l.to_string(),
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    let mut settings = insta::Settings::clone_current();
+    settings.set_snapshot_path(root_snapshots());
+    settings.set_prepend_module_to_snapshot(false);
+    settings.bind(|| {
+        insta::assert_snapshot!("minmax_human", redact(&human.stdout));
+        insta::assert_snapshot!("minmax_json", redact(&json.stdout));
+        insta::assert_snapshot!("help", redact(&help.stdout));
+    });
+    Ok(())
+}
+
+fn root_snapshots() -> PathBuf {
+    root().join("tests/snapshots")
+}
+
+fn main() {
+    let args = Arguments::from_args();
+    let mut trials: Vec<Trial> = FIXTURES.iter().map(|e| Trial::test(format!("fixture::{}", e.fixture), move || fixture_trial(e))).collect();
+    trials.push(Trial::test("exit::no_failing_tests", no_failing_tests));
+    trials.push(Trial::test("exit::no_tests_match", no_tests_match));
+    trials.push(Trial::test("exit::build_failure_shows_diagnostics", build_failure_shows_diagnostics));
+    trials.push(Trial::test("report::rereads_saved_spectra", report_rereads_saved_spectra));
+    trials.push(Trial::test("snapshot::outputs", snapshots));
+    libtest_mimic::run(&args, trials).exit();
+}
