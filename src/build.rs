@@ -18,8 +18,14 @@ pub const WRAPPER_ENV: &str = "CARGO_SFL_RUSTC_WRAPPER";
 /// Newline-separated manifest directories of the crates to instrument.
 const INSTRUMENT_DIRS_ENV: &str = "CARGO_SFL_INSTRUMENT_DIRS";
 /// rustc flags added to the workspace's own crates.
-pub const COVERAGE_FLAGS: &[&str] =
-    &["-C", "instrument-coverage", "-C", "llvm-args=-runtime-counter-relocation", "--cfg", "coverage"];
+pub const COVERAGE_FLAGS: &[&str] = &[
+    "-C",
+    "instrument-coverage",
+    "-C",
+    "llvm-args=-runtime-counter-relocation",
+    "--cfg",
+    "coverage",
+];
 
 /// The workspace being analysed.
 #[derive(Debug)]
@@ -57,12 +63,20 @@ impl Workspace {
     /// The path of `file` relative to the workspace root, if it belongs to a member package
     /// (and is not generated into a target directory).
     pub fn relative(&self, file: &Path) -> Option<String> {
-        let in_member = self.members.iter().any(|m| m.manifest_path.parent().is_some_and(|d| file.starts_with(d)));
+        let in_member = self
+            .members
+            .iter()
+            .any(|m| m.manifest_path.parent().is_some_and(|d| file.starts_with(d)));
         if !in_member || file.starts_with(&self.target_dir) || file.starts_with(&self.cargo_target_dir) {
             return None;
         }
         let rel = file.strip_prefix(&self.root).ok()?;
-        Some(rel.components().map(|c| c.as_os_str().to_string_lossy()).collect::<Vec<_>>().join("/"))
+        Some(
+            rel.components()
+                .map(|c| c.as_os_str().to_string_lossy())
+                .collect::<Vec<_>>()
+                .join("/"),
+        )
     }
 
     pub fn spectra_path(&self) -> PathBuf {
@@ -98,21 +112,32 @@ pub fn build(ws: &Workspace, select: &Selection) -> Result<Built, SflError> {
     cmd.args(["test", "--no-run", "--message-format=json-render-diagnostics"]);
     cmd.arg("--target-dir").arg(&ws.target_dir);
     cargo_selection_args(&mut cmd, select);
-    let dirs: Vec<String> =
-        ws.members.iter().filter_map(|m| m.manifest_path.parent().map(|d| d.to_string())).collect();
-    cmd.env("RUSTC_WRAPPER", &exe).env(WRAPPER_ENV, "1").env(INSTRUMENT_DIRS_ENV, dirs.join("\n"));
+    let dirs: Vec<String> = ws
+        .members
+        .iter()
+        .filter_map(|m| m.manifest_path.parent().map(|d| d.to_string()))
+        .collect();
+    cmd.env("RUSTC_WRAPPER", &exe)
+        .env(WRAPPER_ENV, "1")
+        .env(INSTRUMENT_DIRS_ENV, dirs.join("\n"));
     cmd.stdout(Stdio::piped()).stderr(Stdio::inherit());
-    let mut child = cmd.spawn().map_err(|e| SflError::Setup(format!("cannot run cargo: {e}")))?;
+    let mut child = cmd
+        .spawn()
+        .map_err(|e| SflError::Setup(format!("cannot run cargo: {e}")))?;
     let stdout = child.stdout.take().expect("piped");
     let mut built = Built::default();
     let mut seen = HashSet::new();
     for msg in Message::parse_stream(BufReader::new(stdout)) {
-        let Ok(Message::CompilerArtifact(art)) = msg else { continue };
+        let Ok(Message::CompilerArtifact(art)) = msg else {
+            continue;
+        };
         let Some(exe) = art.executable else { continue };
         if !seen.insert(exe.clone()) {
             continue;
         }
-        let Some(package) = ws.members.iter().position(|m| m.id == art.package_id) else { continue };
+        let Some(package) = ws.members.iter().position(|m| m.id == art.package_id) else {
+            continue;
+        };
         if !art.profile.test {
             built.others.push(exe.into_std_path_buf());
             continue;
@@ -125,9 +150,16 @@ pub fn build(ws: &Workspace, select: &Selection) -> Result<Built, SflError> {
             other => format!("{}::{}/{}", member.name, other, art.target.name),
         };
         let custom_harness = has_custom_harness(member.manifest_path.as_std_path(), &kind, &art.target.name);
-        built.tests.push(TestBinary { id, path: exe.into_std_path_buf(), package, custom_harness });
+        built.tests.push(TestBinary {
+            id,
+            path: exe.into_std_path_buf(),
+            package,
+            custom_harness,
+        });
     }
-    let status = child.wait().map_err(|e| SflError::Setup(format!("cargo did not finish: {e}")))?;
+    let status = child
+        .wait()
+        .map_err(|e| SflError::Setup(format!("cargo did not finish: {e}")))?;
     if !status.success() {
         return Err(SflError::BuildFailed);
     }
@@ -148,7 +180,14 @@ fn cargo_selection_args(cmd: &mut Command, s: &Selection) {
     for e in &s.exclude {
         cmd.args(["--exclude", e]);
     }
-    for (flag, on) in [("--lib", s.lib), ("--bins", s.bins), ("--tests", s.tests), ("--all-features", s.all_features), ("--no-default-features", s.no_default_features), ("--release", s.release)] {
+    for (flag, on) in [
+        ("--lib", s.lib),
+        ("--bins", s.bins),
+        ("--tests", s.tests),
+        ("--all-features", s.all_features),
+        ("--no-default-features", s.no_default_features),
+        ("--release", s.release),
+    ] {
         if on {
             cmd.arg(flag);
         }
@@ -167,8 +206,12 @@ fn cargo_selection_args(cmd: &mut Command, s: &Selection) {
 /// Reads the package manifest to see whether the target has `harness = false`
 /// (cargo metadata does not say).
 fn has_custom_harness(manifest: &Path, kind: &str, name: &str) -> bool {
-    let Ok(text) = std::fs::read_to_string(manifest) else { return false };
-    let Ok(doc) = text.parse::<toml::Table>() else { return false };
+    let Ok(text) = std::fs::read_to_string(manifest) else {
+        return false;
+    };
+    let Ok(doc) = text.parse::<toml::Table>() else {
+        return false;
+    };
     let harness_false = |t: &toml::Value| t.get("harness").and_then(toml::Value::as_bool) == Some(false);
     let section = match kind {
         "test" => "test",
@@ -204,7 +247,9 @@ pub fn rustc_wrapper() -> ! {
 }
 
 fn should_instrument(args: &[OsString]) -> bool {
-    let Some(dir) = std::env::var_os("CARGO_MANIFEST_DIR") else { return false };
+    let Some(dir) = std::env::var_os("CARGO_MANIFEST_DIR") else {
+        return false;
+    };
     let dirs = std::env::var(INSTRUMENT_DIRS_ENV).unwrap_or_default();
     if !dirs.lines().any(|d| Path::new(d) == Path::new(&dir)) {
         return false;
@@ -240,7 +285,11 @@ mod tests {
     fn harness_false_is_read_from_the_manifest() {
         let dir = tempfile::tempdir().unwrap();
         let m = dir.path().join("Cargo.toml");
-        std::fs::write(&m, "[package]\nname='x'\n[[test]]\nname = \"custom-one\"\nharness = false\n[[test]]\nname='normal'\n").unwrap();
+        std::fs::write(
+            &m,
+            "[package]\nname='x'\n[[test]]\nname = \"custom-one\"\nharness = false\n[[test]]\nname='normal'\n",
+        )
+        .unwrap();
         assert!(has_custom_harness(&m, "test", "custom-one"));
         assert!(has_custom_harness(&m, "test", "custom_one"));
         assert!(!has_custom_harness(&m, "test", "normal"));

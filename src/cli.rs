@@ -15,8 +15,10 @@ pub enum Cargo {
 /// rank the lines that failing tests ran by how suspicious they are.
 #[derive(Args, Debug)]
 #[command(version, args_conflicts_with_subcommands = true)]
-#[command(after_help = "Exit codes: 0 report written, 2 usage error, 3 no failing tests, 4 no tests, \
-5 unreadable saved spectra, 96 setup error, 101 build failed, 1 internal error.")]
+#[command(
+    after_help = "Exit codes: 0 report written, 2 usage error, 3 no failing tests, 4 no tests, \
+5 unreadable saved spectra, 96 setup error, 101 build failed, 1 internal error."
+)]
 pub struct SflArgs {
     #[command(subcommand)]
     pub command: Option<Command>,
@@ -144,7 +146,11 @@ impl OutputArgs {
     /// The measures asked for, in order, without repeats; Ochiai when none was given.
     pub fn measures(&self) -> Vec<&'static crate::measures::Measure> {
         let mut out: Vec<&'static crate::measures::Measure> = Vec::new();
-        let names: Vec<&str> = if self.measure.is_empty() { vec!["ochiai"] } else { self.measure.iter().map(String::as_str).collect() };
+        let names: Vec<&str> = if self.measure.is_empty() {
+            vec!["ochiai"]
+        } else {
+            self.measure.iter().map(String::as_str).collect()
+        };
         for n in names {
             let m = crate::measures::find(n).expect("validated by clap");
             if !out.iter().any(|o| o.name == m.name) {
@@ -160,7 +166,11 @@ fn measure_name(s: &str) -> Result<String, String> {
         Some(m) => Ok(m.name.to_string()),
         None => Err(format!(
             "unknown measure; known measures: {}",
-            crate::measures::MEASURES.iter().map(|m| m.name).collect::<Vec<_>>().join(", ")
+            crate::measures::MEASURES
+                .iter()
+                .map(|m| m.name)
+                .collect::<Vec<_>>()
+                .join(", ")
         )),
     }
 }
@@ -189,17 +199,35 @@ mod tests {
 
     #[test]
     fn cargo_style_invocation_parses_selection_and_filter() {
-        let Cargo::Sfl(a) = Cargo::try_parse_from(["cargo", "sfl", "-p", "foo", "--test", "it", "-j", "3", "--measure", "dstar", "t1"]).unwrap();
+        let Cargo::Sfl(a) = Cargo::try_parse_from([
+            "cargo",
+            "sfl",
+            "-p",
+            "foo",
+            "--test",
+            "it",
+            "-j",
+            "3",
+            "--measure",
+            "dstar",
+            "t1",
+        ])
+        .unwrap();
         assert_eq!(a.run.select.package, vec!["foo"]);
         assert_eq!(a.run.select.test, vec!["it"]);
         assert_eq!(a.run.exec.jobs, Some(3));
         assert_eq!(a.run.filter.as_deref(), Some("t1"));
-        assert_eq!(a.run.output.measures().iter().map(|m| m.name).collect::<Vec<_>>(), vec!["dstar"]);
+        assert_eq!(
+            a.run.output.measures().iter().map(|m| m.name).collect::<Vec<_>>(),
+            vec!["dstar"]
+        );
     }
 
     #[test]
     fn unknown_measures_are_rejected_with_the_list() {
-        let err = Cargo::try_parse_from(["cargo", "sfl", "--measure", "nope"]).unwrap_err().to_string();
+        let err = Cargo::try_parse_from(["cargo", "sfl", "--measure", "nope"])
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("ochiai"), "{err}");
     }
 }

@@ -122,10 +122,15 @@ pub fn parse_coverage_map(covmap: &[u8], covfun: &[u8]) -> Result<CoverageMap, D
         let word = |i: usize| u32::from_le_bytes(covmap[pos + 4 * i..pos + 4 * i + 4].try_into().unwrap());
         let (n_records, filenames_size, coverage_size, version) = (word(0), word(1), word(2), word(3));
         if version != COVMAP_VERSION {
-            return Err(DecodeError::UnsupportedVersion { what: "coverage map", found: u64::from(version) + 1 });
+            return Err(DecodeError::UnsupportedVersion {
+                what: "coverage map",
+                found: u64::from(version) + 1,
+            });
         }
         if n_records != 0 || coverage_size != 0 {
-            return Err(DecodeError::malformed("covmap header with inline records (pre-Version4 layout)"));
+            return Err(DecodeError::malformed(
+                "covmap header with inline records (pre-Version4 layout)",
+            ));
         }
         let start = pos + 16;
         let end = start
@@ -179,7 +184,8 @@ pub fn parse_coverage_map(covmap: &[u8], covfun: &[u8]) -> Result<CoverageMap, D
             continue;
         }
         by_name.insert(name_ref, map.functions.len());
-        map.functions.push(decode_function(name_ref, func_hash, mapping, table, dummy)?);
+        map.functions
+            .push(decode_function(name_ref, func_hash, mapping, table, dummy)?);
     }
     Ok(map)
 }
@@ -267,13 +273,21 @@ fn is_dummy_mapping(mapping: &[u8]) -> bool {
     check().unwrap_or(false)
 }
 
-fn decode_function(name_ref: u64, func_hash: u64, mapping: &[u8], table: &[u32], dummy: bool) -> Result<CovFunction, DecodeError> {
+fn decode_function(
+    name_ref: u64,
+    func_hash: u64,
+    mapping: &[u8],
+    table: &[u32],
+    dummy: bool,
+) -> Result<CovFunction, DecodeError> {
     let mut r = Cursor::new(mapping);
     let n_files = r.uleb()? as usize;
     let mut files = Vec::with_capacity(n_files);
     for _ in 0..n_files {
         let idx = r.uleb()? as usize;
-        let global = *table.get(idx).ok_or_else(|| DecodeError::malformed("file index out of range"))?;
+        let global = *table
+            .get(idx)
+            .ok_or_else(|| DecodeError::malformed("file index out of range"))?;
         files.push(global);
     }
     let n_expr = r.uleb()? as usize;
@@ -350,7 +364,14 @@ fn decode_function(name_ref: u64, func_hash: u64, mapping: &[u8], table: &[u32],
             });
         }
     }
-    Ok(CovFunction { name_ref, func_hash, files, expressions, regions, dummy })
+    Ok(CovFunction {
+        name_ref,
+        func_hash,
+        files,
+        expressions,
+        regions,
+        dummy,
+    })
 }
 
 /// A little-endian byte reader with LEB128.
@@ -368,7 +389,10 @@ impl<'a> Cursor<'a> {
         let mut result = 0u64;
         let mut shift = 0;
         loop {
-            let byte = *self.data.get(self.pos).ok_or_else(|| DecodeError::malformed("truncated LEB128"))?;
+            let byte = *self
+                .data
+                .get(self.pos)
+                .ok_or_else(|| DecodeError::malformed("truncated LEB128"))?;
             self.pos += 1;
             if shift >= 64 {
                 return Err(DecodeError::malformed("LEB128 overflow"));
@@ -382,7 +406,11 @@ impl<'a> Cursor<'a> {
     }
 
     pub(crate) fn bytes(&mut self, n: usize) -> Result<&'a [u8], DecodeError> {
-        let end = self.pos.checked_add(n).filter(|&e| e <= self.data.len()).ok_or_else(|| DecodeError::malformed("truncated data"))?;
+        let end = self
+            .pos
+            .checked_add(n)
+            .filter(|&e| e <= self.data.len())
+            .ok_or_else(|| DecodeError::malformed("truncated data"))?;
         let s = &self.data[self.pos..end];
         self.pos = end;
         Ok(s)
@@ -419,7 +447,14 @@ mod tests {
         let mut blob = vec![3, raw.len() as u8, 0];
         blob.extend_from_slice(&raw);
         let names = decode_filenames(&blob).unwrap();
-        assert_eq!(names, vec![PathBuf::from("/ws"), PathBuf::from("/ws/src/lib.rs"), PathBuf::from("/abs/x.rs")]);
+        assert_eq!(
+            names,
+            vec![
+                PathBuf::from("/ws"),
+                PathBuf::from("/ws/src/lib.rs"),
+                PathBuf::from("/abs/x.rs")
+            ]
+        );
     }
 
     #[test]

@@ -6,7 +6,7 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use crate::covmap::{self, Counter, CoverageMap, CovFunction};
+use crate::covmap::{self, Counter, CovFunction, CoverageMap};
 use crate::error::DecodeError;
 use crate::lines::{FileLayout, RegionRef};
 use crate::profraw::RawProfile;
@@ -30,7 +30,10 @@ pub type FileLines = Vec<(u32, Vec<(u32, u64)>)>;
 impl BinaryCoverage {
     /// Reads and prepares a binary's coverage map.
     pub fn open(path: &Path) -> Result<Self, DecodeError> {
-        let data = std::fs::read(path).map_err(|source| DecodeError::Io { path: path.to_path_buf(), source })?;
+        let data = std::fs::read(path).map_err(|source| DecodeError::Io {
+            path: path.to_path_buf(),
+            source,
+        })?;
         let info = covmap::read_binary(&data)?;
         Ok(Self::from_map(path.to_path_buf(), info.build_id, info.map))
     }
@@ -44,7 +47,15 @@ impl BinaryCoverage {
             total += f.regions.len();
         }
         let layouts = build_layouts(&map, &region_base, &vec![true; map.functions.len()]);
-        BinaryCoverage { path, build_id, map, by_name, region_base, total_regions: total, layouts }
+        BinaryCoverage {
+            path,
+            build_id,
+            map,
+            by_name,
+            region_base,
+            total_regions: total,
+            layouts,
+        }
     }
 
     /// Every mapped line (count or not) per file: the units this binary can report.
@@ -65,19 +76,21 @@ impl BinaryCoverage {
     /// otherwise every mapped line is returned with its count (what `llvm-cov` prints).
     pub fn decode(&self, bytes: &[u8], covered_only: bool) -> Result<FileLines, DecodeError> {
         let profile = RawProfile::parse(bytes)?;
-        if let Some(expected) = &self.build_id {
-            if !profile.binary_ids.iter().any(|id| id == expected) {
-                return Err(DecodeError::BuildIdMismatch {
-                    binary: self.path.clone(),
-                    found: profile.binary_ids.first().map(|id| hex(id)),
-                });
-            }
+        if let Some(expected) = &self.build_id
+            && !profile.binary_ids.iter().any(|id| id == expected)
+        {
+            return Err(DecodeError::BuildIdMismatch {
+                binary: self.path.clone(),
+                found: profile.binary_ids.first().map(|id| hex(id)),
+            });
         }
         let mut counts = vec![0u64; self.total_regions];
         let mut active = vec![true; self.map.functions.len()];
         let mut all_active = true;
         for rec in &profile.records {
-            let Some(&fi) = self.by_name.get(&rec.name_ref) else { continue };
+            let Some(&fi) = self.by_name.get(&rec.name_ref) else {
+                continue;
+            };
             let f = &self.map.functions[fi];
             if rec.func_hash != f.func_hash {
                 // llvm-cov drops a function whose profile hash does not match its mapping.
@@ -156,7 +169,11 @@ fn eval_bounded(
             let &(lhs, rhs) = f.expressions.get(idx)?;
             let l = eval_bounded(f, lhs, values, memo, depth + 1)?;
             let r = eval_bounded(f, rhs, values, memo, depth + 1)?;
-            let v = if matches!(c, Counter::Sub(_)) { l.wrapping_sub(r) } else { l.wrapping_add(r) };
+            let v = if matches!(c, Counter::Sub(_)) {
+                l.wrapping_sub(r)
+            } else {
+                l.wrapping_add(r)
+            };
             memo[idx] = Some(v);
             Some(v)
         }
@@ -170,7 +187,9 @@ fn build_layouts(map: &CoverageMap, region_base: &[u32], active: &[bool]) -> Vec
             continue;
         }
         for (k, r) in f.regions.iter().enumerate() {
-            let Some(&file) = f.files.get(r.file_id as usize) else { continue };
+            let Some(&file) = f.files.get(r.file_id as usize) else {
+                continue;
+            };
             per_file.entry(file).or_default().push(RegionRef {
                 start: (r.line_start, r.col_start),
                 end: (r.line_end, r.col_end),

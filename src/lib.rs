@@ -6,15 +6,15 @@
 //! → [`measures`] and [`rank`] (suspiciousness) → [`report`] (human and JSON output).
 //! [`cli`] parses arguments and [`pipeline`] drives the stages.
 
+pub mod build;
+pub mod cli;
 pub mod covmap;
 pub mod decode;
 pub mod error;
 pub mod lines;
-pub mod profraw;
-pub mod build;
-pub mod cli;
 pub mod measures;
 pub mod pipeline;
+pub mod profraw;
 pub mod rank;
 pub mod report;
 pub mod runner;

@@ -59,7 +59,12 @@ impl FileLayout {
                 }
                 continue;
             }
-            groups.push(Group { start: r.start, end: r.end, kind: r.kind, members: vec![r.index] });
+            groups.push(Group {
+                start: r.start,
+                end: r.end,
+                kind: r.kind,
+                members: vec![r.index],
+            });
         }
         FileLayout { groups }
     }
@@ -71,7 +76,11 @@ impl FileLayout {
         let counts: Vec<u64> = self
             .groups
             .iter()
-            .map(|g| g.members.iter().fold(0u64, |acc, &m| acc.wrapping_add(region_counts[m as usize])))
+            .map(|g| {
+                g.members
+                    .iter()
+                    .fold(0u64, |acc, &m| acc.wrapping_add(region_counts[m as usize]))
+            })
             .collect();
         if covered_only && counts.iter().all(|&c| c == 0) {
             return;
@@ -90,7 +99,12 @@ struct SegmentBuilder<'a> {
 
 impl<'a> SegmentBuilder<'a> {
     fn build(groups: &'a [Group], counts: &'a [u64]) -> Vec<Segment> {
-        let mut b = SegmentBuilder { groups, counts, segments: Vec::new(), active: Vec::new() };
+        let mut b = SegmentBuilder {
+            groups,
+            counts,
+            segments: Vec::new(),
+            active: Vec::new(),
+        };
         b.run();
         b.segments
     }
@@ -100,12 +114,14 @@ impl<'a> SegmentBuilder<'a> {
         let count = self.counts[region];
         let has_count = !emit_skipped && g.kind != RegionKind::Skipped;
         // A segment that would not change what is rendered is not emitted.
-        if !is_entry && !emit_skipped {
-            if let Some(last) = self.segments.last() {
-                if last.has_count == has_count && last.count == count && !last.is_entry {
-                    return;
-                }
-            }
+        if !is_entry
+            && !emit_skipped
+            && let Some(last) = self.segments.last()
+            && last.has_count == has_count
+            && last.count == count
+            && !last.is_entry
+        {
+            return;
         }
         self.segments.push(Segment {
             line: loc.0,
@@ -157,7 +173,7 @@ impl<'a> SegmentBuilder<'a> {
             let cur = g.start;
             // Stable partition: still-open regions first, completed ones after.
             if self.active.iter().any(|&r| groups[r].end <= cur) {
-                let (open, done): (Vec<usize>, Vec<usize>) = self.active.iter().partition(|&&r| !(groups[r].end <= cur));
+                let (open, done): (Vec<usize>, Vec<usize>) = self.active.iter().partition(|&&r| groups[r].end > cur);
                 let first_completed = open.len();
                 self.active = open;
                 self.active.extend(done);
@@ -169,10 +185,8 @@ impl<'a> SegmentBuilder<'a> {
                 let skipped = i + 1 == groups.len() || g.kind == RegionKind::Skipped;
                 let source = self.active.last().copied().unwrap_or(i);
                 self.start_segment(source, cur, !is_gap, skipped);
-                if skipped {
-                    if let Some(&top) = self.active.last() {
-                        self.start_segment(top, cur, false, false);
-                    }
+                if skipped && let Some(&top) = self.active.last() {
+                    self.start_segment(top, cur, false, false);
                 }
                 continue;
             }
@@ -235,7 +249,12 @@ mod tests {
     use super::*;
 
     fn region(index: u32, start: Loc, end: Loc) -> RegionRef {
-        RegionRef { start, end, kind: RegionKind::Code, index }
+        RegionRef {
+            start,
+            end,
+            kind: RegionKind::Code,
+            index,
+        }
     }
 
     fn lines(regions: Vec<RegionRef>, counts: &[u64]) -> Vec<(u32, u64)> {

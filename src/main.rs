@@ -17,7 +17,9 @@ fn main() {
     let code = match result {
         Ok(code) => code,
         Err(err) => {
-            let code = err.downcast_ref::<SflError>().map_or(exit::INTERNAL, SflError::exit_code);
+            let code = err
+                .downcast_ref::<SflError>()
+                .map_or(exit::INTERNAL, SflError::exit_code);
             eprintln!("error: {err:#}");
             code
         }

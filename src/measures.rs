@@ -18,7 +18,12 @@ pub struct Counts {
 
 impl Counts {
     pub fn new(ef: u32, ep: u32, nf: u32, np: u32) -> Self {
-        Counts { ef: ef.into(), ep: ep.into(), nf: nf.into(), np: np.into() }
+        Counts {
+            ef: ef.into(),
+            ep: ep.into(),
+            nf: nf.into(),
+            np: np.into(),
+        }
     }
     /// All failing tests.
     pub fn f(&self) -> f64 {

@@ -37,7 +37,10 @@ struct Interner {
 
 impl Interner {
     fn intern(&mut self, file: &str, line: u32) -> u32 {
-        let unit = Unit { file: file.to_string(), line };
+        let unit = Unit {
+            file: file.to_string(),
+            line,
+        };
         if let Some(&id) = self.ids.get(&unit) {
             return id;
         }
@@ -58,9 +61,19 @@ struct Coverage<'a> {
 
 impl<'a> Coverage<'a> {
     fn new(ws: &'a Workspace, built: &Built) -> Self {
-        let paths: Vec<PathBuf> = built.tests.iter().map(|t| t.path.clone()).chain(built.others.iter().cloned()).collect();
+        let paths: Vec<PathBuf> = built
+            .tests
+            .iter()
+            .map(|t| t.path.clone())
+            .chain(built.others.iter().cloned())
+            .collect();
         let prepared = paths.iter().map(|_| OnceLock::new()).collect();
-        Coverage { ws, paths, prepared, units: Mutex::new(Interner::default()) }
+        Coverage {
+            ws,
+            paths,
+            prepared,
+            units: Mutex::new(Interner::default()),
+        }
     }
 
     fn get(&self, i: usize) -> &Result<Prepared, String> {
@@ -96,7 +109,11 @@ impl<'a> Coverage<'a> {
             Ok(p) => p.cov.build_id.as_ref().is_some_and(|b| ids.contains(b)),
             Err(_) => false,
         };
-        let which = if matches(own) { Some(own) } else { (0..self.paths.len()).find(|&i| i != own && matches(i)) };
+        let which = if matches(own) {
+            Some(own)
+        } else {
+            (0..self.paths.len()).find(|&i| i != own && matches(i))
+        };
         let Some(which) = which else {
             if let Err(e) = self.get(own) {
                 return Err(e.clone());
@@ -108,7 +125,10 @@ impl<'a> Coverage<'a> {
             ));
         };
         let p = self.get(which).as_ref().map_err(Clone::clone)?;
-        let lines = p.cov.decode(&bytes, true).map_err(|e| format!("profile {}: {e}", file_name(path)))?;
+        let lines = p
+            .cov
+            .decode(&bytes, true)
+            .map_err(|e| format!("profile {}: {e}", file_name(path)))?;
         let mut missing = Vec::new();
         for (file, ls) in lines {
             let table = &p.line_units[file as usize];
@@ -134,8 +154,13 @@ impl<'a> Coverage<'a> {
 }
 
 fn file_name(p: &Path) -> String {
-    p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()
+    p.file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default()
 }
+
+/// A finished job: its record, the units it covered, and the profiles kept for it.
+type JobResult = (TestRecord, Vec<u32>, Vec<PathBuf>);
 
 /// Written next to kept profiles (`--keep-profiles`), for the decoder oracle and debugging.
 #[derive(Serialize, serde::Deserialize, Debug)]
@@ -153,7 +178,11 @@ pub fn run(args: &RunArgs) -> anyhow::Result<i32> {
     let built = build::build(&ws, &args.select)?;
     let release = args.select.release;
     let timeout = Duration::from_secs_f64(args.exec.test_timeout.max(0.001));
-    let jobs_n = args.exec.jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())).max(1);
+    let jobs_n = args
+        .exec
+        .jobs
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+        .max(1);
 
     let scratch = ws.target_dir.join("profiles");
     let _ = std::fs::remove_dir_all(&scratch);
@@ -161,13 +190,22 @@ pub fn run(args: &RunArgs) -> anyhow::Result<i32> {
 
     // List every binary's tests.
     let mut listings: Vec<Option<Result<Listing, String>>> = (0..built.tests.len()).map(|_| None).collect();
-    let list_dirs: Vec<PathBuf> = (0..built.tests.len()).map(|i| scratch.join(format!("list{i}"))).collect();
+    let list_dirs: Vec<PathBuf> = (0..built.tests.len())
+        .map(|i| scratch.join(format!("list{i}")))
+        .collect();
     runner::parallel(
         &built.tests,
         jobs_n,
         |i, bin| {
             let _ = std::fs::create_dir_all(&list_dirs[i]);
-            let r = runner::list(bin, &ws.members[bin.package], &ws.target_dir, release, &list_dirs[i], timeout);
+            let r = runner::list(
+                bin,
+                &ws.members[bin.package],
+                &ws.target_dir,
+                release,
+                &list_dirs[i],
+                timeout,
+            );
             let _ = std::fs::remove_dir_all(&list_dirs[i]);
             r
         },
@@ -182,13 +220,24 @@ pub fn run(args: &RunArgs) -> anyhow::Result<i32> {
         let listing = match listing.expect("every binary listed") {
             Ok(l) => l,
             Err(e) => {
-                eprintln!("warning: cannot list the tests of {}: {e}; running it as one test", bin.id);
-                Listing { tests: vec![], ignored: vec![], whole: true }
+                eprintln!(
+                    "warning: cannot list the tests of {}: {e}; running it as one test",
+                    bin.id
+                );
+                Listing {
+                    tests: vec![],
+                    ignored: vec![],
+                    whole: true,
+                }
             }
         };
         if listing.whole {
             if matches("main") || args.filter.is_none() {
-                jobs.push(Job { binary: b, name: None, ignored: false });
+                jobs.push(Job {
+                    binary: b,
+                    name: None,
+                    ignored: false,
+                });
             }
             continue;
         }
@@ -198,19 +247,33 @@ pub fn run(args: &RunArgs) -> anyhow::Result<i32> {
                 ignored_records.push(record(&bin.id, t, Outcome::Ignored));
                 continue;
             }
-            jobs.push(Job { binary: b, name: Some(t.clone()), ignored: is_ignored });
+            jobs.push(Job {
+                binary: b,
+                name: Some(t.clone()),
+                ignored: is_ignored,
+            });
         }
     }
     if jobs.is_empty() {
         return Err(SflError::NoTests.into());
     }
-    let n_bins = jobs.iter().map(|j| j.binary).collect::<std::collections::HashSet<_>>().len();
-    eprintln!("     Running {} tests from {} binar{} ({} at a time)", jobs.len(), n_bins, if n_bins == 1 { "y" } else { "ies" }, jobs_n);
+    let n_bins = jobs
+        .iter()
+        .map(|j| j.binary)
+        .collect::<std::collections::HashSet<_>>()
+        .len();
+    eprintln!(
+        "     Running {} tests from {} binar{} ({} at a time)",
+        jobs.len(),
+        n_bins,
+        if n_bins == 1 { "y" } else { "ies" },
+        jobs_n
+    );
 
     let coverage = Coverage::new(&ws, &built);
     let started = Instant::now();
     let decode_total = Mutex::new(Duration::ZERO);
-    let mut results: Vec<Option<(TestRecord, Vec<u32>, Vec<PathBuf>)>> = (0..jobs.len()).map(|_| None).collect();
+    let mut results: Vec<Option<JobResult>> = (0..jobs.len()).map(|_| None).collect();
     let mut done = 0usize;
     let keep = args.exec.keep_profiles;
     runner::parallel(
@@ -223,7 +286,15 @@ pub fn run(args: &RunArgs) -> anyhow::Result<i32> {
             let mut rec = record(&bin.id, &name, Outcome::Failed);
             let mut covered = Vec::new();
             let mut kept = Vec::new();
-            match runner::run_test(job, bin, &ws.members[bin.package], &ws.target_dir, release, &dir, timeout) {
+            match runner::run_test(
+                job,
+                bin,
+                &ws.members[bin.package],
+                &ws.target_dir,
+                release,
+                &dir,
+                timeout,
+            ) {
                 Err(e) => rec.warnings.push(format!("could not run: {e}")),
                 Ok(fin) => {
                     rec.outcome = fin.outcome;
@@ -232,7 +303,8 @@ pub fn run(args: &RunArgs) -> anyhow::Result<i32> {
                     rec.duration_ms = fin.duration.as_millis() as u64;
                     let t0 = Instant::now();
                     if fin.profiles.is_empty() {
-                        rec.warnings.push("the test wrote no profile; it contributes no coverage".into());
+                        rec.warnings
+                            .push("the test wrote no profile; it contributes no coverage".into());
                     }
                     for p in &fin.profiles {
                         if let Err(w) = coverage.decode(job.binary, p, &mut covered) {
@@ -255,7 +327,14 @@ pub fn run(args: &RunArgs) -> anyhow::Result<i32> {
             done += 1;
             let rec = &r.0;
             if rec.outcome != Outcome::Passed {
-                eprintln!("        {:<9} [{:>7.3}s] ({done}/{}) {} {}", rec.outcome.as_str().to_uppercase(), rec.duration_ms as f64 / 1000.0, jobs.len(), rec.binary, rec.name);
+                eprintln!(
+                    "        {:<9} [{:>7.3}s] ({done}/{}) {} {}",
+                    rec.outcome.as_str().to_uppercase(),
+                    rec.duration_ms as f64 / 1000.0,
+                    jobs.len(),
+                    rec.binary,
+                    rec.name
+                );
             }
             for w in &rec.warnings {
                 eprintln!("warning: {} {}: {w}", rec.binary, rec.name);
@@ -288,7 +367,12 @@ pub fn run(args: &RunArgs) -> anyhow::Result<i32> {
     for (i, r) in results.into_iter().enumerate() {
         let (rec, cov, kept) = r.expect("every job finished");
         if keep {
-            kept_index.push(KeptProfile { binary: rec.binary.clone(), name: rec.name.clone(), binary_path: built.tests[jobs[i].binary].path.clone(), profiles: kept });
+            kept_index.push(KeptProfile {
+                binary: rec.binary.clone(),
+                name: rec.name.clone(),
+                binary_path: built.tests[jobs[i].binary].path.clone(),
+                profiles: kept,
+            });
         }
         tests.push(rec);
         covered.push(cov.into_iter().map(|u| remap[u as usize]).collect::<Vec<u32>>());
@@ -299,7 +383,9 @@ pub fn run(args: &RunArgs) -> anyhow::Result<i32> {
     }
     let spectra = Spectra::from_tests(ws.root.to_string_lossy().into_owned(), tests, units, &covered);
     let path = ws.spectra_path();
-    spectra.save(&path).with_context(|| format!("cannot save spectra to {}", path.display()))?;
+    spectra
+        .save(&path)
+        .with_context(|| format!("cannot save spectra to {}", path.display()))?;
     if keep {
         let index = scratch.join("index.json");
         std::fs::write(&index, serde_json::to_vec_pretty(&kept_index)?)?;
@@ -309,7 +395,15 @@ pub fn run(args: &RunArgs) -> anyhow::Result<i32> {
 }
 
 fn record(binary: &str, name: &str, outcome: Outcome) -> TestRecord {
-    TestRecord { binary: binary.to_string(), name: name.to_string(), outcome, signal: None, message: None, duration_ms: 0, warnings: Vec::new() }
+    TestRecord {
+        binary: binary.to_string(),
+        name: name.to_string(),
+        outcome,
+        signal: None,
+        message: None,
+        duration_ms: 0,
+        warnings: Vec::new(),
+    }
 }
 
 /// `cargo sfl report`: re-rank saved spectra.
@@ -319,16 +413,30 @@ pub fn report(args: &ReportArgs) -> anyhow::Result<i32> {
         None => Workspace::load(args.manifest_path.as_deref(), None)?.spectra_path(),
     };
     if !path.exists() {
-        return Err(SflError::BadSpectra { path, reason: "no such file; run `cargo sfl` first".into() }.into());
+        return Err(SflError::BadSpectra {
+            path,
+            reason: "no such file; run `cargo sfl` first".into(),
+        }
+        .into());
     }
-    let spectra = Spectra::load(&path).map_err(|reason| SflError::BadSpectra { path: path.clone(), reason })?;
+    let spectra = Spectra::load(&path).map_err(|reason| SflError::BadSpectra {
+        path: path.clone(),
+        reason,
+    })?;
     emit(&spectra, &args.output)
 }
 
 /// Ranks and writes the report; returns the exit code.
 fn emit(spectra: &Spectra, out: &OutputArgs) -> anyhow::Result<i32> {
     let summary = report::Summary::of(spectra);
-    let rankings: Vec<Ranking> = out.measures().into_iter().map(|m| Ranking { measure: m, units: rank(spectra, m) }).collect();
+    let rankings: Vec<Ranking> = out
+        .measures()
+        .into_iter()
+        .map(|m| Ranking {
+            measure: m,
+            units: rank(spectra, m),
+        })
+        .collect();
     let text = match out.format {
         Format::Json => report::json(spectra, &rankings),
         Format::Human if summary.failing() == 0 => report::no_failures(spectra),
@@ -336,9 +444,15 @@ fn emit(spectra: &Spectra, out: &OutputArgs) -> anyhow::Result<i32> {
     };
     write_output(out.output.as_deref(), &text)?;
     if summary.failing() > 0 && summary.failing() == summary.ran() {
-        eprintln!("note: every test failed, so no passing test tells lines apart; rankings rest on failing coverage alone");
+        eprintln!(
+            "note: every test failed, so no passing test tells lines apart; rankings rest on failing coverage alone"
+        );
     }
-    Ok(if summary.failing() == 0 { exit::NO_FAILING_TESTS } else { exit::REPORTED })
+    Ok(if summary.failing() == 0 {
+        exit::NO_FAILING_TESTS
+    } else {
+        exit::REPORTED
+    })
 }
 
 fn write_output(path: Option<&Path>, text: &str) -> anyhow::Result<()> {

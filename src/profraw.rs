@@ -49,7 +49,10 @@ impl<'a> RawProfile<'a> {
         let version_word = h(1);
         let version = version_word & 0xffff_ffff;
         if version != VERSION {
-            return Err(DecodeError::UnsupportedVersion { what: "raw profile", found: version });
+            return Err(DecodeError::UnsupportedVersion {
+                what: "raw profile",
+                found: version,
+            });
         }
         if version_word & VARIANT_MASK_BYTE_COVERAGE != 0 {
             return Err(DecodeError::malformed("single-byte counters are not supported"));
@@ -72,15 +75,24 @@ impl<'a> RawProfile<'a> {
         while i + 8 <= ids.len() {
             let len = u64::from_le_bytes(ids[i..i + 8].try_into().unwrap()) as usize;
             let start = i + 8;
-            let end = start.checked_add(len).filter(|&e| e <= ids.len()).ok_or_else(|| DecodeError::malformed("binary id runs past its section"))?;
+            let end = start
+                .checked_add(len)
+                .filter(|&e| e <= ids.len())
+                .ok_or_else(|| DecodeError::malformed("binary id runs past its section"))?;
             binary_ids.push(&ids[start..end]);
             i = (end + 7) & !7;
         }
         pos = ids_end;
-        let data_end = num_data.checked_mul(DATA_RECORD_SIZE).and_then(|d| d.checked_add(pos)).ok_or_else(too_big)?;
+        let data_end = num_data
+            .checked_mul(DATA_RECORD_SIZE)
+            .and_then(|d| d.checked_add(pos))
+            .ok_or_else(too_big)?;
         let data = slice(pos, data_end)?;
         let counters_start = data_end.checked_add(pad_before_counters).ok_or_else(too_big)?;
-        let counters_end = num_counters.checked_mul(8).and_then(|c| c.checked_add(counters_start)).ok_or_else(too_big)?;
+        let counters_end = num_counters
+            .checked_mul(8)
+            .and_then(|c| c.checked_add(counters_start))
+            .ok_or_else(too_big)?;
         let counters = slice(counters_start, counters_end)?;
 
         let mut records = Vec::with_capacity(num_data as usize);
@@ -93,11 +105,22 @@ impl<'a> RawProfile<'a> {
                 .wrapping_add(idx as u64 * DATA_RECORD_SIZE)
                 .wrapping_sub(counters_delta);
             if offset % 8 != 0 || offset / 8 + n as u64 > num_counters {
-                return Err(DecodeError::malformed("a function's counters lie outside the counters section"));
+                return Err(DecodeError::malformed(
+                    "a function's counters lie outside the counters section",
+                ));
             }
-            records.push(DataRecord { name_ref: f(0), func_hash: f(8), first_counter: (offset / 8) as usize, num_counters: n });
+            records.push(DataRecord {
+                name_ref: f(0),
+                func_hash: f(8),
+                first_counter: (offset / 8) as usize,
+                num_counters: n,
+            });
         }
-        Ok(RawProfile { binary_ids, records, counters })
+        Ok(RawProfile {
+            binary_ids,
+            records,
+            counters,
+        })
     }
 
     /// The value of counter `i` of the whole counters section.
@@ -108,7 +131,9 @@ impl<'a> RawProfile<'a> {
 
     /// True if every counter of `rec` is zero (the function never ran).
     pub fn all_zero(&self, rec: &DataRecord) -> bool {
-        self.counters[rec.first_counter * 8..(rec.first_counter + rec.num_counters) * 8].iter().all(|&b| b == 0)
+        self.counters[rec.first_counter * 8..(rec.first_counter + rec.num_counters) * 8]
+            .iter()
+            .all(|&b| b == 0)
     }
 }
 
@@ -176,7 +201,10 @@ mod tests {
         assert!(matches!(RawProfile::parse(&[0u8; 200]), Err(DecodeError::NotAProfile)));
         let mut v9 = bytes.clone();
         v9[8] = 9;
-        assert!(matches!(RawProfile::parse(&v9), Err(DecodeError::UnsupportedVersion { found: 9, .. })));
+        assert!(matches!(
+            RawProfile::parse(&v9),
+            Err(DecodeError::UnsupportedVersion { found: 9, .. })
+        ));
     }
 
     #[test]

@@ -23,9 +23,19 @@ pub fn rank(spectra: &Spectra, measure: &Measure) -> Vec<Ranked> {
         .iter()
         .enumerate()
         .filter(|(_, c)| c.ef > 0.0)
-        .map(|(unit, c)| Ranked { unit, score: (measure.score)(c), rank: 0.0, tied: 1, counts: *c })
+        .map(|(unit, c)| Ranked {
+            unit,
+            score: (measure.score)(c),
+            rank: 0.0,
+            tied: 1,
+            counts: *c,
+        })
         .collect();
-    out.sort_by(|a, b| b.score.total_cmp(&a.score).then_with(|| spectra.units[a.unit].cmp(&spectra.units[b.unit])));
+    out.sort_by(|a, b| {
+        b.score
+            .total_cmp(&a.score)
+            .then_with(|| spectra.units[a.unit].cmp(&spectra.units[b.unit]))
+    });
     assign_mid_ranks(&mut out);
     out
 }

@@ -149,7 +149,16 @@ pub fn json(spectra: &Spectra, rankings: &[Ranking]) -> String {
                     .map(|x| {
                         let u = &spectra.units[x.unit];
                         let c = x.counts;
-                        JsonUnit { file: &u.file, line: u.line, score: x.score, rank: x.rank, ef: c.ef as u32, ep: c.ep as u32, nf: c.nf as u32, np: c.np as u32 }
+                        JsonUnit {
+                            file: &u.file,
+                            line: u.line,
+                            score: x.score,
+                            rank: x.rank,
+                            ef: c.ef as u32,
+                            ep: c.ep as u32,
+                            nf: c.nf as u32,
+                            np: c.np as u32,
+                        }
                     })
                     .collect(),
             })
@@ -169,10 +178,11 @@ struct Sources<'a> {
 impl Sources<'_> {
     fn line(&mut self, file: &str, line: u32) -> Option<&str> {
         let root = self.root;
-        let lines = self
-            .files
-            .entry(file.to_string())
-            .or_insert_with(|| std::fs::read_to_string(root.join(file)).ok().map(|t| t.lines().map(str::to_string).collect()));
+        let lines = self.files.entry(file.to_string()).or_insert_with(|| {
+            std::fs::read_to_string(root.join(file))
+                .ok()
+                .map(|t| t.lines().map(str::to_string).collect())
+        });
         lines.as_ref()?.get(line.checked_sub(1)? as usize).map(String::as_str)
     }
 }
@@ -186,7 +196,11 @@ fn fmt_score(s: f64) -> String {
 }
 
 fn fmt_rank(r: f64) -> String {
-    if r.fract() == 0.0 { format!("{r:.0}") } else { format!("{r:.1}") }
+    if r.fract() == 0.0 {
+        format!("{r:.0}")
+    } else {
+        format!("{r:.1}")
+    }
 }
 
 /// The failing tests with their messages.
@@ -198,7 +212,13 @@ pub fn failing_tests(spectra: &Spectra) -> String {
     }
     let _ = writeln!(out, "Failing tests ({}):", failing.len());
     for t in failing {
-        let _ = writeln!(out, "  {:<9} {} {}", t.outcome.as_str().to_uppercase(), t.binary, t.name);
+        let _ = writeln!(
+            out,
+            "  {:<9} {} {}",
+            t.outcome.as_str().to_uppercase(),
+            t.binary,
+            t.name
+        );
         if let Some(m) = &t.message {
             for l in m.lines() {
                 let _ = writeln!(out, "            {l}");
@@ -217,12 +237,26 @@ pub fn human(spectra: &Spectra, rankings: &[Ranking], top: usize) -> String {
         "{} tests: {} passed, {} failed, {} timed out, {} crashed, {} ignored",
         sum.tests, sum.passed, sum.failed, sum.timed_out, sum.crashed, sum.ignored
     );
-    let _ = writeln!(out, "{} lines in {} files, {} run by some test, {} by a failing test\n", sum.units, sum.files, sum.covered_units, sum.failing_units);
+    let _ = writeln!(
+        out,
+        "{} lines in {} files, {} run by some test, {} by a failing test\n",
+        sum.units, sum.files, sum.covered_units, sum.failing_units
+    );
     out.push_str(&failing_tests(spectra));
-    let mut sources = Sources { root: Path::new(&spectra.workspace_root), files: HashMap::new() };
+    let mut sources = Sources {
+        root: Path::new(&spectra.workspace_root),
+        files: HashMap::new(),
+    };
     for r in rankings {
         let shown = &r.units[..top.min(r.units.len())];
-        let _ = writeln!(out, "\nMost suspicious lines by {} ({}), top {} of {}:", r.measure.name, r.measure.formula, shown.len(), r.units.len());
+        let _ = writeln!(
+            out,
+            "\nMost suspicious lines by {} ({}), top {} of {}:",
+            r.measure.name,
+            r.measure.formula,
+            shown.len(),
+            r.units.len()
+        );
         // Files in the order of their best-ranked line; lines in rank order within a file.
         let mut files: Vec<&str> = Vec::new();
         for x in shown {
@@ -235,7 +269,11 @@ pub fn human(spectra: &Spectra, rankings: &[Ranking], top: usize) -> String {
             let _ = writeln!(out, "  {f}");
             for x in shown.iter().filter(|x| spectra.units[x.unit].file == f) {
                 let u = &spectra.units[x.unit];
-                let tie = if x.tied > 1 { format!("={}", x.tied) } else { String::new() };
+                let tie = if x.tied > 1 {
+                    format!("={}", x.tied)
+                } else {
+                    String::new()
+                };
                 let src = sources.line(&u.file, u.line).unwrap_or("").trim();
                 let _ = writeln!(
                     out,
@@ -253,7 +291,11 @@ pub fn human(spectra: &Spectra, rankings: &[Ranking], top: usize) -> String {
         if let Some(last) = shown.last() {
             let more_tied = r.units[shown.len()..].iter().filter(|x| x.score == last.score).count();
             if more_tied > 0 {
-                let _ = writeln!(out, "  … and {more_tied} more lines tied at rank {}", fmt_rank(last.rank));
+                let _ = writeln!(
+                    out,
+                    "  … and {more_tied} more lines tied at rank {}",
+                    fmt_rank(last.rank)
+                );
             }
         }
     }
@@ -273,6 +315,10 @@ pub fn no_failures(spectra: &Spectra) -> String {
         sum.covered_units,
         sum.units,
         sum.files,
-        if sum.units == 0 { 0.0 } else { 100.0 * sum.covered_units as f64 / sum.units as f64 }
+        if sum.units == 0 {
+            0.0
+        } else {
+            100.0 * sum.covered_units as f64 / sum.units as f64
+        }
     )
 }

@@ -46,7 +46,11 @@ pub struct Finished {
 
 /// The environment `cargo test` gives a test of `pkg`.
 pub fn test_env(cmd: &mut Command, pkg: &Package, target_dir: &Path, release: bool) {
-    let dir = pkg.manifest_path.parent().map(|d| d.as_std_path().to_path_buf()).unwrap_or_default();
+    let dir = pkg
+        .manifest_path
+        .parent()
+        .map(|d| d.as_std_path().to_path_buf())
+        .unwrap_or_default();
     let v = &pkg.version;
     cmd.current_dir(&dir)
         .env("CARGO_MANIFEST_DIR", &dir)
@@ -78,7 +82,14 @@ pub fn test_env(cmd: &mut Command, pkg: &Package, target_dir: &Path, release: bo
 }
 
 /// Lists a binary's tests with `--list --format terse` (and `--ignored`).
-pub fn list(bin: &TestBinary, pkg: &Package, target_dir: &Path, release: bool, scratch: &Path, timeout: Duration) -> Result<Listing, String> {
+pub fn list(
+    bin: &TestBinary,
+    pkg: &Package,
+    target_dir: &Path,
+    release: bool,
+    scratch: &Path,
+    timeout: Duration,
+) -> Result<Listing, String> {
     let run = |extra: &[&str]| -> Result<(bool, String), String> {
         let mut cmd = Command::new(&bin.path);
         cmd.args(["--list", "--format", "terse"]).args(extra);
@@ -86,7 +97,8 @@ pub fn list(bin: &TestBinary, pkg: &Package, target_dir: &Path, release: bool, s
         // Listing must not leave default.profraw files in the user's package directory.
         cmd.env("LLVM_PROFILE_FILE", scratch.join("list-%p.profraw"));
         let out_path = scratch.join(format!("list-{}.out", std::process::id()));
-        let (status, output, _) = run_captured(cmd, &out_path, timeout).map_err(|e| format!("cannot run {}: {e}", bin.path.display()))?;
+        let (status, output, _) =
+            run_captured(cmd, &out_path, timeout).map_err(|e| format!("cannot run {}: {e}", bin.path.display()))?;
         Ok((status.is_some_and(|s| s.success()), output))
     };
     let parse = |text: &str| -> Option<Vec<String>> {
@@ -106,10 +118,22 @@ pub fn list(bin: &TestBinary, pkg: &Package, target_dir: &Path, release: bool, s
         // A custom harness that answered `--list` with nothing is run as one test.
         Some(t) if !(bin.custom_harness && t.is_empty()) => {
             let (ok, text) = run(&["--ignored"])?;
-            let ignored = if ok { parse(&text).unwrap_or_default() } else { Vec::new() };
-            Listing { tests: t, ignored, whole: false }
+            let ignored = if ok {
+                parse(&text).unwrap_or_default()
+            } else {
+                Vec::new()
+            };
+            Listing {
+                tests: t,
+                ignored,
+                whole: false,
+            }
         }
-        _ => Listing { tests: Vec::new(), ignored: Vec::new(), whole: true },
+        _ => Listing {
+            tests: Vec::new(),
+            ignored: Vec::new(),
+            whole: true,
+        },
     };
     clean_dir_files(scratch, "list-");
     Ok(result)
@@ -127,7 +151,11 @@ fn clean_dir_files(dir: &Path, prefix: &str) {
 
 /// Runs a command with stdout and stderr into one file; `None` status means it timed out
 /// and was killed.
-fn run_captured(mut cmd: Command, out_path: &Path, timeout: Duration) -> std::io::Result<(Option<ExitStatus>, String, Duration)> {
+fn run_captured(
+    mut cmd: Command,
+    out_path: &Path,
+    timeout: Duration,
+) -> std::io::Result<(Option<ExitStatus>, String, Duration)> {
     let out = File::create(out_path)?;
     cmd.stdin(Stdio::null()).stdout(out.try_clone()?).stderr(out);
     let start = Instant::now();
@@ -147,7 +175,15 @@ fn run_captured(mut cmd: Command, out_path: &Path, timeout: Duration) -> std::io
 }
 
 /// Runs one test in its own process; its profiles land in `dir` (created here).
-pub fn run_test(job: &Job, bin: &TestBinary, pkg: &Package, target_dir: &Path, release: bool, dir: &Path, timeout: Duration) -> std::io::Result<Finished> {
+pub fn run_test(
+    job: &Job,
+    bin: &TestBinary,
+    pkg: &Package,
+    target_dir: &Path,
+    release: bool,
+    dir: &Path,
+    timeout: Duration,
+) -> std::io::Result<Finished> {
     std::fs::create_dir_all(dir)?;
     let mut cmd = Command::new(&bin.path);
     if let Some(name) = &job.name {
@@ -168,7 +204,13 @@ pub fn run_test(job: &Job, bin: &TestBinary, pkg: &Package, target_dir: &Path, r
         .filter(|p| p.extension().is_some_and(|x| x == "profraw"))
         .collect();
     profiles.sort();
-    Ok(Finished { outcome, signal, message, duration, profiles })
+    Ok(Finished {
+        outcome,
+        signal,
+        message,
+        duration,
+        profiles,
+    })
 }
 
 fn classify(status: Option<ExitStatus>, output: &str, timeout: Duration) -> (Outcome, Option<i32>, Option<String>) {
@@ -191,7 +233,9 @@ fn classify(status: Option<ExitStatus>, output: &str, timeout: Duration) -> (Out
         }
         return (Outcome::Crashed, Some(sig), Some(msg));
     }
-    let msg = panic_message(output).or_else(|| tail(output, 5)).or_else(|| status.code().map(|c| format!("exited with status {c}")));
+    let msg = panic_message(output)
+        .or_else(|| tail(output, 5))
+        .or_else(|| status.code().map(|c| format!("exited with status {c}")));
     (Outcome::Failed, None, msg)
 }
 
@@ -224,7 +268,9 @@ fn signal_name(sig: i32) -> &'static str {
 /// The panic message: the `panicked at` line and the lines after it, up to six.
 fn panic_message(output: &str) -> Option<String> {
     let lines: Vec<&str> = output.lines().collect();
-    let start = lines.iter().position(|l| l.contains("panicked at") || l.contains("has overflowed its stack"))?;
+    let start = lines
+        .iter()
+        .position(|l| l.contains("panicked at") || l.contains("has overflowed its stack"))?;
     let first = lines[start];
     let first = first.find("panicked at").map_or(first, |i| &first[i..]);
     let mut out = vec![first.to_string()];
@@ -243,7 +289,11 @@ fn tail(output: &str, n: usize) -> Option<String> {
         .lines()
         .filter(|l| {
             let t = l.trim();
-            !(t.is_empty() || t.starts_with("running ") || t.starts_with("test result:") || t == "failures:" || (t.starts_with("test ") && t.contains(" ... ")))
+            !(t.is_empty()
+                || t.starts_with("running ")
+                || t.starts_with("test result:")
+                || t == "failures:"
+                || (t.starts_with("test ") && t.contains(" ... ")))
         })
         .collect();
     (!keep.is_empty()).then(|| keep[keep.len().saturating_sub(n)..].join("\n"))
@@ -251,7 +301,12 @@ fn tail(output: &str, n: usize) -> Option<String> {
 
 /// Runs `f` over `items` on `jobs` threads, handing each result to `sink` on this thread as
 /// soon as it is ready (in completion order).
-pub fn parallel<T: Sync, R: Send>(items: &[T], jobs: usize, f: impl Fn(usize, &T) -> R + Sync, mut sink: impl FnMut(usize, R)) {
+pub fn parallel<T: Sync, R: Send>(
+    items: &[T],
+    jobs: usize,
+    f: impl Fn(usize, &T) -> R + Sync,
+    mut sink: impl FnMut(usize, R),
+) {
     let next = AtomicUsize::new(0);
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::scope(|s| {
@@ -284,7 +339,10 @@ mod tests {
     #[test]
     fn panic_messages_are_cut_before_notes() {
         let out = "running 1 test\nthread 'tests::t1' panicked at src/lib.rs:30:9:\nleast = 1, most = 0\nnote: run with `RUST_BACKTRACE=1`\ntest tests::t1 ... FAILED\n";
-        assert_eq!(panic_message(out).unwrap(), "panicked at src/lib.rs:30:9:\nleast = 1, most = 0");
+        assert_eq!(
+            panic_message(out).unwrap(),
+            "panicked at src/lib.rs:30:9:\nleast = 1, most = 0"
+        );
     }
 
     #[test]

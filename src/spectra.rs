@@ -78,7 +78,9 @@ pub struct BitSet {
 
 impl BitSet {
     pub fn new(len: usize) -> Self {
-        BitSet { words: vec![0; len.div_ceil(64)] }
+        BitSet {
+            words: vec![0; len.div_ceil(64)],
+        }
     }
     pub fn insert(&mut self, i: usize) {
         self.words[i / 64] |= 1 << (i % 64);
@@ -88,7 +90,11 @@ impl BitSet {
     }
     /// Number of members also in `mask`.
     pub fn count_and(&self, mask: &BitSet) -> u32 {
-        self.words.iter().zip(&mask.words).map(|(a, b)| (a & b).count_ones()).sum()
+        self.words
+            .iter()
+            .zip(&mask.words)
+            .map(|(a, b)| (a & b).count_ones())
+            .sum()
     }
     pub fn is_empty(&self) -> bool {
         self.words.iter().all(|&w| w == 0)
@@ -102,7 +108,7 @@ impl BitSet {
         bytes.iter().map(|b| format!("{b:02x}")).collect()
     }
     fn from_hex(s: &str, len: usize) -> Option<Self> {
-        if s.len() % 2 != 0 || s.len() / 2 > len.div_ceil(64) * 8 {
+        if !s.len().is_multiple_of(2) || s.len() / 2 > len.div_ceil(64) * 8 {
             return None;
         }
         let mut set = BitSet::new(len);
@@ -111,7 +117,10 @@ impl BitSet {
             set.words[i / 8] |= u64::from(byte) << (8 * (i % 8));
         }
         // No bit may name a test that does not exist.
-        (0..len.div_ceil(64) * 64).filter(|&i| i >= len).all(|i| !set.contains(i)).then_some(set)
+        (0..len.div_ceil(64) * 64)
+            .filter(|&i| i >= len)
+            .all(|i| !set.contains(i))
+            .then_some(set)
     }
 }
 
@@ -146,7 +155,12 @@ impl Spectra {
                 coverage[u as usize].insert(t);
             }
         }
-        Spectra { workspace_root, tests, units, coverage }
+        Spectra {
+            workspace_root,
+            tests,
+            units,
+            coverage,
+        }
     }
 
     /// Tests in the failing set.
@@ -209,19 +223,29 @@ impl Spectra {
         }
         let saved: SavedSpectra = serde_json::from_value(value).map_err(|e| format!("malformed: {e}"))?;
         if saved.units.len() != saved.coverage.len() {
-            return Err(format!("{} units but {} coverage rows", saved.units.len(), saved.coverage.len()));
+            return Err(format!(
+                "{} units but {} coverage rows",
+                saved.units.len(),
+                saved.coverage.len()
+            ));
         }
         let n = saved.tests.len();
         let coverage = saved
             .coverage
             .iter()
             .enumerate()
-            .map(|(i, h)| BitSet::from_hex(h, n).ok_or_else(|| format!("coverage row {i} is not a bitset over {n} tests")))
+            .map(|(i, h)| {
+                BitSet::from_hex(h, n).ok_or_else(|| format!("coverage row {i} is not a bitset over {n} tests"))
+            })
             .collect::<Result<Vec<_>, _>>()?;
         Ok(Spectra {
             workspace_root: saved.workspace_root,
             tests: saved.tests,
-            units: saved.units.into_iter().map(|(file, line)| Unit { file, line }).collect(),
+            units: saved
+                .units
+                .into_iter()
+                .map(|(file, line)| Unit { file, line })
+                .collect(),
             coverage,
         })
     }
@@ -232,7 +256,15 @@ pub(crate) mod tests {
     use super::*;
 
     fn test(name: &str, outcome: Outcome) -> TestRecord {
-        TestRecord { binary: "b".into(), name: name.into(), outcome, signal: None, message: None, duration_ms: 0, warnings: vec![] }
+        TestRecord {
+            binary: "b".into(),
+            name: name.into(),
+            outcome,
+            signal: None,
+            message: None,
+            duration_ms: 0,
+            warnings: vec![],
+        }
     }
 
     /// Doric's minmax (ALGORITHMS.md §2): t1..t5 over u1..u4.
@@ -244,8 +276,17 @@ pub(crate) mod tests {
             (&[0, 3], Outcome::Passed),
             (&[0, 1], Outcome::Passed),
         ];
-        let tests = rows.iter().enumerate().map(|(i, (_, o))| test(&format!("t{}", i + 1), *o)).collect();
-        let units = (1..=4).map(|l| Unit { file: "src/lib.rs".into(), line: l }).collect();
+        let tests = rows
+            .iter()
+            .enumerate()
+            .map(|(i, (_, o))| test(&format!("t{}", i + 1), *o))
+            .collect();
+        let units = (1..=4)
+            .map(|l| Unit {
+                file: "src/lib.rs".into(),
+                line: l,
+            })
+            .collect();
         let covered: Vec<Vec<u32>> = rows.iter().map(|(c, _)| c.to_vec()).collect();
         Spectra::from_tests("/ws".into(), tests, units, &covered)
     }

@@ -23,7 +23,10 @@ fn root() -> PathBuf {
 
 /// Copies a fixture (without its target dir) into a fresh temp dir.
 fn copy_fixture(name: &str) -> tempfile::TempDir {
-    let dir = tempfile::Builder::new().prefix(&format!("sfl-{name}-")).tempdir().unwrap();
+    let dir = tempfile::Builder::new()
+        .prefix(&format!("sfl-{name}-"))
+        .tempdir()
+        .unwrap();
     copy_tree(&root().join("fixtures").join(name), dir.path());
     dir
 }
@@ -45,7 +48,12 @@ fn copy_tree(from: &Path, to: &Path) {
 }
 
 fn sfl(args: &[&str], dir: &Path) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_cargo-sfl")).arg("sfl").args(args).current_dir(dir).output().unwrap()
+    Command::new(env!("CARGO_BIN_EXE_cargo-sfl"))
+        .arg("sfl")
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap()
 }
 
 fn check(cond: bool, msg: impl FnOnce() -> String) -> Result {
@@ -53,7 +61,12 @@ fn check(cond: bool, msg: impl FnOnce() -> String) -> Result {
 }
 
 fn show(out: &Output) -> String {
-    format!("status {:?}\n--- stdout\n{}\n--- stderr\n{}", out.status.code(), String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr))
+    format!(
+        "status {:?}\n--- stdout\n{}\n--- stderr\n{}",
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
 }
 
 /// What each fixture must produce: the failing tests (binary, name, outcome) and the best
@@ -67,7 +80,11 @@ struct Expect {
 const FIXTURES: &[Expect] = &[
     Expect {
         fixture: "minmax",
-        failing: &[("fixture-minmax", "tests::t1", "failed"), ("fixture-minmax", "tests::t2", "failed"), ("fixture-minmax", "tests::t3", "failed")],
+        failing: &[
+            ("fixture-minmax", "tests::t1", "failed"),
+            ("fixture-minmax", "tests::t2", "failed"),
+            ("fixture-minmax", "tests::t3", "failed"),
+        ],
         ochiai_fault_rank: 1.0,
     },
     Expect {
@@ -90,7 +107,10 @@ const FIXTURES: &[Expect] = &[
     },
     Expect {
         fixture: "hang",
-        failing: &[("fixture-hang", "tests::trim_indent_tab", "timed-out"), ("fixture-hang", "tests::indent_len_tab", "failed")],
+        failing: &[
+            ("fixture-hang", "tests::trim_indent_tab", "timed-out"),
+            ("fixture-hang", "tests::indent_len_tab", "failed"),
+        ],
         ochiai_fault_rank: 1.0,
     },
     Expect {
@@ -130,25 +150,50 @@ fn faults(dir: &Path) -> Vec<(String, u32)> {
 fn fixture_trial(e: &'static Expect) -> Result {
     let tmp = copy_fixture(e.fixture);
     let dir = tmp.path();
-    let out = sfl(&["--format", "json", "--keep-profiles", "--test-timeout", "3", "-m", "ochiai", "-m", "tarantula", "-m", "dstar", "-m", "naish2"], dir);
+    let out = sfl(
+        &[
+            "--format",
+            "json",
+            "--keep-profiles",
+            "--test-timeout",
+            "3",
+            "-m",
+            "ochiai",
+            "-m",
+            "tarantula",
+            "-m",
+            "dstar",
+            "-m",
+            "naish2",
+        ],
+        dir,
+    );
     check(out.status.code() == Some(0), || show(&out))?;
-    let report: Value = serde_json::from_slice(&out.stdout).map_err(|err| format!("bad JSON: {err}\n{}", show(&out)))?;
+    let report: Value =
+        serde_json::from_slice(&out.stdout).map_err(|err| format!("bad JSON: {err}\n{}", show(&out)))?;
     check(report["schema"] == "cargo-sfl/v1", || "schema".into())?;
 
     // Outcomes: exactly the expected failing tests fail, in the expected way.
     let mut failing = BTreeSet::new();
     for t in report["tests"].as_array().unwrap() {
-        let key = (t["binary"].as_str().unwrap().to_string(), t["name"].as_str().unwrap().to_string());
+        let key = (
+            t["binary"].as_str().unwrap().to_string(),
+            t["name"].as_str().unwrap().to_string(),
+        );
         let outcome = t["outcome"].as_str().unwrap();
         match e.failing.iter().find(|f| f.0 == key.0 && f.1 == key.1) {
             Some(f) => check(outcome == f.2, || format!("{key:?}: expected {}, got {outcome}", f.2))?,
-            None => check(outcome == "passed", || format!("{key:?}: expected passed, got {outcome}"))?,
+            None => check(outcome == "passed", || {
+                format!("{key:?}: expected passed, got {outcome}")
+            })?,
         }
         if outcome != "passed" {
             failing.insert(key);
         }
     }
-    check(failing.len() == e.failing.len(), || format!("failing tests {failing:?}"))?;
+    check(failing.len() == e.failing.len(), || {
+        format!("failing tests {failing:?}")
+    })?;
 
     // Every measure ranks the fault, and Ochiai ranks it as well as expected.
     let fault_lines = faults(dir);
@@ -156,34 +201,63 @@ fn fixture_trial(e: &'static Expect) -> Result {
         let units = ranking["units"].as_array().unwrap();
         let best = units
             .iter()
-            .filter(|u| fault_lines.iter().any(|(f, l)| u["file"] == f.as_str() && u["line"] == *l))
+            .filter(|u| {
+                fault_lines
+                    .iter()
+                    .any(|(f, l)| u["file"] == f.as_str() && u["line"] == *l)
+            })
             .map(|u| u["rank"].as_f64().unwrap())
             .fold(f64::INFINITY, f64::min);
         check(best.is_finite(), || format!("{}: fault not ranked", ranking["measure"]))?;
         if ranking["measure"] == "ochiai" {
-            check(best == e.ochiai_fault_rank, || format!("ochiai ranks the fault {best}, expected {}", e.ochiai_fault_rank))?;
+            check(best == e.ochiai_fault_rank, || {
+                format!("ochiai ranks the fault {best}, expected {}", e.ochiai_fault_rank)
+            })?;
         }
         for u in units {
-            check(u["score"].as_f64().is_some_and(f64::is_finite), || format!("non-finite score {u}"))?;
+            check(u["score"].as_f64().is_some_and(f64::is_finite), || {
+                format!("non-finite score {u}")
+            })?;
         }
     }
     oracle(dir)
 }
 
 fn llvm_tool(name: &str) -> std::result::Result<PathBuf, Failed> {
-    let out = Command::new("rustc").args(["--print", "target-libdir"]).output().map_err(|e| format!("rustc: {e}"))?;
+    let out = Command::new("rustc")
+        .args(["--print", "target-libdir"])
+        .output()
+        .map_err(|e| format!("rustc: {e}"))?;
     let libdir = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
     let tool = libdir.parent().unwrap().join("bin").join(name);
-    check(tool.exists(), || format!("{} is missing: run `rustup component add llvm-tools-preview` (.ci/run does)", tool.display()))?;
+    check(tool.exists(), || {
+        format!(
+            "{} is missing: run `rustup component add llvm-tools-preview` (.ci/run does)",
+            tool.display()
+        )
+    })?;
     Ok(tool)
 }
 
 /// Per file, `(line, count)` as `llvm-cov export -format=lcov` prints them.
-fn llvm_cov_lines(binary: &Path, profile: &Path, work: &Path) -> std::result::Result<BTreeMap<PathBuf, Vec<(u32, u64)>>, Failed> {
+fn llvm_cov_lines(
+    binary: &Path,
+    profile: &Path,
+    work: &Path,
+) -> std::result::Result<BTreeMap<PathBuf, Vec<(u32, u64)>>, Failed> {
     let profdata = work.join("oracle.profdata");
-    let merge = Command::new(llvm_tool("llvm-profdata")?).args(["merge", "-sparse"]).arg(profile).arg("-o").arg(&profdata).output()?;
+    let merge = Command::new(llvm_tool("llvm-profdata")?)
+        .args(["merge", "-sparse"])
+        .arg(profile)
+        .arg("-o")
+        .arg(&profdata)
+        .output()?;
     check(merge.status.success(), || show(&merge))?;
-    let export = Command::new(llvm_tool("llvm-cov")?).args(["export", "-format=lcov", "-instr-profile"]).arg(&profdata).arg(binary).output()?;
+    let export = Command::new(llvm_tool("llvm-cov")?)
+        .args(["export", "-format=lcov", "-instr-profile"])
+        .arg(&profdata)
+        .arg(binary)
+        .output()?;
     check(export.status.success(), || show(&export))?;
     let mut files = BTreeMap::new();
     let mut current: Option<PathBuf> = None;
@@ -192,7 +266,10 @@ fn llvm_cov_lines(binary: &Path, profile: &Path, work: &Path) -> std::result::Re
             current = Some(PathBuf::from(f));
         } else if let Some(da) = line.strip_prefix("DA:") {
             let (l, c) = da.split_once(',').unwrap();
-            files.entry(current.clone().unwrap()).or_insert_with(Vec::new).push((l.parse().unwrap(), c.parse().unwrap()));
+            files
+                .entry(current.clone().unwrap())
+                .or_insert_with(Vec::new)
+                .push((l.parse().unwrap(), c.parse().unwrap()));
         }
     }
     Ok(files)
@@ -206,17 +283,27 @@ fn oracle(dir: &Path) -> Result {
     let mut binaries: BTreeMap<PathBuf, BinaryCoverage> = BTreeMap::new();
     let mut compared = 0usize;
     for (t, kept) in index.iter().enumerate() {
-        check(!kept.profiles.is_empty(), || format!("{} {}: no profile kept", kept.binary, kept.name))?;
+        check(!kept.profiles.is_empty(), || {
+            format!("{} {}: no profile kept", kept.binary, kept.name)
+        })?;
         let cov = match binaries.entry(kept.binary_path.clone()) {
             std::collections::btree_map::Entry::Occupied(o) => o.into_mut(),
             std::collections::btree_map::Entry::Vacant(v) => v.insert(BinaryCoverage::open(&kept.binary_path)?),
         };
         let mut ran_lines = BTreeSet::new();
         for profile in &kept.profiles {
-            let ours: BTreeMap<PathBuf, Vec<(u32, u64)>> =
-                cov.decode(&std::fs::read(profile)?, false)?.into_iter().map(|(f, l)| (cov.map.files[f as usize].clone(), l)).collect();
+            let ours: BTreeMap<PathBuf, Vec<(u32, u64)>> = cov
+                .decode(&std::fs::read(profile)?, false)?
+                .into_iter()
+                .map(|(f, l)| (cov.map.files[f as usize].clone(), l))
+                .collect();
             let theirs = llvm_cov_lines(&kept.binary_path, profile, dir)?;
-            check(ours == theirs, || format!("{} {}: decoder differs from llvm-cov\nours:   {ours:?}\ntheirs: {theirs:?}", kept.binary, kept.name))?;
+            check(ours == theirs, || {
+                format!(
+                    "{} {}: decoder differs from llvm-cov\nours:   {ours:?}\ntheirs: {theirs:?}",
+                    kept.binary, kept.name
+                )
+            })?;
             compared += theirs.values().map(Vec::len).sum::<usize>();
             for (file, lines) in theirs {
                 let Ok(rel) = file.strip_prefix(dir) else { continue };
@@ -225,7 +312,11 @@ fn oracle(dir: &Path) -> Result {
             }
         }
         // The saved matrix holds the same lines for this test.
-        let test_index = spectra.tests.iter().position(|r| r.binary == kept.binary && r.name == kept.name).unwrap();
+        let test_index = spectra
+            .tests
+            .iter()
+            .position(|r| r.binary == kept.binary && r.name == kept.name)
+            .unwrap();
         let in_matrix: BTreeSet<(String, u32)> = spectra
             .units
             .iter()
@@ -233,7 +324,9 @@ fn oracle(dir: &Path) -> Result {
             .filter(|(_, c)| c.contains(test_index))
             .map(|(u, _)| (u.file.clone(), u.line))
             .collect();
-        check(in_matrix == ran_lines, || format!("test {t} {}: matrix {in_matrix:?} vs llvm-cov {ran_lines:?}", kept.name))?;
+        check(in_matrix == ran_lines, || {
+            format!("test {t} {}: matrix {in_matrix:?} vs llvm-cov {ran_lines:?}", kept.name)
+        })?;
     }
     check(compared > 0, || "no lines compared".into())
 }
@@ -244,14 +337,20 @@ fn no_failing_tests() -> Result {
     let out = sfl(&["t4"], tmp.path());
     check(out.status.code() == Some(3), || show(&out))?;
     let stdout = String::from_utf8_lossy(&out.stdout);
-    check(stdout.contains("No failing tests") && stdout.contains("Coverage:"), || show(&out))
+    check(
+        stdout.contains("No failing tests") && stdout.contains("Coverage:"),
+        || show(&out),
+    )
 }
 
 fn no_tests_match() -> Result {
     let tmp = copy_fixture("minmax");
     let out = sfl(&["no_such_test"], tmp.path());
     check(out.status.code() == Some(4), || show(&out))?;
-    check(String::from_utf8_lossy(&out.stderr).contains("no tests matched"), || show(&out))
+    check(
+        String::from_utf8_lossy(&out.stderr).contains("no tests matched"),
+        || show(&out),
+    )
 }
 
 fn build_failure_shows_diagnostics() -> Result {
@@ -260,7 +359,10 @@ fn build_failure_shows_diagnostics() -> Result {
     let out = sfl(&[], tmp.path());
     check(out.status.code() == Some(101), || show(&out))?;
     let stderr = String::from_utf8_lossy(&out.stderr);
-    check(stderr.contains("error") && stderr.contains("instrumented build failed"), || show(&out))
+    check(
+        stderr.contains("error") && stderr.contains("instrumented build failed"),
+        || show(&out),
+    )
 }
 
 /// `cargo sfl report` re-ranks the saved spectra to the same JSON; a corrupt file is refused.
@@ -270,12 +372,16 @@ fn report_rereads_saved_spectra() -> Result {
     check(first.status.success(), || show(&first))?;
     let again = sfl(&["report", "--format", "json", "-m", "dstar"], tmp.path());
     check(again.status.success(), || show(&again))?;
-    check(first.stdout == again.stdout, || format!("{}\nvs\n{}", show(&first), show(&again)))?;
+    check(first.stdout == again.stdout, || {
+        format!("{}\nvs\n{}", show(&first), show(&again))
+    })?;
     let spectra = tmp.path().join("target/sfl/spectra.json");
     std::fs::write(&spectra, "{\"schema\": \"cargo-sfl-spectra/v1\", \"tests\": 3}")?;
     let bad = sfl(&["report"], tmp.path());
     check(bad.status.code() == Some(5), || show(&bad))?;
-    check(String::from_utf8_lossy(&bad.stderr).contains("malformed"), || show(&bad))
+    check(String::from_utf8_lossy(&bad.stderr).contains("malformed"), || {
+        show(&bad)
+    })
 }
 
 /// Snapshots of the human and JSON reports (paths and durations redacted) and of `--help`.
@@ -291,7 +397,11 @@ fn snapshots() -> Result {
         let s = String::from_utf8_lossy(b).replace(&root, "[ROOT]");
         s.lines()
             .map(|l| match l.find("\"duration_ms\": ") {
-                Some(i) => format!("{}\"duration_ms\": [MS]{}", &l[..i], if l.ends_with(',') { "," } else { "" }),
+                Some(i) => format!(
+                    "{}\"duration_ms\": [MS]{}",
+                    &l[..i],
+                    if l.ends_with(',') { "," } else { "" }
+                ),
                 None => l.to_string(),
             })
             .collect::<Vec<_>>()
@@ -314,11 +424,20 @@ fn root_snapshots() -> PathBuf {
 
 fn main() {
     let args = Arguments::from_args();
-    let mut trials: Vec<Trial> = FIXTURES.iter().map(|e| Trial::test(format!("fixture::{}", e.fixture), move || fixture_trial(e))).collect();
+    let mut trials: Vec<Trial> = FIXTURES
+        .iter()
+        .map(|e| Trial::test(format!("fixture::{}", e.fixture), move || fixture_trial(e)))
+        .collect();
     trials.push(Trial::test("exit::no_failing_tests", no_failing_tests));
     trials.push(Trial::test("exit::no_tests_match", no_tests_match));
-    trials.push(Trial::test("exit::build_failure_shows_diagnostics", build_failure_shows_diagnostics));
-    trials.push(Trial::test("report::rereads_saved_spectra", report_rereads_saved_spectra));
+    trials.push(Trial::test(
+        "exit::build_failure_shows_diagnostics",
+        build_failure_shows_diagnostics,
+    ));
+    trials.push(Trial::test(
+        "report::rereads_saved_spectra",
+        report_rereads_saved_spectra,
+    ));
     trials.push(Trial::test("snapshot::outputs", snapshots));
     libtest_mimic::run(&args, trials).exit();
 }
