@@ -22,6 +22,8 @@ pub struct BinaryCoverage {
     total_regions: usize,
     /// (global file index, layout) for every file that has regions.
     layouts: Vec<(u32, FileLayout)>,
+    /// Flat region index → (index into `layouts`, group), for regions whose counts count.
+    region_group: Vec<Option<(u32, u32)>>,
 }
 
 /// Per-line counts of one profile: `(file index into map.files, [(line, count)])`.
@@ -47,6 +49,14 @@ impl BinaryCoverage {
             total += f.regions.len();
         }
         let layouts = build_layouts(&map, &region_base, &vec![true; map.functions.len()]);
+        let mut region_group = vec![None; total];
+        for (li, (_, layout)) in layouts.iter().enumerate() {
+            for (g, group) in layout.groups.iter().enumerate() {
+                for &m in &group.members {
+                    region_group[m as usize] = Some((li as u32, g as u32));
+                }
+            }
+        }
         BinaryCoverage {
             path,
             build_id,
@@ -55,6 +65,7 @@ impl BinaryCoverage {
             region_base,
             total_regions: total,
             layouts,
+            region_group,
         }
     }
 
@@ -87,6 +98,8 @@ impl BinaryCoverage {
         let mut counts = vec![0u64; self.total_regions];
         let mut active = vec![true; self.map.functions.len()];
         let mut all_active = true;
+        // Functions with a non-zero counter: the only ones whose regions can have run.
+        let mut touched = Vec::new();
         for rec in &profile.records {
             let Some(&fi) = self.by_name.get(&rec.name_ref) else {
                 continue;
@@ -110,6 +123,7 @@ impl BinaryCoverage {
                 }
             }
             let base = self.region_base[fi] as usize;
+            touched.push(fi);
             let values = |i: u32| -> Option<u64> {
                 ((i as usize) < rec.num_counters).then(|| profile.counter(rec.first_counter + i as usize))
             };
@@ -125,6 +139,9 @@ impl BinaryCoverage {
                 active[fi] = false;
                 all_active = false;
             }
+        }
+        if covered_only && all_active {
+            return Ok(self.covered_fast(&counts, &touched));
         }
         let rebuilt;
         let layouts = if all_active {
@@ -142,6 +159,53 @@ impl BinaryCoverage {
             }
         }
         Ok(out)
+    }
+}
+
+impl BinaryCoverage {
+    /// Covered lines from the per-group line lists (see `FileLayout::group_lines`): cost
+    /// proportional to the regions that ran, not to the size of the files.
+    fn covered_fast(&self, counts: &[u64], touched: &[usize]) -> FileLines {
+        // Groups that ran, per layout.
+        let mut ran: Vec<Vec<u32>> = vec![Vec::new(); self.layouts.len()];
+        for &fi in touched {
+            let base = self.region_base[fi] as usize;
+            for k in 0..self.map.functions[fi].regions.len() {
+                if counts[base + k] == 0 {
+                    continue;
+                }
+                if let Some((li, g)) = self.region_group[base + k] {
+                    ran[li as usize].push(g);
+                }
+            }
+        }
+        let mut out = Vec::new();
+        for (li, mut groups) in ran.into_iter().enumerate() {
+            if groups.is_empty() {
+                continue;
+            }
+            groups.sort_unstable();
+            groups.dedup();
+            let (file, layout) = &self.layouts[li];
+            // A group's count is the sum of its members; it ran if that sum is non-zero.
+            let mut lines: Vec<u32> = Vec::new();
+            for g in groups {
+                let sum = layout.groups[g as usize]
+                    .members
+                    .iter()
+                    .fold(0u64, |a, &m| a.wrapping_add(counts[m as usize]));
+                if sum != 0 {
+                    lines.extend_from_slice(&layout.group_lines[g as usize]);
+                }
+            }
+            if lines.is_empty() {
+                continue;
+            }
+            lines.sort_unstable();
+            lines.dedup();
+            out.push((*file, lines.into_iter().map(|l| (l, 1)).collect()));
+        }
+        out
     }
 }
 

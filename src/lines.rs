@@ -31,10 +31,18 @@ pub struct RegionRef {
     pub index: u32,
 }
 
-/// The fixed structure of one file: its regions sorted and combined.
+/// The fixed structure of one file: its regions sorted and combined, and for each group the
+/// lines whose count it takes part in.
 #[derive(Clone, Debug, Default)]
 pub struct FileLayout {
     pub groups: Vec<Group>,
+    /// `group_lines[g]`: the mapped lines that count as run whenever group `g` ran.
+    ///
+    /// A line's count is the max of the counts of the regions starting on it and of the region
+    /// wrapped into it; which regions those are does not depend on the counts. So a line ran
+    /// exactly when one of its contributing groups ran, and a test's covered lines are the
+    /// union of `group_lines` over the groups it ran: no segment building per test.
+    pub group_lines: Vec<Vec<u32>>,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -66,7 +74,20 @@ impl FileLayout {
                 members: vec![r.index],
             });
         }
-        FileLayout { groups }
+        // Build the segments once with each group's own index as its "count": segments are
+        // then merged only where two come from the same group, which holds for any counts.
+        let ids: Vec<u64> = (0..groups.len() as u64).collect();
+        let segments = SegmentBuilder::build(&groups, &ids);
+        let mut group_lines = vec![Vec::new(); groups.len()];
+        walk_lines(&segments, |line, wrapped, starts| {
+            for g in wrapped.into_iter().chain(starts.iter().copied()) {
+                let lines: &mut Vec<u32> = &mut group_lines[g as usize];
+                if lines.last() != Some(&line) {
+                    lines.push(line);
+                }
+            }
+        });
+        FileLayout { groups, group_lines }
     }
 
     /// Per-line counts for mapped lines, given the flat region counts of this test.
@@ -201,36 +222,33 @@ impl<'a> SegmentBuilder<'a> {
     }
 }
 
-/// LLVM's `LineCoverageIterator` + `LineCoverageStats`: which lines are mapped and their counts.
-fn line_stats(segments: &[Segment], covered_only: bool, out: &mut Vec<(u32, u64)>) {
+/// LLVM's `LineCoverageIterator` + `LineCoverageStats`: calls `f(line, wrapped, starts)` for
+/// every mapped line, with the count of the segment wrapped into the line (if it has one) and
+/// the counts of the region-entry segments starting on it. The line's count is
+/// `max(wrapped, starts…)` (just `wrapped`, or 0, when nothing starts on it).
+fn walk_lines(segments: &[Segment], mut f: impl FnMut(u32, Option<u64>, &[u64])) {
     let mut wrapped: Option<Segment> = None;
     let mut next = 0usize;
-    let mut line = 1u32;
-    // Skip straight to the first segment's line: earlier lines have no segment and no wrap.
-    if let Some(first) = segments.first() {
-        line = line.max(first.line);
-    }
+    let mut line = segments.first().map_or(1, |s| s.line.max(1));
+    let mut starts: Vec<u64> = Vec::new();
     while next < segments.len() {
-        let start = next;
+        let begin = next;
         while next < segments.len() && segments[next].line == line {
             next += 1;
         }
-        let on_line = &segments[start..next];
-        let is_start = |s: &Segment| !s.is_gap && s.has_count && s.is_entry;
-        let starts = on_line.iter().filter(|s| is_start(s)).count();
+        let on_line = &segments[begin..next];
+        starts.clear();
+        starts.extend(
+            on_line
+                .iter()
+                .filter(|s| !s.is_gap && s.has_count && s.is_entry)
+                .map(|s| s.count),
+        );
         let starts_skipped = on_line.first().is_some_and(|s| !s.has_count && s.is_entry);
-        let mut mapped = !starts_skipped && (wrapped.is_some_and(|w| w.has_count) || starts > 0);
+        let mut mapped = !starts_skipped && (wrapped.is_some_and(|w| w.has_count) || !starts.is_empty());
         mapped |= on_line.iter().any(|s| s.is_entry && s.has_count);
         if mapped {
-            let mut count = wrapped.map_or(0, |w| w.count);
-            if starts > 0 {
-                for s in on_line.iter().filter(|s| is_start(s)) {
-                    count = count.max(s.count);
-                }
-            }
-            if !covered_only || count > 0 {
-                out.push((line, count));
-            }
+            f(line, wrapped.filter(|w| w.has_count).map(|w| w.count), &starts);
         }
         if let Some(last) = on_line.last() {
             wrapped = Some(*last);
@@ -242,6 +260,16 @@ fn line_stats(segments: &[Segment], covered_only: bool, out: &mut Vec<(u32, u64)
         }
         line += 1;
     }
+}
+
+fn line_stats(segments: &[Segment], covered_only: bool, out: &mut Vec<(u32, u64)>) {
+    walk_lines(segments, |line, wrapped, starts| {
+        // llvm-cov uses the wrapped segment's count even when it has none (then 0).
+        let count = starts.iter().copied().fold(wrapped.unwrap_or(0), u64::max);
+        if !covered_only || count > 0 {
+            out.push((line, count));
+        }
+    });
 }
 
 #[cfg(test)]
@@ -288,6 +316,53 @@ mod tests {
     fn lines_between_functions_are_not_mapped() {
         let got = lines(vec![region(0, (1, 1), (2, 2)), region(1, (5, 1), (6, 2))], &[1, 0]);
         assert_eq!(got, vec![(1, 1), (2, 1), (5, 0), (6, 0)]);
+    }
+
+    /// The per-test fast path (union of `group_lines` of the groups that ran) must give exactly
+    /// the lines the full segment algorithm counts as run, for any regions and counts.
+    #[test]
+    fn group_lines_agree_with_the_segment_algorithm_on_random_regions() {
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        let mut rnd = |n: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % n
+        };
+        for _ in 0..3000 {
+            let n = 1 + rnd(8) as u32;
+            let mut regions = Vec::new();
+            for i in 0..n {
+                let (l1, c1) = (1 + rnd(10) as u32, 1 + rnd(6) as u32);
+                let (l2, c2) = (l1 + rnd(4) as u32, 1 + rnd(6) as u32);
+                let end = if (l2, c2) < (l1, c1) { (l1, c1) } else { (l2, c2) };
+                let kind = if rnd(10) == 0 {
+                    RegionKind::Gap
+                } else {
+                    RegionKind::Code
+                };
+                regions.push(RegionRef {
+                    start: (l1, c1),
+                    end,
+                    kind,
+                    index: i,
+                });
+            }
+            let counts: Vec<u64> = (0..n).map(|_| if rnd(2) == 0 { 0 } else { 1 + rnd(3) }).collect();
+            let layout = FileLayout::new(regions.clone());
+            let mut full = Vec::new();
+            layout.line_counts(&counts, true, &mut full);
+            let want: Vec<u32> = full.iter().map(|l| l.0).collect();
+            let mut got: Vec<u32> = Vec::new();
+            for (g, group) in layout.groups.iter().enumerate() {
+                if group.members.iter().map(|&m| counts[m as usize]).sum::<u64>() > 0 {
+                    got.extend(&layout.group_lines[g]);
+                }
+            }
+            got.sort_unstable();
+            got.dedup();
+            assert_eq!(got, want, "regions {regions:?} counts {counts:?}");
+        }
     }
 
     #[test]

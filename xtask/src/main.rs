@@ -1,1 +1,332 @@
-fn main() {}
+//! Project chores: `cargo xtask bench collect` (the collection benchmark).
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Instant;
+
+use anyhow::{Context, Result, bail};
+use clap::{Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(about = "cargo-sfl project chores")]
+enum Xtask {
+    /// Benchmarks.
+    #[command(subcommand)]
+    Bench(Bench),
+}
+
+#[derive(Subcommand)]
+enum Bench {
+    /// Wall time of `cargo sfl` (build excluded) against `cargo nextest run` and `cargo test`
+    /// on the same instrumented build, plus decode cost per test.
+    Collect {
+        /// Repetitions per command (the median is reported).
+        #[arg(long, default_value_t = 3)]
+        runs: usize,
+        /// Skip the real crates fetched from crates.io (fixtures only).
+        #[arg(long)]
+        fixtures_only: bool,
+        /// Write the Markdown table here as well as to stdout.
+        #[arg(long)]
+        output: Option<PathBuf>,
+    },
+}
+
+/// Real crates with a few hundred tests between them that test offline.
+const REAL_CRATES: &[(&str, &str)] = &[("regex-syntax", "0.8.5"), ("textwrap", "0.16.1")];
+/// The hang fixture is left out: nextest and cargo test have no timeout and would hang.
+const FIXTURES: &[&str] = &["minmax", "workspace", "crash", "harness-false", "generic-macro"];
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_path_buf()
+}
+
+fn main() -> Result<()> {
+    match Xtask::parse() {
+        Xtask::Bench(Bench::Collect {
+            runs,
+            fixtures_only,
+            output,
+        }) => collect(runs, fixtures_only, output.as_deref()),
+    }
+}
+
+struct Row {
+    name: String,
+    tests: usize,
+    sfl: f64,
+    nextest: f64,
+    cargo_test: f64,
+    sfl_run_phase: f64,
+    decode_ms: f64,
+    jobs: usize,
+}
+
+fn collect(runs: usize, fixtures_only: bool, output: Option<&Path>) -> Result<()> {
+    let root = root();
+    run(Command::new(env!("CARGO"))
+        .args(["build", "--release", "-p", "cargo-sfl"])
+        .current_dir(&root))?;
+    let sfl = root.join("target/release/cargo-sfl");
+    let work = root.join("target/bench");
+    std::fs::create_dir_all(&work)?;
+
+    let mut crates: Vec<(String, PathBuf)> = Vec::new();
+    for f in FIXTURES {
+        let dst = work.join(format!("fixture-{f}"));
+        copy_tree(&root.join("fixtures").join(f), &dst)?;
+        crates.push((format!("fixture {f}"), dst));
+    }
+    if !fixtures_only {
+        for (name, version) in REAL_CRATES {
+            crates.push((format!("{name} {version}"), fetch_crate(name, version, &work)?));
+        }
+    }
+    let jobs = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let mut rows = Vec::new();
+    for (name, dir) in &crates {
+        eprintln!("== {name}");
+        let manifest = dir.join("Cargo.toml");
+        let target = dir.join("target/sfl");
+        // Warm-up: builds the instrumented tests once.
+        let first = sfl_run(&sfl, &manifest)?;
+        let env = wrapper_env(&sfl, &manifest)?;
+        let noop_build = median(runs, || {
+            time(
+                Command::new(env!("CARGO"))
+                    .args(["test", "--no-run", "--manifest-path"])
+                    .arg(&manifest)
+                    .arg("--target-dir")
+                    .arg(&target)
+                    .envs(env.clone()),
+            )
+        })?;
+        let sfl_wall = median(runs, || {
+            let t = Instant::now();
+            sfl_run(&sfl, &manifest)?;
+            Ok(t.elapsed().as_secs_f64())
+        })?;
+        let profiles = dir.join("target/bench-profiles");
+        std::fs::create_dir_all(&profiles)?;
+        let profile_env = (
+            "LLVM_PROFILE_FILE".to_string(),
+            profiles.join("p-%p%c.profraw").to_string_lossy().into_owned(),
+        );
+        let nextest = median(runs, || {
+            let t = time(
+                Command::new(env!("CARGO"))
+                    .args(["nextest", "run", "--no-fail-fast", "--manifest-path"])
+                    .arg(&manifest)
+                    .arg("--target-dir")
+                    .arg(&target)
+                    .envs(env.clone())
+                    .env(&profile_env.0, &profile_env.1),
+            );
+            let _ = std::fs::remove_dir_all(&profiles);
+            let _ = std::fs::create_dir_all(&profiles);
+            t
+        })?;
+        let cargo_test = median(runs, || {
+            let t = time(
+                Command::new(env!("CARGO"))
+                    .args(["test", "--tests", "--no-fail-fast", "--manifest-path"])
+                    .arg(&manifest)
+                    .arg("--target-dir")
+                    .arg(&target)
+                    .envs(env.clone())
+                    .env(&profile_env.0, &profile_env.1),
+            );
+            let _ = std::fs::remove_dir_all(&profiles);
+            let _ = std::fs::create_dir_all(&profiles);
+            t
+        })?;
+        rows.push(Row {
+            name: name.clone(),
+            tests: first.tests,
+            sfl: sfl_wall - noop_build,
+            nextest: nextest - noop_build,
+            cargo_test: cargo_test - noop_build,
+            sfl_run_phase: first.run_secs,
+            decode_ms: first.decode_ms,
+            jobs,
+        });
+    }
+    let table = render(&rows, runs);
+    print!("{table}");
+    if let Some(p) = output {
+        std::fs::write(p, &table)?;
+    }
+    Ok(())
+}
+
+fn render(rows: &[Row], runs: usize) -> String {
+    let mut s = String::new();
+    s.push_str(&format!(
+        "Wall times in seconds, median of {runs}, build excluded (a no-op `cargo test --no-run` on the same \
+         instrumented build is subtracted); {} jobs.\n\n",
+        rows.first().map_or(0, |r| r.jobs)
+    ));
+    s.push_str("| crate | tests | cargo sfl | nextest | cargo test | sfl / nextest | sfl / cargo test | decode per test | decode share of worker time |\n");
+    s.push_str("|---|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+    for r in rows {
+        let per_test_us = r.decode_ms * 1e3 / r.tests.max(1) as f64;
+        let share = r.decode_ms / 1e3 / (r.sfl_run_phase * r.jobs as f64);
+        s.push_str(&format!(
+            "| {} | {} | {:.3} | {:.3} | {:.3} | {:.2}× | {:.2}× | {:.0} µs | {:.1}% |\n",
+            r.name,
+            r.tests,
+            r.sfl,
+            r.nextest,
+            r.cargo_test,
+            r.sfl / r.nextest,
+            r.sfl / r.cargo_test,
+            per_test_us,
+            share * 100.0
+        ));
+    }
+    s
+}
+
+struct SflRun {
+    tests: usize,
+    run_secs: f64,
+    decode_ms: f64,
+}
+
+/// Runs cargo sfl and reads its "Finished N tests in Xs; decoded … in Y ms" line.
+fn sfl_run(sfl: &Path, manifest: &Path) -> Result<SflRun> {
+    let out = Command::new(sfl)
+        .args(["sfl", "--format", "json", "--test-timeout", "60", "--manifest-path"])
+        .arg(manifest)
+        .stdout(Stdio::null())
+        .output()?;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    if !matches!(out.status.code(), Some(0 | 3)) {
+        bail!("cargo sfl failed on {}:\n{stderr}", manifest.display());
+    }
+    let line = stderr
+        .lines()
+        .find(|l| l.contains("Finished") && l.contains("decoded"))
+        .context("no timing line")?;
+    let words: Vec<&str> = line.split_whitespace().collect();
+    let num = |after: &str, offset: usize| -> Result<f64> {
+        let i = words.iter().position(|w| *w == after).context("timing line shape")?;
+        Ok(words[i + offset].trim_end_matches(['s', ';']).parse()?)
+    };
+    Ok(SflRun {
+        tests: num("Finished", 1)? as usize,
+        run_secs: num("in", 1)?,
+        decode_ms: num("profiles", 2)?,
+    })
+}
+
+/// The rustc-wrapper environment cargo sfl builds with, so other runners reuse its build.
+fn wrapper_env(sfl: &Path, manifest: &Path) -> Result<Vec<(String, String)>> {
+    let out = Command::new(env!("CARGO"))
+        .args(["metadata", "--no-deps", "--format-version", "1", "--manifest-path"])
+        .arg(manifest)
+        .output()?;
+    let meta: serde_json::Value = serde_json::from_slice(&out.stdout)?;
+    let members: Vec<String> = meta["workspace_members"]
+        .as_array()
+        .context("metadata")?
+        .iter()
+        .filter_map(|v| v.as_str())
+        .map(String::from)
+        .collect();
+    let dirs: Vec<String> = meta["packages"]
+        .as_array()
+        .context("metadata")?
+        .iter()
+        .filter(|p| members.iter().any(|m| Some(m.as_str()) == p["id"].as_str()))
+        .filter_map(|p| {
+            Path::new(p["manifest_path"].as_str()?)
+                .parent()
+                .map(|d| d.to_string_lossy().into_owned())
+        })
+        .collect();
+    Ok(vec![
+        ("RUSTC_WRAPPER".into(), sfl.to_string_lossy().into_owned()),
+        ("CARGO_SFL_RUSTC_WRAPPER".into(), "1".into()),
+        ("CARGO_SFL_INSTRUMENT_DIRS".into(), dirs.join("\n")),
+    ])
+}
+
+/// Downloads a published crate through cargo (crates.io) and unpacks it as its own workspace.
+fn fetch_crate(name: &str, version: &str, work: &Path) -> Result<PathBuf> {
+    let dst = work.join(format!("{name}-{version}"));
+    if dst.join("Cargo.toml").exists() {
+        return Ok(dst);
+    }
+    let probe = work.join(format!("fetch-{name}"));
+    std::fs::create_dir_all(probe.join("src"))?;
+    std::fs::write(
+        probe.join("Cargo.toml"),
+        format!(
+            "[package]\nname = \"fetch-probe\"\nversion = \"0.0.0\"\nedition = \"2021\"\n[dependencies]\n{name} = \"={version}\"\n[workspace]\n"
+        ),
+    )?;
+    std::fs::write(probe.join("src/lib.rs"), "")?;
+    run(Command::new(env!("CARGO")).arg("fetch").current_dir(&probe))?;
+    let out = Command::new(env!("CARGO"))
+        .args(["metadata", "--format-version", "1"])
+        .current_dir(&probe)
+        .output()?;
+    let meta: serde_json::Value = serde_json::from_slice(&out.stdout)?;
+    let manifest = meta["packages"]
+        .as_array()
+        .context("metadata")?
+        .iter()
+        .find(|p| p["name"] == name)
+        .and_then(|p| p["manifest_path"].as_str())
+        .context("crate not in metadata")?
+        .to_string();
+    copy_tree(Path::new(&manifest).parent().unwrap(), &dst)?;
+    // Make the unpacked crate its own workspace root.
+    let mut toml = std::fs::read_to_string(dst.join("Cargo.toml"))?;
+    if !toml.contains("[workspace]") {
+        toml.push_str("\n[workspace]\n");
+        std::fs::write(dst.join("Cargo.toml"), toml)?;
+    }
+    Ok(dst)
+}
+
+fn copy_tree(from: &Path, to: &Path) -> Result<()> {
+    std::fs::create_dir_all(to)?;
+    for e in std::fs::read_dir(from)?.flatten() {
+        if e.file_name() == "target" {
+            continue;
+        }
+        let (src, dst) = (e.path(), to.join(e.file_name()));
+        if src.is_dir() {
+            copy_tree(&src, &dst)?;
+        } else {
+            std::fs::copy(&src, &dst)?;
+        }
+    }
+    Ok(())
+}
+
+fn run(cmd: &mut Command) -> Result<()> {
+    let status = cmd.status()?;
+    if !status.success() {
+        bail!("{cmd:?} failed with {status}");
+    }
+    Ok(())
+}
+
+/// Wall time of a command whose own failure (failing tests) is expected.
+fn time(cmd: &mut Command) -> Result<f64> {
+    let t = Instant::now();
+    cmd.stdout(Stdio::null()).stderr(Stdio::null()).status()?;
+    Ok(t.elapsed().as_secs_f64())
+}
+
+fn median(runs: usize, mut f: impl FnMut() -> Result<f64>) -> Result<f64> {
+    let mut v = (0..runs.max(1)).map(|_| f()).collect::<Result<Vec<f64>>>()?;
+    v.sort_by(f64::total_cmp);
+    Ok(v[v.len() / 2])
+}
