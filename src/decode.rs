@@ -95,11 +95,11 @@ impl BinaryCoverage {
                 found: profile.binary_ids.first().map(|id| hex(id)),
             });
         }
-        let mut counts = vec![0u64; self.total_regions];
+        // Non-zero region counts as (flat region index, count): tests run a small part of a
+        // binary, so this stays small where a full vector would be cleared per profile.
+        let mut ran: Vec<(u32, u64)> = Vec::new();
         let mut active = vec![true; self.map.functions.len()];
         let mut all_active = true;
-        // Functions with a non-zero counter: the only ones whose regions can have run.
-        let mut touched = Vec::new();
         for rec in &profile.records {
             let Some(&fi) = self.by_name.get(&rec.name_ref) else {
                 continue;
@@ -122,8 +122,7 @@ impl BinaryCoverage {
                     continue;
                 }
             }
-            let base = self.region_base[fi] as usize;
-            touched.push(fi);
+            let base = self.region_base[fi];
             let values = |i: u32| -> Option<u64> {
                 ((i as usize) < rec.num_counters).then(|| profile.counter(rec.first_counter + i as usize))
             };
@@ -131,7 +130,8 @@ impl BinaryCoverage {
             let mut ok = true;
             for (k, r) in f.regions.iter().enumerate() {
                 match eval_bounded(f, r.counter, &values, &mut memo, 0) {
-                    Some(v) => counts[base + k] = v,
+                    Some(0) => {}
+                    Some(v) => ran.push((base + k as u32, v)),
                     None => ok = false,
                 }
             }
@@ -141,7 +141,11 @@ impl BinaryCoverage {
             }
         }
         if covered_only && all_active {
-            return Ok(self.covered_fast(&counts, &touched));
+            return Ok(self.covered_fast(&ran));
+        }
+        let mut counts = vec![0u64; self.total_regions];
+        for &(r, v) in &ran {
+            counts[r as usize] = v;
         }
         let rebuilt;
         let layouts = if all_active {
@@ -165,39 +169,19 @@ impl BinaryCoverage {
 impl BinaryCoverage {
     /// Covered lines from the per-group line lists (see `FileLayout::group_lines`): cost
     /// proportional to the regions that ran, not to the size of the files.
-    fn covered_fast(&self, counts: &[u64], touched: &[usize]) -> FileLines {
-        // Groups that ran, per layout.
-        let mut ran: Vec<Vec<u32>> = vec![Vec::new(); self.layouts.len()];
-        for &fi in touched {
-            let base = self.region_base[fi] as usize;
-            for k in 0..self.map.functions[fi].regions.len() {
-                if counts[base + k] == 0 {
-                    continue;
-                }
-                if let Some((li, g)) = self.region_group[base + k] {
-                    ran[li as usize].push(g);
-                }
-            }
-        }
-        let mut out = Vec::new();
-        for (li, mut groups) in ran.into_iter().enumerate() {
-            if groups.is_empty() {
-                continue;
-            }
-            groups.sort_unstable();
-            groups.dedup();
-            let (file, layout) = &self.layouts[li];
-            // A group's count is the sum of its members; it ran if that sum is non-zero.
-            let mut lines: Vec<u32> = Vec::new();
-            for g in groups {
-                let sum = layout.groups[g as usize]
-                    .members
-                    .iter()
-                    .fold(0u64, |a, &m| a.wrapping_add(counts[m as usize]));
-                if sum != 0 {
-                    lines.extend_from_slice(&layout.group_lines[g as usize]);
-                }
-            }
+    fn covered_fast(&self, ran: &[(u32, u64)]) -> FileLines {
+        // Groups that ran, per layout. A group's count is the sum of its members' counts, so
+        // it ran when one of them did.
+        let mut groups: Vec<(u32, u32)> = ran.iter().filter_map(|&(r, _)| self.region_group[r as usize]).collect();
+        groups.sort_unstable();
+        groups.dedup();
+        let mut out: FileLines = Vec::new();
+        for chunk in groups.chunk_by(|a, b| a.0 == b.0) {
+            let (file, layout) = &self.layouts[chunk[0].0 as usize];
+            let mut lines: Vec<u32> = chunk
+                .iter()
+                .flat_map(|&(_, g)| layout.group_lines[g as usize].iter().copied())
+                .collect();
             if lines.is_empty() {
                 continue;
             }

@@ -188,7 +188,9 @@ pub fn run(args: &RunArgs) -> anyhow::Result<i32> {
     let _ = std::fs::remove_dir_all(&scratch);
     std::fs::create_dir_all(&scratch).with_context(|| format!("cannot create {}", scratch.display()))?;
 
-    // List every binary's tests.
+    // List every binary's tests, and read its coverage map meanwhile (once per binary).
+    let coverage = Coverage::new(&ws, &built);
+    let prep_started = Instant::now();
     let mut listings: Vec<Option<Result<Listing, String>>> = (0..built.tests.len()).map(|_| None).collect();
     let list_dirs: Vec<PathBuf> = (0..built.tests.len())
         .map(|i| scratch.join(format!("list{i}")))
@@ -270,7 +272,7 @@ pub fn run(args: &RunArgs) -> anyhow::Result<i32> {
         jobs_n
     );
 
-    let coverage = Coverage::new(&ws, &built);
+    let prep_time = prep_started.elapsed();
     let started = Instant::now();
     let decode_total = Mutex::new(Duration::ZERO);
     let mut results: Vec<Option<JobResult>> = (0..jobs.len()).map(|_| None).collect();
@@ -344,6 +346,11 @@ pub fn run(args: &RunArgs) -> anyhow::Result<i32> {
     );
     let elapsed = started.elapsed();
     let decode_time = *decode_total.lock().unwrap();
+    eprintln!(
+        "    Listed tests and read {} coverage maps in {:.1} ms",
+        built.tests.len(),
+        prep_time.as_secs_f64() * 1e3
+    );
     eprintln!(
         "    Finished {} tests in {:.2}s; decoded their profiles in {:.1} ms ({:.0} µs per test)",
         jobs.len(),
