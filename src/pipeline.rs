@@ -209,6 +209,8 @@ pub fn run(args: &RunArgs) -> anyhow::Result<i32> {
                 timeout,
             );
             let _ = std::fs::remove_dir_all(&list_dirs[i]);
+            // Errors are reported per test when its profiles are decoded.
+            let _ = coverage.get(i);
             r
         },
         |i, r| listings[i] = Some(r),
