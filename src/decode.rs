@@ -86,7 +86,11 @@ impl BinaryCoverage {
     /// Decodes a profile. `covered_only` keeps only lines that ran (what the matrix needs);
     /// otherwise every mapped line is returned with its count (what `llvm-cov` prints).
     pub fn decode(&self, bytes: &[u8], covered_only: bool) -> Result<FileLines, DecodeError> {
-        let profile = RawProfile::parse(bytes)?;
+        self.decode_parsed(&RawProfile::parse(bytes)?, covered_only)
+    }
+
+    /// [`BinaryCoverage::decode`] for a profile the caller has already parsed.
+    pub fn decode_parsed(&self, profile: &RawProfile, covered_only: bool) -> Result<FileLines, DecodeError> {
         if let Some(expected) = &self.build_id
             && !profile.binary_ids.iter().any(|id| id == expected)
         {

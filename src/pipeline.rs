@@ -99,14 +99,14 @@ impl<'a> Coverage<'a> {
     /// Decodes one profile written by a process of test binary `own`; returns covered units.
     fn decode(&self, own: usize, path: &Path, covered: &mut Vec<u32>) -> Result<(), String> {
         let bytes = std::fs::read(path).map_err(|e| format!("cannot read profile {}: {e}", path.display()))?;
-        let ids: Vec<Vec<u8>> = RawProfile::parse(&bytes)
-            .map_err(|e| format!("profile {}: {e}", file_name(path)))?
-            .binary_ids
-            .iter()
-            .map(|id| id.to_vec())
-            .collect();
+        let profile = RawProfile::parse(&bytes).map_err(|e| format!("profile {}: {e}", file_name(path)))?;
+        let ids = &profile.binary_ids;
         let matches = |i: usize| match self.get(i) {
-            Ok(p) => p.cov.build_id.as_ref().is_some_and(|b| ids.contains(b)),
+            Ok(p) => p
+                .cov
+                .build_id
+                .as_ref()
+                .is_some_and(|b| ids.contains(&b.as_slice())),
             Err(_) => false,
         };
         let which = if matches(own) {
@@ -127,7 +127,7 @@ impl<'a> Coverage<'a> {
         let p = self.get(which).as_ref().map_err(Clone::clone)?;
         let lines = p
             .cov
-            .decode(&bytes, true)
+            .decode_parsed(&profile, true)
             .map_err(|e| format!("profile {}: {e}", file_name(path)))?;
         let mut missing = Vec::new();
         for (file, ls) in lines {
@@ -236,7 +236,7 @@ pub fn run(args: &RunArgs) -> anyhow::Result<i32> {
             }
         };
         if listing.whole {
-            if matches("main") || args.filter.is_none() {
+            if matches("main") {
                 jobs.push(Job {
                     binary: b,
                     name: None,
@@ -274,7 +274,11 @@ pub fn run(args: &RunArgs) -> anyhow::Result<i32> {
         jobs_n
     );
 
-    let prep_time = prep_started.elapsed();
+    eprintln!(
+        "    Listed tests and read {} coverage maps in {:.1} ms",
+        built.tests.len(),
+        prep_started.elapsed().as_secs_f64() * 1e3
+    );
     let started = Instant::now();
     let decode_total = Mutex::new(Duration::ZERO);
     let mut results: Vec<Option<JobResult>> = (0..jobs.len()).map(|_| None).collect();
@@ -348,11 +352,6 @@ pub fn run(args: &RunArgs) -> anyhow::Result<i32> {
     );
     let elapsed = started.elapsed();
     let decode_time = *decode_total.lock().unwrap();
-    eprintln!(
-        "    Listed tests and read {} coverage maps in {:.1} ms",
-        built.tests.len(),
-        prep_time.as_secs_f64() * 1e3
-    );
     eprintln!(
         "    Finished {} tests in {:.2}s; decoded their profiles in {:.1} ms ({:.0} µs per test)",
         jobs.len(),

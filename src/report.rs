@@ -299,7 +299,7 @@ pub fn human(spectra: &Spectra, rankings: &[Ranking], top: usize) -> String {
             }
         }
     }
-    if rankings.len() == 1 && rankings[0].units.iter().filter(|x| x.tied > 1).take(1).count() > 0 {
+    if rankings.len() == 1 && rankings[0].units.iter().any(|x| x.tied > 1) {
         let _ = writeln!(out, "\n(=N after a rank: N lines share that score and that mid-rank.)");
     }
     out

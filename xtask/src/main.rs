@@ -115,34 +115,26 @@ fn collect(runs: usize, fixtures_only: bool, output: Option<&Path>) -> Result<()
             "LLVM_PROFILE_FILE".to_string(),
             profiles.join("p-%p%c.profraw").to_string_lossy().into_owned(),
         );
-        let nextest = median(runs, || {
-            let t = time(
-                Command::new(env!("CARGO"))
-                    .args(["nextest", "run", "--no-fail-fast", "--manifest-path"])
-                    .arg(&manifest)
-                    .arg("--target-dir")
-                    .arg(&target)
-                    .envs(env.clone())
-                    .env(&profile_env.0, &profile_env.1),
-            );
-            let _ = std::fs::remove_dir_all(&profiles);
-            let _ = std::fs::create_dir_all(&profiles);
-            t
-        })?;
-        let cargo_test = median(runs, || {
-            let t = time(
-                Command::new(env!("CARGO"))
-                    .args(["test", "--tests", "--no-fail-fast", "--manifest-path"])
-                    .arg(&manifest)
-                    .arg("--target-dir")
-                    .arg(&target)
-                    .envs(env.clone())
-                    .env(&profile_env.0, &profile_env.1),
-            );
-            let _ = std::fs::remove_dir_all(&profiles);
-            let _ = std::fs::create_dir_all(&profiles);
-            t
-        })?;
+        // Another runner on the same instrumented build; its profiles are cleared after each run.
+        let runner = |args: &[&str]| {
+            median(runs, || {
+                let t = time(
+                    Command::new(env!("CARGO"))
+                        .args(args)
+                        .arg("--manifest-path")
+                        .arg(&manifest)
+                        .arg("--target-dir")
+                        .arg(&target)
+                        .envs(env.clone())
+                        .env(&profile_env.0, &profile_env.1),
+                );
+                let _ = std::fs::remove_dir_all(&profiles);
+                let _ = std::fs::create_dir_all(&profiles);
+                t
+            })
+        };
+        let nextest = runner(&["nextest", "run", "--no-fail-fast"])?;
+        let cargo_test = runner(&["test", "--tests", "--no-fail-fast"])?;
         rows.push(Row {
             name: name.clone(),
             tests: first.tests,
