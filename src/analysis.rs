@@ -74,10 +74,27 @@ pub struct Analysis<'a> {
     /// Per group, whether some failing test runs nothing else (Doric: P(f) = 1).
     certain: Vec<bool>,
     total_f: u32,
+    /// CP's block scores and per-unit scores, solved on first use.
+    cp: std::sync::OnceLock<Option<(crate::cp::CpSolution, Vec<Option<f64>>)>>,
 }
 
 impl<'a> Analysis<'a> {
     pub fn new(spectra: &'a Spectra, group: bool) -> Self {
+        Self::with_cp(spectra, group, false)
+    }
+
+    /// Like `new`; with `split_by_cp` (when CP is among the measures reported) lines with
+    /// identical coverage but different CP scores are different groups, since CP can tell
+    /// them apart (the other measures then score the parts alike: tied entries, same line
+    /// ranks).
+    pub fn with_cp(spectra: &'a Spectra, group: bool, split_by_cp: bool) -> Self {
+        let cp = std::sync::OnceLock::new();
+        let unit_cp: Option<&Vec<Option<f64>>> = if split_by_cp {
+            cp.get_or_init(|| solve_cp(spectra)).as_ref().map(|(_, u)| u)
+        } else {
+            None
+        };
+        let cp_key = |u: usize| unit_cp.and_then(|s| s[u]).map_or(u64::MAX, f64::to_bits);
         let fail = spectra.failing_mask();
         let pass = spectra.passing_mask();
         let failing: Vec<usize> = (0..spectra.tests.len()).filter(|&t| fail.contains(t)).collect();
@@ -86,20 +103,20 @@ impl<'a> Analysis<'a> {
 
         // Candidates in code order; identical columns share a group.
         let mut groups: Vec<Group> = Vec::new();
-        let mut by_column: HashMap<&[u64], usize> = HashMap::new();
+        let mut by_column: HashMap<(&[u64], u64), usize> = HashMap::new();
         let mut reps: Vec<&BitSet> = Vec::new();
         for (u, col) in spectra.coverage.iter().enumerate() {
             let ef = col.count_and(&fail);
             if ef == 0 {
                 continue;
             }
-            if group && let Some(&g) = by_column.get(col.words()) {
+            if group && let Some(&g) = by_column.get(&(col.words(), cp_key(u))) {
                 groups[g].units.push(u);
                 continue;
             }
             let ep = col.count_and(&pass);
             if group {
-                by_column.insert(col.words(), groups.len());
+                by_column.insert((col.words(), cp_key(u)), groups.len());
             }
             reps.push(col);
             groups.push(Group {
@@ -133,6 +150,7 @@ impl<'a> Analysis<'a> {
             rho,
             certain: Vec::new(),
             total_f,
+            cp,
         };
         a.certain = (0..a.groups.len())
             .map(|g| a.fail_tests(g).iter().any(|&k| a.rho[k as usize] == 1.0))
@@ -210,6 +228,7 @@ impl<'a> Analysis<'a> {
             Kind::CausalLikelihood => (0..self.groups.len()).map(|g| self.cl(g, &self.rho)).collect(),
             Kind::FaultLikelihood => (0..self.groups.len()).map(|g| self.fault_likelihood(g)).collect(),
             Kind::CausalLikelihoodUpdating => self.cl_updating(opts.update_bound),
+            Kind::Propagation => self.propagation(),
         };
         if opts.optimise {
             self.optimise(m, &mut scored);
@@ -234,6 +253,39 @@ impl<'a> Analysis<'a> {
                 s.score = s.score.atan() / std::f64::consts::PI + 0.5;
             }
         }
+    }
+
+    /// CP's solution over the edge profiles (solved once, on first use); `None` without edges.
+    pub fn cp(&self) -> Option<&(crate::cp::CpSolution, Vec<Option<f64>>)> {
+        self.cp.get_or_init(|| solve_cp(self.spectra)).as_ref()
+    }
+
+    /// CP per group: the best BR of a block containing one of its lines. Lines that no block
+    /// maps to (or everything, without edges) rank after every line a block does.
+    fn propagation(&self) -> Vec<Scored> {
+        let units = self.cp().map(|(_, u)| u.as_slice());
+        self.groups
+            .iter()
+            .map(|g| {
+                let best = g
+                    .units
+                    .iter()
+                    .filter_map(|&u| units.and_then(|s| s[u]))
+                    .fold(None, |m: Option<f64>, v| Some(m.map_or(v, |m| m.max(v))));
+                match best {
+                    Some(v) => Scored {
+                        key: (0.0, finite(v)),
+                        score: finite(v),
+                        log10: None,
+                    },
+                    None => Scored {
+                        key: (-1.0, 0.0),
+                        score: 0.0,
+                        log10: None,
+                    },
+                }
+            })
+            .collect()
     }
 
     /// ln cl of group `g` given the current ρ (Doric Eq. 7, in log space).
@@ -294,6 +346,14 @@ impl<'a> Analysis<'a> {
         }
         (0..n).map(|g| out[g].unwrap_or_else(|| self.cl(g, &rho))).collect()
     }
+}
+
+/// CP over the spectra's edges: the block solution and every unit's score.
+fn solve_cp(spectra: &Spectra) -> Option<(crate::cp::CpSolution, Vec<Option<f64>>)> {
+    let e = spectra.edges.as_ref()?;
+    let solution = e.solve(&spectra.failing_mask(), &spectra.passing_mask());
+    let units = e.unit_scores(&solution, spectra.units.len());
+    Some((solution, units))
 }
 
 /// A Doric score from a natural-log probability.

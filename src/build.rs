@@ -35,6 +35,10 @@ pub struct Workspace {
     pub target_dir: PathBuf,
     /// cargo's own target directory (generated sources there are not the user's code).
     pub cargo_target_dir: PathBuf,
+    /// Where cargo builds the instrumented tests: `target_dir`, or a directory of its own for
+    /// a build without edge instrumentation (cargo cannot see the flags our wrapper adds, so
+    /// the two kinds of build must not share one).
+    pub build_dir: PathBuf,
     pub members: Vec<Package>,
 }
 
@@ -54,6 +58,7 @@ impl Workspace {
         };
         Ok(Workspace {
             root: meta.workspace_root.into_std_path_buf(),
+            build_dir: target_dir.clone(),
             target_dir,
             cargo_target_dir: meta.target_directory.into_std_path_buf(),
             members,
@@ -104,13 +109,14 @@ pub struct Built {
     pub others: Vec<PathBuf>,
 }
 
-/// Builds the selected tests with coverage; cargo's diagnostics go to the terminal.
-pub fn build(ws: &Workspace, select: &Selection) -> Result<Built, SflError> {
+/// Builds the selected tests with coverage (and edge instrumentation, linking the recorder
+/// object `edges_runtime`, when given); cargo's diagnostics go to the terminal.
+pub fn build(ws: &Workspace, select: &Selection, edges_runtime: Option<&Path>) -> Result<Built, SflError> {
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let exe = std::env::current_exe().map_err(|e| SflError::Setup(format!("cannot find own executable: {e}")))?;
     let mut cmd = Command::new(cargo);
     cmd.args(["test", "--no-run", "--message-format=json-render-diagnostics"]);
-    cmd.arg("--target-dir").arg(&ws.target_dir);
+    cmd.arg("--target-dir").arg(&ws.build_dir);
     cargo_selection_args(&mut cmd, select);
     let dirs: Vec<String> = ws
         .members
@@ -120,6 +126,10 @@ pub fn build(ws: &Workspace, select: &Selection) -> Result<Built, SflError> {
     cmd.env("RUSTC_WRAPPER", &exe)
         .env(WRAPPER_ENV, "1")
         .env(INSTRUMENT_DIRS_ENV, dirs.join("\n"));
+    match edges_runtime {
+        Some(rt) => cmd.env(crate::edges::RUNTIME_ENV, rt),
+        None => cmd.env_remove(crate::edges::RUNTIME_ENV),
+    };
     cmd.arg(if crate::ui::stderr_colors() {
         "--color=always"
     } else {
@@ -263,6 +273,9 @@ pub fn rustc_wrapper() -> ! {
     cmd.args(&rest);
     if should_instrument(&rest) {
         cmd.args(COVERAGE_FLAGS);
+        if let Some(rt) = std::env::var_os(crate::edges::RUNTIME_ENV) {
+            cmd.args(crate::edges::rustc_flags(Path::new(&rt)));
+        }
     }
     run_replacing_self(cmd)
 }

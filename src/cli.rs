@@ -144,6 +144,10 @@ pub struct Execution {
     /// Also run tests marked #[ignore].
     #[arg(long)]
     pub include_ignored: bool,
+    /// Do not record control-flow edges: line coverage only (no C compiler needed, faster
+    /// tests, but no `cp` measure). Built in a directory of its own.
+    #[arg(long)]
+    pub no_edges: bool,
     /// Keep each test's .profraw files under <target-dir>/profiles (for debugging the decoder).
     #[arg(long)]
     pub keep_profiles: bool,
@@ -285,6 +289,10 @@ pub struct OutputArgs {
     /// With --diff-base: rank only the entries on changed lines.
     #[arg(long, requires = "diff_base")]
     pub only_changed: bool,
+    /// Leave test code out of the rankings: #[test] functions, #[cfg(test)] items and files
+    /// under tests/ and benches/ (their coverage is still collected and saved).
+    #[arg(long)]
+    pub exclude_test_code: bool,
     /// Order of the suspects: by score, or (ht) by when the HT_Rank debugging model (Def. 29:
     /// ranked list plus jumps within a function) expects a person to reach them.
     #[arg(long, value_enum, default_value_t = Order::Score)]

@@ -262,7 +262,7 @@ impl HtModel {
 
 /// Scores every measure on the known faults.
 pub fn evaluate(spectra: &Spectra, faults: &[Fault], measures: &[&'static Measure], settings: &Settings) -> EvalReport {
-    let analysis = Analysis::new(spectra, settings.opts.group);
+    let analysis = Analysis::with_cp(spectra, settings.opts.group, measures.iter().any(|m| m.needs_edges()));
     let located = locate(spectra, faults);
     let faulty: HashSet<usize> = located.iter().flat_map(|f| f.units.iter().copied()).collect();
 

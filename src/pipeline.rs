@@ -170,6 +170,29 @@ impl<'a> Coverage<'a> {
     }
 }
 
+/// Decodes one test's edge files, turning every problem into a warning on that test.
+fn decode_edges(
+    collector: &crate::edges::Collector,
+    files: &[PathBuf],
+    out: &mut crate::edges::Traversed,
+    warnings: &mut Vec<String>,
+) {
+    if files.is_empty() {
+        warnings.push("the test wrote no edge file; it contributes no edges to CP".into());
+    }
+    for f in files {
+        if let Err(w) = collector.decode(f, out) {
+            warnings.push(w);
+        }
+    }
+    if out.dropped > 0 {
+        warnings.push(format!(
+            "the edge recorder lost {} block transitions (recursion deeper than it tracks, or its table was full)",
+            out.dropped
+        ));
+    }
+}
+
 fn file_name(p: &Path) -> String {
     p.file_name()
         .map(|n| n.to_string_lossy().into_owned())
@@ -177,7 +200,7 @@ fn file_name(p: &Path) -> String {
 }
 
 /// A finished job: its record, the units it covered, and the profiles kept for it.
-type JobResult = (TestRecord, Vec<u32>, Vec<PathBuf>);
+type JobResult = (TestRecord, Vec<u32>, Vec<PathBuf>, Vec<(Option<u32>, u32)>);
 
 /// Written next to kept profiles (`--keep-profiles`), for the decoder oracle and debugging.
 #[derive(Serialize, serde::Deserialize, Debug)]
@@ -298,12 +321,25 @@ pub fn run(args: &RunArgs) -> anyhow::Result<i32> {
 /// Builds, runs every test and decodes: the matrix, saved to `target/sfl/spectra.json` (and
 /// `--save-spectra`).
 pub fn collect(args: &RunArgs) -> anyhow::Result<Spectra> {
-    let ws = Workspace::load(args.select.manifest_path.as_deref(), args.select.target_dir.as_deref())?;
+    let mut ws = Workspace::load(args.select.manifest_path.as_deref(), args.select.target_dir.as_deref())?;
+    let with_edges = !args.exec.no_edges;
+    if !with_edges {
+        ws.build_dir = ws.target_dir.join("lines-only");
+    }
+    let runtime = if with_edges {
+        Some(crate::edges::prepare_runtime(&ws.target_dir, &ws.build_dir)?)
+    } else {
+        None
+    };
     ui::status(
         "Building",
-        format!("tests with coverage in {}", ws.target_dir.display()),
+        format!(
+            "tests with coverage{} in {}",
+            if with_edges { " and edge profiles" } else { "" },
+            ws.build_dir.display()
+        ),
     );
-    let built = build::build(&ws, &args.select)?;
+    let built = build::build(&ws, &args.select, runtime.as_deref())?;
     let release = args.select.release;
     let timeout = Duration::from_secs_f64(args.exec.test_timeout.max(0.001));
     let jobs_n = args
@@ -318,6 +354,8 @@ pub fn collect(args: &RunArgs) -> anyhow::Result<Spectra> {
 
     // List every binary's tests, and read its coverage map meanwhile (once per binary).
     let coverage = Coverage::new(&ws, &built);
+    let relative = |p: &Path| ws.relative(p);
+    let edge_collector = crate::edges::Collector::new(&coverage.paths, &relative);
     let prep_started = Instant::now();
     let mut listings: Vec<Option<Result<Listing, String>>> = (0..built.tests.len()).map(|_| None).collect();
     let list_dirs: Vec<PathBuf> = (0..built.tests.len())
@@ -333,7 +371,7 @@ pub fn collect(args: &RunArgs) -> anyhow::Result<Spectra> {
             let r = runner::list(
                 bin,
                 &ws.members[bin.package],
-                &ws.target_dir,
+                &ws.build_dir,
                 release,
                 &list_dirs[i],
                 timeout,
@@ -455,15 +493,17 @@ pub fn collect(args: &RunArgs) -> anyhow::Result<Spectra> {
                 let name = job.name.clone().unwrap_or_else(|| "main".into());
                 let mut rec = record(&bin.id, &name, Outcome::Failed);
                 let mut covered = Vec::new();
+                let mut traversed = crate::edges::Traversed::default();
                 let mut kept = Vec::new();
                 match runner::run_test(
                     job,
                     bin,
                     &ws.members[bin.package],
-                    &ws.target_dir,
+                    &ws.build_dir,
                     release,
                     &dir,
                     timeout,
+                    with_edges,
                 ) {
                     Err(e) => rec.warnings.push(format!("could not run: {e}")),
                     Ok(fin) => {
@@ -481,6 +521,9 @@ pub fn collect(args: &RunArgs) -> anyhow::Result<Spectra> {
                                 rec.warnings.push(w);
                             }
                         }
+                        if with_edges {
+                            decode_edges(&edge_collector, &fin.edge_files, &mut traversed, &mut rec.warnings);
+                        }
                         *decode_total.lock().unwrap() += t0.elapsed();
                         kept = fin.profiles;
                     }
@@ -491,8 +534,10 @@ pub fn collect(args: &RunArgs) -> anyhow::Result<Spectra> {
                 }
                 covered.sort_unstable();
                 covered.dedup();
+                traversed.edges.sort_unstable();
+                traversed.edges.dedup();
                 progress.finished(i);
-                (rec, covered, kept)
+                (rec, covered, kept, traversed.edges)
             },
             |i, r| {
                 progress.record(&r.0);
@@ -528,8 +573,10 @@ pub fn collect(args: &RunArgs) -> anyhow::Result<Spectra> {
     let mut tests = Vec::new();
     let mut covered = Vec::new();
     let mut kept_index = Vec::new();
+    let mut traversed = Vec::new();
     for (i, r) in results.into_iter().enumerate() {
-        let (rec, cov, kept) = r.expect("every job finished");
+        let (rec, cov, kept, edges) = r.expect("every job finished");
+        traversed.push(edges);
         if keep {
             kept_index.push(KeptProfile {
                 binary: rec.binary.clone(),
@@ -544,8 +591,20 @@ pub fn collect(args: &RunArgs) -> anyhow::Result<Spectra> {
     for rec in ignored_records {
         tests.push(rec);
         covered.push(Vec::new());
+        traversed.push(Vec::new());
     }
+    let edges = with_edges.then(|| {
+        let unit_id: HashMap<(&str, u32), u32> = units
+            .iter()
+            .enumerate()
+            .map(|(i, u)| ((u.file.as_str(), u.line), i as u32))
+            .collect();
+        let e = edge_collector.finish(tests.len(), &traversed, |f, l| unit_id.get(&(f, l)).copied());
+        ui::detail(format!("{} blocks, {} edges traversed", e.blocks.len(), e.edges.len()));
+        e
+    });
     let mut spectra = Spectra::from_tests(ws.root.to_string_lossy().into_owned(), tests, units, &covered);
+    spectra.edges = edges;
     spectra.set_functions(interner_functions);
     spectra.build = Some(build_info(&ws.root, &spectra));
     spectra.partition = args.exec.partition.map(|p| p.to_string());
@@ -606,7 +665,7 @@ pub fn eval(args: &EvalArgs) -> anyhow::Result<i32> {
     };
     let out = &args.run.output;
     let mut converted = None;
-    let spectra = at_granularity(&spectra, out.granularity, &mut converted)?;
+    let spectra = at_granularity(&spectra, out, &mut converted)?;
     // At function granularity a fault is the functions that contain its lines.
     let faults: Vec<crate::faults::Fault> = if out.granularity == Granularity::Function {
         faults
@@ -620,10 +679,17 @@ pub fn eval(args: &EvalArgs) -> anyhow::Result<i32> {
         faults
     };
     let measures: Vec<&'static crate::measures::Measure> = if out.measure.is_empty() {
-        crate::measures::all().collect()
+        let all: Vec<_> = crate::measures::all().collect();
+        if spectra.edges.is_none() {
+            ui::note("no edge profiles in these spectra: cp is not evaluated");
+        }
+        all.into_iter()
+            .filter(|m| spectra.edges.is_some() || !m.needs_edges())
+            .collect()
     } else {
         out.measures()
     };
+    require_edges(spectra, &measures)?;
     let settings = crate::eval::Settings {
         opts: out.options(),
         p_jump: args.p_jump,
@@ -733,30 +799,82 @@ pub fn analyze(args: &AnalyzeArgs) -> anyhow::Result<i32> {
     emit(&spectra, &args.output)
 }
 
-/// The matrix at the requested granularity.
+/// Refuses measures that need edge profiles when the spectra have none.
+fn require_edges(spectra: &Spectra, measures: &[&crate::measures::Measure]) -> Result<(), SflError> {
+    match measures.iter().find(|m| m.needs_edges()) {
+        Some(m) if spectra.edges.is_none() => Err(SflError::Usage(format!(
+            "the {} measure needs control-flow edge profiles, which these spectra lack (collected with --no-edges, \
+             imported, or saved by an older cargo sfl); run `cargo sfl` without --no-edges",
+            m.name
+        ))),
+        _ => Ok(()),
+    }
+}
+
+/// Says how CP's system was solved when it was not solved exactly.
+fn warn_cp(analysis: &Analysis) {
+    if let Some((sol, _)) = analysis.cp()
+        && let crate::cp::CpMethod::Damped { factor, reason } = &sol.method
+    {
+        ui::warn(format!(
+            "cp: {reason}; solved with propagation damped by {factor:e} (largest residual of the undamped system {:.1e})",
+            sol.residual
+        ));
+    }
+}
+
+/// The matrix as the report options want it: without test code (`--exclude-test-code`) and
+/// at the requested granularity.
 fn at_granularity<'a>(
     spectra: &'a Spectra,
-    granularity: Granularity,
+    out: &OutputArgs,
     converted: &'a mut Option<Spectra>,
 ) -> anyhow::Result<&'a Spectra> {
-    if granularity == Granularity::Line {
+    let spectra: &Spectra = if out.exclude_test_code {
+        let files: Vec<&str> = {
+            let mut f: Vec<&str> = spectra.units.iter().map(|u| u.file.as_str()).collect();
+            f.dedup();
+            f
+        };
+        let tests = crate::testcode::TestCode::find(Path::new(&spectra.workspace_root), &files);
+        let keep: Vec<bool> = spectra.units.iter().map(|u| !tests.contains(&u.file, u.line)).collect();
+        let dropped = keep.iter().filter(|k| !**k).count();
+        ui::info(format!("left out {dropped} lines of test code"));
+        let filtered = spectra.retain_units(&keep);
+        if out.granularity == Granularity::Line {
+            return Ok(converted.insert(filtered));
+        }
+        if filtered.functions.is_empty() {
+            return Err(no_functions());
+        }
+        return Ok(converted.insert(filtered.by_function()));
+    } else {
+        spectra
+    };
+    if out.granularity == Granularity::Line {
         return Ok(spectra);
     }
     if spectra.functions.is_empty() {
-        return Err(SflError::Usage(
-            "--granularity function needs function information, which imported matrices and spectra saved by older versions lack".into(),
-        )
-        .into());
+        return Err(no_functions());
     }
     Ok(converted.insert(spectra.by_function()))
+}
+
+fn no_functions() -> anyhow::Error {
+    SflError::Usage(
+        "--granularity function needs function information, which imported matrices and spectra saved by older versions lack".into(),
+    )
+    .into()
 }
 
 /// Ranks and writes the report; returns the exit code.
 pub fn emit(spectra: &Spectra, out: &OutputArgs) -> anyhow::Result<i32> {
     let mut converted = None;
-    let spectra = at_granularity(spectra, out.granularity, &mut converted)?;
+    let spectra = at_granularity(spectra, out, &mut converted)?;
     let opts = out.options();
-    let analysis = Analysis::new(spectra, opts.group);
+    let measures = out.measures();
+    require_edges(spectra, &measures)?;
+    let analysis = Analysis::with_cp(spectra, opts.group, measures.iter().any(|m| m.needs_edges()));
     let summary = report::Summary::of(&analysis);
     // --diff-base: which entries touch changed lines.
     let changed: Option<Vec<bool>> = match &out.diff_base {
@@ -792,6 +910,9 @@ pub fn emit(spectra: &Spectra, out: &OutputArgs) -> anyhow::Result<i32> {
         })
         .collect();
     let mut rankings = rankings;
+    if rankings.iter().any(|r| r.measure.needs_edges()) {
+        warn_cp(&analysis);
+    }
     if out.order == Order::Ht {
         let model = crate::eval::HtModel::new(spectra, &analysis);
         for r in &mut rankings {

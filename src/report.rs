@@ -603,10 +603,11 @@ pub fn catalogue_human() -> String {
     let all: Vec<&Measure> = crate::measures::all().collect();
     let _ = writeln!(
         out,
-        "{} measures ({} spectrum-based, {} from Doric). Default: {}.\n",
+        "{} measures ({} spectrum-based, {} from Doric, {} over control-flow edges). Default: {}.\n",
         all.len(),
         crate::measures::catalogue::SPECTRUM.len(),
         crate::measures::DORIC.len(),
+        crate::measures::CFG.len(),
         crate::measures::DEFAULT
     );
     for m in all {

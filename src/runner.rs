@@ -42,6 +42,8 @@ pub struct Finished {
     pub duration: Duration,
     /// Profiles the process (and any instrumented child it ran) wrote.
     pub profiles: Vec<PathBuf>,
+    /// Edge files, likewise.
+    pub edge_files: Vec<PathBuf>,
 }
 
 /// The environment `cargo test` gives a test of `pkg`.
@@ -174,7 +176,9 @@ fn run_captured(
     Ok((status, String::from_utf8_lossy(&bytes).into_owned(), elapsed))
 }
 
-/// Runs one test in its own process; its profiles land in `dir` (created here).
+/// Runs one test in its own process; its profiles (and edge files, with `edges`) land in
+/// `dir` (created here).
+#[allow(clippy::too_many_arguments)]
 pub fn run_test(
     job: &Job,
     bin: &TestBinary,
@@ -183,6 +187,7 @@ pub fn run_test(
     release: bool,
     dir: &Path,
     timeout: Duration,
+    edges: bool,
 ) -> std::io::Result<Finished> {
     std::fs::create_dir_all(dir)?;
     let mut cmd = Command::new(&bin.path);
@@ -196,20 +201,29 @@ pub fn run_test(
     // %p: one file per process (a test may run other instrumented binaries);
     // %c: continuous mode, counters live in the file while the test runs.
     cmd.env("LLVM_PROFILE_FILE", dir.join("sfl-%p%c.profraw"));
+    if edges {
+        cmd.env(crate::edges::FILE_ENV, dir.join("sfl-%p.edges"));
+    } else {
+        cmd.env_remove(crate::edges::FILE_ENV);
+    }
     let (status, output, duration) = run_captured(cmd, &dir.join("output.txt"), timeout)?;
     let (outcome, signal, message) = classify(status, &output, timeout);
-    let mut profiles: Vec<PathBuf> = std::fs::read_dir(dir)?
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|x| x == "profraw"))
-        .collect();
-    profiles.sort();
+    let files = |ext: &str| -> std::io::Result<Vec<PathBuf>> {
+        let mut v: Vec<PathBuf> = std::fs::read_dir(dir)?
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| p.extension().is_some_and(|x| x == ext))
+            .collect();
+        v.sort();
+        Ok(v)
+    };
     Ok(Finished {
         outcome,
         signal,
         message,
         duration,
-        profiles,
+        profiles: files("profraw")?,
+        edge_files: files("edges")?,
     })
 }
 

@@ -6,6 +6,8 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
+use crate::edges::{EdgeSpectra, SavedEdges};
+
 use crate::measures::Counts;
 
 /// Version tag of the saved-spectra file; bump on any incompatible change.
@@ -138,14 +140,14 @@ impl BitSet {
         })
     }
     /// Little-endian bytes as lowercase hex, trailing zero bytes dropped.
-    fn to_hex(&self) -> String {
+    pub(crate) fn to_hex(&self) -> String {
         let mut bytes: Vec<u8> = self.words.iter().flat_map(|w| w.to_le_bytes()).collect();
         while bytes.last() == Some(&0) {
             bytes.pop();
         }
         bytes.iter().map(|b| format!("{b:02x}")).collect()
     }
-    fn from_hex(s: &str, len: usize) -> Option<Self> {
+    pub(crate) fn from_hex(s: &str, len: usize) -> Option<Self> {
         if !s.len().is_multiple_of(2) || s.len() / 2 > len.div_ceil(64) * 8 {
             return None;
         }
@@ -195,6 +197,9 @@ pub struct Spectra {
     pub functions: Vec<FunctionSpan>,
     /// Per unit, the innermost function containing it (index into `functions`).
     pub unit_function: Vec<Option<u32>>,
+    /// Control-flow edge profiles over the same tests (absent with `--no-edges` and for
+    /// imported matrices).
+    pub edges: Option<EdgeSpectra>,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -214,6 +219,8 @@ struct SavedSpectra {
     units: Vec<(String, u32)>,
     /// Per unit, the covering tests as a hex bitset (bit i of byte j = test 8j+i).
     coverage: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    edges: Option<SavedEdges>,
 }
 
 impl Spectra {
@@ -234,6 +241,7 @@ impl Spectra {
             partition: None,
             functions: Vec::new(),
             unit_function: Vec::new(),
+            edges: None,
         }
     }
 
@@ -307,6 +315,7 @@ impl Spectra {
             tests: self.tests.clone(),
             units: self.units.iter().map(|u| (u.file.clone(), u.line)).collect(),
             coverage: self.coverage.iter().map(BitSet::to_hex).collect(),
+            edges: self.edges.as_ref().map(EdgeSpectra::to_saved),
         };
         if let Some(dir) = path.parent() {
             std::fs::create_dir_all(dir)?;
@@ -348,7 +357,13 @@ impl Spectra {
             .into_iter()
             .map(|(file, start, end)| FunctionSpan { file, start, end })
             .collect();
+        let edges = saved
+            .edges
+            .map(|e| EdgeSpectra::from_saved(e, n, saved.units.len()))
+            .transpose()
+            .map_err(|e| format!("edges: {e}"))?;
         let mut spectra = Spectra {
+            edges,
             build: saved.build,
             partition: saved.partition,
             functions: Vec::new(),
@@ -397,7 +412,42 @@ impl Spectra {
             partition: self.partition.clone(),
             functions: self.functions.clone(),
             unit_function: (0..self.functions.len() as u32).map(Some).collect(),
+            edges: self.edges.as_ref().map(|e| e.map_units(&self.unit_function)),
         }
+    }
+
+    /// The same matrix with only the units for which `keep` holds (edges' blocks lose the
+    /// others' lines).
+    pub fn retain_units(&self, keep: &[bool]) -> Spectra {
+        let mut new_id = vec![None; self.units.len()];
+        let mut next = 0u32;
+        for (u, &k) in keep.iter().enumerate() {
+            if k {
+                new_id[u] = Some(next);
+                next += 1;
+            }
+        }
+        let pick = |u: usize| keep[u];
+        let mut out = Spectra {
+            units: (0..self.units.len())
+                .filter(|&u| pick(u))
+                .map(|u| self.units[u].clone())
+                .collect(),
+            coverage: (0..self.units.len())
+                .filter(|&u| pick(u))
+                .map(|u| self.coverage[u].clone())
+                .collect(),
+            edges: self.edges.as_ref().map(|e| {
+                let mut e = e.clone();
+                for b in &mut e.blocks {
+                    b.lines = b.lines.iter().filter_map(|&u| new_id[u as usize]).collect();
+                }
+                e
+            }),
+            ..self.clone()
+        };
+        out.set_functions(self.functions.clone());
+        out
     }
 
     /// The first lines of the innermost functions containing the given lines (how a fault is
@@ -446,20 +496,38 @@ impl Spectra {
         units.sort();
         units.dedup();
         let index: std::collections::HashMap<&Unit, usize> = units.iter().enumerate().map(|(i, u)| (u, i)).collect();
-        // Tests in canonical order, each with its covered units.
-        let mut rows: Vec<(TestRecord, Vec<u32>)> = Vec::new();
-        for s in &shards {
+        let (blocks, shard_edges) = merge_blocks(&shards, &index)?;
+        // Tests in canonical order, each with its covered units and traversed edges.
+        type Row = (TestRecord, Vec<u32>, Vec<(Option<u32>, u32)>);
+        let mut rows: Vec<Row> = Vec::new();
+        for (k, s) in shards.iter().enumerate() {
             let mut covered = vec![Vec::new(); s.tests.len()];
             for (u, col) in s.coverage.iter().enumerate() {
                 for t in col.ones_and(col) {
                     covered[t].push(index[&s.units[u]] as u32);
                 }
             }
-            rows.extend(s.tests.iter().cloned().zip(covered));
+            let mut traversed = vec![Vec::new(); s.tests.len()];
+            if let (Some(e), Some(map)) = (&s.edges, shard_edges.get(k)) {
+                for (i, col) in e.coverage.iter().enumerate() {
+                    let (from, to) = e.edges[i];
+                    for t in col.ones_and(col) {
+                        traversed[t].push((from.map(|f| map[f as usize]), map[to as usize]));
+                    }
+                }
+            }
+            rows.extend(
+                s.tests
+                    .iter()
+                    .cloned()
+                    .zip(covered)
+                    .zip(traversed)
+                    .map(|((r, c), e)| (r, c, e)),
+            );
         }
         rows.sort_by(|a, b| test_order(&a.0, &b.0));
         // Ignored tests are recorded by every shard; a test that ran twice is an error.
-        let mut kept: Vec<(TestRecord, Vec<u32>)> = Vec::with_capacity(rows.len());
+        let mut kept: Vec<Row> = Vec::with_capacity(rows.len());
         for row in rows {
             if let Some(last) = kept.last()
                 && last.0.binary == row.0.binary
@@ -475,12 +543,61 @@ impl Spectra {
             }
             kept.push(row);
         }
-        let (tests, covered): (Vec<TestRecord>, Vec<Vec<u32>>) = kept.into_iter().unzip();
+        let mut tests = Vec::with_capacity(kept.len());
+        let mut covered = Vec::with_capacity(kept.len());
+        let mut traversed = Vec::with_capacity(kept.len());
+        for (r, c, e) in kept {
+            tests.push(r);
+            covered.push(c);
+            traversed.push(e);
+        }
+        let n = tests.len();
         let mut merged = Spectra::from_tests(first.workspace_root.clone(), tests, units, &covered);
         merged.build = first.build.clone();
         merged.set_functions(shards.iter().flat_map(|s| s.functions.iter().cloned()).collect());
+        merged.edges = blocks.map(|b| EdgeSpectra::from_tests(b, n, &traversed));
         Ok(merged)
     }
+}
+
+/// The union of the shards' blocks (their lines renumbered to the merged units) and, per
+/// shard, where each of its blocks went. `None` when no shard has edges; an error when only
+/// some have.
+#[allow(clippy::type_complexity)]
+fn merge_blocks(
+    shards: &[Spectra],
+    units: &std::collections::HashMap<&Unit, usize>,
+) -> Result<(Option<Vec<crate::edges::Block>>, Vec<Vec<u32>>), String> {
+    let with = shards.iter().filter(|s| s.edges.is_some()).count();
+    if with == 0 {
+        return Ok((None, Vec::new()));
+    }
+    if with < shards.len() {
+        return Err("some shards have edge profiles and some do not (collected with --no-edges?)".into());
+    }
+    let mut blocks: Vec<crate::edges::Block> = Vec::new();
+    let mut ids: std::collections::HashMap<(String, u32), u32> = std::collections::HashMap::new();
+    let mut maps = Vec::new();
+    for s in shards {
+        let e = s.edges.as_ref().expect("checked");
+        let map = e
+            .blocks
+            .iter()
+            .map(|b| {
+                *ids.entry((b.function.clone(), b.index)).or_insert_with(|| {
+                    let lines: Vec<u32> = b.lines.iter().map(|&u| units[&s.units[u as usize]] as u32).collect();
+                    blocks.push(crate::edges::Block {
+                        function: b.function.clone(),
+                        index: b.index,
+                        lines,
+                    });
+                    (blocks.len() - 1) as u32
+                })
+            })
+            .collect();
+        maps.push(map);
+    }
+    Ok((Some(blocks), maps))
 }
 
 #[cfg(test)]

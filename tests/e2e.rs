@@ -15,7 +15,10 @@ use cargo_sfl::spectra::Spectra;
 use libtest_mimic::{Arguments, Failed, Trial};
 use serde_json::Value;
 
-type Result = std::result::Result<(), Failed>;
+#[path = "e2e/edges.rs"]
+mod edges;
+
+type Result<T = ()> = std::result::Result<T, Failed>;
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -1181,5 +1184,8 @@ fn main() {
         "eval::hand_computed_ranks",
         eval_reproduces_hand_computed_ranks,
     ));
+    trials.push(Trial::test("edges::recorded_exactly", edges::recorded_exactly));
+    trials.push(Trial::test("edges::no_edges", edges::no_edges));
+    trials.push(Trial::test("cp::schedule", edges::schedule));
     libtest_mimic::run(&args, trials).exit();
 }

@@ -93,6 +93,8 @@ pub enum Kind {
     FaultLikelihood,
     /// `cl` with updating: an inspection order that refutes the top unit and recomputes.
     CausalLikelihoodUpdating,
+    /// CP: block scores propagated over the control-flow edge profiles (needs edges).
+    Propagation,
 }
 
 /// A named measure with its formula and source.
@@ -112,7 +114,12 @@ pub struct Measure {
 impl Measure {
     /// Whether the measure's score is a probability (Doric's measures).
     pub fn is_probability(&self) -> bool {
-        !matches!(self.kind, Kind::Spectrum(_))
+        !matches!(self.kind, Kind::Spectrum(_) | Kind::Propagation)
+    }
+
+    /// Whether the measure needs control-flow edge profiles, not only the line matrix.
+    pub fn needs_edges(&self) -> bool {
+        matches!(self.kind, Kind::Propagation)
     }
 }
 
@@ -147,12 +154,23 @@ pub static DORIC: &[Measure] = &[
     },
 ];
 
+/// Measures over the control-flow graph (seed 004).
+pub static CFG: &[Measure] = &[Measure {
+    name: "cp",
+    aliases: &["capturing-propagation"],
+    formula: "BR(b) = sum over edges b->c of BR(c) d(b->c) / (sum of d into c), exit blocks: sum of d into them; d = (theta_fail - theta_pass) / (theta_fail + theta_pass) per CFG edge; a line takes its best block's BR",
+    citation: "Zhang, Chan, Tse, Jiang & Wang, 'Capturing propagation of infected program states', ESEC/FSE 2009",
+    group: None,
+    cloning: None,
+    kind: Kind::Propagation,
+}];
+
 /// The default measure.
 pub const DEFAULT: &str = "ochiai";
 
-/// Every measure: the spectrum catalogue, then Doric's.
+/// Every measure: the spectrum catalogue, then Doric's, then CP.
 pub fn all() -> impl Iterator<Item = &'static Measure> {
-    catalogue::SPECTRUM.iter().chain(DORIC)
+    catalogue::SPECTRUM.iter().chain(DORIC).chain(CFG)
 }
 
 /// Looks a measure up by name or alias (case-insensitive, `_` read as `-`).

@@ -1,6 +1,8 @@
 //! Project chores: `cargo xtask bench collect` (the collection benchmark) and
-//! `cargo xtask bench measures` (every measure on a large synthetic matrix).
+//! `cargo xtask bench measures` (every measure on a large synthetic matrix),
+//! `cargo xtask bench edges` (edge recording's cost, CP's solve time), `bench ht`, `bench faults`.
 
+mod edges_bench;
 mod faults_bench;
 mod measures_bench;
 
@@ -53,6 +55,22 @@ enum Bench {
         #[arg(long, default_value = "bench-results")]
         output_dir: PathBuf,
     },
+    /// Test-run time with edge recording against `--no-edges` on the same crates, and CP's
+    /// solve time on their CFGs and on synthetic ones up to `--blocks`.
+    Edges {
+        /// Repetitions per kind of run (the median is reported).
+        #[arg(long, default_value_t = 3)]
+        runs: usize,
+        /// Largest synthetic CFG (blocks); sizes go 1000, 10000, … up to it.
+        #[arg(long, default_value_t = 100_000)]
+        blocks: usize,
+        /// Skip the real crates fetched from crates.io (fixtures only).
+        #[arg(long)]
+        fixtures_only: bool,
+        /// Write the Markdown table here as well as to stdout.
+        #[arg(long)]
+        output: Option<PathBuf>,
+    },
     /// Exact and estimated HT_Rank hitting times on chains of growing size.
     Ht {
         /// Chain sizes (locations).
@@ -100,6 +118,12 @@ fn main() -> Result<()> {
             output,
         }) => collect(runs, fixtures_only, output.as_deref()),
         Xtask::Bench(Bench::Measures { tests, units, output }) => measures_bench::run(tests, units, output.as_deref()),
+        Xtask::Bench(Bench::Edges {
+            runs,
+            blocks,
+            fixtures_only,
+            output,
+        }) => edges_bench::run_bench(runs, blocks, fixtures_only, output.as_deref()),
         Xtask::Bench(Bench::Ht { sizes, walks, output }) => measures_bench::ht(&sizes, walks, output.as_deref()),
         Xtask::Bench(Bench::Faults {
             per_crate,
@@ -307,6 +331,13 @@ fn wrapper_env(sfl: &Path, manifest: &Path) -> Result<Vec<(String, String)>> {
         ("RUSTC_WRAPPER".into(), sfl.to_string_lossy().into_owned()),
         ("CARGO_SFL_RUSTC_WRAPPER".into(), "1".into()),
         ("CARGO_SFL_INSTRUMENT_DIRS".into(), dirs.join("\n")),
+        (
+            "CARGO_SFL_EDGES_RUNTIME".into(),
+            Path::new(meta["target_directory"].as_str().context("metadata")?)
+                .join("sfl/edges-runtime/sfl_edges.o")
+                .to_string_lossy()
+                .into_owned(),
+        ),
     ])
 }
 

@@ -111,6 +111,7 @@ fn synthetic(tests: usize, units: usize, seed: u64) -> Spectra {
         partition: None,
         functions: Vec::new(),
         unit_function: Vec::new(),
+        edges: None,
     }
 }
 

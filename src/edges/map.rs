@@ -1,0 +1,231 @@
+//! One instrumented binary's blocks: SanitizerCoverage's PC table (`__sancov_pcs`, one
+//! `(pc, flags)` pair per guard, flag 1 = function entry) split into functions, each block's
+//! address range mapped to source lines through DWARF (inlined frames resolved to the
+//! workspace's code), and each function named by its symbol (demangled, without hash) so the
+//! same function in two test binaries is recognised as one.
+
+use std::borrow::Cow;
+use std::path::Path;
+use std::sync::Arc;
+
+use object::{Object, ObjectSection, ObjectSymbol, RelocationFlags};
+
+type Reader = gimli::EndianArcSlice<gimli::RunTimeEndian>;
+
+/// A function with instrumented blocks.
+#[derive(Debug, Clone)]
+pub struct Function {
+    /// Demangled, without the hash: the same in every binary that contains the function.
+    pub name: String,
+    /// Its blocks are guards `first..first + blocks` (0-based).
+    pub first: u32,
+    pub blocks: u32,
+    /// Some block maps to a line of the workspace's own code.
+    pub ours: bool,
+}
+
+/// A binary's instrumented blocks.
+#[derive(Debug, Default)]
+pub struct EdgeMap {
+    /// Number of guards (blocks), as the runtime numbers them: guard `g` is index `g - 1`.
+    pub guards: usize,
+    pub functions: Vec<Function>,
+    /// Per block, its function.
+    pub function_of: Vec<u32>,
+    /// Workspace-relative files that `lines` refer to.
+    pub files: Vec<String>,
+    /// Per block, its lines `(file, line)` in address order (consecutive repeats merged).
+    pub lines: Vec<Vec<(u32, u32)>>,
+}
+
+impl EdgeMap {
+    /// Whether the binary was built with edge instrumentation.
+    pub fn is_instrumented(data: &[u8]) -> bool {
+        object::File::parse(data).is_ok_and(|o| o.section_by_name("__sancov_guards").is_some())
+    }
+
+    /// Reads the binary's PC table and maps its blocks to lines; `relative` names the
+    /// workspace's files (None: not ours).
+    pub fn open(path: &Path, relative: &dyn Fn(&Path) -> Option<String>) -> Result<EdgeMap, String> {
+        let data = std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+        let obj = object::File::parse(&*data).map_err(|e| format!("not an object file: {e}"))?;
+        let guards = obj
+            .section_by_name("__sancov_guards")
+            .ok_or("no edge instrumentation (__sancov_guards) in the binary")?
+            .size() as usize
+            / 4;
+        let pcs = pc_table(&obj)?;
+        if pcs.len() != 2 * guards {
+            return Err(format!(
+                "the PC table has {} entries for {guards} guards",
+                pcs.len() / 2
+            ));
+        }
+        let symbols = text_symbols(&obj);
+        let ctx = dwarf_context(&obj)?;
+        let mut map = EdgeMap {
+            guards,
+            function_of: vec![0; guards],
+            lines: vec![Vec::new(); guards],
+            ..EdgeMap::default()
+        };
+        let mut files: std::collections::HashMap<String, u32> = std::collections::HashMap::new();
+        let entries: Vec<usize> = (0..guards).filter(|&i| pcs[2 * i + 1] & 1 != 0).collect();
+        if entries.first() != Some(&0) && guards > 0 {
+            return Err("the PC table does not start with a function entry".into());
+        }
+        for (k, &first) in entries.iter().enumerate() {
+            let end = entries.get(k + 1).copied().unwrap_or(guards);
+            let entry_pc = pcs[2 * first];
+            let sym = symbols
+                .binary_search_by(|s| s.0.cmp(&entry_pc))
+                .ok()
+                .map(|i| &symbols[i]);
+            let name = sym.map_or_else(|| format!("<function at {entry_pc:#x}>"), |s| s.2.clone());
+            let fn_end = sym.map_or(u64::MAX, |s| s.0 + s.1.max(1));
+            // Block ranges: each block runs to the next block's start within the function.
+            let mut order: Vec<usize> = (first..end).collect();
+            order.sort_by_key(|&i| pcs[2 * i]);
+            let mut ours = false;
+            for (j, &b) in order.iter().enumerate() {
+                let lo = pcs[2 * b];
+                let hi = order.get(j + 1).map_or(fn_end, |&n| pcs[2 * n]).max(lo + 1);
+                let lines = block_lines(&ctx, lo, hi, relative, &mut map.files, &mut files);
+                ours |= !lines.is_empty();
+                map.lines[b] = lines;
+                map.function_of[b] = k as u32;
+            }
+            map.functions.push(Function {
+                name,
+                first: first as u32,
+                blocks: (end - first) as u32,
+                ours,
+            });
+        }
+        Ok(map)
+    }
+}
+
+/// The `(pc, flags)` pairs, with dynamic relocations applied (a PIE's table is zeros in the
+/// file: each entry is a RELATIVE relocation whose addend is the link-time address).
+fn pc_table(obj: &object::File) -> Result<Vec<u64>, String> {
+    let sec = obj
+        .section_by_name("__sancov_pcs")
+        .ok_or("no PC table (__sancov_pcs) in the binary")?;
+    let bytes = sec
+        .uncompressed_data()
+        .map_err(|e| format!("cannot read __sancov_pcs: {e}"))?;
+    let little = obj.is_little_endian();
+    let mut pcs: Vec<u64> = bytes
+        .chunks_exact(8)
+        .map(|c| {
+            let a: [u8; 8] = c.try_into().expect("8 bytes");
+            if little {
+                u64::from_le_bytes(a)
+            } else {
+                u64::from_be_bytes(a)
+            }
+        })
+        .collect();
+    let (start, end) = (sec.address(), sec.address() + sec.size());
+    if let Some(relocs) = obj.dynamic_relocations() {
+        for (offset, r) in relocs {
+            if offset < start || offset >= end || (offset - start) % 8 != 0 {
+                continue;
+            }
+            let relative = matches!(
+                r.flags(),
+                RelocationFlags::Elf { r_type } if r_type == object::elf::R_X86_64_RELATIVE
+                    || r_type == object::elf::R_AARCH64_RELATIVE
+                    || r_type == object::elf::R_RISCV_RELATIVE
+            );
+            if relative {
+                pcs[((offset - start) / 8) as usize] = r.addend() as u64;
+            }
+        }
+    }
+    if pcs.chunks(2).any(|p| p[0] == 0) {
+        return Err("the PC table has unrelocated entries (a relocation format cargo sfl does not read)".into());
+    }
+    Ok(pcs)
+}
+
+/// Function symbols `(address, size, demangled name without hash)`, sorted by address.
+fn text_symbols(obj: &object::File) -> Vec<(u64, u64, String)> {
+    let mut out: Vec<(u64, u64, String)> = obj
+        .symbols()
+        .filter(|s| s.kind() == object::SymbolKind::Text && s.address() != 0)
+        .filter_map(|s| {
+            let name = s.name().ok()?;
+            Some((s.address(), s.size(), format!("{:#}", rustc_demangle::demangle(name))))
+        })
+        .collect();
+    out.sort_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)));
+    out.dedup_by_key(|s| s.0);
+    out
+}
+
+fn dwarf_context(obj: &object::File) -> Result<addr2line::Context<Reader>, String> {
+    let endian = if obj.is_little_endian() {
+        gimli::RunTimeEndian::Little
+    } else {
+        gimli::RunTimeEndian::Big
+    };
+    let load = |id: gimli::SectionId| -> Result<Reader, gimli::Error> {
+        let data: Cow<[u8]> = obj
+            .section_by_name(id.name())
+            .and_then(|s| s.uncompressed_data().ok())
+            .unwrap_or(Cow::Borrowed(&[]));
+        Ok(gimli::EndianArcSlice::new(Arc::from(&*data), endian))
+    };
+    let dwarf = gimli::Dwarf::load(load).map_err(|e| format!("cannot read DWARF: {e}"))?;
+    addr2line::Context::from_dwarf(dwarf).map_err(|e| format!("cannot read DWARF: {e}"))
+}
+
+/// The workspace lines of the code in `[lo, hi)`: each line-table row's location, or, for
+/// code inlined from elsewhere, the innermost inlining frame that is the workspace's.
+fn block_lines(
+    ctx: &addr2line::Context<Reader>,
+    lo: u64,
+    hi: u64,
+    relative: &dyn Fn(&Path) -> Option<String>,
+    names: &mut Vec<String>,
+    ids: &mut std::collections::HashMap<String, u32>,
+) -> Vec<(u32, u32)> {
+    let mut out: Vec<(u32, u32)> = Vec::new();
+    let mut intern = |rel: String| -> u32 {
+        *ids.entry(rel.clone()).or_insert_with(|| {
+            names.push(rel);
+            (names.len() - 1) as u32
+        })
+    };
+    let Ok(rows) = ctx.find_location_range(lo, hi) else {
+        return out;
+    };
+    for (addr, _len, loc) in rows {
+        let own = match (loc.file, loc.line) {
+            (Some(f), Some(l)) if l > 0 => relative(Path::new(f)).map(|r| (r, l)),
+            _ => None,
+        };
+        let found = own.or_else(|| {
+            let mut frames = ctx.find_frames(addr).skip_all_loads().ok()?;
+            while let Ok(Some(frame)) = frames.next() {
+                if let Some(loc) = frame.location
+                    && let (Some(f), Some(l)) = (loc.file, loc.line)
+                    && l > 0
+                    && let Some(r) = relative(Path::new(f))
+                {
+                    return Some((r, l));
+                }
+            }
+            None
+        });
+        if let Some((rel, line)) = found {
+            let key = (intern(rel), line);
+            if out.last() != Some(&key) {
+                out.push(key);
+            }
+        }
+    }
+    out
+}

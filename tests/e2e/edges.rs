@@ -1,0 +1,195 @@
+//! Edge profiles and CP, end to end: recorded edges against a hand-written list, CP on the
+//! paper's `schedule` example, re-ranking saved edges, and `--no-edges`.
+
+use std::collections::{BTreeSet, HashMap};
+use std::path::Path;
+
+use cargo_sfl::spectra::Spectra;
+use serde_json::Value;
+
+use super::{Result, check, copy_fixture, root, sfl, show};
+
+/// Line-level transitions of the recorded edges: within a block, each line to the next in
+/// address order; across an edge, the last line of one block to the first line of the next
+/// (blocks with no line of their own are passed through). Keyed by function; a function's
+/// first line is `start -> line`.
+fn transitions(spectra: &Spectra, file: &str) -> BTreeSet<String> {
+    let e = spectra.edges.as_ref().expect("edges recorded");
+    let line = |u: u32| {
+        let unit = &spectra.units[u as usize];
+        (unit.file == file).then_some(unit.line)
+    };
+    let lines: Vec<Vec<u32>> = e
+        .blocks
+        .iter()
+        .map(|b| b.lines.iter().filter_map(|&u| line(u)).collect())
+        .collect();
+    let mut succ: HashMap<Option<u32>, Vec<u32>> = HashMap::new();
+    for &(from, to) in &e.edges {
+        succ.entry(from).or_default().push(to);
+    }
+    // The first lines reached from block `b`'s exit, through blocks with no lines.
+    let reached = |from: Option<u32>| -> BTreeSet<u32> {
+        let mut out = BTreeSet::new();
+        let mut stack: Vec<u32> = succ.get(&from).cloned().unwrap_or_default();
+        let mut seen = BTreeSet::new();
+        while let Some(b) = stack.pop() {
+            if !seen.insert(b) {
+                continue;
+            }
+            match lines[b as usize].first() {
+                Some(&l) => {
+                    out.insert(l);
+                }
+                None => stack.extend(succ.get(&Some(b)).cloned().unwrap_or_default()),
+            }
+        }
+        out
+    };
+    let name = |b: usize| {
+        let f = &e.blocks[b].function;
+        f.strip_prefix("fixture_edges::").unwrap_or(f).to_string()
+    };
+    let mut out = BTreeSet::new();
+    for (b, ls) in lines.iter().enumerate() {
+        if !e.blocks[b].function.starts_with("fixture_edges::") || e.blocks[b].function.contains("tests::") {
+            continue;
+        }
+        for w in ls.windows(2) {
+            if w[0] != w[1] {
+                out.insert(format!("{}: {} -> {}", name(b), w[0], w[1]));
+            }
+        }
+        if let Some(&last) = ls.last() {
+            for to in reached(Some(b as u32)) {
+                if to != last {
+                    out.insert(format!("{}: {last} -> {to}", name(b)));
+                }
+            }
+        }
+        let is_entry = e.edges.iter().any(|&(f, t)| f.is_none() && t as usize == b);
+        if is_entry {
+            let first = ls.first().copied().or_else(|| reached(Some(b as u32)).first().copied());
+            if let Some(first) = first {
+                out.insert(format!("{}: start -> {first}", name(b)));
+            }
+        }
+    }
+    out
+}
+
+/// Every edge the tests of `fixtures/edges` took, and only those: the hand-written list in
+/// `tests/edges.expected`, and no edge between two functions.
+pub fn recorded_exactly() -> Result {
+    let tmp = copy_fixture("edges");
+    let out = sfl(&["--format", "json"], tmp.path());
+    check(out.status.code() == Some(3), || show(&out))?;
+    let spectra = Spectra::load(&tmp.path().join("target/sfl/spectra.json"))?;
+    let e = spectra.edges.as_ref().ok_or("no edges saved")?;
+    for &(from, to) in &e.edges {
+        if let Some(f) = from {
+            let (a, b) = (&e.blocks[f as usize], &e.blocks[to as usize]);
+            check(a.function == b.function, || {
+                format!(
+                    "edge between functions: {} #{} -> {} #{}",
+                    a.function, a.index, b.function, b.index
+                )
+            })?;
+        }
+    }
+    let got = transitions(&spectra, "src/lib.rs");
+    let text = std::fs::read_to_string(root().join("tests/edges.expected"))?;
+    let want: BTreeSet<String> = text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .map(String::from)
+        .collect();
+    let missing: Vec<_> = want.difference(&got).collect();
+    let extra: Vec<_> = got.difference(&want).collect();
+    check(missing.is_empty() && extra.is_empty(), || {
+        format!("missing (expected, not recorded): {missing:#?}\nextra (recorded, not expected): {extra:#?}")
+    })
+}
+
+/// The best (lowest) line rank of `line` in `measure`'s ranking of a JSON report.
+fn line_rank(report: &Value, measure: &str, file: &str, line: u64) -> Option<f64> {
+    let ranking = report["rankings"]
+        .as_array()?
+        .iter()
+        .find(|r| r["measure"] == measure)?;
+    ranking["units"].as_array()?.iter().find_map(|e| {
+        let lines = e["members"].as_array().cloned().unwrap_or_else(|| vec![e.clone()]);
+        lines
+            .iter()
+            .any(|m| m["file"] == file && m["line"] == line)
+            .then(|| e["line_rank"].as_f64())
+            .flatten()
+    })
+}
+
+fn fault_line(dir: &Path) -> Result<(String, u64)> {
+    let doc: toml::Table = std::fs::read_to_string(dir.join("faults.toml"))?.parse()?;
+    let f = &doc["fault"].as_array().ok_or("no fault")?[0];
+    Ok((
+        f["file"].as_str().ok_or("file")?.to_string(),
+        f["lines"][0].as_integer().ok_or("line")? as u64,
+    ))
+}
+
+/// The paper's motivating example: CP ranks the faulty line strictly better than Tarantula
+/// and Ochiai (test code left out, as the paper ranks only the program); `report` re-runs CP
+/// from the saved edges with the same result.
+pub fn schedule() -> Result {
+    let tmp = copy_fixture("schedule");
+    let args = [
+        "-m",
+        "cp",
+        "-m",
+        "tarantula",
+        "-m",
+        "ochiai",
+        "--exclude-test-code",
+        "--top",
+        "200",
+        "--format",
+        "json",
+    ];
+    let out = sfl(&args, tmp.path());
+    check(out.status.code() == Some(0), || show(&out))?;
+    let report: Value = serde_json::from_slice(&out.stdout)?;
+    let (file, line) = fault_line(tmp.path())?;
+    let rank = |m: &str| line_rank(&report, m, &file, line).ok_or_else(|| format!("{m} does not rank {file}:{line}"));
+    let (cp, tarantula, ochiai) = (rank("cp")?, rank("tarantula")?, rank("ochiai")?);
+    eprintln!("schedule: fault {file}:{line} ranks cp {cp}, tarantula {tarantula}, ochiai {ochiai}");
+    check(cp < tarantula && cp < ochiai, || {
+        format!(
+            "cp {cp} is not better than tarantula {tarantula} and ochiai {ochiai}\n{}",
+            show(&out)
+        )
+    })?;
+    let mut report_args = vec!["report"];
+    report_args.extend(args);
+    let again = sfl(&report_args, tmp.path());
+    check(again.stdout == out.stdout, || {
+        format!("report differs:\n{}", show(&again))
+    })
+}
+
+/// `--no-edges` builds without edge instrumentation, saves no edges, and then `-m cp` is a
+/// usage error that says why.
+pub fn no_edges() -> Result {
+    let tmp = copy_fixture("minmax");
+    let out = sfl(&["--no-edges", "--format", "json"], tmp.path());
+    check(out.status.code() == Some(0), || show(&out))?;
+    let spectra = Spectra::load(&tmp.path().join("target/sfl/spectra.json"))?;
+    check(spectra.edges.is_none(), || "edges saved with --no-edges".into())?;
+    check(tmp.path().join("target/sfl/lines-only").is_dir(), || {
+        "no separate build".into()
+    })?;
+    let cp = sfl(&["report", "-m", "cp"], tmp.path());
+    let stderr = String::from_utf8_lossy(&cp.stderr);
+    check(cp.status.code() == Some(2) && stderr.contains("--no-edges"), || {
+        show(&cp)
+    })
+}

@@ -1,0 +1,175 @@
+//! `cargo xtask bench edges`: what edge recording costs and how fast CP solves.
+//!
+//! Per crate, the test-run phase of `cargo sfl` (every test in its own process, profiles
+//! decoded as they finish; the build excluded) with edges on and with `--no-edges`, each on
+//! its own warm build, median of `runs`, as a ratio. Then CP's solve time on the CFG each
+//! crate's tests traversed, and on synthetic CFGs up to `blocks` blocks, each against the time
+//! to build the same system's edges list in the same process (the baseline).
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Instant;
+
+use anyhow::{Context, Result, bail};
+use cargo_sfl::spectra::Spectra;
+
+use crate::{FIXTURES, REAL_CRATES, copy_tree, fetch_crate, median, root, run};
+
+struct CrateRow {
+    name: String,
+    tests: usize,
+    lines_only: f64,
+    edges: f64,
+    blocks: usize,
+    edge_count: usize,
+    solve_ms: f64,
+    method: String,
+}
+
+/// The run phase ("Finished N tests in Xs") of one `cargo sfl` run.
+fn run_phase(sfl: &Path, manifest: &Path, extra: &[&str]) -> Result<(usize, f64)> {
+    let out = Command::new(sfl)
+        .args([
+            "sfl",
+            "--format",
+            "json",
+            "--test-timeout",
+            "60",
+            "-j",
+            "1",
+            "--manifest-path",
+        ])
+        .arg(manifest)
+        .args(extra)
+        .stdout(Stdio::null())
+        .output()?;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    if !matches!(out.status.code(), Some(0 | 1 | 3)) {
+        bail!("cargo sfl failed on {}:\n{stderr}", manifest.display());
+    }
+    let line = stderr
+        .lines()
+        .find(|l| l.contains("Finished") && l.contains("tests in"))
+        .context("no timing line")?;
+    let words: Vec<&str> = line.split_whitespace().collect();
+    let at = words
+        .iter()
+        .position(|w| *w == "Finished")
+        .context("timing line shape")?;
+    let tests: usize = words[at + 1].parse()?;
+    let secs: f64 = words[at + 4].trim_end_matches('s').parse()?;
+    Ok((tests, secs))
+}
+
+pub fn run_bench(runs: usize, blocks: usize, fixtures_only: bool, output: Option<&Path>) -> Result<()> {
+    let root = root();
+    run(Command::new(env!("CARGO"))
+        .args(["build", "--release", "-p", "cargo-sfl"])
+        .current_dir(&root))?;
+    let sfl = root.join("target/release/cargo-sfl");
+    let work = root.join("target/bench");
+    std::fs::create_dir_all(&work)?;
+    let mut crates: Vec<(String, PathBuf)> = Vec::new();
+    for f in FIXTURES {
+        let dst = work.join(format!("fixture-{f}"));
+        copy_tree(&root.join("fixtures").join(f), &dst)?;
+        crates.push((format!("fixture {f}"), dst));
+    }
+    if !fixtures_only {
+        for (name, version) in REAL_CRATES {
+            crates.push((format!("{name} {version}"), fetch_crate(name, version, &work)?));
+        }
+    }
+    let mut rows = Vec::new();
+    for (name, dir) in &crates {
+        eprintln!("== {name}");
+        let manifest = dir.join("Cargo.toml");
+        // Warm-ups build each kind once.
+        run_phase(&sfl, &manifest, &["--no-edges"])?;
+        run_phase(&sfl, &manifest, &[])?;
+        let mut tests = 0;
+        let lines_only = median(runs, || {
+            let (n, s) = run_phase(&sfl, &manifest, &["--no-edges"])?;
+            tests = n;
+            Ok(s)
+        })?;
+        let edges = median(runs, || Ok(run_phase(&sfl, &manifest, &[])?.1))?;
+        let spectra = Spectra::load(&dir.join("target/sfl/spectra.json")).map_err(anyhow::Error::msg)?;
+        let e = spectra.edges.as_ref().context("no edges saved")?;
+        let (fail, pass) = (spectra.failing_mask(), spectra.passing_mask());
+        let t = Instant::now();
+        let sol = e.solve(&fail, &pass);
+        let solve_ms = t.elapsed().as_secs_f64() * 1e3;
+        rows.push(CrateRow {
+            name: name.clone(),
+            tests,
+            lines_only,
+            edges,
+            blocks: e.blocks.len(),
+            edge_count: e.edges.len(),
+            solve_ms,
+            method: method(&sol.method),
+        });
+    }
+    let mut synthetic = Vec::new();
+    let mut size = 1000;
+    while size <= blocks {
+        let t = Instant::now();
+        let (edges, f, p) = cargo_sfl::cp::synthetic(size, 7);
+        let build = t.elapsed().as_secs_f64();
+        let t = Instant::now();
+        let sol = cargo_sfl::cp::solve(size, &edges, f, p);
+        let solve = t.elapsed().as_secs_f64();
+        synthetic.push((size, edges.len(), build, solve, method(&sol.method), sol.residual));
+        size *= 10;
+    }
+    let table = render(&rows, &synthetic, runs);
+    print!("{table}");
+    if let Some(p) = output {
+        std::fs::write(p, &table)?;
+    }
+    Ok(())
+}
+
+fn method(m: &cargo_sfl::cp::CpMethod) -> String {
+    match m {
+        cargo_sfl::cp::CpMethod::Exact => "exact".into(),
+        cargo_sfl::cp::CpMethod::Damped { factor, .. } => format!("damped {factor:e}"),
+    }
+}
+
+#[allow(clippy::type_complexity)]
+fn render(rows: &[CrateRow], synthetic: &[(usize, usize, f64, f64, String, f64)], runs: usize) -> String {
+    let mut s = format!(
+        "## Edge recording\n\nTest-run phase of `cargo sfl` (every test in its own process and its profiles decoded; \
+         build excluded), one job at a time, median of {runs}, each kind on its own warm build.\n\n\
+         | crate | tests | --no-edges (s) | edges (s) | edges / no-edges | blocks | edges traversed | CP solve |\n\
+         |---|---:|---:|---:|---:|---:|---:|---:|\n"
+    );
+    for r in rows {
+        s.push_str(&format!(
+            "| {} | {} | {:.3} | {:.3} | {:.2}× | {} | {} | {:.2} ms ({}) |\n",
+            r.name,
+            r.tests,
+            r.lines_only,
+            r.edges,
+            r.edges / r.lines_only,
+            r.blocks,
+            r.edge_count,
+            r.solve_ms,
+            r.method
+        ));
+    }
+    s.push_str(
+        "\n## CP solve on synthetic CFGs\n\nFunctions of 5–60 blocks with branches, loops and exits (`cp::synthetic`); \
+         the baseline is generating the same system's edges in the same process.\n\n\
+         | blocks | edges | generate (s) | solve (s) | solve / generate | method | residual |\n|---:|---:|---:|---:|---:|---|---:|\n",
+    );
+    for (n, e, build, solve, m, res) in synthetic {
+        s.push_str(&format!(
+            "| {n} | {e} | {build:.4} | {solve:.4} | {:.1}× | {m} | {res:.1e} |\n",
+            solve / build
+        ));
+    }
+    s
+}
