@@ -234,6 +234,35 @@ impl HtModel {
                 jumps[l] = lines.iter().copied().filter(|&j| j != l).collect();
             }
         }
+        // Def. 26: lines adjacent in the dynamic CFG (consecutive in a block, or the end of one
+        // block and the start of the next) also jump to each other.
+        if let Some(e) = &spectra.edges {
+            let mut link = |a: u32, b: u32| {
+                if let (Some(&x), Some(&y)) = (loc.get(&(a as usize)), loc.get(&(b as usize)))
+                    && x != y
+                {
+                    jumps[x].push(y);
+                    jumps[y].push(x);
+                }
+            };
+            for b in &e.blocks {
+                for w in b.lines.windows(2) {
+                    link(w[0], w[1]);
+                }
+            }
+            for &(from, to) in &e.edges {
+                let (Some(f), to) = (from, &e.blocks[to as usize]) else {
+                    continue;
+                };
+                if let (Some(&a), Some(&b)) = (e.blocks[f as usize].lines.last(), to.lines.first()) {
+                    link(a, b);
+                }
+            }
+            for j in &mut jumps {
+                j.sort_unstable();
+                j.dedup();
+            }
+        }
         HtModel {
             executed,
             loc,
@@ -313,7 +342,7 @@ pub fn evaluate(spectra: &Spectra, faults: &[Fault], measures: &[&'static Measur
     conventions.insert(
         "ht_rank",
         format!(
-            "Def. 29 chain over report entries (Def. 30 when an entry has several lines), jumps between lines of the same function with p_jump = {}; exact up to {} states, else {} random walks (estimates within 5% count as tied)",
+            "Def. 29 chain over report entries (Def. 30 when an entry has several lines), jumps between lines of the same function or adjacent in the dynamic CFG with p_jump = {}; exact up to {} states, else {} random walks (estimates within 5% count as tied)",
             settings.p_jump, settings.exact_limit, settings.walks
         ),
     );

@@ -379,6 +379,9 @@ pub fn collect(args: &RunArgs) -> anyhow::Result<Spectra> {
             let _ = std::fs::remove_dir_all(&list_dirs[i]);
             // Errors are reported per test when its profiles are decoded.
             let _ = coverage.get(i);
+            if with_edges {
+                edge_collector.prepare(i);
+            }
             r
         },
         |i, r| {

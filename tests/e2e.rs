@@ -223,6 +223,7 @@ fn fixture_trial(e: &'static Expect) -> Result {
             })?;
         }
     }
+    edges::cover_every_test(dir)?;
     oracle(dir)
 }
 

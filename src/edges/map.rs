@@ -69,7 +69,7 @@ impl EdgeMap {
             lines: vec![Vec::new(); guards],
             ..EdgeMap::default()
         };
-        let mut files: std::collections::HashMap<String, u32> = std::collections::HashMap::new();
+        let rows = LineRows::read(&ctx, relative, &mut map.files)?;
         let entries: Vec<usize> = (0..guards).filter(|&i| pcs[2 * i + 1] & 1 != 0).collect();
         if entries.first() != Some(&0) && guards > 0 {
             return Err("the PC table does not start with a function entry".into());
@@ -86,14 +86,22 @@ impl EdgeMap {
             // Block ranges: each block runs to the next block's start within the function.
             let mut order: Vec<usize> = (first..end).collect();
             order.sort_by_key(|&i| pcs[2 * i]);
-            let mut ours = false;
             for (j, &b) in order.iter().enumerate() {
                 let lo = pcs[2 * b];
                 let hi = order.get(j + 1).map_or(fn_end, |&n| pcs[2 * n]).max(lo + 1);
-                let lines = block_lines(&ctx, lo, hi, relative, &mut map.files, &mut files);
-                ours |= !lines.is_empty();
-                map.lines[b] = lines;
+                map.lines[b] = rows.lines(lo, hi);
                 map.function_of[b] = k as u32;
+            }
+            let ours = (first..end).any(|b| !map.lines[b].is_empty());
+            // Our function's blocks of code inlined from elsewhere (std in a release build)
+            // take the line of the innermost inlining frame that is ours.
+            if ours {
+                let bare: Vec<usize> = (first..end).filter(|&b| map.lines[b].is_empty()).collect();
+                for b in bare {
+                    if let Some(line) = rows.inlined_at(&ctx, pcs[2 * b], relative, &mut map.files) {
+                        map.lines[b] = vec![line];
+                    }
+                }
             }
             map.functions.push(Function {
                 name,
@@ -182,50 +190,89 @@ fn dwarf_context(obj: &object::File) -> Result<addr2line::Context<Reader>, Strin
     addr2line::Context::from_dwarf(dwarf).map_err(|e| format!("cannot read DWARF: {e}"))
 }
 
-/// The workspace lines of the code in `[lo, hi)`: each line-table row's location, or, for
-/// code inlined from elsewhere, the innermost inlining frame that is the workspace's.
-fn block_lines(
-    ctx: &addr2line::Context<Reader>,
-    lo: u64,
-    hi: u64,
-    relative: &dyn Fn(&Path) -> Option<String>,
-    names: &mut Vec<String>,
-    ids: &mut std::collections::HashMap<String, u32>,
-) -> Vec<(u32, u32)> {
-    let mut out: Vec<(u32, u32)> = Vec::new();
-    let mut intern = |rel: String| -> u32 {
-        *ids.entry(rel.clone()).or_insert_with(|| {
-            names.push(rel);
-            (names.len() - 1) as u32
-        })
-    };
-    let Ok(rows) = ctx.find_location_range(lo, hi) else {
-        return out;
-    };
-    for (addr, _len, loc) in rows {
-        let own = match (loc.file, loc.line) {
-            (Some(f), Some(l)) if l > 0 => relative(Path::new(f)).map(|r| (r, l)),
-            _ => None,
-        };
-        let found = own.or_else(|| {
-            let mut frames = ctx.find_frames(addr).skip_all_loads().ok()?;
-            while let Ok(Some(frame)) = frames.next() {
-                if let Some(loc) = frame.location
-                    && let (Some(f), Some(l)) = (loc.file, loc.line)
-                    && l > 0
-                    && let Some(r) = relative(Path::new(f))
-                {
-                    return Some((r, l));
-                }
+/// The whole line table, sorted by address, with each row's file already judged ours or not.
+struct LineRows {
+    /// `(address, file, line)`; file `u32::MAX` = not the workspace's (or line 0).
+    rows: Vec<(u64, u32, u32)>,
+    /// Interned names of files, so each path is judged once.
+    ids: std::collections::HashMap<String, u32>,
+}
+
+impl LineRows {
+    fn read(
+        ctx: &addr2line::Context<Reader>,
+        relative: &dyn Fn(&Path) -> Option<String>,
+        names: &mut Vec<String>,
+    ) -> Result<LineRows, String> {
+        let mut judged: std::collections::HashMap<String, u32> = std::collections::HashMap::new();
+        let mut ids = std::collections::HashMap::new();
+        let mut rows = Vec::new();
+        let all = ctx
+            .find_location_range(0, u64::MAX)
+            .map_err(|e| format!("cannot read the line table: {e}"))?;
+        for (addr, _len, loc) in all {
+            let file = match (loc.file, loc.line) {
+                (Some(f), Some(l)) if l > 0 => *judged
+                    .entry(f.to_string())
+                    .or_insert_with(|| intern(relative(Path::new(f)), names, &mut ids)),
+                _ => u32::MAX,
+            };
+            rows.push((addr, file, loc.line.unwrap_or(0)));
+        }
+        rows.sort_by_key(|r| r.0);
+        Ok(LineRows { rows, ids })
+    }
+
+    /// Our lines of the code in `[lo, hi)` in address order (repeats in a row merged): the row
+    /// that covers `lo` and every row that starts before `hi`.
+    fn lines(&self, lo: u64, hi: u64) -> Vec<(u32, u32)> {
+        let start = self.rows.partition_point(|r| r.0 <= lo).saturating_sub(1);
+        let mut out: Vec<(u32, u32)> = Vec::new();
+        for &(addr, file, line) in &self.rows[start..] {
+            if addr >= hi {
+                break;
             }
-            None
-        });
-        if let Some((rel, line)) = found {
-            let key = (intern(rel), line);
-            if out.last() != Some(&key) {
-                out.push(key);
+            if file != u32::MAX && out.last() != Some(&(file, line)) {
+                out.push((file, line));
             }
         }
+        out
     }
-    out
+
+    /// The innermost inlining frame at `addr` that is the workspace's code.
+    fn inlined_at(
+        &self,
+        ctx: &addr2line::Context<Reader>,
+        addr: u64,
+        relative: &dyn Fn(&Path) -> Option<String>,
+        names: &mut Vec<String>,
+    ) -> Option<(u32, u32)> {
+        let mut frames = ctx.find_frames(addr).skip_all_loads().ok()?;
+        while let Ok(Some(frame)) = frames.next() {
+            if let Some(loc) = frame.location
+                && let (Some(f), Some(l)) = (loc.file, loc.line)
+                && l > 0
+                && let Some(rel) = relative(Path::new(f))
+            {
+                let id = match self.ids.get(&rel) {
+                    Some(&id) => id,
+                    None => {
+                        names.push(rel);
+                        (names.len() - 1) as u32
+                    }
+                };
+                return Some((id, l));
+            }
+        }
+        None
+    }
+}
+
+/// The id of a workspace-relative file (`u32::MAX` for none).
+fn intern(rel: Option<String>, names: &mut Vec<String>, ids: &mut std::collections::HashMap<String, u32>) -> u32 {
+    let Some(rel) = rel else { return u32::MAX };
+    *ids.entry(rel.clone()).or_insert_with(|| {
+        names.push(rel);
+        (names.len() - 1) as u32
+    })
 }

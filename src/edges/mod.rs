@@ -296,10 +296,23 @@ impl<'a> Collector<'a> {
         }
     }
 
+    /// Reads binary `i`'s blocks now (e.g. while its tests are being listed); errors are
+    /// reported when one of its edge files is decoded.
+    pub fn prepare(&self, i: usize) {
+        let _ = self.get(i);
+    }
+
     fn get(&self, i: usize) -> &Result<Prepared, String> {
         self.prepared[i].get_or_init(|| {
+            let started = std::time::Instant::now();
             let map = map::EdgeMap::open(&self.paths[i], self.relative)
                 .map_err(|e| format!("{}: {e}", self.paths[i].display()))?;
+            crate::ui::detail(format!(
+                "read {} blocks of {} in {:.1} ms",
+                map.guards,
+                self.paths[i].file_name().unwrap_or_default().to_string_lossy(),
+                started.elapsed().as_secs_f64() * 1e3
+            ));
             let mut interner = self.interner.lock().expect("not poisoned");
             let mut ids = vec![u32::MAX; map.guards];
             for f in map.functions.iter().filter(|f| f.ours) {

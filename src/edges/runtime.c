@@ -4,7 +4,8 @@
  * beyond POSIX open/ftruncate/mmap/getenv/readlink.
  *
  * Every basic block of the workspace's code calls __sanitizer_cov_trace_pc_guard with its
- * guard; guards are numbered 1..n here (0 = not recording). The recorder pairs consecutive
+ * guard; guards hold block numbers 1..n here, with the entry flag (0 = not recording). The
+ * recorder pairs consecutive
  * blocks of the same function activation into intraprocedural CFG edges:
  *  - a per-thread shadow stack holds, per live activation, its frame address and last block;
  *  - frames are identified by the callback's own frame address, which sits a constant
@@ -54,6 +55,8 @@ static uint64_t *slots;
 static uint64_t mask;
 
 static __thread struct frame stack[SFL_STACK_MAX];
+#define SFL_RECENT_BITS 10
+static __thread uint64_t recent[1 << SFL_RECENT_BITS];
 static __thread uint32_t depth; /* may exceed SFL_STACK_MAX: frames above are not stored */
 
 static void expand_pid(const char *pattern, char *path, size_t size) {
@@ -120,15 +123,18 @@ void __sanitizer_cov_pcs_init(const uintptr_t *beg, const uintptr_t *end) {
     uint64_t n = (uint64_t)(guards_stop - guards_start);
     /* One (pc, flags) pair per guard, in the same order; anything else is not ours. */
     if ((uint64_t)(end - beg) != 2 * n) return;
+    if (n >= (1u << 31)) return;
     pcs = beg;
     n_guards = n;
     open_output();
     if (!out) return;
-    for (uint64_t i = 0; i < n; i++) guards_start[i] = (uint32_t)(i + 1);
+    /* A guard holds its block number (1-based) shifted left, with the entry flag in bit 0:
+     * the callback needs no other table. */
+    for (uint64_t i = 0; i < n; i++) guards_start[i] = (uint32_t)(((i + 1) << 1) | (pcs[2 * i + 1] & 1));
 }
 
-static void insert(uint64_t key) {
-    uint64_t h = key * 0x9E3779B97F4A7C15ULL;
+/* Adds `key` (hashed to `h`) to the shared set. */
+static void insert(uint64_t key, uint64_t h) {
     uint64_t i = (h >> 29) & mask;
     for (uint64_t probes = 0; probes <= mask; probes++, i = (i + 1) & mask) {
         uint64_t v = __atomic_load_n(&slots[i], __ATOMIC_RELAXED);
@@ -143,6 +149,15 @@ static void insert(uint64_t key) {
     __atomic_fetch_add(&out->dropped, 1, __ATOMIC_RELAXED);
 }
 
+/* Records `key` unless this thread recorded it lately (hot edges stay in a small cache). */
+static inline void record(uint64_t key) {
+    uint64_t h = key * 0x9E3779B97F4A7C15ULL;
+    uint64_t *cached = &recent[h >> (64 - SFL_RECENT_BITS)];
+    if (*cached == key) return;
+    *cached = key;
+    insert(key, h);
+}
+
 static void push(uint32_t d, uintptr_t sp, uint32_t block) {
     if (d < SFL_STACK_MAX) {
         stack[d].sp = sp;
@@ -155,21 +170,20 @@ static void push(uint32_t d, uintptr_t sp, uint32_t block) {
     }
 }
 
-void __sanitizer_cov_trace_pc_guard(uint32_t *guard) {
-    uint32_t block = *guard;
-    if (!block) return;
-    uintptr_t sp = (uintptr_t)__builtin_frame_address(0);
-    int entry = (pcs[2 * (block - 1) + 1] & 1) != 0;
+/* Everything but the common case: an entry block, or a block after a return. */
+__attribute__((noinline)) static void slow_path(uint32_t g, uintptr_t sp) {
+    uint32_t block = g >> 1;
+    int entry = g & 1;
     uint32_t d = depth;
     /* Activations at lower addresses have returned (or unwound); an entry block also
      * replaces one at its own address (the previous call from the same caller returned, or
      * this is a tail call). */
     while (d > 0 && (stack[d - 1].sp < sp || (entry && stack[d - 1].sp == sp))) d--;
     if (entry) {
-        insert((uint64_t)block);
+        record((uint64_t)block);
         push(d, sp, block);
     } else if (d > 0 && stack[d - 1].sp == sp) {
-        insert(((uint64_t)stack[d - 1].last << 32) | block);
+        record(((uint64_t)stack[d - 1].last << 32) | block);
         stack[d - 1].last = block;
         depth = d;
     } else {
@@ -177,4 +191,20 @@ void __sanitizer_cov_trace_pc_guard(uint32_t *guard) {
          * began, or beyond the stored depth): track it from here, without an edge. */
         push(d, sp, block);
     }
+}
+
+void __sanitizer_cov_trace_pc_guard(uint32_t *guard) {
+    uint32_t g = *guard;
+    if (!g) return;
+    uintptr_t sp = (uintptr_t)__builtin_frame_address(0);
+    uint32_t d = depth;
+    /* The common case: the next block of the activation on top of the stack. */
+    if (__builtin_expect(!(g & 1) && d > 0 && stack[d - 1].sp == sp, 1)) {
+        struct frame *f = &stack[d - 1];
+        uint64_t key = ((uint64_t)f->last << 32) | (g >> 1);
+        f->last = g >> 1;
+        record(key);
+        return;
+    }
+    slow_path(g, sp);
 }

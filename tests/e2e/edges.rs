@@ -112,6 +112,30 @@ pub fn recorded_exactly() -> Result {
     })
 }
 
+/// Every test that ran, crashed and timed-out ones included, has its edges recorded, and every
+/// edge stays within one function.
+pub fn cover_every_test(dir: &Path) -> Result {
+    let spectra = Spectra::load(&dir.join("target/sfl/spectra.json"))?;
+    let e = spectra.edges.as_ref().ok_or("no edges saved")?;
+    for (t, test) in spectra.tests.iter().enumerate() {
+        if test.outcome == cargo_sfl::spectra::Outcome::Ignored {
+            continue;
+        }
+        check(e.coverage.iter().any(|c| c.contains(t)), || {
+            format!("{} {} ({:?}) has no edges", test.binary, test.name, test.outcome)
+        })?;
+    }
+    for &(from, to) in &e.edges {
+        if let Some(f) = from {
+            let (a, b) = (&e.blocks[f as usize], &e.blocks[to as usize]);
+            check(a.function == b.function, || {
+                format!("edge {} -> {}", a.function, b.function)
+            })?;
+        }
+    }
+    Ok(())
+}
+
 /// The best (lowest) line rank of `line` in `measure`'s ranking of a JSON report.
 fn line_rank(report: &Value, measure: &str, file: &str, line: u64) -> Option<f64> {
     let ranking = report["rankings"]
@@ -191,5 +215,16 @@ pub fn no_edges() -> Result {
     let stderr = String::from_utf8_lossy(&cp.stderr);
     check(cp.status.code() == Some(2) && stderr.contains("--no-edges"), || {
         show(&cp)
-    })
+    })?;
+    // Without a C compiler the recorder cannot be built: a setup error that names the way out.
+    let no_cc = std::process::Command::new(env!("CARGO_BIN_EXE_cargo-sfl"))
+        .arg("sfl")
+        .env("CC", "/nonexistent/cc")
+        .current_dir(tmp.path())
+        .output()?;
+    let stderr = String::from_utf8_lossy(&no_cc.stderr);
+    check(
+        no_cc.status.code() == Some(96) && stderr.contains("C compiler") && stderr.contains("--no-edges"),
+        || show(&no_cc),
+    )
 }
