@@ -819,9 +819,19 @@ fn warn_cp(analysis: &Analysis) {
     if let Some((sol, _)) = analysis.cp()
         && let crate::cp::CpMethod::Damped { factor, reason } = &sol.method
     {
-        ui::warn(format!(
-            "cp: {reason}; solved with propagation damped by {factor:e} (largest residual of the undamped system {:.1e})",
-            sol.residual
+        let blocks = analysis.spectra.edges.as_ref().map(|e| &e.blocks);
+        let mut names: Vec<&str> = sol
+            .damped_blocks
+            .iter()
+            .filter_map(|&b| blocks.map(|bl| bl[b].function.as_str()))
+            .collect();
+        names.sort_unstable();
+        names.dedup();
+        let shown = names.iter().take(5).copied().collect::<Vec<_>>().join(", ");
+        let more = names.len().saturating_sub(5);
+        ui::note(format!(
+            "cp: {reason} (factor {factor}). Damped: {shown}{}",
+            if more > 0 { format!(" and {more} more") } else { String::new() }
         ));
     }
 }
