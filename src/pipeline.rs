@@ -831,7 +831,11 @@ fn warn_cp(analysis: &Analysis) {
         let more = names.len().saturating_sub(5);
         ui::note(format!(
             "cp: {reason} (factor {factor}). Damped: {shown}{}",
-            if more > 0 { format!(" and {more} more") } else { String::new() }
+            if more > 0 {
+                format!(" and {more} more")
+            } else {
+                String::new()
+            }
         ));
     }
 }

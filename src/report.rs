@@ -138,8 +138,56 @@ struct JsonRanking<'a> {
     /// With --order ht: entries are in expected-hitting-time order, computed this way.
     #[serde(skip_serializing_if = "Option::is_none")]
     ht_order: Option<&'a crate::hitting::Method>,
+    /// For cp: the CFG it solved and how.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cfg: Option<JsonCfg<'a>>,
     /// One entry per ambiguity group (a single line when nothing shares its coverage).
     units: Vec<JsonEntry<'a>>,
+}
+
+/// How CP's system was solved.
+#[derive(Serialize)]
+struct JsonCfg<'a> {
+    blocks: usize,
+    edges: usize,
+    blocks_solved: usize,
+    exit_blocks: usize,
+    /// `exact`, or `damped` (a singular component's propagation ratios were scaled down).
+    method: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    damping_factor: Option<f64>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    damped_functions: Vec<&'a str>,
+    /// Largest residual of the undamped equations.
+    residual: f64,
+}
+
+impl<'a> JsonCfg<'a> {
+    fn of(a: &'a Analysis) -> Option<Self> {
+        let (sol, _) = a.cp()?;
+        let e = a.spectra.edges.as_ref()?;
+        let (method, damping_factor) = match &sol.method {
+            crate::cp::CpMethod::Exact => ("exact", None),
+            crate::cp::CpMethod::Damped { factor, .. } => ("damped", Some(*factor)),
+        };
+        let mut damped_functions: Vec<&str> = sol
+            .damped_blocks
+            .iter()
+            .map(|&b| e.blocks[b].function.as_str())
+            .collect();
+        damped_functions.sort_unstable();
+        damped_functions.dedup();
+        Some(JsonCfg {
+            blocks: e.blocks.len(),
+            edges: e.edges.len(),
+            blocks_solved: sol.blocks_solved,
+            exit_blocks: sol.exit_blocks,
+            method,
+            damping_factor,
+            damped_functions,
+            residual: sol.residual,
+        })
+    }
 }
 
 /// A unit: a source line, or an imported unit's name.
@@ -252,6 +300,7 @@ pub fn json(a: &Analysis, rankings: &[Ranking], view: &View) -> String {
                 formula: r.measure.formula,
                 changed_in_top: view.changed_in_top(r),
                 ht_order: r.ht.as_ref(),
+                cfg: if r.measure.needs_edges() { JsonCfg::of(a) } else { None },
                 units: r.entries.iter().map(|x| json_entry(a, x)).collect(),
             })
             .collect(),

@@ -186,6 +186,15 @@ pub fn schedule() -> Result {
     let rank = |m: &str| line_rank(&report, m, &file, line).ok_or_else(|| format!("{m} does not rank {file}:{line}"));
     let (cp, tarantula, ochiai) = (rank("cp")?, rank("tarantula")?, rank("ochiai")?);
     eprintln!("schedule: fault {file}:{line} ranks cp {cp}, tarantula {tarantula}, ochiai {ochiai}");
+    let cfg = report["rankings"]
+        .as_array()
+        .and_then(|r| r.iter().find(|r| r["measure"] == "cp"))
+        .map(|r| r["cfg"].clone())
+        .unwrap_or_default();
+    check(
+        cfg["blocks"].as_u64().is_some_and(|b| b > 0) && cfg["method"].is_string(),
+        || format!("cp ranking without its CFG: {cfg}"),
+    )?;
     check(cp < tarantula && cp < ochiai, || {
         format!(
             "cp {cp} is not better than tarantula {tarantula} and ochiai {ochiai}\n{}",
