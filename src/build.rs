@@ -275,9 +275,27 @@ pub fn rustc_wrapper() -> ! {
         cmd.args(COVERAGE_FLAGS);
         if let Some(rt) = std::env::var_os(crate::edges::RUNTIME_ENV) {
             cmd.args(crate::edges::rustc_flags(Path::new(&rt)));
+            // Blocks are mapped to lines through DWARF: a profile without debug info (the
+            // release profile's default) gets line tables, and cargo's matching
+            // `-C strip=debuginfo` is undone.
+            if !has_debuginfo(&rest) {
+                cmd.args(["-C", "debuginfo=line-tables-only", "-C", "strip=none"]);
+            }
         }
     }
     run_replacing_self(cmd)
+}
+
+/// Whether cargo asked rustc for any debug info (`-C debuginfo=…` other than 0/none).
+fn has_debuginfo(args: &[OsString]) -> bool {
+    let level = args
+        .iter()
+        .zip(args.iter().skip(1))
+        .filter(|(flag, _)| *flag == "-C")
+        .filter_map(|(_, v)| v.to_str()?.strip_prefix("debuginfo="))
+        .chain(args.iter().filter_map(|a| a.to_str()?.strip_prefix("-Cdebuginfo=")))
+        .last();
+    level.is_some_and(|l| !matches!(l, "0" | "none" | "false"))
 }
 
 fn should_instrument(args: &[OsString]) -> bool {
@@ -314,6 +332,15 @@ fn run_replacing_self(mut cmd: Command) -> ! {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn debuginfo_is_read_from_the_arguments() {
+        let args = |a: &[&str]| a.iter().map(OsString::from).collect::<Vec<_>>();
+        assert!(has_debuginfo(&args(&["-C", "opt-level=0", "-C", "debuginfo=2"])));
+        assert!(has_debuginfo(&args(&["-Cdebuginfo=line-tables-only"])));
+        assert!(!has_debuginfo(&args(&["-C", "opt-level=3"])));
+        assert!(!has_debuginfo(&args(&["-C", "debuginfo=2", "-C", "debuginfo=0"])));
+    }
 
     #[test]
     fn harness_false_is_read_from_the_manifest() {
