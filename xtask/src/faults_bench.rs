@@ -166,7 +166,13 @@ impl Runner {
         let owned: Vec<Mutation> = muts.iter().map(|m| (*m).clone()).collect();
         let key = identity(&owned);
         if let Some(r) = known.get(&key) {
-            return Ok(r.clone());
+            // Versions run before edge profiles existed are run again (for cp).
+            let spectra = self.cache.join(krate).join(format!("{}.spectra.json", r.id));
+            let stale = r.status == "failing"
+                && !std::fs::read_to_string(&spectra).is_ok_and(|t| t.contains("\"edges\":{"));
+            if !stale {
+                return Ok(r.clone());
+            }
         }
         let digest = {
             use std::hash::{Hash, Hasher};
@@ -384,6 +390,8 @@ fn run_crate(
 #[derive(Default)]
 struct Sums {
     versions: usize,
+    /// Versions each measure was evaluated on (cp needs edge profiles).
+    measure_versions: BTreeMap<&'static str, usize>,
     by_measure: BTreeMap<&'static str, [f64; 9]>,
     ht_versions: BTreeMap<&'static str, usize>,
 }
@@ -422,7 +430,12 @@ fn evaluate_all(cache: &Path, crates: &[(&str, &str)], out_dir: &Path) -> Result
             }
             let spectra = Spectra::load(&dir.join(format!("{}.spectra.json", r.id))).map_err(anyhow::Error::msg)?;
             // HT_Rank is exact here: only versions whose chain fits the exact solver get one.
-            let report = evaluate(&spectra, &r.faults, &measures, &settings_for(&settings, &spectra));
+            let usable: Vec<_> = measures
+                .iter()
+                .copied()
+                .filter(|m| spectra.edges.is_some() || !m.needs_edges())
+                .collect();
+            let report = evaluate(&spectra, &r.faults, &usable, &settings_for(&settings, &spectra));
             if report.measures.is_empty() {
                 *status_counts
                     .entry(format!("{}-fault unlocalisable", r.mutations.len()))
@@ -433,6 +446,7 @@ fn evaluate_all(cache: &Path, crates: &[(&str, &str)], out_dir: &Path) -> Result
             sums.versions += 1;
             for m in &report.measures {
                 let x = &m.metrics;
+                *sums.measure_versions.entry(m.measure).or_default() += 1;
                 let e = sums.by_measure.entry(m.measure).or_insert([0.0; 9]);
                 let vals = [
                     x.standard_rank,
@@ -524,16 +538,16 @@ fn write_results(
         md,
         "Metrics are means over versions; ranks count lines (the Standard Rank Score is `higher + tied/2`), EXAM is the average expense over executed lines, \
          top-N is the share of versions whose first fault is expected within N lines, accuracy is non-faulty lines inspected first (Doric), \
-         HT_Rank uses the Def. 29 chain (jumps within functions, p = 0.5), exact, on versions whose chain is small enough (count given).\n"
+         HT_Rank uses the Def. 29 chain (jumps within functions and, with edge profiles, along the dynamic CFG; p = 0.5), exact, on versions whose chain is small enough (count given).\n"
     );
     let mut json_k = serde_json::Map::new();
     for (k, sums) in by_k {
-        let n = sums.versions as f64;
         let mut rows: Vec<(&'static str, Vec<f64>)> = sums
             .by_measure
             .iter()
             .map(|(m, v)| {
                 let ht_n = sums.ht_versions.get(m).copied().unwrap_or(0) as f64;
+                let n = sums.measure_versions.get(m).copied().unwrap_or(1) as f64;
                 let mut means: Vec<f64> = v.iter().map(|x| x / n).collect();
                 means[7] = if ht_n > 0.0 { v[7] / ht_n } else { f64::NAN };
                 (*m, means)
