@@ -352,8 +352,27 @@ impl<'a> Analysis<'a> {
 fn solve_cp(spectra: &Spectra) -> Option<(crate::cp::CpSolution, Vec<Option<f64>>)> {
     let e = spectra.edges.as_ref()?;
     let solution = e.solve(&spectra.failing_mask(), &spectra.passing_mask());
-    let units = e.unit_scores(&solution, spectra.units.len());
+    let mut units = e.unit_scores(&solution, spectra.units.len());
+    fill_from_neighbours(spectra, &mut units);
     Some((solution, units))
+}
+
+/// A line the line table gives no instruction (a constant `true`, a `return 0` folded into
+/// its neighbour) belongs to the code around it: it takes the score of the nearest line above
+/// it in the same function that has one, else the nearest below. Units are in (file, line)
+/// order, so a function's lines are consecutive within its file.
+fn fill_from_neighbours(spectra: &Spectra, scores: &mut [Option<f64>]) {
+    let function = |u: usize| spectra.unit_function.get(u).copied().flatten();
+    let same = |a: usize, b: usize| spectra.units[a].file == spectra.units[b].file && function(a) == function(b);
+    let known: Vec<Option<f64>> = scores.to_vec();
+    for u in 0..scores.len() {
+        if known[u].is_some() || function(u).is_none() {
+            continue;
+        }
+        let above = (0..u).rev().take_while(|&v| same(u, v)).find_map(|v| known[v]);
+        let below = || (u + 1..scores.len()).take_while(|&v| same(u, v)).find_map(|v| known[v]);
+        scores[u] = above.or_else(below);
+    }
 }
 
 /// A Doric score from a natural-log probability.
@@ -370,6 +389,28 @@ pub(crate) mod tests {
     use super::*;
     use crate::measures::find;
     use crate::spectra::tests::matrix;
+
+    /// Lines without a block of their own take their function's neighbours' CP scores: the
+    /// nearest above, else the nearest below; lines outside functions stay unscored.
+    #[test]
+    fn lines_without_blocks_take_their_neighbours_scores() {
+        let mut s = matrix(&["1111111-", "0111111+"]);
+        s.set_functions(vec![
+            crate::spectra::FunctionSpan {
+                file: "src/lib.rs".into(),
+                start: 1,
+                end: 4,
+            },
+            crate::spectra::FunctionSpan {
+                file: "src/lib.rs".into(),
+                start: 5,
+                end: 6,
+            },
+        ]);
+        let mut got = vec![None, Some(1.0), None, Some(3.0), None, None, None];
+        fill_from_neighbours(&s, &mut got);
+        assert_eq!(got, vec![Some(1.0), Some(1.0), Some(1.0), Some(3.0), None, None, None]);
+    }
 
     fn scores(s: &Spectra, name: &str, opts: &Options) -> Vec<f64> {
         let a = Analysis::new(s, opts.group);

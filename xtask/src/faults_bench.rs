@@ -148,8 +148,22 @@ fn cached(dir: &Path) -> BTreeMap<String, Record> {
                 && !n.ends_with(".spectra.json")
         })
         .filter_map(|e| serde_json::from_slice::<Record>(&std::fs::read(e.path()).ok()?).ok())
-        .map(|r| (identity(&r.mutations), r))
-        .collect()
+        .fold(BTreeMap::new(), |mut by_id, r| {
+            // A version run again (e.g. for edge profiles) has two records: keep the one whose
+            // spectra have edges.
+            let has_edges = |r: &Record| {
+                std::fs::read_to_string(dir.join(format!("{}.spectra.json", r.id)))
+                    .is_ok_and(|t| t.contains("\"edges\":{"))
+            };
+            let key = identity(&r.mutations);
+            let keep_old = by_id
+                .get(&key)
+                .is_some_and(|old: &Record| has_edges(old) || !has_edges(&r));
+            if !keep_old {
+                by_id.insert(key, r);
+            }
+            by_id
+        })
 }
 
 impl Runner {
@@ -168,8 +182,8 @@ impl Runner {
         if let Some(r) = known.get(&key) {
             // Versions run before edge profiles existed are run again (for cp).
             let spectra = self.cache.join(krate).join(format!("{}.spectra.json", r.id));
-            let stale = r.status == "failing"
-                && !std::fs::read_to_string(&spectra).is_ok_and(|t| t.contains("\"edges\":{"));
+            let stale =
+                r.status == "failing" && !std::fs::read_to_string(&spectra).is_ok_and(|t| t.contains("\"edges\":{"));
             if !stale {
                 return Ok(r.clone());
             }
