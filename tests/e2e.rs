@@ -664,7 +664,9 @@ fn tool(env: &str, relative: &str) -> std::result::Result<PathBuf, Failed> {
 fn sarif_validates() -> Result {
     let tmp = copy_fixture("minmax");
     let out = sfl(
-        &["--format", "sarif", "--top", "3", "-m", "ochiai", "-m", "cl"],
+        &[
+            "--format", "sarif", "--top", "3", "-m", "ochiai", "-m", "cl", "-m", "cp",
+        ],
         tmp.path(),
     );
     check(out.status.success(), || show(&out))?;
@@ -713,10 +715,10 @@ fn sarif_validates() -> Result {
 
     let run = &log["runs"][0];
     let results = run["results"].as_array().unwrap();
-    check(run["tool"]["driver"]["rules"].as_array().unwrap().len() == 2, || {
-        "two rules".into()
+    check(run["tool"]["driver"]["rules"].as_array().unwrap().len() == 3, || {
+        "three rules".into()
     })?;
-    check(results.len() == 6, || format!("{} results", results.len()))?;
+    check(results.len() == 9, || format!("{} results", results.len()))?;
     let top = &results[0];
     let region = &top["locations"][0]["physicalLocation"];
     check(
@@ -739,10 +741,16 @@ fn sarif_validates() -> Result {
             == 3,
         || format!("{related:#?}"),
     )?;
-    // cl results carry the probability.
+    // cl results carry the probability; cp results a score and no probability.
     check(results[3]["properties"]["probability"].is_number(), || {
         format!("{:#}", results[3])
-    })
+    })?;
+    check(
+        results[6]["ruleId"] == "sfl/cp"
+            && results[6]["properties"]["score"].is_number()
+            && results[6]["properties"]["probability"].is_null(),
+        || format!("{:#}", results[6]),
+    )
 }
 
 /// The `run: |` script of the workflow step with this name in docs/github-workflow.yml.
