@@ -120,11 +120,11 @@ const CANCELLED: f64 = 1e-12;
 const BACKWARD_TOLERANCE: f64 = 1e-10;
 /// Largest accepted `‖(I−W)⁻¹·W·x‖ / ‖x‖` (sensitivity of the solution to damping).
 const SENSITIVITY_LIMIT: f64 = 1e8;
-/// The ε tried in turn for a damped system `I − (1 − ε)·W`.
+/// The ε of the damped system `I − (1 − ε)·W` a rejected component is solved with instead.
 /// A singular system has no solution (or infinitely many) and its damped solutions grow like
 /// 1/ε, so a small ε would put the loop's blocks above (or below) every other function's: ε is
 /// large enough to keep the scores of a damped function comparable with the rest.
-const DAMPING: [f64; 1] = [0.1];
+const DAMPING: f64 = 0.1;
 
 /// Builds and solves the system for `blocks` blocks (ids 0..blocks). Blocks with no incident
 /// edge at all get BR 0 and are not part of the system.
@@ -538,14 +538,17 @@ fn solve_system(system: &System) -> (Vec<f64>, CpMethod) {
         Ok(solved) => return (solved.x, CpMethod::Exact),
         Err(t) => t,
     };
-    for eps in DAMPING {
-        let factor = 1.0 - eps;
-        if let Ok(solved) = attempt(system, &symbolic, factor) {
-            let reason = damped_reason(&trouble, eps);
-            return (solved.x, CpMethod::Damped { factor, reason });
-        }
+    let factor = 1.0 - DAMPING;
+    match attempt(system, &symbolic, factor) {
+        Ok(solved) => (
+            solved.x,
+            CpMethod::Damped {
+                factor,
+                reason: damped_reason(&trouble, DAMPING),
+            },
+        ),
+        Err(_) => undamped_fallback(system, &trouble),
     }
-    undamped_fallback(system, &trouble)
 }
 
 /// Factorises and solves `(I − factor·W)·x = b`; the solution must be finite with a small
@@ -606,9 +609,8 @@ fn damped_reason(trouble: &Trouble, eps: f64) -> String {
 /// Last resort: no propagation at all (factor 0), `BR = b`.
 fn undamped_fallback(system: &System, trouble: &Trouble) -> (Vec<f64>, CpMethod) {
     let reason = format!(
-        "{trouble}; no damped system (ε up to {}) could be solved either, so nothing is \
-         propagated: exit blocks keep their incoming θΔ sum and every other block scores 0",
-        DAMPING[DAMPING.len() - 1]
+        "{trouble}; the damped system (ε = {DAMPING}) could not be solved either, so nothing is \
+         propagated: exit blocks keep their incoming θΔ sum and every other block scores 0"
     );
     (system.rhs.clone(), CpMethod::Damped { factor: 0.0, reason })
 }

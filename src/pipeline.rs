@@ -682,11 +682,10 @@ pub fn eval(args: &EvalArgs) -> anyhow::Result<i32> {
         faults
     };
     let measures: Vec<&'static crate::measures::Measure> = if out.measure.is_empty() {
-        let all: Vec<_> = crate::measures::all().collect();
         if spectra.edges.is_none() {
             ui::note("no edge profiles in these spectra: cp is not evaluated");
         }
-        all.into_iter()
+        crate::measures::all()
             .filter(|m| spectra.edges.is_some() || !m.needs_edges())
             .collect()
     } else {
@@ -819,14 +818,11 @@ fn warn_cp(analysis: &Analysis) {
     if let Some((sol, _)) = analysis.cp()
         && let crate::cp::CpMethod::Damped { factor, reason } = &sol.method
     {
-        let blocks = analysis.spectra.edges.as_ref().map(|e| &e.blocks);
-        let mut names: Vec<&str> = sol
-            .damped_blocks
-            .iter()
-            .filter_map(|&b| blocks.map(|bl| bl[b].function.as_str()))
-            .collect();
-        names.sort_unstable();
-        names.dedup();
+        let names = analysis
+            .spectra
+            .edges
+            .as_ref()
+            .map_or_else(Vec::new, |e| e.function_names(&sol.damped_blocks));
         let shown = names.iter().take(5).copied().collect::<Vec<_>>().join(", ");
         let more = names.len().saturating_sub(5);
         ui::note(format!(
@@ -847,41 +843,34 @@ fn at_granularity<'a>(
     out: &OutputArgs,
     converted: &'a mut Option<Spectra>,
 ) -> anyhow::Result<&'a Spectra> {
-    let spectra: &Spectra = if out.exclude_test_code {
-        let files: Vec<&str> = {
-            let mut f: Vec<&str> = spectra.units.iter().map(|u| u.file.as_str()).collect();
-            f.dedup();
-            f
-        };
-        let tests = crate::testcode::TestCode::find(Path::new(&spectra.workspace_root), &files);
-        let keep: Vec<bool> = spectra.units.iter().map(|u| !tests.contains(&u.file, u.line)).collect();
-        let dropped = keep.iter().filter(|k| !**k).count();
-        ui::info(format!("left out {dropped} lines of test code"));
-        let filtered = spectra.retain_units(&keep);
-        if out.granularity == Granularity::Line {
-            return Ok(converted.insert(filtered));
+    let mut owned = out.exclude_test_code.then(|| without_test_code(spectra));
+    if out.granularity == Granularity::Function {
+        let base = owned.as_ref().unwrap_or(spectra);
+        if base.functions.is_empty() {
+            return Err(SflError::Usage(
+                "--granularity function needs function information, which imported matrices and spectra saved by older versions lack".into(),
+            )
+            .into());
         }
-        if filtered.functions.is_empty() {
-            return Err(no_functions());
-        }
-        return Ok(converted.insert(filtered.by_function()));
-    } else {
-        spectra
-    };
-    if out.granularity == Granularity::Line {
-        return Ok(spectra);
+        owned = Some(base.by_function());
     }
-    if spectra.functions.is_empty() {
-        return Err(no_functions());
-    }
-    Ok(converted.insert(spectra.by_function()))
+    Ok(match owned {
+        Some(s) => converted.insert(s),
+        None => spectra,
+    })
 }
 
-fn no_functions() -> anyhow::Error {
-    SflError::Usage(
-        "--granularity function needs function information, which imported matrices and spectra saved by older versions lack".into(),
-    )
-    .into()
+/// The matrix without the lines `testcode` finds to be test code.
+fn without_test_code(spectra: &Spectra) -> Spectra {
+    let mut files: Vec<&str> = spectra.units.iter().map(|u| u.file.as_str()).collect();
+    files.dedup();
+    let tests = crate::testcode::TestCode::find(Path::new(&spectra.workspace_root), &files);
+    let keep: Vec<bool> = spectra.units.iter().map(|u| !tests.contains(&u.file, u.line)).collect();
+    ui::info(format!(
+        "left out {} lines of test code",
+        keep.iter().filter(|k| !**k).count()
+    ));
+    spectra.retain_units(&keep)
 }
 
 /// Ranks and writes the report; returns the exit code.

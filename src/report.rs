@@ -170,13 +170,7 @@ impl<'a> JsonCfg<'a> {
             crate::cp::CpMethod::Exact => ("exact", None),
             crate::cp::CpMethod::Damped { factor, .. } => ("damped", Some(*factor)),
         };
-        let mut damped_functions: Vec<&str> = sol
-            .damped_blocks
-            .iter()
-            .map(|&b| e.blocks[b].function.as_str())
-            .collect();
-        damped_functions.sort_unstable();
-        damped_functions.dedup();
+        let damped_functions = e.function_names(&sol.damped_blocks);
         Some(JsonCfg {
             blocks: e.blocks.len(),
             edges: e.edges.len(),

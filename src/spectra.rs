@@ -419,32 +419,31 @@ impl Spectra {
     /// The same matrix with only the units for which `keep` holds (edges' blocks lose the
     /// others' lines).
     pub fn retain_units(&self, keep: &[bool]) -> Spectra {
-        let mut new_id = vec![None; self.units.len()];
         let mut next = 0u32;
-        for (u, &k) in keep.iter().enumerate() {
-            if k {
-                new_id[u] = Some(next);
-                next += 1;
-            }
-        }
-        let pick = |u: usize| keep[u];
+        let new_id: Vec<Option<u32>> = keep
+            .iter()
+            .map(|&k| {
+                next += u32::from(k);
+                k.then_some(next - 1)
+            })
+            .collect();
+        let kept = |u: &usize| keep[*u];
         let mut out = Spectra {
+            workspace_root: self.workspace_root.clone(),
+            tests: self.tests.clone(),
             units: (0..self.units.len())
-                .filter(|&u| pick(u))
+                .filter(kept)
                 .map(|u| self.units[u].clone())
                 .collect(),
             coverage: (0..self.units.len())
-                .filter(|&u| pick(u))
+                .filter(kept)
                 .map(|u| self.coverage[u].clone())
                 .collect(),
-            edges: self.edges.as_ref().map(|e| {
-                let mut e = e.clone();
-                for b in &mut e.blocks {
-                    b.lines = b.lines.iter().filter_map(|&u| new_id[u as usize]).collect();
-                }
-                e
-            }),
-            ..self.clone()
+            build: self.build.clone(),
+            partition: self.partition.clone(),
+            functions: Vec::new(),
+            unit_function: Vec::new(),
+            edges: self.edges.as_ref().map(|e| e.map_units(&new_id)),
         };
         out.set_functions(self.functions.clone());
         out

@@ -30,8 +30,6 @@ pub struct EdgeMap {
     /// Number of guards (blocks), as the runtime numbers them: guard `g` is index `g - 1`.
     pub guards: usize,
     pub functions: Vec<Function>,
-    /// Per block, its function.
-    pub function_of: Vec<u32>,
     /// Workspace-relative files that `lines` refer to.
     pub files: Vec<String>,
     /// Per block, its lines `(file, line)` in address order (consecutive repeats merged).
@@ -39,11 +37,6 @@ pub struct EdgeMap {
 }
 
 impl EdgeMap {
-    /// Whether the binary was built with edge instrumentation.
-    pub fn is_instrumented(data: &[u8]) -> bool {
-        object::File::parse(data).is_ok_and(|o| o.section_by_name("__sancov_guards").is_some())
-    }
-
     /// Reads the binary's PC table and maps its blocks to lines; `relative` names the
     /// workspace's files (None: not ours).
     pub fn open(path: &Path, relative: &dyn Fn(&Path) -> Option<String>) -> Result<EdgeMap, String> {
@@ -65,11 +58,10 @@ impl EdgeMap {
         let ctx = dwarf_context(&obj)?;
         let mut map = EdgeMap {
             guards,
-            function_of: vec![0; guards],
             lines: vec![Vec::new(); guards],
             ..EdgeMap::default()
         };
-        let rows = LineRows::read(&ctx, relative, &mut map.files)?;
+        let mut rows = LineRows::read(&ctx, relative, &mut map.files)?;
         let entries: Vec<usize> = (0..guards).filter(|&i| pcs[2 * i + 1] & 1 != 0).collect();
         if entries.first() != Some(&0) && guards > 0 {
             return Err("the PC table does not start with a function entry".into());
@@ -90,7 +82,6 @@ impl EdgeMap {
                 let lo = pcs[2 * b];
                 let hi = order.get(j + 1).map_or(fn_end, |&n| pcs[2 * n]).max(lo + 1);
                 map.lines[b] = rows.lines(lo, hi);
-                map.function_of[b] = k as u32;
             }
             let ours = (first..end).any(|b| !map.lines[b].is_empty());
             // Our function's blocks of code inlined from elsewhere (std in a release build)
@@ -241,7 +232,7 @@ impl LineRows {
 
     /// The innermost inlining frame at `addr` that is the workspace's code.
     fn inlined_at(
-        &self,
+        &mut self,
         ctx: &addr2line::Context<Reader>,
         addr: u64,
         relative: &dyn Fn(&Path) -> Option<String>,
@@ -254,14 +245,7 @@ impl LineRows {
                 && l > 0
                 && let Some(rel) = relative(Path::new(f))
             {
-                let id = match self.ids.get(&rel) {
-                    Some(&id) => id,
-                    None => {
-                        names.push(rel);
-                        (names.len() - 1) as u32
-                    }
-                };
-                return Some((id, l));
+                return Some((intern(Some(rel), names, &mut self.ids), l));
             }
         }
         None

@@ -199,17 +199,24 @@ impl EdgeSpectra {
         })
     }
 
-    /// The same profiles with every block's lines mapped through `unit_map` (e.g. lines to
-    /// functions); units mapped to `None` are dropped.
+    /// The same profiles with every block's lines mapped through `unit_map` (lines to
+    /// functions, or to the units kept); units mapped to `None` are dropped, the order stays
+    /// (repeats in a row merged).
     pub fn map_units(&self, unit_map: &[Option<u32>]) -> Self {
         let mut out = self.clone();
         for b in &mut out.blocks {
-            let mut lines: Vec<u32> = b.lines.iter().filter_map(|&u| unit_map[u as usize]).collect();
-            lines.sort_unstable();
-            lines.dedup();
-            b.lines = lines;
+            b.lines = b.lines.iter().filter_map(|&u| unit_map[u as usize]).collect();
+            b.lines.dedup();
         }
         out
+    }
+
+    /// The functions (names, sorted, once each) of the given blocks.
+    pub fn function_names(&self, blocks: &[usize]) -> Vec<&str> {
+        let mut names: Vec<&str> = blocks.iter().map(|&b| self.blocks[b].function.as_str()).collect();
+        names.sort_unstable();
+        names.dedup();
+        names
     }
 
     /// Solves CP over these edges: every block's BR.
@@ -379,11 +386,6 @@ impl<'a> Collector<'a> {
             }
         }
         Ok(())
-    }
-
-    /// Number of blocks named so far.
-    pub fn blocks(&self) -> usize {
-        self.interner.lock().expect("not poisoned").blocks.len()
     }
 
     /// The edge profiles of all tests, with block lines as unit ids (`unit` maps a file line to

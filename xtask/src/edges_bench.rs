@@ -6,14 +6,13 @@
 //! crate's tests traversed, and on synthetic CFGs up to `blocks` blocks, each against the time
 //! to build the same system's edges list in the same process (the baseline).
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::path::Path;
 use std::time::Instant;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
 use cargo_sfl::spectra::Spectra;
 
-use crate::{FIXTURES, REAL_CRATES, copy_tree, fetch_crate, median, root, run};
+use crate::{bench_crates, median, sfl_run};
 
 struct CrateRow {
     name: String,
@@ -26,74 +25,18 @@ struct CrateRow {
     method: String,
 }
 
-/// The run phase ("Finished N tests in Xs") of one `cargo sfl` run.
-fn run_phase(sfl: &Path, manifest: &Path, extra: &[&str]) -> Result<(usize, f64)> {
-    let out = Command::new(sfl)
-        .args([
-            "sfl",
-            "--format",
-            "json",
-            "--test-timeout",
-            "60",
-            "-j",
-            "1",
-            "--manifest-path",
-        ])
-        .arg(manifest)
-        .args(extra)
-        .stdout(Stdio::null())
-        .output()?;
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    if !matches!(out.status.code(), Some(0 | 1 | 3)) {
-        bail!("cargo sfl failed on {}:\n{stderr}", manifest.display());
-    }
-    let line = stderr
-        .lines()
-        .find(|l| l.contains("Finished") && l.contains("tests in"))
-        .context("no timing line")?;
-    let words: Vec<&str> = line.split_whitespace().collect();
-    let at = words
-        .iter()
-        .position(|w| *w == "Finished")
-        .context("timing line shape")?;
-    let tests: usize = words[at + 1].parse()?;
-    let secs: f64 = words[at + 4].trim_end_matches('s').parse()?;
-    Ok((tests, secs))
-}
-
 pub fn run_bench(runs: usize, blocks: usize, fixtures_only: bool, output: Option<&Path>) -> Result<()> {
-    let root = root();
-    run(Command::new(env!("CARGO"))
-        .args(["build", "--release", "-p", "cargo-sfl"])
-        .current_dir(&root))?;
-    let sfl = root.join("target/release/cargo-sfl");
-    let work = root.join("target/bench");
-    std::fs::create_dir_all(&work)?;
-    let mut crates: Vec<(String, PathBuf)> = Vec::new();
-    for f in FIXTURES {
-        let dst = work.join(format!("fixture-{f}"));
-        copy_tree(&root.join("fixtures").join(f), &dst)?;
-        crates.push((format!("fixture {f}"), dst));
-    }
-    if !fixtures_only {
-        for (name, version) in REAL_CRATES {
-            crates.push((format!("{name} {version}"), fetch_crate(name, version, &work)?));
-        }
-    }
+    let (sfl, crates) = bench_crates(fixtures_only)?;
     let mut rows = Vec::new();
     for (name, dir) in &crates {
         eprintln!("== {name}");
         let manifest = dir.join("Cargo.toml");
-        // Warm-ups build each kind once.
-        run_phase(&sfl, &manifest, &["--no-edges"])?;
-        run_phase(&sfl, &manifest, &[])?;
-        let mut tests = 0;
-        let lines_only = median(runs, || {
-            let (n, s) = run_phase(&sfl, &manifest, &["--no-edges"])?;
-            tests = n;
-            Ok(s)
-        })?;
-        let edges = median(runs, || Ok(run_phase(&sfl, &manifest, &[])?.1))?;
+        // Warm-ups build each kind once. One job at a time, so the ratio is per test.
+        let (lines_args, edges_args) = (["-j", "1", "--no-edges"], ["-j", "1"]);
+        let tests = sfl_run(&sfl, &manifest, &lines_args)?.tests;
+        sfl_run(&sfl, &manifest, &edges_args)?;
+        let lines_only = median(runs, || Ok(sfl_run(&sfl, &manifest, &lines_args)?.run_secs))?;
+        let edges = median(runs, || Ok(sfl_run(&sfl, &manifest, &edges_args)?.run_secs))?;
         let spectra = Spectra::load(&dir.join("target/sfl/spectra.json")).map_err(anyhow::Error::msg)?;
         let e = spectra.edges.as_ref().context("no edges saved")?;
         let (fail, pass) = (spectra.failing_mask(), spectra.passing_mask());

@@ -152,15 +152,15 @@ struct Row {
     jobs: usize,
 }
 
-fn collect(runs: usize, fixtures_only: bool, output: Option<&Path>) -> Result<()> {
+/// Builds cargo sfl in release mode and lays out the benchmark crates (the fixtures, then the
+/// real crates unless `fixtures_only`) under target/bench: the binary and `(label, dir)`s.
+fn bench_crates(fixtures_only: bool) -> Result<(PathBuf, Vec<(String, PathBuf)>)> {
     let root = root();
     run(Command::new(env!("CARGO"))
         .args(["build", "--release", "-p", "cargo-sfl"])
         .current_dir(&root))?;
-    let sfl = root.join("target/release/cargo-sfl");
     let work = root.join("target/bench");
     std::fs::create_dir_all(&work)?;
-
     let mut crates: Vec<(String, PathBuf)> = Vec::new();
     for f in FIXTURES {
         let dst = work.join(format!("fixture-{f}"));
@@ -172,6 +172,11 @@ fn collect(runs: usize, fixtures_only: bool, output: Option<&Path>) -> Result<()
             crates.push((format!("{name} {version}"), fetch_crate(name, version, &work)?));
         }
     }
+    Ok((root.join("target/release/cargo-sfl"), crates))
+}
+
+fn collect(runs: usize, fixtures_only: bool, output: Option<&Path>) -> Result<()> {
+    let (sfl, crates) = bench_crates(fixtures_only)?;
     let jobs = std::thread::available_parallelism().map_or(1, |n| n.get());
     let mut rows = Vec::new();
     for (name, dir) in &crates {
@@ -179,7 +184,7 @@ fn collect(runs: usize, fixtures_only: bool, output: Option<&Path>) -> Result<()
         let manifest = dir.join("Cargo.toml");
         let target = dir.join("target/sfl");
         // Warm-up: builds the instrumented tests once.
-        let first = sfl_run(&sfl, &manifest)?;
+        let first = sfl_run(&sfl, &manifest, &[])?;
         let env = wrapper_env(&sfl, &manifest)?;
         let noop_build = median(runs, || {
             time(
@@ -193,7 +198,7 @@ fn collect(runs: usize, fixtures_only: bool, output: Option<&Path>) -> Result<()
         })?;
         let sfl_wall = median(runs, || {
             let t = Instant::now();
-            sfl_run(&sfl, &manifest)?;
+            sfl_run(&sfl, &manifest, &[])?;
             Ok(t.elapsed().as_secs_f64())
         })?;
         let profiles = dir.join("target/bench-profiles");
@@ -269,17 +274,20 @@ fn render(rows: &[Row], runs: usize) -> String {
     s
 }
 
-struct SflRun {
-    tests: usize,
-    run_secs: f64,
+pub(crate) struct SflRun {
+    pub(crate) tests: usize,
+    /// The test-run phase: every test run and its profiles decoded (the build excluded).
+    pub(crate) run_secs: f64,
     decode_ms: f64,
 }
 
-/// Runs cargo sfl and reads its "Finished N tests in Xs; decoded … in Y ms" line.
-fn sfl_run(sfl: &Path, manifest: &Path) -> Result<SflRun> {
+/// Runs cargo sfl (with `extra` arguments) and reads its "Finished N tests in Xs; decoded … in
+/// Y ms" line.
+pub(crate) fn sfl_run(sfl: &Path, manifest: &Path, extra: &[&str]) -> Result<SflRun> {
     let out = Command::new(sfl)
         .args(["sfl", "--format", "json", "--test-timeout", "60", "--manifest-path"])
         .arg(manifest)
+        .args(extra)
         .stdout(Stdio::null())
         .output()?;
     let stderr = String::from_utf8_lossy(&out.stderr);
