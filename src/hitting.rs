@@ -1,4 +1,4 @@
-//! HT_Rank (Henderson, Küçük & Podgurski, seed 002): Markov models of a person debugging with a
+//! HT_Rank (Henderson, Küçük & Podgurski, SCAM 2019): Markov models of a person debugging with a
 //! report, and the expected time they take to reach each location.
 //!
 //! States: one per score group of the report (g_0 the most suspicious), one per report entry

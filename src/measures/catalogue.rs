@@ -8,7 +8,7 @@
 //! `P(A) = (ef + ep)/n`, `P(B) = F/n`.
 //!
 //! Groups ER1–ER6 are Xie, Chen, Kuo & Xu's single-fault equivalence classes (TOSEM 2013), as
-//! used by seed 001; the cloning class is the one seed 001 (Gao et al.) proves.
+//! used by Zhang et al.'s cloning study (JSS 2017); the cloning class is the one that study proves.
 
 use super::Cloning::{Improved, NonDeterministic, Preserved};
 use super::{Counts, Kind, Measure, div, ln};

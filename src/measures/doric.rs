@@ -1,4 +1,5 @@
-//! Doric's probabilistic measures (seed 000), in log space.
+//! Doric's probabilistic measures (Landsberg & Barr, *Doric: Foundations for Statistical Fault
+//! Localisation*), in log space.
 //!
 //! A failing test k that runs `rho_k` units explains the failure by one of the `2^rho_k - 1`
 //! non-empty sets of them. Its contribution to a unit's causal likelihood is

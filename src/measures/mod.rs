@@ -42,7 +42,7 @@ impl Counts {
     pub fn n(&self) -> f64 {
         self.f() + self.p()
     }
-    /// The failing tests counted `c` times (seed 001's cloning).
+    /// The failing tests counted `c` times (Zhang et al.'s cloning of failed test cases).
     pub fn cloned(self, c: f64) -> Self {
         Counts {
             ef: self.ef * c,
@@ -61,7 +61,7 @@ impl Counts {
     }
 }
 
-/// How cloning the failing tests affects a measure's accuracy, as seed 001 proves it.
+/// How cloning the failing tests affects a measure's accuracy, as Zhang et al.'s cloning study proves it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Cloning {
     /// The ranking is the same for every number of clones.
@@ -104,9 +104,9 @@ pub struct Measure {
     pub aliases: &'static [&'static str],
     pub formula: &'static str,
     pub citation: &'static str,
-    /// Xie et al.'s single-fault equivalence group (ER1–ER6), for seed 001's formulas.
+    /// Xie et al.'s single-fault equivalence group (ER1–ER6), for the cloning study's 33 formulas.
     pub group: Option<&'static str>,
-    /// Seed 001's proven cloning class, where the paper gives one.
+    /// The cloning study's proven class, where the paper gives one.
     pub cloning: Option<Cloning>,
     pub kind: Kind,
 }
@@ -114,16 +114,22 @@ pub struct Measure {
 impl Measure {
     /// Whether the measure's score is a probability (Doric's measures).
     pub fn is_probability(&self) -> bool {
-        !matches!(self.kind, Kind::Spectrum(_) | Kind::Propagation)
+        match self.kind {
+            Kind::CausalLikelihood | Kind::FaultLikelihood | Kind::CausalLikelihoodUpdating => true,
+            Kind::Spectrum(_) | Kind::Propagation => false,
+        }
     }
 
     /// Whether the measure needs control-flow edge profiles, not only the line matrix.
     pub fn needs_edges(&self) -> bool {
-        matches!(self.kind, Kind::Propagation)
+        match self.kind {
+            Kind::Propagation => true,
+            Kind::Spectrum(_) | Kind::CausalLikelihood | Kind::FaultLikelihood | Kind::CausalLikelihoodUpdating => false,
+        }
     }
 }
 
-/// Doric's measures (seed 000), computed over the whole matrix.
+/// Doric's measures (Landsberg & Barr), computed over the whole matrix.
 pub static DORIC: &[Measure] = &[
     Measure {
         name: "cl",
@@ -154,7 +160,7 @@ pub static DORIC: &[Measure] = &[
     },
 ];
 
-/// Measures over the control-flow graph (seed 004).
+/// Measures over the control-flow graph (CP: Zhang, Chan, Tse, Jiang & Wang).
 pub static CFG: &[Measure] = &[Measure {
     name: "cp",
     aliases: &["capturing-propagation"],
@@ -214,8 +220,9 @@ mod tests {
         }
     }
 
-    /// ALGORITHMS.md §1: seed 003's 10-test minmax, spectra ⟨ef,nf,ep,np⟩ per column.
-    fn seed003_columns() -> [Counts; 5] {
+    /// The 10-test minmax of Landsberg, Sun & Kroening's single-fault-optimal study, spectra
+    /// ⟨ef,nf,ep,np⟩ per column.
+    fn sfo_minmax_columns() -> [Counts; 5] {
         [
             Counts::new(3, 7, 0, 0),
             Counts::new(0, 3, 3, 4),
@@ -226,18 +233,18 @@ mod tests {
     }
 
     #[test]
-    fn naish2_matches_the_seed003_minmax_vector() {
-        let got: Vec<f64> = seed003_columns().iter().map(|c| score("naish-i", *c)).collect();
+    fn naish2_matches_the_single_fault_optimal_minmax_vector() {
+        let got: Vec<f64> = sfo_minmax_columns().iter().map(|c| score("naish-i", *c)).collect();
         let want = [2.125, -0.375, 0.75, 2.875, 0.625];
         for (g, w) in got.iter().zip(want) {
             assert!((g - w).abs() < 1e-12, "{got:?}");
         }
     }
 
-    /// Hand-computed values on seed 003's fault C4: ef 3, ep 1, nf 0, np 6 (F 3, P 7, n 10).
+    /// Hand-computed values on the single-fault-optimal study's fault C4: ef 3, ep 1, nf 0, np 6 (F 3, P 7, n 10).
     #[test]
-    fn formulas_match_hand_computed_values_on_the_seed003_fault() {
-        let c4 = seed003_columns()[3];
+    fn formulas_match_hand_computed_values_on_the_single_fault_optimal_fault() {
+        let c4 = sfo_minmax_columns()[3];
         let want: &[(&str, f64)] = &[
             ("naish1", 6.0),
             ("binary", 1.0),
@@ -319,7 +326,8 @@ mod tests {
                 assert_eq!(n.to_ascii_lowercase(), *n);
             }
         }
-        // ALGORITHMS.md §1's minimum set (Lewis has no definition we could verify; see DESIGN.md).
+        // The minimum set the single-fault-optimal and cloning studies name (Lewis has no definition we
+        // could verify; see DESIGN.md).
         for n in [
             "naish1",
             "naish2",
