@@ -5,9 +5,18 @@ use std::collections::{BTreeSet, HashMap};
 use std::path::Path;
 
 use cargo_sfl::spectra::Spectra;
+use libtest_mimic::Trial;
 use serde_json::Value;
 
-use super::{Result, check, copy_fixture, root, sfl, show};
+use crate::support::{Result, check, check_exit, copy_fixture, faults, root, sfl, sfl_command, show};
+
+pub fn trials() -> Vec<Trial> {
+    vec![
+        Trial::test("edges::recorded_exactly", recorded_exactly),
+        Trial::test("edges::no_edges", no_edges),
+        Trial::test("cp::schedule", schedule),
+    ]
+}
 
 /// Line-level transitions of the recorded edges: within a block, each line to the next in
 /// address order; across an edge, the last line of one block to the first line of the next
@@ -80,7 +89,7 @@ fn transitions(spectra: &Spectra, file: &str) -> BTreeSet<String> {
 
 /// Every edge the tests of `fixtures/edges` took, and only those: the hand-written list in
 /// `tests/edges.expected`, and no edge between two functions.
-pub fn recorded_exactly() -> Result {
+fn recorded_exactly() -> Result {
     let tmp = copy_fixture("edges");
     let out = sfl(&["--format", "json"], tmp.path());
     check(out.status.code() == Some(3), || show(&out))?;
@@ -152,19 +161,10 @@ fn line_rank(report: &Value, measure: &str, file: &str, line: u64) -> Option<f64
     })
 }
 
-fn fault_line(dir: &Path) -> Result<(String, u64)> {
-    let doc: toml::Table = std::fs::read_to_string(dir.join("faults.toml"))?.parse()?;
-    let f = &doc["fault"].as_array().ok_or("no fault")?[0];
-    Ok((
-        f["file"].as_str().ok_or("file")?.to_string(),
-        f["lines"][0].as_integer().ok_or("line")? as u64,
-    ))
-}
-
 /// The paper's motivating example: CP ranks the faulty line strictly better than Tarantula
 /// and Ochiai (test code left out, as the paper ranks only the program); `report` re-runs CP
 /// from the saved edges with the same result.
-pub fn schedule() -> Result {
+fn schedule() -> Result {
     let tmp = copy_fixture("schedule");
     let args = [
         "-m",
@@ -182,7 +182,8 @@ pub fn schedule() -> Result {
     let out = sfl(&args, tmp.path());
     check(out.status.code() == Some(0), || show(&out))?;
     let report: Value = serde_json::from_slice(&out.stdout)?;
-    let (file, line) = fault_line(tmp.path())?;
+    let (file, line) = faults(tmp.path()).into_iter().next().ok_or("no fault")?;
+    let line = u64::from(line);
     let rank = |m: &str| line_rank(&report, m, &file, line).ok_or_else(|| format!("{m} does not rank {file}:{line}"));
     let (cp, tarantula, ochiai) = (rank("cp")?, rank("tarantula")?, rank("ochiai")?);
     eprintln!("schedule: fault {file}:{line} ranks cp {cp}, tarantula {tarantula}, ochiai {ochiai}");
@@ -211,7 +212,7 @@ pub fn schedule() -> Result {
 
 /// `--no-edges` builds without edge instrumentation, saves no edges, and then `-m cp` is a
 /// usage error that says why.
-pub fn no_edges() -> Result {
+fn no_edges() -> Result {
     let tmp = copy_fixture("minmax");
     let out = sfl(&["--no-edges", "--format", "json"], tmp.path());
     check(out.status.code() == Some(0), || show(&out))?;
@@ -221,19 +222,8 @@ pub fn no_edges() -> Result {
         "no separate build".into()
     })?;
     let cp = sfl(&["report", "-m", "cp"], tmp.path());
-    let stderr = String::from_utf8_lossy(&cp.stderr);
-    check(cp.status.code() == Some(2) && stderr.contains("--no-edges"), || {
-        show(&cp)
-    })?;
+    check_exit(&cp, 2, &cp.stderr, &["--no-edges"])?;
     // Without a C compiler the recorder cannot be built: a setup error that names the way out.
-    let no_cc = std::process::Command::new(env!("CARGO_BIN_EXE_cargo-sfl"))
-        .arg("sfl")
-        .env("CC", "/nonexistent/cc")
-        .current_dir(tmp.path())
-        .output()?;
-    let stderr = String::from_utf8_lossy(&no_cc.stderr);
-    check(
-        no_cc.status.code() == Some(96) && stderr.contains("C compiler") && stderr.contains("--no-edges"),
-        || show(&no_cc),
-    )
+    let no_cc = sfl_command(tmp.path()).env("CC", "/nonexistent/cc").output()?;
+    check_exit(&no_cc, 96, &no_cc.stderr, &["C compiler", "--no-edges"])
 }

@@ -1,0 +1,135 @@
+//! What CI relies on: the documented GitHub workflow's localisation step on a real repository,
+//! the `--diff-base`/`--only-changed` filter and the `--fail-on` gate, and terminal output
+//! (`-q` for logs, `--color` for ANSI codes, `-v` for progress).
+
+use std::path::Path;
+use std::process::Command;
+
+use libtest_mimic::Trial;
+use serde_json::Value;
+
+use crate::support::{Result, check, check_exit, copy_fixture, root, sfl, show};
+
+pub fn trials() -> Vec<Trial> {
+    vec![
+        Trial::test("ci::workflow_steps", ci_workflow_steps),
+        Trial::test("terminal::quiet_and_color", terminal_quiet_and_color),
+    ]
+}
+
+/// The `run: |` script of the workflow step with this name in docs/github-workflow.yml.
+fn workflow_step(name: &str) -> Result<String> {
+    let text = std::fs::read_to_string(root().join("docs/github-workflow.yml"))?;
+    let mut lines = text.lines().skip_while(|l| l.trim() != format!("- name: {name}"));
+    lines.next().ok_or_else(|| format!("no step {name:?}"))?;
+    let mut lines = lines.skip_while(|l| l.trim() != "run: |");
+    let run = lines.next().ok_or("the step has no `run: |` block")?;
+    let indent = run.len() - run.trim_start().len() + 2;
+    let script: Vec<&str> = lines
+        .take_while(|l| l.trim().is_empty() || l.len() - l.trim_start().len() >= indent)
+        .map(|l| l.get(indent..).unwrap_or(""))
+        .collect();
+    Ok(script.join("\n"))
+}
+
+/// Runs git in `dir` as a fixed user, so commits work without a global git config.
+fn git(dir: &Path, args: &[&str]) -> Result {
+    let out = Command::new("git")
+        .args(["-c", "user.name=sfl", "-c", "user.email=sfl@example.com"])
+        .args(args)
+        .current_dir(dir)
+        .output()?;
+    check(out.status.success(), || show(&out))
+}
+
+/// The workflow's "Localise the fault" step on a fixture repository: commit a correct minmax,
+/// introduce the fault as the change under test, run the step with `SFL_BASE=HEAD`, and check
+/// what it leaves for the upload and comment steps; then `--only-changed` and `--fail-on`.
+fn ci_workflow_steps() -> Result {
+    let tmp = copy_fixture("minmax");
+    let dir = tmp.path();
+    let lib = dir.join("src/lib.rs");
+    let faulty = std::fs::read_to_string(&lib)?;
+    let fixed = faulty.replace("most = in2; // FAULT", "least = in2; // FIXED");
+    check(fixed != faulty, || "fixture changed: no FAULT marker".into())?;
+    std::fs::write(&lib, &fixed)?;
+    std::fs::write(dir.join(".gitignore"), "/target\n")?;
+    git(dir, &["init", "-q"])?;
+    git(dir, &["add", "-A"])?;
+    git(dir, &["commit", "-q", "-m", "correct minmax"])?;
+    std::fs::write(&lib, &faulty)?;
+
+    let bin_dir = Path::new(env!("CARGO_BIN_EXE_cargo-sfl"))
+        .parent()
+        .unwrap()
+        .to_path_buf();
+    let path = std::env::join_paths(
+        std::iter::once(bin_dir).chain(std::env::split_paths(&std::env::var_os("PATH").unwrap())),
+    )?;
+    let out = Command::new("bash")
+        .args(["-euo", "pipefail", "-c", &workflow_step("Localise the fault")?])
+        .env("SFL_BASE", "HEAD")
+        .env("PATH", path)
+        .current_dir(dir)
+        .output()?;
+    check(out.status.success(), || show(&out))?;
+
+    let sarif: Value = serde_json::from_slice(&std::fs::read(dir.join("sfl.sarif"))?)?;
+    let top = &sarif["runs"][0]["results"][0];
+    check(
+        top["locations"][0]["physicalLocation"]["region"]["startLine"] == 16 && top["properties"]["changed"] == true,
+        || format!("{top:#}"),
+    )?;
+    let report: Value = serde_json::from_slice(&std::fs::read(dir.join("sfl.json"))?)?;
+    check(
+        report["diff_base"] == "HEAD" && report["rankings"][0]["changed_in_top"] == 1,
+        || format!("{:#}", report["rankings"][0]["changed_in_top"]),
+    )?;
+    let md = std::fs::read_to_string(dir.join("sfl.md"))?;
+    check(
+        md.contains("changed") && md.contains("1 of these 5 entries touch lines changed since HEAD"),
+        || md.clone(),
+    )?;
+
+    // Only the changed line is ranked; it reaches --fail-on 0.9 (exit 6) but not 1.5 (exit 0).
+    let only = sfl(
+        &["report", "--diff-base", "HEAD", "--only-changed", "--format", "json"],
+        dir,
+    );
+    let v: Value = serde_json::from_slice(&only.stdout)?;
+    check(v["rankings"][0]["units"].as_array().unwrap().len() == 1, || show(&only))?;
+    let gate = sfl(
+        &["report", "--diff-base", "HEAD", "--only-changed", "--fail-on", "0.9"],
+        dir,
+    );
+    check_exit(&gate, 6, &gate.stderr, &["src/lib.rs:16"])?;
+    let pass = sfl(
+        &["report", "--diff-base", "HEAD", "--only-changed", "--fail-on", "1.5"],
+        dir,
+    );
+    check(pass.status.code() == Some(0), || show(&pass))?;
+    // A revision git does not know is a usage error.
+    let bad = sfl(&["report", "--diff-base", "no-such-rev"], dir);
+    check(bad.status.code() == Some(2), || show(&bad))
+}
+
+/// `-q` leaves only the report (stderr empty); `--color always|never` controls ANSI codes.
+fn terminal_quiet_and_color() -> Result {
+    let tmp = copy_fixture("minmax");
+    let quiet = sfl(&["-q", "--top", "1"], tmp.path());
+    check(quiet.status.success() && quiet.stderr.is_empty(), || show(&quiet))?;
+    let normal = sfl(&["report", "--top", "1"], tmp.path());
+    check(!normal.stdout.contains(&0x1b), || show(&normal))?;
+    let always = sfl(&["report", "--top", "1", "--color", "always"], tmp.path());
+    check(always.stdout.contains(&0x1b), || show(&always))?;
+    let never = sfl(&["report", "--top", "1", "--color", "never"], tmp.path());
+    check(!never.stdout.contains(&0x1b) && never.stdout == normal.stdout, || {
+        show(&never)
+    })?;
+    let verbose = sfl(&["-v", "--top", "1"], tmp.path());
+    let err = String::from_utf8_lossy(&verbose.stderr);
+    check(
+        err.contains("PASSED") && err.contains("FAILED") && err.contains("Finished"),
+        || show(&verbose),
+    )
+}

@@ -1,0 +1,115 @@
+//! `cargo sfl eval`: rank scores, EXAM and hitting times on minmax against values worked out
+//! by hand, from a fresh run and from saved spectra, and an unlocalisable fault.
+
+use libtest_mimic::Trial;
+use serde_json::Value;
+
+use crate::support::{Result, check, check_exit, copy_fixture, sfl, show};
+
+pub fn trials() -> Vec<Trial> {
+    vec![Trial::test(
+        "eval::hand_computed_ranks",
+        eval_reproduces_hand_computed_ranks,
+    )]
+}
+
+/// `cargo sfl eval` on minmax reproduces rank scores worked out by hand. The fault (line 16) is
+/// the only line with ef 3, ep 0. Ochiai: alone on top, 0 + 1/2. Tarantula: every line no
+/// passing test ran scores 1: the fault and the 9 lines of the three failing tests' bodies,
+/// 0 + 10/2. Wong1 (= ef): the 17 lines every failing test ran tie, 0 + 17/2. 36 executed
+/// lines, so Ochiai's EXAM is 1/36.
+fn eval_reproduces_hand_computed_ranks() -> Result {
+    let tmp = copy_fixture("minmax");
+    let dir = tmp.path();
+    let faults = dir.join("faults.toml");
+    let args = [
+        "eval",
+        "--faults",
+        faults.to_str().unwrap(),
+        "-m",
+        "ochiai",
+        "-m",
+        "tarantula",
+        "-m",
+        "wong1",
+        "--format",
+        "json",
+    ];
+    let out = sfl(&args, dir);
+    check(out.status.success(), || show(&out))?;
+    let v: Value = serde_json::from_slice(&out.stdout)?;
+    check(v["schema"] == "cargo-sfl-eval/v1" && v["lines"] == 36, || show(&out))?;
+    let by = |m: &str| {
+        v["measures"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|x| x["measure"] == m)
+            .cloned()
+            .unwrap()
+    };
+    for (m, rank) in [("ochiai", 0.5), ("tarantula", 5.0), ("wong1", 8.5)] {
+        let r = by(m);
+        check(r["standard_rank"] == rank, || format!("{m}: {r:#}"))?;
+        check(r["ht_rank"].is_number() && r["ht"]["method"] == "exact", || {
+            format!("{m}: {r:#}")
+        })?;
+    }
+    let o = by("ochiai");
+    check(
+        (o["exam"].as_f64().unwrap() - 1.0 / 36.0).abs() < 1e-12 && o["top"]["1"] == true,
+        || format!("{o:#}"),
+    )?;
+    check(
+        by("wong1")["top"]["5"] == false && by("wong1")["top"]["10"] == true,
+        || format!("{:#}", by("wong1")),
+    )?;
+
+    // The same evaluation from the saved spectra, without running anything.
+    let saved = dir.join("target/sfl/spectra.json");
+    let mut again: Vec<&str> = args.to_vec();
+    again.extend(["--spectra", saved.to_str().unwrap()]);
+    let out2 = sfl(&again, dir);
+    check(out2.stdout == out.stdout, || show(&out2))?;
+
+    // Function granularity: the fault is function `minmax` (lines 6-22), which Ochiai ties
+    // with `check` (lines 28-31, run by every test too): 0 + 2/2 of 7 executed functions.
+    let mut f = again.clone();
+    f.extend(["--granularity", "function"]);
+    let fun: Value = serde_json::from_slice(&sfl(&f, dir).stdout)?;
+    check(fun["lines"] == 7 && fun["measures"][0]["standard_rank"] == 1.0, || {
+        format!("{fun:#}")
+    })?;
+
+    // --order ht lists entries by expected hitting time, earliest first.
+    let ht = sfl(&["report", "--order", "ht", "--format", "json"], dir);
+    let ht: Value = serde_json::from_slice(&ht.stdout)?;
+    let times: Vec<f64> = ht["rankings"][0]["units"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|u| u["expected_hitting_time"].as_f64().unwrap())
+        .collect();
+    check(
+        times.windows(2).all(|w| w[0] <= w[1]) && ht["rankings"][0]["units"][0]["line"] == 16,
+        || format!("{times:?}"),
+    )?;
+    check(ht["rankings"][0]["ht_order"]["method"] == "exact", || {
+        format!("{:#}", ht["rankings"][0]["ht_order"])
+    })?;
+
+    // A fault on a line no test runs is reported as unlocalisable, and alone gives exit 7.
+    let omission = dir.join("omission.toml");
+    std::fs::write(&omission, "[[fault]]\nfile = \"src/lib.rs\"\nlines = [2]\n")?;
+    let out3 = sfl(
+        &[
+            "eval",
+            "--faults",
+            omission.to_str().unwrap(),
+            "--spectra",
+            saved.to_str().unwrap(),
+        ],
+        dir,
+    );
+    check_exit(&out3, 7, &out3.stdout, &["UNLOCALISABLE"])
+}

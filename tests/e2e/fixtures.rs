@@ -1,0 +1,145 @@
+//! One trial per faulty fixture: the whole pipeline with four measures, checked against the
+//! tests each fixture is known to fail, its fault's rank, its edges and the decoder oracle.
+
+use std::collections::BTreeSet;
+
+use libtest_mimic::Trial;
+use serde_json::Value;
+
+use crate::support::{Result, check, copy_fixture, faults, sfl, show};
+use crate::{edges, oracle};
+
+/// Every failing test of every fixture: fixture, test binary, test name, outcome. Every other
+/// test must pass. Fixtures get one trial each, in the order they first appear here.
+const FAILING: &str = "
+    minmax          fixture-minmax                  tests::t1                    failed
+    minmax          fixture-minmax                  tests::t2                    failed
+    minmax          fixture-minmax                  tests::t3                    failed
+    workspace       fixture-ws-core                 tests::clamp_above_range     failed
+    workspace       fixture-ws-app                  tests::progress_overshoot    failed
+    workspace       fixture-ws-app::integration     bar_overshoot                failed
+    crash           fixture-crash                   tests::get_next_wraps        crashed
+    crash           fixture-crash                   tests::peek_next_raw_wraps   crashed
+    crash           fixture-crash                   tests::steps_around          crashed
+    hang            fixture-hang                    tests::trim_indent_tab       timed-out
+    hang            fixture-hang                    tests::indent_len_tab        failed
+    harness-false   fixture-harness-false           tests::not_leap_1900         failed
+    harness-false   fixture-harness-false           tests::february_1900         failed
+    harness-false   fixture-harness-false::custom   main                         failed
+    generic-macro   fixture-generic-macro           tests::percentages_above     failed
+    generic-macro   fixture-generic-macro           tests::unit_above            failed
+    generic-macro   fixture-generic-macro           tests::chars_above           failed
+";
+
+/// The best Ochiai rank every fixture's fault must reach.
+const OCHIAI_FAULT_RANK: f64 = 1.0;
+
+/// What a fixture must produce: its failing tests as (binary, name, outcome).
+struct Expect {
+    fixture: &'static str,
+    failing: Vec<(&'static str, &'static str, &'static str)>,
+}
+
+/// The `FAILING` table, grouped by fixture.
+fn expectations() -> Vec<Expect> {
+    let mut out: Vec<Expect> = Vec::new();
+    for row in FAILING.lines().filter(|l| !l.trim().is_empty()) {
+        let fields: Vec<&'static str> = row.split_whitespace().collect();
+        let [fixture, binary, name, outcome] = fields[..] else {
+            panic!("FAILING row {row:?} needs four fields");
+        };
+        match out.last_mut() {
+            Some(e) if e.fixture == fixture => e.failing.push((binary, name, outcome)),
+            _ => out.push(Expect {
+                fixture,
+                failing: vec![(binary, name, outcome)],
+            }),
+        }
+    }
+    out
+}
+
+pub fn trials() -> Vec<Trial> {
+    expectations()
+        .into_iter()
+        .map(|e| Trial::test(format!("fixture::{}", e.fixture), move || fixture_trial(&e)))
+        .collect()
+}
+
+/// Runs the fixture with four measures, keeping the profiles for the oracle.
+fn fixture_trial(e: &Expect) -> Result {
+    let tmp = copy_fixture(e.fixture);
+    let dir = tmp.path();
+    let out = sfl(
+        &[
+            "--format",
+            "json",
+            "--keep-profiles",
+            "--test-timeout",
+            "3",
+            "-m",
+            "ochiai",
+            "-m",
+            "tarantula",
+            "-m",
+            "dstar",
+            "-m",
+            "naish2",
+        ],
+        dir,
+    );
+    check(out.status.code() == Some(0), || show(&out))?;
+    let report: Value =
+        serde_json::from_slice(&out.stdout).map_err(|err| format!("bad JSON: {err}\n{}", show(&out)))?;
+    check(report["schema"] == "cargo-sfl/v1", || "schema".into())?;
+
+    // Outcomes: exactly the expected failing tests fail, in the expected way.
+    let mut failing = BTreeSet::new();
+    for t in report["tests"].as_array().unwrap() {
+        let key = (
+            t["binary"].as_str().unwrap().to_string(),
+            t["name"].as_str().unwrap().to_string(),
+        );
+        let outcome = t["outcome"].as_str().unwrap();
+        match e.failing.iter().find(|f| f.0 == key.0 && f.1 == key.1) {
+            Some(f) => check(outcome == f.2, || format!("{key:?}: expected {}, got {outcome}", f.2))?,
+            None => check(outcome == "passed", || {
+                format!("{key:?}: expected passed, got {outcome}")
+            })?,
+        }
+        if outcome != "passed" {
+            failing.insert(key);
+        }
+    }
+    check(failing.len() == e.failing.len(), || {
+        format!("failing tests {failing:?}")
+    })?;
+
+    // Every measure ranks the fault, and Ochiai ranks it as well as expected.
+    let fault_lines = faults(dir);
+    for ranking in report["rankings"].as_array().unwrap() {
+        let units = ranking["units"].as_array().unwrap();
+        let best = units
+            .iter()
+            .filter(|u| {
+                fault_lines
+                    .iter()
+                    .any(|(f, l)| u["file"] == f.as_str() && u["line"] == *l)
+            })
+            .map(|u| u["rank"].as_f64().unwrap())
+            .fold(f64::INFINITY, f64::min);
+        check(best.is_finite(), || format!("{}: fault not ranked", ranking["measure"]))?;
+        if ranking["measure"] == "ochiai" {
+            check(best == OCHIAI_FAULT_RANK, || {
+                format!("ochiai ranks the fault {best}, expected {OCHIAI_FAULT_RANK}")
+            })?;
+        }
+        for u in units {
+            check(u["score"].as_f64().is_some_and(f64::is_finite), || {
+                format!("non-finite score {u}")
+            })?;
+        }
+    }
+    edges::cover_every_test(dir)?;
+    oracle::decoder_matches_llvm_cov(dir)
+}

@@ -1,0 +1,345 @@
+//! The report formats end to end: human, JSON and SARIF snapshots, SARIF against the official
+//! schema and Microsoft's Multitool, the HTML report in a real browser, the measures catalogue
+//! and GZoltar matrices imported with `analyze`.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::process::Command;
+
+use libtest_mimic::Trial;
+use serde_json::Value;
+
+use crate::support::webdriver::Browser;
+use crate::support::{Result, check, check_exit, copy_fixture, root, sfl, show, tool};
+
+pub fn trials() -> Vec<Trial> {
+    vec![
+        Trial::test("snapshot::outputs", snapshots),
+        Trial::test("analyze::gzoltar_doric_minmax", analyze_gzoltar_doric_minmax),
+        Trial::test("measures::catalogue", measures_catalogue),
+        Trial::test("sarif::validates", sarif_validates),
+        Trial::test("html::report_in_a_browser", html_report_in_a_browser),
+    ]
+}
+
+/// Snapshots of the human and JSON reports (paths and durations redacted) and of `--help`.
+fn snapshots() -> Result {
+    let tmp = copy_fixture("minmax");
+    let human = sfl(&["--top", "5", "-m", "ochiai", "-m", "naish2"], tmp.path());
+    check(human.status.success(), || show(&human))?;
+    let json = sfl(&["report", "--format", "json"], tmp.path());
+    check(json.status.success(), || show(&json))?;
+    let help = sfl(&["--help"], tmp.path());
+    let catalogue = sfl(&["measures"], tmp.path());
+    let sarif = sfl(&["report", "--format", "sarif", "--top", "2"], tmp.path());
+    let imported = sfl(
+        &[
+            "analyze",
+            "--gzoltar",
+            gzoltar_minmax().to_str().unwrap(),
+            "-m",
+            "cl-u",
+            "-m",
+            "dstar",
+            "--no-group",
+        ],
+        tmp.path(),
+    );
+    check(imported.status.success(), || show(&imported))?;
+    let repo = root().to_string_lossy().into_owned();
+    let root = tmp.path().to_string_lossy().into_owned();
+    let redact = |b: &[u8]| {
+        let s = String::from_utf8_lossy(b).replace(&root, "[ROOT]");
+        s.lines()
+            .map(|l| match l.find("\"duration_ms\": ") {
+                Some(i) => format!(
+                    "{}\"duration_ms\": [MS]{}",
+                    &l[..i],
+                    if l.ends_with(',') { "," } else { "" }
+                ),
+                None => l.to_string(),
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    let mut settings = insta::Settings::clone_current();
+    settings.set_snapshot_path(root_snapshots());
+    settings.set_prepend_module_to_snapshot(false);
+    settings.bind(|| {
+        insta::assert_snapshot!("minmax_human", redact(&human.stdout));
+        insta::assert_snapshot!("minmax_json", redact(&json.stdout));
+        insta::assert_snapshot!("help", redact(&help.stdout));
+        insta::assert_snapshot!("measures", redact(&catalogue.stdout));
+        insta::assert_snapshot!(
+            "minmax_sarif",
+            redact(&sarif.stdout).replace(env!("CARGO_PKG_VERSION"), "[VERSION]")
+        );
+        insta::assert_snapshot!(
+            "gzoltar_minmax_human",
+            redact(&imported.stdout).replace(&repo, "[REPO]")
+        );
+    });
+    Ok(())
+}
+
+/// `cargo sfl analyze --gzoltar` on Doric's minmax matrix gives the paper's cl and P(f).
+fn analyze_gzoltar_doric_minmax() -> Result {
+    let dir = gzoltar_minmax();
+    let dir = dir.to_str().unwrap();
+    let out = sfl(
+        &[
+            "analyze",
+            "--gzoltar",
+            dir,
+            "-m",
+            "cl",
+            "-m",
+            "fault-likelihood",
+            "--no-group",
+            "--format",
+            "json",
+        ],
+        &root(),
+    );
+    check(out.status.success(), || show(&out))?;
+    let report: Value = serde_json::from_slice(&out.stdout)?;
+    let by_name = |ranking: usize| -> BTreeMap<String, (f64, bool)> {
+        report["rankings"][ranking]["units"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|u| {
+                let name = u["name"].as_str().unwrap().to_string();
+                (
+                    name,
+                    (u["score"].as_f64().unwrap(), u["certain"].as_bool().unwrap_or(false)),
+                )
+            })
+            .collect()
+    };
+    let close = |got: &BTreeMap<String, (f64, bool)>, want: &[(&str, f64)]| -> Result {
+        check(got.len() == want.len(), || format!("{got:?}"))?;
+        for (name, w) in want {
+            let g = got[*name].0;
+            check((g - w).abs() < 1e-12, || format!("{name}: {g} != {w} in {got:?}"))?;
+        }
+        Ok(())
+    };
+    let cl = by_name(0);
+    close(
+        &cl,
+        &[
+            ("minmax#u2", 1.0 / 6.0),
+            ("minmax#u3", 5.0 / 9.0),
+            ("minmax#u4", 1.0 / 6.0),
+        ],
+    )?;
+    check(report["rankings"][0]["units"][0]["name"] == "minmax#u3", || show(&out))?;
+    let pf = by_name(1);
+    close(
+        &pf,
+        &[("minmax#u2", 2.0 / 3.0), ("minmax#u3", 1.0), ("minmax#u4", 2.0 / 3.0)],
+    )?;
+    check(pf["minmax#u3"].1 && !pf["minmax#u2"].1, || show(&out))?;
+    check(report["tests"][0]["name"] == "t1", || show(&out))?;
+    // A malformed matrix is refused with exit code 5 and the offending line.
+    let tmp = tempfile::tempdir()?;
+    std::fs::write(tmp.path().join("spectra.csv"), "name\nu1\n")?;
+    std::fs::write(tmp.path().join("matrix.txt"), "1 -\n1 0 +\n")?;
+    let bad = sfl(&["analyze", "--gzoltar", tmp.path().to_str().unwrap()], &root());
+    check_exit(&bad, 5, &bad.stderr, &["matrix.txt line 2"])
+}
+
+/// `cargo sfl measures --format json` lists at least 100 measures, each findable by name.
+fn measures_catalogue() -> Result {
+    let out = sfl(&["measures", "--format", "json"], &root());
+    check(out.status.success(), || show(&out))?;
+    let v: Value = serde_json::from_slice(&out.stdout)?;
+    let list = v["measures"].as_array().unwrap();
+    check(list.len() >= 100, || format!("{} measures", list.len()))?;
+    for m in list {
+        let name = m["name"].as_str().unwrap();
+        check(
+            !m["formula"].as_str().unwrap().is_empty() && !m["citation"].as_str().unwrap().is_empty(),
+            || format!("{name} lacks a formula or citation"),
+        )?;
+        // Every listed name works as --measure.
+        if ["ochiai", "cl", "gp05"].contains(&name) {
+            let r = sfl(
+                &["analyze", "--gzoltar", gzoltar_minmax().to_str().unwrap(), "-m", name],
+                &root(),
+            );
+            check(r.status.success(), || show(&r))?;
+        }
+    }
+    Ok(())
+}
+
+/// `--format sarif` validates against the official SARIF 2.1.0 schema and passes Microsoft's
+/// SARIF Multitool with no error-level result; its content points at the fault.
+fn sarif_validates() -> Result {
+    let tmp = copy_fixture("minmax");
+    let out = sfl(
+        &[
+            "--format", "sarif", "--top", "3", "-m", "ochiai", "-m", "cl", "-m", "cp",
+        ],
+        tmp.path(),
+    );
+    check(out.status.success(), || show(&out))?;
+    let log: Value = serde_json::from_slice(&out.stdout)?;
+
+    // The official schema's `language` pattern has a bare `]`, a literal in ECMAScript but an
+    // error for Rust's regex engine: escape it (the same pattern in both dialects).
+    let text = std::fs::read_to_string(tool("SFL_SARIF_SCHEMA", "sarif-2.1.0.json")?)?;
+    let bare = r#""^[a-zA-Z]{2}|^[a-zA-Z]{2}-[a-zA-Z]{2}]?$""#;
+    check(text.contains(bare), || "the schema's language pattern changed".into())?;
+    let schema: Value = serde_json::from_str(&text.replace(bare, r#""^[a-zA-Z]{2}|^[a-zA-Z]{2}-[a-zA-Z]{2}\\]?$""#))?;
+    let validator = jsonschema::validator_for(&schema).map_err(|e| format!("schema: {e}"))?;
+    let errors: Vec<String> = validator
+        .iter_errors(&log)
+        .map(|e| format!("{} at {}", e, e.instance_path()))
+        .collect();
+    check(errors.is_empty(), || errors.join("\n"))?;
+    // The check is live: a log with a wrong version or a result without a message fails it.
+    let mut broken = log.clone();
+    broken["version"] = "9.9".into();
+    broken["runs"][0]["results"][0]
+        .as_object_mut()
+        .unwrap()
+        .remove("message");
+    check(validator.iter_errors(&broken).count() >= 2, || {
+        "a broken log passed the schema".into()
+    })?;
+
+    let file = tmp.path().join("report.sarif");
+    std::fs::write(&file, &out.stdout)?;
+    let validated = tmp.path().join("validation.sarif");
+    let mt = Command::new(tool(
+        "SFL_SARIF_MULTITOOL",
+        "node_modules/@microsoft/sarif-multitool-linux/Sarif.Multitool",
+    )?)
+    .arg("validate")
+    .arg(&file)
+    .arg("-o")
+    .arg(&validated)
+    .output()?;
+    check(mt.status.success(), || show(&mt))?;
+    let v: Value = serde_json::from_slice(&std::fs::read(&validated)?)?;
+    let problems: Vec<&Value> = v["runs"][0]["results"].as_array().unwrap().iter().collect();
+    let errors: Vec<&&Value> = problems.iter().filter(|r| r["level"] == "error").collect();
+    check(errors.is_empty(), || format!("Multitool errors: {errors:#?}"))?;
+
+    let run = &log["runs"][0];
+    let results = run["results"].as_array().unwrap();
+    check(run["tool"]["driver"]["rules"].as_array().unwrap().len() == 3, || {
+        "three rules".into()
+    })?;
+    check(results.len() == 9, || format!("{} results", results.len()))?;
+    let top = &results[0];
+    let region = &top["locations"][0]["physicalLocation"];
+    check(
+        region["artifactLocation"]["uri"] == "src/lib.rs"
+            && region["artifactLocation"]["uriBaseId"] == "SRCROOT"
+            && region["region"]["startLine"] == 16,
+        || format!("{top:#}"),
+    )?;
+    check(
+        top["ruleId"] == "sfl/ochiai" && top["partialFingerprints"]["cargoSflLines/v1"].is_string(),
+        || format!("{top:#}"),
+    )?;
+    // The failing tests are related locations, at their panic site.
+    let related = top["relatedLocations"].as_array().unwrap();
+    check(
+        related
+            .iter()
+            .filter(|r| r["physicalLocation"]["region"]["startLine"] == 30)
+            .count()
+            == 3,
+        || format!("{related:#?}"),
+    )?;
+    // cl results carry the probability; cp results a score and no probability.
+    check(results[3]["properties"]["probability"].is_number(), || {
+        format!("{:#}", results[3])
+    })?;
+    check(
+        results[6]["ruleId"] == "sfl/cp"
+            && results[6]["properties"]["score"].is_number()
+            && results[6]["properties"]["probability"].is_null(),
+        || format!("{:#}", results[6]),
+    )
+}
+
+/// The HTML report in a real headless browser: the top suspect, switching measures, "not the
+/// bug" re-ranking by Doric's cl-u exactly as `cargo sfl -m cl-u` does, and screenshots kept in
+/// target/test-artifacts/.
+fn html_report_in_a_browser() -> Result {
+    let tmp = copy_fixture("minmax");
+    let out_dir = tmp.path().join("report");
+    let out = sfl(&["--format", "html", "--output", out_dir.to_str().unwrap()], tmp.path());
+    check(out.status.success(), || show(&out))?;
+    let page = out_dir.join("index.html");
+    let html = std::fs::read_to_string(&page)?;
+    check(!html.contains("http://") && !html.contains("https://"), || {
+        "the page must not need the network".into()
+    })?;
+    // What cl-u inspects second, for comparison with the page.
+    let clu = sfl(&["report", "-m", "cl-u", "--format", "json"], tmp.path());
+    let clu: Value = serde_json::from_slice(&clu.stdout)?;
+    let clu_second = clu["rankings"][0]["units"][1]["line"].as_u64().unwrap();
+
+    let browser = Browser::start(&tmp.path().join("chromium-profile"))?;
+    browser.open(&format!("file://{}", page.display()))?;
+    let artifacts = root().join("target/test-artifacts");
+    browser.screenshot(&artifacts.join("html-report.png"))?;
+    let rows = ranking_rows(&browser)?;
+    check(rows.first().map(String::as_str) == Some("src/lib.rs:16"), || {
+        format!("ochiai rows {rows:?}")
+    })?;
+
+    browser.click("#measure option[value='cl']")?;
+    let rows = ranking_rows(&browser)?;
+    check(rows.first().map(String::as_str) == Some("src/lib.rs:44-46"), || {
+        format!("cl rows {rows:?}")
+    })?;
+
+    browser.click("#ranking tbody tr:first-child button.refute")?;
+    let rows = ranking_rows(&browser)?;
+    check(
+        rows.first().map(String::as_str) == Some(format!("src/lib.rs:{clu_second}").as_str()),
+        || format!("after 'not the bug': {rows:?}, cl-u's second pick is line {clu_second}"),
+    )?;
+    check(!rows.iter().any(|r| r == "src/lib.rs:44-46"), || {
+        format!("refuted entry still ranked: {rows:?}")
+    })?;
+    let notice = browser.script("return document.getElementById('notice').innerText")?;
+    let notice = notice.as_str().unwrap_or("");
+    check(
+        notice.contains("src/lib.rs:44-46") && notice.contains("Assumed"),
+        || notice.to_string(),
+    )?;
+    let selected = browser.script("return document.getElementById('measure').value")?;
+    check(selected.as_str().is_some_and(|s| s.starts_with("cl-u")), || {
+        format!("{selected}")
+    })?;
+    browser.screenshot(&artifacts.join("html-report-after-not-the-bug.png"))
+}
+
+/// The ranking table's rows, top first, by their location label.
+fn ranking_rows(browser: &Browser) -> Result<Vec<String>> {
+    let v = browser.script("return [...document.querySelectorAll('#ranking tbody tr')].map(r => r.dataset.loc)")?;
+    Ok(v.as_array()
+        .ok_or("no rows")?
+        .iter()
+        .filter_map(|x| x.as_str().map(String::from))
+        .collect())
+}
+
+/// Where the insta snapshots live (insta's default would follow this module's path).
+fn root_snapshots() -> PathBuf {
+    root().join("tests/snapshots")
+}
+
+/// Doric's minmax example as a GZoltar matrix.
+fn gzoltar_minmax() -> PathBuf {
+    root().join("fixtures/gzoltar-minmax")
+}

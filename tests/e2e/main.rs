@@ -1,0 +1,31 @@
+//! End-to-end tests: the real `cargo-sfl` binary on the faulty fixtures and the report formats,
+//! one libtest-mimic trial per fixture or behaviour, each in its own copy of its fixture.
+
+mod ci;
+mod edges;
+mod eval;
+mod exits;
+mod fixtures;
+mod formats;
+mod oracle;
+mod shards;
+mod support;
+
+use libtest_mimic::{Arguments, Trial};
+
+fn main() {
+    let args = Arguments::from_args();
+    let trials: Vec<Trial> = [
+        fixtures::trials(),
+        exits::trials(),
+        formats::trials(),
+        shards::trials(),
+        ci::trials(),
+        eval::trials(),
+        edges::trials(),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    libtest_mimic::run(&args, trials).exit();
+}

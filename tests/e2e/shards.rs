@@ -1,0 +1,108 @@
+//! Sharded runs: `--partition` shards of a workspace merge back into exactly the unsharded
+//! matrix and report, and shards built from different sources are refused.
+
+use std::path::Path;
+
+use libtest_mimic::Trial;
+use serde_json::Value;
+
+use crate::support::{Result, check, check_exit, copy_fixture, sfl, show};
+
+pub fn trials() -> Vec<Trial> {
+    vec![Trial::test(
+        "shard::merge_equals_unsharded",
+        shards_merge_into_the_unsharded_matrix,
+    )]
+}
+
+/// The saved spectra without what differs between runs (durations, the partition tag).
+fn normalized_spectra(path: &Path) -> Result<Value> {
+    let mut v = without_durations(&std::fs::read(path)?)?;
+    v.as_object_mut().unwrap().remove("partition");
+    Ok(v)
+}
+
+/// A report or saved spectra without its tests' durations, which differ between runs.
+fn without_durations(json: &[u8]) -> Result<Value> {
+    let mut v: Value = serde_json::from_slice(json)?;
+    for t in v["tests"].as_array_mut().unwrap() {
+        t.as_object_mut().unwrap().remove("duration_ms");
+    }
+    Ok(v)
+}
+
+/// Three `count` shards and two `hash` shards of the workspace fixture merge into exactly the
+/// unsharded matrix and report; shards of different sources are refused.
+fn shards_merge_into_the_unsharded_matrix() -> Result {
+    let tmp = copy_fixture("workspace");
+    let dir = tmp.path();
+    let full = sfl(&["--workspace", "--format", "json"], dir);
+    check(full.status.success(), || show(&full))?;
+    let whole = normalized_spectra(&dir.join("target/sfl/spectra.json"))?;
+    for (kind, n) in [("count", 3), ("hash", 2)] {
+        let mut files = Vec::new();
+        for k in 1..=n {
+            let file = dir.join(format!("{kind}{k}.json"));
+            let part = format!("{kind}:{k}/{n}");
+            let out = sfl(
+                &[
+                    "--workspace",
+                    "--partition",
+                    &part,
+                    "--save-spectra",
+                    file.to_str().unwrap(),
+                ],
+                dir,
+            );
+            // A shard may hold no failing test (exit 3) or no test at all (exit 4).
+            check(matches!(out.status.code(), Some(0 | 3 | 4)), || show(&out))?;
+            if file.exists() {
+                files.push(file.to_str().unwrap().to_string());
+            }
+        }
+        let merged_file = dir.join(format!("{kind}-merged.json"));
+        let mut args = vec!["merge".to_string()];
+        args.extend(files.iter().cloned());
+        args.extend([
+            "--save-spectra".into(),
+            merged_file.to_str().unwrap().into(),
+            "--format".into(),
+            "json".into(),
+        ]);
+        let merged = sfl(&args.iter().map(String::as_str).collect::<Vec<_>>(), dir);
+        check(merged.status.success(), || show(&merged))?;
+        let got = normalized_spectra(&merged_file)?;
+        check(got == whole, || {
+            format!("{kind}: merged spectra differ from the unsharded run")
+        })?;
+        check(
+            without_durations(&merged.stdout)? == without_durations(&full.stdout)?,
+            || format!("{kind}: merged report differs"),
+        )?;
+    }
+    // A shard built from changed sources is refused.
+    let lib = dir.join("core/src/lib.rs");
+    let text = std::fs::read_to_string(&lib)?;
+    std::fs::write(&lib, format!("{text}\n// changed\n"))?;
+    let changed = dir.join("changed.json");
+    let out = sfl(
+        &[
+            "--workspace",
+            "--partition",
+            "count:1/3",
+            "--save-spectra",
+            changed.to_str().unwrap(),
+        ],
+        dir,
+    );
+    check(changed.exists(), || show(&out))?;
+    let bad = sfl(
+        &[
+            "merge",
+            changed.to_str().unwrap(),
+            dir.join("count2.json").to_str().unwrap(),
+        ],
+        dir,
+    );
+    check_exit(&bad, 5, &bad.stderr, &["different sources"])
+}

@@ -1,0 +1,119 @@
+//! What every end-to-end trial shares: a private copy of a fixture, running the real binary,
+//! turning a failed expectation into a trial failure, and finding the external tools.
+
+pub mod webdriver;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use libtest_mimic::Failed;
+
+pub type Result<T = ()> = std::result::Result<T, Failed>;
+
+/// The repository root (where `fixtures/`, `tests/` and `target/` are).
+pub fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Copies a fixture (without its target dir) into a fresh temp dir.
+pub fn copy_fixture(name: &str) -> tempfile::TempDir {
+    let dir = tempfile::Builder::new()
+        .prefix(&format!("sfl-{name}-"))
+        .tempdir()
+        .unwrap();
+    copy_tree(&root().join("fixtures").join(name), dir.path());
+    dir
+}
+
+fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap().flatten() {
+        let name = e.file_name();
+        if name == "target" {
+            continue;
+        }
+        let (src, dst) = (e.path(), to.join(&name));
+        if src.is_dir() {
+            copy_tree(&src, &dst);
+        } else {
+            std::fs::copy(&src, &dst).unwrap();
+        }
+    }
+}
+
+/// `cargo sfl` as cargo would start it, in `dir`; for runs that need their own environment.
+pub fn sfl_command(dir: &Path) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_cargo-sfl"));
+    command.arg("sfl").current_dir(dir);
+    command
+}
+
+/// Runs `cargo sfl ARGS` in `dir`.
+pub fn sfl(args: &[&str], dir: &Path) -> Output {
+    sfl_command(dir).args(args).output().unwrap()
+}
+
+pub fn check(cond: bool, msg: impl FnOnce() -> String) -> Result {
+    if cond { Ok(()) } else { Err(msg().into()) }
+}
+
+/// Checks that a run exited with `code` and that `stream`, its stdout or stderr, says each of
+/// `says`.
+pub fn check_exit(out: &Output, code: i32, stream: &[u8], says: &[&str]) -> Result {
+    check(out.status.code() == Some(code), || show(out))?;
+    let text = String::from_utf8_lossy(stream);
+    check(says.iter().all(|s| text.contains(s)), || show(out))
+}
+
+/// A finished command's exit code and output, for failure messages.
+pub fn show(out: &Output) -> String {
+    format!(
+        "status {:?}\n--- stdout\n{}\n--- stderr\n{}",
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+/// The fault lines of a fixture, from its `faults.toml`.
+pub fn faults(dir: &Path) -> Vec<(String, u32)> {
+    let text = std::fs::read_to_string(dir.join("faults.toml")).unwrap();
+    let doc: toml::Table = text.parse().unwrap();
+    let mut out = Vec::new();
+    for f in doc["fault"].as_array().unwrap() {
+        let file = f["file"].as_str().unwrap().to_string();
+        for l in f["lines"].as_array().unwrap() {
+            out.push((file.clone(), l.as_integer().unwrap() as u32));
+        }
+    }
+    out
+}
+
+/// An LLVM tool of the active toolchain's llvm-tools component.
+pub fn llvm_tool(name: &str) -> Result<PathBuf> {
+    let out = Command::new("rustc")
+        .args(["--print", "target-libdir"])
+        .output()
+        .map_err(|e| format!("rustc: {e}"))?;
+    let libdir = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
+    let tool = libdir.parent().unwrap().join("bin").join(name);
+    check(tool.exists(), || {
+        format!(
+            "{} is missing: run `rustup component add llvm-tools-preview` (.ci/run does)",
+            tool.display()
+        )
+    })?;
+    Ok(tool)
+}
+
+/// A tool installed by `.ci/setup` under target/tools (or named by an environment variable).
+pub fn tool(env: &str, relative: &str) -> Result<PathBuf> {
+    let path = std::env::var_os(env)
+        .map(PathBuf::from)
+        .unwrap_or_else(|| root().join("target/tools").join(relative));
+    if path.exists() {
+        Ok(path)
+    } else {
+        Err(format!("{} is missing: run .ci/setup (or set {env})", path.display()).into())
+    }
+}
