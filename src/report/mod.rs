@@ -318,7 +318,10 @@ mod tests {
         let s = matrix(&["11+", "10+"]);
         let a = Analysis::new(&s, true);
         let rankings = vec![rank(&a, find("ochiai").unwrap(), &Options::default())];
-        assert_eq!(render(Format::Human, &a, &rankings, &view()), Rendered::Text(no_failures(&a)));
+        assert_eq!(
+            render(Format::Human, &a, &rankings, &view()),
+            Rendered::Text(no_failures(&a))
+        );
         assert!(no_failures(&a).starts_with("No failing tests: all 2 tests that ran passed"));
     }
 

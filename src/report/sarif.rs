@@ -390,10 +390,7 @@ fn rule(m: &Measure) -> Rule {
     Rule {
         id: rule_id(m.name),
         name: m.name,
-        short_description: Message::text(format!(
-            "Line the failing tests point at, by the {} measure.",
-            m.name
-        )),
+        short_description: Message::text(format!("Line the failing tests point at, by the {} measure.", m.name)),
         full_description: Message::text(format!("{}: {}.", m.name, m.formula)),
         help: Message {
             text: format!(
