@@ -15,6 +15,7 @@ use serde_json::{Value, json};
 use super::{Conventions, Summary, View, spans, test_label};
 use crate::analysis::Analysis;
 use crate::rank::Ranking;
+use crate::spectra::BitSet;
 
 /// Passing tests listed per line (the rest are counted).
 const PASSING_SHOWN: usize = 20;
@@ -79,31 +80,7 @@ fn data(a: &Analysis, rankings: &[Ranking], view: &View) -> Value {
         })
         .collect();
 
-    let groups: Vec<Value> = a
-        .groups
-        .iter()
-        .map(|g| {
-            let col = &s.coverage[g.units[0]];
-            let fails: Vec<usize> = col.ones_and(&fail).map(|t| position[&t]).collect();
-            let passes: Vec<usize> = col.ones_and(&pass).collect();
-            let label = match s.units[g.units[0]].name() {
-                Some(name) => name.to_string(),
-                None => spans(&g.units, &s.units)
-                    .iter()
-                    .map(|fs| format!("{}:{}", fs.file, fs.runs()))
-                    .collect::<Vec<_>>()
-                    .join(" "),
-            };
-            json!({
-                "label": label,
-                "units": g.units,
-                "ef": g.counts.ef, "ep": g.counts.ep, "nf": g.counts.nf, "np": g.counts.np,
-                "fail": fails,
-                "pass": passes.iter().take(PASSING_SHOWN).collect::<Vec<_>>(),
-                "passMore": passes.len().saturating_sub(PASSING_SHOWN),
-            })
-        })
-        .collect();
+    let groups = groups(a, &fail, &pass, &position);
 
     // ρ_k of each failing test: units it runs (all of them, as cl counts them).
     let mut rho = vec![0usize; failing.len()];
@@ -138,6 +115,36 @@ fn data(a: &Analysis, rankings: &[Ranking], view: &View) -> Value {
             })).collect::<Vec<_>>(),
         })).collect::<Vec<_>>(),
     })
+}
+
+/// Each group: its label, units, counts, the failing tests (positions in `failing`) and the
+/// first passing tests that ran it.
+fn groups(a: &Analysis, fail: &BitSet, pass: &BitSet, position: &BTreeMap<usize, usize>) -> Vec<Value> {
+    let s = a.spectra;
+    a.groups
+        .iter()
+        .map(|g| {
+            let col = &s.coverage[g.units[0]];
+            let fails: Vec<usize> = col.ones_and(fail).map(|t| position[&t]).collect();
+            let passes: Vec<usize> = col.ones_and(pass).collect();
+            let label = match s.units[g.units[0]].name() {
+                Some(name) => name.to_string(),
+                None => spans(&g.units, &s.units)
+                    .iter()
+                    .map(|fs| format!("{}:{}", fs.file, fs.runs()))
+                    .collect::<Vec<_>>()
+                    .join(" "),
+            };
+            json!({
+                "label": label,
+                "units": g.units,
+                "ef": g.counts.ef, "ep": g.counts.ep, "nf": g.counts.nf, "np": g.counts.np,
+                "fail": fails,
+                "pass": passes.iter().take(PASSING_SHOWN).collect::<Vec<_>>(),
+                "passMore": passes.len().saturating_sub(PASSING_SHOWN),
+            })
+        })
+        .collect()
 }
 
 /// The whole page.

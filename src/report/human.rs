@@ -7,7 +7,7 @@ use std::path::Path;
 use super::{Sources, Summary, View, fmt_score, spans};
 use crate::analysis::{Analysis, Options};
 use crate::rank::{Ranked, Ranking};
-use crate::spectra::Spectra;
+use crate::spectra::{Spectra, Unit};
 
 /// The failing tests with their messages.
 pub fn failing_tests(spectra: &Spectra) -> String {
@@ -136,11 +136,6 @@ fn human_ranking(out: &mut String, a: &Analysis, r: &Ranking, view: &View, sourc
     let top = view.top;
     let units = &a.spectra.units;
     let shown = &r.entries[..top.min(r.entries.len())];
-    let what = if r.measure.is_probability() {
-        "probability"
-    } else {
-        "score"
-    };
     let order = if r.ht.is_some() {
         " in the order a person is expected to reach them (HT_Rank model, E[T] = expected steps)"
     } else {
@@ -163,28 +158,7 @@ fn human_ranking(out: &mut String, a: &Analysis, r: &Ranking, view: &View, sourc
             files.push(file_of(x));
         }
     }
-    let line = |x: &Ranked, location: &str, src: &str| {
-        let tie = if x.tied > 1 {
-            format!("={}", x.tied)
-        } else {
-            String::new()
-        };
-        let certain = match (x.certain, x.changed) {
-            (true, true) => " certain changed",
-            (true, false) => " certain",
-            (false, true) => " changed",
-            (false, false) => "",
-        };
-        let time = x.expected_time.map(|t| format!("  E[T] {t:>7.1}")).unwrap_or_default();
-        format!(
-            "    rank {:>5} {:<4} {what} {:>8}{time}  ef {:>3} ep {:>3}{certain}  {location:>5} | {src}",
-            fmt_rank(x.rank),
-            tie,
-            fmt_score(r.measure, x),
-            x.counts.ef,
-            x.counts.ep,
-        )
-    };
+    let line = |x: &Ranked, location: &str, src: &str| entry_line(r, x, location, src);
     for f in files {
         let _ = writeln!(out, "  {}", console::style(f).cyan().bold());
         for x in shown.iter().filter(|x| !named(x) && file_of(x) == f) {
@@ -192,21 +166,7 @@ fn human_ranking(out: &mut String, a: &Analysis, r: &Ranking, view: &View, sourc
             let first = &units[group[0]];
             let mut src = sources.line(&first.file, first.line).unwrap_or("").trim().to_string();
             if group.len() > 1 {
-                let all: Vec<String> = spans(group, units)
-                    .iter()
-                    .map(|fs| {
-                        if fs.file == first.file {
-                            fs.runs()
-                        } else {
-                            format!("{}:{}", fs.file, fs.runs())
-                        }
-                    })
-                    .collect();
-                let mut list = all.join(", ");
-                if list.chars().count() > 60 {
-                    list = list.chars().take(59).collect::<String>() + "…";
-                }
-                let _ = write!(src, "   (+{} lines alike: {list})", group.len() - 1);
+                let _ = write!(src, "   (+{} lines alike: {})", group.len() - 1, alike(group, units));
             }
             let text = line(x, &first.line.to_string(), &src);
             let text = if x.rank <= 1.0 {
@@ -245,6 +205,57 @@ fn human_ranking(out: &mut String, a: &Analysis, r: &Ranking, view: &View, sourc
                 fmt_rank(last.rank)
             );
         }
+    }
+}
+
+/// One entry: its rank, score and counts, then `location | src`.
+fn entry_line(r: &Ranking, x: &Ranked, location: &str, src: &str) -> String {
+    let what = if r.measure.is_probability() {
+        "probability"
+    } else {
+        "score"
+    };
+    let tie = if x.tied > 1 {
+        format!("={}", x.tied)
+    } else {
+        String::new()
+    };
+    let certain = match (x.certain, x.changed) {
+        (true, true) => " certain changed",
+        (true, false) => " certain",
+        (false, true) => " changed",
+        (false, false) => "",
+    };
+    let time = x.expected_time.map(|t| format!("  E[T] {t:>7.1}")).unwrap_or_default();
+    format!(
+        "    rank {:>5} {:<4} {what} {:>8}{time}  ef {:>3} ep {:>3}{certain}  {location:>5} | {src}",
+        fmt_rank(x.rank),
+        tie,
+        fmt_score(r.measure, x),
+        x.counts.ef,
+        x.counts.ep,
+    )
+}
+
+/// A group's lines in short: spans in the first line's file bare, others prefixed with their
+/// file; cut to 60 characters.
+fn alike(group: &[usize], units: &[Unit]) -> String {
+    let first = &units[group[0]];
+    let all: Vec<String> = spans(group, units)
+        .iter()
+        .map(|fs| {
+            if fs.file == first.file {
+                fs.runs()
+            } else {
+                format!("{}:{}", fs.file, fs.runs())
+            }
+        })
+        .collect();
+    let list = all.join(", ");
+    if list.chars().count() > 60 {
+        list.chars().take(59).collect::<String>() + "…"
+    } else {
+        list
     }
 }
 
