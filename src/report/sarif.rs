@@ -307,13 +307,13 @@ pub fn sarif(a: &Analysis, rankings: &[Ranking], view: &View) -> String {
         .enumerate()
         .map(|(i, t)| failing_test(i + 1, t, workspace, &prefix))
         .collect();
+    let at = Place {
+        prefix: &prefix,
+        related: &related,
+    };
     let mut results = Vec::new();
     for (rule_index, r) in rankings.iter().enumerate() {
         for x in r.entries.iter().take(view.top) {
-            let at = Place {
-                prefix: &prefix,
-                related: &related,
-            };
             results.push(result(a, r, rule_index, x, &at, &mut sources));
         }
     }
