@@ -232,6 +232,17 @@ pub enum Format {
     Html,
 }
 
+impl From<Format> for crate::report::Format {
+    fn from(f: Format) -> Self {
+        match f {
+            Format::Human => Self::Human,
+            Format::Json => Self::Json,
+            Format::Sarif => Self::Sarif,
+            Format::Html => Self::Html,
+        }
+    }
+}
+
 /// `--order`.
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Order {

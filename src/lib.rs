@@ -4,7 +4,7 @@
 //! (one process per test, continuous-mode profiles) → [`decode`] ([`covmap`] + [`profraw`] +
 //! [`lines`]: per-test line coverage) → [`spectra`] (the coverage matrix, saved and reloaded)
 //! → [`analysis`] (ambiguity groups, the all-failing core, scores under every option) with
-//! [`measures`] (the catalogue and Doric's measures) → [`rank`] → [`report`] (human and JSON).
+//! [`measures`] (the catalogue and Doric's measures) → [`rank`] → [`report`] (human, JSON, SARIF, HTML).
 //! [`gzoltar`] imports matrices from other tools.
 //! [`cli`] parses arguments and [`pipeline`] drives the stages.
 
@@ -21,7 +21,6 @@ pub mod eval;
 pub mod faults;
 pub mod gzoltar;
 pub mod hitting;
-pub mod html;
 pub mod lines;
 pub mod measures;
 pub mod pipeline;
@@ -29,7 +28,6 @@ pub mod profraw;
 pub mod rank;
 pub mod report;
 pub mod runner;
-pub mod sarif;
 pub mod spectra;
 pub mod testcode;
 pub mod ui;

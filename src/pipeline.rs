@@ -785,8 +785,8 @@ pub fn report(args: &ReportArgs) -> anyhow::Result<i32> {
 /// `cargo sfl measures`: the catalogue.
 pub fn measures(args: &MeasuresArgs) -> anyhow::Result<i32> {
     let text = match args.format {
-        ListFormat::Human => report::catalogue_human(),
-        ListFormat::Json => report::catalogue_json(),
+        ListFormat::Human => report::catalogue::human(),
+        ListFormat::Json => report::catalogue::json(),
     };
     write_output(None, &text)?;
     Ok(exit::REPORTED)
@@ -943,20 +943,15 @@ pub fn emit(spectra: &Spectra, out: &OutputArgs) -> anyhow::Result<i32> {
         top: out.top,
         diff_base: out.diff_base.as_deref(),
     };
-    let text = match out.format {
-        Format::Json => Some(report::json(&analysis, &rankings, &view)),
-        Format::Sarif => Some(crate::sarif::sarif(&analysis, &rankings, &view)),
-        Format::Html => None,
-        Format::Human if summary.failing() == 0 => Some(report::no_failures(&analysis)),
-        Format::Human => Some(report::human(&analysis, &rankings, &view)),
-    };
-    match text {
-        Some(text) => write_output(out.output.as_deref(), &text)?,
-        None => {
+    match report::render(out.format.into(), &analysis, &rankings, &view) {
+        report::Rendered::Text(text) => write_output(out.output.as_deref(), &text)?,
+        report::Rendered::Page { file_name, html } => {
             let dir = out.output.as_deref().ok_or_else(|| {
                 SflError::Usage("--format html needs --output DIR (the page is written there)".into())
             })?;
-            let page = crate::html::write(&analysis, &rankings, &view, dir)
+            let page = dir.join(file_name);
+            std::fs::create_dir_all(dir)
+                .and_then(|()| std::fs::write(&page, html))
                 .with_context(|| format!("cannot write the HTML report into {}", dir.display()))?;
             ui::status("Wrote", page.display().to_string());
         }

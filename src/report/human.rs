@@ -1,0 +1,286 @@
+//! The terminal report: the summary, the failing tests with their messages, then each
+//! measure's top entries grouped by file with their source lines.
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+use super::{Sources, Summary, View, fmt_score, spans};
+use crate::analysis::{Analysis, Options};
+use crate::rank::{Ranked, Ranking};
+use crate::spectra::{Spectra, Unit};
+
+/// The failing tests with their messages.
+pub fn failing_tests(spectra: &Spectra) -> String {
+    let mut out = String::new();
+    let failing: Vec<_> = spectra.tests.iter().filter(|t| t.outcome.is_failing()).collect();
+    if failing.is_empty() {
+        return out;
+    }
+    let _ = writeln!(out, "Failing tests ({}):", failing.len());
+    for t in failing {
+        let _ = writeln!(
+            out,
+            "  {:<9} {} {}",
+            t.outcome.as_str().to_uppercase(),
+            t.binary,
+            t.name
+        );
+        if let Some(m) = &t.message {
+            for l in m.lines() {
+                let _ = writeln!(out, "            {l}");
+            }
+        }
+    }
+    out
+}
+
+/// Options that differ from the defaults, in words (empty when none do).
+fn option_notes(opts: &Options) -> Vec<String> {
+    let mut notes = Vec::new();
+    if opts.smoothing {
+        notes.push("counts smoothed by +0.5".to_string());
+    }
+    if opts.clone_failing > 1 {
+        notes.push(format!("failing tests counted {} times", opts.clone_failing));
+    }
+    if opts.optimise {
+        notes.push("Opt_w: lines run by every failing test first".to_string());
+    }
+    if !opts.group {
+        notes.push("one entry per line".to_string());
+    }
+    notes
+}
+
+/// The human report: summary, failing tests, then each measure's top-N entries by file.
+pub fn human(a: &Analysis, rankings: &[Ranking], view: &View) -> String {
+    let spectra = a.spectra;
+    let sum = Summary::of(a);
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "{} tests: {} passed, {} failed, {} timed out, {} crashed, {} ignored",
+        sum.tests, sum.passed, sum.failed, sum.timed_out, sum.crashed, sum.ignored
+    );
+    let (noun, place) = if sum.files == 0 {
+        ("units", String::new())
+    } else {
+        ("lines", format!(" in {} files", sum.files))
+    };
+    let _ = writeln!(
+        out,
+        "{} {noun}{place}, {} run by some test, {} by a failing test ({} entries after merging {noun} with identical coverage)",
+        sum.units, sum.covered_units, sum.failing_units, sum.entries
+    );
+    if sum.failing() > 0 {
+        let witnesses = a.core_witnesses();
+        let _ = writeln!(
+            out,
+            "{} {noun} are run by every failing test: if there is a single fault, it is one of them ({} of {} failing tests already pin them down)",
+            sum.all_failing_core,
+            witnesses.len(),
+            sum.failing()
+        );
+    }
+    let mut notes = option_notes(&view.opts);
+    if let Some(rev) = view.diff_base {
+        notes.push(format!("`changed` marks lines changed since {rev}"));
+    }
+    if !notes.is_empty() {
+        let _ = writeln!(out, "Options: {}", notes.join("; "));
+    }
+    out.push('\n');
+    out.push_str(&failing_tests(spectra));
+    let mut sources = Sources::new(Path::new(&spectra.workspace_root));
+    for r in rankings {
+        human_ranking(&mut out, a, r, view, &mut sources);
+    }
+    footer(&mut out, a, rankings, view);
+    out
+}
+
+/// What the marks and counts of the listed entries mean.
+fn footer(out: &mut String, a: &Analysis, rankings: &[Ranking], view: &View) {
+    let mut blank = "\n";
+    if rankings.iter().any(|r| r.entries.iter().any(|x| x.tied > 1)) {
+        let _ = writeln!(
+            out,
+            "{blank}(=N after a rank: N entries share that score and that mid-rank.)"
+        );
+        blank = "";
+    }
+    if rankings.iter().any(|r| r.entries.iter().any(|x| x.certain)) {
+        let _ = writeln!(
+            out,
+            "(certain: a failing test ran this line and nothing else, so Doric's fault likelihood is 1.)"
+        );
+        blank = "";
+    }
+    // The explanation speaks of lines: a report of imported units only goes without it.
+    let units = &a.spectra.units;
+    let lists_lines = rankings.iter().any(|r| {
+        r.entries
+            .iter()
+            .take(view.top)
+            .any(|x| units[a.groups[x.group].units[0]].name().is_none())
+    });
+    if lists_lines {
+        let _ = writeln!(
+            out,
+            "{blank}(ef = failing tests that ran the line, ep = passing tests that ran it.)"
+        );
+    }
+}
+
+fn human_ranking(out: &mut String, a: &Analysis, r: &Ranking, view: &View, sources: &mut Sources) {
+    let top = view.top;
+    let units = &a.spectra.units;
+    let shown = &r.entries[..top.min(r.entries.len())];
+    let order = if r.ht.is_some() {
+        " in the order a person is expected to reach them (HT_Rank model, E[T] = expected steps)"
+    } else {
+        ""
+    };
+    let _ = writeln!(
+        out,
+        "\n{}{order} ({}), top {} of {} entries:",
+        console::style(format!("Most suspicious lines by {}", r.measure.name)).bold(),
+        r.measure.formula,
+        shown.len(),
+        r.entries.len()
+    );
+    // Files in the order of their best-ranked entry; entries in rank order within a file.
+    let file_of = |x: &Ranked| units[a.groups[x.group].units[0]].file.as_str();
+    let named = |x: &Ranked| units[a.groups[x.group].units[0]].name().is_some();
+    let mut files: Vec<&str> = Vec::new();
+    for x in shown.iter().filter(|x| !named(x)) {
+        if !files.contains(&file_of(x)) {
+            files.push(file_of(x));
+        }
+    }
+    let line = |x: &Ranked, location: &str, src: &str| entry_line(r, x, location, src);
+    for f in files {
+        let _ = writeln!(out, "  {}", console::style(f).cyan().bold());
+        for x in shown.iter().filter(|x| !named(x) && file_of(x) == f) {
+            let group = &a.groups[x.group].units;
+            let first = &units[group[0]];
+            let mut src = sources.line(&first.file, first.line).unwrap_or("").trim().to_string();
+            if group.len() > 1 {
+                let _ = write!(src, "   (+{} lines alike: {})", group.len() - 1, alike(group, units));
+            }
+            let text = line(x, &first.line.to_string(), &src);
+            let text = if x.rank <= 1.0 {
+                console::style(text).red().to_string()
+            } else {
+                text
+            };
+            let _ = writeln!(out, "{text}");
+        }
+    }
+    let imported: Vec<&Ranked> = shown.iter().filter(|x| named(x)).collect();
+    if !imported.is_empty() {
+        let _ = writeln!(out, "  (imported units)");
+        for x in imported {
+            let group = &a.groups[x.group].units;
+            let mut name = units[group[0]].file.clone();
+            if group.len() > 1 {
+                let _ = write!(name, "   (+{} units with the same coverage)", group.len() - 1);
+            }
+            let _ = writeln!(out, "{}", line(x, "", &name));
+        }
+    }
+    if let (Some(k), Some(rev)) = (view.changed_in_top(r), view.diff_base) {
+        let _ = writeln!(
+            out,
+            "  {k} of these {} entries touch lines changed since {rev}",
+            shown.len()
+        );
+    }
+    if let Some(last) = shown.last() {
+        let more_tied = r.entries[shown.len()..].iter().filter(|x| x.rank == last.rank).count();
+        if more_tied > 0 {
+            let _ = writeln!(
+                out,
+                "  … and {more_tied} more entries tied at rank {}",
+                fmt_rank(last.rank)
+            );
+        }
+    }
+}
+
+/// One entry: its rank, score and counts, then `location | src`.
+fn entry_line(r: &Ranking, x: &Ranked, location: &str, src: &str) -> String {
+    let what = if r.measure.is_probability() {
+        "probability"
+    } else {
+        "score"
+    };
+    let tie = if x.tied > 1 {
+        format!("={}", x.tied)
+    } else {
+        String::new()
+    };
+    let certain = match (x.certain, x.changed) {
+        (true, true) => " certain changed",
+        (true, false) => " certain",
+        (false, true) => " changed",
+        (false, false) => "",
+    };
+    let time = x.expected_time.map(|t| format!("  E[T] {t:>7.1}")).unwrap_or_default();
+    format!(
+        "    rank {:>5} {:<4} {what} {:>8}{time}  ef {:>3} ep {:>3}{certain}  {location:>5} | {src}",
+        fmt_rank(x.rank),
+        tie,
+        fmt_score(r.measure, x),
+        x.counts.ef,
+        x.counts.ep,
+    )
+}
+
+/// A group's lines in short: spans in the first line's file bare, others prefixed with their
+/// file; cut to 60 characters.
+fn alike(group: &[usize], units: &[Unit]) -> String {
+    let first = &units[group[0]];
+    let all: Vec<String> = spans(group, units)
+        .iter()
+        .map(|fs| {
+            if fs.file == first.file {
+                fs.runs()
+            } else {
+                format!("{}:{}", fs.file, fs.runs())
+            }
+        })
+        .collect();
+    let list = all.join(", ");
+    if list.chars().count() > 60 {
+        list.chars().take(59).collect::<String>() + "…"
+    } else {
+        list
+    }
+}
+
+/// The report when no test failed: a coverage summary.
+pub fn no_failures(a: &Analysis) -> String {
+    let sum = Summary::of(a);
+    format!(
+        "No failing tests: all {} tests that ran passed ({} ignored); nothing to localise.\nCoverage: {} of {} lines in {} files ran ({:.1}%).\n",
+        sum.ran(),
+        sum.ignored,
+        sum.covered_units,
+        sum.units,
+        sum.files,
+        if sum.units == 0 {
+            0.0
+        } else {
+            100.0 * sum.covered_units as f64 / sum.units as f64
+        }
+    )
+}
+
+fn fmt_rank(r: f64) -> String {
+    if r.fract() == 0.0 {
+        format!("{r:.0}")
+    } else {
+        format!("{r:.1}")
+    }
+}

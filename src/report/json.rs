@@ -1,0 +1,211 @@
+//! The `cargo-sfl/v1` JSON report: the summary, every test, and every entry of each ranking
+//! with its counts, both mid-ranks and the options that produced them.
+
+use serde::Serialize;
+
+use super::{Conventions, SCHEMA, Summary, View, test_label};
+use crate::analysis::Analysis;
+use crate::rank::{Ranked, Ranking};
+use crate::spectra::Unit;
+
+#[derive(Serialize)]
+struct JsonReport<'a> {
+    schema: &'static str,
+    workspace_root: &'a str,
+    summary: Summary,
+    /// Seed 003's Algorithm 1: failing tests that pin the all-failing core down.
+    core_tests: Vec<String>,
+    conventions: Conventions,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    diff_base: Option<&'a str>,
+    tests: Vec<JsonTest<'a>>,
+    rankings: Vec<JsonRanking<'a>>,
+}
+
+#[derive(Serialize)]
+struct JsonTest<'a> {
+    binary: &'a str,
+    name: &'a str,
+    outcome: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    signal: Option<i32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    message: Option<&'a str>,
+    duration_ms: u64,
+}
+
+#[derive(Serialize)]
+struct JsonRanking<'a> {
+    measure: &'static str,
+    formula: &'static str,
+    /// With --diff-base: how many of the top N entries touch changed lines.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    changed_in_top: Option<usize>,
+    /// With --order ht: entries are in expected-hitting-time order, computed this way.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    ht_order: Option<&'a crate::hitting::Method>,
+    /// For cp: the CFG it solved and how.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cfg: Option<JsonCfg<'a>>,
+    /// One entry per ambiguity group (a single line when nothing shares its coverage).
+    units: Vec<JsonEntry<'a>>,
+}
+
+/// How CP's system was solved.
+#[derive(Serialize)]
+struct JsonCfg<'a> {
+    blocks: usize,
+    edges: usize,
+    blocks_solved: usize,
+    exit_blocks: usize,
+    /// `exact`, or `damped` (a singular component's propagation ratios were scaled down).
+    method: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    damping_factor: Option<f64>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    damped_functions: Vec<&'a str>,
+    /// Largest residual of the undamped equations.
+    residual: f64,
+}
+
+impl<'a> JsonCfg<'a> {
+    fn of(a: &'a Analysis) -> Option<Self> {
+        let (sol, _) = a.cp()?;
+        let e = a.spectra.edges.as_ref()?;
+        let (method, damping_factor) = match &sol.method {
+            crate::cp::CpMethod::Exact => ("exact", None),
+            crate::cp::CpMethod::Damped { factor, .. } => ("damped", Some(*factor)),
+        };
+        let damped_functions = e.function_names(&sol.damped_blocks);
+        Some(JsonCfg {
+            blocks: e.blocks.len(),
+            edges: e.edges.len(),
+            blocks_solved: sol.blocks_solved,
+            exit_blocks: sol.exit_blocks,
+            method,
+            damping_factor,
+            damped_functions,
+            residual: sol.residual,
+        })
+    }
+}
+
+/// A unit: a source line, or an imported unit's name.
+#[derive(Serialize)]
+struct JsonUnit<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    file: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    line: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    name: Option<&'a str>,
+}
+
+impl<'a> JsonUnit<'a> {
+    fn of(u: &'a Unit) -> Self {
+        match u.name() {
+            Some(name) => JsonUnit {
+                file: None,
+                line: None,
+                name: Some(name),
+            },
+            None => JsonUnit {
+                file: Some(&u.file),
+                line: Some(u.line),
+                name: None,
+            },
+        }
+    }
+}
+
+#[derive(Serialize)]
+struct JsonEntry<'a> {
+    /// The entry's first unit.
+    #[serde(flatten)]
+    first: JsonUnit<'a>,
+    /// Every unit of the group, when it has more than one.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    members: Vec<JsonUnit<'a>>,
+    score: f64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    log10_probability: Option<f64>,
+    rank: f64,
+    line_rank: f64,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    certain: bool,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    changed: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    expected_hitting_time: Option<f64>,
+    ef: u32,
+    ep: u32,
+    nf: u32,
+    np: u32,
+}
+
+/// The JSON report (pretty-printed, stable key order).
+pub fn json(a: &Analysis, rankings: &[Ranking], view: &View) -> String {
+    let spectra = a.spectra;
+    let report = JsonReport {
+        schema: SCHEMA,
+        workspace_root: &spectra.workspace_root,
+        summary: Summary::of(a),
+        core_tests: a
+            .core_witnesses()
+            .into_iter()
+            .map(|t| test_label(&spectra.tests[t]))
+            .collect(),
+        conventions: Conventions::of(&view.opts),
+        diff_base: view.diff_base,
+        tests: spectra
+            .tests
+            .iter()
+            .map(|t| JsonTest {
+                binary: &t.binary,
+                name: &t.name,
+                outcome: t.outcome.as_str(),
+                signal: t.signal,
+                message: t.message.as_deref(),
+                duration_ms: t.duration_ms,
+            })
+            .collect(),
+        rankings: rankings
+            .iter()
+            .map(|r| JsonRanking {
+                measure: r.measure.name,
+                formula: r.measure.formula,
+                changed_in_top: view.changed_in_top(r),
+                ht_order: r.ht.as_ref(),
+                cfg: if r.measure.needs_edges() { JsonCfg::of(a) } else { None },
+                units: r.entries.iter().map(|x| json_entry(a, x)).collect(),
+            })
+            .collect(),
+    };
+    let mut s = serde_json::to_string_pretty(&report).expect("report serialises");
+    s.push('\n');
+    s
+}
+
+fn json_entry<'a>(a: &'a Analysis, x: &Ranked) -> JsonEntry<'a> {
+    let units = &a.groups[x.group].units;
+    let c = x.counts;
+    JsonEntry {
+        first: JsonUnit::of(&a.spectra.units[units[0]]),
+        members: if units.len() > 1 {
+            units.iter().map(|&u| JsonUnit::of(&a.spectra.units[u])).collect()
+        } else {
+            Vec::new()
+        },
+        score: x.score,
+        log10_probability: x.log10,
+        rank: x.rank,
+        line_rank: x.line_rank,
+        certain: x.certain,
+        changed: x.changed,
+        expected_hitting_time: x.expected_time,
+        ef: c.ef as u32,
+        ep: c.ep as u32,
+        nf: c.nf as u32,
+        np: c.np as u32,
+    }
+}

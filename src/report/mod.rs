@@ -1,0 +1,377 @@
+//! The output formats behind one entry point, [`render`]: what every format shares (the
+//! summary, the conventions, source lines, scores and line spans as text) lives here, each
+//! format in its own module.
+
+use std::collections::{HashMap, HashSet};
+use std::fmt;
+use std::path::Path;
+
+use serde::Serialize;
+
+use crate::analysis::{Analysis, Options};
+use crate::measures::Measure;
+use crate::rank::{Ranked, Ranking};
+use crate::spectra::{Outcome, TestRecord, Unit};
+
+pub mod catalogue;
+mod html;
+mod human;
+mod json;
+pub mod sarif;
+
+pub use human::{failing_tests, human, no_failures};
+pub use json::json;
+
+/// Schema tag of the JSON report.
+pub const SCHEMA: &str = "cargo-sfl/v1";
+
+/// A report's format (the command line's `--format`, without clap).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    Human,
+    Json,
+    Sarif,
+    Html,
+}
+
+/// A rendered report; writing it is the caller's business.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Rendered {
+    /// Text for standard output or `--output FILE`.
+    Text(String),
+    /// A self-contained HTML page, to be written as `file_name` into the `--output` directory.
+    Page { file_name: &'static str, html: String },
+}
+
+/// Renders `rankings` of `a` in `format`. The human format says "no failing tests" instead
+/// of ranking when no test failed.
+pub fn render(format: Format, a: &Analysis, rankings: &[Ranking], view: &View) -> Rendered {
+    match format {
+        Format::Human if Summary::of(a).failing() == 0 => Rendered::Text(no_failures(a)),
+        Format::Human => Rendered::Text(human(a, rankings, view)),
+        Format::Json => Rendered::Text(json(a, rankings, view)),
+        Format::Sarif => Rendered::Text(sarif::sarif(a, rankings, view)),
+        Format::Html => Rendered::Page {
+            file_name: html::FILE_NAME,
+            html: html::page(a, rankings, view),
+        },
+    }
+}
+
+/// What a report shows besides the rankings.
+pub struct View<'a> {
+    pub opts: Options,
+    /// Entries per measure in the human and SARIF reports (and for `changed_in_top`).
+    pub top: usize,
+    /// The `--diff-base` revision, when entries are marked as changed.
+    pub diff_base: Option<&'a str>,
+}
+
+impl View<'_> {
+    /// How many of a ranking's top N entries touch changed lines (with `--diff-base`).
+    pub fn changed_in_top(&self, r: &Ranking) -> Option<usize> {
+        self.diff_base?;
+        Some(r.entries.iter().take(self.top).filter(|x| x.changed).count())
+    }
+}
+
+#[derive(Serialize, Debug, Default, PartialEq)]
+pub struct Summary {
+    pub tests: usize,
+    pub passed: usize,
+    pub failed: usize,
+    pub timed_out: usize,
+    pub crashed: usize,
+    pub ignored: usize,
+    /// Lines the coverage map knows (executable lines of the workspace's code).
+    pub units: usize,
+    /// Lines at least one test ran.
+    pub covered_units: usize,
+    /// Lines at least one failing test ran (the ranked lines).
+    pub failing_units: usize,
+    /// Report entries for those lines: lines with identical coverage are one entry.
+    pub entries: usize,
+    /// Lines run by every failing test (the all-failing core; a single fault must be there).
+    pub all_failing_core: usize,
+    pub files: usize,
+}
+
+impl Summary {
+    pub fn of(a: &Analysis) -> Self {
+        let s = a.spectra;
+        let count = |o: Outcome| s.tests.iter().filter(|t| t.outcome == o).count();
+        let files: HashSet<&str> = s
+            .units
+            .iter()
+            .filter(|u| u.name().is_none())
+            .map(|u| u.file.as_str())
+            .collect();
+        Summary {
+            tests: s.tests.len(),
+            passed: count(Outcome::Passed),
+            failed: count(Outcome::Failed),
+            timed_out: count(Outcome::TimedOut),
+            crashed: count(Outcome::Crashed),
+            ignored: count(Outcome::Ignored),
+            units: s.units.len(),
+            covered_units: s.coverage.iter().filter(|c| !c.is_empty()).count(),
+            failing_units: a.groups.iter().map(|g| g.units.len()).sum(),
+            entries: a.groups.len(),
+            all_failing_core: a.core_units(),
+            files: files.len(),
+        }
+    }
+
+    pub fn failing(&self) -> usize {
+        self.failed + self.timed_out + self.crashed
+    }
+
+    pub fn ran(&self) -> usize {
+        self.tests - self.ignored
+    }
+}
+
+/// How a report was computed, stated in every machine-readable format.
+#[derive(Serialize)]
+pub(crate) struct Conventions {
+    failing: &'static str,
+    rank: &'static str,
+    line_rank: &'static str,
+    division_by_zero: &'static str,
+    ties_displayed: &'static str,
+    entries: &'static str,
+    smoothing: bool,
+    clone_failing: u32,
+    optimise: bool,
+    update_bound: usize,
+}
+
+impl Conventions {
+    pub(crate) fn of(opts: &Options) -> Self {
+        Conventions {
+            failing: "failed, timed-out and crashed tests form the failing set; ignored tests are not used",
+            rank: "mid-rank over entries: entries scoring strictly higher, plus (tied entries + 1) / 2",
+            line_rank: "mid-rank over lines: lines in entries scoring strictly higher, plus (lines in tied entries + 1) / 2",
+            division_by_zero: "0/0 = 0; x/0 = ±f64::MAX; ln 0 = -f64::MAX; overflow clamps to ±f64::MAX",
+            ties_displayed: "in code order (file, line)",
+            entries: if opts.group {
+                "lines with identical coverage form one entry (no spectrum measure can tell them apart)"
+            } else {
+                "one entry per line (--no-group)"
+            },
+            smoothing: opts.smoothing,
+            clone_failing: opts.clone_failing,
+            optimise: opts.optimise,
+            update_bound: opts.update_bound,
+        }
+    }
+}
+
+pub(crate) fn test_label(t: &TestRecord) -> String {
+    format!("{} {}", t.binary, t.name)
+}
+
+/// Reads source lines on demand (files relative to the workspace root).
+pub(crate) struct Sources<'a> {
+    root: &'a Path,
+    files: HashMap<String, Option<Vec<String>>>,
+}
+
+impl<'a> Sources<'a> {
+    pub(crate) fn new(root: &'a Path) -> Self {
+        Sources {
+            root,
+            files: HashMap::new(),
+        }
+    }
+
+    pub(crate) fn line(&mut self, file: &str, line: u32) -> Option<&str> {
+        let root = self.root;
+        let lines = self.files.entry(file.to_string()).or_insert_with(|| {
+            std::fs::read_to_string(root.join(file))
+                .ok()
+                .map(|t| t.lines().map(str::to_string).collect())
+        });
+        lines.as_ref()?.get(line.checked_sub(1)? as usize).map(String::as_str)
+    }
+}
+
+/// A score as the human report, SARIF messages and `--fail-on` show it.
+pub fn fmt_score(m: &Measure, x: &Ranked) -> String {
+    let s = x.score;
+    if m.is_probability() && s < 1e-4 {
+        // A probability too small for four decimals: scientific notation, or its log10 when
+        // it underflows f64 altogether.
+        return if s > 0.0 {
+            format!("{s:.2e}")
+        } else {
+            match x.log10 {
+                Some(l) if l > -1e300 => format!("10^{l:.1}"),
+                _ => "0".into(),
+            }
+        };
+    }
+    if s.abs() == f64::MAX {
+        if s > 0.0 { "max".into() } else { "-max".into() }
+    } else if s.abs() >= 1e6 {
+        format!("{s:.2e}")
+    } else {
+        format!("{s:.4}")
+    }
+}
+
+/// A run of consecutive units' lines, `start..=end`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LineSpan {
+    pub start: u32,
+    pub end: u32,
+}
+
+/// `7`, or `3-5`.
+impl fmt::Display for LineSpan {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.start == self.end {
+            write!(f, "{}", self.start)
+        } else {
+            write!(f, "{}-{}", self.start, self.end)
+        }
+    }
+}
+
+/// A group's spans in one file, in unit order.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FileSpans<'a> {
+    pub file: &'a str,
+    pub spans: Vec<LineSpan>,
+}
+
+impl FileSpans<'_> {
+    /// The spans as the reports list them: `3-5,7`.
+    pub fn runs(&self) -> String {
+        self.spans.iter().map(LineSpan::to_string).collect::<Vec<_>>().join(",")
+    }
+}
+
+/// Line spans of a group's units, by file: units adjacent in the unit table (same file, next
+/// index) form one span. A file appears again when the group leaves it and comes back.
+pub fn spans<'a>(units: &[usize], all: &'a [Unit]) -> Vec<FileSpans<'a>> {
+    let mut out: Vec<FileSpans<'a>> = Vec::new();
+    let mut prev: Option<usize> = None;
+    for &u in units {
+        let unit = &all[u];
+        let contiguous = prev.is_some_and(|p| p + 1 == u && all[p].file == unit.file);
+        let single = LineSpan {
+            start: unit.line,
+            end: unit.line,
+        };
+        match out.last_mut() {
+            Some(fs) if fs.file == unit.file && contiguous => fs.spans.last_mut().expect("non-empty").end = unit.line,
+            Some(fs) if fs.file == unit.file => fs.spans.push(single),
+            _ => out.push(FileSpans {
+                file: &unit.file,
+                spans: vec![single],
+            }),
+        }
+        prev = Some(u);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::measures::find;
+    use crate::rank::rank;
+    use crate::spectra::tests::{doric_minmax, matrix};
+
+    fn view() -> View<'static> {
+        View {
+            opts: Options::default(),
+            top: 3,
+            diff_base: None,
+        }
+    }
+
+    #[test]
+    fn render_gives_text_for_stdout_and_a_page_for_html() {
+        let s = doric_minmax();
+        let a = Analysis::new(&s, true);
+        let rankings = vec![rank(&a, find("ochiai").unwrap(), &Options::default())];
+        let text = |f| match render(f, &a, &rankings, &view()) {
+            Rendered::Text(t) => t,
+            page => panic!("{f:?} rendered {page:?}"),
+        };
+        assert!(text(Format::Human).contains("Most suspicious lines by ochiai"));
+        assert!(text(Format::Json).contains(&format!("\"schema\": \"{SCHEMA}\"")));
+        assert!(text(Format::Sarif).contains("\"version\": \"2.1.0\""));
+        match render(Format::Html, &a, &rankings, &view()) {
+            Rendered::Page { file_name, html } => {
+                assert_eq!(file_name, "index.html");
+                assert!(html.starts_with("<!DOCTYPE html>") && html.ends_with("</html>\n"));
+            }
+            text => panic!("html rendered {text:?}"),
+        }
+    }
+
+    #[test]
+    fn the_human_report_without_failures_says_so() {
+        let s = matrix(&["11+", "10+"]);
+        let a = Analysis::new(&s, true);
+        let rankings = vec![rank(&a, find("ochiai").unwrap(), &Options::default())];
+        assert_eq!(
+            render(Format::Human, &a, &rankings, &view()),
+            Rendered::Text(no_failures(&a))
+        );
+        assert!(no_failures(&a).starts_with("No failing tests: all 2 tests that ran passed"));
+    }
+
+    fn unit(file: &str, line: u32) -> Unit {
+        Unit {
+            file: file.into(),
+            line,
+        }
+    }
+
+    #[test]
+    fn adjacent_units_form_spans_per_file() {
+        let all = vec![
+            unit("a.rs", 3),
+            unit("a.rs", 4),
+            unit("a.rs", 5),
+            unit("a.rs", 6),
+            unit("a.rs", 7),
+            unit("b.rs", 8),
+            unit("b.rs", 9),
+        ];
+        let got = spans(&[0, 1, 2, 4, 5, 6], &all);
+        let span = |start, end| LineSpan { start, end };
+        assert_eq!(
+            got,
+            vec![
+                FileSpans {
+                    file: "a.rs",
+                    spans: vec![span(3, 5), span(7, 7)],
+                },
+                FileSpans {
+                    file: "b.rs",
+                    spans: vec![span(8, 9)],
+                },
+            ]
+        );
+        assert_eq!(got[0].runs(), "3-5,7");
+        assert_eq!(got[1].runs(), "8-9");
+    }
+
+    #[test]
+    fn spans_follow_the_unit_table_not_line_numbers() {
+        // Units 0 and 2 hold consecutive lines but are not neighbours in the table.
+        let all = vec![unit("a.rs", 1), unit("b.rs", 1), unit("a.rs", 2)];
+        let got = spans(&[0, 2], &all);
+        assert_eq!(got.len(), 1);
+        assert_eq!(got[0].runs(), "1,2");
+        // Leaving a file and coming back starts a new entry.
+        let got = spans(&[0, 1, 2], &all);
+        let files: Vec<&str> = got.iter().map(|f| f.file).collect();
+        assert_eq!(files, ["a.rs", "b.rs", "a.rs"]);
+    }
+}

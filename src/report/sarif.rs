@@ -1,0 +1,598 @@
+//! SARIF 2.1.0 output (`--format sarif`) for editors and code scanning: one result per top-N
+//! entry of each measure, one rule per measure.
+//!
+//! Paths are relative to the repository root (the git top level, else the workspace root) with
+//! `uriBaseId: SRCROOT`; each result carries the measure's score, rank and probability, the
+//! failing tests as related locations (at their panic site when the message names one), and a
+//! `partialFingerprints` entry that depends on the file and the text of the lines, not on line
+//! numbers, so it survives unrelated edits.
+
+use std::path::{Path, PathBuf};
+
+use md5::{Digest, Md5};
+use serde::Serialize;
+
+use super::{Conventions, Sources, View, fmt_score, spans, test_label};
+use crate::analysis::Analysis;
+use crate::decode::hex;
+use crate::measures::Measure;
+use crate::rank::{Ranked, Ranking};
+use crate::spectra::TestRecord;
+
+/// The SARIF schema URI written into `$schema`.
+pub const SCHEMA_URI: &str = "https://json.schemastore.org/sarif-2.1.0.json";
+
+// The subset of the SARIF object model this log uses. Field order is the order of the keys in
+// the output; absent optional fields are left out.
+
+#[derive(Serialize)]
+struct Log<'a> {
+    #[serde(rename = "$schema")]
+    schema: &'static str,
+    version: &'static str,
+    runs: Vec<Run<'a>>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Run<'a> {
+    tool: Tool,
+    original_uri_base_ids: BaseUris,
+    invocations: Vec<Invocation>,
+    properties: RunProperties<'a>,
+    results: Vec<SarifResult>,
+}
+
+#[derive(Serialize)]
+struct Tool {
+    driver: Driver,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Driver {
+    name: &'static str,
+    version: &'static str,
+    semantic_version: &'static str,
+    rules: Vec<Rule>,
+}
+
+#[derive(Serialize)]
+struct BaseUris {
+    #[serde(rename = "SRCROOT")]
+    srcroot: BaseUri,
+}
+
+#[derive(Serialize)]
+struct BaseUri {
+    uri: String,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Invocation {
+    execution_successful: bool,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct RunProperties<'a> {
+    tests: usize,
+    failing_tests: usize,
+    all_failing_core: usize,
+    conventions: Conventions,
+    diff_base: Option<&'a str>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Rule {
+    id: String,
+    name: &'static str,
+    short_description: Message,
+    full_description: Message,
+    help: Message,
+    default_configuration: Configuration,
+    properties: RuleProperties,
+}
+
+#[derive(Serialize)]
+struct Configuration {
+    level: &'static str,
+}
+
+#[derive(Serialize)]
+struct RuleProperties {
+    formula: &'static str,
+    citation: &'static str,
+    probability: bool,
+}
+
+/// A message, or a multiformat message string (the same keys in SARIF).
+#[derive(Serialize, Clone, Debug)]
+struct Message {
+    text: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    markdown: Option<String>,
+}
+
+impl Message {
+    fn text(text: impl Into<String>) -> Self {
+        Message {
+            text: text.into(),
+            markdown: None,
+        }
+    }
+}
+
+#[derive(Serialize, Debug)]
+#[serde(rename_all = "camelCase")]
+struct SarifResult {
+    rule_id: String,
+    rule_index: usize,
+    level: &'static str,
+    message: Message,
+    locations: Vec<Location>,
+    related_locations: Vec<Location>,
+    partial_fingerprints: Fingerprints,
+    properties: ResultProperties,
+}
+
+#[derive(Serialize, Debug)]
+struct Fingerprints {
+    #[serde(rename = "cargoSflLines/v1")]
+    lines: String,
+}
+
+#[derive(Serialize, Debug)]
+#[serde(rename_all = "camelCase")]
+struct ResultProperties {
+    measure: &'static str,
+    score: f64,
+    rank: f64,
+    line_rank: f64,
+    ef: f64,
+    ep: f64,
+    nf: f64,
+    np: f64,
+    lines: usize,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    probability: Option<f64>,
+    /// Present for probabilities; `null` when the measure has no log10.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    log10_probability: Option<Option<f64>>,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    certain: bool,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    changed: bool,
+}
+
+#[derive(Serialize, Clone, Debug, Default)]
+#[serde(rename_all = "camelCase")]
+struct Location {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    id: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    message: Option<Message>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    logical_locations: Vec<LogicalLocation>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    physical_location: Option<PhysicalLocation>,
+}
+
+#[derive(Serialize, Clone, Debug)]
+#[serde(rename_all = "camelCase")]
+struct LogicalLocation {
+    fully_qualified_name: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    kind: Option<&'static str>,
+}
+
+#[derive(Serialize, Clone, Debug)]
+#[serde(rename_all = "camelCase")]
+struct PhysicalLocation {
+    artifact_location: ArtifactLocation,
+    region: Region,
+}
+
+#[derive(Serialize, Clone, Debug)]
+#[serde(rename_all = "camelCase")]
+struct ArtifactLocation {
+    uri: String,
+    uri_base_id: &'static str,
+}
+
+#[derive(Serialize, Clone, Debug)]
+#[serde(rename_all = "camelCase")]
+struct Region {
+    start_line: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    start_column: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    end_line: Option<u32>,
+}
+
+/// A location in a file under `SRCROOT`; `prefix` is the workspace's path in the repository.
+fn physical(prefix: &str, file: &str, region: Region) -> PhysicalLocation {
+    PhysicalLocation {
+        artifact_location: ArtifactLocation {
+            uri: format!("{prefix}{file}"),
+            uri_base_id: "SRCROOT",
+        },
+        region,
+    }
+}
+
+fn lines(start: u32, end: u32) -> Region {
+    Region {
+        start_line: start,
+        start_column: None,
+        end_line: Some(end),
+    }
+}
+
+/// The directory SARIF paths are relative to, and the workspace's path inside it.
+fn repository_root(workspace: &Path) -> (PathBuf, String) {
+    let top = std::process::Command::new("git")
+        .args(["rev-parse", "--show-toplevel"])
+        .current_dir(workspace)
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| PathBuf::from(String::from_utf8_lossy(&o.stdout).trim()));
+    match top {
+        Some(top) => {
+            let canon = |p: &Path| p.canonicalize().unwrap_or_else(|_| p.to_path_buf());
+            let prefix = canon(workspace)
+                .strip_prefix(canon(&top))
+                .map(|p| p.to_string_lossy().replace('\\', "/"))
+                .unwrap_or_default();
+            (
+                top,
+                if prefix.is_empty() {
+                    prefix
+                } else {
+                    format!("{prefix}/")
+                },
+            )
+        }
+        None => (workspace.to_path_buf(), String::new()),
+    }
+}
+
+/// A `file://` URI for a directory, with the trailing slash SARIF requires of base URIs.
+fn dir_uri(dir: &Path) -> String {
+    let mut s = dir.to_string_lossy().replace('\\', "/");
+    if !s.ends_with('/') {
+        s.push('/');
+    }
+    let s: String = s
+        .bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'/' | b'-' | b'_' | b'.' | b'~' => (b as char).to_string(),
+            _ => format!("%{b:02X}"),
+        })
+        .collect();
+    if s.starts_with('/') {
+        format!("file://{s}")
+    } else {
+        format!("file:///{s}")
+    }
+}
+
+fn rule_id(name: &str) -> String {
+    format!("sfl/{name}")
+}
+
+/// `panicked at src/lib.rs:30:9:` → (`src/lib.rs`, 30, 9).
+fn panic_site(message: &str) -> Option<(String, u32, u32)> {
+    let rest = message.lines().find_map(|l| l.trim().strip_prefix("panicked at "))?;
+    let rest = rest.trim_end_matches(':');
+    let mut parts = rest.rsplitn(3, ':');
+    let col = parts.next()?.parse().ok()?;
+    let line = parts.next()?.parse().ok()?;
+    Some((parts.next()?.to_string(), line, col))
+}
+
+/// The SARIF log (pretty-printed).
+pub fn sarif(a: &Analysis, rankings: &[Ranking], view: &View) -> String {
+    let spectra = a.spectra;
+    let workspace = Path::new(&spectra.workspace_root);
+    let (repo, prefix) = repository_root(workspace);
+    let mut sources = Sources::new(workspace);
+    let failing: Vec<&TestRecord> = spectra.tests.iter().filter(|t| t.outcome.is_failing()).collect();
+    // Failing tests, as related locations shared by every result.
+    let related: Vec<Location> = failing
+        .iter()
+        .enumerate()
+        .map(|(i, t)| failing_test(i + 1, t, workspace, &prefix))
+        .collect();
+    let at = Place {
+        prefix: &prefix,
+        related: &related,
+    };
+    let mut results = Vec::new();
+    for (rule_index, r) in rankings.iter().enumerate() {
+        for x in r.entries.iter().take(view.top) {
+            results.push(result(a, r, rule_index, x, &at, &mut sources));
+        }
+    }
+    let log = Log {
+        schema: SCHEMA_URI,
+        version: "2.1.0",
+        runs: vec![Run {
+            tool: Tool {
+                driver: Driver {
+                    name: "cargo-sfl",
+                    version: env!("CARGO_PKG_VERSION"),
+                    semantic_version: env!("CARGO_PKG_VERSION"),
+                    rules: rankings.iter().map(|r| rule(r.measure)).collect(),
+                },
+            },
+            original_uri_base_ids: BaseUris {
+                srcroot: BaseUri { uri: dir_uri(&repo) },
+            },
+            invocations: vec![Invocation {
+                execution_successful: true,
+            }],
+            properties: RunProperties {
+                tests: spectra.tests.len(),
+                failing_tests: failing.len(),
+                all_failing_core: a.core_units(),
+                conventions: Conventions::of(&view.opts),
+                diff_base: view.diff_base,
+            },
+            results,
+        }],
+    };
+    let mut s = serde_json::to_string_pretty(&log).expect("SARIF serialises");
+    s.push('\n');
+    s
+}
+
+/// A failing test as a related location: its name, its message's last line, and its panic
+/// site when that is a file of the workspace.
+fn failing_test(id: usize, t: &TestRecord, workspace: &Path, prefix: &str) -> Location {
+    let last = t.message.as_deref().and_then(|m| m.lines().last()).unwrap_or("");
+    let site = t.message.as_deref().and_then(panic_site);
+    let physical_location = site
+        .filter(|(f, _, _)| !f.starts_with('/') && workspace.join(f).is_file())
+        .map(|(file, line, col)| {
+            let region = Region {
+                start_line: line,
+                start_column: Some(col),
+                end_line: None,
+            };
+            physical(prefix, &file, region)
+        });
+    Location {
+        id: Some(id),
+        message: Some(Message::text(format!(
+            "Failing test ({}) {}: {}",
+            t.outcome.as_str(),
+            test_label(t),
+            last.trim()
+        ))),
+        logical_locations: vec![LogicalLocation {
+            fully_qualified_name: format!("{}::{}", t.binary, t.name),
+            kind: Some("function"),
+        }],
+        physical_location,
+    }
+}
+
+fn rule(m: &Measure) -> Rule {
+    let reading = if m.is_probability() {
+        "The score is a probability (Doric)."
+    } else {
+        "Higher scores are more suspicious; only the order matters."
+    };
+    Rule {
+        id: rule_id(m.name),
+        name: m.name,
+        short_description: Message::text(format!("Line the failing tests point at, by the {} measure.", m.name)),
+        full_description: Message::text(format!("{}: {}.", m.name, m.formula)),
+        help: Message {
+            text: format!(
+                "cargo sfl ranks the lines that failing tests ran by the {} measure ({}). {} \
+                 Inspect the listed lines from the top; lines with identical coverage are one entry. Source: {}.",
+                m.name, m.formula, reading, m.citation
+            ),
+            markdown: Some(format!(
+                "**{}** — `{}`\n\n{} Inspect the listed lines from the top; lines with identical coverage are one entry.\n\nSource: {}.",
+                m.name, m.formula, reading, m.citation
+            )),
+        },
+        default_configuration: Configuration { level: "warning" },
+        properties: RuleProperties {
+            formula: m.formula,
+            citation: m.citation,
+            probability: m.is_probability(),
+        },
+    }
+}
+
+/// Where results point: paths' prefix under `SRCROOT`, and the failing tests every result
+/// lists first among its related locations.
+struct Place<'a> {
+    prefix: &'a str,
+    related: &'a [Location],
+}
+
+fn result(a: &Analysis, r: &Ranking, rule_index: usize, x: &Ranked, at: &Place, sources: &mut Sources) -> SarifResult {
+    let group = &a.groups[x.group].units;
+    let m = r.measure;
+    let c = x.counts;
+    let what = if m.is_probability() { "probability" } else { "score" };
+    let mut text = format!(
+        "Suspicious line: {} {what} {} (rank {} of {} entries). Run by {} of {} failing tests and {} of {} passing tests.",
+        m.name,
+        fmt_score(m, x),
+        x.rank,
+        r.entries.len(),
+        c.ef,
+        c.ef + c.nf,
+        c.ep,
+        c.ep + c.np
+    );
+    if x.certain {
+        text.push_str(" A failing test ran this line and nothing else.");
+    }
+    if group.len() > 1 {
+        text.push_str(&format!(
+            " {} more lines run exactly alike and cannot be told apart.",
+            group.len() - 1
+        ));
+    }
+    if x.changed {
+        text.push_str(" This line changed in the change under test.");
+    }
+    let (location, alike) = locations(a, group, at);
+    let mut related_locations = at.related.to_vec();
+    related_locations.extend(alike);
+    SarifResult {
+        rule_id: rule_id(m.name),
+        rule_index,
+        level: if x.rank <= 1.0 { "warning" } else { "note" },
+        message: Message::text(text),
+        locations: vec![location],
+        related_locations,
+        partial_fingerprints: Fingerprints {
+            lines: fingerprint(a, m, group, sources),
+        },
+        properties: ResultProperties {
+            measure: m.name,
+            score: x.score,
+            rank: x.rank,
+            line_rank: x.line_rank,
+            ef: c.ef,
+            ep: c.ep,
+            nf: c.nf,
+            np: c.np,
+            lines: group.len(),
+            probability: m.is_probability().then_some(x.score),
+            log10_probability: m.is_probability().then_some(x.log10),
+            certain: x.certain,
+            changed: x.changed,
+        },
+    }
+}
+
+/// Stable across line moves: the rule, the file and the text of the entry's lines.
+fn fingerprint(a: &Analysis, m: &Measure, group: &[usize], sources: &mut Sources) -> String {
+    let mut md5 = Md5::new();
+    md5.update(rule_id(m.name).as_bytes());
+    for &u in group {
+        let unit = &a.spectra.units[u];
+        md5.update(unit.file.as_bytes());
+        md5.update([0]);
+        md5.update(sources.line(&unit.file, unit.line).unwrap_or("").trim().as_bytes());
+        md5.update([0]);
+    }
+    hex(&md5.finalize())
+}
+
+/// The entry's location (its first span of lines, or an imported unit's name) and its other
+/// spans as related locations, numbered after the failing tests.
+fn locations(a: &Analysis, group: &[usize], at: &Place) -> (Location, Vec<Location>) {
+    let units = &a.spectra.units;
+    let first = &units[group[0]];
+    if let Some(name) = first.name() {
+        let location = Location {
+            logical_locations: vec![LogicalLocation {
+                fully_qualified_name: name.to_string(),
+                kind: None,
+            }],
+            ..Location::default()
+        };
+        return (location, Vec::new());
+    }
+    let all = spans(group, units);
+    // The group starts in the first file with its first span.
+    let head = all[0].spans[0];
+    let mut others = Vec::new();
+    for fs in &all {
+        for span in &fs.spans {
+            if fs.file == first.file && span.start == first.line {
+                continue;
+            }
+            others.push(Location {
+                id: Some(at.related.len() + others.len() + 1),
+                message: Some(Message::text("Runs exactly like the reported line.")),
+                logical_locations: Vec::new(),
+                physical_location: Some(physical(at.prefix, fs.file, lines(span.start, span.end))),
+            });
+        }
+    }
+    let location = Location {
+        physical_location: Some(physical(at.prefix, &first.file, lines(first.line, head.end))),
+        ..Location::default()
+    };
+    (location, others)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::Options;
+    use crate::measures::find;
+    use crate::rank::rank;
+    use crate::spectra::tests::matrix;
+
+    #[test]
+    fn a_result_serialises_in_sarif_key_order_with_its_other_spans_related() {
+        // Lines 1-3 and 5 run exactly alike (one entry); line 4 is run by the passing test only.
+        let s = matrix(&["11101-", "00010+"]);
+        let a = Analysis::new(&s, true);
+        let r = rank(&a, find("ochiai").unwrap(), &Options::default());
+        let at = Place {
+            prefix: "ws/",
+            related: &[],
+        };
+        let mut sources = Sources::new(Path::new("/nonexistent"));
+        let got = result(&a, &r, 0, &r.entries[0], &at, &mut sources);
+        let fingerprint = fingerprint(&a, r.measure, &a.groups[0].units, &mut sources);
+        let file = |start: u32, end: u32| {
+            serde_json::json!({
+                "artifactLocation": {"uri": "ws/src/lib.rs", "uriBaseId": "SRCROOT"},
+                "region": {"startLine": start, "endLine": end},
+            })
+        };
+        let want = serde_json::json!({
+            "ruleId": "sfl/ochiai",
+            "ruleIndex": 0,
+            "level": "warning",
+            "message": {"text": "Suspicious line: ochiai score 1.0000 (rank 1 of 1 entries). Run by 1 of 1 failing tests and 0 of 1 passing tests. 3 more lines run exactly alike and cannot be told apart."},
+            "locations": [{"physicalLocation": file(1, 3)}],
+            "relatedLocations": [{
+                "id": 1,
+                "message": {"text": "Runs exactly like the reported line."},
+                "physicalLocation": file(5, 5),
+            }],
+            "partialFingerprints": {"cargoSflLines/v1": fingerprint},
+            "properties": {
+                "measure": "ochiai", "score": 1.0, "rank": 1.0, "lineRank": 2.5,
+                "ef": 1.0, "ep": 0.0, "nf": 0.0, "np": 1.0, "lines": 4,
+            },
+        });
+        // Strings, not values: the key order is part of the output.
+        assert_eq!(
+            serde_json::to_string_pretty(&got).unwrap(),
+            serde_json::to_string_pretty(&want).unwrap()
+        );
+    }
+
+    #[test]
+    fn panic_sites_are_read_from_libtest_messages() {
+        assert_eq!(
+            panic_site("panicked at src/lib.rs:30:9:\nleast = 1"),
+            Some(("src/lib.rs".into(), 30, 9))
+        );
+        assert_eq!(panic_site("exit status 1"), None);
+    }
+
+    #[test]
+    fn base_uris_are_file_uris_with_a_trailing_slash() {
+        assert_eq!(dir_uri(Path::new("/tmp/a b")), "file:///tmp/a%20b/");
+    }
+}
