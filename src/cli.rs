@@ -58,7 +58,7 @@ impl SflArgs {
     /// The subcommand asked for, with its configuration.
     pub fn into_task(self) -> Task {
         match self.command {
-            None => Task::Run(self.run.into_config()),
+            None => Task::Run(Box::new(self.run.into_config())),
             Some(Command::Report(r)) => Task::Report {
                 spectra: r.spectra,
                 manifest_path: r.manifest_path,
@@ -236,77 +236,51 @@ impl From<ExecutionArgs> for config::Execution {
     }
 }
 
-/// Each clap value enum converts into the plain enum of the same variants.
-macro_rules! plain {
-    ($($clap:ident => $plain:ty { $($v:ident),+ })+) => {$(
+/// Defines clap value enums, each converting into the plain enum with the same variants.
+macro_rules! value_enums {
+    ($($(#[$doc:meta])* $clap:ident => $plain:ty { $($(#[$vdoc:meta])* $v:ident),+ $(,)? })+) => {$(
+        $(#[$doc])*
+        #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+        pub enum $clap {
+            $($(#[$vdoc])* $v),+
+        }
+
         impl From<$clap> for $plain {
             fn from(v: $clap) -> Self {
-                match v { $($clap::$v => <$plain>::$v),+ }
+                match v {
+                    $($clap::$v => <$plain>::$v),+
+                }
             }
         }
     )+};
 }
 
-plain! {
-    Format => config::Format { Human, Json, Sarif, Html }
-    Order => config::Order { Score, Ht }
-    Granularity => config::Granularity { Line, Function }
-    ListFormat => config::ListFormat { Human, Json }
+value_enums! {
+    /// `--color`.
+    Color => ColorChoice {
+        /// Colour when the stream is a terminal (and NO_COLOR is unset).
+        Auto,
+        Always,
+        Never,
+    }
+    /// `cargo sfl eval --sort-by`.
     SortBy => config::SortBy { StandardRank, SteimannRank, Exam, Accuracy, HtRank, Name }
-    Color => ColorChoice { Auto, Always, Never }
-}
-
-/// `--color`.
-#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Color {
-    /// Colour when the stream is a terminal (and NO_COLOR is unset).
-    Auto,
-    Always,
-    Never,
-}
-
-/// `cargo sfl eval --sort-by`.
-#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
-pub enum SortBy {
-    StandardRank,
-    SteimannRank,
-    Exam,
-    Accuracy,
-    HtRank,
-    Name,
-}
-
-#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Format {
-    /// Summary, failing tests, top suspects with their source lines.
-    Human,
-    /// The `cargo-sfl/v1` JSON report (every entry).
-    Json,
-    /// SARIF 2.1.0 for editors and code scanning (the top N entries of each measure).
-    Sarif,
-    /// A self-contained HTML page written into the --output directory.
-    Html,
-}
-
-/// `--order`.
-#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Order {
-    Score,
-    Ht,
-}
-
-/// `--granularity`.
-#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Granularity {
-    Line,
-    Function,
-}
-
-/// Formats of the measure catalogue.
-#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ListFormat {
-    Human,
-    Json,
+    Format => config::Format {
+        /// Summary, failing tests, top suspects with their source lines.
+        Human,
+        /// The `cargo-sfl/v1` JSON report (every entry).
+        Json,
+        /// SARIF 2.1.0 for editors and code scanning (the top N entries of each measure).
+        Sarif,
+        /// A self-contained HTML page written into the --output directory.
+        Html,
+    }
+    /// `--order`.
+    Order => config::Order { Score, Ht }
+    /// `--granularity`.
+    Granularity => config::Granularity { Line, Function }
+    /// Formats of the measure catalogue.
+    ListFormat => config::ListFormat { Human, Json }
 }
 
 /// What the report shows and where it goes.
@@ -531,20 +505,32 @@ mod tests {
             "t1",
         ])
         .unwrap();
-        let Task::Run(c) = a.into_task() else { panic!("no subcommand: a run") };
+        let Task::Run(c) = a.into_task() else {
+            panic!("no subcommand: a run")
+        };
         assert_eq!(c.selection.package, vec!["foo"]);
         assert_eq!(c.selection.test, vec!["it"]);
         assert_eq!(c.execution.jobs, Some(3));
         assert_eq!(c.filter.as_deref(), Some("t1"));
-        assert_eq!(c.report.measures.iter().map(|m| m.name).collect::<Vec<_>>(), vec!["dstar2"]);
+        assert_eq!(
+            c.report.measures.iter().map(|m| m.name).collect::<Vec<_>>(),
+            vec!["dstar2"]
+        );
         assert_eq!(c.report.options.clone_failing, 7);
     }
 
     #[test]
     fn eval_keeps_its_ht_flags_and_whether_measures_were_asked_for() {
-        let Cargo::Sfl(a) = Cargo::try_parse_from(["cargo", "sfl", "eval", "--faults", "f.toml", "--walks", "9"]).unwrap();
+        let Cargo::Sfl(a) =
+            Cargo::try_parse_from(["cargo", "sfl", "eval", "--faults", "f.toml", "--walks", "9"]).unwrap();
         let Task::Eval(e) = a.into_task() else { panic!("eval") };
-        assert_eq!(e.run.report.ht, HtParams { walks: 9, ..HtParams::default() });
+        assert_eq!(
+            e.run.report.ht,
+            HtParams {
+                walks: 9,
+                ..HtParams::default()
+            }
+        );
         assert!(e.measures.is_none() && e.ht);
         assert_eq!(e.sort_by, config::SortBy::StandardRank);
     }

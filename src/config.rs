@@ -9,7 +9,7 @@ use crate::measures::Measure;
 /// One subcommand with everything it needs.
 pub enum Task {
     /// `cargo sfl [OPTIONS] [FILTER]`: build, run, rank, report.
-    Run(RunConfig),
+    Run(Box<RunConfig>),
     /// `cargo sfl report`: re-rank saved spectra (`spectra`, or the workspace's default file).
     Report {
         spectra: Option<PathBuf>,
@@ -314,7 +314,10 @@ mod tests {
             names(ReportConfig::resolve_measures(&asked, Format::Human).unwrap()),
             ["dstar2", "ochiai"]
         );
-        assert_eq!(names(ReportConfig::resolve_measures(&[], Format::Json).unwrap()), ["ochiai"]);
+        assert_eq!(
+            names(ReportConfig::resolve_measures(&[], Format::Json).unwrap()),
+            ["ochiai"]
+        );
         assert_eq!(ReportConfig::resolve_measures(&[], Format::Html).unwrap().len(), 6);
         assert!(ReportConfig::resolve_measures(&["nope".into()], Format::Human).is_err());
     }

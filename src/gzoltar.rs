@@ -92,7 +92,13 @@ pub fn load(dir: &Path) -> Result<Spectra, GzoltarError> {
             match *cell {
                 "0" => {}
                 "1" => row.push(u as u32),
-                other => return Err(Malformed(format!("{}: cell {} is {other:?}, expected 0 or 1", at(), u + 1))),
+                other => {
+                    return Err(Malformed(format!(
+                        "{}: cell {} is {other:?}, expected 0 or 1",
+                        at(),
+                        u + 1
+                    )));
+                }
             }
         }
         outcomes.push(outcome);

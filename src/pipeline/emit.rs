@@ -284,7 +284,10 @@ mod tests {
         // Line 3 is run by every failing test and no passing one: 1 under both measures.
         let hits = fail_on_hits(&analysis, &rankings, 1.0);
         assert_eq!(hits.len(), 2, "{hits:?}");
-        assert!(hits[0].starts_with("ochiai ") && hits[0].ends_with(" at src/lib.rs:3"), "{hits:?}");
+        assert!(
+            hits[0].starts_with("ochiai ") && hits[0].ends_with(" at src/lib.rs:3"),
+            "{hits:?}"
+        );
         assert!(hits[1].starts_with("tarantula "), "{hits:?}");
         assert_eq!(fail_on(&analysis, &rankings, 1.0), exit::SUSPICION);
         assert!(fail_on_hits(&analysis, &rankings, 1.5).is_empty());
@@ -314,7 +317,11 @@ mod tests {
         out.granularity = Granularity::Function;
         let err = at_granularity(&s, &out, &mut converted).unwrap_err();
         assert!(matches!(err, SflError::Usage(_)));
-        assert!(err.to_string().starts_with("--granularity function needs function information"), "{err}");
+        assert!(
+            err.to_string()
+                .starts_with("--granularity function needs function information"),
+            "{err}"
+        );
     }
 
     #[test]
@@ -322,7 +329,10 @@ mod tests {
         let s = doric_minmax();
         let cp = config(&["cp"]).measures;
         let err = require_edges(&s, &cp).unwrap_err().to_string();
-        assert!(err.starts_with("the cp measure needs control-flow edge profiles"), "{err}");
+        assert!(
+            err.starts_with("the cp measure needs control-flow edge profiles"),
+            "{err}"
+        );
         assert!(require_edges(&s, &config(&[]).measures).is_ok());
     }
 }

@@ -67,7 +67,8 @@ fn rows(outcomes: Vec<JobOutcome>, ignored: Vec<TestRecord>, remap: &[u32]) -> R
     };
     for o in outcomes {
         rows.tests.push(o.record);
-        rows.covered.push(o.covered.into_iter().map(|u| remap[u as usize]).collect());
+        rows.covered
+            .push(o.covered.into_iter().map(|u| remap[u as usize]).collect());
         rows.traversed.push(o.edges);
     }
     for rec in ignored {

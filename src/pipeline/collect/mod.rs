@@ -85,7 +85,10 @@ pub fn collect(cfg: &RunConfig) -> anyhow::Result<Spectra> {
         exec.partition.as_ref(),
     );
     if let Some(p) = &exec.partition {
-        ui::status("Partition", format!("{p}: {} of {} tests", plan.jobs.len(), plan.selected));
+        ui::status(
+            "Partition",
+            format!("{p}: {} of {} tests", plan.jobs.len(), plan.selected),
+        );
     }
     if plan.jobs.is_empty() {
         return Err(SflError::NoTests.into());

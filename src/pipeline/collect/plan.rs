@@ -129,7 +129,10 @@ mod tests {
         assert_eq!(names(&plan, &bins), ["a other", "a t3", "z t1", "z t2"]);
         // "slow_t" matches the filter too; "main" (the whole binary) does not contain "t".
         assert_eq!(plan.ignored.len(), 1);
-        assert_eq!((plan.ignored[0].binary.as_str(), plan.ignored[0].name.as_str()), ("z", "slow_t"));
+        assert_eq!(
+            (plan.ignored[0].binary.as_str(), plan.ignored[0].name.as_str()),
+            ("z", "slow_t")
+        );
         assert_eq!(plan.ignored[0].outcome, Outcome::Ignored);
         assert_eq!(plan.selected, 4);
     }
