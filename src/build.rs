@@ -10,7 +10,7 @@ use std::process::{Command, Stdio};
 
 use cargo_metadata::{Message, MetadataCommand, Package};
 
-use crate::cli::Selection;
+use crate::config::Selection;
 use crate::error::SflError;
 
 /// Set (to any value) when cargo-sfl runs as the rustc wrapper.

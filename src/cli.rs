@@ -1,9 +1,11 @@
-//! Command-line arguments (clap derive, as a cargo subcommand) and their validation.
+//! Command-line arguments (clap derive, as a cargo subcommand), their validation, and their
+//! conversion into the plain [`crate::config`] types the library reads.
 
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+use crate::config::{self, HtParams, Partition, ReportConfig, RunConfig, Task};
 use crate::ui::{ColorChoice, Verbosity};
 
 /// `cargo sfl …` arrives as `cargo-sfl sfl …`; this wrapper enum accepts that shape.
@@ -27,8 +29,8 @@ pub struct SflArgs {
     pub command: Option<Command>,
 
     /// When to colour the output.
-    #[arg(long, value_enum, default_value_t = ColorChoice::Auto, global = true, value_name = "WHEN")]
-    pub color: ColorChoice,
+    #[arg(long, value_enum, default_value_t = Color::Auto, global = true, value_name = "WHEN")]
+    pub color: Color,
     /// Print only errors and warnings on stderr (no status lines or progress bars).
     #[arg(short, long, global = true, conflicts_with = "verbose")]
     pub quiet: bool,
@@ -46,6 +48,33 @@ impl SflArgs {
             (true, _) => Verbosity::Quiet,
             (_, true) => Verbosity::Verbose,
             _ => Verbosity::Normal,
+        }
+    }
+
+    pub fn color(&self) -> ColorChoice {
+        self.color.into()
+    }
+
+    /// The subcommand asked for, with its configuration.
+    pub fn into_task(self) -> Task {
+        match self.command {
+            None => Task::Run(Box::new(self.run.into_config())),
+            Some(Command::Report(r)) => Task::Report {
+                spectra: r.spectra,
+                manifest_path: r.manifest_path,
+                report: r.output.into_config(),
+            },
+            Some(Command::Analyze(a)) => Task::Analyze {
+                gzoltar: a.gzoltar,
+                report: a.output.into_config(),
+            },
+            Some(Command::Measures(m)) => Task::Measures(m.format.into()),
+            Some(Command::Merge(m)) => Task::Merge {
+                files: m.files,
+                save_spectra: m.save_spectra,
+                report: m.output.into_config(),
+            },
+            Some(Command::Eval(e)) => Task::Eval(Box::new(e.into_config())),
         }
     }
 }
@@ -71,19 +100,30 @@ pub struct RunArgs {
     pub filter: Option<String>,
 
     #[command(flatten)]
-    pub select: Selection,
+    pub select: SelectionArgs,
 
     #[command(flatten)]
-    pub exec: Execution,
+    pub exec: ExecutionArgs,
 
     #[command(flatten)]
     pub output: OutputArgs,
 }
 
+impl RunArgs {
+    pub fn into_config(self) -> RunConfig {
+        RunConfig {
+            selection: self.select.into(),
+            execution: self.exec.into(),
+            filter: self.filter,
+            report: self.output.into_config(),
+        }
+    }
+}
+
 /// Which packages and targets to build, as for `cargo test`.
 #[derive(Args, Debug, Default, Clone)]
 #[command(next_help_heading = "Package selection")]
-pub struct Selection {
+pub struct SelectionArgs {
     /// Path to Cargo.toml.
     #[arg(long, value_name = "PATH")]
     pub manifest_path: Option<PathBuf>,
@@ -134,7 +174,7 @@ pub struct Selection {
 /// How tests are run.
 #[derive(Args, Debug, Clone)]
 #[command(next_help_heading = "Test execution")]
-pub struct Execution {
+pub struct ExecutionArgs {
     /// Number of tests to run at once [default: number of CPUs].
     #[arg(short, long, value_name = "N")]
     pub jobs: Option<usize>,
@@ -161,107 +201,86 @@ pub struct Execution {
     pub save_spectra: Option<PathBuf>,
 }
 
-/// How tests are split into shards.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum PartitionKind {
-    Count,
-    Hash,
-}
-
-/// Shard `shard` (1-based) of `total`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Partition {
-    pub kind: PartitionKind,
-    pub shard: u64,
-    pub total: u64,
-}
-
-impl Partition {
-    /// Parses `count:K/N`, `hash:K/N`, or `K/N` (count).
-    pub fn parse(s: &str) -> Result<Self, String> {
-        let (kind, rest) = match s.split_once(':') {
-            Some(("count", r)) => (PartitionKind::Count, r),
-            Some(("hash", r)) => (PartitionKind::Hash, r),
-            Some((k, _)) => return Err(format!("unknown partition kind {k:?}: use count or hash")),
-            None => (PartitionKind::Count, s),
-        };
-        let (k, n) = rest.split_once('/').ok_or("expected K/N, e.g. count:1/3")?;
-        let (shard, total): (u64, u64) = (
-            k.parse().map_err(|_| format!("shard {k:?} is not a number"))?,
-            n.parse().map_err(|_| format!("shard count {n:?} is not a number"))?,
-        );
-        if total == 0 || shard == 0 || shard > total {
-            return Err(format!("shard {shard} of {total}: need 1 <= K <= N"));
+impl From<SelectionArgs> for config::Selection {
+    fn from(s: SelectionArgs) -> Self {
+        config::Selection {
+            manifest_path: s.manifest_path,
+            package: s.package,
+            workspace: s.workspace,
+            exclude: s.exclude,
+            lib: s.lib,
+            bins: s.bins,
+            bin: s.bin,
+            tests: s.tests,
+            test: s.test,
+            features: s.features,
+            all_features: s.all_features,
+            no_default_features: s.no_default_features,
+            release: s.release,
+            target_dir: s.target_dir,
         }
-        Ok(Partition { kind, shard, total })
     }
+}
 
-    /// Whether the test at `index` of the sorted list, with identity `id`, is in this shard.
-    pub fn contains(&self, index: usize, id: &str) -> bool {
-        let bucket = match self.kind {
-            PartitionKind::Count => index as u64 % self.total,
-            PartitionKind::Hash => {
-                use md5::{Digest, Md5};
-                let digest = Md5::digest(id.as_bytes());
-                u64::from_le_bytes(digest[..8].try_into().expect("8 bytes")) % self.total
+impl From<ExecutionArgs> for config::Execution {
+    fn from(e: ExecutionArgs) -> Self {
+        config::Execution {
+            jobs: e.jobs,
+            test_timeout: e.test_timeout,
+            include_ignored: e.include_ignored,
+            no_edges: e.no_edges,
+            keep_profiles: e.keep_profiles,
+            partition: e.partition,
+            save_spectra: e.save_spectra,
+        }
+    }
+}
+
+/// Defines clap value enums, each converting into the plain enum with the same variants.
+macro_rules! value_enums {
+    ($($(#[$doc:meta])* $clap:ident => $plain:ty { $($(#[$vdoc:meta])* $v:ident),+ $(,)? })+) => {$(
+        $(#[$doc])*
+        #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+        pub enum $clap {
+            $($(#[$vdoc])* $v),+
+        }
+
+        impl From<$clap> for $plain {
+            fn from(v: $clap) -> Self {
+                match v {
+                    $($clap::$v => <$plain>::$v),+
+                }
             }
-        };
-        bucket == self.shard - 1
-    }
-}
-
-impl std::fmt::Display for Partition {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let kind = match self.kind {
-            PartitionKind::Count => "count",
-            PartitionKind::Hash => "hash",
-        };
-        write!(f, "{kind}:{}/{}", self.shard, self.total)
-    }
-}
-
-#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Format {
-    /// Summary, failing tests, top suspects with their source lines.
-    Human,
-    /// The `cargo-sfl/v1` JSON report (every entry).
-    Json,
-    /// SARIF 2.1.0 for editors and code scanning (the top N entries of each measure).
-    Sarif,
-    /// A self-contained HTML page written into the --output directory.
-    Html,
-}
-
-impl From<Format> for crate::report::Format {
-    fn from(f: Format) -> Self {
-        match f {
-            Format::Human => Self::Human,
-            Format::Json => Self::Json,
-            Format::Sarif => Self::Sarif,
-            Format::Html => Self::Html,
         }
+    )+};
+}
+
+value_enums! {
+    /// `--color`.
+    Color => ColorChoice {
+        /// Colour when the stream is a terminal (and NO_COLOR is unset).
+        Auto,
+        Always,
+        Never,
     }
-}
-
-/// `--order`.
-#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Order {
-    Score,
-    Ht,
-}
-
-/// `--granularity`.
-#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Granularity {
-    Line,
-    Function,
-}
-
-/// Formats of the measure catalogue.
-#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ListFormat {
-    Human,
-    Json,
+    /// `cargo sfl eval --sort-by`.
+    SortBy => config::SortBy { StandardRank, SteimannRank, Exam, Accuracy, HtRank, Name }
+    Format => config::Format {
+        /// Summary, failing tests, top suspects with their source lines.
+        Human,
+        /// The `cargo-sfl/v1` JSON report (every entry).
+        Json,
+        /// SARIF 2.1.0 for editors and code scanning (the top N entries of each measure).
+        Sarif,
+        /// A self-contained HTML page written into the --output directory.
+        Html,
+    }
+    /// `--order`.
+    Order => config::Order { Score, Ht }
+    /// `--granularity`.
+    Granularity => config::Granularity { Line, Function }
+    /// Formats of the measure catalogue.
+    ListFormat => config::ListFormat { Human, Json }
 }
 
 /// What the report shows and where it goes.
@@ -325,54 +344,44 @@ pub struct OutputArgs {
 }
 
 impl OutputArgs {
-    /// The measures asked for, in order, without repeats; Ochiai when none was given.
-    pub fn measures(&self) -> Vec<&'static crate::measures::Measure> {
-        let mut out: Vec<&'static crate::measures::Measure> = Vec::new();
-        let names: Vec<&str> = if self.measure.is_empty() && self.format == Format::Html {
-            // The page switches between measures: offer the usual ones.
-            vec![
-                crate::measures::DEFAULT,
-                "dstar2",
-                "tarantula",
-                "naish2",
-                "cl",
-                "fault-likelihood",
-            ]
-        } else if self.measure.is_empty() {
-            vec![crate::measures::DEFAULT]
-        } else {
-            self.measure.iter().map(String::as_str).collect()
-        };
-        for n in names {
-            let m = crate::measures::find(n).expect("validated by clap");
-            if !out.iter().any(|o| o.name == m.name) {
-                out.push(m);
-            }
-        }
-        out
-    }
-}
-
-impl OutputArgs {
-    /// How scores are computed.
-    pub fn options(&self) -> crate::analysis::Options {
-        crate::analysis::Options {
-            smoothing: self.smoothing,
-            clone_failing: self.clone_failing,
-            optimise: self.optimise,
-            update_bound: self.update_bound,
-            group: !self.no_group,
+    pub fn into_config(self) -> ReportConfig {
+        let format = self.format.into();
+        ReportConfig {
+            measures: ReportConfig::resolve_measures(&self.measure, format).expect("validated by clap"),
+            options: crate::analysis::Options {
+                smoothing: self.smoothing,
+                clone_failing: self.clone_failing,
+                optimise: self.optimise,
+                update_bound: self.update_bound,
+                group: !self.no_group,
+            },
+            top: self.top,
+            format,
+            output: self.output,
+            diff_base: self.diff_base,
+            only_changed: self.only_changed,
+            fail_on: self.fail_on,
+            granularity: self.granularity.into(),
+            order: self.order.into(),
+            exclude_test_code: self.exclude_test_code,
+            ht: HtParams::default(),
         }
     }
 }
 
-fn measure_name(s: &str) -> Result<String, String> {
+/// A `--measure` no measure answers to; the message lists them all.
+#[derive(Debug, thiserror::Error)]
+#[error("unknown measure; known measures: {known} (details: cargo sfl measures)")]
+struct UnknownMeasureName {
+    known: String,
+}
+
+fn measure_name(s: &str) -> Result<String, UnknownMeasureName> {
     match crate::measures::find(s) {
         Some(m) => Ok(m.name.to_string()),
-        None => Err(format!(
-            "unknown measure; known measures: {} (details: cargo sfl measures)",
-            crate::measures::all().map(|m| m.name).collect::<Vec<_>>().join(", ")
-        )),
+        None => Err(UnknownMeasureName {
+            known: crate::measures::all().map(|m| m.name).collect::<Vec<_>>().join(", "),
+        }),
     }
 }
 
@@ -410,23 +419,43 @@ pub struct EvalArgs {
     #[arg(long, value_name = "FILE")]
     pub spectra: Option<PathBuf>,
     /// Order the table by this metric (smaller is better).
-    #[arg(long, value_enum, default_value_t = crate::eval::SortBy::StandardRank)]
-    pub sort_by: crate::eval::SortBy,
+    #[arg(long, value_enum, default_value_t = SortBy::StandardRank)]
+    pub sort_by: SortBy,
     /// HT_Rank: probability of jumping to a line of the same function (Def. 29).
-    #[arg(long, value_name = "P", default_value_t = 0.5)]
+    #[arg(long, value_name = "P", default_value_t = HtParams::default().p_jump)]
     pub p_jump: f64,
     /// HT_Rank: largest chain (states) solved exactly; larger ones are estimated by random walks.
-    #[arg(long, value_name = "STATES", default_value_t = 3000)]
+    #[arg(long, value_name = "STATES", default_value_t = HtParams::default().exact_limit)]
     pub exact_limit: usize,
     /// HT_Rank: random walks (of at most 200,000 steps) for the estimate; 0 reports HT_Rank
     /// only where the exact method applies.
-    #[arg(long, value_name = "N", default_value_t = 200)]
+    #[arg(long, value_name = "N", default_value_t = HtParams::default().walks)]
     pub walks: usize,
     /// Skip HT_Rank.
     #[arg(long)]
     pub no_ht: bool,
     #[command(flatten)]
     pub run: RunArgs,
+}
+
+impl EvalArgs {
+    pub fn into_config(self) -> config::EvalConfig {
+        let asked = !self.run.output.measure.is_empty();
+        let mut run = self.run.into_config();
+        run.report.ht = HtParams {
+            p_jump: self.p_jump,
+            exact_limit: self.exact_limit,
+            walks: self.walks,
+        };
+        config::EvalConfig {
+            faults: self.faults,
+            spectra: self.spectra,
+            sort_by: self.sort_by.into(),
+            ht: !self.no_ht,
+            measures: asked.then(|| run.report.measures.clone()),
+            run,
+        }
+    }
 }
 
 #[derive(Args, Debug)]
@@ -476,33 +505,34 @@ mod tests {
             "t1",
         ])
         .unwrap();
-        assert_eq!(a.run.select.package, vec!["foo"]);
-        assert_eq!(a.run.select.test, vec!["it"]);
-        assert_eq!(a.run.exec.jobs, Some(3));
-        assert_eq!(a.run.filter.as_deref(), Some("t1"));
+        let Task::Run(c) = a.into_task() else {
+            panic!("no subcommand: a run")
+        };
+        assert_eq!(c.selection.package, vec!["foo"]);
+        assert_eq!(c.selection.test, vec!["it"]);
+        assert_eq!(c.execution.jobs, Some(3));
+        assert_eq!(c.filter.as_deref(), Some("t1"));
         assert_eq!(
-            a.run.output.measures().iter().map(|m| m.name).collect::<Vec<_>>(),
+            c.report.measures.iter().map(|m| m.name).collect::<Vec<_>>(),
             vec!["dstar2"]
         );
-        assert_eq!(a.run.output.options().clone_failing, 7);
+        assert_eq!(c.report.options.clone_failing, 7);
     }
 
     #[test]
-    fn partitions_parse_and_split_every_test_into_exactly_one_shard() {
-        assert_eq!(Partition::parse("2/3").unwrap().kind, PartitionKind::Count);
-        assert_eq!(Partition::parse("hash:1/2").unwrap().to_string(), "hash:1/2");
-        for bad in ["0/3", "4/3", "x:1/2", "1-2", "1/0"] {
-            assert!(Partition::parse(bad).is_err(), "{bad}");
-        }
-        for kind in ["count", "hash"] {
-            let shards: Vec<Partition> = (1..=3)
-                .map(|k| Partition::parse(&format!("{kind}:{k}/3")).unwrap())
-                .collect();
-            for i in 0..50 {
-                let id = format!("bin test_{i}");
-                assert_eq!(shards.iter().filter(|p| p.contains(i, &id)).count(), 1);
+    fn eval_keeps_its_ht_flags_and_whether_measures_were_asked_for() {
+        let Cargo::Sfl(a) =
+            Cargo::try_parse_from(["cargo", "sfl", "eval", "--faults", "f.toml", "--walks", "9"]).unwrap();
+        let Task::Eval(e) = a.into_task() else { panic!("eval") };
+        assert_eq!(
+            e.run.report.ht,
+            HtParams {
+                walks: 9,
+                ..HtParams::default()
             }
-        }
+        );
+        assert!(e.measures.is_none() && e.ht);
+        assert_eq!(e.sort_by, config::SortBy::StandardRank);
     }
 
     #[test]

@@ -17,19 +17,30 @@ impl Changes {
     }
 }
 
+/// Why the changed lines could not be found.
+#[derive(Debug, thiserror::Error)]
+pub enum DiffError {
+    #[error("cannot run git: {0}")]
+    CannotRunGit(std::io::Error),
+    #[error("{} is not in a git repository", .0.display())]
+    NotARepository(std::path::PathBuf),
+    #[error("git diff {rev} failed: {stderr}")]
+    DiffFailed { rev: String, stderr: String },
+}
+
 /// Runs `git diff --unified=0 REV` in the workspace and reads the new-side line ranges. A
 /// pure deletion marks the line after which it happened (the code around the missing lines).
-pub fn changed_since(workspace: &Path, rev: &str) -> Result<Changes, String> {
+pub fn changed_since(workspace: &Path, rev: &str) -> Result<Changes, DiffError> {
     let git = |args: &[&str]| {
         Command::new("git")
             .args(args)
             .current_dir(workspace)
             .output()
-            .map_err(|e| format!("cannot run git: {e}"))
+            .map_err(DiffError::CannotRunGit)
     };
     let top = git(&["rev-parse", "--show-toplevel"])?;
     if !top.status.success() {
-        return Err(format!("{} is not in a git repository", workspace.display()));
+        return Err(DiffError::NotARepository(workspace.to_path_buf()));
     }
     let out = git(&[
         "diff",
@@ -41,10 +52,10 @@ pub fn changed_since(workspace: &Path, rev: &str) -> Result<Changes, String> {
         "--",
     ])?;
     if !out.status.success() {
-        return Err(format!(
-            "git diff {rev} failed: {}",
-            String::from_utf8_lossy(&out.stderr).trim()
-        ));
+        return Err(DiffError::DiffFailed {
+            rev: rev.to_string(),
+            stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+        });
     }
     Ok(parse(&String::from_utf8_lossy(&out.stdout)))
 }

@@ -11,7 +11,7 @@ pub mod exit {
     pub const REPORTED: i32 = 0;
     /// An unexpected internal error.
     pub const INTERNAL: i32 = 1;
-    /// Invalid command line (clap's own code).
+    /// Invalid command line (the argument parser's own code).
     pub const USAGE: i32 = 2;
     /// Every selected test passed: nothing to localise. The coverage summary is printed.
     pub const NO_FAILING_TESTS: i32 = 3;

@@ -24,6 +24,7 @@ use std::fmt::Write as _;
 use serde::Serialize;
 
 use crate::analysis::{Analysis, Options, Scored};
+use crate::config::SortBy;
 use crate::faults::Fault;
 use crate::hitting::{Chain, ChainSpec, Method, hitting_times, ht_rank};
 use crate::measures::Measure;
@@ -389,8 +390,8 @@ pub fn human(report: &EvalReport, sort: SortBy) -> String {
     }
     let mut rows: Vec<&MeasureResult> = report.measures.iter().collect();
     rows.sort_by(|a, b| {
-        sort.value(&a.metrics)
-            .total_cmp(&sort.value(&b.metrics))
+        sort_key(sort, &a.metrics)
+            .total_cmp(&sort_key(sort, &b.metrics))
             .then_with(|| a.measure.cmp(b.measure))
     });
     let _ = writeln!(
@@ -445,28 +446,15 @@ pub fn human(report: &EvalReport, sort: SortBy) -> String {
     out
 }
 
-/// The metric `cargo sfl eval --sort-by` orders the table by (smaller is better).
-#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq, Default)]
-pub enum SortBy {
-    #[default]
-    StandardRank,
-    SteimannRank,
-    Exam,
-    Accuracy,
-    HtRank,
-    Name,
-}
-
-impl SortBy {
-    pub fn value(self, m: &Metrics) -> f64 {
-        match self {
-            SortBy::StandardRank => m.standard_rank,
-            SortBy::SteimannRank => m.steimann_rank,
-            SortBy::Exam => m.exam,
-            SortBy::Accuracy => m.accuracy,
-            SortBy::HtRank => m.ht_rank.unwrap_or(f64::INFINITY),
-            SortBy::Name => 0.0,
-        }
+/// The value of `m` that `sort` orders the table by (smaller is better).
+fn sort_key(sort: SortBy, m: &Metrics) -> f64 {
+    match sort {
+        SortBy::StandardRank => m.standard_rank,
+        SortBy::SteimannRank => m.steimann_rank,
+        SortBy::Exam => m.exam,
+        SortBy::Accuracy => m.accuracy,
+        SortBy::HtRank => m.ht_rank.unwrap_or(f64::INFINITY),
+        SortBy::Name => 0.0,
     }
 }
 

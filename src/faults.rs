@@ -30,20 +30,47 @@ struct FaultsFile {
     fault: Vec<Fault>,
 }
 
-/// Reads a faults file; the error says what is wrong.
-pub fn load(path: &Path) -> Result<Vec<Fault>, String> {
-    let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-    parse(&text).map_err(|e| format!("{}: {e}", path.display()))
+/// What is wrong with a faults file.
+#[derive(Debug, thiserror::Error)]
+pub enum FaultsError {
+    #[error("cannot read {}: {source}", path.display())]
+    Read {
+        path: std::path::PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{}: {source}", path.display())]
+    Invalid {
+        path: std::path::PathBuf,
+        source: Box<FaultsError>,
+    },
+    #[error("{0}")]
+    Toml(#[from] toml::de::Error),
+    #[error("no [[fault]] entries")]
+    NoFaults,
+    #[error("fault in {0} needs 1-based `lines`")]
+    BadLines(String),
 }
 
-pub fn parse(text: &str) -> Result<Vec<Fault>, String> {
-    let file: FaultsFile = toml::from_str(text).map_err(|e| e.to_string())?;
+/// Reads a faults file; the error says what is wrong.
+pub fn load(path: &Path) -> Result<Vec<Fault>, FaultsError> {
+    let text = std::fs::read_to_string(path).map_err(|source| FaultsError::Read {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    parse(&text).map_err(|e| FaultsError::Invalid {
+        path: path.to_path_buf(),
+        source: Box::new(e),
+    })
+}
+
+pub fn parse(text: &str) -> Result<Vec<Fault>, FaultsError> {
+    let file: FaultsFile = toml::from_str(text)?;
     if file.fault.is_empty() {
-        return Err("no [[fault]] entries".into());
+        return Err(FaultsError::NoFaults);
     }
     for f in &file.fault {
         if f.lines.is_empty() || f.lines.contains(&0) {
-            return Err(format!("fault in {} needs 1-based `lines`", f.file));
+            return Err(FaultsError::BadLines(f.file.clone()));
         }
     }
     Ok(file.fault)
@@ -58,7 +85,7 @@ mod tests {
         let f = parse("[[fault]]\nfile = \"src/lib.rs\"\nlines = [10, 11]\n[[fault]]\nfile = \"a.rs\"\nlines = [3]\nname = \"x\"\n").unwrap();
         assert_eq!(f.len(), 2);
         assert_eq!(f[1].name.as_deref(), Some("x"));
-        assert!(parse("").unwrap_err().contains("no [[fault]]"));
+        assert!(parse("").unwrap_err().to_string().contains("no [[fault]]"));
         assert!(parse("[[fault]]\nfile = \"a.rs\"\nlines = []\n").is_err());
         assert!(parse("[[fault]]\nfile = \"a.rs\"\nline = [1]\n").is_err());
     }

@@ -11,11 +11,30 @@ use std::path::Path;
 
 use crate::spectra::{Outcome, Spectra, TestRecord, Unit};
 
-fn read_first(dir: &Path, names: &[&str]) -> Result<Option<(String, String)>, String> {
+/// What is wrong with a GZoltar directory: which file, and which line of it.
+#[derive(Debug, thiserror::Error)]
+pub enum GzoltarError {
+    #[error("not a directory")]
+    NotADirectory,
+    #[error("cannot read {}: {source}", path.display())]
+    Read {
+        path: std::path::PathBuf,
+        source: std::io::Error,
+    },
+    #[error("no spectra.csv (or spectra) file with the unit names")]
+    NoSpectraFile,
+    #[error("no matrix.txt (or matrix) file")]
+    NoMatrixFile,
+    /// The files disagree with the format or with each other.
+    #[error("{0}")]
+    Malformed(String),
+}
+
+fn read_first(dir: &Path, names: &[&str]) -> Result<Option<(String, String)>, GzoltarError> {
     for name in names {
         let path = dir.join(name);
         if path.is_file() {
-            let text = std::fs::read_to_string(&path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+            let text = std::fs::read_to_string(&path).map_err(|source| GzoltarError::Read { path, source })?;
             return Ok(Some((name.to_string(), text)));
         }
     }
@@ -23,21 +42,21 @@ fn read_first(dir: &Path, names: &[&str]) -> Result<Option<(String, String)>, St
 }
 
 /// Reads a GZoltar directory into spectra; the error says which file and line is wrong.
-pub fn load(dir: &Path) -> Result<Spectra, String> {
+pub fn load(dir: &Path) -> Result<Spectra, GzoltarError> {
+    use GzoltarError::Malformed;
     if !dir.is_dir() {
-        return Err("not a directory".into());
+        return Err(GzoltarError::NotADirectory);
     }
     let (spectra_file, spectra_text) =
-        read_first(dir, &["spectra.csv", "spectra"])?.ok_or("no spectra.csv (or spectra) file with the unit names")?;
-    let (matrix_file, matrix_text) =
-        read_first(dir, &["matrix.txt", "matrix"])?.ok_or("no matrix.txt (or matrix) file")?;
+        read_first(dir, &["spectra.csv", "spectra"])?.ok_or(GzoltarError::NoSpectraFile)?;
+    let (matrix_file, matrix_text) = read_first(dir, &["matrix.txt", "matrix"])?.ok_or(GzoltarError::NoMatrixFile)?;
 
     let mut names: Vec<&str> = spectra_text.lines().map(str::trim).filter(|l| !l.is_empty()).collect();
     if spectra_file == "spectra.csv" && names.first() == Some(&"name") {
         names.remove(0);
     }
     if names.is_empty() {
-        return Err(format!("{spectra_file} names no units"));
+        return Err(Malformed(format!("{spectra_file} names no units")));
     }
     let units: Vec<Unit> = names.iter().map(|n| Unit::named(*n)).collect();
 
@@ -54,33 +73,39 @@ pub fn load(dir: &Path) -> Result<Spectra, String> {
             "+" => Outcome::Passed,
             "-" => Outcome::Failed,
             other => {
-                return Err(format!(
+                return Err(Malformed(format!(
                     "{}: ends in {other:?}, expected + (passed) or - (failed)",
                     at()
-                ));
+                )));
             }
         };
         if cells.len() != units.len() {
-            return Err(format!(
+            return Err(Malformed(format!(
                 "{}: {} cells, but {spectra_file} names {} units",
                 at(),
                 cells.len(),
                 units.len()
-            ));
+            )));
         }
         let mut row = Vec::new();
         for (u, cell) in cells.iter().enumerate() {
             match *cell {
                 "0" => {}
                 "1" => row.push(u as u32),
-                other => return Err(format!("{}: cell {} is {other:?}, expected 0 or 1", at(), u + 1)),
+                other => {
+                    return Err(Malformed(format!(
+                        "{}: cell {} is {other:?}, expected 0 or 1",
+                        at(),
+                        u + 1
+                    )));
+                }
             }
         }
         outcomes.push(outcome);
         covered.push(row);
     }
     if outcomes.is_empty() {
-        return Err(format!("{matrix_file} has no tests"));
+        return Err(Malformed(format!("{matrix_file} has no tests")));
     }
 
     let test_names = match read_first(dir, &["tests.csv"])? {
@@ -92,11 +117,11 @@ pub fn load(dir: &Path) -> Result<Spectra, String> {
                 .map(|l| l.split(',').next().unwrap_or("").to_string())
                 .collect();
             if names.len() != outcomes.len() {
-                return Err(format!(
+                return Err(Malformed(format!(
                     "tests.csv names {} tests but {matrix_file} has {} rows",
                     names.len(),
                     outcomes.len()
-                ));
+                )));
             }
             names
         }
@@ -162,15 +187,16 @@ mod tests {
     #[test]
     fn malformed_input_names_the_file_and_line() {
         let d = dir(&[("spectra.csv", "name\nu1\nu2\n"), ("matrix.txt", "1 0 -\n1 +\n")]);
-        let e = load(d.path()).unwrap_err();
+        let e = load(d.path()).unwrap_err().to_string();
         assert!(e.contains("matrix.txt line 2") && e.contains("1 cells"), "{e}");
         let d = dir(&[("spectra.csv", "name\nu1\n"), ("matrix.txt", "1 x\n")]);
         assert!(
             load(d.path())
                 .unwrap_err()
+                .to_string()
                 .contains("expected + (passed) or - (failed)")
         );
         let d = dir(&[("matrix.txt", "1 -\n")]);
-        assert!(load(d.path()).unwrap_err().contains("no spectra.csv"));
+        assert!(load(d.path()).unwrap_err().to_string().contains("no spectra.csv"));
     }
 }

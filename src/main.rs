@@ -2,22 +2,32 @@
 
 use clap::Parser;
 
-use cargo_sfl::cli::{Cargo, Command};
+use cargo_sfl::cli::Cargo;
+use cargo_sfl::config::Task;
 use cargo_sfl::error::{SflError, exit};
+use cargo_sfl::pipeline;
 
 fn main() {
     if std::env::var_os(cargo_sfl::build::WRAPPER_ENV).is_some() {
         cargo_sfl::build::rustc_wrapper();
     }
     let Cargo::Sfl(args) = Cargo::parse();
-    cargo_sfl::ui::init(args.color, args.verbosity());
-    let result = match &args.command {
-        Some(Command::Report(r)) => cargo_sfl::pipeline::report(r),
-        Some(Command::Analyze(a)) => cargo_sfl::pipeline::analyze(a),
-        Some(Command::Measures(m)) => cargo_sfl::pipeline::measures(m),
-        Some(Command::Merge(m)) => cargo_sfl::pipeline::merge(m),
-        Some(Command::Eval(e)) => cargo_sfl::pipeline::eval(e),
-        None => cargo_sfl::pipeline::run(&args.run),
+    cargo_sfl::ui::init(args.color(), args.verbosity());
+    let result = match args.into_task() {
+        Task::Run(c) => pipeline::run(&c),
+        Task::Report {
+            spectra,
+            manifest_path,
+            report,
+        } => pipeline::report(spectra.as_deref(), manifest_path.as_deref(), &report),
+        Task::Analyze { gzoltar, report } => pipeline::analyze(&gzoltar, &report),
+        Task::Measures(format) => pipeline::measures(format),
+        Task::Merge {
+            files,
+            save_spectra,
+            report,
+        } => pipeline::merge(&files, save_spectra.as_deref(), &report),
+        Task::Eval(e) => pipeline::eval(&e),
     };
     let code = match result {
         Ok(code) => code,

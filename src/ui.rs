@@ -10,8 +10,8 @@ use std::time::Duration;
 use console::{Style, Term};
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-/// `--color`.
-#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq, Default)]
+/// When to colour the output.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum ColorChoice {
     /// Colour when the stream is a terminal (and NO_COLOR is unset).
     #[default]

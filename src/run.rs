@@ -1,5 +1,5 @@
-//! Lists each binary's tests and runs every test in its own process, in parallel, with a
-//! continuous-mode profile per process so crashed and killed tests keep their coverage.
+//! Runs every test in its own process, in parallel, with a continuous-mode profile per
+//! process so crashed and killed tests keep their coverage; classifies what each one did.
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
@@ -12,16 +12,6 @@ use wait_timeout::ChildExt;
 
 use crate::build::TestBinary;
 use crate::spectra::Outcome;
-
-/// The tests one binary holds.
-#[derive(Debug, Clone)]
-pub struct Listing {
-    /// Runnable test names; empty with `whole` set when the harness cannot list tests.
-    pub tests: Vec<String>,
-    pub ignored: Vec<String>,
-    /// The binary is run once, with no arguments, as a single test named `main`.
-    pub whole: bool,
-}
 
 /// One process to run.
 #[derive(Debug, Clone)]
@@ -83,77 +73,9 @@ pub fn test_env(cmd: &mut Command, pkg: &Package, target_dir: &Path, release: bo
     }
 }
 
-/// Lists a binary's tests with `--list --format terse` (and `--ignored`).
-pub fn list(
-    bin: &TestBinary,
-    pkg: &Package,
-    target_dir: &Path,
-    release: bool,
-    scratch: &Path,
-    timeout: Duration,
-) -> Result<Listing, String> {
-    let run = |extra: &[&str]| -> Result<(bool, String), String> {
-        let mut cmd = Command::new(&bin.path);
-        cmd.args(["--list", "--format", "terse"]).args(extra);
-        test_env(&mut cmd, pkg, target_dir, release);
-        // Listing must not leave default.profraw files in the user's package directory.
-        cmd.env("LLVM_PROFILE_FILE", scratch.join("list-%p.profraw"));
-        let out_path = scratch.join(format!("list-{}.out", std::process::id()));
-        let (status, output, _) =
-            run_captured(cmd, &out_path, timeout).map_err(|e| format!("cannot run {}: {e}", bin.path.display()))?;
-        Ok((status.is_some_and(|s| s.success()), output))
-    };
-    let parse = |text: &str| -> Option<Vec<String>> {
-        let mut names = Vec::new();
-        for line in text.lines().filter(|l| !l.trim().is_empty()) {
-            if let Some(name) = line.strip_suffix(": test") {
-                names.push(name.to_string());
-            } else if !line.ends_with(": benchmark") {
-                return None;
-            }
-        }
-        Some(names)
-    };
-    let (ok, text) = run(&[])?;
-    let tests = if ok { parse(&text) } else { None };
-    let result = match tests {
-        // A custom harness that answered `--list` with nothing is run as one test.
-        Some(t) if !(bin.custom_harness && t.is_empty()) => {
-            let (ok, text) = run(&["--ignored"])?;
-            let ignored = if ok {
-                parse(&text).unwrap_or_default()
-            } else {
-                Vec::new()
-            };
-            Listing {
-                tests: t,
-                ignored,
-                whole: false,
-            }
-        }
-        _ => Listing {
-            tests: Vec::new(),
-            ignored: Vec::new(),
-            whole: true,
-        },
-    };
-    clean_dir_files(scratch, "list-");
-    Ok(result)
-}
-
-fn clean_dir_files(dir: &Path, prefix: &str) {
-    if let Ok(rd) = std::fs::read_dir(dir) {
-        for e in rd.flatten() {
-            if e.file_name().to_string_lossy().starts_with(prefix) {
-                let _ = std::fs::remove_file(e.path());
-            }
-        }
-    }
-}
-
 /// Runs a command with stdout and stderr into one file; `None` status means it timed out
 /// and was killed.
-fn run_captured(
+pub(crate) fn run_captured(
     mut cmd: Command,
     out_path: &Path,
     timeout: Duration,

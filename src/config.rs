@@ -1,0 +1,318 @@
+//! What a command asks for, resolved once from the command line into plain types: the
+//! pipeline and the renderers read these, never the argument parser's types.
+
+use std::path::PathBuf;
+
+use crate::analysis::Options;
+use crate::measures::Measure;
+
+/// One subcommand with everything it needs.
+pub enum Task {
+    /// `cargo sfl [OPTIONS] [FILTER]`: build, run, rank, report.
+    Run(Box<RunConfig>),
+    /// `cargo sfl report`: re-rank saved spectra (`spectra`, or the workspace's default file).
+    Report {
+        spectra: Option<PathBuf>,
+        manifest_path: Option<PathBuf>,
+        report: ReportConfig,
+    },
+    /// `cargo sfl analyze --gzoltar DIR`.
+    Analyze { gzoltar: PathBuf, report: ReportConfig },
+    /// `cargo sfl measures`.
+    Measures(ListFormat),
+    /// `cargo sfl merge`: shards' spectra into one.
+    Merge {
+        files: Vec<PathBuf>,
+        save_spectra: Option<PathBuf>,
+        report: ReportConfig,
+    },
+    /// `cargo sfl eval`.
+    Eval(Box<EvalConfig>),
+}
+
+/// Collect the spectra, then report on them.
+pub struct RunConfig {
+    pub selection: Selection,
+    pub execution: Execution,
+    /// Only tests whose name contains this string.
+    pub filter: Option<String>,
+    pub report: ReportConfig,
+}
+
+/// Which packages and targets to build, as for `cargo test`.
+#[derive(Debug, Default, Clone)]
+pub struct Selection {
+    pub manifest_path: Option<PathBuf>,
+    pub package: Vec<String>,
+    pub workspace: bool,
+    pub exclude: Vec<String>,
+    pub lib: bool,
+    pub bins: bool,
+    pub bin: Vec<String>,
+    pub tests: bool,
+    pub test: Vec<String>,
+    pub features: Vec<String>,
+    pub all_features: bool,
+    pub no_default_features: bool,
+    pub release: bool,
+    /// Directory for the instrumented build (default: `<target-dir>/sfl`).
+    pub target_dir: Option<PathBuf>,
+}
+
+/// How tests are run.
+#[derive(Debug, Clone)]
+pub struct Execution {
+    /// Tests at once (default: the number of CPUs).
+    pub jobs: Option<usize>,
+    /// Seconds before a test is killed and counted as timed out.
+    pub test_timeout: f64,
+    pub include_ignored: bool,
+    pub no_edges: bool,
+    pub keep_profiles: bool,
+    pub partition: Option<Partition>,
+    pub save_spectra: Option<PathBuf>,
+}
+
+/// How tests are split into shards.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PartitionKind {
+    Count,
+    Hash,
+}
+
+/// Shard `shard` (1-based) of `total`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Partition {
+    pub kind: PartitionKind,
+    pub shard: u64,
+    pub total: u64,
+}
+
+/// A `--partition` value that does not parse.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum PartitionError {
+    #[error("unknown partition kind {0:?}: use count or hash")]
+    UnknownKind(String),
+    #[error("expected K/N, e.g. count:1/3")]
+    NoSlash,
+    #[error("shard {0:?} is not a number")]
+    BadShard(String),
+    #[error("shard count {0:?} is not a number")]
+    BadTotal(String),
+    #[error("shard {shard} of {total}: need 1 <= K <= N")]
+    OutOfRange { shard: u64, total: u64 },
+}
+
+impl Partition {
+    /// Parses `count:K/N`, `hash:K/N`, or `K/N` (count).
+    pub fn parse(s: &str) -> Result<Self, PartitionError> {
+        let (kind, rest) = match s.split_once(':') {
+            Some(("count", r)) => (PartitionKind::Count, r),
+            Some(("hash", r)) => (PartitionKind::Hash, r),
+            Some((k, _)) => return Err(PartitionError::UnknownKind(k.to_string())),
+            None => (PartitionKind::Count, s),
+        };
+        let (k, n) = rest.split_once('/').ok_or(PartitionError::NoSlash)?;
+        let (shard, total): (u64, u64) = (
+            k.parse().map_err(|_| PartitionError::BadShard(k.to_string()))?,
+            n.parse().map_err(|_| PartitionError::BadTotal(n.to_string()))?,
+        );
+        if total == 0 || shard == 0 || shard > total {
+            return Err(PartitionError::OutOfRange { shard, total });
+        }
+        Ok(Partition { kind, shard, total })
+    }
+
+    /// Whether the test at `index` of the sorted list, with identity `id`, is in this shard.
+    pub fn contains(&self, index: usize, id: &str) -> bool {
+        let bucket = match self.kind {
+            PartitionKind::Count => index as u64 % self.total,
+            PartitionKind::Hash => {
+                use md5::{Digest, Md5};
+                let digest = Md5::digest(id.as_bytes());
+                u64::from_le_bytes(digest[..8].try_into().expect("8 bytes")) % self.total
+            }
+        };
+        bucket == self.shard - 1
+    }
+}
+
+impl std::fmt::Display for Partition {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let kind = match self.kind {
+            PartitionKind::Count => "count",
+            PartitionKind::Hash => "hash",
+        };
+        write!(f, "{kind}:{}/{}", self.shard, self.total)
+    }
+}
+
+/// The report's format (the report module's own enum: one definition).
+pub use crate::report::Format;
+
+/// The order of the suspects.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Order {
+    /// By score.
+    Score,
+    /// By when the HT_Rank model expects a person to reach them.
+    Ht,
+}
+
+/// What a unit of the ranking is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Granularity {
+    Line,
+    Function,
+}
+
+/// Formats of the measure catalogue.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ListFormat {
+    Human,
+    Json,
+}
+
+/// The metric `cargo sfl eval` orders its table by (smaller is better).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum SortBy {
+    #[default]
+    StandardRank,
+    SteimannRank,
+    Exam,
+    Accuracy,
+    HtRank,
+    Name,
+}
+
+/// The HT_Rank debugging model's parameters (Def. 29), for `--order ht` and `cargo sfl eval`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct HtParams {
+    /// Probability of jumping to a line of the same function.
+    pub p_jump: f64,
+    /// Largest chain (states) solved exactly; larger ones are estimated by random walks.
+    pub exact_limit: usize,
+    /// Random walks for the estimate (0: HT_Rank only where the exact method applies).
+    pub walks: usize,
+}
+
+impl Default for HtParams {
+    fn default() -> Self {
+        HtParams {
+            p_jump: 0.5,
+            exact_limit: 3000,
+            walks: 200,
+        }
+    }
+}
+
+/// What the report shows and where it goes.
+#[derive(Clone)]
+pub struct ReportConfig {
+    /// The measures to rank by, in order, without repeats.
+    pub measures: Vec<&'static Measure>,
+    pub options: Options,
+    /// Entries per measure in the human and SARIF reports.
+    pub top: usize,
+    pub format: Format,
+    /// A file (a directory for HTML); standard output when `None`.
+    pub output: Option<PathBuf>,
+    pub diff_base: Option<String>,
+    pub only_changed: bool,
+    pub fail_on: Option<f64>,
+    pub granularity: Granularity,
+    pub order: Order,
+    pub exclude_test_code: bool,
+    pub ht: HtParams,
+}
+
+/// The measures the HTML page offers when none is asked for (it switches between them).
+const HTML_MEASURES: &[&str] = &[
+    crate::measures::DEFAULT,
+    "dstar2",
+    "tarantula",
+    "naish2",
+    "cl",
+    "fault-likelihood",
+];
+
+/// A measure name no measure has.
+#[derive(Debug, thiserror::Error)]
+#[error("unknown measure {0:?}")]
+pub struct UnknownMeasure(pub String);
+
+impl ReportConfig {
+    /// The measures `names` asks for, in order, without repeats; when empty, Ochiai (the
+    /// usual few for HTML).
+    pub fn resolve_measures(names: &[String], format: Format) -> Result<Vec<&'static Measure>, UnknownMeasure> {
+        let names: Vec<&str> = match (names.is_empty(), format) {
+            (true, Format::Html) => HTML_MEASURES.to_vec(),
+            (true, _) => vec![crate::measures::DEFAULT],
+            (false, _) => names.iter().map(String::as_str).collect(),
+        };
+        let mut out: Vec<&'static Measure> = Vec::new();
+        for n in names {
+            let m = crate::measures::find(n).ok_or_else(|| UnknownMeasure(n.to_string()))?;
+            if !out.iter().any(|o| o.name == m.name) {
+                out.push(m);
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// `cargo sfl eval`: the faults, where the spectra come from, and how to score.
+pub struct EvalConfig {
+    pub faults: PathBuf,
+    /// Saved spectra to evaluate; `None`: collect them as `run` does.
+    pub spectra: Option<PathBuf>,
+    pub sort_by: SortBy,
+    /// Compute HT_Rank (with `run.report.ht`).
+    pub ht: bool,
+    /// The measures asked for; `None`: every measure the spectra support.
+    pub measures: Option<Vec<&'static Measure>>,
+    pub run: RunConfig,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn partitions_parse_and_split_every_test_into_exactly_one_shard() {
+        assert_eq!(Partition::parse("2/3").unwrap().kind, PartitionKind::Count);
+        assert_eq!(Partition::parse("hash:1/2").unwrap().to_string(), "hash:1/2");
+        for bad in ["0/3", "4/3", "x:1/2", "1-2", "1/0"] {
+            assert!(Partition::parse(bad).is_err(), "{bad}");
+        }
+        assert_eq!(
+            Partition::parse("x:1/2").unwrap_err().to_string(),
+            "unknown partition kind \"x\": use count or hash"
+        );
+        for kind in ["count", "hash"] {
+            let shards: Vec<Partition> = (1..=3)
+                .map(|k| Partition::parse(&format!("{kind}:{k}/3")).unwrap())
+                .collect();
+            for i in 0..50 {
+                let id = format!("bin test_{i}");
+                assert_eq!(shards.iter().filter(|p| p.contains(i, &id)).count(), 1);
+            }
+        }
+    }
+
+    #[test]
+    fn measures_resolve_in_order_without_repeats_with_defaults_per_format() {
+        let names = |v: Vec<&'static Measure>| v.iter().map(|m| m.name).collect::<Vec<_>>();
+        let asked = vec!["dstar".to_string(), "ochiai".into(), "dstar2".into()];
+        assert_eq!(
+            names(ReportConfig::resolve_measures(&asked, Format::Human).unwrap()),
+            ["dstar2", "ochiai"]
+        );
+        assert_eq!(
+            names(ReportConfig::resolve_measures(&[], Format::Json).unwrap()),
+            ["ochiai"]
+        );
+        assert_eq!(ReportConfig::resolve_measures(&[], Format::Html).unwrap().len(), 6);
+        assert!(ReportConfig::resolve_measures(&["nope".into()], Format::Human).is_err());
+    }
+}

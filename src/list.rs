@@ -1,0 +1,121 @@
+//! Lists the tests a test binary holds (`--list --format terse`, and `--ignored`), in the
+//! environment `cargo test` gives it.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use cargo_metadata::Package;
+
+use crate::build::TestBinary;
+use crate::run::{run_captured, test_env};
+
+/// The tests one binary holds.
+#[derive(Debug, Clone)]
+pub struct Listing {
+    /// Runnable test names; empty with `whole` set when the harness cannot list tests.
+    pub tests: Vec<String>,
+    pub ignored: Vec<String>,
+    /// The binary is run once, with no arguments, as a single test named `main`.
+    pub whole: bool,
+}
+
+impl Listing {
+    /// A binary run once, as a single test named `main`.
+    pub fn whole() -> Self {
+        Listing {
+            tests: Vec::new(),
+            ignored: Vec::new(),
+            whole: true,
+        }
+    }
+}
+
+/// A binary that could not be asked for its tests.
+#[derive(Debug, thiserror::Error)]
+pub enum ListError {
+    #[error("cannot run {}: {source}", path.display())]
+    CannotRun { path: PathBuf, source: std::io::Error },
+}
+
+/// Lists a binary's tests with `--list --format terse` (and `--ignored`).
+pub fn list(
+    bin: &TestBinary,
+    pkg: &Package,
+    target_dir: &Path,
+    release: bool,
+    scratch: &Path,
+    timeout: Duration,
+) -> Result<Listing, ListError> {
+    let run = |extra: &[&str]| -> Result<(bool, String), ListError> {
+        let mut cmd = Command::new(&bin.path);
+        cmd.args(["--list", "--format", "terse"]).args(extra);
+        test_env(&mut cmd, pkg, target_dir, release);
+        // Listing must not leave default.profraw files in the user's package directory.
+        cmd.env("LLVM_PROFILE_FILE", scratch.join("list-%p.profraw"));
+        let out_path = scratch.join(format!("list-{}.out", std::process::id()));
+        let (status, output, _) = run_captured(cmd, &out_path, timeout).map_err(|source| ListError::CannotRun {
+            path: bin.path.clone(),
+            source,
+        })?;
+        Ok((status.is_some_and(|s| s.success()), output))
+    };
+    let (ok, text) = run(&[])?;
+    let tests = if ok { parse_terse(&text) } else { None };
+    let result = match tests {
+        // A custom harness that answered `--list` with nothing is run as one test.
+        Some(t) if !(bin.custom_harness && t.is_empty()) => {
+            let (ok, text) = run(&["--ignored"])?;
+            let ignored = if ok {
+                parse_terse(&text).unwrap_or_default()
+            } else {
+                Vec::new()
+            };
+            Listing {
+                tests: t,
+                ignored,
+                whole: false,
+            }
+        }
+        _ => Listing::whole(),
+    };
+    clean_dir_files(scratch, "list-");
+    Ok(result)
+}
+
+/// The test names of libtest's terse listing; `None` when a line is not libtest's.
+fn parse_terse(text: &str) -> Option<Vec<String>> {
+    let mut names = Vec::new();
+    for line in text.lines().filter(|l| !l.trim().is_empty()) {
+        if let Some(name) = line.strip_suffix(": test") {
+            names.push(name.to_string());
+        } else if !line.ends_with(": benchmark") {
+            return None;
+        }
+    }
+    Some(names)
+}
+
+fn clean_dir_files(dir: &Path, prefix: &str) {
+    if let Ok(rd) = std::fs::read_dir(dir) {
+        for e in rd.flatten() {
+            if e.file_name().to_string_lossy().starts_with(prefix) {
+                let _ = std::fs::remove_file(e.path());
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn terse_listings_name_tests_and_skip_benchmarks() {
+        assert_eq!(
+            parse_terse("a::t1: test\nb: benchmark\n\nt2: test\n"),
+            Some(vec!["a::t1".to_string(), "t2".to_string()])
+        );
+        assert_eq!(parse_terse("custom harness output\n"), None);
+    }
+}

@@ -1,0 +1,160 @@
+//! Assembles the matrix from the finished jobs: units in code order (so output is stable
+//! whatever order tests finished in), one row per test (ignored tests last), the edge matrix,
+//! and the build information shards must agree on.
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use super::run::JobOutcome;
+use crate::decode::hex;
+use crate::pipeline::decoding::Interner;
+use crate::spectra::{BuildInfo, FunctionSpan, Spectra, TestRecord, Unit};
+use crate::ui;
+
+/// The matrix of every test over the interned units; `edges` decodes the edge matrix when
+/// edge profiles were recorded.
+pub(crate) fn assemble(
+    root: &Path,
+    interner: Interner,
+    outcomes: Vec<JobOutcome>,
+    ignored: Vec<TestRecord>,
+    edges: Option<crate::edges::Collector<'_>>,
+) -> Spectra {
+    let (units, remap) = code_order(&interner.units);
+    let rows = rows(outcomes, ignored, &remap);
+    let edges = edges.map(|collector| {
+        let unit_id: HashMap<(&str, u32), u32> = units
+            .iter()
+            .enumerate()
+            .map(|(i, u)| ((u.file.as_str(), u.line), i as u32))
+            .collect();
+        let e = collector.finish(rows.tests.len(), &rows.traversed, |f, l| unit_id.get(&(f, l)).copied());
+        ui::detail(format!("{} blocks, {} edges traversed", e.blocks.len(), e.edges.len()));
+        e
+    });
+    let functions: Vec<FunctionSpan> = interner.functions.into_iter().collect();
+    let mut spectra = Spectra::from_tests(root.to_string_lossy().into_owned(), rows.tests, units, &rows.covered);
+    spectra.edges = edges;
+    spectra.set_functions(functions);
+    spectra
+}
+
+/// The units sorted in code order, and for each interned id its position there.
+fn code_order(interned: &[Unit]) -> (Vec<Unit>, Vec<u32>) {
+    let mut order: Vec<u32> = (0..interned.len() as u32).collect();
+    order.sort_by(|&a, &b| interned[a as usize].cmp(&interned[b as usize]));
+    let mut remap = vec![0u32; order.len()];
+    for (new, &old) in order.iter().enumerate() {
+        remap[old as usize] = new as u32;
+    }
+    let units = order.iter().map(|&o| interned[o as usize].clone()).collect();
+    (units, remap)
+}
+
+/// One row per test: records, covered units (renumbered) and traversed edges.
+struct Rows {
+    tests: Vec<TestRecord>,
+    covered: Vec<Vec<u32>>,
+    traversed: Vec<Vec<(Option<u32>, u32)>>,
+}
+
+/// The jobs' rows in job order, then the ignored tests' empty rows.
+fn rows(outcomes: Vec<JobOutcome>, ignored: Vec<TestRecord>, remap: &[u32]) -> Rows {
+    let mut rows = Rows {
+        tests: Vec::new(),
+        covered: Vec::new(),
+        traversed: Vec::new(),
+    };
+    for o in outcomes {
+        rows.tests.push(o.record);
+        rows.covered
+            .push(o.covered.into_iter().map(|u| remap[u as usize]).collect());
+        rows.traversed.push(o.edges);
+    }
+    for rec in ignored {
+        rows.tests.push(rec);
+        rows.covered.push(Vec::new());
+        rows.traversed.push(Vec::new());
+    }
+    rows
+}
+
+/// The toolchain and a digest of the units' source files (what shards must agree on).
+pub(crate) fn build_info(root: &Path, spectra: &Spectra) -> BuildInfo {
+    use md5::{Digest, Md5};
+    let rustc = std::env::var_os("RUSTC").unwrap_or_else(|| "rustc".into());
+    let version = std::process::Command::new(rustc)
+        .arg("-vV")
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+        .unwrap_or_else(|e| format!("unknown ({e})"));
+    let mut files: Vec<&str> = spectra.units.iter().map(|u| u.file.as_str()).collect();
+    files.dedup();
+    let mut md5 = Md5::new();
+    for f in files {
+        md5.update(f.as_bytes());
+        md5.update([0]);
+        match std::fs::read(root.join(f)) {
+            Ok(bytes) => {
+                md5.update((bytes.len() as u64).to_le_bytes());
+                md5.update(&bytes);
+            }
+            Err(_) => md5.update(b"(missing)"),
+        }
+    }
+    BuildInfo {
+        rustc: version,
+        sources: hex(&md5.finalize()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pipeline::collect::plan::record;
+    use crate::spectra::Outcome;
+
+    fn outcome(name: &str, outcome: Outcome, covered: &[u32]) -> JobOutcome {
+        JobOutcome {
+            record: record("b", name, outcome),
+            covered: covered.to_vec(),
+            profiles: Vec::new(),
+            edges: vec![(None, 0)],
+        }
+    }
+
+    #[test]
+    fn units_are_put_in_code_order_and_rows_renumbered() {
+        let mut interner = Interner::default();
+        // Interned in the order tests happened to meet them.
+        let b9 = interner.intern("src/b.rs", 9);
+        let a2 = interner.intern("src/a.rs", 2);
+        let b1 = interner.intern("src/b.rs", 1);
+        let outcomes = vec![
+            outcome("t1", Outcome::Failed, &[b9, a2]),
+            outcome("t2", Outcome::Passed, &[b1]),
+        ];
+        let ignored = vec![record("b", "t0", Outcome::Ignored)];
+        let s = assemble(Path::new("/ws"), interner, outcomes, ignored, None);
+        let units: Vec<(&str, u32)> = s.units.iter().map(|u| (u.file.as_str(), u.line)).collect();
+        assert_eq!(units, [("src/a.rs", 2), ("src/b.rs", 1), ("src/b.rs", 9)]);
+        let names: Vec<&str> = s.tests.iter().map(|t| t.name.as_str()).collect();
+        assert_eq!(names, ["t1", "t2", "t0"], "jobs in job order, then ignored tests");
+        let runs = |u: usize| (0..3).filter(|&t| s.coverage[u].contains(t)).collect::<Vec<_>>();
+        assert_eq!((runs(0), runs(1), runs(2)), (vec![0], vec![1], vec![0]));
+        assert!(s.edges.is_none());
+        assert_eq!(s.workspace_root, "/ws");
+    }
+
+    #[test]
+    fn rows_keep_edges_and_give_ignored_tests_empty_rows() {
+        let r = rows(
+            vec![outcome("t1", Outcome::Passed, &[1, 0])],
+            vec![record("b", "t2", Outcome::Ignored)],
+            &[1, 0],
+        );
+        assert_eq!(r.covered, [vec![0, 1], vec![]]);
+        assert_eq!(r.traversed, [vec![(None, 0)], vec![]]);
+        assert_eq!(r.tests.len(), 2);
+    }
+}

@@ -1,0 +1,227 @@
+//! Collecting the spectra: build → list every binary (reading its coverage map meanwhile) →
+//! [`plan`] the jobs → [`run`] and decode them → [`assemble`] the matrix → save it.
+
+mod assemble;
+mod plan;
+mod run;
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use serde::{Deserialize, Serialize};
+
+use plan::plan;
+use run::JobOutcome;
+
+use super::decoding::Coverage;
+use crate::build::{self, Built, Workspace};
+use crate::config::{Execution, RunConfig, Selection};
+use crate::edges::Collector;
+use crate::error::SflError;
+use crate::list::{self, Listing};
+use crate::run::Job;
+use crate::spectra::Spectra;
+use crate::ui;
+
+/// Written next to kept profiles (`--keep-profiles`), for the decoder oracle and debugging.
+#[derive(Serialize, Deserialize, Debug)]
+pub struct KeptProfile {
+    pub binary: String,
+    pub name: String,
+    pub binary_path: PathBuf,
+    pub profiles: Vec<PathBuf>,
+}
+
+/// What listing and running the tests share.
+struct Session<'a> {
+    ws: &'a Workspace,
+    built: &'a Built,
+    coverage: &'a Coverage<'a>,
+    /// Decodes edge files; `None` with `--no-edges`.
+    edges: Option<&'a Collector<'a>>,
+    /// Where each test's profiles land (`<target-dir>/profiles`).
+    scratch: &'a Path,
+    release: bool,
+    timeout: Duration,
+    /// Processes at once.
+    jobs: usize,
+    keep: bool,
+}
+
+/// Builds, runs every test and decodes: the matrix, saved to `target/sfl/spectra.json` (and
+/// `--save-spectra`).
+pub fn collect(cfg: &RunConfig) -> anyhow::Result<Spectra> {
+    let exec = &cfg.execution;
+    let (ws, built) = build_tests(&cfg.selection, exec)?;
+    let scratch = ws.target_dir.join("profiles");
+    let _ = std::fs::remove_dir_all(&scratch);
+    std::fs::create_dir_all(&scratch).with_context(|| format!("cannot create {}", scratch.display()))?;
+
+    let coverage = Coverage::new(&ws, &built);
+    let relative = |p: &Path| ws.relative(p);
+    let edges = (!exec.no_edges).then(|| Collector::new(&coverage.paths, &relative));
+    let session = Session {
+        ws: &ws,
+        built: &built,
+        coverage: &coverage,
+        edges: edges.as_ref(),
+        scratch: &scratch,
+        release: cfg.selection.release,
+        timeout: Duration::from_secs_f64(exec.test_timeout.max(0.001)),
+        jobs: exec
+            .jobs
+            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+            .max(1),
+        keep: exec.keep_profiles,
+    };
+    let prep_started = Instant::now();
+    let listings = session.list_all();
+    let plan = plan(
+        &built.tests,
+        listings,
+        cfg.filter.as_deref(),
+        exec.include_ignored,
+        exec.partition.as_ref(),
+    );
+    if let Some(p) = &exec.partition {
+        ui::status(
+            "Partition",
+            format!("{p}: {} of {} tests", plan.jobs.len(), plan.selected),
+        );
+    }
+    if plan.jobs.is_empty() {
+        return Err(SflError::NoTests.into());
+    }
+    ui::status(
+        "Listed",
+        format!(
+            "tests and read {} coverage maps in {:.1} ms",
+            built.tests.len(),
+            prep_started.elapsed().as_secs_f64() * 1e3
+        ),
+    );
+    let outcomes = session.run_all(&plan.jobs);
+    let kept = exec.keep_profiles.then(|| kept_index(&outcomes, &plan.jobs, &built));
+    let interner = coverage.units.into_inner().unwrap();
+    let mut spectra = assemble::assemble(&ws.root, interner, outcomes, plan.ignored, edges);
+    spectra.build = Some(assemble::build_info(&ws.root, &spectra));
+    spectra.partition = exec.partition.map(|p| p.to_string());
+    save(&spectra, &ws, exec, &scratch, kept)?;
+    Ok(spectra)
+}
+
+/// Finds the workspace and builds its tests (with the edge recorder unless `--no-edges`, in
+/// a directory of its own).
+fn build_tests(select: &Selection, exec: &Execution) -> anyhow::Result<(Workspace, Built)> {
+    let mut ws = Workspace::load(select.manifest_path.as_deref(), select.target_dir.as_deref())?;
+    let with_edges = !exec.no_edges;
+    if !with_edges {
+        ws.build_dir = ws.target_dir.join("lines-only");
+    }
+    let runtime = if with_edges {
+        Some(crate::edges::prepare_runtime(&ws.target_dir, &ws.build_dir)?)
+    } else {
+        None
+    };
+    ui::status(
+        "Building",
+        format!(
+            "tests with coverage{} in {}",
+            if with_edges { " and edge profiles" } else { "" },
+            ws.build_dir.display()
+        ),
+    );
+    let built = build::build(&ws, select, runtime.as_deref())?;
+    Ok((ws, built))
+}
+
+impl Session<'_> {
+    /// Lists every binary's tests, and reads its coverage map meanwhile (once per binary). A
+    /// binary that cannot be listed is run as one test, with a warning.
+    fn list_all(&self) -> Vec<Listing> {
+        let n = self.built.tests.len();
+        let mut listings: Vec<Option<Result<Listing, list::ListError>>> = (0..n).map(|_| None).collect();
+        let list_dirs: Vec<PathBuf> = (0..n).map(|i| self.scratch.join(format!("list{i}"))).collect();
+        let listing_bar = ui::spinner("Listing", format!("0/{n} test binaries"));
+        let mut listed = 0;
+        crate::run::parallel(
+            &self.built.tests,
+            self.jobs,
+            |i, bin| {
+                let _ = std::fs::create_dir_all(&list_dirs[i]);
+                let r = list::list(
+                    bin,
+                    &self.ws.members[bin.package],
+                    &self.ws.build_dir,
+                    self.release,
+                    &list_dirs[i],
+                    self.timeout,
+                );
+                let _ = std::fs::remove_dir_all(&list_dirs[i]);
+                // Errors are reported per test when its profiles are decoded.
+                let _ = self.coverage.get(i);
+                if let Some(edges) = self.edges {
+                    edges.prepare(i);
+                }
+                r
+            },
+            |i, r| {
+                listed += 1;
+                listing_bar.set_message(format!("{listed}/{n} test binaries (and their coverage maps)"));
+                listings[i] = Some(r);
+            },
+        );
+        listing_bar.finish_and_clear();
+        let binaries = &self.built.tests;
+        listings
+            .into_iter()
+            .enumerate()
+            .map(|(b, listing)| match listing.expect("every binary listed") {
+                Ok(l) => l,
+                Err(e) => {
+                    ui::warn(format!(
+                        "cannot list the tests of {}: {e}; running it as one test",
+                        binaries[b].id
+                    ));
+                    Listing::whole()
+                }
+            })
+            .collect()
+    }
+}
+
+/// Which profiles each test left (`--keep-profiles`).
+fn kept_index(outcomes: &[JobOutcome], jobs: &[Job], built: &Built) -> Vec<KeptProfile> {
+    outcomes
+        .iter()
+        .zip(jobs)
+        .map(|(o, job)| KeptProfile {
+            binary: o.record.binary.clone(),
+            name: o.record.name.clone(),
+            binary_path: built.tests[job.binary].path.clone(),
+            profiles: o.profiles.clone(),
+        })
+        .collect()
+}
+
+/// Saves the spectra (the workspace's file, and `--save-spectra`) and the kept profiles' index.
+fn save(
+    spectra: &Spectra,
+    ws: &Workspace,
+    exec: &Execution,
+    scratch: &Path,
+    kept: Option<Vec<KeptProfile>>,
+) -> anyhow::Result<()> {
+    for path in std::iter::once(ws.spectra_path()).chain(exec.save_spectra.clone()) {
+        spectra
+            .save(&path)
+            .with_context(|| format!("cannot save spectra to {}", path.display()))?;
+    }
+    if let Some(kept) = kept {
+        let index = scratch.join("index.json");
+        std::fs::write(&index, serde_json::to_vec_pretty(&kept)?)?;
+        ui::status("Kept", format!("profiles: {}", index.display()));
+    }
+    Ok(())
+}

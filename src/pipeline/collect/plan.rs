@@ -1,0 +1,162 @@
+//! Which tests to run: every binary's listing, filtered by name, ignored tests set aside, in
+//! one canonical order, and the shard's share of them.
+
+use crate::build::TestBinary;
+use crate::config::Partition;
+use crate::list::Listing;
+use crate::run::Job;
+use crate::spectra::{Outcome, TestRecord};
+
+/// The jobs to run, and the tests that are recorded without running.
+#[derive(Debug)]
+pub struct Plan {
+    /// In canonical order (binary id, name).
+    pub jobs: Vec<Job>,
+    /// #[ignore]d tests not run (no `--include-ignored`), in canonical order.
+    pub ignored: Vec<TestRecord>,
+    /// How many jobs the filter selected before the partition took its share.
+    pub selected: usize,
+}
+
+/// Plans the jobs: `listings[b]` lists `binaries[b]`.
+pub fn plan(
+    binaries: &[TestBinary],
+    listings: Vec<Listing>,
+    filter: Option<&str>,
+    include_ignored: bool,
+    partition: Option<&Partition>,
+) -> Plan {
+    let matches = |name: &str| filter.is_none_or(|f| name.contains(f));
+    let mut jobs = Vec::new();
+    let mut ignored = Vec::new();
+    for (b, listing) in listings.into_iter().enumerate() {
+        if listing.whole {
+            if matches("main") {
+                jobs.push(Job {
+                    binary: b,
+                    name: None,
+                    ignored: false,
+                });
+            }
+            continue;
+        }
+        for t in listing.tests.iter().filter(|t| matches(t)) {
+            let is_ignored = listing.ignored.contains(t);
+            if is_ignored && !include_ignored {
+                ignored.push(record(&binaries[b].id, t, Outcome::Ignored));
+                continue;
+            }
+            jobs.push(Job {
+                binary: b,
+                name: Some(t.clone()),
+                ignored: is_ignored,
+            });
+        }
+    }
+    // One canonical order (binary, name), so shards merge into exactly the unsharded matrix.
+    jobs.sort_by(|a, b| {
+        let id = |j: &Job| (binaries[j.binary].id.clone(), j.name.clone());
+        id(a).cmp(&id(b))
+    });
+    ignored.sort_by(crate::spectra::test_order);
+    let selected = jobs.len();
+    if let Some(p) = partition {
+        let mut index = 0;
+        jobs.retain(|j| {
+            let id = format!("{} {}", binaries[j.binary].id, j.name.as_deref().unwrap_or("main"));
+            index += 1;
+            p.contains(index - 1, &id)
+        });
+    }
+    Plan {
+        jobs,
+        ignored,
+        selected,
+    }
+}
+
+/// A test's record before (or without) running it.
+pub(crate) fn record(binary: &str, name: &str, outcome: Outcome) -> TestRecord {
+    TestRecord {
+        binary: binary.to_string(),
+        name: name.to_string(),
+        outcome,
+        signal: None,
+        message: None,
+        duration_ms: 0,
+        warnings: Vec::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::PathBuf;
+
+    fn binary(id: &str) -> TestBinary {
+        TestBinary {
+            id: id.into(),
+            path: PathBuf::from(id),
+            package: 0,
+            custom_harness: false,
+        }
+    }
+
+    fn listing(tests: &[&str], ignored: &[&str]) -> Listing {
+        Listing {
+            tests: tests.iter().map(|t| t.to_string()).collect(),
+            ignored: ignored.iter().map(|t| t.to_string()).collect(),
+            whole: false,
+        }
+    }
+
+    fn names(plan: &Plan, bins: &[TestBinary]) -> Vec<String> {
+        plan.jobs
+            .iter()
+            .map(|j| format!("{} {}", bins[j.binary].id, j.name.as_deref().unwrap_or("main")))
+            .collect()
+    }
+
+    #[test]
+    fn jobs_are_filtered_sorted_and_ignored_tests_set_aside() {
+        let bins = [binary("z"), binary("a"), binary("h")];
+        let listings = vec![
+            listing(&["t2", "t1", "slow_t"], &["slow_t"]),
+            listing(&["t3", "other"], &[]),
+            Listing::whole(),
+        ];
+        let plan = plan(&bins, listings, Some("t"), false, None);
+        assert_eq!(names(&plan, &bins), ["a other", "a t3", "z t1", "z t2"]);
+        // "slow_t" matches the filter too; "main" (the whole binary) does not contain "t".
+        assert_eq!(plan.ignored.len(), 1);
+        assert_eq!(
+            (plan.ignored[0].binary.as_str(), plan.ignored[0].name.as_str()),
+            ("z", "slow_t")
+        );
+        assert_eq!(plan.ignored[0].outcome, Outcome::Ignored);
+        assert_eq!(plan.selected, 4);
+    }
+
+    #[test]
+    fn included_ignored_tests_run_and_whole_binaries_are_main() {
+        let bins = [binary("b"), binary("h")];
+        let listings = vec![listing(&["t"], &["t"]), Listing::whole()];
+        let plan = plan(&bins, listings, None, true, None);
+        assert_eq!(names(&plan, &bins), ["b t", "h main"]);
+        assert!(plan.jobs[0].ignored && plan.ignored.is_empty());
+    }
+
+    #[test]
+    fn shards_take_their_share_of_the_canonical_order() {
+        let bins = [binary("b")];
+        let all = ["t0", "t1", "t2", "t3", "t4"];
+        let shard = |k: &str| {
+            let p = Partition::parse(k).unwrap();
+            let plan = plan(&bins, vec![listing(&all, &[])], None, false, Some(&p));
+            assert_eq!(plan.selected, 5);
+            names(&plan, &bins)
+        };
+        assert_eq!(shard("count:1/2"), ["b t0", "b t2", "b t4"]);
+        assert_eq!(shard("count:2/2"), ["b t1", "b t3"]);
+    }
+}

@@ -1,0 +1,147 @@
+//! Runs the planned jobs in parallel and decodes each test's profiles and edge files in the
+//! worker that ran it, as soon as it finishes.
+
+use std::path::PathBuf;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use super::Session;
+use super::plan::record;
+use crate::pipeline::decoding::decode_edges;
+use crate::pipeline::progress::RunProgress;
+use crate::run::{self, Finished, Job};
+use crate::spectra::{Outcome, TestRecord};
+use crate::ui;
+
+/// A finished job.
+#[derive(Debug)]
+pub struct JobOutcome {
+    pub record: TestRecord,
+    /// Interned unit ids the test covered, sorted, without repeats.
+    pub covered: Vec<u32>,
+    /// The profiles kept for it (`--keep-profiles`; otherwise empty).
+    pub profiles: Vec<PathBuf>,
+    /// Edges it traversed (block ids), sorted, without repeats.
+    pub edges: Vec<(Option<u32>, u32)>,
+}
+
+impl Session<'_> {
+    /// Runs every job, showing progress; the outcomes are in job order.
+    pub(super) fn run_all(&self, jobs: &[Job]) -> Vec<JobOutcome> {
+        let n_bins = jobs
+            .iter()
+            .map(|j| j.binary)
+            .collect::<std::collections::HashSet<_>>()
+            .len();
+        ui::status(
+            "Running",
+            format!(
+                "{} tests from {} binar{} ({} at a time)",
+                jobs.len(),
+                n_bins,
+                if n_bins == 1 { "y" } else { "ies" },
+                self.jobs
+            ),
+        );
+        let started = Instant::now();
+        let decode_total = Mutex::new(Duration::ZERO);
+        let mut results: Vec<Option<JobOutcome>> = (0..jobs.len()).map(|_| None).collect();
+        let progress = RunProgress::new(jobs.len());
+        std::thread::scope(|scope| {
+            scope.spawn(|| progress.tick_until_done(jobs, self.built));
+            run::parallel(
+                jobs,
+                self.jobs,
+                |i, job| {
+                    progress.started(i);
+                    let outcome = self.run_one(i, job, &decode_total);
+                    progress.finished(i);
+                    outcome
+                },
+                |i, r| {
+                    progress.record(&r.record);
+                    results[i] = Some(r);
+                },
+            );
+            progress.done();
+        });
+        let elapsed = started.elapsed();
+        let decode_time = *decode_total.lock().unwrap();
+        ui::status(
+            "Finished",
+            format!(
+                "{} tests in {:.2}s ({}); decoded their profiles in {:.1} ms ({:.0} µs per test)",
+                jobs.len(),
+                elapsed.as_secs_f64(),
+                progress.counts(),
+                decode_time.as_secs_f64() * 1e3,
+                decode_time.as_secs_f64() * 1e6 / jobs.len() as f64
+            ),
+        );
+        results.into_iter().map(|r| r.expect("every job finished")).collect()
+    }
+
+    /// Runs job `i` in its own directory and decodes what it wrote; any problem becomes a
+    /// warning on its record.
+    fn run_one(&self, i: usize, job: &Job, decode_total: &Mutex<Duration>) -> JobOutcome {
+        let bin = &self.built.tests[job.binary];
+        let dir = self.scratch.join(format!("t{i}"));
+        let name = job.name.clone().unwrap_or_else(|| "main".into());
+        let mut out = JobOutcome {
+            record: record(&bin.id, &name, Outcome::Failed),
+            covered: Vec::new(),
+            profiles: Vec::new(),
+            edges: Vec::new(),
+        };
+        match run::run_test(
+            job,
+            bin,
+            &self.ws.members[bin.package],
+            &self.ws.build_dir,
+            self.release,
+            &dir,
+            self.timeout,
+            self.edges.is_some(),
+        ) {
+            Err(e) => out.record.warnings.push(format!("could not run: {e}")),
+            Ok(fin) => {
+                let t0 = Instant::now();
+                self.decode(job, fin, &mut out);
+                *decode_total.lock().unwrap() += t0.elapsed();
+            }
+        }
+        if !self.keep {
+            let _ = std::fs::remove_dir_all(&dir);
+            out.profiles.clear();
+        }
+        out.covered.sort_unstable();
+        out.covered.dedup();
+        out.edges.sort_unstable();
+        out.edges.dedup();
+        out
+    }
+
+    /// Records what the process did and decodes its profiles and edge files into `out`.
+    fn decode(&self, job: &Job, fin: Finished, out: &mut JobOutcome) {
+        let rec = &mut out.record;
+        rec.outcome = fin.outcome;
+        rec.signal = fin.signal;
+        rec.message = fin.message;
+        rec.duration_ms = fin.duration.as_millis() as u64;
+        if fin.profiles.is_empty() {
+            rec.warnings
+                .push("the test wrote no profile; it contributes no coverage".into());
+        }
+        for p in &fin.profiles {
+            if let Err(w) = self.coverage.decode(job.binary, p, &mut out.covered) {
+                rec.warnings.push(w);
+            }
+        }
+        if let Some(collector) = self.edges {
+            let mut traversed = crate::edges::Traversed::default();
+            decode_edges(collector, &fin.edge_files, &mut traversed, &mut rec.warnings);
+            out.edges = traversed.edges;
+        }
+        out.profiles = fin.profiles;
+    }
+}

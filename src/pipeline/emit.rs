@@ -1,0 +1,341 @@
+//! From spectra to a written report and an exit code: the matrix at the asked granularity,
+//! `--diff-base`, a ranking per measure (HT_Rank order with `--order ht`), the report in its
+//! format, and `--fail-on`.
+
+use std::io::Write;
+use std::path::Path;
+
+use anyhow::Context;
+
+use crate::analysis::{Analysis, Options};
+use crate::config::{Granularity, HtParams, Order, ReportConfig};
+use crate::error::{SflError, exit};
+use crate::measures::Measure;
+use crate::rank::{Ranking, rank_only};
+use crate::report;
+use crate::spectra::Spectra;
+use crate::ui;
+
+/// Ranks and writes the report; returns the exit code.
+pub fn emit(spectra: &Spectra, out: &ReportConfig) -> anyhow::Result<i32> {
+    let mut converted = None;
+    let spectra = at_granularity(spectra, out, &mut converted)?;
+    let opts = out.options.clone();
+    require_edges(spectra, &out.measures)?;
+    let analysis = Analysis::with_cp(spectra, opts.group, out.measures.iter().any(|m| m.needs_edges()));
+    let summary = report::Summary::of(&analysis);
+    let changed = match &out.diff_base {
+        Some(rev) => Some(changed_entries(&analysis, rev)?),
+        None => None,
+    };
+    let mut rankings = rank_all(&analysis, out, changed.as_deref());
+    if rankings.iter().any(|r| r.measure.needs_edges()) {
+        warn_cp(&analysis);
+    }
+    if out.order == Order::Ht {
+        order_by_ht(&analysis, &mut rankings, &opts, out.ht);
+    }
+    let view = report::View {
+        opts,
+        top: out.top,
+        diff_base: out.diff_base.as_deref(),
+    };
+    write_report(out, &analysis, &rankings, &view)?;
+    if summary.failing() > 0 && summary.failing() == summary.ran() {
+        ui::note("every test failed, so no passing test tells lines apart; rankings rest on failing coverage alone");
+    }
+    if summary.failing() == 0 {
+        return Ok(exit::NO_FAILING_TESTS);
+    }
+    match out.fail_on {
+        Some(threshold) => Ok(fail_on(&analysis, &rankings, threshold)),
+        None => Ok(exit::REPORTED),
+    }
+}
+
+/// The matrix as the report options want it: without test code (`--exclude-test-code`) and
+/// at the requested granularity.
+pub(super) fn at_granularity<'a>(
+    spectra: &'a Spectra,
+    out: &ReportConfig,
+    converted: &'a mut Option<Spectra>,
+) -> Result<&'a Spectra, SflError> {
+    let mut owned = out.exclude_test_code.then(|| without_test_code(spectra));
+    if out.granularity == Granularity::Function {
+        let base = owned.as_ref().unwrap_or(spectra);
+        if base.functions.is_empty() {
+            return Err(SflError::Usage(
+                "--granularity function needs function information, which imported matrices and spectra saved by older versions lack".into(),
+            ));
+        }
+        owned = Some(base.by_function());
+    }
+    Ok(match owned {
+        Some(s) => converted.insert(s),
+        None => spectra,
+    })
+}
+
+/// The matrix without the lines `testcode` finds to be test code.
+fn without_test_code(spectra: &Spectra) -> Spectra {
+    let mut files: Vec<&str> = spectra.units.iter().map(|u| u.file.as_str()).collect();
+    files.dedup();
+    let tests = crate::testcode::TestCode::find(Path::new(&spectra.workspace_root), &files);
+    let keep: Vec<bool> = spectra.units.iter().map(|u| !tests.contains(&u.file, u.line)).collect();
+    ui::info(format!(
+        "left out {} lines of test code",
+        keep.iter().filter(|k| !**k).count()
+    ));
+    spectra.retain_units(&keep)
+}
+
+/// Refuses measures that need edge profiles when the spectra have none.
+pub(super) fn require_edges(spectra: &Spectra, measures: &[&Measure]) -> Result<(), SflError> {
+    match measures.iter().find(|m| m.needs_edges()) {
+        Some(m) if spectra.edges.is_none() => Err(SflError::Usage(format!(
+            "the {} measure needs control-flow edge profiles, which these spectra lack (collected with --no-edges, \
+             imported, or saved by an older cargo sfl); run `cargo sfl` without --no-edges",
+            m.name
+        ))),
+        _ => Ok(()),
+    }
+}
+
+/// `--diff-base`: per entry (ambiguity group), whether it touches a line changed since `rev`.
+fn changed_entries(analysis: &Analysis, rev: &str) -> Result<Vec<bool>, SflError> {
+    let spectra = analysis.spectra;
+    let changes = crate::diff::changed_since(Path::new(&spectra.workspace_root), rev)
+        .map_err(|e| SflError::DiffBase(e.to_string()))?;
+    Ok(analysis
+        .groups
+        .iter()
+        .map(|g| {
+            g.units
+                .iter()
+                .any(|&u| changes.contains(&spectra.units[u].file, spectra.units[u].line))
+        })
+        .collect())
+}
+
+/// A ranking per measure, entries marked as changed (and, with `--only-changed`, only those).
+fn rank_all<'m>(analysis: &Analysis, out: &'m ReportConfig, changed: Option<&[bool]>) -> Vec<Ranking<'m>> {
+    let keep = if out.only_changed { changed } else { None };
+    out.measures
+        .iter()
+        .map(|&m| {
+            let mut r = rank_only(analysis, m, &out.options, keep);
+            if let Some(c) = changed {
+                for x in &mut r.entries {
+                    x.changed = c[x.group];
+                }
+            }
+            r
+        })
+        .collect()
+}
+
+/// `--order ht`: each ranking in the order the HT_Rank model expects a person to reach its
+/// entries.
+fn order_by_ht(analysis: &Analysis, rankings: &mut [Ranking], opts: &Options, ht: HtParams) {
+    let model = crate::eval::HtModel::new(analysis.spectra, analysis);
+    for r in rankings {
+        let scored = analysis.score(r.measure, opts);
+        let (times, method) = model.times(&scored, ht.p_jump, ht.exact_limit, ht.walks);
+        // An entry is reached when its first line is.
+        let group_times: Vec<f64> = analysis
+            .groups
+            .iter()
+            .map(|g| {
+                g.units
+                    .iter()
+                    .map(|u| times[model.loc[u]])
+                    .fold(f64::INFINITY, f64::min)
+            })
+            .collect();
+        r.order_by_time(analysis, &group_times, method);
+    }
+}
+
+/// Says how CP's system was solved when it was not solved exactly.
+fn warn_cp(analysis: &Analysis) {
+    if let Some((sol, _)) = analysis.cp()
+        && let crate::cp::CpMethod::Damped { factor, reason } = &sol.method
+    {
+        let names = analysis
+            .spectra
+            .edges
+            .as_ref()
+            .map_or_else(Vec::new, |e| e.function_names(&sol.damped_blocks));
+        let shown = names.iter().take(5).copied().collect::<Vec<_>>().join(", ");
+        let more = names.len().saturating_sub(5);
+        ui::note(format!(
+            "cp: {reason} (factor {factor}). Damped: {shown}{}",
+            if more > 0 {
+                format!(" and {more} more")
+            } else {
+                String::new()
+            }
+        ));
+    }
+}
+
+/// `--fail-on`: the exit code, after saying which reported entries reached the threshold.
+fn fail_on(analysis: &Analysis, rankings: &[Ranking], threshold: f64) -> i32 {
+    let hits = fail_on_hits(analysis, rankings, threshold);
+    if hits.is_empty() {
+        return exit::REPORTED;
+    }
+    ui::error(format!(
+        "{} entr{} reached --fail-on {threshold}: {}",
+        hits.len(),
+        if hits.len() == 1 { "y" } else { "ies" },
+        hits.iter().take(5).cloned().collect::<Vec<_>>().join("; ")
+    ));
+    exit::SUSPICION
+}
+
+/// Every reported entry whose score reaches `threshold`, as "measure score at file:line".
+fn fail_on_hits(analysis: &Analysis, rankings: &[Ranking], threshold: f64) -> Vec<String> {
+    let (spectra, groups) = (analysis.spectra, &analysis.groups);
+    rankings
+        .iter()
+        .flat_map(|r| {
+            r.entries.iter().filter(|x| x.score >= threshold).map(move |x| {
+                let u = &spectra.units[groups[x.group].units[0]];
+                format!(
+                    "{} {} at {}:{}",
+                    r.measure.name,
+                    report::fmt_score(r.measure, x),
+                    u.file,
+                    u.line
+                )
+            })
+        })
+        .collect()
+}
+
+/// Renders the report in the asked-for format and writes it: text to stdout or `-o FILE`, the
+/// HTML page into the `--output` directory.
+fn write_report(out: &ReportConfig, analysis: &Analysis, rankings: &[Ranking], view: &report::View) -> anyhow::Result<()> {
+    match report::render(out.format, analysis, rankings, view) {
+        report::Rendered::Text(text) => write_output(out.output.as_deref(), &text),
+        report::Rendered::Page { file_name, html } => {
+            let dir = out.output.as_deref().ok_or_else(|| {
+                SflError::Usage("--format html needs --output DIR (the page is written there)".into())
+            })?;
+            let page = dir.join(file_name);
+            std::fs::create_dir_all(dir)
+                .and_then(|()| std::fs::write(&page, html))
+                .with_context(|| format!("cannot write the HTML report into {}", dir.display()))?;
+            ui::status("Wrote", page.display().to_string());
+            Ok(())
+        }
+    }
+}
+
+/// Writes `text` to `path`, or to standard output.
+pub(super) fn write_output(path: Option<&Path>, text: &str) -> anyhow::Result<()> {
+    match path {
+        Some(p) => std::fs::write(p, text).with_context(|| format!("cannot write {}", p.display())),
+        None => {
+            let mut stdout = std::io::stdout().lock();
+            match stdout.write_all(text.as_bytes()).and_then(|()| stdout.flush()) {
+                // A closed pipe (`cargo sfl | head`) is not an error.
+                Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+                r => r.context("cannot write the report"),
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Format;
+    use crate::spectra::tests::doric_minmax;
+
+    fn config(measures: &[&str]) -> ReportConfig {
+        let names: Vec<String> = measures.iter().map(|m| m.to_string()).collect();
+        ReportConfig {
+            measures: ReportConfig::resolve_measures(&names, Format::Human).unwrap(),
+            options: Options {
+                smoothing: false,
+                clone_failing: 1,
+                optimise: false,
+                update_bound: 20,
+                group: true,
+            },
+            top: 10,
+            format: Format::Human,
+            output: None,
+            diff_base: None,
+            only_changed: false,
+            fail_on: None,
+            granularity: Granularity::Line,
+            order: Order::Score,
+            exclude_test_code: false,
+            ht: HtParams::default(),
+        }
+    }
+
+    #[test]
+    fn fail_on_reports_every_entry_at_or_above_the_threshold() {
+        let s = doric_minmax();
+        let out = config(&["ochiai", "tarantula"]);
+        let analysis = Analysis::new(&s, true);
+        let rankings = rank_all(&analysis, &out, None);
+        // Line 3 is run by every failing test and no passing one: 1 under both measures.
+        let hits = fail_on_hits(&analysis, &rankings, 1.0);
+        assert_eq!(hits.len(), 2, "{hits:?}");
+        assert!(
+            hits[0].starts_with("ochiai ") && hits[0].ends_with(" at src/lib.rs:3"),
+            "{hits:?}"
+        );
+        assert!(hits[1].starts_with("tarantula "), "{hits:?}");
+        assert_eq!(fail_on(&analysis, &rankings, 1.0), exit::SUSPICION);
+        assert!(fail_on_hits(&analysis, &rankings, 1.5).is_empty());
+        assert_eq!(fail_on(&analysis, &rankings, 1.5), exit::REPORTED);
+        let lower = fail_on_hits(&analysis, &rankings, 0.0);
+        assert!(lower.len() > hits.len(), "{lower:?}");
+    }
+
+    #[test]
+    fn fail_on_sees_only_the_changed_entries_with_only_changed() {
+        let s = doric_minmax();
+        let mut out = config(&["ochiai"]);
+        out.only_changed = true;
+        let analysis = Analysis::new(&s, true);
+        let changed: Vec<bool> = analysis.groups.iter().map(|g| !g.units.contains(&2)).collect();
+        let rankings = rank_all(&analysis, &out, Some(&changed));
+        assert!(rankings[0].entries.iter().all(|x| x.changed));
+        assert!(fail_on_hits(&analysis, &rankings, 1.0).is_empty());
+    }
+
+    #[test]
+    fn function_granularity_needs_function_information() {
+        let s = doric_minmax();
+        let mut out = config(&[]);
+        let mut converted = None;
+        assert!(std::ptr::eq(at_granularity(&s, &out, &mut converted).unwrap(), &s));
+        out.granularity = Granularity::Function;
+        let err = at_granularity(&s, &out, &mut converted).unwrap_err();
+        assert!(matches!(err, SflError::Usage(_)));
+        assert!(
+            err.to_string()
+                .starts_with("--granularity function needs function information"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn edge_measures_are_refused_without_edge_profiles() {
+        let s = doric_minmax();
+        let cp = config(&["cp"]).measures;
+        let err = require_edges(&s, &cp).unwrap_err().to_string();
+        assert!(
+            err.starts_with("the cp measure needs control-flow edge profiles"),
+            "{err}"
+        );
+        assert!(require_edges(&s, &config(&[]).measures).is_ok());
+    }
+}

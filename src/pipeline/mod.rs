@@ -1,0 +1,121 @@
+//! The subcommands, each a few steps over the stages: [`collect`] (build → list → run and
+//! decode → matrix → save), then [`emit`] (rank → report → exit code), or an evaluation.
+//! Every result already computed is kept when a later step fails.
+
+mod collect;
+mod decoding;
+mod emit;
+mod evaluate;
+mod progress;
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+
+pub use collect::{KeptProfile, collect};
+pub use emit::emit;
+
+use crate::build::Workspace;
+use crate::config::{EvalConfig, Format, ListFormat, ReportConfig, RunConfig};
+use crate::error::{SflError, exit};
+use crate::spectra::Spectra;
+use crate::ui;
+
+/// `cargo sfl [OPTIONS] [FILTER]`.
+pub fn run(cfg: &RunConfig) -> anyhow::Result<i32> {
+    let spectra = collect(cfg)?;
+    emit(&spectra, &cfg.report)
+}
+
+/// `cargo sfl report`: re-rank saved spectra (`spectra`, or the workspace's last run).
+pub fn report(spectra: Option<&Path>, manifest_path: Option<&Path>, cfg: &ReportConfig) -> anyhow::Result<i32> {
+    let path = match spectra {
+        Some(p) => p.to_path_buf(),
+        None => Workspace::load(manifest_path, None)?.spectra_path(),
+    };
+    if !path.exists() {
+        return Err(SflError::BadSpectra {
+            path,
+            reason: "no such file; run `cargo sfl` first".into(),
+        }
+        .into());
+    }
+    emit(&load(&path)?, cfg)
+}
+
+/// `cargo sfl analyze --gzoltar DIR`: rank an imported matrix.
+pub fn analyze(gzoltar: &Path, cfg: &ReportConfig) -> anyhow::Result<i32> {
+    let spectra = crate::gzoltar::load(gzoltar).map_err(|e| SflError::BadSpectra {
+        path: gzoltar.to_path_buf(),
+        reason: e.to_string(),
+    })?;
+    emit(&spectra, cfg)
+}
+
+/// `cargo sfl measures`: the catalogue.
+pub fn measures(format: ListFormat) -> anyhow::Result<i32> {
+    let text = match format {
+        ListFormat::Human => crate::report::catalogue::human(),
+        ListFormat::Json => crate::report::catalogue::json(),
+    };
+    emit::write_output(None, &text)?;
+    Ok(exit::REPORTED)
+}
+
+/// `cargo sfl merge`: combine shards and report on the whole.
+pub fn merge(files: &[PathBuf], save_spectra: Option<&Path>, cfg: &ReportConfig) -> anyhow::Result<i32> {
+    let merged = merge_shards(files)?;
+    if let Some(out) = save_spectra {
+        merged
+            .save(out)
+            .with_context(|| format!("cannot save spectra to {}", out.display()))?;
+    }
+    emit(&merged, cfg)
+}
+
+/// `cargo sfl eval`: how well every measure localises the known faults.
+pub fn eval(cfg: &EvalConfig) -> anyhow::Result<i32> {
+    let faults = crate::faults::load(&cfg.faults).map_err(|e| SflError::Usage(e.to_string()))?;
+    if matches!(cfg.run.report.format, Format::Sarif | Format::Html) {
+        return Err(SflError::Usage("cargo sfl eval writes --format human or json".into()).into());
+    }
+    let spectra = match &cfg.spectra {
+        Some(path) => load(path)?,
+        None => collect(&cfg.run)?,
+    };
+    evaluate::evaluate(&spectra, faults, cfg)
+}
+
+/// Reads saved spectra.
+fn load(path: &Path) -> Result<Spectra, SflError> {
+    Spectra::load(path).map_err(|reason| SflError::BadSpectra {
+        path: path.to_path_buf(),
+        reason,
+    })
+}
+
+/// The shards' spectra merged into one matrix, saying which shards they were.
+fn merge_shards(files: &[PathBuf]) -> anyhow::Result<Spectra> {
+    let shards = files.iter().map(|p| load(p)).collect::<Result<Vec<_>, _>>()?;
+    let mut seen: Vec<String> = shards.iter().filter_map(|s| s.partition.clone()).collect();
+    seen.sort();
+    let merged = Spectra::merge(shards).map_err(|reason| SflError::BadSpectra {
+        path: files[0].clone(),
+        reason,
+    })?;
+    ui::status(
+        "Merged",
+        format!(
+            "{} shards ({}): {} tests, {} lines",
+            files.len(),
+            if seen.is_empty() {
+                "no partition recorded".to_string()
+            } else {
+                seen.join(", ")
+            },
+            merged.tests.len(),
+            merged.units.len()
+        ),
+    );
+    Ok(merged)
+}

@@ -1,0 +1,112 @@
+//! The test-run progress bar: counts by outcome, each test as it finishes (with `-v`, or
+//! when it did not pass), and the slowest test still running.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use crate::build::Built;
+use crate::run::Job;
+use crate::spectra::{Outcome, TestRecord};
+use crate::ui;
+
+/// The test-run progress bar: counts by outcome and the slowest test still running.
+pub(crate) struct RunProgress {
+    bar: indicatif::ProgressBar,
+    running: Mutex<HashMap<usize, Instant>>,
+    tally: Mutex<[usize; 4]>,
+    finished: std::sync::atomic::AtomicBool,
+    total: usize,
+}
+
+impl RunProgress {
+    pub(crate) fn new(total: usize) -> Self {
+        RunProgress {
+            bar: ui::bar("Testing", total as u64),
+            running: Mutex::new(HashMap::new()),
+            tally: Mutex::new([0; 4]),
+            finished: std::sync::atomic::AtomicBool::new(false),
+            total,
+        }
+    }
+
+    pub(crate) fn started(&self, job: usize) {
+        self.running.lock().unwrap().insert(job, Instant::now());
+    }
+
+    pub(crate) fn finished(&self, job: usize) {
+        self.running.lock().unwrap().remove(&job);
+    }
+
+    pub(crate) fn counts(&self) -> String {
+        let [p, f, t, c] = *self.tally.lock().unwrap();
+        let mut parts = vec![format!("{p} passed"), format!("{f} failed")];
+        if t > 0 {
+            parts.push(format!("{t} timed out"));
+        }
+        if c > 0 {
+            parts.push(format!("{c} crashed"));
+        }
+        parts.join(", ")
+    }
+
+    /// Called on the main thread as each test's result arrives.
+    pub(crate) fn record(&self, rec: &TestRecord) {
+        let slot = match rec.outcome {
+            Outcome::Passed => 0,
+            Outcome::Failed => 1,
+            Outcome::TimedOut => 2,
+            _ => 3,
+        };
+        self.tally.lock().unwrap()[slot] += 1;
+        self.bar.inc(1);
+        let done = self.bar.position();
+        let line = format!(
+            "{:>12} [{:>7.3}s] ({done}/{}) {} {}",
+            rec.outcome.as_str().to_uppercase(),
+            rec.duration_ms as f64 / 1000.0,
+            self.total,
+            rec.binary,
+            rec.name
+        );
+        if rec.outcome == Outcome::Passed {
+            ui::detail(line);
+        } else {
+            ui::info(line);
+        }
+        for w in &rec.warnings {
+            ui::warn(format!("{} {}: {w}", rec.binary, rec.name));
+        }
+    }
+
+    /// Refreshes the bar's message (counts and the slowest running test) until `done`.
+    pub(crate) fn tick_until_done(&self, jobs: &[Job], built: &Built) {
+        use std::sync::atomic::Ordering;
+        while !self.finished.load(Ordering::Relaxed) {
+            let slowest = self
+                .running
+                .lock()
+                .unwrap()
+                .iter()
+                .min_by_key(|(_, t)| **t)
+                .map(|(&j, t)| (j, t.elapsed()));
+            let mut msg = self.counts();
+            if let Some((j, age)) = slowest {
+                let job = &jobs[j];
+                let name = job.name.as_deref().unwrap_or("main");
+                msg.push_str(&format!(
+                    " · slowest running: {} {name} ({:.1}s)",
+                    built.tests[job.binary].id,
+                    age.as_secs_f64()
+                ));
+            }
+            self.bar.set_message(msg);
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    pub(crate) fn done(&self) {
+        self.finished.store(true, std::sync::atomic::Ordering::Relaxed);
+        self.bar.finish_and_clear();
+    }
+}
