@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, OnceLock};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
@@ -16,191 +16,16 @@ use crate::cli::{
     AnalyzeArgs, EvalArgs, Format, Granularity, ListFormat, MeasuresArgs, MergeArgs, Order, OutputArgs, ReportArgs,
     RunArgs,
 };
-use crate::decode::{BinaryCoverage, hex};
+use crate::coverage::{LineDecoder, hex};
 use crate::error::{SflError, exit};
-use crate::profraw::RawProfile;
 use crate::rank::{Ranking, rank_only};
 use crate::report;
 use crate::runner::{self, Job, Listing};
-use crate::spectra::{FunctionSpan, Outcome, Spectra, TestRecord, Unit};
+use crate::spectra::{Outcome, Spectra, TestRecord};
 use crate::ui;
 
-/// A binary's coverage map plus, per file, the unit id of each line.
-struct Prepared {
-    cov: BinaryCoverage,
-    /// `line_units[file][line]` = unit id, or `u32::MAX` (not a unit).
-    line_units: Vec<Vec<u32>>,
-    /// Workspace-relative path per file (None: not the workspace's code).
-    rel: Vec<Option<String>>,
-}
-
-#[derive(Default)]
-struct Interner {
-    ids: HashMap<Unit, u32>,
-    units: Vec<Unit>,
-    /// Functions of the workspace's files, from every coverage map.
-    functions: std::collections::HashSet<FunctionSpan>,
-}
-
-impl Interner {
-    fn intern(&mut self, file: &str, line: u32) -> u32 {
-        let unit = Unit {
-            file: file.to_string(),
-            line,
-        };
-        if let Some(&id) = self.ids.get(&unit) {
-            return id;
-        }
-        let id = self.units.len() as u32;
-        self.units.push(unit.clone());
-        self.ids.insert(unit, id);
-        id
-    }
-}
-
-/// All executables whose profiles we may meet, prepared lazily and once.
-struct Coverage<'a> {
-    ws: &'a Workspace,
-    paths: Vec<PathBuf>,
-    prepared: Vec<OnceLock<Result<Prepared, String>>>,
-    units: Mutex<Interner>,
-}
-
-impl<'a> Coverage<'a> {
-    fn new(ws: &'a Workspace, built: &Built) -> Self {
-        let paths: Vec<PathBuf> = built
-            .tests
-            .iter()
-            .map(|t| t.path.clone())
-            .chain(built.others.iter().cloned())
-            .collect();
-        let prepared = paths.iter().map(|_| OnceLock::new()).collect();
-        Coverage {
-            ws,
-            paths,
-            prepared,
-            units: Mutex::new(Interner::default()),
-        }
-    }
-
-    fn get(&self, i: usize) -> &Result<Prepared, String> {
-        self.prepared[i].get_or_init(|| {
-            let cov = BinaryCoverage::open(&self.paths[i]).map_err(|e| format!("{}: {e}", self.paths[i].display()))?;
-            let rel: Vec<Option<String>> = cov.map.files.iter().map(|f| self.ws.relative(f)).collect();
-            let mut line_units = vec![Vec::new(); cov.map.files.len()];
-            let mapped = cov.mapped_lines();
-            let mut interner = self.units.lock().unwrap();
-            for (file, lines) in mapped {
-                let Some(path) = &rel[file as usize] else { continue };
-                let max = lines.iter().map(|l| l.0).max().unwrap_or(0) as usize;
-                let table = &mut line_units[file as usize];
-                table.resize(max + 1, u32::MAX);
-                for (line, _) in lines {
-                    table[line as usize] = interner.intern(path, line);
-                }
-            }
-            for f in cov.map.functions.iter().filter(|f| !f.dummy) {
-                let own = f.regions.iter().filter(|r| r.file_id == 0);
-                let (Some(start), Some(end)) = (own.clone().map(|r| r.line_start).min(), own.map(|r| r.line_end).max())
-                else {
-                    continue;
-                };
-                if let Some(Some(path)) = f.files.first().map(|&i| &rel[i as usize]) {
-                    interner.functions.insert(FunctionSpan {
-                        file: path.clone(),
-                        start,
-                        end,
-                    });
-                }
-            }
-            Ok(Prepared { cov, line_units, rel })
-        })
-    }
-
-    /// Decodes one profile written by a process of test binary `own`; returns covered units.
-    fn decode(&self, own: usize, path: &Path, covered: &mut Vec<u32>) -> Result<(), String> {
-        let bytes = std::fs::read(path).map_err(|e| format!("cannot read profile {}: {e}", path.display()))?;
-        let profile = RawProfile::parse(&bytes).map_err(|e| format!("profile {}: {e}", file_name(path)))?;
-        let ids = &profile.binary_ids;
-        let matches = |i: usize| match self.get(i) {
-            Ok(p) => p.cov.build_id.as_ref().is_some_and(|b| ids.contains(&b.as_slice())),
-            Err(_) => false,
-        };
-        let which = if matches(own) {
-            Some(own)
-        } else {
-            (0..self.paths.len()).find(|&i| i != own && matches(i))
-        };
-        let Some(which) = which else {
-            if let Err(e) = self.get(own) {
-                return Err(e.clone());
-            }
-            return Err(format!(
-                "profile {} belongs to no binary of this build (build-id {}); ignored",
-                file_name(path),
-                ids.first().map_or("none".into(), |i| hex(i))
-            ));
-        };
-        let p = self.get(which).as_ref().map_err(Clone::clone)?;
-        let lines = p
-            .cov
-            .decode_parsed(&profile, true)
-            .map_err(|e| format!("profile {}: {e}", file_name(path)))?;
-        let mut missing = Vec::new();
-        for (file, ls) in lines {
-            let table = &p.line_units[file as usize];
-            for (line, _) in ls {
-                match table.get(line as usize) {
-                    Some(&u) if u != u32::MAX => covered.push(u),
-                    _ => {
-                        if p.rel[file as usize].is_some() {
-                            missing.push((file, line));
-                        }
-                    }
-                }
-            }
-        }
-        if !missing.is_empty() {
-            let mut interner = self.units.lock().unwrap();
-            for (file, line) in missing {
-                covered.push(interner.intern(p.rel[file as usize].as_ref().unwrap(), line));
-            }
-        }
-        Ok(())
-    }
-}
-
-/// Decodes one test's edge files, turning every problem into a warning on that test.
-fn decode_edges(
-    collector: &crate::edges::Collector,
-    files: &[PathBuf],
-    out: &mut crate::edges::Traversed,
-    warnings: &mut Vec<String>,
-) {
-    if files.is_empty() {
-        warnings.push("the test wrote no edge file; it contributes no edges to CP".into());
-    }
-    for f in files {
-        if let Err(w) = collector.decode(f, out) {
-            warnings.push(w);
-        }
-    }
-    if out.dropped > 0 {
-        warnings.push(format!(
-            "the edge recorder lost {} block transitions (recursion deeper than it tracks, or its table was full)",
-            out.dropped
-        ));
-    }
-}
-
-fn file_name(p: &Path) -> String {
-    p.file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default()
-}
-
 /// A finished job: its record, the units it covered, and the profiles kept for it.
-type JobResult = (TestRecord, Vec<u32>, Vec<PathBuf>, Vec<(Option<u32>, u32)>);
+type JobResult = (TestRecord, Vec<u32>, Vec<PathBuf>, Vec<crate::edges::Edge>);
 
 /// Written next to kept profiles (`--keep-profiles`), for the decoder oracle and debugging.
 #[derive(Serialize, serde::Deserialize, Debug)]
@@ -353,9 +178,15 @@ pub fn collect(args: &RunArgs) -> anyhow::Result<Spectra> {
     std::fs::create_dir_all(&scratch).with_context(|| format!("cannot create {}", scratch.display()))?;
 
     // List every binary's tests, and read its coverage map meanwhile (once per binary).
-    let coverage = Coverage::new(&ws, &built);
     let relative = |p: &Path| ws.relative(p);
-    let edge_collector = crate::edges::Collector::new(&coverage.paths, &relative);
+    let binaries: Vec<PathBuf> = built
+        .tests
+        .iter()
+        .map(|t| t.path.clone())
+        .chain(built.others.iter().cloned())
+        .collect();
+    let coverage = LineDecoder::new(binaries, &relative);
+    let edge_collector = crate::edges::Collector::new(coverage.paths(), &relative);
     let prep_started = Instant::now();
     let mut listings: Vec<Option<Result<Listing, String>>> = (0..built.tests.len()).map(|_| None).collect();
     let list_dirs: Vec<PathBuf> = (0..built.tests.len())
@@ -378,7 +209,7 @@ pub fn collect(args: &RunArgs) -> anyhow::Result<Spectra> {
             );
             let _ = std::fs::remove_dir_all(&list_dirs[i]);
             // Errors are reported per test when its profiles are decoded.
-            let _ = coverage.get(i);
+            let _ = coverage.binary(i);
             if with_edges {
                 edge_collector.prepare(i);
             }
@@ -515,17 +346,9 @@ pub fn collect(args: &RunArgs) -> anyhow::Result<Spectra> {
                         rec.message = fin.message;
                         rec.duration_ms = fin.duration.as_millis() as u64;
                         let t0 = Instant::now();
-                        if fin.profiles.is_empty() {
-                            rec.warnings
-                                .push("the test wrote no profile; it contributes no coverage".into());
-                        }
-                        for p in &fin.profiles {
-                            if let Err(w) = coverage.decode(job.binary, p, &mut covered) {
-                                rec.warnings.push(w);
-                            }
-                        }
+                        coverage.decode_test(job.binary, &fin.profiles, &mut covered, &mut rec.warnings);
                         if with_edges {
-                            decode_edges(&edge_collector, &fin.edge_files, &mut traversed, &mut rec.warnings);
+                            edge_collector.decode_test(&fin.edge_files, &mut traversed, &mut rec.warnings);
                         }
                         *decode_total.lock().unwrap() += t0.elapsed();
                         kept = fin.profiles;
@@ -564,15 +387,11 @@ pub fn collect(args: &RunArgs) -> anyhow::Result<Spectra> {
     );
 
     // Assemble the matrix with units in code order, so output is stable.
-    let interner = coverage.units.into_inner().unwrap();
-    let mut order: Vec<u32> = (0..interner.units.len() as u32).collect();
-    order.sort_by(|&a, &b| interner.units[a as usize].cmp(&interner.units[b as usize]));
-    let mut remap = vec![0u32; order.len()];
-    for (new, &old) in order.iter().enumerate() {
-        remap[old as usize] = new as u32;
-    }
-    let units: Vec<Unit> = order.iter().map(|&o| interner.units[o as usize].clone()).collect();
-    let interner_functions: Vec<FunctionSpan> = interner.functions.into_iter().collect();
+    let crate::coverage::SortedUnits {
+        units,
+        functions: interner_functions,
+        new_id: remap,
+    } = coverage.finish();
     let mut tests = Vec::new();
     let mut covered = Vec::new();
     let mut kept_index = Vec::new();
@@ -662,7 +481,7 @@ pub fn eval(args: &EvalArgs) -> anyhow::Result<i32> {
     let spectra = match &args.spectra {
         Some(path) => Spectra::load(path).map_err(|reason| SflError::BadSpectra {
             path: path.clone(),
-            reason,
+            reason: reason.to_string(),
         })?,
         None => collect(&args.run)?,
     };
@@ -718,7 +537,7 @@ pub fn merge(args: &MergeArgs) -> anyhow::Result<i32> {
     for path in &args.files {
         let s = Spectra::load(path).map_err(|reason| SflError::BadSpectra {
             path: path.clone(),
-            reason,
+            reason: reason.to_string(),
         })?;
         shards.push(s);
     }
@@ -726,7 +545,7 @@ pub fn merge(args: &MergeArgs) -> anyhow::Result<i32> {
     seen.sort();
     let merged = Spectra::merge(shards).map_err(|reason| SflError::BadSpectra {
         path: args.files[0].clone(),
-        reason,
+        reason: reason.to_string(),
     })?;
     ui::status(
         "Merged",
@@ -777,7 +596,7 @@ pub fn report(args: &ReportArgs) -> anyhow::Result<i32> {
     }
     let spectra = Spectra::load(&path).map_err(|reason| SflError::BadSpectra {
         path: path.clone(),
-        reason,
+        reason: reason.to_string(),
     })?;
     emit(&spectra, &args.output)
 }

@@ -13,7 +13,7 @@ use md5::{Digest, Md5};
 use serde_json::{Value, json};
 
 use crate::analysis::Analysis;
-use crate::decode::hex;
+use crate::coverage::hex;
 use crate::rank::{Ranked, Ranking};
 use crate::report::{Sources, View, conventions, fmt_score, spans, test_label};
 
