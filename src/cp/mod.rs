@@ -235,8 +235,8 @@ fn contract_chains(blocks: usize, edges: &[ThetaEdge]) -> (Vec<usize>, Vec<Theta
             outs[f] += 1;
         }
     }
-    // next[a] = b when a → b is a chain link.
-    let mut next = vec![usize::MAX; blocks];
+    // next[a] = Some(b) when a → b is a chain link.
+    let mut next: Vec<Option<usize>> = vec![None; blocks];
     let mut linked = vec![false; blocks];
     for e in edges {
         if let Some(f) = e.from
@@ -244,21 +244,23 @@ fn contract_chains(blocks: usize, edges: &[ThetaEdge]) -> (Vec<usize>, Vec<Theta
             && outs[f] == 1
             && ins[e.to] == 1
         {
-            next[f] = e.to;
+            next[f] = Some(e.to);
             linked[e.to] = true;
         }
     }
     let mut head = (0..blocks).collect::<Vec<usize>>();
     for start in (0..blocks).filter(|&b| !linked[b]) {
         let mut b = start;
-        while next[b] != usize::MAX && next[b] != start {
-            b = next[b];
+        while let Some(n) = next[b]
+            && n != start
+        {
+            b = n;
             head[b] = start;
         }
     }
     let out = edges
         .iter()
-        .filter(|e| e.from.is_none_or(|f| next[f] != e.to))
+        .filter(|e| e.from.is_none_or(|f| next[f] != Some(e.to)))
         .map(|e| ThetaEdge {
             from: e.from.map(|f| head[f]),
             to: head[e.to],
@@ -294,21 +296,20 @@ fn components(blocks: usize, edges: &[ThetaEdge]) -> Vec<(Vec<usize>, Vec<ThetaE
             present[f] = true;
         }
     }
-    let mut component_of = vec![usize::MAX; blocks];
+    let mut component_of: Vec<Option<usize>> = vec![None; blocks];
     let mut local = vec![0usize; blocks];
     let mut out: Vec<(Vec<usize>, Vec<ThetaEdge>)> = Vec::new();
     for b in (0..blocks).filter(|&b| present[b]) {
         let r = root(&mut parent, b);
-        if component_of[r] == usize::MAX {
-            component_of[r] = out.len();
+        let c = *component_of[r].get_or_insert_with(|| {
             out.push((Vec::new(), Vec::new()));
-        }
-        let c = component_of[r];
+            out.len() - 1
+        });
         local[b] = out[c].0.len();
         out[c].0.push(b);
     }
     for e in edges {
-        let c = component_of[root(&mut parent, e.to)];
+        let c = component_of[root(&mut parent, e.to)].expect("an edge's blocks are present");
         out[c].1.push(ThetaEdge {
             from: e.from.map(|f| local[f]),
             to: local[e.to],
