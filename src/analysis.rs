@@ -8,9 +8,10 @@
 
 use std::collections::HashMap;
 
+use crate::bitset::BitSet;
 use crate::measures::doric::{ln_not_implicated, ln_term, log_sum_exp};
 use crate::measures::{Counts, Kind, Measure, finite};
-use crate::spectra::{BitSet, Spectra};
+use crate::spectra::Spectra;
 
 /// How scores are computed (all recorded in the report).
 #[derive(Clone, Debug, PartialEq)]
@@ -351,8 +352,8 @@ impl<'a> Analysis<'a> {
 /// CP over the spectra's edges: the block solution and every unit's score.
 fn solve_cp(spectra: &Spectra) -> Option<(crate::cp::CpSolution, Vec<Option<f64>>)> {
     let e = spectra.edges.as_ref()?;
-    let solution = e.solve(&spectra.failing_mask(), &spectra.passing_mask());
-    let mut units = e.unit_scores(&solution, spectra.units.len());
+    let solution = crate::cp::solve_edges(e, &spectra.failing_mask(), &spectra.passing_mask());
+    let mut units = crate::cp::unit_scores(e, &solution, spectra.units.len());
     fill_from_neighbours(spectra, &mut units);
     Some((solution, units))
 }

@@ -113,7 +113,8 @@ pub struct Built {
 /// object `edges_runtime`, when given); cargo's diagnostics go to the terminal.
 pub fn build(ws: &Workspace, select: &Selection, edges_runtime: Option<&Path>) -> Result<Built, SflError> {
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let exe = std::env::current_exe().map_err(|e| SflError::Setup(format!("cannot find own executable: {e}")))?;
+    let exe =
+        crate::platform::current_exe().map_err(|e| SflError::Setup(format!("cannot find own executable: {e}")))?;
     let mut cmd = Command::new(cargo);
     cmd.args(["test", "--no-run", "--message-format=json-render-diagnostics"]);
     cmd.arg("--target-dir").arg(&ws.build_dir);
@@ -283,7 +284,9 @@ pub fn rustc_wrapper() -> ! {
             }
         }
     }
-    run_replacing_self(cmd)
+    let err = crate::platform::exec(cmd);
+    eprintln!("error: cannot run rustc: {err}");
+    std::process::exit(crate::error::exit::SETUP)
 }
 
 /// Whether cargo asked rustc for any debug info (`-C debuginfo=…` other than 0/none).
@@ -308,25 +311,6 @@ fn should_instrument(args: &[OsString]) -> bool {
     }
     let pair = |flag: &str, value: &str| args.windows(2).any(|w| w[0] == flag && w[1] == value);
     !(pair("--crate-name", "build_script_build") || pair("--crate-type", "proc-macro"))
-}
-
-#[cfg(unix)]
-fn run_replacing_self(mut cmd: Command) -> ! {
-    use std::os::unix::process::CommandExt;
-    let err = cmd.exec();
-    eprintln!("error: cannot run rustc: {err}");
-    std::process::exit(crate::error::exit::SETUP)
-}
-
-#[cfg(not(unix))]
-fn run_replacing_self(mut cmd: Command) -> ! {
-    match cmd.status() {
-        Ok(s) => std::process::exit(s.code().unwrap_or(1)),
-        Err(err) => {
-            eprintln!("error: cannot run rustc: {err}");
-            std::process::exit(crate::error::exit::SETUP)
-        }
-    }
 }
 
 #[cfg(test)]

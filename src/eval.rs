@@ -251,11 +251,11 @@ impl HtModel {
                     link(w[0], w[1]);
                 }
             }
-            for &(from, to) in &e.edges {
-                let (Some(f), to) = (from, &e.blocks[to as usize]) else {
+            for &edge in &e.edges {
+                let (Some(from), to) = e.ends(edge) else {
                     continue;
                 };
-                if let (Some(&a), Some(&b)) = (e.blocks[f as usize].lines.last(), to.lines.first()) {
+                if let (Some(&a), Some(&b)) = (from.lines.last(), to.lines.first()) {
                     link(a, b);
                 }
             }

@@ -1,38 +1,50 @@
 //! cargo sfl: statistical fault localisation for Rust test suites.
 //!
-//! The pipeline, one module per stage: [`build`] (instrumented test binaries) → [`list`] (each
-//! binary's tests) / [`run`] (one process per test, continuous-mode profiles) → [`decode`]
-//! ([`covmap`] + [`profraw`] + [`lines`]: per-test line coverage; [`edges`]: per-test
-//! control-flow edges) → [`spectra`] (the coverage matrix, saved and reloaded) → [`analysis`]
-//! (ambiguity groups, the all-failing core, scores under every option) with [`measures`]
-//! (the catalogue and Doric's measures) and [`cp`] → [`rank`] → [`report`] (human, JSON, SARIF,
-//! HTML). [`gzoltar`] imports matrices from other tools; [`eval`] scores measures
-//! on known [`faults`].
-//! [`cli`] parses arguments into a [`config`], and [`pipeline`] runs the subcommands over the
-//! stages.
+//! The modules below are listed in pipeline order, one module per stage:
+//! [`build`] (instrumented test binaries) → [`list`] (each binary's tests) / [`run`] (one
+//! process per test, continuous-mode profiles) → [`coverage`] (per-test line coverage) and
+//! [`edges`] (per-test control-flow edges) → [`spectra`] (the coverage matrix, saved and
+//! reloaded; [`gzoltar`] imports one) → [`analysis`] (ambiguity groups, the all-failing core,
+//! scores under every option) with [`measures`] (the catalogue, Doric's measures), [`cp`] and
+//! [`testcode`] → [`rank`] (with [`diff`] for changed lines) → [`report`] (human, JSON, SARIF,
+//! HTML); [`eval`] scores every measure on known [`faults`] with [`hitting`] (HT_Rank).
+//!
+//! Around them: [`cli`] parses arguments into a [`config`], and [`pipeline`] runs each
+//! subcommand over the stages; [`error`] holds the exit codes, [`ui`] the terminal;
+//! [`platform`] is the one place that knows object formats and operating systems;
+//! [`per_binary`] caches what is read from each test binary; [`bitset`] is the matrix's row type.
 
-pub mod analysis;
-pub mod build;
+// Configuration and driving.
 pub mod cli;
 pub mod config;
-pub mod covmap;
-pub mod cp;
-pub mod decode;
-pub mod diff;
-pub mod edges;
 pub mod error;
+pub mod pipeline;
+pub mod ui;
+
+// Collecting: build → list/run → coverage and edges → spectra.
+pub mod build;
+pub mod list;
+pub mod run;
+pub mod coverage;
+pub mod edges;
+pub mod spectra;
+pub mod gzoltar;
+
+// Analysing: scores, CP, ranks.
+pub mod analysis;
+pub mod measures;
+pub mod cp;
+pub mod testcode;
+pub mod rank;
+pub mod diff;
+
+// Reporting and evaluating.
+pub mod report;
 pub mod eval;
 pub mod faults;
-pub mod gzoltar;
 pub mod hitting;
-pub mod lines;
-pub mod list;
-pub mod measures;
-pub mod pipeline;
-pub mod profraw;
-pub mod rank;
-pub mod report;
-pub mod run;
-pub mod spectra;
-pub mod testcode;
-pub mod ui;
+
+// Shared foundations.
+pub mod bitset;
+pub mod per_binary;
+pub mod platform;

@@ -65,11 +65,12 @@ pub fn test_env(cmd: &mut Command, pkg: &Package, target_dir: &Path, release: bo
     // cargo puts the build's library directories on the dynamic loader path.
     let profile_dir = target_dir.join(if release { "release" } else { "debug" });
     let mut paths = vec![profile_dir.join("deps"), profile_dir];
-    if let Some(old) = std::env::var_os("LD_LIBRARY_PATH") {
+    let loader_path = crate::platform::loader_path_var();
+    if let Some(old) = std::env::var_os(loader_path) {
         paths.extend(std::env::split_paths(&old));
     }
     if let Ok(joined) = std::env::join_paths(paths) {
-        cmd.env("LD_LIBRARY_PATH", joined);
+        cmd.env(loader_path, joined);
     }
 }
 
@@ -161,7 +162,7 @@ fn classify(status: Option<ExitStatus>, output: &str, timeout: Duration) -> (Out
     if status.success() {
         return (Outcome::Passed, None, None);
     }
-    if let Some(sig) = signal_of(&status) {
+    if let Some(sig) = crate::platform::exit_signal(&status) {
         let mut msg = format!("killed by signal {sig} ({})", signal_name(sig));
         if let Some(m) = panic_message(output).or_else(|| tail(output, 3)) {
             msg.push('\n');
@@ -173,17 +174,6 @@ fn classify(status: Option<ExitStatus>, output: &str, timeout: Duration) -> (Out
         .or_else(|| tail(output, 5))
         .or_else(|| status.code().map(|c| format!("exited with status {c}")));
     (Outcome::Failed, None, msg)
-}
-
-#[cfg(unix)]
-fn signal_of(status: &ExitStatus) -> Option<i32> {
-    use std::os::unix::process::ExitStatusExt;
-    status.signal()
-}
-
-#[cfg(not(unix))]
-fn signal_of(_: &ExitStatus) -> Option<i32> {
-    None
 }
 
 fn signal_name(sig: i32) -> &'static str {

@@ -6,7 +6,8 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use crate::edges::{EdgeSpectra, SavedEdges};
+use crate::bitset::BitSet;
+use crate::edges::{Block, BlockId, Edge, EdgeSpectra, SavedEdges, SavedEdgesError};
 
 use crate::measures::Counts;
 
@@ -88,80 +89,33 @@ impl Unit {
     }
 }
 
-/// A fixed-size set of test indices.
-#[derive(Clone, Debug, PartialEq, Eq, Default)]
-pub struct BitSet {
-    words: Vec<u64>,
-}
-
-impl BitSet {
-    pub fn new(len: usize) -> Self {
-        BitSet {
-            words: vec![0; len.div_ceil(64)],
-        }
-    }
-    pub fn insert(&mut self, i: usize) {
-        self.words[i / 64] |= 1 << (i % 64);
-    }
-    pub fn contains(&self, i: usize) -> bool {
-        self.words.get(i / 64).is_some_and(|w| w & (1 << (i % 64)) != 0)
-    }
-    /// Number of members also in `mask`.
-    pub fn count_and(&self, mask: &BitSet) -> u32 {
-        self.words
-            .iter()
-            .zip(&mask.words)
-            .map(|(a, b)| (a & b).count_ones())
-            .sum()
-    }
-    pub fn is_empty(&self) -> bool {
-        self.words.iter().all(|&w| w == 0)
-    }
-    /// A set over `len` members from raw words (bits at or past `len` must be clear).
-    pub fn from_words(len: usize, words: Vec<u64>) -> Self {
-        assert_eq!(words.len(), len.div_ceil(64), "word count does not match the length");
-        BitSet { words }
-    }
-    /// The raw 64-bit words (bit i of word j = member 64j + i).
-    pub fn words(&self) -> &[u64] {
-        &self.words
-    }
-    /// Members that are also in `mask`, in increasing order.
-    pub fn ones_and<'a>(&'a self, mask: &'a BitSet) -> impl Iterator<Item = usize> + 'a {
-        self.words.iter().zip(&mask.words).enumerate().flat_map(|(j, (a, b))| {
-            let mut w = a & b;
-            std::iter::from_fn(move || {
-                (w != 0).then(|| {
-                    let bit = w.trailing_zeros() as usize;
-                    w &= w - 1;
-                    64 * j + bit
-                })
-            })
-        })
-    }
-    /// Little-endian bytes as lowercase hex, trailing zero bytes dropped.
-    pub(crate) fn to_hex(&self) -> String {
-        let mut bytes: Vec<u8> = self.words.iter().flat_map(|w| w.to_le_bytes()).collect();
-        while bytes.last() == Some(&0) {
-            bytes.pop();
-        }
-        bytes.iter().map(|b| format!("{b:02x}")).collect()
-    }
-    pub(crate) fn from_hex(s: &str, len: usize) -> Option<Self> {
-        if !s.len().is_multiple_of(2) || s.len() / 2 > len.div_ceil(64) * 8 {
-            return None;
-        }
-        let mut set = BitSet::new(len);
-        for (i, pair) in s.as_bytes().chunks(2).enumerate() {
-            let byte = u8::from_str_radix(std::str::from_utf8(pair).ok()?, 16).ok()?;
-            set.words[i / 8] |= u64::from(byte) << (8 * (i % 8));
-        }
-        // No bit may name a test that does not exist.
-        (0..len.div_ceil(64) * 64)
-            .filter(|&i| i >= len)
-            .all(|i| !set.contains(i))
-            .then_some(set)
-    }
+/// Why saved spectra cannot be read, or shards cannot be merged.
+#[derive(Debug, thiserror::Error)]
+pub enum SpectraError {
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+    #[error("not JSON: {0}")]
+    NotJson(serde_json::Error),
+    #[error("schema is {0:?}, this cargo-sfl reads {SCHEMA:?}")]
+    OtherSchema(String),
+    #[error("no \"schema\" field: not a cargo-sfl spectra file")]
+    NoSchema,
+    #[error("malformed: {0}")]
+    Malformed(serde_json::Error),
+    #[error("{units} units but {rows} coverage rows")]
+    RowCount { units: usize, rows: usize },
+    #[error("coverage row {row} is not a bitset over {tests} tests")]
+    NotABitset { row: usize, tests: usize },
+    #[error("edges: {0}")]
+    Edges(#[from] SavedEdgesError),
+    #[error("no shards to merge")]
+    NoShards,
+    #[error("shard {shard} was built with {what} than shard 1")]
+    OtherBuild { shard: usize, what: &'static str },
+    #[error("test {binary} {name} is in more than one shard (were the shards made with the same --partition N?)")]
+    InTwoShards { binary: String, name: String },
+    #[error("some shards have edge profiles and some do not (collected with --no-edges?)")]
+    SomeWithoutEdges,
 }
 
 /// What a matrix was built from: shards may only be merged when these agree.
@@ -327,30 +281,27 @@ impl Spectra {
     }
 
     /// Reads saved spectra; the error says what is wrong in words.
-    pub fn load(path: &Path) -> Result<Self, String> {
-        let bytes = std::fs::read(path).map_err(|e| e.to_string())?;
-        let value: serde_json::Value = serde_json::from_slice(&bytes).map_err(|e| format!("not JSON: {e}"))?;
+    pub fn load(path: &Path) -> Result<Self, SpectraError> {
+        let bytes = std::fs::read(path)?;
+        let value: serde_json::Value = serde_json::from_slice(&bytes).map_err(SpectraError::NotJson)?;
         match value.get("schema").and_then(|s| s.as_str()) {
             Some(SCHEMA) => {}
-            Some(other) => return Err(format!("schema is {other:?}, this cargo-sfl reads {SCHEMA:?}")),
-            None => return Err("no \"schema\" field: not a cargo-sfl spectra file".into()),
+            Some(other) => return Err(SpectraError::OtherSchema(other.to_string())),
+            None => return Err(SpectraError::NoSchema),
         }
-        let saved: SavedSpectra = serde_json::from_value(value).map_err(|e| format!("malformed: {e}"))?;
+        let saved: SavedSpectra = serde_json::from_value(value).map_err(SpectraError::Malformed)?;
         if saved.units.len() != saved.coverage.len() {
-            return Err(format!(
-                "{} units but {} coverage rows",
-                saved.units.len(),
-                saved.coverage.len()
-            ));
+            return Err(SpectraError::RowCount {
+                units: saved.units.len(),
+                rows: saved.coverage.len(),
+            });
         }
         let n = saved.tests.len();
         let coverage = saved
             .coverage
             .iter()
             .enumerate()
-            .map(|(i, h)| {
-                BitSet::from_hex(h, n).ok_or_else(|| format!("coverage row {i} is not a bitset over {n} tests"))
-            })
+            .map(|(i, h)| BitSet::from_hex(h, n).ok_or(SpectraError::NotABitset { row: i, tests: n }))
             .collect::<Result<Vec<_>, _>>()?;
         let functions = saved
             .functions
@@ -360,8 +311,7 @@ impl Spectra {
         let edges = saved
             .edges
             .map(|e| EdgeSpectra::from_saved(e, n, saved.units.len()))
-            .transpose()
-            .map_err(|e| format!("edges: {e}"))?;
+            .transpose()?;
         let mut spectra = Spectra {
             edges,
             build: saved.build,
@@ -389,10 +339,7 @@ impl Spectra {
         let mut coverage = vec![BitSet::new(self.tests.len()); self.functions.len()];
         for (u, f) in self.unit_function.iter().enumerate() {
             if let Some(f) = f {
-                let col = &mut coverage[*f as usize];
-                for (w, x) in col.words.iter_mut().zip(&self.coverage[u].words) {
-                    *w |= x;
-                }
+                coverage[*f as usize].union_with(&self.coverage[u]);
             }
         }
         let units = self
@@ -478,8 +425,8 @@ pub fn test_order(a: &TestRecord, b: &TestRecord) -> std::cmp::Ordering {
 impl Spectra {
     /// Combines shards (from `--partition`) into one matrix. Refuses shards built from
     /// different sources or toolchains, and a test that two shards both ran.
-    pub fn merge(shards: Vec<Spectra>) -> Result<Spectra, String> {
-        let first = shards.first().ok_or("no shards to merge")?;
+    pub fn merge(shards: Vec<Spectra>) -> Result<Spectra, SpectraError> {
+        let first = shards.first().ok_or(SpectraError::NoShards)?;
         for (i, s) in shards.iter().enumerate().skip(1) {
             if s.build != first.build {
                 let what = match (&s.build, &first.build) {
@@ -487,7 +434,7 @@ impl Spectra {
                     (Some(_), Some(_)) => "different sources",
                     _ => "a different kind of run (one has no build information)",
                 };
-                return Err(format!("shard {} was built with {what} than shard 1", i + 1));
+                return Err(SpectraError::OtherBuild { shard: i + 1, what });
             }
         }
         // Union of units in code order.
@@ -497,7 +444,7 @@ impl Spectra {
         let index: std::collections::HashMap<&Unit, usize> = units.iter().enumerate().map(|(i, u)| (u, i)).collect();
         let (blocks, shard_edges) = merge_blocks(&shards, &index)?;
         // Tests in canonical order, each with its covered units and traversed edges.
-        type Row = (TestRecord, Vec<u32>, Vec<(Option<u32>, u32)>);
+        type Row = (TestRecord, Vec<u32>, Vec<Edge>);
         let mut rows: Vec<Row> = Vec::new();
         for (k, s) in shards.iter().enumerate() {
             let mut covered = vec![Vec::new(); s.tests.len()];
@@ -508,10 +455,10 @@ impl Spectra {
             }
             let mut traversed = vec![Vec::new(); s.tests.len()];
             if let (Some(e), Some(map)) = (&s.edges, shard_edges.get(k)) {
-                for (i, col) in e.coverage.iter().enumerate() {
-                    let (from, to) = e.edges[i];
+                for (edge, col) in e.edges.iter().zip(&e.coverage) {
+                    let merged = edge.map(|b| map[b.index()]);
                     for t in col.ones_and(col) {
-                        traversed[t].push((from.map(|f| map[f as usize]), map[to as usize]));
+                        traversed[t].push(merged);
                     }
                 }
             }
@@ -535,10 +482,10 @@ impl Spectra {
                 if row.0.outcome == Outcome::Ignored && last.0.outcome == Outcome::Ignored {
                     continue;
                 }
-                return Err(format!(
-                    "test {} {} is in more than one shard (were the shards made with the same --partition N?)",
-                    row.0.binary, row.0.name
-                ));
+                return Err(SpectraError::InTwoShards {
+                    binary: row.0.binary,
+                    name: row.0.name,
+                });
             }
             kept.push(row);
         }
@@ -566,16 +513,16 @@ impl Spectra {
 fn merge_blocks(
     shards: &[Spectra],
     units: &std::collections::HashMap<&Unit, usize>,
-) -> Result<(Option<Vec<crate::edges::Block>>, Vec<Vec<u32>>), String> {
+) -> Result<(Option<Vec<Block>>, Vec<Vec<BlockId>>), SpectraError> {
     let with = shards.iter().filter(|s| s.edges.is_some()).count();
     if with == 0 {
         return Ok((None, Vec::new()));
     }
     if with < shards.len() {
-        return Err("some shards have edge profiles and some do not (collected with --no-edges?)".into());
+        return Err(SpectraError::SomeWithoutEdges);
     }
-    let mut blocks: Vec<crate::edges::Block> = Vec::new();
-    let mut ids: std::collections::HashMap<(String, u32), u32> = std::collections::HashMap::new();
+    let mut blocks: Vec<Block> = Vec::new();
+    let mut ids: std::collections::HashMap<(String, u32), BlockId> = std::collections::HashMap::new();
     let mut maps = Vec::new();
     for s in shards {
         let e = s.edges.as_ref().expect("checked");
@@ -585,12 +532,12 @@ fn merge_blocks(
             .map(|b| {
                 *ids.entry((b.function.clone(), b.index)).or_insert_with(|| {
                     let lines: Vec<u32> = b.lines.iter().map(|&u| units[&s.units[u as usize]] as u32).collect();
-                    blocks.push(crate::edges::Block {
+                    blocks.push(Block {
                         function: b.function.clone(),
                         index: b.index,
                         lines,
                     });
-                    (blocks.len() - 1) as u32
+                    BlockId((blocks.len() - 1) as u32)
                 })
             })
             .collect();
@@ -717,27 +664,14 @@ pub(crate) mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("s.json");
         std::fs::write(&path, b"{\"schema\":\"other/v9\"}").unwrap();
-        assert!(Spectra::load(&path).unwrap_err().contains("other/v9"));
+        let err = |path: &Path| Spectra::load(path).unwrap_err().to_string();
+        assert!(err(&path).contains("other/v9"));
         std::fs::write(&path, b"\x00\x01").unwrap();
-        assert!(Spectra::load(&path).unwrap_err().contains("not JSON"));
+        assert!(err(&path).contains("not JSON"));
         doric_minmax().save(&path).unwrap();
         // u3 is covered by t1..t3 (0x07); 0xff would name tests that do not exist.
         let text = std::fs::read_to_string(&path).unwrap().replace("\"07\"", "\"ff\"");
         std::fs::write(&path, text).unwrap();
-        assert!(Spectra::load(&path).unwrap_err().contains("bitset"));
-    }
-
-    #[test]
-    fn bitsets_count_intersections_across_words() {
-        let mut a = BitSet::new(130);
-        let mut m = BitSet::new(130);
-        for i in [0, 63, 64, 129] {
-            a.insert(i);
-        }
-        for i in [63, 129, 5] {
-            m.insert(i);
-        }
-        assert_eq!(a.count_and(&m), 2);
-        assert!(a.contains(129) && !a.contains(128));
+        assert!(err(&path).contains("bitset"));
     }
 }

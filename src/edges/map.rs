@@ -5,12 +5,47 @@
 //! same function in two test binaries is recognised as one.
 
 use std::borrow::Cow;
+use std::collections::HashMap;
+use std::num::NonZeroU32;
 use std::path::Path;
 use std::sync::Arc;
 
-use object::{Object, ObjectSection, ObjectSymbol, RelocationFlags};
+use object::{Object, ObjectSection, ObjectSymbol};
+
+use crate::platform::{self, Section};
 
 type Reader = gimli::EndianArcSlice<gimli::RunTimeEndian>;
+
+/// Why a binary's blocks could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum MapError {
+    #[error("cannot read {}: {source}", path.display())]
+    Io {
+        path: std::path::PathBuf,
+        source: std::io::Error,
+    },
+    #[error("not an object file: {0}")]
+    NotAnObject(object::Error),
+    #[error("no edge instrumentation ({section}) in the binary")]
+    NoGuards { section: &'static str },
+    #[error("no PC table ({section}) in the binary")]
+    NoPcTable { section: &'static str },
+    #[error("cannot read {section}: {source}")]
+    PcTable {
+        section: &'static str,
+        source: object::Error,
+    },
+    #[error("the PC table has {entries} entries for {guards} guards")]
+    PcCount { entries: usize, guards: usize },
+    #[error("the PC table does not start with a function entry")]
+    NoEntry,
+    #[error("the PC table has unrelocated entries (a relocation format cargo sfl does not read)")]
+    Unrelocated,
+    #[error("cannot read DWARF: {0}")]
+    Dwarf(gimli::Error),
+    #[error("cannot read the line table: {0}")]
+    LineTable(gimli::Error),
+}
 
 /// A function with instrumented blocks.
 #[derive(Debug, Clone)]
@@ -39,20 +74,24 @@ pub struct EdgeMap {
 impl EdgeMap {
     /// Reads the binary's PC table and maps its blocks to lines; `relative` names the
     /// workspace's files (None: not ours).
-    pub fn open(path: &Path, relative: &dyn Fn(&Path) -> Option<String>) -> Result<EdgeMap, String> {
-        let data = std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-        let obj = object::File::parse(&*data).map_err(|e| format!("not an object file: {e}"))?;
-        let guards = obj
-            .section_by_name("__sancov_guards")
-            .ok_or("no edge instrumentation (__sancov_guards) in the binary")?
+    pub fn open(path: &Path, relative: &dyn Fn(&Path) -> Option<String>) -> Result<EdgeMap, MapError> {
+        let data = std::fs::read(path).map_err(|source| MapError::Io {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        let obj = object::File::parse(&*data).map_err(MapError::NotAnObject)?;
+        let guards = platform::section(&obj, Section::SancovGuards)
+            .ok_or(MapError::NoGuards {
+                section: Section::SancovGuards.name_in(&obj),
+            })?
             .size() as usize
             / 4;
         let pcs = pc_table(&obj)?;
         if pcs.len() != 2 * guards {
-            return Err(format!(
-                "the PC table has {} entries for {guards} guards",
-                pcs.len() / 2
-            ));
+            return Err(MapError::PcCount {
+                entries: pcs.len() / 2,
+                guards,
+            });
         }
         let symbols = text_symbols(&obj);
         let ctx = dwarf_context(&obj)?;
@@ -64,7 +103,7 @@ impl EdgeMap {
         let mut rows = LineRows::read(&ctx, relative, &mut map.files)?;
         let entries: Vec<usize> = (0..guards).filter(|&i| pcs[2 * i + 1] & 1 != 0).collect();
         if entries.first() != Some(&0) && guards > 0 {
-            return Err("the PC table does not start with a function entry".into());
+            return Err(MapError::NoEntry);
         }
         for (k, &first) in entries.iter().enumerate() {
             let end = entries.get(k + 1).copied().unwrap_or(guards);
@@ -105,46 +144,14 @@ impl EdgeMap {
     }
 }
 
-/// The `(pc, flags)` pairs, with dynamic relocations applied (a PIE's table is zeros in the
-/// file: each entry is a RELATIVE relocation whose addend is the link-time address).
-fn pc_table(obj: &object::File) -> Result<Vec<u64>, String> {
-    let sec = obj
-        .section_by_name("__sancov_pcs")
-        .ok_or("no PC table (__sancov_pcs) in the binary")?;
-    let bytes = sec
-        .uncompressed_data()
-        .map_err(|e| format!("cannot read __sancov_pcs: {e}"))?;
-    let little = obj.is_little_endian();
-    let mut pcs: Vec<u64> = bytes
-        .chunks_exact(8)
-        .map(|c| {
-            let a: [u8; 8] = c.try_into().expect("8 bytes");
-            if little {
-                u64::from_le_bytes(a)
-            } else {
-                u64::from_be_bytes(a)
-            }
-        })
-        .collect();
-    let (start, end) = (sec.address(), sec.address() + sec.size());
-    if let Some(relocs) = obj.dynamic_relocations() {
-        for (offset, r) in relocs {
-            if offset < start || offset >= end || (offset - start) % 8 != 0 {
-                continue;
-            }
-            let relative = matches!(
-                r.flags(),
-                RelocationFlags::Elf { r_type } if r_type == object::elf::R_X86_64_RELATIVE
-                    || r_type == object::elf::R_AARCH64_RELATIVE
-                    || r_type == object::elf::R_RISCV_RELATIVE
-            );
-            if relative {
-                pcs[((offset - start) / 8) as usize] = r.addend() as u64;
-            }
-        }
-    }
+/// The `(pc, flags)` pairs, relocated as the loader would.
+fn pc_table(obj: &object::File) -> Result<Vec<u64>, MapError> {
+    let section = Section::SancovPcs.name_in(obj);
+    let pcs = platform::relocated_words(obj, Section::SancovPcs)
+        .map_err(|source| MapError::PcTable { section, source })?
+        .ok_or(MapError::NoPcTable { section })?;
     if pcs.chunks(2).any(|p| p[0] == 0) {
-        return Err("the PC table has unrelocated entries (a relocation format cargo sfl does not read)".into());
+        return Err(MapError::Unrelocated);
     }
     Ok(pcs)
 }
@@ -164,7 +171,7 @@ fn text_symbols(obj: &object::File) -> Vec<(u64, u64, String)> {
     out
 }
 
-fn dwarf_context(obj: &object::File) -> Result<addr2line::Context<Reader>, String> {
+fn dwarf_context(obj: &object::File) -> Result<addr2line::Context<Reader>, MapError> {
     let endian = if obj.is_little_endian() {
         gimli::RunTimeEndian::Little
     } else {
@@ -177,16 +184,16 @@ fn dwarf_context(obj: &object::File) -> Result<addr2line::Context<Reader>, Strin
             .unwrap_or(Cow::Borrowed(&[]));
         Ok(gimli::EndianArcSlice::new(Arc::from(&*data), endian))
     };
-    let dwarf = gimli::Dwarf::load(load).map_err(|e| format!("cannot read DWARF: {e}"))?;
-    addr2line::Context::from_dwarf(dwarf).map_err(|e| format!("cannot read DWARF: {e}"))
+    let dwarf = gimli::Dwarf::load(load).map_err(MapError::Dwarf)?;
+    addr2line::Context::from_dwarf(dwarf).map_err(MapError::Dwarf)
 }
 
 /// The whole line table, sorted by address, with each row's file already judged ours or not.
 struct LineRows {
-    /// `(address, file, line)`; file `u32::MAX` = not the workspace's (or line 0).
-    rows: Vec<(u64, u32, u32)>,
+    /// `(address, (file, line))`; `None`: not the workspace's code, or no line (line 0).
+    rows: Vec<(u64, Option<(u32, NonZeroU32)>)>,
     /// Interned names of files, so each path is judged once.
-    ids: std::collections::HashMap<String, u32>,
+    ids: HashMap<String, u32>,
 }
 
 impl LineRows {
@@ -194,21 +201,20 @@ impl LineRows {
         ctx: &addr2line::Context<Reader>,
         relative: &dyn Fn(&Path) -> Option<String>,
         names: &mut Vec<String>,
-    ) -> Result<LineRows, String> {
-        let mut judged: std::collections::HashMap<String, u32> = std::collections::HashMap::new();
-        let mut ids = std::collections::HashMap::new();
+    ) -> Result<LineRows, MapError> {
+        let mut judged: HashMap<String, Option<u32>> = HashMap::new();
+        let mut ids = HashMap::new();
         let mut rows = Vec::new();
-        let all = ctx
-            .find_location_range(0, u64::MAX)
-            .map_err(|e| format!("cannot read the line table: {e}"))?;
+        let all = ctx.find_location_range(0, u64::MAX).map_err(MapError::LineTable)?;
         for (addr, _len, loc) in all {
-            let file = match (loc.file, loc.line) {
-                (Some(f), Some(l)) if l > 0 => *judged
+            let ours = match (loc.file, loc.line.and_then(NonZeroU32::new)) {
+                (Some(f), Some(line)) => judged
                     .entry(f.to_string())
-                    .or_insert_with(|| intern(relative(Path::new(f)), names, &mut ids)),
-                _ => u32::MAX,
+                    .or_insert_with(|| relative(Path::new(f)).map(|rel| intern(rel, names, &mut ids)))
+                    .map(|file| (file, line)),
+                _ => None,
             };
-            rows.push((addr, file, loc.line.unwrap_or(0)));
+            rows.push((addr, ours));
         }
         rows.sort_by_key(|r| r.0);
         Ok(LineRows { rows, ids })
@@ -219,12 +225,14 @@ impl LineRows {
     fn lines(&self, lo: u64, hi: u64) -> Vec<(u32, u32)> {
         let start = self.rows.partition_point(|r| r.0 <= lo).saturating_sub(1);
         let mut out: Vec<(u32, u32)> = Vec::new();
-        for &(addr, file, line) in &self.rows[start..] {
+        for &(addr, ours) in &self.rows[start..] {
             if addr >= hi {
                 break;
             }
-            if file != u32::MAX && out.last() != Some(&(file, line)) {
-                out.push((file, line));
+            if let Some((file, line)) = ours
+                && out.last() != Some(&(file, line.get()))
+            {
+                out.push((file, line.get()));
             }
         }
         out
@@ -245,16 +253,15 @@ impl LineRows {
                 && l > 0
                 && let Some(rel) = relative(Path::new(f))
             {
-                return Some((intern(Some(rel), names, &mut self.ids), l));
+                return Some((intern(rel, names, &mut self.ids), l));
             }
         }
         None
     }
 }
 
-/// The id of a workspace-relative file (`u32::MAX` for none).
-fn intern(rel: Option<String>, names: &mut Vec<String>, ids: &mut std::collections::HashMap<String, u32>) -> u32 {
-    let Some(rel) = rel else { return u32::MAX };
+/// The id of a workspace-relative file.
+fn intern(rel: String, names: &mut Vec<String>, ids: &mut HashMap<String, u32>) -> u32 {
     *ids.entry(rel.clone()).or_insert_with(|| {
         names.push(rel);
         (names.len() - 1) as u32

@@ -21,8 +21,30 @@ pub struct EdgeFile {
     pub edges: Vec<(u32, u32)>,
 }
 
+/// What is wrong with an edge file.
+#[derive(Debug, thiserror::Error)]
+pub enum RecordError {
+    #[error("the process ended before its edge recorder started")]
+    NotStarted,
+    #[error("not a cargo sfl edge file (bad magic)")]
+    BadMagic,
+    #[error("edge file of an unknown layout (header {header} bytes, {slots} slots, {len} bytes)")]
+    UnknownLayout { header: usize, slots: u64, len: usize },
+    #[error("edge {from}→{to} outside the {guards} blocks of the binary")]
+    OutOfRange { from: u32, to: u32, guards: u64 },
+}
+
+/// Why an edge file could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum ReadError {
+    #[error("cannot read {}: {source}", path.display())]
+    Io { path: PathBuf, source: std::io::Error },
+    #[error("{name}: {source}")]
+    Invalid { name: String, source: RecordError },
+}
+
 /// Parses an edge file; errors say what is wrong with it.
-pub fn parse(bytes: &[u8]) -> Result<EdgeFile, String> {
+pub fn parse(bytes: &[u8]) -> Result<EdgeFile, RecordError> {
     let word = |i: usize| -> Option<u64> {
         bytes
             .get(8 * i..8 * i + 8)
@@ -30,16 +52,17 @@ pub fn parse(bytes: &[u8]) -> Result<EdgeFile, String> {
     };
     match word(0) {
         Some(MAGIC) => {}
-        Some(0) => return Err("the process ended before its edge recorder started".into()),
-        _ => return Err("not a cargo sfl edge file (bad magic)".into()),
+        Some(0) => return Err(RecordError::NotStarted),
+        _ => return Err(RecordError::BadMagic),
     }
     let header = word(1).unwrap_or(0) as usize;
     let (guards, slots, dropped) = (word(2).unwrap_or(0), word(3).unwrap_or(0), word(4).unwrap_or(0));
     if header != HEADER || !slots.is_power_of_two() || bytes.len() as u64 != HEADER as u64 + 8 * slots {
-        return Err(format!(
-            "edge file of an unknown layout (header {header} bytes, {slots} slots, {} bytes)",
-            bytes.len()
-        ));
+        return Err(RecordError::UnknownLayout {
+            header,
+            slots,
+            len: bytes.len(),
+        });
     }
     let path = &bytes[64..HEADER];
     let len = path.iter().position(|&b| b == 0).unwrap_or(PATH_MAX);
@@ -52,7 +75,7 @@ pub fn parse(bytes: &[u8]) -> Result<EdgeFile, String> {
         }
         let (from, to) = ((key >> 32) as u32, key as u32);
         if to == 0 || u64::from(to) > guards || u64::from(from) > guards {
-            return Err(format!("edge {from}→{to} outside the {guards} blocks of the binary"));
+            return Err(RecordError::OutOfRange { from, to, guards });
         }
         edges.push((from, to));
     }
@@ -66,9 +89,15 @@ pub fn parse(bytes: &[u8]) -> Result<EdgeFile, String> {
 }
 
 /// Reads and parses `path`.
-pub fn read(path: &Path) -> Result<EdgeFile, String> {
-    let bytes = std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-    parse(&bytes).map_err(|e| format!("{}: {e}", path.file_name().unwrap_or_default().to_string_lossy()))
+pub fn read(path: &Path) -> Result<EdgeFile, ReadError> {
+    let bytes = std::fs::read(path).map_err(|source| ReadError::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    parse(&bytes).map_err(|source| ReadError::Invalid {
+        name: path.file_name().unwrap_or_default().to_string_lossy().into_owned(),
+        source,
+    })
 }
 
 #[cfg(test)]
@@ -103,19 +132,12 @@ mod tests {
 
     #[test]
     fn refuses_foreign_truncated_and_out_of_range() {
-        assert!(parse(b"garbage!").unwrap_err().contains("bad magic"));
-        assert!(
-            parse(&[0u8; 64])
-                .unwrap_err()
-                .contains("before its edge recorder started")
-        );
+        let err = |bytes: &[u8]| parse(bytes).unwrap_err().to_string();
+        assert!(err(b"garbage!").contains("bad magic"));
+        assert!(err(&[0u8; 64]).contains("before its edge recorder started"));
         let mut short = file(5, 8, &[]);
         short.truncate(short.len() - 8);
-        assert!(parse(&short).unwrap_err().contains("unknown layout"));
-        assert!(
-            parse(&file(5, 8, &[(0, (9 << 32) | 1)]))
-                .unwrap_err()
-                .contains("outside")
-        );
+        assert!(err(&short).contains("unknown layout"));
+        assert!(err(&file(5, 8, &[(0, (9 << 32) | 1)])).contains("outside"));
     }
 }

@@ -124,7 +124,9 @@ impl Measure {
     pub fn needs_edges(&self) -> bool {
         match self.kind {
             Kind::Propagation => true,
-            Kind::Spectrum(_) | Kind::CausalLikelihood | Kind::FaultLikelihood | Kind::CausalLikelihoodUpdating => false,
+            Kind::Spectrum(_) | Kind::CausalLikelihood | Kind::FaultLikelihood | Kind::CausalLikelihoodUpdating => {
+                false
+            }
         }
     }
 }

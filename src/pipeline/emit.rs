@@ -216,7 +216,12 @@ fn fail_on_hits(analysis: &Analysis, rankings: &[Ranking], threshold: f64) -> Ve
 
 /// Renders the report in the asked-for format and writes it: text to stdout or `-o FILE`, the
 /// HTML page into the `--output` directory.
-fn write_report(out: &ReportConfig, analysis: &Analysis, rankings: &[Ranking], view: &report::View) -> anyhow::Result<()> {
+fn write_report(
+    out: &ReportConfig,
+    analysis: &Analysis,
+    rankings: &[Ranking],
+    view: &report::View,
+) -> anyhow::Result<()> {
     match report::render(out.format, analysis, rankings, view) {
         report::Rendered::Text(text) => write_output(out.output.as_deref(), &text),
         report::Rendered::Page { file_name, html } => {

@@ -3,7 +3,6 @@
 //! Every result already computed is kept when a later step fails.
 
 mod collect;
-mod decoding;
 mod emit;
 mod evaluate;
 mod progress;
@@ -90,7 +89,7 @@ pub fn eval(cfg: &EvalConfig) -> anyhow::Result<i32> {
 fn load(path: &Path) -> Result<Spectra, SflError> {
     Spectra::load(path).map_err(|reason| SflError::BadSpectra {
         path: path.to_path_buf(),
-        reason,
+        reason: reason.to_string(),
     })
 }
 
@@ -101,7 +100,7 @@ fn merge_shards(files: &[PathBuf]) -> anyhow::Result<Spectra> {
     seen.sort();
     let merged = Spectra::merge(shards).map_err(|reason| SflError::BadSpectra {
         path: files[0].clone(),
-        reason,
+        reason: reason.to_string(),
     })?;
     ui::status(
         "Merged",

@@ -14,8 +14,8 @@ use serde_json::{Value, json};
 
 use super::{Conventions, Summary, View, spans, test_label};
 use crate::analysis::Analysis;
+use crate::bitset::BitSet;
 use crate::rank::Ranking;
-use crate::spectra::BitSet;
 
 /// Passing tests listed per line (the rest are counted).
 const PASSING_SHOWN: usize = 20;

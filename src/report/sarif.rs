@@ -14,7 +14,7 @@ use serde::Serialize;
 
 use super::{Conventions, Sources, View, fmt_score, spans, test_label};
 use crate::analysis::Analysis;
-use crate::decode::hex;
+use crate::coverage::hex;
 use crate::measures::Measure;
 use crate::rank::{Ranked, Ranking};
 use crate::spectra::TestRecord;

@@ -34,8 +34,8 @@ fn transitions(spectra: &Spectra, file: &str) -> BTreeSet<String> {
         .map(|b| b.lines.iter().filter_map(|&u| line(u)).collect())
         .collect();
     let mut succ: HashMap<Option<u32>, Vec<u32>> = HashMap::new();
-    for &(from, to) in &e.edges {
-        succ.entry(from).or_default().push(to);
+    for edge in &e.edges {
+        succ.entry(edge.from.map(|f| f.0)).or_default().push(edge.to.0);
     }
     // The first lines reached from block `b`'s exit, through blocks with no lines.
     let reached = |from: Option<u32>| -> BTreeSet<u32> {
@@ -76,7 +76,7 @@ fn transitions(spectra: &Spectra, file: &str) -> BTreeSet<String> {
                 }
             }
         }
-        let is_entry = e.edges.iter().any(|&(f, t)| f.is_none() && t as usize == b);
+        let is_entry = e.edges.iter().any(|edge| edge.is_entry() && edge.to.index() == b);
         if is_entry {
             let first = ls.first().copied().or_else(|| reached(Some(b as u32)).first().copied());
             if let Some(first) = first {
@@ -95,9 +95,8 @@ fn recorded_exactly() -> Result {
     check(out.status.code() == Some(3), || show(&out))?;
     let spectra = Spectra::load(&tmp.path().join("target/sfl/spectra.json"))?;
     let e = spectra.edges.as_ref().ok_or("no edges saved")?;
-    for &(from, to) in &e.edges {
-        if let Some(f) = from {
-            let (a, b) = (&e.blocks[f as usize], &e.blocks[to as usize]);
+    for &edge in &e.edges {
+        if let (Some(a), b) = e.ends(edge) {
             check(a.function == b.function, || {
                 format!(
                     "edge between functions: {} #{} -> {} #{}",
@@ -134,9 +133,8 @@ pub fn cover_every_test(dir: &Path) -> Result {
             format!("{} {} ({:?}) has no edges", test.binary, test.name, test.outcome)
         })?;
     }
-    for &(from, to) in &e.edges {
-        if let Some(f) = from {
-            let (a, b) = (&e.blocks[f as usize], &e.blocks[to as usize]);
+    for &edge in &e.edges {
+        if let (Some(a), b) = e.ends(edge) {
             check(a.function == b.function, || {
                 format!("edge {} -> {}", a.function, b.function)
             })?;

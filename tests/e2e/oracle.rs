@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use cargo_sfl::decode::BinaryCoverage;
+use cargo_sfl::coverage::BinaryCoverage;
 use cargo_sfl::pipeline::KeptProfile;
 use cargo_sfl::spectra::Spectra;
 

@@ -41,7 +41,7 @@ pub fn run_bench(runs: usize, blocks: usize, fixtures_only: bool, output: Option
         let e = spectra.edges.as_ref().context("no edges saved")?;
         let (fail, pass) = (spectra.failing_mask(), spectra.passing_mask());
         let t = Instant::now();
-        let sol = e.solve(&fail, &pass);
+        let sol = cargo_sfl::cp::solve_edges(e, &fail, &pass);
         let solve_ms = t.elapsed().as_secs_f64() * 1e3;
         rows.push(CrateRow {
             name: name.clone(),

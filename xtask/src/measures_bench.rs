@@ -11,9 +11,10 @@ use std::time::Instant;
 
 use anyhow::Result;
 use cargo_sfl::analysis::{Analysis, Options};
+use cargo_sfl::bitset::BitSet;
 use cargo_sfl::measures::{self, find};
 use cargo_sfl::rank::rank;
-use cargo_sfl::spectra::{BitSet, Outcome, Spectra, TestRecord, Unit};
+use cargo_sfl::spectra::{Outcome, Spectra, TestRecord, Unit};
 
 struct Rng(u64);
 impl Rng {

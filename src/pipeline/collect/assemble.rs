@@ -6,22 +6,26 @@ use std::collections::HashMap;
 use std::path::Path;
 
 use super::run::JobOutcome;
-use crate::decode::hex;
-use crate::pipeline::decoding::Interner;
-use crate::spectra::{BuildInfo, FunctionSpan, Spectra, TestRecord, Unit};
+use crate::coverage::{SortedUnits, hex};
+use crate::edges::Edge;
+use crate::spectra::{BuildInfo, Spectra, TestRecord};
 use crate::ui;
 
 /// The matrix of every test over the interned units; `edges` decodes the edge matrix when
 /// edge profiles were recorded.
 pub(crate) fn assemble(
     root: &Path,
-    interner: Interner,
+    units: SortedUnits,
     outcomes: Vec<JobOutcome>,
     ignored: Vec<TestRecord>,
     edges: Option<crate::edges::Collector<'_>>,
 ) -> Spectra {
-    let (units, remap) = code_order(&interner.units);
-    let rows = rows(outcomes, ignored, &remap);
+    let SortedUnits {
+        units,
+        functions,
+        new_id,
+    } = units;
+    let rows = rows(outcomes, ignored, &new_id);
     let edges = edges.map(|collector| {
         let unit_id: HashMap<(&str, u32), u32> = units
             .iter()
@@ -32,30 +36,17 @@ pub(crate) fn assemble(
         ui::detail(format!("{} blocks, {} edges traversed", e.blocks.len(), e.edges.len()));
         e
     });
-    let functions: Vec<FunctionSpan> = interner.functions.into_iter().collect();
     let mut spectra = Spectra::from_tests(root.to_string_lossy().into_owned(), rows.tests, units, &rows.covered);
     spectra.edges = edges;
     spectra.set_functions(functions);
     spectra
 }
 
-/// The units sorted in code order, and for each interned id its position there.
-fn code_order(interned: &[Unit]) -> (Vec<Unit>, Vec<u32>) {
-    let mut order: Vec<u32> = (0..interned.len() as u32).collect();
-    order.sort_by(|&a, &b| interned[a as usize].cmp(&interned[b as usize]));
-    let mut remap = vec![0u32; order.len()];
-    for (new, &old) in order.iter().enumerate() {
-        remap[old as usize] = new as u32;
-    }
-    let units = order.iter().map(|&o| interned[o as usize].clone()).collect();
-    (units, remap)
-}
-
 /// One row per test: records, covered units (renumbered) and traversed edges.
 struct Rows {
     tests: Vec<TestRecord>,
     covered: Vec<Vec<u32>>,
-    traversed: Vec<Vec<(Option<u32>, u32)>>,
+    traversed: Vec<Vec<Edge>>,
 }
 
 /// The jobs' rows in job order, then the ignored tests' empty rows.
@@ -114,18 +105,25 @@ mod tests {
     use crate::pipeline::collect::plan::record;
     use crate::spectra::Outcome;
 
+    fn entry_edge() -> Edge {
+        Edge {
+            from: None,
+            to: crate::edges::BlockId(0),
+        }
+    }
+
     fn outcome(name: &str, outcome: Outcome, covered: &[u32]) -> JobOutcome {
         JobOutcome {
             record: record("b", name, outcome),
             covered: covered.to_vec(),
             profiles: Vec::new(),
-            edges: vec![(None, 0)],
+            edges: vec![entry_edge()],
         }
     }
 
     #[test]
     fn units_are_put_in_code_order_and_rows_renumbered() {
-        let mut interner = Interner::default();
+        let mut interner = crate::coverage::UnitTable::default();
         // Interned in the order tests happened to meet them.
         let b9 = interner.intern("src/b.rs", 9);
         let a2 = interner.intern("src/a.rs", 2);
@@ -135,7 +133,7 @@ mod tests {
             outcome("t2", Outcome::Passed, &[b1]),
         ];
         let ignored = vec![record("b", "t0", Outcome::Ignored)];
-        let s = assemble(Path::new("/ws"), interner, outcomes, ignored, None);
+        let s = assemble(Path::new("/ws"), interner.sorted(), outcomes, ignored, None);
         let units: Vec<(&str, u32)> = s.units.iter().map(|u| (u.file.as_str(), u.line)).collect();
         assert_eq!(units, [("src/a.rs", 2), ("src/b.rs", 1), ("src/b.rs", 9)]);
         let names: Vec<&str> = s.tests.iter().map(|t| t.name.as_str()).collect();
@@ -154,7 +152,7 @@ mod tests {
             &[1, 0],
         );
         assert_eq!(r.covered, [vec![0, 1], vec![]]);
-        assert_eq!(r.traversed, [vec![(None, 0)], vec![]]);
+        assert_eq!(r.traversed, [vec![entry_edge()], vec![]]);
         assert_eq!(r.tests.len(), 2);
     }
 }

@@ -14,9 +14,9 @@ use serde::{Deserialize, Serialize};
 use plan::plan;
 use run::JobOutcome;
 
-use super::decoding::Coverage;
 use crate::build::{self, Built, Workspace};
 use crate::config::{Execution, RunConfig, Selection};
+use crate::coverage::LineDecoder;
 use crate::edges::Collector;
 use crate::error::SflError;
 use crate::list::{self, Listing};
@@ -37,7 +37,7 @@ pub struct KeptProfile {
 struct Session<'a> {
     ws: &'a Workspace,
     built: &'a Built,
-    coverage: &'a Coverage<'a>,
+    coverage: &'a LineDecoder<'a>,
     /// Decodes edge files; `None` with `--no-edges`.
     edges: Option<&'a Collector<'a>>,
     /// Where each test's profiles land (`<target-dir>/profiles`).
@@ -58,9 +58,15 @@ pub fn collect(cfg: &RunConfig) -> anyhow::Result<Spectra> {
     let _ = std::fs::remove_dir_all(&scratch);
     std::fs::create_dir_all(&scratch).with_context(|| format!("cannot create {}", scratch.display()))?;
 
-    let coverage = Coverage::new(&ws, &built);
     let relative = |p: &Path| ws.relative(p);
-    let edges = (!exec.no_edges).then(|| Collector::new(&coverage.paths, &relative));
+    let binaries: Vec<PathBuf> = built
+        .tests
+        .iter()
+        .map(|t| t.path.clone())
+        .chain(built.others.iter().cloned())
+        .collect();
+    let coverage = LineDecoder::new(binaries, &relative);
+    let edges = (!exec.no_edges).then(|| Collector::new(coverage.paths(), &relative));
     let session = Session {
         ws: &ws,
         built: &built,
@@ -103,8 +109,7 @@ pub fn collect(cfg: &RunConfig) -> anyhow::Result<Spectra> {
     );
     let outcomes = session.run_all(&plan.jobs);
     let kept = exec.keep_profiles.then(|| kept_index(&outcomes, &plan.jobs, &built));
-    let interner = coverage.units.into_inner().unwrap();
-    let mut spectra = assemble::assemble(&ws.root, interner, outcomes, plan.ignored, edges);
+    let mut spectra = assemble::assemble(&ws.root, coverage.finish(), outcomes, plan.ignored, edges);
     spectra.build = Some(assemble::build_info(&ws.root, &spectra));
     spectra.partition = exec.partition.map(|p| p.to_string());
     save(&spectra, &ws, exec, &scratch, kept)?;
@@ -160,7 +165,7 @@ impl Session<'_> {
                 );
                 let _ = std::fs::remove_dir_all(&list_dirs[i]);
                 // Errors are reported per test when its profiles are decoded.
-                let _ = self.coverage.get(i);
+                let _ = self.coverage.binary(i);
                 if let Some(edges) = self.edges {
                     edges.prepare(i);
                 }

@@ -7,7 +7,6 @@ use std::time::{Duration, Instant};
 
 use super::Session;
 use super::plan::record;
-use crate::pipeline::decoding::decode_edges;
 use crate::pipeline::progress::RunProgress;
 use crate::run::{self, Finished, Job};
 use crate::spectra::{Outcome, TestRecord};
@@ -22,7 +21,7 @@ pub struct JobOutcome {
     /// The profiles kept for it (`--keep-profiles`; otherwise empty).
     pub profiles: Vec<PathBuf>,
     /// Edges it traversed (block ids), sorted, without repeats.
-    pub edges: Vec<(Option<u32>, u32)>,
+    pub edges: Vec<crate::edges::Edge>,
 }
 
 impl Session<'_> {
@@ -128,18 +127,11 @@ impl Session<'_> {
         rec.signal = fin.signal;
         rec.message = fin.message;
         rec.duration_ms = fin.duration.as_millis() as u64;
-        if fin.profiles.is_empty() {
-            rec.warnings
-                .push("the test wrote no profile; it contributes no coverage".into());
-        }
-        for p in &fin.profiles {
-            if let Err(w) = self.coverage.decode(job.binary, p, &mut out.covered) {
-                rec.warnings.push(w);
-            }
-        }
+        self.coverage
+            .decode_test(job.binary, &fin.profiles, &mut out.covered, &mut rec.warnings);
         if let Some(collector) = self.edges {
             let mut traversed = crate::edges::Traversed::default();
-            decode_edges(collector, &fin.edge_files, &mut traversed, &mut rec.warnings);
+            collector.decode_test(&fin.edge_files, &mut traversed, &mut rec.warnings);
             out.edges = traversed.edges;
         }
         out.profiles = fin.profiles;

@@ -5,7 +5,7 @@
 //! file (sorted, combined regions) is fixed per binary; only the counts change per test, so
 //! [`FileLayout`] is built once and [`FileLayout::line_counts`] runs per test.
 
-use crate::covmap::RegionKind;
+use super::covmap::RegionKind;
 
 /// A (line, column) source position; ordering is lexicographic like LLVM's `LineColPair`.
 pub type Loc = (u32, u32);

@@ -1,4 +1,5 @@
-//! Reads the LLVM coverage map (`__llvm_covmap` + `__llvm_covfun`) of one instrumented binary.
+//! Reads the LLVM coverage map (`__llvm_covmap` + `__llvm_covfun`, found through
+//! [`crate::platform`]) of one instrumented binary.
 //!
 //! Refs: llvm/include/llvm/ProfileData/InstrProfData.inc (COVMAP_HEADER, COVMAP_FUNC_RECORD),
 //! llvm/lib/ProfileData/Coverage/CoverageMappingReader.cpp @ llvmorg-22
@@ -10,9 +11,9 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use md5::{Digest, Md5};
-use object::{Object, ObjectSection};
 
 use crate::error::DecodeError;
+use crate::platform::{self, Section};
 
 /// The coverage-mapping version value this decoder understands ("Version7").
 const COVMAP_VERSION: u32 = 6;
@@ -93,17 +94,12 @@ pub struct BinaryInfo {
 /// Parses the coverage map and build-id out of an executable's bytes.
 pub fn read_binary(data: &[u8]) -> Result<BinaryInfo, DecodeError> {
     let file = object::File::parse(data).map_err(|e| DecodeError::malformed(format!("not an object file: {e}")))?;
-    let build_id = file.build_id().ok().flatten().map(<[u8]>::to_vec);
-    let section = |name: &str| -> Result<Option<Vec<u8>>, DecodeError> {
-        match file.section_by_name(name) {
-            None => Ok(None),
-            Some(s) => s
-                .uncompressed_data()
-                .map(|d| Some(d.into_owned()))
-                .map_err(|e| DecodeError::malformed(format!("cannot read {name}: {e}"))),
-        }
+    let build_id = platform::build_id(&file);
+    let section = |which: Section| {
+        platform::section_data(&file, which)
+            .map_err(|e| DecodeError::malformed(format!("cannot read {}: {e}", which.name_in(&file))))
     };
-    let (Some(covmap), Some(covfun)) = (section("__llvm_covmap")?, section("__llvm_covfun")?) else {
+    let (Some(covmap), Some(covfun)) = (section(Section::CoverageMap)?, section(Section::CoverageFunctions)?) else {
         return Err(DecodeError::NoCoverageMap);
     };
     let map = parse_coverage_map(&covmap, &covfun)?;

@@ -47,13 +47,22 @@
 //! comparable. The residual of the original system is reported alongside. If nothing solves,
 //! `W` is dropped for that component (factor 0: exit blocks keep their incoming sums, every
 //! other block 0). Scores are always finite.
+//!
+//! # Layout
+//!
+//! This module merges edges, contracts chains and splits the CFG into components; `system`
+//! assembles, solves, checks and damps one component's system; `synthetic` makes CFG-shaped
+//! systems for the benchmark. [`solve_edges`] and [`unit_scores`] apply CP to the edge
+//! profiles of [`crate::edges`].
 
-use std::fmt;
+mod synthetic;
+mod system;
 
-use faer::Col;
-use faer::linalg::solvers::Solve;
-use faer::sparse::linalg::solvers::{Lu, SymbolicLu};
-use faer::sparse::{SparseColMat, Triplet};
+use crate::bitset::BitSet;
+use crate::edges::EdgeSpectra;
+use system::{System, solve_system};
+
+pub use synthetic::synthetic;
 
 /// One control-flow edge of the dynamic CFG with its traversal counts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -111,20 +120,6 @@ pub enum CpMethod {
     /// by `factor` (= 1 − ε; 0 when nothing else solved) and the reason says why and where.
     Damped { factor: f64, reason: String },
 }
-
-/// A zero incoming sum is replaced by this in the denominator of `W` (the paper's choice).
-const ZERO_SUM: f64 = 1e-10;
-/// An incoming sum within this fraction of `Σ|θΔ|` of zero counts as zero.
-const CANCELLED: f64 = 1e-12;
-/// Largest normwise backward error accepted from the LU solution.
-const BACKWARD_TOLERANCE: f64 = 1e-10;
-/// Largest accepted `‖(I−W)⁻¹·W·x‖ / ‖x‖` (sensitivity of the solution to damping).
-const SENSITIVITY_LIMIT: f64 = 1e8;
-/// The ε of the damped system `I − (1 − ε)·W` a rejected component is solved with instead.
-/// A singular system has no solution (or infinitely many) and its damped solutions grow like
-/// 1/ε, so a small ε would put the loop's blocks above (or below) every other function's: ε is
-/// large enough to keep the scores of a damped function comparable with the rest.
-const DAMPING: f64 = 0.1;
 
 /// Builds and solves the system for `blocks` blocks (ids 0..blocks). Blocks with no incident
 /// edge at all get BR 0 and are not part of the system.
@@ -187,6 +182,44 @@ pub fn solve(blocks: usize, edges: &[CpEdge], total_failing: u32, total_passing:
     }
 }
 
+/// Solves CP over edge profiles: every block's BR, with each edge counted over the `failing`
+/// and `passing` tests that traversed it.
+pub fn solve_edges(profiles: &EdgeSpectra, failing: &BitSet, passing: &BitSet) -> CpSolution {
+    let (total_f, total_p) = (failing.count_and(failing), passing.count_and(passing));
+    let edges: Vec<CpEdge> = profiles
+        .edges
+        .iter()
+        .zip(&profiles.coverage)
+        .map(|(e, c)| CpEdge {
+            from: e.from.map(|f| f.0),
+            to: e.to.0,
+            failing: c.count_and(failing),
+            passing: c.count_and(passing),
+        })
+        .collect();
+    solve(profiles.blocks.len(), &edges, total_f, total_p)
+}
+
+/// CP's score of every unit (of `units`): the highest BR of a block containing it, or `None`
+/// when no traversed block contains it.
+pub fn unit_scores(profiles: &EdgeSpectra, solution: &CpSolution, units: usize) -> Vec<Option<f64>> {
+    let mut reached = vec![false; profiles.blocks.len()];
+    for e in &profiles.edges {
+        reached[e.to.index()] = true;
+        if let Some(f) = e.from {
+            reached[f.index()] = true;
+        }
+    }
+    let mut out: Vec<Option<f64>> = vec![None; units];
+    for (b, block) in profiles.blocks.iter().enumerate().filter(|(b, _)| reached[*b]) {
+        for &u in &block.lines {
+            let s = &mut out[u as usize];
+            *s = Some(s.map_or(solution.br[b], |v: f64| v.max(solution.br[b])));
+        }
+    }
+    out
+}
+
 /// Contracts chains into maximal blocks: an edge `a → b` where `a` has no other successor and
 /// `b` no other predecessor (nor the virtual entry edge) joins them into one block, as a
 /// compiler that did not split blocks (gcov's, the paper's) would have them. LLVM splits a
@@ -194,7 +227,7 @@ pub fn solve(blocks: usize, edges: &[CpEdge], total_failing: u32, total_passing:
 /// edges, and such a split must not change a score: along the chain `W = θΔ/θΔ = 1`, except
 /// where θΔ = 0 (an edge every test takes), where the paper's `0/1e-10` would cut the chain.
 /// Returns each block's chain head and the edges between chains (renamed to their heads).
-fn contract_chains(blocks: usize, edges: &[Edge]) -> (Vec<usize>, Vec<Edge>) {
+fn contract_chains(blocks: usize, edges: &[ThetaEdge]) -> (Vec<usize>, Vec<ThetaEdge>) {
     let (mut outs, mut ins) = (vec![0u32; blocks], vec![0u32; blocks]);
     for e in edges {
         ins[e.to] += 1;
@@ -202,8 +235,8 @@ fn contract_chains(blocks: usize, edges: &[Edge]) -> (Vec<usize>, Vec<Edge>) {
             outs[f] += 1;
         }
     }
-    // next[a] = b when a → b is a chain link.
-    let mut next = vec![usize::MAX; blocks];
+    // next[a] = Some(b) when a → b is a chain link.
+    let mut next: Vec<Option<usize>> = vec![None; blocks];
     let mut linked = vec![false; blocks];
     for e in edges {
         if let Some(f) = e.from
@@ -211,22 +244,24 @@ fn contract_chains(blocks: usize, edges: &[Edge]) -> (Vec<usize>, Vec<Edge>) {
             && outs[f] == 1
             && ins[e.to] == 1
         {
-            next[f] = e.to;
+            next[f] = Some(e.to);
             linked[e.to] = true;
         }
     }
     let mut head = (0..blocks).collect::<Vec<usize>>();
     for start in (0..blocks).filter(|&b| !linked[b]) {
         let mut b = start;
-        while next[b] != usize::MAX && next[b] != start {
-            b = next[b];
+        while let Some(n) = next[b]
+            && n != start
+        {
+            b = n;
             head[b] = start;
         }
     }
     let out = edges
         .iter()
-        .filter(|e| e.from.is_none_or(|f| next[f] != e.to))
-        .map(|e| Edge {
+        .filter(|e| e.from.is_none_or(|f| next[f] != Some(e.to)))
+        .map(|e| ThetaEdge {
             from: e.from.map(|f| head[f]),
             to: head[e.to],
             theta: e.theta,
@@ -237,7 +272,7 @@ fn contract_chains(blocks: usize, edges: &[Edge]) -> (Vec<usize>, Vec<Edge>) {
 
 /// The weakly connected components of the edges: per component, its block ids (ascending)
 /// and its edges renumbered to positions in that list.
-fn components(blocks: usize, edges: &[Edge]) -> Vec<(Vec<usize>, Vec<Edge>)> {
+fn components(blocks: usize, edges: &[ThetaEdge]) -> Vec<(Vec<usize>, Vec<ThetaEdge>)> {
     let mut parent: Vec<usize> = (0..blocks).collect();
     fn root(parent: &mut [usize], mut b: usize) -> usize {
         while parent[b] != b {
@@ -261,22 +296,21 @@ fn components(blocks: usize, edges: &[Edge]) -> Vec<(Vec<usize>, Vec<Edge>)> {
             present[f] = true;
         }
     }
-    let mut component_of = vec![usize::MAX; blocks];
+    let mut component_of: Vec<Option<usize>> = vec![None; blocks];
     let mut local = vec![0usize; blocks];
-    let mut out: Vec<(Vec<usize>, Vec<Edge>)> = Vec::new();
+    let mut out: Vec<(Vec<usize>, Vec<ThetaEdge>)> = Vec::new();
     for b in (0..blocks).filter(|&b| present[b]) {
         let r = root(&mut parent, b);
-        if component_of[r] == usize::MAX {
-            component_of[r] = out.len();
+        let c = *component_of[r].get_or_insert_with(|| {
             out.push((Vec::new(), Vec::new()));
-        }
-        let c = component_of[r];
+            out.len() - 1
+        });
         local[b] = out[c].0.len();
         out[c].0.push(b);
     }
     for e in edges {
-        let c = component_of[root(&mut parent, e.to)];
-        out[c].1.push(Edge {
+        let c = component_of[root(&mut parent, e.to)].expect("an edge's blocks are present");
+        out[c].1.push(ThetaEdge {
             from: e.from.map(|f| local[f]),
             to: local[e.to],
             theta: e.theta,
@@ -286,7 +320,7 @@ fn components(blocks: usize, edges: &[Edge]) -> Vec<(Vec<usize>, Vec<Edge>)> {
 }
 
 /// A traversed edge after merging, with block ids as indices.
-struct Edge {
+struct ThetaEdge {
     from: Option<usize>,
     to: usize,
     theta: f64,
@@ -294,7 +328,7 @@ struct Edge {
 
 /// The edges that enter the system, and θΔ of every input edge.
 struct Merged {
-    edges: Vec<Edge>,
+    edges: Vec<ThetaEdge>,
     theta: Vec<f64>,
     duplicates: usize,
     ignored: usize,
@@ -326,7 +360,7 @@ fn merge(blocks: usize, edges: &[CpEdge], total_failing: u32, total_passing: u32
             }
         }
         if failing > 0 || passing > 0 {
-            merged.push(Edge {
+            merged.push(ThetaEdge {
                 from: first.from.map(|f| f as usize),
                 to: first.to as usize,
                 theta: theta[group[0]],
@@ -338,366 +372,6 @@ fn merge(blocks: usize, edges: &[CpEdge], total_failing: u32, total_passing: u32
         theta,
         duplicates,
         ignored,
-    }
-}
-
-/// Whether an incoming sum is zero up to the rounding of its terms (`magnitude` = Σ|θΔ|).
-fn is_zero_sum(sum: f64, magnitude: f64) -> bool {
-    sum.abs() <= CANCELLED * magnitude
-}
-
-/// `(I − W)·BR = b` over the blocks that have a traversed incident edge, one row each.
-struct System {
-    /// Block id of each row (ascending).
-    block: Vec<usize>,
-    /// Whether each row is an exit block.
-    exit: Vec<bool>,
-    /// `W` by rows (compressed): row `r` has `(col[i], w[i])` for `i` in `start[r]..start[r+1]`.
-    start: Vec<usize>,
-    col: Vec<usize>,
-    w: Vec<f64>,
-    /// Right-hand side: an exit's incoming θΔ sum, 0 elsewhere.
-    rhs: Vec<f64>,
-}
-
-impl System {
-    fn build(blocks: usize, edges: &[Edge]) -> System {
-        let mut incoming = vec![0.0; blocks];
-        let mut magnitude = vec![0.0; blocks];
-        let mut present = vec![false; blocks];
-        let mut outgoing = vec![0usize; blocks];
-        for e in edges {
-            incoming[e.to] += e.theta;
-            magnitude[e.to] += e.theta.abs();
-            present[e.to] = true;
-            if let Some(f) = e.from {
-                present[f] = true;
-                outgoing[f] += 1;
-            }
-        }
-        let block: Vec<usize> = (0..blocks).filter(|&b| present[b]).collect();
-        let mut row_of = vec![usize::MAX; blocks];
-        for (r, &b) in block.iter().enumerate() {
-            row_of[b] = r;
-        }
-        let mut start = Vec::with_capacity(block.len() + 1);
-        let mut entries = 0;
-        start.push(0);
-        for &b in &block {
-            entries += outgoing[b];
-            start.push(entries);
-        }
-        let mut next = start.clone();
-        let (mut col, mut w) = (vec![0; entries], vec![0.0; entries]);
-        for e in edges {
-            if let Some(f) = e.from {
-                let slot = &mut next[row_of[f]];
-                let sum = incoming[e.to];
-                let denominator = if is_zero_sum(sum, magnitude[e.to]) {
-                    ZERO_SUM
-                } else {
-                    sum
-                };
-                col[*slot] = row_of[e.to];
-                w[*slot] = e.theta / denominator;
-                *slot += 1;
-            }
-        }
-        let exit: Vec<bool> = block.iter().map(|&b| outgoing[b] == 0).collect();
-        let rhs = block
-            .iter()
-            .zip(&exit)
-            .map(|(&b, &is_exit)| {
-                let zero = !is_exit || is_zero_sum(incoming[b], magnitude[b]);
-                if zero { 0.0 } else { incoming[b] }
-            })
-            .collect();
-        System {
-            block,
-            exit,
-            start,
-            col,
-            w,
-            rhs,
-        }
-    }
-
-    fn rows(&self) -> usize {
-        self.block.len()
-    }
-
-    /// `(col, w)` of row `r`.
-    fn row(&self, r: usize) -> impl Iterator<Item = (usize, f64)> + '_ {
-        let range = self.start[r]..self.start[r + 1];
-        self.col[range.clone()]
-            .iter()
-            .copied()
-            .zip(self.w[range].iter().copied())
-    }
-
-    /// `I − factor·W` as a sparse matrix; the pattern does not depend on `factor`.
-    fn matrix(&self, factor: f64) -> Result<SparseColMat<usize, f64>, String> {
-        let mut triplets = Vec::with_capacity(self.rows() + self.w.len());
-        for r in 0..self.rows() {
-            triplets.push(Triplet::new(r, r, 1.0));
-            triplets.extend(self.row(r).map(|(c, w)| Triplet::new(r, c, -factor * w)));
-        }
-        SparseColMat::try_new_from_triplets(self.rows(), self.rows(), &triplets).map_err(|e| format!("{e:?}"))
-    }
-
-    /// `W·x`.
-    fn apply_w(&self, x: &[f64]) -> Vec<f64> {
-        (0..self.rows())
-            .map(|r| self.row(r).map(|(c, w)| w * x[c]).sum())
-            .collect()
-    }
-
-    /// `max |(I − factor·W)·x − b|`.
-    fn max_residual(&self, factor: f64, x: &[f64]) -> f64 {
-        let wx = self.apply_w(x);
-        (0..self.rows())
-            .map(|r| (x[r] - factor * wx[r] - self.rhs[r]).abs())
-            .fold(0.0, f64::max)
-    }
-
-    /// Normwise backward error `‖r‖∞ / (‖A‖∞·‖x‖∞ + ‖b‖∞)` of `x` for `A = I − factor·W`.
-    fn backward_error(&self, factor: f64, x: &[f64]) -> f64 {
-        let residual = self.max_residual(factor, x);
-        if residual.is_nan() {
-            return f64::INFINITY;
-        }
-        let norm_a = (0..self.rows())
-            .map(|r| 1.0 + factor * self.row(r).map(|(_, w)| w.abs()).sum::<f64>())
-            .fold(0.0, f64::max);
-        let (norm_x, norm_b) = (max_abs(x), max_abs(&self.rhs));
-        if residual == 0.0 {
-            0.0
-        } else if norm_x > 0.0 {
-            // Scaled by ‖x‖ first so that a huge x cannot overflow the denominator.
-            (residual / norm_x) / (norm_a + norm_b / norm_x)
-        } else {
-            residual / norm_b
-        }
-    }
-}
-
-fn max_abs(v: &[f64]) -> f64 {
-    v.iter().fold(0.0, |m, x| m.max(x.abs()))
-}
-
-/// Why a solution was rejected.
-enum Trouble {
-    Factorisation(String),
-    NotFinite { scores: usize, rows: usize },
-    Inaccurate { backward_error: f64 },
-    Sensitive { amplification: f64 },
-}
-
-impl fmt::Display for Trouble {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Trouble::Factorisation(e) => write!(f, "the sparse LU factorisation failed ({e})"),
-            Trouble::NotFinite { scores, rows } => {
-                write!(
-                    f,
-                    "the LU solution has {scores} non-finite scores of {rows} (a zero pivot)"
-                )
-            }
-            Trouble::Inaccurate { backward_error } => write!(
-                f,
-                "the LU solution does not satisfy the system (backward error {backward_error:.1e})"
-            ),
-            Trouble::Sensitive { amplification } => write!(
-                f,
-                "the system is singular or nearly so (scaling W by 1 − ε moves the solution by \
-                 {amplification:.1e}·ε)"
-            ),
-        }
-    }
-}
-
-/// A solution with the factorisation that produced it.
-struct Solved {
-    x: Vec<f64>,
-    lu: Lu<usize, f64>,
-}
-
-/// The exact solution if it is sound, else a damped one.
-fn solve_system(system: &System) -> (Vec<f64>, CpMethod) {
-    if system.rows() == 0 {
-        return (Vec::new(), CpMethod::Exact);
-    }
-    let symbolic = system
-        .matrix(1.0)
-        .and_then(|m| SymbolicLu::try_new(m.symbolic()).map_err(|e| format!("{e:?}")));
-    let symbolic = match symbolic {
-        Ok(s) => s,
-        Err(e) => return undamped_fallback(system, &Trouble::Factorisation(e)),
-    };
-    let trouble = match attempt(system, &symbolic, 1.0).and_then(|s| check_sensitivity(system, s)) {
-        Ok(solved) => return (solved.x, CpMethod::Exact),
-        Err(t) => t,
-    };
-    let factor = 1.0 - DAMPING;
-    match attempt(system, &symbolic, factor) {
-        Ok(solved) => (
-            solved.x,
-            CpMethod::Damped {
-                factor,
-                reason: damped_reason(&trouble, DAMPING),
-            },
-        ),
-        Err(_) => undamped_fallback(system, &trouble),
-    }
-}
-
-/// Factorises and solves `(I − factor·W)·x = b`; the solution must be finite with a small
-/// backward error.
-fn attempt(system: &System, symbolic: &SymbolicLu<usize>, factor: f64) -> Result<Solved, Trouble> {
-    let matrix = system.matrix(factor).map_err(Trouble::Factorisation)?;
-    let lu = Lu::try_new_with_symbolic(symbolic.clone(), matrix.as_ref())
-        .map_err(|e| Trouble::Factorisation(e.to_string()))?;
-    let x = lu_solve(&lu, &system.rhs);
-    let scores = x.iter().filter(|v| !v.is_finite()).count();
-    if scores > 0 {
-        return Err(Trouble::NotFinite {
-            scores,
-            rows: system.rows(),
-        });
-    }
-    let backward_error = system.backward_error(factor, &x);
-    if backward_error > BACKWARD_TOLERANCE {
-        return Err(Trouble::Inaccurate { backward_error });
-    }
-    Ok(Solved { x, lu })
-}
-
-/// Rejects an exact solution that damping by `1 − ε` would move by more than
-/// `SENSITIVITY_LIMIT·ε` (relative): `dx/dε = −(I − W)⁻¹·W·x`.
-fn check_sensitivity(system: &System, solved: Solved) -> Result<Solved, Trouble> {
-    let norm_x = max_abs(&solved.x);
-    if norm_x == 0.0 {
-        return Ok(solved);
-    }
-    let dx = lu_solve(&solved.lu, &system.apply_w(&solved.x));
-    let norm_dx = dx.iter().fold(
-        0.0f64,
-        |m, v| if v.is_finite() { m.max(v.abs()) } else { f64::INFINITY },
-    );
-    let amplification = norm_dx / norm_x;
-    if amplification > SENSITIVITY_LIMIT {
-        return Err(Trouble::Sensitive { amplification });
-    }
-    Ok(solved)
-}
-
-fn lu_solve(lu: &Lu<usize, f64>, rhs: &[f64]) -> Vec<f64> {
-    let x = lu.solve(Col::from_fn(rhs.len(), |i| rhs[i]));
-    (0..rhs.len()).map(|i| x[i]).collect()
-}
-
-/// What went wrong and what was done.
-fn damped_reason(trouble: &Trouble, eps: f64) -> String {
-    format!(
-        "{trouble}; solved with its W multiplied by 1 − ε, ε = {eps}. Typically a loop passes all \
-         of its suspiciousness back to itself: the edge into its header has θΔ = 0 (e.g. every \
-         test enters the loop), so the back edge brings all of the header's incoming \
-         suspiciousness. Scores in that function depend on ε"
-    )
-}
-
-/// Last resort: no propagation at all (factor 0), `BR = b`.
-fn undamped_fallback(system: &System, trouble: &Trouble) -> (Vec<f64>, CpMethod) {
-    let reason = format!(
-        "{trouble}; the damped system (ε = {DAMPING}) could not be solved either, so nothing is \
-         propagated: exit blocks keep their incoming θΔ sum and every other block scores 0"
-    );
-    (system.rhs.clone(), CpMethod::Damped { factor: 0.0, reason })
-}
-
-/// xorshift64 (Marsaglia): reproducible, dependency-free.
-struct XorShift(u64);
-
-impl XorShift {
-    fn new(seed: u64) -> XorShift {
-        XorShift(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1)
-    }
-
-    fn step(state: &mut u64) -> u64 {
-        *state ^= *state << 13;
-        *state ^= *state >> 7;
-        *state ^= *state << 17;
-        *state
-    }
-
-    fn below(&mut self, n: u64) -> u64 {
-        XorShift::step(&mut self.0) % n
-    }
-
-    fn chance(&mut self, percent: u64) -> bool {
-        self.below(100) < percent
-    }
-}
-
-/// A reproducible CFG-shaped system of `blocks` blocks (for benchmarks): functions of 5–60
-/// blocks, each a fall-through chain from an entry edge to a return block, with forward
-/// branches (30% of blocks), loops (back edges from 15% of blocks, never to the entry block)
-/// and panic exits (up to one block in ten). Every edge has random failing and passing counts
-/// (at least one test). Returns the edges, total failing and total passing tests. Block ids
-/// are `u32`: `blocks` must not exceed `u32::MAX`.
-pub fn synthetic(blocks: usize, seed: u64) -> (Vec<CpEdge>, u32, u32) {
-    let mut rng = XorShift::new(seed);
-    let total_failing = 1 + rng.below(5) as u32;
-    let total_passing = 10 + rng.below(191) as u32;
-    let mut shape = Vec::new();
-    let mut base = 0;
-    while base < blocks {
-        let size = (5 + rng.below(56) as usize).min(blocks - base);
-        synthetic_function(&mut rng, base, size, &mut shape);
-        base += size;
-    }
-    let edges = shape
-        .into_iter()
-        .map(|(from, to)| {
-            let failing = rng.below(u64::from(total_failing) + 1) as u32;
-            let passing = rng.below(u64::from(total_passing) + 1) as u32;
-            CpEdge {
-                from,
-                to,
-                failing,
-                passing: if failing == 0 { passing.max(1) } else { passing },
-            }
-        })
-        .collect();
-    (edges, total_failing, total_passing)
-}
-
-/// The edges of one synthetic function of `size` blocks from id `base`: a main chain and
-/// panic blocks after it.
-fn synthetic_function(rng: &mut XorShift, base: usize, size: usize, out: &mut Vec<(Option<u32>, u32)>) {
-    let id = |local: usize| (base + local) as u32;
-    let panics = if size >= 10 {
-        rng.below(size as u64 / 10 + 1) as usize
-    } else {
-        0
-    };
-    let chain = size - panics;
-    out.push((None, id(0)));
-    for i in 0..chain.saturating_sub(1) {
-        out.push((Some(id(i)), id(i + 1)));
-        if i + 2 < chain && rng.chance(30) {
-            let target = i + 2 + rng.below((chain - i - 2) as u64) as usize;
-            out.push((Some(id(i)), id(target)));
-        }
-        if i >= 1 && rng.chance(15) {
-            let lowest = i.saturating_sub(8).max(1);
-            let header = lowest + rng.below((i - lowest + 1) as u64) as usize;
-            out.push((Some(id(i)), id(header)));
-        }
-    }
-    for p in chain..size {
-        let from = rng.below(chain.saturating_sub(1).max(1) as u64) as usize;
-        out.push((Some(id(from)), id(p)));
     }
 }
 
@@ -839,33 +513,6 @@ mod tests {
             s.br
         );
         assert!(s.residual > 0.1, "inconsistent system: {}", s.residual);
-    }
-
-    /// A loop that keeps all but 1e-14 of its suspiciousness: LU succeeds, but the solution
-    /// (~1e14) is meaningless; the sensitivity check catches it. Built directly as a system.
-    #[test]
-    fn nearly_singular_system_is_damped() {
-        let system = System {
-            block: vec![0, 1, 2],
-            exit: vec![false, false, true],
-            start: vec![0, 1, 3, 3],
-            col: vec![1, 0, 2],
-            w: vec![1.0, 1.0 - 1e-14, 1.0],
-            rhs: vec![0.0, 0.0, 1.0],
-        };
-        let (x, method) = solve_system(&system);
-        assert!(x.iter().all(|v| v.is_finite()));
-        match method {
-            CpMethod::Damped { factor, reason } => {
-                assert_eq!(factor, 1.0 - 0.1);
-                assert!(reason.starts_with("the system is singular or nearly so"), "{reason}");
-            }
-            CpMethod::Exact => panic!("not detected: {x:?}"),
-        }
-        // The last resort propagates nothing.
-        let (x, method) = undamped_fallback(&system, &Trouble::Factorisation("test".into()));
-        assert_eq!(x, system.rhs);
-        assert!(matches!(method, CpMethod::Damped { factor: 0.0, .. }));
     }
 
     #[test]

@@ -6,10 +6,10 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use crate::covmap::{self, Counter, CovFunction, CoverageMap};
+use super::covmap::{self, Counter, CovFunction, CoverageMap};
+use super::lines::{FileLayout, RegionRef};
+use super::profraw::RawProfile;
 use crate::error::DecodeError;
-use crate::lines::{FileLayout, RegionRef};
-use crate::profraw::RawProfile;
 
 /// Everything needed to decode profiles of one binary.
 pub struct BinaryCoverage {

@@ -1,0 +1,233 @@
+//! Per-test profiles to the units (workspace source lines) they covered, with unit ids shared
+//! by every test binary of the run.
+//!
+//! [`LineDecoder`] prepares each binary once ([`BinaryUnits`]: its coverage map and, per file
+//! and line, the unit id) and decodes profiles from any worker; [`UnitTable`] names the units
+//! and collects the workspace's functions; [`LineDecoder::finish`] puts the units in code order.
+
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use super::decode::{BinaryCoverage, hex};
+use super::profraw::RawProfile;
+use crate::error::DecodeError;
+use crate::per_binary::{BinaryError, PerBinary};
+use crate::spectra::{FunctionSpan, Unit};
+
+/// Why one profile contributed no coverage (a warning on its test).
+#[derive(Debug, thiserror::Error)]
+pub enum ProfileError {
+    #[error("cannot read profile {}: {source}", path.display())]
+    Read { path: PathBuf, source: std::io::Error },
+    #[error("profile {name}: {source}")]
+    Decode { name: String, source: DecodeError },
+    #[error(transparent)]
+    Binary(#[from] BinaryError<DecodeError>),
+    #[error("profile {name} belongs to no binary of this build (build-id {build_id}); ignored")]
+    Foreign { name: String, build_id: String },
+}
+
+/// The units of the run, numbered as first met (any order: see [`LineDecoder::finish`]).
+#[derive(Default)]
+pub struct UnitTable {
+    ids: HashMap<Unit, u32>,
+    units: Vec<Unit>,
+    /// Functions of the workspace's files, from every coverage map.
+    functions: HashSet<FunctionSpan>,
+}
+
+impl UnitTable {
+    /// The id of `file:line`, new if it was not seen before.
+    pub fn intern(&mut self, file: &str, line: u32) -> u32 {
+        let unit = Unit {
+            file: file.to_string(),
+            line,
+        };
+        if let Some(&id) = self.ids.get(&unit) {
+            return id;
+        }
+        let id = self.units.len() as u32;
+        self.units.push(unit.clone());
+        self.ids.insert(unit, id);
+        id
+    }
+
+    /// The units in code order (so output is stable), with where each id went.
+    pub fn sorted(self) -> SortedUnits {
+        let mut order: Vec<u32> = (0..self.units.len() as u32).collect();
+        order.sort_by(|&a, &b| self.units[a as usize].cmp(&self.units[b as usize]));
+        let mut new_id = vec![0u32; order.len()];
+        for (new, &old) in order.iter().enumerate() {
+            new_id[old as usize] = new as u32;
+        }
+        SortedUnits {
+            units: order.iter().map(|&o| self.units[o as usize].clone()).collect(),
+            functions: self.functions.into_iter().collect(),
+            new_id,
+        }
+    }
+}
+
+/// The units in code order, and where each id handed out during the run went.
+pub struct SortedUnits {
+    pub units: Vec<Unit>,
+    pub functions: Vec<FunctionSpan>,
+    /// `new_id[id]`: the position in `units` of the unit that had id `id`.
+    pub new_id: Vec<u32>,
+}
+
+/// One binary's coverage map with, per file and line, its unit.
+pub struct BinaryUnits {
+    cov: BinaryCoverage,
+    /// `line_units[file][line]`: the unit of that line (None: the map has no region there).
+    line_units: Vec<Vec<Option<u32>>>,
+    /// Workspace-relative path per file (None: not the workspace's code).
+    rel: Vec<Option<String>>,
+}
+
+/// Decodes the profiles of all executables of a build (test binaries and the binaries they
+/// run) into units, preparing each binary once.
+pub struct LineDecoder<'a> {
+    binaries: PerBinary<BinaryUnits, DecodeError>,
+    relative: &'a (dyn Fn(&Path) -> Option<String> + Sync),
+    units: Mutex<UnitTable>,
+}
+
+impl<'a> LineDecoder<'a> {
+    /// `paths`: every executable whose profiles may turn up; `relative` names the workspace's
+    /// files (None: not ours).
+    pub fn new(paths: Vec<PathBuf>, relative: &'a (dyn Fn(&Path) -> Option<String> + Sync)) -> Self {
+        LineDecoder {
+            binaries: PerBinary::new(paths),
+            relative,
+            units: Mutex::new(UnitTable::default()),
+        }
+    }
+
+    pub fn paths(&self) -> &[PathBuf] {
+        self.binaries.paths()
+    }
+
+    /// Binary `i`, its coverage map read on first use (e.g. while its tests are listed).
+    pub fn binary(&self, i: usize) -> Result<&BinaryUnits, BinaryError<DecodeError>> {
+        self.binaries.get(i, |path| self.prepare(path))
+    }
+
+    fn prepare(&self, path: &Path) -> Result<BinaryUnits, DecodeError> {
+        let cov = BinaryCoverage::open(path)?;
+        let rel: Vec<Option<String>> = cov.map.files.iter().map(|f| (self.relative)(f)).collect();
+        let mut line_units = vec![Vec::new(); cov.map.files.len()];
+        let mut table = self.units.lock().expect("not poisoned");
+        for (file, lines) in cov.mapped_lines() {
+            let Some(path) = &rel[file as usize] else { continue };
+            let max = lines.iter().map(|l| l.0).max().unwrap_or(0) as usize;
+            let of_file = &mut line_units[file as usize];
+            of_file.resize(max + 1, None);
+            for (line, _) in lines {
+                of_file[line as usize] = Some(table.intern(path, line));
+            }
+        }
+        for f in cov.map.functions.iter().filter(|f| !f.dummy) {
+            let own = f.regions.iter().filter(|r| r.file_id == 0);
+            let (Some(start), Some(end)) = (own.clone().map(|r| r.line_start).min(), own.map(|r| r.line_end).max())
+            else {
+                continue;
+            };
+            if let Some(Some(path)) = f.files.first().map(|&i| &rel[i as usize]) {
+                table.functions.insert(FunctionSpan {
+                    file: path.clone(),
+                    start,
+                    end,
+                });
+            }
+        }
+        Ok(BinaryUnits { cov, line_units, rel })
+    }
+
+    /// The binary that wrote `profile`: test binary `own` if the build-ids say so, else the
+    /// first other binary of the build that matches.
+    fn owner(&self, own: usize, profile: &RawProfile, name: &str) -> Result<&BinaryUnits, ProfileError> {
+        let ids = &profile.binary_ids;
+        let matches = |i: usize| {
+            self.binary(i)
+                .is_ok_and(|b| b.cov.build_id.as_ref().is_some_and(|id| ids.contains(&id.as_slice())))
+        };
+        let which = if matches(own) {
+            Some(own)
+        } else {
+            (0..self.binaries.len()).find(|&i| i != own && matches(i))
+        };
+        match which {
+            Some(i) => Ok(self.binary(i)?),
+            None => {
+                self.binary(own)?;
+                Err(ProfileError::Foreign {
+                    name: name.to_string(),
+                    build_id: ids.first().map_or("none".into(), |i| hex(i)),
+                })
+            }
+        }
+    }
+
+    /// Decodes one profile written by a process of test binary `own`; appends the units it
+    /// covered to `covered`.
+    pub fn decode(&self, own: usize, path: &Path, covered: &mut Vec<u32>) -> Result<(), ProfileError> {
+        let bytes = std::fs::read(path).map_err(|source| ProfileError::Read {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        let name = file_name(path);
+        let failed = |source| ProfileError::Decode {
+            name: name.clone(),
+            source,
+        };
+        let profile = RawProfile::parse(&bytes).map_err(failed)?;
+        let b = self.owner(own, &profile, &name)?;
+        let lines = b.cov.decode_parsed(&profile, true).map_err(failed)?;
+        // A line the binary's units did not list up front is still a unit when it is the
+        // workspace's: it is named now.
+        let mut unmapped = Vec::new();
+        for (file, ls) in lines {
+            let of_file = &b.line_units[file as usize];
+            for (line, _) in ls {
+                match of_file.get(line as usize).copied().flatten() {
+                    Some(u) => covered.push(u),
+                    None if b.rel[file as usize].is_some() => unmapped.push((file, line)),
+                    None => {}
+                }
+            }
+        }
+        if !unmapped.is_empty() {
+            let mut table = self.units.lock().expect("not poisoned");
+            for (file, line) in unmapped {
+                covered.push(table.intern(b.rel[file as usize].as_ref().expect("ours"), line));
+            }
+        }
+        Ok(())
+    }
+
+    /// Decodes the profiles one test of test binary `own` wrote, turning every problem into a
+    /// warning on that test.
+    pub fn decode_test(&self, own: usize, profiles: &[PathBuf], covered: &mut Vec<u32>, warnings: &mut Vec<String>) {
+        if profiles.is_empty() {
+            warnings.push("the test wrote no profile; it contributes no coverage".into());
+        }
+        for p in profiles {
+            if let Err(e) = self.decode(own, p, covered) {
+                warnings.push(e.to_string());
+            }
+        }
+    }
+
+    /// The units met in code order (so output is stable) and the workspace's functions.
+    pub fn finish(self) -> SortedUnits {
+        self.units.into_inner().expect("not poisoned").sorted()
+    }
+}
+
+fn file_name(p: &Path) -> String {
+    p.file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}

@@ -1,0 +1,212 @@
+//! Per-test edge files to the edges each test traversed, with blocks named across binaries:
+//! `(function without hash, index within function)`, so the same function's blocks in several
+//! test binaries are one block. [`Collector::finish`] turns every test's edges into
+//! [`EdgeSpectra`].
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use super::map::{EdgeMap, MapError};
+use super::model::{Block, BlockId, Edge, EdgeSpectra};
+use super::record::{self, ReadError};
+use crate::per_binary::{BinaryError, PerBinary};
+
+/// Why an edge file contributed no edges (a warning on its test).
+#[derive(Debug, thiserror::Error)]
+pub enum CollectError {
+    #[error(transparent)]
+    Read(#[from] ReadError),
+    #[error(transparent)]
+    Binary(#[from] BinaryError<MapError>),
+    #[error("edge file {} was written by {}, which is not part of this build; ignored", file.display(), exe.display())]
+    ForeignBinary { file: PathBuf, exe: PathBuf },
+    #[error("edge file {} has {guards} blocks but {} has {blocks}; ignored", file.display(), binary.display())]
+    BlockCount {
+        file: PathBuf,
+        guards: u64,
+        binary: PathBuf,
+        blocks: usize,
+    },
+}
+
+/// A binary's guards with their run-wide block ids.
+struct BinaryBlocks {
+    /// Per guard (0-based), its block (None: code that is not the workspace's).
+    ids: Vec<Option<BlockId>>,
+}
+
+/// A block as the collector names it, its lines still as `(file, line)`.
+struct NamedBlock {
+    function: String,
+    index: u32,
+    lines: Vec<(String, u32)>,
+}
+
+/// The blocks of the run, numbered as first met.
+#[derive(Default)]
+struct BlockNames {
+    ids: HashMap<(String, u32), BlockId>,
+    blocks: Vec<NamedBlock>,
+    /// Block count of each function name as first seen.
+    sizes: HashMap<String, u32>,
+}
+
+impl BlockNames {
+    /// Names the blocks of `map`'s functions that are the workspace's; returns each guard's block.
+    fn add(&mut self, map: &EdgeMap) -> Vec<Option<BlockId>> {
+        let mut ids = vec![None; map.guards];
+        for f in map.functions.iter().filter(|f| f.ours) {
+            // The same name with another block count is another function (or another
+            // build of it): keep it apart rather than mix their blocks.
+            let size = *self.sizes.entry(f.name.clone()).or_insert(f.blocks);
+            let name = if size == f.blocks {
+                f.name.clone()
+            } else {
+                format!("{} [{} blocks]", f.name, f.blocks)
+            };
+            for k in 0..f.blocks {
+                let guard = (f.first + k) as usize;
+                let next = BlockId(self.blocks.len() as u32);
+                let id = *self.ids.entry((name.clone(), k)).or_insert(next);
+                if id == next {
+                    let lines = map.lines[guard]
+                        .iter()
+                        .map(|&(file, line)| (map.files[file as usize].clone(), line))
+                        .collect();
+                    self.blocks.push(NamedBlock {
+                        function: name.clone(),
+                        index: k,
+                        lines,
+                    });
+                }
+                ids[guard] = Some(id);
+            }
+        }
+        ids
+    }
+}
+
+/// What one test's edge files held.
+#[derive(Debug, Default)]
+pub struct Traversed {
+    pub edges: Vec<Edge>,
+    /// Transitions the recorder could not keep.
+    pub dropped: u64,
+}
+
+/// Decodes edge files as tests finish (from any worker), naming blocks across binaries.
+pub struct Collector<'a> {
+    binaries: PerBinary<BinaryBlocks, MapError>,
+    relative: &'a (dyn Fn(&Path) -> Option<String> + Sync),
+    names: Mutex<BlockNames>,
+}
+
+impl<'a> Collector<'a> {
+    /// `paths`: every executable of the build (as cargo reported them); `relative` names the
+    /// workspace's files (None: not ours).
+    pub fn new(paths: &[PathBuf], relative: &'a (dyn Fn(&Path) -> Option<String> + Sync)) -> Self {
+        // The recorder writes the executable's path as the kernel resolved it.
+        let canonical = paths
+            .iter()
+            .map(|p| p.canonicalize().unwrap_or_else(|_| p.clone()))
+            .collect();
+        Collector {
+            binaries: PerBinary::new(canonical),
+            relative,
+            names: Mutex::new(BlockNames::default()),
+        }
+    }
+
+    /// Reads binary `i`'s blocks now (e.g. while its tests are being listed); errors are
+    /// reported when one of its edge files is decoded.
+    pub fn prepare(&self, i: usize) {
+        let _ = self.binary(i);
+    }
+
+    fn binary(&self, i: usize) -> Result<&BinaryBlocks, BinaryError<MapError>> {
+        self.binaries.get(i, |path| {
+            let started = std::time::Instant::now();
+            let map = EdgeMap::open(path, self.relative)?;
+            crate::ui::detail(format!(
+                "read {} blocks of {} in {:.1} ms",
+                map.guards,
+                path.file_name().unwrap_or_default().to_string_lossy(),
+                started.elapsed().as_secs_f64() * 1e3
+            ));
+            let ids = self.names.lock().expect("not poisoned").add(&map);
+            Ok(BinaryBlocks { ids })
+        })
+    }
+
+    /// Reads one edge file and adds its edges between the workspace's blocks to `out`.
+    pub fn decode(&self, path: &Path, out: &mut Traversed) -> Result<(), CollectError> {
+        let file = record::read(path)?;
+        let exe = file.exe.canonicalize().unwrap_or_else(|_| file.exe.clone());
+        let Some(which) = self.binaries.paths().iter().position(|p| *p == exe) else {
+            return Err(CollectError::ForeignBinary {
+                file: path.to_path_buf(),
+                exe: file.exe,
+            });
+        };
+        let binary = self.binary(which)?;
+        if binary.ids.len() as u64 != file.guards {
+            return Err(CollectError::BlockCount {
+                file: path.to_path_buf(),
+                guards: file.guards,
+                binary: exe,
+                blocks: binary.ids.len(),
+            });
+        }
+        out.dropped += file.dropped;
+        // Guards are 1-based; guard 0 as `from` is the virtual edge into an entry block.
+        let block = |guard: u32| binary.ids[guard as usize - 1];
+        for (from, to) in file.edges {
+            let Some(to) = block(to) else { continue };
+            if from == 0 {
+                out.edges.push(Edge { from: None, to });
+            } else if let Some(from) = block(from) {
+                out.edges.push(Edge { from: Some(from), to });
+            }
+        }
+        Ok(())
+    }
+
+    /// Decodes one test's edge files, turning every problem into a warning on that test.
+    pub fn decode_test(&self, files: &[PathBuf], out: &mut Traversed, warnings: &mut Vec<String>) {
+        if files.is_empty() {
+            warnings.push("the test wrote no edge file; it contributes no edges to CP".into());
+        }
+        for f in files {
+            if let Err(e) = self.decode(f, out) {
+                warnings.push(e.to_string());
+            }
+        }
+        if out.dropped > 0 {
+            warnings.push(format!(
+                "the edge recorder lost {} block transitions (recursion deeper than it tracks, or its table was full)",
+                out.dropped
+            ));
+        }
+    }
+
+    /// The edge profiles of all tests, with block lines as unit ids (`unit` maps a file line to
+    /// its unit; lines that are not units are left out).
+    pub fn finish(self, tests: usize, traversed: &[Vec<Edge>], unit: impl Fn(&str, u32) -> Option<u32>) -> EdgeSpectra {
+        let names = self.names.into_inner().expect("not poisoned");
+        let blocks = names
+            .blocks
+            .into_iter()
+            .map(|b| {
+                let mut lines: Vec<u32> = b.lines.iter().filter_map(|(f, l)| unit(f, *l)).collect();
+                lines.dedup();
+                Block {
+                    function: b.function,
+                    index: b.index,
+                    lines,
+                }
+            })
+            .collect();
+        EdgeSpectra::from_tests(blocks, tests, traversed)
+    }
+}

@@ -1,0 +1,74 @@
+//! Edge instrumentation: the rustc flags that add SanitizerCoverage to the workspace's crates,
+//! and the C recorder (`runtime.c`) their callbacks link against, compiled with the system C
+//! compiler and cached in the target directory.
+
+use std::path::{Path, PathBuf};
+
+use crate::error::SflError;
+
+/// The runtime's output file pattern (`%p` = process id), set for each test process.
+pub const FILE_ENV: &str = "CARGO_SFL_EDGES_FILE";
+/// Set for the rustc wrapper: the runtime object to link.
+pub const RUNTIME_ENV: &str = "CARGO_SFL_EDGES_RUNTIME";
+/// The recorder's source, compiled on first use.
+const RUNTIME_C: &str = include_str!("runtime.c");
+
+/// rustc flags that add edge instrumentation to a workspace crate (with the runtime at `rt`).
+pub fn rustc_flags(rt: &Path) -> Vec<String> {
+    let mut flags: Vec<String> = [
+        "passes=sancov-module",
+        "llvm-args=-sanitizer-coverage-level=3",
+        "llvm-args=-sanitizer-coverage-trace-pc-guard",
+        "llvm-args=-sanitizer-coverage-pc-table",
+        "llvm-args=-sanitizer-coverage-prune-blocks=0",
+    ]
+    .iter()
+    .flat_map(|f| ["-C".to_string(), (*f).to_string()])
+    .collect();
+    flags.push("-C".into());
+    flags.push(format!("link-arg={}", rt.display()));
+    flags
+}
+
+/// Compiles the runtime into `dir` unless the same source is already there; returns the object.
+/// When the runtime changed, binaries linked against the old one are stale but cargo cannot
+/// know (the flags are added by our wrapper), so the instrumented build is cleaned.
+pub fn prepare_runtime(dir: &Path, build_dir: &Path) -> Result<PathBuf, SflError> {
+    let rt_dir = dir.join("edges-runtime");
+    let object = rt_dir.join("sfl_edges.o");
+    let stamp = rt_dir.join("source.c");
+    if std::fs::read_to_string(&stamp).is_ok_and(|s| s == RUNTIME_C) && object.exists() {
+        return Ok(object);
+    }
+    let setup = |what: String| SflError::Setup(what);
+    std::fs::create_dir_all(&rt_dir).map_err(|e| setup(format!("cannot create {}: {e}", rt_dir.display())))?;
+    let source = rt_dir.join("sfl_edges.c");
+    std::fs::write(&source, RUNTIME_C).map_err(|e| setup(format!("cannot write {}: {e}", source.display())))?;
+    let cc = std::env::var_os("CC").unwrap_or_else(|| "cc".into());
+    let out = std::process::Command::new(&cc)
+        .args(["-c", "-O2", "-fPIC", "-fno-stack-protector", "-o"])
+        .arg(&object)
+        .arg(&source)
+        .output()
+        .map_err(|e| {
+            setup(format!(
+                "edge instrumentation needs a C compiler to build its recorder, and `{}` could not run: {e}. \
+                 Install one (e.g. `apt install gcc`, which rustc also uses as its linker), set CC, \
+                 or pass --no-edges to collect line coverage only",
+                cc.to_string_lossy()
+            ))
+        })?;
+    if !out.status.success() {
+        return Err(setup(format!(
+            "compiling the edge recorder with `{}` failed:\n{}",
+            cc.to_string_lossy(),
+            String::from_utf8_lossy(&out.stderr).trim_end()
+        )));
+    }
+    // Binaries linked with an older recorder must be relinked.
+    for profile in ["debug", "release"] {
+        let _ = std::fs::remove_dir_all(build_dir.join(profile));
+    }
+    std::fs::write(&stamp, RUNTIME_C).map_err(|e| setup(format!("cannot write {}: {e}", stamp.display())))?;
+    Ok(object)
+}

@@ -1,0 +1,260 @@
+//! The edge profiles as the rest of cargo sfl sees them: blocks named across binaries, the
+//! edges between them, and per edge the tests that traversed it; and how they are saved in
+//! `spectra.json`.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::bitset::BitSet;
+
+/// A block's position in [`EdgeSpectra::blocks`] (or, while collecting, in the order blocks
+/// were first met).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct BlockId(pub u32);
+
+impl BlockId {
+    pub fn index(self) -> usize {
+        self.0 as usize
+    }
+}
+
+/// A control-flow edge of the dynamic CFG.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Edge {
+    /// `None`: the virtual edge into a function's entry block.
+    pub from: Option<BlockId>,
+    pub to: BlockId,
+}
+
+impl Edge {
+    /// The edge with both ends renamed by `rename`.
+    pub fn map(self, mut rename: impl FnMut(BlockId) -> BlockId) -> Edge {
+        Edge {
+            from: self.from.map(&mut rename),
+            to: rename(self.to),
+        }
+    }
+
+    /// Whether this is the virtual edge into an entry block.
+    pub fn is_entry(self) -> bool {
+        self.from.is_none()
+    }
+}
+
+/// A block of the dynamic CFG: the `index`-th instrumented block of `function`.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct Block {
+    /// Demangled name without hash (closures and monomorphised generics have their own).
+    pub function: String,
+    pub index: u32,
+    /// The units (`Spectra::units` indices) of its source lines in address order, repeats in a
+    /// row merged (the order the lines run in, within the block).
+    pub lines: Vec<u32>,
+}
+
+/// Edge profiles over the same tests as the line matrix.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct EdgeSpectra {
+    /// Blocks sorted by (function, index).
+    pub blocks: Vec<Block>,
+    /// Sorted (entry edges first, then by `from`, then by `to`).
+    pub edges: Vec<Edge>,
+    /// Per edge, the tests that traversed it.
+    pub coverage: Vec<BitSet>,
+}
+
+/// How edges are saved inside `spectra.json`.
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SavedEdges {
+    /// `[function, index, [unit…]]`.
+    blocks: Vec<(String, u32, Vec<u32>)>,
+    /// `[from or null, to, hex bitset over tests]`.
+    edges: Vec<(Option<u32>, u32, String)>,
+}
+
+/// What is wrong with saved edges.
+#[derive(Debug, thiserror::Error)]
+pub enum SavedEdgesError {
+    #[error("block {index} of {function} names a unit that does not exist")]
+    UnknownUnit { function: String, index: u32 },
+    #[error("edge {edge} joins blocks that do not exist")]
+    UnknownBlock { edge: usize },
+    #[error("edge {edge} is not a bitset over {tests} tests")]
+    NotABitset { edge: usize, tests: usize },
+}
+
+impl EdgeSpectra {
+    /// Builds the profiles from per-test edges over blocks in any order, putting blocks in
+    /// their canonical order.
+    pub fn from_tests(blocks: Vec<Block>, tests: usize, traversed: &[Vec<Edge>]) -> Self {
+        let mut order: Vec<u32> = (0..blocks.len() as u32).collect();
+        order.sort_by(|&a, &b| blocks[a as usize].cmp(&blocks[b as usize]));
+        let mut new_id = vec![BlockId(0); blocks.len()];
+        for (new, &old) in order.iter().enumerate() {
+            new_id[old as usize] = BlockId(new as u32);
+        }
+        let mut index: BTreeMap<Edge, BitSet> = BTreeMap::new();
+        for (t, edges) in traversed.iter().enumerate() {
+            for e in edges {
+                let key = e.map(|b| new_id[b.index()]);
+                index.entry(key).or_insert_with(|| BitSet::new(tests)).insert(t);
+            }
+        }
+        let (edges, coverage) = index.into_iter().unzip();
+        EdgeSpectra {
+            blocks: order.into_iter().map(|o| blocks[o as usize].clone()).collect(),
+            edges,
+            coverage,
+        }
+    }
+
+    pub fn to_saved(&self) -> SavedEdges {
+        SavedEdges {
+            blocks: self
+                .blocks
+                .iter()
+                .map(|b| (b.function.clone(), b.index, b.lines.clone()))
+                .collect(),
+            edges: self
+                .edges
+                .iter()
+                .zip(&self.coverage)
+                .map(|(e, c)| (e.from.map(|f| f.0), e.to.0, c.to_hex()))
+                .collect(),
+        }
+    }
+
+    /// Checks and reads saved edges for `tests` tests and `units` units.
+    pub fn from_saved(saved: SavedEdges, tests: usize, units: usize) -> Result<Self, SavedEdgesError> {
+        let n = saved.blocks.len() as u32;
+        let mut blocks = Vec::with_capacity(saved.blocks.len());
+        for (function, index, lines) in saved.blocks {
+            if lines.iter().any(|&u| u as usize >= units) {
+                return Err(SavedEdgesError::UnknownUnit { function, index });
+            }
+            blocks.push(Block { function, index, lines });
+        }
+        let mut edges = Vec::with_capacity(saved.edges.len());
+        let mut coverage = Vec::with_capacity(saved.edges.len());
+        for (i, (from, to, hex)) in saved.edges.into_iter().enumerate() {
+            if to >= n || from.is_some_and(|f| f >= n) {
+                return Err(SavedEdgesError::UnknownBlock { edge: i });
+            }
+            edges.push(Edge {
+                from: from.map(BlockId),
+                to: BlockId(to),
+            });
+            coverage.push(BitSet::from_hex(&hex, tests).ok_or(SavedEdgesError::NotABitset { edge: i, tests })?);
+        }
+        Ok(EdgeSpectra {
+            blocks,
+            edges,
+            coverage,
+        })
+    }
+
+    /// The same profiles with every block's lines mapped through `unit_map` (lines to
+    /// functions, or to the units kept); units mapped to `None` are dropped, the order stays
+    /// (repeats in a row merged).
+    pub fn map_units(&self, unit_map: &[Option<u32>]) -> Self {
+        let mut out = self.clone();
+        for b in &mut out.blocks {
+            b.lines = b.lines.iter().filter_map(|&u| unit_map[u as usize]).collect();
+            b.lines.dedup();
+        }
+        out
+    }
+
+    /// The functions (names, sorted, once each) of the given blocks.
+    pub fn function_names(&self, blocks: &[usize]) -> Vec<&str> {
+        let mut names: Vec<&str> = blocks.iter().map(|&b| self.blocks[b].function.as_str()).collect();
+        names.sort_unstable();
+        names.dedup();
+        names
+    }
+
+    /// The block an edge comes from (`None` for an entry edge) and the block it leads to.
+    pub fn ends(&self, edge: Edge) -> (Option<&Block>, &Block) {
+        (
+            edge.from.map(|f| &self.blocks[f.index()]),
+            &self.blocks[edge.to.index()],
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn block(function: &str, index: u32, lines: &[u32]) -> Block {
+        Block {
+            function: function.into(),
+            index,
+            lines: lines.to_vec(),
+        }
+    }
+
+    fn edge(from: Option<u32>, to: u32) -> Edge {
+        Edge {
+            from: from.map(BlockId),
+            to: BlockId(to),
+        }
+    }
+
+    #[test]
+    fn entry_edges_sort_first_as_the_saved_tuples_did() {
+        let mut edges = [edge(Some(0), 1), edge(None, 2), edge(Some(0), 0), edge(None, 0)];
+        edges.sort();
+        let tuples: Vec<(Option<u32>, u32)> = edges.iter().map(|e| (e.from.map(|f| f.0), e.to.0)).collect();
+        assert_eq!(tuples, vec![(None, 0), (None, 2), (Some(0), 0), (Some(0), 1)]);
+        assert!(edges[0].is_entry() && !edges[2].is_entry());
+        assert_eq!(edge(Some(1), 2).map(|b| BlockId(b.0 + 10)), edge(Some(11), 12));
+    }
+
+    #[test]
+    fn from_tests_puts_blocks_in_order_and_renames_edges() {
+        // Met as g#0, f#1, f#0; canonical order f#0, f#1, g#0.
+        let blocks = vec![block("g", 0, &[5]), block("f", 1, &[2]), block("f", 0, &[1])];
+        let traversed = vec![
+            vec![edge(None, 2), edge(Some(2), 1)],
+            vec![edge(None, 2), edge(None, 0)],
+        ];
+        let e = EdgeSpectra::from_tests(blocks, 2, &traversed);
+        let names: Vec<(&str, u32)> = e.blocks.iter().map(|b| (b.function.as_str(), b.index)).collect();
+        assert_eq!(names, vec![("f", 0), ("f", 1), ("g", 0)]);
+        assert_eq!(e.edges, vec![edge(None, 0), edge(None, 2), edge(Some(0), 1)]);
+        let tests: Vec<Vec<bool>> = e.coverage.iter().map(|c| vec![c.contains(0), c.contains(1)]).collect();
+        assert_eq!(tests, vec![vec![true, true], vec![false, true], vec![true, false]]);
+        let (from, to) = e.ends(e.edges[2]);
+        assert_eq!((from.map(|b| b.index), to.index), (Some(0), 1));
+    }
+
+    #[test]
+    fn saved_edges_round_trip_and_are_checked() {
+        let blocks = vec![block("f", 0, &[0]), block("f", 1, &[1, 0])];
+        let e = EdgeSpectra::from_tests(blocks, 3, &[vec![edge(None, 0)], vec![edge(Some(0), 1)], vec![]]);
+        let json = serde_json::to_string(&e.to_saved()).unwrap();
+        assert_eq!(
+            json,
+            r#"{"blocks":[["f",0,[0]],["f",1,[1,0]]],"edges":[[null,0,"01"],[0,1,"02"]]}"#
+        );
+        let back = EdgeSpectra::from_saved(serde_json::from_str(&json).unwrap(), 3, 2).unwrap();
+        assert_eq!(back, e);
+        let err = |json: &str, units| {
+            EdgeSpectra::from_saved(serde_json::from_str(json).unwrap(), 3, units)
+                .unwrap_err()
+                .to_string()
+        };
+        assert_eq!(err(&json, 1), "block 1 of f names a unit that does not exist");
+        assert_eq!(
+            err(r#"{"blocks":[],"edges":[[null,0,"01"]]}"#, 2),
+            "edge 0 joins blocks that do not exist"
+        );
+        assert_eq!(
+            err(r#"{"blocks":[["f",0,[]]],"edges":[[null,0,"ff"]]}"#, 2),
+            "edge 0 is not a bitset over 3 tests"
+        );
+    }
+}

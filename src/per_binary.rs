@@ -1,0 +1,119 @@
+//! A cache with one slot per test binary: each binary is prepared (its coverage map or its
+//! block table read) at most once, lazily, by whichever worker needs it first, while the
+//! others wait for that result instead of reading the binary again.
+//!
+//! A binary that cannot be prepared keeps its error, so every profile of it reports the same
+//! reason and the binary is not read again.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock};
+
+/// Why a binary could not be prepared: the binary and the preparation's error (shared, so
+/// every test of the binary can report it).
+#[derive(Debug, thiserror::Error)]
+#[error("{}: {source}", binary.display())]
+pub struct BinaryError<E: std::error::Error + 'static> {
+    pub binary: PathBuf,
+    #[source]
+    pub source: Arc<E>,
+}
+
+// Derived `Clone` would require `E: Clone`; the error is shared through the `Arc`.
+impl<E: std::error::Error + 'static> Clone for BinaryError<E> {
+    fn clone(&self) -> Self {
+        BinaryError {
+            binary: self.binary.clone(),
+            source: Arc::clone(&self.source),
+        }
+    }
+}
+
+/// One lazily prepared `T` per binary, thread-safe.
+pub struct PerBinary<T, E: std::error::Error + 'static> {
+    paths: Vec<PathBuf>,
+    slots: Vec<OnceLock<Result<T, BinaryError<E>>>>,
+}
+
+impl<T, E: std::error::Error + 'static> PerBinary<T, E> {
+    /// Slots for `paths` (binary `i` is `paths[i]`); nothing is read yet.
+    pub fn new(paths: Vec<PathBuf>) -> Self {
+        let slots = paths.iter().map(|_| OnceLock::new()).collect();
+        PerBinary { paths, slots }
+    }
+
+    pub fn paths(&self) -> &[PathBuf] {
+        &self.paths
+    }
+
+    pub fn len(&self) -> usize {
+        self.paths.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.paths.is_empty()
+    }
+
+    /// Binary `i`, prepared by `prepare` (given its path) if no call has prepared it yet.
+    /// Concurrent callers for the same binary wait for the first one's result.
+    pub fn get(&self, i: usize, prepare: impl FnOnce(&Path) -> Result<T, E>) -> Result<&T, BinaryError<E>> {
+        let slot = self.slots[i].get_or_init(|| {
+            prepare(&self.paths[i]).map_err(|e| BinaryError {
+                binary: self.paths[i].clone(),
+                source: Arc::new(e),
+            })
+        });
+        slot.as_ref().map_err(Clone::clone)
+    }
+
+    /// Binary `i` if it has been prepared successfully (never prepares it).
+    pub fn prepared(&self, i: usize) -> Option<&T> {
+        self.slots[i].get().and_then(|r| r.as_ref().ok())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    #[derive(Debug, thiserror::Error)]
+    #[error("unreadable")]
+    struct Unreadable;
+
+    #[test]
+    fn prepares_each_binary_once_under_concurrent_access() {
+        let cache: PerBinary<usize, Unreadable> = PerBinary::new(vec!["a".into(), "b".into()]);
+        let calls = AtomicUsize::new(0);
+        std::thread::scope(|s| {
+            for t in 0..8 {
+                let (cache, calls) = (&cache, &calls);
+                s.spawn(move || {
+                    let i = t % 2;
+                    let v = cache
+                        .get(i, |path| {
+                            calls.fetch_add(1, Ordering::SeqCst);
+                            std::thread::sleep(std::time::Duration::from_millis(20));
+                            Ok(path.as_os_str().len() + 10 * i)
+                        })
+                        .unwrap();
+                    assert_eq!(*v, 1 + 10 * i);
+                });
+            }
+        });
+        assert_eq!(calls.load(Ordering::SeqCst), 2);
+        assert_eq!(cache.prepared(1), Some(&11));
+    }
+
+    #[test]
+    fn keeps_an_error_per_binary() {
+        let cache: PerBinary<u32, Unreadable> = PerBinary::new(vec!["/bin/bad".into(), "/bin/good".into()]);
+        let err = cache.get(0, |_| Err(Unreadable)).unwrap_err();
+        assert_eq!(err.to_string(), "/bin/bad: unreadable");
+        // The error stays: the binary is not prepared again.
+        let again = cache.get(0, |_| Ok(1)).unwrap_err();
+        assert!(Arc::ptr_eq(&err.source, &again.source));
+        assert_eq!(cache.prepared(0), None);
+        assert_eq!(cache.get(1, |_| Ok(7)).ok(), Some(&7));
+    }
+}

@@ -1,0 +1,175 @@
+//! The one place that knows object formats and operating systems: where LLVM puts the
+//! coverage map and the SanitizerCoverage tables in each object format, how a binary names
+//! its build, how its PC table is relocated, and which variable the dynamic loader reads.
+//!
+//! Everything else (the coverage-map parser, the edge map, the runner) asks here, so porting
+//! cargo sfl to another platform starts and, ideally, ends in this file.
+
+use std::borrow::Cow;
+use std::path::PathBuf;
+
+use object::{BinaryFormat, Object, ObjectSection, RelocationFlags};
+
+/// The sections cargo sfl reads out of an instrumented binary.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Section {
+    /// The coverage map's filename tables (`-C instrument-coverage`).
+    CoverageMap,
+    /// The coverage map's function records.
+    CoverageFunctions,
+    /// SanitizerCoverage's guards, one 32-bit word per instrumented block.
+    SancovGuards,
+    /// SanitizerCoverage's PC table, one `(pc, flags)` pair of pointers per guard.
+    SancovPcs,
+}
+
+impl Section {
+    /// The section's name in an object of `format`. LLVM names them per object format
+    /// (`getInstrProfSectionName`, SanitizerCoverage's `getSectionName`): COFF limits names to
+    /// eight characters and orders them by the `$` suffix; ELF and Mach-O (whose segment the
+    /// `object` crate does not include in a section's name) share the long names.
+    pub fn name(self, format: BinaryFormat) -> &'static str {
+        let coff = format == BinaryFormat::Coff || format == BinaryFormat::Pe;
+        match (self, coff) {
+            (Section::CoverageMap, false) => "__llvm_covmap",
+            (Section::CoverageMap, true) => ".lcovmap$M",
+            (Section::CoverageFunctions, false) => "__llvm_covfun",
+            (Section::CoverageFunctions, true) => ".lcovfun$M",
+            (Section::SancovGuards, false) => "__sancov_guards",
+            (Section::SancovGuards, true) => ".SCOV$GM",
+            (Section::SancovPcs, false) => "__sancov_pcs",
+            (Section::SancovPcs, true) => ".SCOVP$M",
+        }
+    }
+
+    /// The name in `obj`'s format (for messages).
+    pub fn name_in(self, obj: &object::File) -> &'static str {
+        self.name(obj.format())
+    }
+}
+
+/// The section, if the binary has it.
+pub fn section<'data, 'file>(obj: &'file object::File<'data>, which: Section) -> Option<object::Section<'data, 'file>> {
+    obj.section_by_name(which.name_in(obj))
+}
+
+/// The section's bytes (decompressed), or `None` when the binary has no such section.
+pub fn section_data<'data>(
+    obj: &object::File<'data>,
+    which: Section,
+) -> Result<Option<Cow<'data, [u8]>>, object::Error> {
+    section(obj, which).map(|s| s.uncompressed_data()).transpose()
+}
+
+/// The id the profiler runtime writes into every raw profile of this binary (ELF's GNU
+/// build-id note), which is how a profile is matched to the binary that wrote it.
+pub fn build_id(obj: &object::File) -> Option<Vec<u8>> {
+    obj.build_id().ok().flatten().map(<[u8]>::to_vec)
+}
+
+/// The section as 64-bit words with the dynamic loader's RELATIVE relocations applied: a
+/// position-independent executable's PC table is zeros in the file, each entry a relocation
+/// whose addend is the link-time address. `None` when the binary has no such section.
+pub fn relocated_words(obj: &object::File, which: Section) -> Result<Option<Vec<u64>>, object::Error> {
+    let Some(sec) = section(obj, which) else {
+        return Ok(None);
+    };
+    let bytes = sec.uncompressed_data()?;
+    let little = obj.is_little_endian();
+    let mut words: Vec<u64> = bytes
+        .chunks_exact(8)
+        .map(|c| {
+            let a: [u8; 8] = c.try_into().expect("8 bytes");
+            if little {
+                u64::from_le_bytes(a)
+            } else {
+                u64::from_be_bytes(a)
+            }
+        })
+        .collect();
+    let (start, end) = (sec.address(), sec.address() + sec.size());
+    if let Some(relocs) = obj.dynamic_relocations() {
+        for (offset, r) in relocs {
+            if offset < start || offset >= end || (offset - start) % 8 != 0 {
+                continue;
+            }
+            let relative = matches!(
+                r.flags(),
+                RelocationFlags::Elf { r_type } if r_type == object::elf::R_X86_64_RELATIVE
+                    || r_type == object::elf::R_AARCH64_RELATIVE
+                    || r_type == object::elf::R_RISCV_RELATIVE
+            );
+            if relative {
+                words[((offset - start) / 8) as usize] = r.addend() as u64;
+            }
+        }
+    }
+    Ok(Some(words))
+}
+
+/// The environment variable the dynamic loader searches for shared libraries (a test binary
+/// linked against the toolchain's `libstd` dylib finds it through this).
+pub fn loader_path_var() -> &'static str {
+    if cfg!(target_os = "macos") {
+        "DYLD_LIBRARY_PATH"
+    } else if cfg!(windows) {
+        "PATH"
+    } else {
+        "LD_LIBRARY_PATH"
+    }
+}
+
+/// The path of the running executable (cargo sfl re-runs itself as the rustc wrapper).
+pub fn current_exe() -> std::io::Result<PathBuf> {
+    std::env::current_exe()
+}
+
+/// The signal that ended a process, if one did.
+#[cfg(unix)]
+pub fn exit_signal(status: &std::process::ExitStatus) -> Option<i32> {
+    use std::os::unix::process::ExitStatusExt;
+    status.signal()
+}
+
+/// The signal that ended a process, if one did (never, without Unix signals).
+#[cfg(not(unix))]
+pub fn exit_signal(_: &std::process::ExitStatus) -> Option<i32> {
+    None
+}
+
+/// Replaces this process with `cmd` (the rustc wrapper hands over to rustc); returns only
+/// the error when it cannot. Without `exec`, runs it and exits with its status.
+#[cfg(unix)]
+pub fn exec(mut cmd: std::process::Command) -> std::io::Error {
+    use std::os::unix::process::CommandExt;
+    cmd.exec()
+}
+
+/// Replaces this process with `cmd` (the rustc wrapper hands over to rustc); returns only
+/// the error when it cannot. Without `exec`, runs it and exits with its status.
+#[cfg(not(unix))]
+pub fn exec(mut cmd: std::process::Command) -> std::io::Error {
+    match cmd.status() {
+        Ok(s) => std::process::exit(s.code().unwrap_or(1)),
+        Err(err) => err,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn section_names_follow_the_object_format() {
+        assert_eq!(Section::CoverageMap.name(BinaryFormat::Elf), "__llvm_covmap");
+        assert_eq!(Section::CoverageFunctions.name(BinaryFormat::MachO), "__llvm_covfun");
+        assert_eq!(Section::SancovPcs.name(BinaryFormat::Elf), "__sancov_pcs");
+        assert_eq!(Section::CoverageMap.name(BinaryFormat::Coff), ".lcovmap$M");
+    }
+
+    #[test]
+    fn the_running_test_binary_has_a_path() {
+        assert!(current_exe().unwrap().is_file());
+        assert!(!loader_path_var().is_empty());
+    }
+}
