@@ -1,6 +1,6 @@
 //! From the coverage matrix to scores: ambiguity groups, per-group spectra, every kind of
 //! measure (spectrum formulas with smoothing, cloning and Opt_w; Doric's cl, P(f) and cl-u),
-//! the all-failing core and seed 003's Algorithm 1.
+//! the all-failing core and Algorithm 1 of Landsberg, Sun & Kroening's single-fault-optimal study.
 //!
 //! Only units run by at least one failing test are candidates (the others have `ef = 0` and
 //! are never ranked). Candidates with identical coverage columns form an *ambiguity group*:
@@ -18,9 +18,9 @@ use crate::spectra::Spectra;
 pub struct Options {
     /// Add 0.5 to each of ef, ep, nf, np before a spectrum formula (Doric's convention).
     pub smoothing: bool,
-    /// Count every failing test this many times (seed 001's cloning); 1 = off.
+    /// Count every failing test this many times (Zhang et al.'s cloning study); 1 = off.
     pub clone_failing: u32,
-    /// Opt_w (seed 003): units run by every failing test first, by fewest passing tests.
+    /// Opt_w (Landsberg, Sun & Kroening): units run by every failing test first, by fewest passing tests.
     pub optimise: bool,
     /// cl-u refutes at most this many entries, then keeps the last order.
     pub update_bound: usize,
@@ -49,12 +49,57 @@ pub struct Group {
     pub counts: Counts,
 }
 
+/// Where a key ranks before its value is compared: tiers carry the non-numeric parts of a
+/// measure exactly, without squeezing them into one float.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Tier {
+    /// Not ranked at all (below every key a measure gives).
+    Unranked,
+    /// The measure could not score it (CP: a line in no block).
+    Unscored,
+    /// An ordinary score.
+    Score,
+    /// Decided before any score: cl-u's inspected prefix (value `-position`), P(f) = 1.
+    Certain,
+    /// Opt_w's all-failing core (value `np + 2`).
+    Core,
+}
+
+/// A ranking key, compared by tier, then value; higher ranks first.
+#[derive(Clone, Copy, Debug, PartialEq, PartialOrd)]
+pub struct Key {
+    pub tier: Tier,
+    pub value: f64,
+}
+
+impl Key {
+    pub const fn new(tier: Tier, value: f64) -> Self {
+        Key { tier, value }
+    }
+
+    /// An ordinary score.
+    pub const fn score(value: f64) -> Self {
+        Key::new(Tier::Score, value)
+    }
+
+    /// Below every key a measure gives.
+    pub const UNRANKED: Key = Key::new(Tier::Unranked, f64::NEG_INFINITY);
+
+    /// A total order (floats by `total_cmp`), most suspicious first.
+    pub fn cmp_descending(&self, other: &Key) -> std::cmp::Ordering {
+        other
+            .tier
+            .cmp(&self.tier)
+            .then_with(|| other.value.total_cmp(&self.value))
+    }
+}
+
 /// A group's score under one measure.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Scored {
     /// What the ranking sorts on, descending, lexicographically: a tier (Opt_w's core, cl-u's
     /// inspected prefix, P(f) = 1) and the value within it.
-    pub key: (f64, f64),
+    pub key: Key,
     /// The score shown: the formula's value, or the probability for Doric's measures.
     pub score: f64,
     /// log10 of the probability, for Doric's measures (readable when `score` underflows).
@@ -220,7 +265,7 @@ impl<'a> Analysis<'a> {
                     }
                     let v = finite(f(c));
                     Scored {
-                        key: (0.0, v),
+                        key: Key::score(v),
                         score: v,
                         log10: None,
                     }
@@ -246,7 +291,7 @@ impl<'a> Analysis<'a> {
             if g.counts.ef == f {
                 let v = g.counts.np + 2.0;
                 *s = Scored {
-                    key: (2.0, v),
+                    key: Key::new(Tier::Core, v),
                     score: v,
                     log10: None,
                 };
@@ -275,12 +320,12 @@ impl<'a> Analysis<'a> {
                     .fold(None, |m: Option<f64>, v| Some(m.map_or(v, |m| m.max(v))));
                 match best {
                     Some(v) => Scored {
-                        key: (0.0, finite(v)),
+                        key: Key::score(finite(v)),
                         score: finite(v),
                         log10: None,
                     },
                     None => Scored {
-                        key: (-1.0, 0.0),
+                        key: Key::new(Tier::Unscored, 0.0),
                         score: 0.0,
                         log10: None,
                     },
@@ -298,7 +343,7 @@ impl<'a> Analysis<'a> {
 
     fn cl(&self, g: usize, rho: &[f64]) -> Scored {
         let ln = self.ln_cl(g, rho);
-        probability((0.0, finite(ln)), ln)
+        probability(Key::score(finite(ln)), ln)
     }
 
     fn fault_likelihood(&self, g: usize) -> Scored {
@@ -310,14 +355,14 @@ impl<'a> Analysis<'a> {
             .sum::<f64>();
         if self.certain[g] {
             return Scored {
-                key: (1.0, 0.0),
+                key: Key::new(Tier::Certain, 0.0),
                 score: 1.0,
                 log10: Some(0.0),
             };
         }
         let p = -(-s).exp_m1();
         Scored {
-            key: (0.0, s),
+            key: Key::score(s),
             score: p,
             log10: Some(p.log10()),
         }
@@ -339,7 +384,7 @@ impl<'a> Analysis<'a> {
                 }
             }
             let Some((g, ln)) = best else { break };
-            out[g] = Some(probability((1.0, -(pos as f64)), ln));
+            out[g] = Some(probability(Key::new(Tier::Certain, -(pos as f64)), ln));
             let size = self.groups[g].units.len() as f64;
             for &k in self.fail_tests(g) {
                 rho[k as usize] -= size;
@@ -377,7 +422,7 @@ fn fill_from_neighbours(spectra: &Spectra, scores: &mut [Option<f64>]) {
 }
 
 /// A Doric score from a natural-log probability.
-fn probability(key: (f64, f64), ln: f64) -> Scored {
+fn probability(key: Key, ln: f64) -> Scored {
     Scored {
         key,
         score: ln.exp(),
@@ -432,7 +477,7 @@ pub(crate) mod tests {
         }
     }
 
-    /// ALGORITHMS.md §2 vector 1: Doric's minmax. u1 is run by no failing test, so it is not a
+    /// Doric's minmax (Landsberg & Barr, Fig. 2). u1 is run by no failing test, so it is not a
     /// candidate; its cl and P(f) are 0 by definition.
     #[test]
     fn cl_and_fault_likelihood_on_doric_minmax() {
@@ -465,8 +510,8 @@ pub(crate) mod tests {
         let a = Analysis::new(&s, false);
         let u = a.score(find("cl-u").unwrap(), &ungrouped());
         // u1 is inspected first (ties in code order), then u2 at cl 1.
-        assert_eq!(u[0].key, (1.0, 0.0));
-        assert_eq!(u[1].key, (1.0, -1.0));
+        assert_eq!(u[0].key, Key::new(Tier::Certain, 0.0));
+        assert_eq!(u[1].key, Key::new(Tier::Certain, -1.0));
         assert!((u[1].score - 1.0).abs() < 1e-12);
         // With a bound of 1, u2..u4 keep the order computed after refuting u1.
         let one = a.score(
@@ -494,7 +539,7 @@ pub(crate) mod tests {
         close(&scores(&s, "cl", &Options::default()), &[1.0 / 3.0, 1.0 / 3.0]);
     }
 
-    /// ALGORITHMS.md §5: Algorithm 1 on seed 003's failing tests picks t1 then t2; Naish-I on
+    /// Algorithm 1 on the single-fault-optimal study's failing tests picks t1 then t2; Naish-I on
     /// the chosen failing tests alone ties C1 and C4 at 2.0.
     #[test]
     fn algorithm1_chooses_single_fault_optimal_failing_tests() {
@@ -511,7 +556,7 @@ pub(crate) mod tests {
 
     #[test]
     fn opt_w_puts_the_core_first_by_fewest_passing_tests() {
-        let s = crate::spectra::tests::seed003_minmax();
+        let s = crate::spectra::tests::sfo_minmax();
         let a = Analysis::new(&s, false);
         let opt = Options {
             optimise: true,
@@ -520,8 +565,11 @@ pub(crate) mod tests {
         let sc = a.score(find("jaccard").unwrap(), &opt);
         // C1 ⟨3,0,7,0⟩ and C4 ⟨3,0,1,6⟩ form the core: np + 2 = 2 and 8.
         // Candidates are C1, C3, C4, C5 (C2 is run by no failing test).
-        assert_eq!((sc[0].key, sc[2].key), ((2.0, 2.0), (2.0, 8.0)));
-        assert!(sc[1].key.0 == 0.0 && (0.0..=1.0).contains(&sc[1].score));
+        assert_eq!(
+            (sc[0].key, sc[2].key),
+            (Key::new(Tier::Core, 2.0), Key::new(Tier::Core, 8.0))
+        );
+        assert!(sc[1].key.tier == Tier::Score && (0.0..=1.0).contains(&sc[1].score));
     }
 }
 
@@ -555,12 +603,12 @@ mod properties {
         (0..n).map(|_| random_matrix(&mut rng)).collect()
     }
 
-    /// Both clauses of single-fault optimality (ALGORITHMS.md §1) for one scored matrix.
+    /// Both clauses of single-fault optimality (Landsberg, Sun & Kroening) for one scored matrix.
     fn single_fault_optimal(a: &Analysis, s: &[Scored]) -> Result<(), String> {
         let f = a.failing.len() as f64;
         for (i, gi) in a.groups.iter().enumerate() {
             for (j, gj) in a.groups.iter().enumerate() {
-                let better = s[i].key.0 > s[j].key.0 || (s[i].key.0 == s[j].key.0 && s[i].key.1 > s[j].key.1);
+                let better = s[i].key > s[j].key;
                 let (ci, cj) = (gi.counts, gj.counts);
                 if ci.ef == f && cj.ef < f && !better {
                     return Err(format!("{ci:?} not above {cj:?}"));

@@ -298,7 +298,7 @@ pub struct OutputArgs {
     /// 127-measure experiment).
     #[arg(long)]
     pub smoothing: bool,
-    /// Count every failing test C times (cloning, seed 001): balances a few failing tests
+    /// Count every failing test C times (Zhang et al.'s cloning of failed tests): balances a few failing tests
     /// against many passing ones.
     #[arg(long, value_name = "C", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
     pub clone_failing: u32,

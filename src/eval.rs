@@ -10,7 +10,7 @@
 //! - Standard Rank Score (Henderson et al. Def. 17): `higher + tied / 2`.
 //! - Steimann rank (Def. 18, faults tied): `higher + (tied + 1) / (tied_faulty + 1)`, the
 //!   expected position of the first faulty line when ties are broken at random.
-//! - Min / Max / Avg expense (seed 001): position of the first faulty line when the tie is
+//! - Min / Max / Avg expense (Zhang et al.'s cloning study): position of the first faulty line when the tie is
 //!   broken best (`higher + 1`), worst (`higher + tied - tied_faulty + 1`), and their mean.
 //! - EXAM: Avg expense / |L|.
 //! - Top-N: whether the Steimann rank (expected position, faulty lines counted) is ≤ N.
@@ -23,7 +23,7 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 
-use crate::analysis::{Analysis, Options, Scored};
+use crate::analysis::{Analysis, Key, Options, Scored};
 use crate::config::SortBy;
 use crate::faults::Fault;
 use crate::hitting::{Chain, ChainSpec, Method, hitting_times, ht_rank};
@@ -107,12 +107,12 @@ pub const TOP_N: [usize; 4] = [1, 3, 5, 10];
 
 /// The ranking key of every executed line: its group's key, or the bottom for lines that no
 /// failing test ran. `None` for lines no test ran.
-pub fn line_keys(a: &Analysis, scored: &[Scored]) -> Vec<Option<(f64, f64)>> {
+pub fn line_keys(a: &Analysis, scored: &[Scored]) -> Vec<Option<Key>> {
     let s = a.spectra;
-    let mut keys: Vec<Option<(f64, f64)>> = s
+    let mut keys: Vec<Option<Key>> = s
         .coverage
         .iter()
-        .map(|c| (!c.is_empty()).then_some((f64::NEG_INFINITY, f64::NEG_INFINITY)))
+        .map(|c| (!c.is_empty()).then_some(Key::UNRANKED))
         .collect();
     for (g, group) in a.groups.iter().enumerate() {
         for &u in &group.units {
@@ -122,22 +122,18 @@ pub fn line_keys(a: &Analysis, scored: &[Scored]) -> Vec<Option<(f64, f64)>> {
     keys
 }
 
-fn key_gt(a: (f64, f64), b: (f64, f64)) -> bool {
-    a.0 > b.0 || (a.0 == b.0 && a.1 > b.1)
-}
-
 /// Metrics of one ranking (given as line keys) for the faulty lines; `None` when no faulty
 /// line was executed.
-pub fn metrics(keys: &[Option<(f64, f64)>], faulty: &HashSet<usize>) -> Option<Metrics> {
+pub fn metrics(keys: &[Option<Key>], faulty: &HashSet<usize>) -> Option<Metrics> {
     let best = faulty
         .iter()
         .filter_map(|&u| keys[u])
-        .reduce(|a, b| if key_gt(b, a) { b } else { a })?;
+        .reduce(|a, b| if b > a { b } else { a })?;
     let (mut higher, mut tied, mut tied_faulty, mut total) = (0usize, 0usize, 0usize, 0usize);
     for (u, k) in keys.iter().enumerate() {
         let Some(k) = *k else { continue };
         total += 1;
-        if key_gt(k, best) {
+        if k > best {
             higher += 1;
         } else if k == best {
             tied += 1;
@@ -275,9 +271,8 @@ impl HtModel {
     /// Expected hitting time of every location under a measure's scores (one per group of
     /// the analysis; the other entries sit at the bottom).
     pub fn times(&self, scored: &[Scored], p_jump: f64, exact_limit: usize, walks: usize) -> (Vec<f64>, Method) {
-        let bottom = (f64::NEG_INFINITY, f64::NEG_INFINITY);
-        let keys: Vec<(f64, f64)> = (0..self.entries.len())
-            .map(|e| scored.get(e).map_or(bottom, |s| s.key))
+        let keys: Vec<Key> = (0..self.entries.len())
+            .map(|e| scored.get(e).map_or(Key::UNRANKED, |s| s.key))
             .collect();
         let chain = Chain::build(&ChainSpec {
             entries: &self.entries,
@@ -463,10 +458,10 @@ mod tests {
     use super::*;
     use crate::analysis::Options;
     use crate::measures::find;
-    use crate::spectra::tests::seed003_minmax;
+    use crate::spectra::tests::sfo_minmax;
 
     fn eval(name: &str, faulty: &[usize]) -> Metrics {
-        let s = seed003_minmax();
+        let s = sfo_minmax();
         let a = Analysis::new(&s, false);
         let scored = a.score(find(name).unwrap(), &Options::default());
         metrics(&line_keys(&a, &scored), &faulty.iter().copied().collect()).unwrap()
@@ -475,7 +470,7 @@ mod tests {
     /// Seed 003's minmax, fault C4. Naish-I scores C1..C5 = 2.125, -0.375, 0.75, 2.875, 0.625:
     /// C4 is alone at the top of 5 executed lines.
     #[test]
-    fn naish2_finds_the_seed003_fault_first() {
+    fn naish2_finds_the_single_fault_optimal_fault_first() {
         let m = eval("naish2", &[3]);
         assert_eq!(
             (m.standard_rank, m.steimann_rank, m.min_expense, m.max_expense),

@@ -10,6 +10,7 @@
 use std::path::Path;
 
 use crate::spectra::{Outcome, Spectra, TestRecord, Unit};
+use GzoltarError::Malformed;
 
 /// What is wrong with a GZoltar directory: which file, and which line of it.
 #[derive(Debug, thiserror::Error)]
@@ -43,14 +44,37 @@ fn read_first(dir: &Path, names: &[&str]) -> Result<Option<(String, String)>, Gz
 
 /// Reads a GZoltar directory into spectra; the error says which file and line is wrong.
 pub fn load(dir: &Path) -> Result<Spectra, GzoltarError> {
-    use GzoltarError::Malformed;
     if !dir.is_dir() {
         return Err(GzoltarError::NotADirectory);
     }
     let (spectra_file, spectra_text) =
         read_first(dir, &["spectra.csv", "spectra"])?.ok_or(GzoltarError::NoSpectraFile)?;
     let (matrix_file, matrix_text) = read_first(dir, &["matrix.txt", "matrix"])?.ok_or(GzoltarError::NoMatrixFile)?;
+    let units = unit_names(&spectra_file, &spectra_text)?;
+    let (outcomes, covered) = matrix_rows(&matrix_file, &matrix_text, &spectra_file, units.len())?;
+    let tests = test_names(dir, &matrix_file, outcomes.len())?
+        .into_iter()
+        .zip(outcomes)
+        .map(|(name, outcome)| TestRecord {
+            binary: "gzoltar".into(),
+            name,
+            outcome,
+            signal: None,
+            message: None,
+            duration_ms: 0,
+            warnings: Vec::new(),
+        })
+        .collect();
+    Ok(Spectra::from_tests(
+        dir.to_string_lossy().into_owned(),
+        tests,
+        units,
+        &covered,
+    ))
+}
 
+/// The units named by `spectra.csv` (after its `name` header) or the older `spectra`.
+fn unit_names(spectra_file: &str, spectra_text: &str) -> Result<Vec<Unit>, GzoltarError> {
     let mut names: Vec<&str> = spectra_text.lines().map(str::trim).filter(|l| !l.is_empty()).collect();
     if spectra_file == "spectra.csv" && names.first() == Some(&"name") {
         names.remove(0);
@@ -58,17 +82,24 @@ pub fn load(dir: &Path) -> Result<Spectra, GzoltarError> {
     if names.is_empty() {
         return Err(Malformed(format!("{spectra_file} names no units")));
     }
-    let units: Vec<Unit> = names.iter().map(|n| Unit::named(*n)).collect();
+    Ok(names.iter().map(|n| Unit::named(*n)).collect())
+}
 
+/// Each matrix line's outcome and the units it covered.
+fn matrix_rows(
+    matrix_file: &str,
+    matrix_text: &str,
+    spectra_file: &str,
+    units: usize,
+) -> Result<(Vec<Outcome>, Vec<Vec<u32>>), GzoltarError> {
     let mut outcomes = Vec::new();
     let mut covered: Vec<Vec<u32>> = Vec::new();
     for (i, line) in matrix_text.lines().enumerate() {
         let tokens: Vec<&str> = line.split_whitespace().collect();
-        if tokens.is_empty() {
+        let Some((verdict, cells)) = tokens.split_last() else {
             continue;
-        }
+        };
         let at = || format!("{matrix_file} line {}", i + 1);
-        let (verdict, cells) = tokens.split_last().expect("non-empty");
         let outcome = match *verdict {
             "+" => Outcome::Passed,
             "-" => Outcome::Failed,
@@ -79,12 +110,11 @@ pub fn load(dir: &Path) -> Result<Spectra, GzoltarError> {
                 )));
             }
         };
-        if cells.len() != units.len() {
+        if cells.len() != units {
             return Err(Malformed(format!(
-                "{}: {} cells, but {spectra_file} names {} units",
+                "{}: {} cells, but {spectra_file} names {units} units",
                 at(),
                 cells.len(),
-                units.len()
             )));
         }
         let mut row = Vec::new();
@@ -107,45 +137,27 @@ pub fn load(dir: &Path) -> Result<Spectra, GzoltarError> {
     if outcomes.is_empty() {
         return Err(Malformed(format!("{matrix_file} has no tests")));
     }
+    Ok((outcomes, covered))
+}
 
-    let test_names = match read_first(dir, &["tests.csv"])? {
-        Some((_, text)) => {
-            let names: Vec<String> = text
-                .lines()
-                .skip(1)
-                .filter(|l| !l.trim().is_empty())
-                .map(|l| l.split(',').next().unwrap_or("").to_string())
-                .collect();
-            if names.len() != outcomes.len() {
-                return Err(Malformed(format!(
-                    "tests.csv names {} tests but {matrix_file} has {} rows",
-                    names.len(),
-                    outcomes.len()
-                )));
-            }
-            names
-        }
-        None => (1..=outcomes.len()).map(|i| format!("t{i}")).collect(),
+/// The tests' names from `tests.csv`, in matrix order, or `t1`, `t2`, … without one.
+fn test_names(dir: &Path, matrix_file: &str, rows: usize) -> Result<Vec<String>, GzoltarError> {
+    let Some((_, text)) = read_first(dir, &["tests.csv"])? else {
+        return Ok((1..=rows).map(|i| format!("t{i}")).collect());
     };
-    let tests = test_names
-        .into_iter()
-        .zip(outcomes)
-        .map(|(name, outcome)| TestRecord {
-            binary: "gzoltar".into(),
-            name,
-            outcome,
-            signal: None,
-            message: None,
-            duration_ms: 0,
-            warnings: Vec::new(),
-        })
+    let names: Vec<String> = text
+        .lines()
+        .skip(1)
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| l.split(',').next().unwrap_or("").to_string())
         .collect();
-    Ok(Spectra::from_tests(
-        dir.to_string_lossy().into_owned(),
-        tests,
-        units,
-        &covered,
-    ))
+    if names.len() != rows {
+        return Err(Malformed(format!(
+            "tests.csv names {} tests but {matrix_file} has {rows} rows",
+            names.len(),
+        )));
+    }
+    Ok(names)
 }
 
 #[cfg(test)]

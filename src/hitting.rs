@@ -15,6 +15,8 @@
 //! that record each location's first hitting time (the paper's estimator).
 
 use faer::Mat;
+
+use crate::analysis::Key;
 use faer::linalg::solvers::DenseSolveCore;
 
 /// How the chain is shaped.
@@ -22,7 +24,7 @@ pub struct ChainSpec<'a> {
     /// Report entries: the locations of each (a single location each for Def. 28/29).
     pub entries: &'a [Vec<usize>],
     /// Each entry's ranking key (higher is more suspicious); equal keys form a score group.
-    pub keys: &'a [(f64, f64)],
+    pub keys: &'a [Key],
     /// Number of locations.
     pub locations: usize,
     /// Jump targets of each location (Def. 26); empty lists for none.
@@ -47,10 +49,7 @@ impl Chain {
         let h = spec.entries.len();
         // Score groups of entries, most suspicious first.
         let mut order: Vec<usize> = (0..h).collect();
-        order.sort_by(|&a, &b| {
-            let (x, y) = (spec.keys[a], spec.keys[b]);
-            y.0.total_cmp(&x.0).then(y.1.total_cmp(&x.1))
-        });
+        order.sort_by(|&a, &b| spec.keys[a].cmp_descending(&spec.keys[b]));
         let mut groups: Vec<Vec<usize>> = Vec::new();
         for &e in &order {
             match groups.last_mut() {
@@ -307,7 +306,7 @@ mod tests {
     }
 
     /// The Def. 28 chain (one line per entry, no jumps) of a ranking given by its keys.
-    fn ranked_list(keys: &[(f64, f64)]) -> Chain {
+    fn ranked_list(keys: &[Key]) -> Chain {
         Chain::build(&ChainSpec {
             entries: &singletons(keys.len()),
             keys,
@@ -324,12 +323,12 @@ mod tests {
         let mut rng = Rng(0x1234_5678_9abc_def1);
         for _ in 0..200 {
             let n = 1 + rng.below(25) as usize;
-            let keys: Vec<(f64, f64)> = (0..n).map(|_| (0.0, rng.below(6) as f64)).collect();
+            let keys: Vec<Key> = (0..n).map(|_| Key::score(rng.below(6) as f64)).collect();
             let times = ranked_list(&keys).hitting_times_exact();
             for f in 0..n {
-                let s = keys[f].1;
-                let higher = keys.iter().filter(|k| k.1 > s).count() as f64;
-                let tied = keys.iter().filter(|k| k.1 == s).count() as f64;
+                let s = keys[f].value;
+                let higher = keys.iter().filter(|k| k.value > s).count() as f64;
+                let tied = keys.iter().filter(|k| k.value == s).count() as f64;
                 let standard = higher + tied / 2.0;
                 assert_eq!(
                     ht_rank(&times, &[f], 1e-9),
@@ -346,7 +345,7 @@ mod tests {
         let mut rng = Rng(0xfeed_beef_0bad_f00d);
         for _ in 0..4 {
             let n = 6 + rng.below(10) as usize;
-            let keys: Vec<(f64, f64)> = (0..4).map(|i| (0.0, i as f64)).collect();
+            let keys: Vec<Key> = (0..4).map(|i| Key::score(i as f64)).collect();
             let mut entries = vec![Vec::new(); 4];
             for l in 0..n {
                 entries[rng.below(4) as usize].push(l);
@@ -377,7 +376,7 @@ mod tests {
     /// reported as garbage.
     #[test]
     fn deep_chains_are_refused_for_the_exact_method() {
-        let keys: Vec<(f64, f64)> = (0..500).map(|l| (0.0, -((l / 10) as f64))).collect();
+        let keys: Vec<Key> = (0..500).map(|l| Key::score(-((l / 10) as f64))).collect();
         let (times, method) = hitting_times(&ranked_list(&keys), 10_000, 0);
         assert!(matches!(method, Method::Unavailable { .. }), "{method:?}");
         assert_eq!(ht_rank(&times, &[3], 1e-9), None);
@@ -387,7 +386,7 @@ mod tests {
     /// location with 1/4 and stays with 1/2; a location returns to g_0. E[T_x] = 5 from g_0.
     #[test]
     fn hitting_times_match_a_hand_computed_chain() {
-        let chain = ranked_list(&[(0.0, 1.0), (0.0, 1.0)]);
+        let chain = ranked_list(&[Key::score(1.0), Key::score(1.0)]);
         // h = 1 + 1/2 h + 1/4 * 0 + 1/4 (1 + h)  →  h/4 = 5/4  →  h = 5.
         for t in chain.hitting_times_exact() {
             assert!((t - 5.0).abs() < 1e-9, "{t}");

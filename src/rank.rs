@@ -1,8 +1,6 @@
 //! Ranks scored groups: descending key, ties in code order, mid-ranks at two levels (entries
 //! of the report, and the source lines inside them).
 
-use std::cmp::Ordering;
-
 use crate::analysis::{Analysis, Options, Scored};
 use crate::measures::{Counts, Measure};
 
@@ -55,10 +53,6 @@ impl Ranking<'_> {
     }
 }
 
-fn cmp_key(a: (f64, f64), b: (f64, f64)) -> Ordering {
-    b.0.total_cmp(&a.0).then_with(|| b.1.total_cmp(&a.1))
-}
-
 /// Ranks every group of `analysis` by `measure`.
 pub fn rank<'m>(analysis: &Analysis, measure: &'m Measure, opts: &Options) -> Ranking<'m> {
     rank_only(analysis, measure, opts, None)
@@ -82,7 +76,7 @@ pub fn rank_scored(analysis: &Analysis, scored: &[Scored]) -> Vec<Ranked> {
 fn rank_filtered(analysis: &Analysis, scored: &[Scored], keep: Option<&[bool]>) -> Vec<Ranked> {
     let mut order: Vec<usize> = (0..scored.len()).filter(|&g| keep.is_none_or(|k| k[g])).collect();
     // Groups are in code order already, so a stable sort keeps ties in code order.
-    order.sort_by(|&a, &b| cmp_key(scored[a].key, scored[b].key));
+    order.sort_by(|&a, &b| scored[a].key.cmp_descending(&scored[b].key));
     let mut out: Vec<Ranked> = order
         .into_iter()
         .map(|g| Ranked {

@@ -562,7 +562,7 @@ pub(crate) mod tests {
         }
     }
 
-    /// Doric's minmax (ALGORITHMS.md §2): t1..t5 over u1..u4.
+    /// Doric's minmax (Landsberg & Barr, Fig. 2): t1..t5 over u1..u4.
     pub(crate) fn doric_minmax() -> Spectra {
         let rows: [(&[u32], Outcome); 5] = [
             (&[1, 2], Outcome::Failed),
@@ -631,8 +631,9 @@ pub(crate) mod tests {
         Spectra::from_tests("/ws".into(), tests, units, &covered)
     }
 
-    /// ALGORITHMS.md §1: seed 003's 10-test minmax (with the t5 erratum), t1..t3 failing.
-    pub(crate) fn seed003_minmax() -> Spectra {
+    /// The single-fault-optimal study's 10-test minmax (Landsberg, Sun & Kroening; t5 as its
+    /// numbers support), t1..t3 failing.
+    pub(crate) fn sfo_minmax() -> Spectra {
         matrix(&[
             "10110-", "10011-", "10010-", "11000+", "10100+", "10001+", "10011+", "10000+", "11001+", "11100+",
         ])

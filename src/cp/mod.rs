@@ -1,4 +1,5 @@
-//! CP, capturing propagation (Zhang, Chan, Tse, Hu & Wang, ESEC/FSE 2009; seed 004): block
+//! CP, capturing propagation (Zhang, Chan, Tse, Jiang & Wang, *Capturing Propagation of Infected Program States*,
+//! ESEC/FSE 2009): block
 //! scores from edge profiles, propagated backwards through the dynamic control-flow graph.
 //!
 //! # The maths

@@ -1,4 +1,4 @@
-//! Control-flow edge profiles, for CP (seed 004) and HT_Rank's dynamic CFG.
+//! Control-flow edge profiles, for CP (Zhang, Chan, Tse, Jiang & Wang) and HT_Rank's dynamic CFG.
 //!
 //! **Mechanism.** The workspace's crates are built with LLVM SanitizerCoverage at block level
 //! (`-C passes=sancov-module`, level 3: every block, critical edges split, no pruning) with

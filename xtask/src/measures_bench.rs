@@ -10,7 +10,7 @@ use std::path::Path;
 use std::time::Instant;
 
 use anyhow::Result;
-use cargo_sfl::analysis::{Analysis, Options};
+use cargo_sfl::analysis::{Analysis, Key, Options};
 use cargo_sfl::bitset::BitSet;
 use cargo_sfl::measures::{self, find};
 use cargo_sfl::rank::rank;
@@ -242,7 +242,7 @@ pub fn ht(sizes: &[usize], walks: usize, output: Option<&Path>) -> Result<()> {
     let _ = writeln!(md, "|---:|---:|---:|---:|---:|");
     for &n in sizes {
         let entries: Vec<Vec<usize>> = (0..n).map(|l| vec![l]).collect();
-        let keys: Vec<(f64, f64)> = (0..n).map(|l| (0.0, -((l / 10) as f64))).collect();
+        let keys: Vec<Key> = (0..n).map(|l| Key::score(-((l / 10) as f64))).collect();
         let jumps: Vec<Vec<usize>> = (0..n)
             .map(|l| (l / 10 * 10..(l / 10 * 10 + 10).min(n)).filter(|&j| j != l).collect())
             .collect();
