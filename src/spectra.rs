@@ -186,6 +186,16 @@ impl Spectra {
                 coverage[u as usize].insert(t);
             }
         }
+        Spectra::from_columns(workspace_root, tests, units, coverage)
+    }
+
+    /// Builds the matrix from per-unit columns (`coverage[u]`: the tests that ran unit `u`).
+    pub fn from_columns(
+        workspace_root: String,
+        tests: Vec<TestRecord>,
+        units: Vec<Unit>,
+        coverage: Vec<BitSet>,
+    ) -> Self {
         Spectra {
             workspace_root,
             tests,

@@ -103,17 +103,7 @@ fn synthetic(tests: usize, units: usize, seed: u64) -> Spectra {
         }
         function += 1;
     }
-    Spectra {
-        workspace_root: "/bench".into(),
-        tests: records,
-        units: unit_list,
-        coverage,
-        build: None,
-        partition: None,
-        functions: Vec::new(),
-        unit_function: Vec::new(),
-        edges: None,
-    }
+    Spectra::from_columns("/bench".into(), records, unit_list, coverage)
 }
 
 /// Peak resident memory of this process, in MiB (Linux `VmHWM`).
