@@ -319,9 +319,14 @@ pub struct OutputArgs {
     /// With --diff-base: rank only the entries on changed lines.
     #[arg(long, requires = "diff_base")]
     pub only_changed: bool,
-    /// Leave test code out of the rankings: #[test] functions, #[cfg(test)] items and files
-    /// under tests/ and benches/ (their coverage is still collected and saved).
+    /// Rank test code too. By default it is left out of the rankings (its coverage is still
+    /// collected and saved): #[test] functions, #[cfg(test)] items, and files under tests/,
+    /// benches/ and examples/. A failing test's own body is run only by failing tests, so it
+    /// scores like a fault.
     #[arg(long)]
+    pub include_test_code: bool,
+    /// The default since test code is left out; kept so older command lines still work.
+    #[arg(long, hide = true, conflicts_with = "include_test_code")]
     pub exclude_test_code: bool,
     /// Order of the suspects: by score, or (ht) by when the HT_Rank debugging model (Def. 29:
     /// ranked list plus jumps within a function) expects a person to reach them.
@@ -363,7 +368,7 @@ impl OutputArgs {
             fail_on: self.fail_on,
             granularity: self.granularity.into(),
             order: self.order.into(),
-            exclude_test_code: self.exclude_test_code,
+            include_test_code: self.include_test_code,
             ht: HtParams::default(),
         }
     }

@@ -222,7 +222,7 @@ pub struct ReportConfig {
     pub fail_on: Option<f64>,
     pub granularity: Granularity,
     pub order: Order,
-    pub exclude_test_code: bool,
+    pub include_test_code: bool,
     pub ht: HtParams,
 }
 

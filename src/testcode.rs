@@ -1,7 +1,7 @@
 //! Which lines are test code: `#[test]` functions (any attribute whose last segment is `test`,
 //! e.g. `#[tokio::test]`), items under `#[cfg(test)]` (also `cfg(all(test, …))`), modules
-//! such items declare in other files, and files of integration tests and benches (under a
-//! `tests/` or `benches/` directory). Parsed with syn; a file that does not parse is left as
+//! such items declare in other files, and files of integration tests, benches and examples
+//! (under a `tests/`, `benches/` or `examples/` directory). Parsed with syn; a file that does not parse is left as
 //! it is (none of its lines are called test code).
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -60,12 +60,12 @@ impl TestCode {
     }
 }
 
-/// Files of integration tests and benches.
+/// Files of integration tests, benches and examples.
 fn is_test_path(rel: &str) -> bool {
     let parts: Vec<&str> = rel.split('/').collect();
     parts[..parts.len().saturating_sub(1)]
         .iter()
-        .any(|p| *p == "tests" || *p == "benches")
+        .any(|p| matches!(*p, "tests" | "benches" | "examples"))
 }
 
 /// Where `mod name;` declared in `file` can live.
@@ -178,12 +178,13 @@ mod tests {
         .unwrap();
         std::fs::write(src.join("deep.rs"), "fn helper() {}\n").unwrap();
         std::fs::write(src.join("other.rs"), "pub fn o() {}\n#[test]\nfn ot() {}\n").unwrap();
-        let files = ["src/lib.rs", "src/deep.rs", "src/other.rs", "tests/it.rs"];
+        let files = ["src/lib.rs", "src/deep.rs", "src/other.rs", "tests/it.rs", "examples/demo.rs"];
         let t = TestCode::find(dir.path(), &files);
         assert_eq!(t.ranges["src/lib.rs"], vec![(5, 9), (10, 11), (12, 13), (16, 17)]);
         assert!(!t.contains("src/lib.rs", 2) && !t.contains("src/lib.rs", 15));
         assert!(t.contains("src/lib.rs", 8));
         assert!(t.contains("src/deep.rs", 1) && t.whole_files.contains("tests/it.rs"));
+        assert!(t.whole_files.contains("examples/demo.rs"));
         assert_eq!(t.ranges["src/other.rs"], vec![(2, 3)]);
         assert!(!t.contains("src/other.rs", 1));
     }

@@ -53,14 +53,14 @@ pub fn emit(spectra: &Spectra, out: &ReportConfig) -> anyhow::Result<i32> {
     }
 }
 
-/// The matrix as the report options want it: without test code (`--exclude-test-code`) and
+/// The matrix as the report options want it: without test code (unless `--include-test-code`) and
 /// at the requested granularity.
 pub(super) fn at_granularity<'a>(
     spectra: &'a Spectra,
     out: &ReportConfig,
     converted: &'a mut Option<Spectra>,
 ) -> Result<&'a Spectra, SflError> {
-    let mut owned = out.exclude_test_code.then(|| without_test_code(spectra));
+    let mut owned = (!out.include_test_code).then(|| without_test_code(spectra));
     if out.granularity == Granularity::Function {
         let base = owned.as_ref().unwrap_or(spectra);
         if base.functions.is_empty() {
@@ -278,7 +278,7 @@ mod tests {
             fail_on: None,
             granularity: Granularity::Line,
             order: Order::Score,
-            exclude_test_code: false,
+            include_test_code: true,
             ht: HtParams::default(),
         }
     }

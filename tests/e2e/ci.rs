@@ -87,7 +87,7 @@ fn ci_workflow_steps() -> Result {
     )?;
     let md = std::fs::read_to_string(dir.join("sfl.md"))?;
     check(
-        md.contains("changed") && md.contains("1 of these 5 entries touch lines changed since HEAD"),
+        md.contains("changed") && md.contains("1 of these 4 entries touch lines changed since HEAD"),
         || md.clone(),
     )?;
 

@@ -160,8 +160,8 @@ fn line_rank(report: &Value, measure: &str, file: &str, line: u64) -> Option<f64
 }
 
 /// The paper's motivating example: CP ranks the faulty line strictly better than Tarantula
-/// and Ochiai (test code left out, as the paper ranks only the program); `report` re-runs CP
-/// from the saved edges with the same result.
+/// and Ochiai with default flags (test code is left out, as the paper ranks only the program);
+/// `report` re-runs CP from the saved edges with the same result.
 fn schedule() -> Result {
     let tmp = copy_fixture("schedule");
     let args = [
@@ -171,7 +171,6 @@ fn schedule() -> Result {
         "tarantula",
         "-m",
         "ochiai",
-        "--exclude-test-code",
         "--top",
         "200",
         "--format",

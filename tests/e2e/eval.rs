@@ -38,7 +38,7 @@ fn eval_reproduces_hand_computed_ranks() -> Result {
     let out = sfl(&args, dir);
     check(out.status.success(), || show(&out))?;
     let v: Value = serde_json::from_slice(&out.stdout)?;
-    check(v["schema"] == "cargo-sfl-eval/v1" && v["lines"] == 36, || show(&out))?;
+    check(v["schema"] == "cargo-sfl-eval/v1" && v["lines"] == 17, || show(&out))?;
     let by = |m: &str| {
         v["measures"]
             .as_array()
@@ -48,7 +48,10 @@ fn eval_reproduces_hand_computed_ranks() -> Result {
             .cloned()
             .unwrap()
     };
-    for (m, rank) in [("ochiai", 0.5), ("tarantula", 5.0), ("wong1", 8.5)] {
+    // Test code is left out: 17 executed lines of `minmax`. Ochiai and Tarantula put the fault
+    // alone on top (Tarantula tied it with the failing tests' bodies while they were ranked);
+    // Wong1 (ef) ties it with the 13 lines every test runs: 0 + 14/2.
+    for (m, rank) in [("ochiai", 0.5), ("tarantula", 0.5), ("wong1", 7.0)] {
         let r = by(m);
         check(r["standard_rank"] == rank, || format!("{m}: {r:#}"))?;
         check(r["ht_rank"].is_number() && r["ht"]["method"] == "exact", || {
@@ -57,7 +60,7 @@ fn eval_reproduces_hand_computed_ranks() -> Result {
     }
     let o = by("ochiai");
     check(
-        (o["exam"].as_f64().unwrap() - 1.0 / 36.0).abs() < 1e-12 && o["top"]["1"] == true,
+        (o["exam"].as_f64().unwrap() - 1.0 / 17.0).abs() < 1e-12 && o["top"]["1"] == true,
         || format!("{o:#}"),
     )?;
     check(
@@ -72,12 +75,32 @@ fn eval_reproduces_hand_computed_ranks() -> Result {
     let out2 = sfl(&again, dir);
     check(out2.stdout == out.stdout, || show(&out2))?;
 
-    // Function granularity: the fault is function `minmax` (lines 6-22), which Ochiai ties
-    // with `check` (lines 28-31, run by every test too): 0 + 2/2 of 7 executed functions.
+    // With test code ranked again, the failing tests' bodies (run by one failing test each,
+    // by no passing test) tie with the fault for Tarantula: 36 executed lines; Tarantula puts 9
+    // test lines beside the fault (0 + 10/2), Wong1 17 lines (the 14 above and `check`'s 3).
+    let mut with_tests = again.clone();
+    with_tests.push("--include-test-code");
+    let wt: Value = serde_json::from_slice(&sfl(&with_tests, dir).stdout)?;
+    let rank_of = |m: &str| {
+        wt["measures"]
+            .as_array()
+            .and_then(|ms| ms.iter().find(|x| x["measure"] == m))
+            .map(|x| x["standard_rank"].clone())
+    };
+    check(
+        wt["lines"] == 36
+            && rank_of("ochiai") == Some(0.5.into())
+            && rank_of("tarantula") == Some(5.0.into())
+            && rank_of("wong1") == Some(8.5.into()),
+        || format!("{wt:#}"),
+    )?;
+
+    // Function granularity: the fault is function `minmax` (lines 6-22), the only function
+    // left once test code is: 0 + 1/2 of 1 executed function.
     let mut f = again.clone();
     f.extend(["--granularity", "function"]);
     let fun: Value = serde_json::from_slice(&sfl(&f, dir).stdout)?;
-    check(fun["lines"] == 7 && fun["measures"][0]["standard_rank"] == 1.0, || {
+    check(fun["lines"] == 1 && fun["measures"][0]["standard_rank"] == 0.5, || {
         format!("{fun:#}")
     })?;
 

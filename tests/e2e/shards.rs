@@ -31,6 +31,27 @@ fn without_durations(json: &[u8]) -> Result<Value> {
     Ok(v)
 }
 
+/// Where two JSON values first differ, as a path with both values (for a readable failure).
+fn first_difference(a: &Value, b: &Value, at: &str) -> String {
+    match (a, b) {
+        (Value::Object(x), Value::Object(y)) => x
+            .keys()
+            .chain(y.keys())
+            .find(|k| x.get(*k) != y.get(*k))
+            .map(|k| {
+                let null = Value::Null;
+                let (u, v) = (x.get(k).unwrap_or(&null), y.get(k).unwrap_or(&null));
+                first_difference(u, v, &format!("{at}.{k}"))
+            })
+            .unwrap_or_default(),
+        (Value::Array(x), Value::Array(y)) if x.len() == y.len() => (0..x.len())
+            .find(|&i| x[i] != y[i])
+            .map(|i| first_difference(&x[i], &y[i], &format!("{at}[{i}]")))
+            .unwrap_or_default(),
+        _ => format!("{at}: {a} vs {b}"),
+    }
+}
+
 /// Three `count` shards and two `hash` shards of the workspace fixture merge into exactly the
 /// unsharded matrix and report; shards of different sources are refused.
 fn shards_merge_into_the_unsharded_matrix() -> Result {
@@ -73,7 +94,10 @@ fn shards_merge_into_the_unsharded_matrix() -> Result {
         check(merged.status.success(), || show(&merged))?;
         let got = normalized_spectra(&merged_file)?;
         check(got == whole, || {
-            format!("{kind}: merged spectra differ from the unsharded run")
+            format!(
+                "{kind}: merged spectra differ from the unsharded run at {}",
+                first_difference(&got, &whole, "$")
+            )
         })?;
         check(
             without_durations(&merged.stdout)? == without_durations(&full.stdout)?,
