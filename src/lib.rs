@@ -6,7 +6,7 @@
 //! [`edges`] (per-test control-flow edges) → [`spectra`] (the coverage matrix, saved and
 //! reloaded; [`gzoltar`] imports one) → [`analysis`] (ambiguity groups, the all-failing core,
 //! scores under every option) with [`measures`] (the catalogue, Doric's measures), [`cp`] and
-//! [`testcode`] → [`rank`] (with [`diff`] for changed lines) → [`report`] (human, JSON, SARIF,
+//! [`testcode`] (test code, from [`syntax`]) → [`rank`] (with [`diff`] for changed lines) → [`report`] (human, JSON, SARIF,
 //! HTML); [`eval`] scores every measure on known [`faults`] with [`hitting`] (HT_Rank).
 //!
 //! Around them: [`cli`] parses arguments into a [`config`], and [`pipeline`] runs each
@@ -34,6 +34,7 @@ pub mod gzoltar;
 pub mod analysis;
 pub mod measures;
 pub mod cp;
+pub mod syntax;
 pub mod testcode;
 pub mod rank;
 pub mod diff;

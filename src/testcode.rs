@@ -1,14 +1,13 @@
 //! Which lines are test code: `#[test]` functions (any attribute whose last segment is `test`,
 //! e.g. `#[tokio::test]`), items under `#[cfg(test)]` (also `cfg(all(test, …))`), modules
 //! such items declare in other files, and files of integration tests, benches and examples
-//! (under a `tests/`, `benches/` or `examples/` directory). Parsed with syn; a file that does not parse is left as
-//! it is (none of its lines are called test code).
+//! (under a `tests/`, `benches/` or `examples/` directory). Parsed with syn by [`crate::syntax`];
+//! a file that does not parse is left as it is (none of its lines are called test code).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-use syn::spanned::Spanned;
-use syn::visit::Visit;
+use crate::syntax::Parsed;
 
 /// Test code per workspace-relative file: whole files, and line ranges of the others.
 #[derive(Debug, Default, PartialEq)]
@@ -20,6 +19,12 @@ pub struct TestCode {
 impl TestCode {
     /// Reads the given files (paths relative to `root`, `/`-separated).
     pub fn find(root: &Path, files: &[&str]) -> TestCode {
+        Self::find_in(&mut Parsed::new(root), files)
+    }
+
+    /// Like `find`, with files parsed once for every other use of their syntax.
+    pub fn find_in(parsed: &mut Parsed, files: &[&str]) -> TestCode {
+        let root = parsed.root().to_path_buf();
         let mut out = TestCode::default();
         let mut test_modules: BTreeSet<PathBuf> = BTreeSet::new();
         for &rel in files {
@@ -27,23 +32,17 @@ impl TestCode {
                 out.whole_files.insert(rel.to_string());
                 continue;
             }
-            let path = root.join(rel);
-            let Ok(text) = std::fs::read_to_string(&path) else {
-                continue;
-            };
-            let Ok(file) = syn::parse_file(&text) else { continue };
-            let mut v = Visitor::default();
-            v.visit_file(&file);
-            if !v.ranges.is_empty() {
-                out.ranges.insert(rel.to_string(), v.ranges);
+            let Some(syntax) = parsed.file(rel) else { continue };
+            if !syntax.test_ranges.is_empty() {
+                out.ranges.insert(rel.to_string(), syntax.test_ranges.clone());
             }
-            for name in v.out_of_line {
-                test_modules.extend(module_files(&path, &name));
+            for name in &syntax.test_modules {
+                test_modules.extend(module_files(&root.join(rel), name));
             }
         }
         // Modules declared `#[cfg(test)] mod name;` are test code wherever they live.
         for &rel in files {
-            if test_modules.iter().any(|m| m.ends_with(rel) && m.starts_with(root)) {
+            if test_modules.iter().any(|m| m.ends_with(rel) && m.starts_with(&root)) {
                 out.whole_files.insert(rel.to_string());
                 out.ranges.remove(rel);
             }
@@ -78,86 +77,6 @@ fn module_files(file: &Path, name: &str) -> Vec<PathBuf> {
         dir.join(stem)
     };
     vec![base.join(format!("{name}.rs")), base.join(name).join("mod.rs")]
-}
-
-#[derive(Default)]
-struct Visitor {
-    ranges: Vec<(u32, u32)>,
-    /// Test modules whose body is in another file.
-    out_of_line: Vec<String>,
-}
-
-impl Visitor {
-    fn mark(&mut self, span: proc_macro2::Span) {
-        let (a, b) = (span.start().line as u32, span.end().line as u32);
-        if a > 0 {
-            self.ranges.push((a, b));
-        }
-    }
-}
-
-/// `#[test]`-like: an attribute whose path ends in `test`.
-fn is_test_attr(attr: &syn::Attribute) -> bool {
-    attr.path().segments.last().is_some_and(|s| s.ident == "test")
-}
-
-/// `#[cfg(test)]`, or `test` required by an `all(…)` inside it.
-fn is_cfg_test(attr: &syn::Attribute) -> bool {
-    if !attr.path().is_ident("cfg") {
-        return false;
-    }
-    let Ok(meta) = attr.parse_args::<syn::Meta>() else {
-        return false;
-    };
-    requires_test(&meta)
-}
-
-fn requires_test(meta: &syn::Meta) -> bool {
-    match meta {
-        syn::Meta::Path(p) => p.is_ident("test"),
-        syn::Meta::List(list) if list.path.is_ident("all") => list
-            .parse_args_with(syn::punctuated::Punctuated::<syn::Meta, syn::Token![,]>::parse_terminated)
-            .is_ok_and(|items| items.iter().any(requires_test)),
-        _ => false,
-    }
-}
-
-impl<'ast> Visit<'ast> for Visitor {
-    fn visit_item(&mut self, item: &'ast syn::Item) {
-        let attrs: &[syn::Attribute] = match item {
-            syn::Item::Fn(f) => &f.attrs,
-            syn::Item::Mod(m) => &m.attrs,
-            syn::Item::Impl(i) => &i.attrs,
-            syn::Item::Const(c) => &c.attrs,
-            syn::Item::Static(s) => &s.attrs,
-            syn::Item::Struct(s) => &s.attrs,
-            syn::Item::Enum(e) => &e.attrs,
-            syn::Item::Use(u) => &u.attrs,
-            syn::Item::Macro(m) => &m.attrs,
-            syn::Item::Trait(t) => &t.attrs,
-            _ => &[],
-        };
-        let cfg_test = attrs.iter().any(is_cfg_test);
-        let test_fn = matches!(item, syn::Item::Fn(_)) && attrs.iter().any(is_test_attr);
-        if cfg_test || test_fn {
-            self.mark(item.span());
-            if let syn::Item::Mod(m) = item
-                && m.content.is_none()
-            {
-                self.out_of_line.push(m.ident.to_string());
-            }
-            return;
-        }
-        syn::visit::visit_item(self, item);
-    }
-
-    fn visit_impl_item_fn(&mut self, f: &'ast syn::ImplItemFn) {
-        if f.attrs.iter().any(|a| is_cfg_test(a) || is_test_attr(a)) {
-            self.mark(f.span());
-            return;
-        }
-        syn::visit::visit_impl_item_fn(self, f);
-    }
 }
 
 #[cfg(test)]

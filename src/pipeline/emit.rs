@@ -14,12 +14,13 @@ use crate::measures::Measure;
 use crate::rank::{Ranking, rank_only};
 use crate::report;
 use crate::spectra::Spectra;
+use crate::syntax::Parsed;
 use crate::ui;
 
 /// Ranks and writes the report; returns the exit code.
 pub fn emit(spectra: &Spectra, out: &ReportConfig) -> anyhow::Result<i32> {
     let mut converted = None;
-    let spectra = at_granularity(spectra, out, &mut converted)?;
+    let (spectra, function_names) = at_granularity(spectra, out, &mut converted)?;
     let opts = out.options.clone();
     require_edges(spectra, &out.measures)?;
     let analysis = Analysis::with_cp(spectra, opts.group, out.measures.iter().any(|m| m.needs_edges()));
@@ -39,6 +40,7 @@ pub fn emit(spectra: &Spectra, out: &ReportConfig) -> anyhow::Result<i32> {
         opts,
         top: out.top,
         diff_base: out.diff_base.as_deref(),
+        function_names: function_names.as_deref(),
     };
     write_report(out, &analysis, &rankings, &view)?;
     if summary.failing() > 0 && summary.failing() == summary.ran() {
@@ -54,13 +56,16 @@ pub fn emit(spectra: &Spectra, out: &ReportConfig) -> anyhow::Result<i32> {
 }
 
 /// The matrix as the report options want it: without test code (unless `--include-test-code`) and
-/// at the requested granularity.
+/// at the requested granularity; at function granularity, with each unit's function name (the
+/// source is parsed once for both).
 pub(super) fn at_granularity<'a>(
     spectra: &'a Spectra,
     out: &ReportConfig,
     converted: &'a mut Option<Spectra>,
-) -> Result<&'a Spectra, SflError> {
-    let mut owned = (!out.include_test_code).then(|| without_test_code(spectra));
+) -> Result<(&'a Spectra, Option<Vec<String>>), SflError> {
+    let mut parsed = Parsed::new(Path::new(&spectra.workspace_root));
+    let mut owned = (!out.include_test_code).then(|| without_test_code(spectra, &mut parsed));
+    let mut names = None;
     if out.granularity == Granularity::Function {
         let base = owned.as_ref().unwrap_or(spectra);
         if base.functions.is_empty() {
@@ -68,19 +73,22 @@ pub(super) fn at_granularity<'a>(
                 "--granularity function needs function information, which imported matrices and spectra saved by older versions lack".into(),
             ));
         }
-        owned = Some(base.by_function());
+        let functions = base.by_function();
+        names = Some(parsed.function_names(&functions.functions));
+        owned = Some(functions);
     }
-    Ok(match owned {
+    let spectra = match owned {
         Some(s) => converted.insert(s),
         None => spectra,
-    })
+    };
+    Ok((spectra, names))
 }
 
 /// The matrix without the lines `testcode` finds to be test code.
-fn without_test_code(spectra: &Spectra) -> Spectra {
+fn without_test_code(spectra: &Spectra, parsed: &mut Parsed) -> Spectra {
     let mut files: Vec<&str> = spectra.units.iter().map(|u| u.file.as_str()).collect();
     files.dedup();
-    let tests = crate::testcode::TestCode::find(Path::new(&spectra.workspace_root), &files);
+    let tests = crate::testcode::TestCode::find_in(parsed, &files);
     let keep: Vec<bool> = spectra.units.iter().map(|u| !tests.contains(&u.file, u.line)).collect();
     ui::info(format!(
         "left out {} lines of test code",
@@ -324,7 +332,7 @@ mod tests {
         let s = doric_minmax();
         let mut out = config(&[]);
         let mut converted = None;
-        assert!(std::ptr::eq(at_granularity(&s, &out, &mut converted).unwrap(), &s));
+        assert!(std::ptr::eq(at_granularity(&s, &out, &mut converted).unwrap().0, &s));
         out.granularity = Granularity::Function;
         let err = at_granularity(&s, &out, &mut converted).unwrap_err();
         assert!(matches!(err, SflError::Usage(_)));

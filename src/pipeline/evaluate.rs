@@ -14,7 +14,7 @@ use super::emit::{at_granularity, require_edges, write_output};
 pub(super) fn evaluate(spectra: &Spectra, faults: Vec<Fault>, cfg: &EvalConfig) -> anyhow::Result<i32> {
     let out = &cfg.run.report;
     let mut converted = None;
-    let spectra = at_granularity(spectra, out, &mut converted)?;
+    let (spectra, _) = at_granularity(spectra, out, &mut converted)?;
     // At function granularity a fault is the functions that contain its lines.
     let faults: Vec<Fault> = if out.granularity == Granularity::Function {
         faults

@@ -80,7 +80,7 @@ fn data(a: &Analysis, rankings: &[Ranking], view: &View) -> Value {
         })
         .collect();
 
-    let groups = groups(a, &fail, &pass, &position);
+    let groups = groups(a, view, &fail, &pass, &position);
 
     // ρ_k of each failing test: units it runs (all of them, as cl counts them).
     let mut rho = vec![0usize; failing.len()];
@@ -119,7 +119,7 @@ fn data(a: &Analysis, rankings: &[Ranking], view: &View) -> Value {
 
 /// Each group: its label, units, counts, the failing tests (positions in `failing`) and the
 /// first passing tests that ran it.
-fn groups(a: &Analysis, fail: &BitSet, pass: &BitSet, position: &BTreeMap<usize, usize>) -> Vec<Value> {
+fn groups(a: &Analysis, view: &View, fail: &BitSet, pass: &BitSet, position: &BTreeMap<usize, usize>) -> Vec<Value> {
     let s = a.spectra;
     a.groups
         .iter()
@@ -129,6 +129,13 @@ fn groups(a: &Analysis, fail: &BitSet, pass: &BitSet, position: &BTreeMap<usize,
             let passes: Vec<usize> = col.ones_and(pass).collect();
             let label = match s.units[g.units[0]].name() {
                 Some(name) => name.to_string(),
+                None if view.function_names.is_some() => g
+                    .units
+                    .iter()
+                    .filter_map(|&u| view.function(a, u).map(|(n, at)| (s.units[u].file.as_str(), n, at)))
+                    .map(|(file, name, at)| format!("{name} {file}:{at}"))
+                    .collect::<Vec<_>>()
+                    .join(", "),
                 None => spans(&g.units, &s.units)
                     .iter()
                     .map(|fs| format!("{}:{}", fs.file, fs.runs()))

@@ -64,6 +64,8 @@ pub fn human(a: &Analysis, rankings: &[Ranking], view: &View) -> String {
     );
     let (noun, place) = if sum.files == 0 {
         ("units", String::new())
+    } else if view.function_names.is_some() {
+        ("functions", format!(" in {} files", sum.files))
     } else {
         ("lines", format!(" in {} files", sum.files))
     };
@@ -112,7 +114,8 @@ fn footer(out: &mut String, a: &Analysis, rankings: &[Ranking], view: &View) {
     if rankings.iter().any(|r| r.entries.iter().any(|x| x.certain)) {
         let _ = writeln!(
             out,
-            "(certain: a failing test ran this line and nothing else, so Doric's fault likelihood is 1.)"
+            "(certain: a failing test ran this {} and nothing else, so Doric's fault likelihood is 1.)",
+            view.unit_noun()
         );
         blank = "";
     }
@@ -127,7 +130,8 @@ fn footer(out: &mut String, a: &Analysis, rankings: &[Ranking], view: &View) {
     if lists_lines {
         let _ = writeln!(
             out,
-            "{blank}(ef = failing tests that ran the line, ep = passing tests that ran it.)"
+            "{blank}(ef = failing tests that ran the {}, ep = passing tests that ran it.)",
+            view.unit_noun()
         );
     }
 }
@@ -144,7 +148,7 @@ fn human_ranking(out: &mut String, a: &Analysis, r: &Ranking, view: &View, sourc
     let _ = writeln!(
         out,
         "\n{}{order} ({}), top {} of {} entries:",
-        console::style(format!("Most suspicious lines by {}", r.measure.name)).bold(),
+        console::style(format!("Most suspicious {}s by {}", view.unit_noun(), r.measure.name)).bold(),
         r.measure.formula,
         shown.len(),
         r.entries.len()
@@ -163,12 +167,11 @@ fn human_ranking(out: &mut String, a: &Analysis, r: &Ranking, view: &View, sourc
         let _ = writeln!(out, "  {}", console::style(f).cyan().bold());
         for x in shown.iter().filter(|x| !named(x) && file_of(x) == f) {
             let group = &a.groups[x.group].units;
-            let first = &units[group[0]];
-            let mut src = sources.line(&first.file, first.line).unwrap_or("").trim().to_string();
-            if group.len() > 1 {
-                let _ = write!(src, "   (+{} lines alike: {})", group.len() - 1, alike(group, units));
-            }
-            let text = line(x, &first.line.to_string(), &src);
+            let (location, src) = match view.function(a, group[0]) {
+                Some(_) => function_entry(a, view, group),
+                None => line_entry(a, group, sources),
+            };
+            let text = line(x, &location, &src);
             let text = if x.rank <= 1.0 {
                 console::style(text).red().to_string()
             } else {
@@ -237,6 +240,44 @@ fn entry_line(r: &Ranking, x: &Ranked, location: &str, src: &str) -> String {
     )
 }
 
+/// A line entry's location (its first line) and text (that line's source, and the other
+/// lines of its group in short).
+fn line_entry(a: &Analysis, group: &[usize], sources: &mut Sources) -> (String, String) {
+    let units = &a.spectra.units;
+    let first = &units[group[0]];
+    let mut src = sources.line(&first.file, first.line).unwrap_or("").trim().to_string();
+    if group.len() > 1 {
+        let _ = write!(src, "   (+{} lines alike: {})", group.len() - 1, alike(group, units));
+    }
+    (first.line.to_string(), src)
+}
+
+/// A function entry's location (`file:start-end` of its first function) and text (its name,
+/// and the other functions of its group with their spans).
+fn function_entry(a: &Analysis, view: &View, group: &[usize]) -> (String, String) {
+    let file = |u: usize| a.spectra.functions[u].file.as_str();
+    let Some((name, span)) = view.function(a, group[0]) else {
+        return (String::new(), String::new());
+    };
+    let mut src = name.to_string();
+    if group.len() > 1 {
+        let others: Vec<String> = group[1..]
+            .iter()
+            .filter_map(|&u| {
+                let (n, s) = view.function(a, u)?;
+                Some(if file(u) == file(group[0]) {
+                    format!("{n} {s}")
+                } else {
+                    format!("{n} {}:{s}", file(u))
+                })
+            })
+            .collect();
+        let noun = if others.len() == 1 { "function" } else { "functions" };
+        let _ = write!(src, "   (+{} {noun} alike: {})", others.len(), cut(&others.join(", ")));
+    }
+    (format!("{}:{span}", file(group[0])), src)
+}
+
 /// A group's lines in short: spans in the first line's file bare, others prefixed with their
 /// file; cut to 60 characters.
 fn alike(group: &[usize], units: &[Unit]) -> String {
@@ -251,11 +292,15 @@ fn alike(group: &[usize], units: &[Unit]) -> String {
             }
         })
         .collect();
-    let list = all.join(", ");
+    cut(&all.join(", "))
+}
+
+/// `list` cut to 60 characters.
+fn cut(list: &str) -> String {
     if list.chars().count() > 60 {
         list.chars().take(59).collect::<String>() + "…"
     } else {
-        list
+        list.to_string()
     }
 }
 

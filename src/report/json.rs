@@ -90,7 +90,8 @@ impl<'a> JsonCfg<'a> {
     }
 }
 
-/// A unit: a source line, or an imported unit's name.
+/// A unit: a source line, a function (`--granularity function`: its first line, `end_line`
+/// and `function` name), or an imported unit's name.
 #[derive(Serialize)]
 struct JsonUnit<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -98,22 +99,32 @@ struct JsonUnit<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     line: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    end_line: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    function: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     name: Option<&'a str>,
 }
 
 impl<'a> JsonUnit<'a> {
-    fn of(u: &'a Unit) -> Self {
-        match u.name() {
-            Some(name) => JsonUnit {
+    fn of(a: &'a Analysis, view: &View<'a>, u: usize) -> Self {
+        let unit: &'a Unit = &a.spectra.units[u];
+        if let Some(name) = unit.name() {
+            return JsonUnit {
                 file: None,
                 line: None,
+                end_line: None,
+                function: None,
                 name: Some(name),
-            },
-            None => JsonUnit {
-                file: Some(&u.file),
-                line: Some(u.line),
-                name: None,
-            },
+            };
+        }
+        let function = view.function_names.and_then(|names| names.get(u)).map(String::as_str);
+        JsonUnit {
+            file: Some(&unit.file),
+            line: Some(unit.line),
+            end_line: function.and_then(|_| a.spectra.functions.get(u)).map(|f| f.end),
+            function,
+            name: None,
         }
     }
 }
@@ -149,7 +160,7 @@ struct JsonEntry<'a> {
 }
 
 /// The JSON report (pretty-printed, stable key order).
-pub fn json(a: &Analysis, rankings: &[Ranking], view: &View) -> String {
+pub fn json<'a>(a: &'a Analysis, rankings: &[Ranking], view: &View<'a>) -> String {
     let spectra = a.spectra;
     let report = JsonReport {
         schema: SCHEMA,
@@ -182,7 +193,7 @@ pub fn json(a: &Analysis, rankings: &[Ranking], view: &View) -> String {
                 changed_in_top: view.changed_in_top(r),
                 ht_order: r.ht.as_ref(),
                 cfg: if r.measure.needs_edges() { JsonCfg::of(a) } else { None },
-                units: r.entries.iter().map(|x| json_entry(a, x)).collect(),
+                units: r.entries.iter().map(|x| json_entry(a, view, x)).collect(),
             })
             .collect(),
     };
@@ -191,13 +202,13 @@ pub fn json(a: &Analysis, rankings: &[Ranking], view: &View) -> String {
     s
 }
 
-fn json_entry<'a>(a: &'a Analysis, x: &Ranked) -> JsonEntry<'a> {
+fn json_entry<'a>(a: &'a Analysis, view: &View<'a>, x: &Ranked) -> JsonEntry<'a> {
     let units = &a.groups[x.group].units;
     let c = x.counts;
     JsonEntry {
-        first: JsonUnit::of(&a.spectra.units[units[0]]),
+        first: JsonUnit::of(a, view, units[0]),
         members: if units.len() > 1 {
-            units.iter().map(|&u| JsonUnit::of(&a.spectra.units[u])).collect()
+            units.iter().map(|&u| JsonUnit::of(a, view, u)).collect()
         } else {
             Vec::new()
         },

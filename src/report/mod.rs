@@ -65,9 +65,58 @@ pub struct View<'a> {
     pub top: usize,
     /// The `--diff-base` revision, when entries are marked as changed.
     pub diff_base: Option<&'a str>,
+    /// At `--granularity function`: each unit's function name (unit `u` is the spectra's
+    /// function `u`, whose extent `Spectra::functions[u]` gives). `None` for lines.
+    pub function_names: Option<&'a [String]>,
 }
 
 impl View<'_> {
+    /// What a unit is, in the singular: "function" or "line".
+    pub fn unit_noun(&self) -> &'static str {
+        if self.function_names.is_some() {
+            "function"
+        } else {
+            "line"
+        }
+    }
+
+    /// The function unit `u` is, with its name, at function granularity.
+    pub fn function<'s>(&'s self, a: &'s Analysis, u: usize) -> Option<(&'s str, LineSpan)> {
+        let name = self.function_names?.get(u)?;
+        let f = a.spectra.functions.get(u)?;
+        Some((
+            name,
+            LineSpan {
+                start: f.start,
+                end: f.end,
+            },
+        ))
+    }
+
+    /// A group's spans by file: adjacent lines merged, or, at function granularity, each
+    /// function's own extent (two functions are never one span).
+    pub fn spans<'s>(&self, a: &'s Analysis, units: &[usize]) -> Vec<FileSpans<'s>> {
+        if self.function_names.is_none() {
+            return spans(units, &a.spectra.units);
+        }
+        let mut out: Vec<FileSpans<'s>> = Vec::new();
+        for &u in units {
+            let f = &a.spectra.functions[u];
+            let span = LineSpan {
+                start: f.start,
+                end: f.end,
+            };
+            match out.last_mut() {
+                Some(fs) if fs.file == f.file => fs.spans.push(span),
+                _ => out.push(FileSpans {
+                    file: &f.file,
+                    spans: vec![span],
+                }),
+            }
+        }
+        out
+    }
+
     /// How many of a ranking's top N entries touch changed lines (with `--diff-base`).
     pub fn changed_in_top(&self, r: &Ranking) -> Option<usize> {
         self.diff_base?;
@@ -291,6 +340,7 @@ mod tests {
             opts: Options::default(),
             top: 3,
             diff_base: None,
+            function_names: None,
         }
     }
 
@@ -313,6 +363,53 @@ mod tests {
             }
             text => panic!("html rendered {text:?}"),
         }
+    }
+
+    /// At function granularity the report names functions and shows their extents; a group
+    /// of functions lists the others by name and extent, never as a range of first lines.
+    #[test]
+    fn functions_read_as_functions() {
+        let mut s = matrix(&["11101-", "00110+"]);
+        let span = |start, end| crate::spectra::FunctionSpan {
+            file: "src/lib.rs".into(),
+            start,
+            end,
+        };
+        s.set_functions(vec![span(1, 2), span(3, 4), span(5, 5)]);
+        let f = s.by_function();
+        let a = Analysis::new(&f, true);
+        let rankings = vec![rank(&a, find("ochiai").unwrap(), &Options::default())];
+        let names = ["a::f".to_string(), "b".into(), "a::f::{closure}".into()];
+        let view = View {
+            function_names: Some(&names),
+            ..view()
+        };
+        let Rendered::Text(text) = render(Format::Human, &a, &rankings, &view) else {
+            panic!("human is text");
+        };
+        let text = console::strip_ansi_codes(&text);
+        assert!(text.contains("3 functions in 1 files"), "{text}");
+        assert!(text.contains("Most suspicious functions by ochiai"), "{text}");
+        assert!(
+            text.contains("src/lib.rs:1-2 | a::f   (+1 function alike: a::f::{closure} 5)"),
+            "{text}"
+        );
+        assert!(text.contains("src/lib.rs:3-4 | b\n"), "{text}");
+        assert!(!text.contains("lines alike") && !text.contains("1-3"), "{text}");
+        let Rendered::Text(json) = render(Format::Json, &a, &rankings, &view) else {
+            panic!("json is text");
+        };
+        let json: serde_json::Value = serde_json::from_str(&json).unwrap();
+        let top = &json["rankings"][0]["units"][0];
+        assert_eq!(
+            (&top["function"], &top["line"], &top["end_line"]),
+            (&"a::f".into(), &1.into(), &2.into())
+        );
+        assert_eq!(top["members"][1]["function"], "a::f::{closure}");
+        let Rendered::Page { html, .. } = render(Format::Html, &a, &rankings, &view) else {
+            panic!("html is a page");
+        };
+        assert!(html.contains("a::f src/lib.rs:1-2, a::f::{closure} src/lib.rs:5"));
     }
 
     /// An entry the measure could not score reads as such everywhere, not as a score of 0.

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use md5::{Digest, Md5};
 use serde::Serialize;
 
-use super::{Conventions, Sources, View, fmt_score, spans, test_label};
+use super::{Conventions, Sources, View, fmt_score, test_label};
 use crate::analysis::Analysis;
 use crate::coverage::hex;
 use crate::measures::Measure;
@@ -298,7 +298,7 @@ fn panic_site(message: &str) -> Option<(String, u32, u32)> {
 }
 
 /// The SARIF log (pretty-printed).
-pub fn sarif(a: &Analysis, rankings: &[Ranking], view: &View) -> String {
+pub fn sarif<'a>(a: &Analysis, rankings: &[Ranking], view: &'a View<'a>) -> String {
     let spectra = a.spectra;
     let workspace = Path::new(&spectra.workspace_root);
     let (repo, prefix) = repository_root(workspace);
@@ -313,6 +313,7 @@ pub fn sarif(a: &Analysis, rankings: &[Ranking], view: &View) -> String {
     let at = Place {
         prefix: &prefix,
         related: &related,
+        view,
     };
     let mut results = Vec::new();
     for (rule_index, r) in rankings.iter().enumerate() {
@@ -420,6 +421,8 @@ fn rule(m: &Measure) -> Rule {
 struct Place<'a> {
     prefix: &'a str,
     related: &'a [Location],
+    /// Whether units are lines or functions (and the functions' names).
+    view: &'a View<'a>,
 }
 
 fn result(a: &Analysis, r: &Ranking, rule_index: usize, x: &Ranked, at: &Place, sources: &mut Sources) -> SarifResult {
@@ -427,8 +430,13 @@ fn result(a: &Analysis, r: &Ranking, rule_index: usize, x: &Ranked, at: &Place, 
     let m = r.measure;
     let c = x.counts;
     let what = if m.is_probability() { "probability" } else { "score" };
+    let noun = at.view.unit_noun();
+    let subject = match at.view.function(a, group[0]) {
+        Some((name, _)) => format!("Suspicious function {name}"),
+        None => "Suspicious line".to_string(),
+    };
     let mut text = format!(
-        "Suspicious line: {} {what} {} (rank {} of {} entries). Run by {} of {} failing tests and {} of {} passing tests.",
+        "{subject}: {} {what} {} (rank {} of {} entries). Run by {} of {} failing tests and {} of {} passing tests.",
         m.name,
         fmt_score(m, x),
         x.rank,
@@ -439,16 +447,16 @@ fn result(a: &Analysis, r: &Ranking, rule_index: usize, x: &Ranked, at: &Place, 
         c.ep + c.np
     );
     if x.certain {
-        text.push_str(" A failing test ran this line and nothing else.");
+        text.push_str(&format!(" A failing test ran this {noun} and nothing else."));
     }
     if group.len() > 1 {
         text.push_str(&format!(
-            " {} more lines run exactly alike and cannot be told apart.",
+            " {} more {noun}s run exactly alike and cannot be told apart.",
             group.len() - 1
         ));
     }
     if x.changed {
-        text.push_str(" This line changed in the change under test.");
+        text.push_str(&format!(" This {noun} changed in the change under test."));
     }
     let (location, alike) = locations(a, group, at);
     let mut related_locations = at.related.to_vec();
@@ -511,7 +519,7 @@ fn locations(a: &Analysis, group: &[usize], at: &Place) -> (Location, Vec<Locati
         };
         return (location, Vec::new());
     }
-    let all = spans(group, units);
+    let all = at.view.spans(a, group);
     // The group starts in the first file with its first span.
     let head = all[0].spans[0];
     let mut others = Vec::new();
@@ -522,7 +530,10 @@ fn locations(a: &Analysis, group: &[usize], at: &Place) -> (Location, Vec<Locati
             }
             others.push(Location {
                 id: Some(at.related.len() + others.len() + 1),
-                message: Some(Message::text("Runs exactly like the reported line.")),
+                message: Some(Message::text(format!(
+                    "Runs exactly like the reported {}.",
+                    at.view.unit_noun()
+                ))),
                 logical_locations: Vec::new(),
                 physical_location: Some(physical(at.prefix, fs.file, lines(span.start, span.end))),
             });
@@ -530,6 +541,15 @@ fn locations(a: &Analysis, group: &[usize], at: &Place) -> (Location, Vec<Locati
     }
     let location = Location {
         physical_location: Some(physical(at.prefix, &first.file, lines(first.line, head.end))),
+        logical_locations: at
+            .view
+            .function(a, group[0])
+            .map(|(name, _)| LogicalLocation {
+                fully_qualified_name: name.to_string(),
+                kind: Some("function"),
+            })
+            .into_iter()
+            .collect(),
         ..Location::default()
     };
     (location, others)
@@ -543,15 +563,68 @@ mod tests {
     use crate::rank::rank;
     use crate::spectra::tests::matrix;
 
+    fn view(function_names: Option<&[String]>) -> View<'_> {
+        View {
+            opts: Options::default(),
+            top: 10,
+            diff_base: None,
+            function_names,
+        }
+    }
+
+    /// At function granularity a result points at its function's whole extent and names it;
+    /// a function run alike is related by its own extent, not merged with the first.
+    #[test]
+    fn a_function_result_spans_the_function_and_names_it() {
+        let mut s = matrix(&["11101-", "00110+"]);
+        let span = |start, end| crate::spectra::FunctionSpan {
+            file: "src/lib.rs".into(),
+            start,
+            end,
+        };
+        s.set_functions(vec![span(1, 2), span(3, 4), span(5, 5)]);
+        let f = s.by_function();
+        let a = Analysis::new(&f, true);
+        assert_eq!(a.groups[0].units, [0, 2]);
+        let r = rank(&a, find("ochiai").unwrap(), &Options::default());
+        let names = ["a::f".to_string(), "b".into(), "a::f::{closure}".into()];
+        let view = view(Some(&names));
+        let at = Place {
+            prefix: "",
+            related: &[],
+            view: &view,
+        };
+        let mut sources = Sources::new(Path::new("/nonexistent"));
+        let got = serde_json::to_value(result(&a, &r, 0, &r.entries[0], &at, &mut sources)).unwrap();
+        assert!(
+            got["message"]["text"]
+                .as_str()
+                .unwrap()
+                .starts_with("Suspicious function a::f: ochiai")
+        );
+        let region = |v: &serde_json::Value| v["physicalLocation"]["region"].clone();
+        assert_eq!(
+            region(&got["locations"][0]),
+            serde_json::json!({"startLine": 1, "endLine": 2})
+        );
+        assert_eq!(got["locations"][0]["logicalLocations"][0]["fullyQualifiedName"], "a::f");
+        assert_eq!(
+            region(&got["relatedLocations"][0]),
+            serde_json::json!({"startLine": 5, "endLine": 5})
+        );
+    }
+
     #[test]
     fn a_result_serialises_in_sarif_key_order_with_its_other_spans_related() {
         // Lines 1-3 and 5 run exactly alike (one entry); line 4 is run by the passing test only.
         let s = matrix(&["11101-", "00010+"]);
         let a = Analysis::new(&s, true);
         let r = rank(&a, find("ochiai").unwrap(), &Options::default());
+        let view = view(None);
         let at = Place {
             prefix: "ws/",
             related: &[],
+            view: &view,
         };
         let mut sources = Sources::new(Path::new("/nonexistent"));
         let got = result(&a, &r, 0, &r.entries[0], &at, &mut sources);

@@ -117,6 +117,21 @@ fn eval_reproduces_hand_computed_ranks() -> Result {
         || format!("{fun:#}"),
     )?;
 
+    // The report at function granularity names the function and shows its extent.
+    let human = sfl(&["report", "--granularity", "function", "-m", "ochiai"], dir);
+    let text = String::from_utf8_lossy(&human.stdout);
+    check(
+        text.contains("Most suspicious functions by ochiai") && text.contains("src/lib.rs:6-22 | minmax"),
+        || show(&human),
+    )?;
+    let json = sfl(&["report", "--granularity", "function", "--format", "json"], dir);
+    let json: Value = serde_json::from_slice(&json.stdout)?;
+    let top = &json["rankings"][0]["units"][0];
+    check(
+        top["function"] == "minmax" && top["line"] == 6 && top["end_line"] == 22,
+        || format!("{top:#}"),
+    )?;
+
     // --order ht lists entries by expected hitting time, earliest first.
     let ht = sfl(&["report", "--order", "ht", "--format", "json"], dir);
     let ht: Value = serde_json::from_slice(&ht.stdout)?;

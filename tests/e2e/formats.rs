@@ -3,7 +3,7 @@
 //! and GZoltar matrices imported with `analyze`.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use libtest_mimic::Trial;
@@ -211,23 +211,32 @@ fn sarif_validates() -> Result {
         "a broken log passed the schema".into()
     })?;
 
-    let file = tmp.path().join("report.sarif");
-    std::fs::write(&file, &out.stdout)?;
-    let validated = tmp.path().join("validation.sarif");
-    let mt = Command::new(tool(
-        "SFL_SARIF_MULTITOOL",
-        "node_modules/@microsoft/sarif-multitool-linux/Sarif.Multitool",
-    )?)
-    .arg("validate")
-    .arg(&file)
-    .arg("-o")
-    .arg(&validated)
-    .output()?;
-    check(mt.status.success(), || show(&mt))?;
-    let v: Value = serde_json::from_slice(&std::fs::read(&validated)?)?;
-    let problems: Vec<&Value> = v["runs"][0]["results"].as_array().unwrap().iter().collect();
-    let errors: Vec<&&Value> = problems.iter().filter(|r| r["level"] == "error").collect();
-    check(errors.is_empty(), || format!("Multitool errors: {errors:#?}"))?;
+    multitool(tmp.path(), "report", &out.stdout)?;
+
+    // At function granularity a result spans its function and names it; still valid.
+    let fun = sfl(
+        &[
+            "report",
+            "--granularity",
+            "function",
+            "--format",
+            "sarif",
+            "-m",
+            "ochiai",
+        ],
+        tmp.path(),
+    );
+    check(fun.status.success(), || show(&fun))?;
+    let fun_log: Value = serde_json::from_slice(&fun.stdout)?;
+    let errors: Vec<String> = validator.iter_errors(&fun_log).map(|e| e.to_string()).collect();
+    check(errors.is_empty(), || errors.join("\n"))?;
+    multitool(tmp.path(), "functions", &fun.stdout)?;
+    let at = &fun_log["runs"][0]["results"][0]["locations"][0];
+    check(
+        at["physicalLocation"]["region"] == serde_json::json!({"startLine": 6, "endLine": 22})
+            && at["logicalLocations"][0]["fullyQualifiedName"] == "minmax",
+        || format!("{at:#}"),
+    )?;
 
     let run = &log["runs"][0];
     let results = run["results"].as_array().unwrap();
@@ -267,6 +276,27 @@ fn sarif_validates() -> Result {
             && results[6]["properties"]["probability"].is_null(),
         || format!("{:#}", results[6]),
     )
+}
+
+/// Microsoft's SARIF Multitool finds no error in `log` (written as `name.sarif` into `dir`).
+fn multitool(dir: &Path, name: &str, log: &[u8]) -> Result {
+    let file = dir.join(format!("{name}.sarif"));
+    std::fs::write(&file, log)?;
+    let validated = dir.join(format!("{name}-validation.sarif"));
+    let mt = Command::new(tool(
+        "SFL_SARIF_MULTITOOL",
+        "node_modules/@microsoft/sarif-multitool-linux/Sarif.Multitool",
+    )?)
+    .arg("validate")
+    .arg(&file)
+    .arg("-o")
+    .arg(&validated)
+    .output()?;
+    check(mt.status.success(), || show(&mt))?;
+    let v: Value = serde_json::from_slice(&std::fs::read(&validated)?)?;
+    let problems: Vec<&Value> = v["runs"][0]["results"].as_array().unwrap().iter().collect();
+    let errors: Vec<&&Value> = problems.iter().filter(|r| r["level"] == "error").collect();
+    check(errors.is_empty(), || format!("Multitool errors: {errors:#?}"))
 }
 
 /// The HTML report in a real headless browser: the top suspect, switching measures, "not the
