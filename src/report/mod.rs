@@ -365,10 +365,9 @@ mod tests {
         }
     }
 
-    /// At function granularity the report names functions and shows their extents; a group
-    /// of functions lists the others by name and extent, never as a range of first lines.
-    #[test]
-    fn functions_read_as_functions() {
+    /// Three functions over five lines (1-2, 3-4, 5), as `--granularity function` makes them:
+    /// the first and third run alike (one entry), and their names.
+    pub(super) fn three_functions() -> (crate::spectra::Spectra, [String; 3]) {
         let mut s = matrix(&["11101-", "00110+"]);
         let span = |start, end| crate::spectra::FunctionSpan {
             file: "src/lib.rs".into(),
@@ -376,10 +375,17 @@ mod tests {
             end,
         };
         s.set_functions(vec![span(1, 2), span(3, 4), span(5, 5)]);
-        let f = s.by_function();
+        let names = ["a::f".to_string(), "b".into(), "a::f::{closure}".into()];
+        (s.by_function(), names)
+    }
+
+    /// At function granularity the report names functions and shows their extents; a group
+    /// of functions lists the others by name and extent, never as a range of first lines.
+    #[test]
+    fn functions_read_as_functions() {
+        let (f, names) = three_functions();
         let a = Analysis::new(&f, true);
         let rankings = vec![rank(&a, find("ochiai").unwrap(), &Options::default())];
-        let names = ["a::f".to_string(), "b".into(), "a::f::{closure}".into()];
         let view = View {
             function_names: Some(&names),
             ..view()

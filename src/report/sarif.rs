@@ -576,18 +576,10 @@ mod tests {
     /// a function run alike is related by its own extent, not merged with the first.
     #[test]
     fn a_function_result_spans_the_function_and_names_it() {
-        let mut s = matrix(&["11101-", "00110+"]);
-        let span = |start, end| crate::spectra::FunctionSpan {
-            file: "src/lib.rs".into(),
-            start,
-            end,
-        };
-        s.set_functions(vec![span(1, 2), span(3, 4), span(5, 5)]);
-        let f = s.by_function();
+        let (f, names) = crate::report::tests::three_functions();
         let a = Analysis::new(&f, true);
         assert_eq!(a.groups[0].units, [0, 2]);
         let r = rank(&a, find("ochiai").unwrap(), &Options::default());
-        let names = ["a::f".to_string(), "b".into(), "a::f::{closure}".into()];
         let view = view(Some(&names));
         let at = Place {
             prefix: "",
