@@ -285,6 +285,33 @@ impl HtModel {
     }
 }
 
+/// The name of the panic-stack baseline's row.
+pub const PANIC_STACK: &str = "panic-stack (baseline)";
+
+/// Line keys of the panic-stack baseline: per line, the failing tests whose backtrace first
+/// reaches the ranked code there (innermost frame that is a unit); other executed lines tie at
+/// the bottom, lines no test ran are not ranked.
+pub fn stack_keys(spectra: &Spectra) -> Vec<Option<Key>> {
+    let unit: HashMap<(&str, u32), usize> = spectra
+        .units
+        .iter()
+        .enumerate()
+        .map(|(i, u)| ((u.file.as_str(), u.line), i))
+        .collect();
+    let mut pointed = vec![0u32; spectra.units.len()];
+    for t in spectra.tests.iter().filter(|t| t.outcome.is_failing()) {
+        if let Some(&u) = t.stack.iter().find_map(|f| unit.get(&(f.file.as_str(), f.line))) {
+            pointed[u] += 1;
+        }
+    }
+    spectra
+        .coverage
+        .iter()
+        .zip(pointed)
+        .map(|(c, n)| (!c.is_empty()).then_some(if n > 0 { Key::score(f64::from(n)) } else { Key::UNRANKED }))
+        .collect()
+}
+
 /// Scores every measure on the known faults.
 pub fn evaluate(spectra: &Spectra, faults: &[Fault], measures: &[&'static Measure], settings: &Settings) -> EvalReport {
     let analysis = Analysis::with_cp(spectra, settings.opts.group, measures.iter().any(|m| m.needs_edges()));
@@ -321,7 +348,24 @@ pub fn evaluate(spectra: &Spectra, faults: &[Fault], measures: &[&'static Measur
             })
             .collect()
     };
+    let mut results = results;
+    if !faulty.is_empty()
+        && let Some(metrics) = metrics(&stack_keys(spectra), &faulty)
+    {
+        results.push(MeasureResult {
+            measure: PANIC_STACK,
+            metrics,
+            ht: None,
+        });
+    }
     let mut conventions = BTreeMap::new();
+    conventions.insert(
+        PANIC_STACK,
+        "the baseline a developer has without cargo sfl: look where each failing test's panic backtrace first enters \
+         the ranked code (workspace code that is not test code); lines ranked by how many failing tests point at them, \
+         every other line tied at the bottom"
+            .to_string(),
+    );
     conventions.insert(
         "locations",
         "executed lines; lines no failing test ran tie at the bottom".to_string(),
@@ -483,6 +527,33 @@ mod tests {
     /// Tarantula on the same data: C4 ⟨ef 3, ep 1⟩ = 0.875, C1 ⟨3, 7⟩ = 0.5, C3 ⟨1, 2⟩ = 0.538…,
     /// C5 ⟨1, 3⟩ = 0.4375, C2 (ef 0) executed but last: C4 first again. Wong1 (= ef) ties C1 and
     /// C4 at 3: higher 0, tied 2, one faulty.
+    /// The baseline points where each failing test's backtrace first reaches a ranked line,
+    /// skipping frames outside the matrix (test code, other crates).
+    #[test]
+    fn panic_stack_baseline_follows_the_first_ranked_frame() {
+        use crate::spectra::Frame;
+        let mut s = crate::spectra::tests::doric_minmax();
+        let frame = |line| Frame {
+            function: "f".into(),
+            file: "src/lib.rs".into(),
+            line,
+        };
+        s.tests[0].stack = vec![frame(99), frame(3), frame(2)];
+        s.tests[1].stack = vec![frame(3)];
+        s.tests[3].stack = vec![frame(1)]; // a passing test's stack is not evidence
+        let keys = stack_keys(&s);
+        assert_eq!(keys[2], Some(Key::score(2.0)));
+        assert_eq!(keys[0], Some(Key::UNRANKED));
+        let m = metrics(&keys, &[2].into_iter().collect()).unwrap();
+        assert_eq!(m.standard_rank, 0.5);
+        let m = metrics(&keys, &[1].into_iter().collect()).unwrap();
+        assert_eq!(
+            m.standard_rank,
+            1.0 + 3.0 / 2.0,
+            "below the pointed line, tied with the other three"
+        );
+    }
+
     #[test]
     fn ties_split_the_expense() {
         let t = eval("tarantula", &[3]);

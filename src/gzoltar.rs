@@ -63,6 +63,7 @@ pub fn load(dir: &Path) -> Result<Spectra, GzoltarError> {
             message: None,
             duration_ms: 0,
             warnings: Vec::new(),
+            stack: Vec::new(),
         })
         .collect();
     Ok(Spectra::from_tests(

@@ -64,6 +64,20 @@ pub struct TestRecord {
     /// Problems decoding this test's coverage (its coverage may be partial).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
+    /// Where a failing test panicked: the frames of its panic's backtrace that are workspace
+    /// code, innermost first (test code included; the report decides what to show).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub stack: Vec<Frame>,
+}
+
+/// One frame of a panic's backtrace, in the workspace's code.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Frame {
+    /// The function, as the backtrace names it (demangled, without hash).
+    pub function: String,
+    /// Path relative to the workspace root, `/`-separated.
+    pub file: String,
+    pub line: u32,
 }
 
 /// A unit of code: one source line, path relative to the workspace root with `/` separators.
@@ -360,9 +374,21 @@ impl Spectra {
                 line: f.start,
             })
             .collect();
+        // A backtrace frame stands for its function too.
+        let mut tests = self.tests.clone();
+        for t in &mut tests {
+            t.stack
+                .retain_mut(|f| match self.enclosing_functions(&f.file, &[f.line]).first() {
+                    Some(&start) => {
+                        f.line = start;
+                        true
+                    }
+                    None => false,
+                });
+        }
         Spectra {
             workspace_root: self.workspace_root.clone(),
-            tests: self.tests.clone(),
+            tests,
             units,
             coverage,
             build: self.build.clone(),
@@ -569,6 +595,7 @@ pub(crate) mod tests {
             message: None,
             duration_ms: 0,
             warnings: vec![],
+            stack: Vec::new(),
         }
     }
 

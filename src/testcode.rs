@@ -178,7 +178,13 @@ mod tests {
         .unwrap();
         std::fs::write(src.join("deep.rs"), "fn helper() {}\n").unwrap();
         std::fs::write(src.join("other.rs"), "pub fn o() {}\n#[test]\nfn ot() {}\n").unwrap();
-        let files = ["src/lib.rs", "src/deep.rs", "src/other.rs", "tests/it.rs", "examples/demo.rs"];
+        let files = [
+            "src/lib.rs",
+            "src/deep.rs",
+            "src/other.rs",
+            "tests/it.rs",
+            "examples/demo.rs",
+        ];
         let t = TestCode::find(dir.path(), &files);
         assert_eq!(t.ranges["src/lib.rs"], vec![(5, 9), (10, 11), (12, 13), (16, 17)]);
         assert!(!t.contains("src/lib.rs", 2) && !t.contains("src/lib.rs", 15));

@@ -318,10 +318,9 @@ fn html_report_in_a_browser() -> Result {
     })?;
     let notice = browser.script("return document.getElementById('notice').innerText")?;
     let notice = notice.as_str().unwrap_or("");
-    check(
-        notice.contains("src/lib.rs:16") && notice.contains("Assumed"),
-        || notice.to_string(),
-    )?;
+    check(notice.contains("src/lib.rs:16") && notice.contains("Assumed"), || {
+        notice.to_string()
+    })?;
     let selected = browser.script("return document.getElementById('measure').value")?;
     check(selected.as_str().is_some_and(|s| s.starts_with("cl-u")), || {
         format!("{selected}")
