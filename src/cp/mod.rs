@@ -214,7 +214,7 @@ pub fn unit_scores(profiles: &EdgeSpectra, solution: &CpSolution, units: usize) 
     let mut out: Vec<Option<f64>> = vec![None; units];
     for (b, block) in profiles.blocks.iter().enumerate().filter(|(b, _)| reached[*b]) {
         for &u in &block.lines {
-            let s = &mut out[u as usize];
+            let s = &mut out[u.index()];
             *s = Some(s.map_or(solution.br[b], |v: f64| v.max(solution.br[b])));
         }
     }
