@@ -11,7 +11,9 @@ use crate::spectra::UnitId;
 
 /// A block's position in [`EdgeSpectra::blocks`] (or, while collecting, in the order blocks
 /// were first met).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+/// Saved as the bare number.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(transparent)]
 pub struct BlockId(pub u32);
 
 impl BlockId {
@@ -72,7 +74,7 @@ pub struct SavedEdges {
     /// `[function, index, [unit…]]`.
     blocks: Vec<(String, u32, Vec<UnitId>)>,
     /// `[from or null, to, hex bitset over tests]`.
-    edges: Vec<(Option<u32>, u32, String)>,
+    edges: Vec<(Option<BlockId>, BlockId, String)>,
 }
 
 /// What is wrong with saved edges.
@@ -122,14 +124,14 @@ impl EdgeSpectra {
                 .edges
                 .iter()
                 .zip(&self.coverage)
-                .map(|(e, c)| (e.from.map(|f| f.0), e.to.0, c.to_hex()))
+                .map(|(e, c)| (e.from, e.to, c.to_hex()))
                 .collect(),
         }
     }
 
     /// Checks and reads saved edges for `tests` tests and `units` units.
     pub fn from_saved(saved: SavedEdges, tests: usize, units: usize) -> Result<Self, SavedEdgesError> {
-        let n = saved.blocks.len() as u32;
+        let n = saved.blocks.len();
         let mut blocks = Vec::with_capacity(saved.blocks.len());
         for (function, index, lines) in saved.blocks {
             if lines.iter().any(|&u| u.index() >= units) {
@@ -140,13 +142,10 @@ impl EdgeSpectra {
         let mut edges = Vec::with_capacity(saved.edges.len());
         let mut coverage = Vec::with_capacity(saved.edges.len());
         for (i, (from, to, hex)) in saved.edges.into_iter().enumerate() {
-            if to >= n || from.is_some_and(|f| f >= n) {
+            if to.index() >= n || from.is_some_and(|f| f.index() >= n) {
                 return Err(SavedEdgesError::UnknownBlock { edge: i });
             }
-            edges.push(Edge {
-                from: from.map(BlockId),
-                to: BlockId(to),
-            });
+            edges.push(Edge { from, to });
             coverage.push(BitSet::from_hex(&hex, tests).ok_or(SavedEdgesError::NotABitset { edge: i, tests })?);
         }
         Ok(EdgeSpectra {
