@@ -140,7 +140,7 @@ impl<'a> Analysis<'a> {
         } else {
             None
         };
-        let cp_key = |u: usize| unit_cp.and_then(|s| s[u]).map_or(u64::MAX, f64::to_bits);
+        let cp_key = |u: usize| unit_cp.and_then(|s| s[u]).map(f64::to_bits);
         let fail = spectra.failing_mask();
         let pass = spectra.passing_mask();
         let failing: Vec<usize> = (0..spectra.tests.len()).filter(|&t| fail.contains(t)).collect();
@@ -149,7 +149,7 @@ impl<'a> Analysis<'a> {
 
         // Candidates in code order; identical columns share a group.
         let mut groups: Vec<Group> = Vec::new();
-        let mut by_column: HashMap<(&[u64], u64), usize> = HashMap::new();
+        let mut by_column: HashMap<(&[u64], Option<u64>), usize> = HashMap::new();
         let mut reps: Vec<&BitSet> = Vec::new();
         for (u, col) in spectra.coverage.iter().enumerate() {
             let ef = col.count_and(&fail);
@@ -171,9 +171,10 @@ impl<'a> Analysis<'a> {
             });
         }
 
-        let mut position = vec![u32::MAX; spectra.tests.len()];
+        // position[t]: where failing test `t` is in `failing` (None: `t` does not fail).
+        let mut position: Vec<Option<u32>> = vec![None; spectra.tests.len()];
         for (i, &t) in failing.iter().enumerate() {
-            position[t] = i as u32;
+            position[t] = Some(i as u32);
         }
         let mut fail_start = Vec::with_capacity(groups.len() + 1);
         let mut fail_of = Vec::new();
@@ -181,7 +182,7 @@ impl<'a> Analysis<'a> {
         fail_start.push(0);
         for (g, col) in groups.iter().zip(&reps) {
             for t in col.ones_and(&fail) {
-                let k = position[t];
+                let k = position[t].expect("only failing tests are visited");
                 fail_of.push(k);
                 rho[k as usize] += g.units.len() as f64;
             }

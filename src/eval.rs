@@ -28,7 +28,7 @@ use crate::config::SortBy;
 use crate::faults::Fault;
 use crate::hitting::{Chain, ChainSpec, Method, hitting_times, ht_rank};
 use crate::measures::Measure;
-use crate::spectra::Spectra;
+use crate::spectra::{Spectra, UnitId};
 
 /// Schema tag of `cargo sfl eval --format json`.
 pub const SCHEMA: &str = "cargo-sfl-eval/v1";
@@ -234,8 +234,8 @@ impl HtModel {
         // Def. 26: lines adjacent in the dynamic CFG (consecutive in a block, or the end of one
         // block and the start of the next) also jump to each other.
         if let Some(e) = &spectra.edges {
-            let mut link = |a: u32, b: u32| {
-                if let (Some(&x), Some(&y)) = (loc.get(&(a as usize)), loc.get(&(b as usize)))
+            let mut link = |a: UnitId, b: UnitId| {
+                if let (Some(&x), Some(&y)) = (loc.get(&a.index()), loc.get(&b.index()))
                     && x != y
                 {
                     jumps[x].push(y);

@@ -103,6 +103,18 @@ impl Unit {
     }
 }
 
+/// A unit's position in [`Spectra::units`] (or, while collecting, in the order units were
+/// first met). Saved as the bare number.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct UnitId(pub u32);
+
+impl UnitId {
+    pub fn index(self) -> usize {
+        self.0 as usize
+    }
+}
+
 /// Why saved spectra cannot be read, or shards cannot be merged.
 #[derive(Debug, thiserror::Error)]
 pub enum SpectraError {
@@ -193,11 +205,16 @@ struct SavedSpectra {
 
 impl Spectra {
     /// Builds the matrix from per-test covered units (unit ids index `units`).
-    pub fn from_tests(workspace_root: String, tests: Vec<TestRecord>, units: Vec<Unit>, covered: &[Vec<u32>]) -> Self {
+    pub fn from_tests(
+        workspace_root: String,
+        tests: Vec<TestRecord>,
+        units: Vec<Unit>,
+        covered: &[Vec<UnitId>],
+    ) -> Self {
         let mut coverage = vec![BitSet::new(tests.len()); units.len()];
         for (t, ids) in covered.iter().enumerate() {
             for &u in ids {
-                coverage[u as usize].insert(t);
+                coverage[u.index()].insert(t);
             }
         }
         Spectra::from_columns(workspace_root, tests, units, coverage)
@@ -395,7 +412,10 @@ impl Spectra {
             partition: self.partition.clone(),
             functions: self.functions.clone(),
             unit_function: (0..self.functions.len() as u32).map(Some).collect(),
-            edges: self.edges.as_ref().map(|e| e.map_units(&self.unit_function)),
+            edges: self
+                .edges
+                .as_ref()
+                .map(|e| e.map_units(|u| self.unit_function[u.index()].map(UnitId))),
         }
     }
 
@@ -403,11 +423,11 @@ impl Spectra {
     /// others' lines).
     pub fn retain_units(&self, keep: &[bool]) -> Spectra {
         let mut next = 0u32;
-        let new_id: Vec<Option<u32>> = keep
+        let new_id: Vec<Option<UnitId>> = keep
             .iter()
             .map(|&k| {
                 next += u32::from(k);
-                k.then_some(next - 1)
+                k.then_some(UnitId(next - 1))
             })
             .collect();
         let kept = |u: &usize| keep[*u];
@@ -426,7 +446,7 @@ impl Spectra {
             partition: self.partition.clone(),
             functions: Vec::new(),
             unit_function: Vec::new(),
-            edges: self.edges.as_ref().map(|e| e.map_units(&new_id)),
+            edges: self.edges.as_ref().map(|e| e.map_units(|u| new_id[u.index()])),
         };
         out.set_functions(self.functions.clone());
         out
@@ -477,16 +497,17 @@ impl Spectra {
         let mut units: Vec<Unit> = shards.iter().flat_map(|s| s.units.iter().cloned()).collect();
         units.sort();
         units.dedup();
-        let index: std::collections::HashMap<&Unit, usize> = units.iter().enumerate().map(|(i, u)| (u, i)).collect();
+        let index: std::collections::HashMap<&Unit, UnitId> =
+            units.iter().enumerate().map(|(i, u)| (u, UnitId(i as u32))).collect();
         let (blocks, shard_edges) = merge_blocks(&shards, &index)?;
         // Tests in canonical order, each with its covered units and traversed edges.
-        type Row = (TestRecord, Vec<u32>, Vec<Edge>);
+        type Row = (TestRecord, Vec<UnitId>, Vec<Edge>);
         let mut rows: Vec<Row> = Vec::new();
         for (k, s) in shards.iter().enumerate() {
             let mut covered = vec![Vec::new(); s.tests.len()];
             for (u, col) in s.coverage.iter().enumerate() {
                 for t in col.ones_and(col) {
-                    covered[t].push(index[&s.units[u]] as u32);
+                    covered[t].push(index[&s.units[u]]);
                 }
             }
             let mut traversed = vec![Vec::new(); s.tests.len()];
@@ -548,7 +569,7 @@ impl Spectra {
 #[allow(clippy::type_complexity)]
 fn merge_blocks(
     shards: &[Spectra],
-    units: &std::collections::HashMap<&Unit, usize>,
+    units: &std::collections::HashMap<&Unit, UnitId>,
 ) -> Result<(Option<Vec<Block>>, Vec<Vec<BlockId>>), SpectraError> {
     let with = shards.iter().filter(|s| s.edges.is_some()).count();
     if with == 0 {
@@ -567,7 +588,7 @@ fn merge_blocks(
             .iter()
             .map(|b| {
                 *ids.entry((b.function.clone(), b.index)).or_insert_with(|| {
-                    let lines: Vec<u32> = b.lines.iter().map(|&u| units[&s.units[u as usize]] as u32).collect();
+                    let lines = b.lines.iter().map(|&u| units[&s.units[u.index()]]).collect();
                     blocks.push(Block {
                         function: b.function.clone(),
                         index: b.index,
@@ -619,7 +640,10 @@ pub(crate) mod tests {
                 line: l,
             })
             .collect();
-        let covered: Vec<Vec<u32>> = rows.iter().map(|(c, _)| c.to_vec()).collect();
+        let covered: Vec<Vec<UnitId>> = rows
+            .iter()
+            .map(|(c, _)| c.iter().copied().map(UnitId).collect())
+            .collect();
         Spectra::from_tests("/ws".into(), tests, units, &covered)
     }
 
@@ -657,11 +681,12 @@ pub(crate) mod tests {
                 line,
             })
             .collect();
-        let covered: Vec<Vec<u32>> = rows
+        let covered: Vec<Vec<UnitId>> = rows
             .iter()
             .map(|r| {
                 (0..width as u32)
                     .filter(|&u| r.as_bytes()[u as usize] == b'1')
+                    .map(UnitId)
                     .collect()
             })
             .collect();

@@ -9,7 +9,7 @@ use super::Session;
 use super::plan::record;
 use crate::pipeline::progress::RunProgress;
 use crate::run::{self, Finished, Job, RawFrame};
-use crate::spectra::{Frame, Outcome, TestRecord};
+use crate::spectra::{Frame, Outcome, TestRecord, UnitId};
 use crate::ui;
 
 /// A finished job.
@@ -17,7 +17,7 @@ use crate::ui;
 pub struct JobOutcome {
     pub record: TestRecord,
     /// Interned unit ids the test covered, sorted, without repeats.
-    pub covered: Vec<u32>,
+    pub covered: Vec<UnitId>,
     /// The profiles kept for it (`--keep-profiles`; otherwise empty).
     pub profiles: Vec<PathBuf>,
     /// Edges it traversed (block ids), sorted, without repeats.
