@@ -10,6 +10,7 @@ use std::collections::HashMap;
 
 use crate::bitset::BitSet;
 use crate::measures::doric::{ln_not_implicated, ln_term, log_sum_exp};
+use crate::evidence::{LineKind, Tie};
 use crate::measures::{Counts, Kind, Measure, finite};
 use crate::spectra::Spectra;
 
@@ -65,16 +66,26 @@ pub enum Tier {
     Core,
 }
 
-/// A ranking key, compared by tier, then value; higher ranks first.
+/// A ranking key, compared by tier, then value, then (for a line of an entry, with
+/// `--tie-break evidence`) the evidence that orders lines of one entry; higher ranks first.
 #[derive(Clone, Copy, Debug, PartialEq, PartialOrd)]
 pub struct Key {
     pub tier: Tier,
     pub value: f64,
+    /// The same for every entry; only line keys carry a line's evidence.
+    pub tie: Tie,
 }
 
 impl Key {
     pub const fn new(tier: Tier, value: f64) -> Self {
-        Key { tier, value }
+        Key {
+            tier,
+            value,
+            tie: Tie {
+                stack: 0.0,
+                kind: LineKind::Behavioural,
+            },
+        }
     }
 
     /// An ordinary score.
@@ -91,6 +102,8 @@ impl Key {
             .tier
             .cmp(&self.tier)
             .then_with(|| other.value.total_cmp(&self.value))
+            .then_with(|| other.tie.stack.total_cmp(&self.tie.stack))
+            .then_with(|| other.tie.kind.cmp(&self.tie.kind))
     }
 }
 
