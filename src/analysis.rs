@@ -414,7 +414,35 @@ fn solve_cp(spectra: &Spectra) -> Option<(crate::cp::CpSolution, Vec<Option<f64>
     let solution = crate::cp::solve_edges(e, &spectra.failing_mask(), &spectra.passing_mask());
     let mut units = crate::cp::unit_scores(e, &solution, spectra.units.len());
     fill_from_neighbours(spectra, &mut units);
+    merge_float_ties(&mut units);
     Some((solution, units))
+}
+
+/// CP scores closer than this, relative to the larger magnitude (absolute below 1), are the
+/// same score: two blocks that propagate the same suspiciousness along different sums of the
+/// same terms differ in the last bits (solver round-off is ~1e-15 relative), and such noise
+/// must neither order lines nor split ambiguity groups.
+pub const CP_TIE_TOLERANCE: f64 = 1e-12;
+
+/// Gives scores within [`CP_TIE_TOLERANCE`] of each other one value: from the highest down,
+/// each score joins the run started by the highest score it is close to (the run's first
+/// value is what they all get, so a long chain of near-equal steps cannot drift far).
+fn merge_float_ties(scores: &mut [Option<f64>]) {
+    let mut distinct: Vec<f64> = scores.iter().flatten().copied().collect();
+    distinct.sort_by(|a, b| b.total_cmp(a));
+    distinct.dedup();
+    let mut rep: HashMap<u64, f64> = HashMap::with_capacity(distinct.len());
+    let mut run = f64::NAN;
+    for v in distinct {
+        let close = (run - v).abs() <= CP_TIE_TOLERANCE * run.abs().max(v.abs()).max(1.0);
+        if !close {
+            run = v;
+        }
+        rep.insert(v.to_bits(), run);
+    }
+    for s in scores.iter_mut().flatten() {
+        *s = rep[&s.to_bits()];
+    }
 }
 
 /// A line the line table gives no instruction (a constant `true`, a `return 0` folded into
@@ -470,6 +498,37 @@ pub(crate) mod tests {
         let mut got = vec![None, Some(1.0), None, Some(3.0), None, None, None];
         fill_from_neighbours(&s, &mut got);
         assert_eq!(got, vec![Some(1.0), Some(1.0), Some(1.0), Some(3.0), None, None, None]);
+    }
+
+    /// Scores equal but for round-off become one score (the highest of the run); scores
+    /// further apart, and unscored lines, are left alone.
+    #[test]
+    fn cp_scores_within_float_noise_tie() {
+        let mut got = vec![
+            Some(0.5),
+            Some(0.5 - 1e-16),
+            None,
+            Some(0.5 + 2e-16),
+            Some(0.4),
+            Some(-1e-17),
+            Some(0.0),
+            Some(0.5 - 1e-9),
+        ];
+        merge_float_ties(&mut got);
+        let top = 0.5 + 2e-16;
+        assert_eq!(
+            got,
+            vec![
+                Some(top),
+                Some(top),
+                None,
+                Some(top),
+                Some(0.4),
+                Some(0.0),
+                Some(0.0),
+                Some(0.5 - 1e-9)
+            ]
+        );
     }
 
     fn scores(s: &Spectra, name: &str, opts: &Options) -> Vec<f64> {

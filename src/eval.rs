@@ -122,40 +122,108 @@ pub fn line_keys(a: &Analysis, scored: &[Scored]) -> Vec<Option<Key>> {
     keys
 }
 
+/// Where the first fault sits among items (lines, or report entries) ranked by key: `higher`
+/// items rank strictly above the best faulty item, `tied` share its key (`tied_faulty` of them
+/// faulty), `total` are ranked at all.
+struct Position {
+    higher: f64,
+    tied: f64,
+    tied_faulty: f64,
+    total: f64,
+}
+
+impl Position {
+    /// `items` are (key, faulty) pairs; `None` when no item is faulty.
+    fn of(items: &[(Key, bool)]) -> Option<Position> {
+        let best = items
+            .iter()
+            .filter(|(_, f)| *f)
+            .map(|(k, _)| *k)
+            .reduce(|a, b| if b > a { b } else { a })?;
+        let mut p = Position {
+            higher: 0.0,
+            tied: 0.0,
+            tied_faulty: 0.0,
+            total: items.len() as f64,
+        };
+        for &(k, faulty) in items {
+            if k > best {
+                p.higher += 1.0;
+            } else if k == best {
+                p.tied += 1.0;
+                p.tied_faulty += f64::from(u8::from(faulty));
+            }
+        }
+        Some(p)
+    }
+
+    /// Henderson et al.'s Standard Rank Score: `higher + tied / 2`.
+    fn standard_rank(&self) -> f64 {
+        self.higher + self.tied / 2.0
+    }
+
+    /// Steimann's expected position of the first faulty item, ties broken at random.
+    fn steimann_rank(&self) -> f64 {
+        self.higher + (self.tied + 1.0) / (self.tied_faulty + 1.0)
+    }
+
+    /// Top-N for every N of [`TOP_N`]: the expected position is at most N.
+    fn top(&self) -> BTreeMap<String, bool> {
+        let at = self.steimann_rank();
+        TOP_N.iter().map(|n| (n.to_string(), at <= *n as f64)).collect()
+    }
+}
+
 /// Metrics of one ranking (given as line keys) for the faulty lines; `None` when no faulty
 /// line was executed.
 pub fn metrics(keys: &[Option<Key>], faulty: &HashSet<usize>) -> Option<Metrics> {
-    let best = faulty
+    let lines: Vec<(Key, bool)> = keys
         .iter()
-        .filter_map(|&u| keys[u])
-        .reduce(|a, b| if b > a { b } else { a })?;
-    let (mut higher, mut tied, mut tied_faulty, mut total) = (0usize, 0usize, 0usize, 0usize);
-    for (u, k) in keys.iter().enumerate() {
-        let Some(k) = *k else { continue };
-        total += 1;
-        if k > best {
-            higher += 1;
-        } else if k == best {
-            tied += 1;
-            if faulty.contains(&u) {
-                tied_faulty += 1;
-            }
-        }
-    }
-    let (h, t, tf) = (higher as f64, tied as f64, tied_faulty as f64);
-    let steimann = h + (t + 1.0) / (tf + 1.0);
+        .enumerate()
+        .filter_map(|(u, k)| Some(((*k)?, faulty.contains(&u))))
+        .collect();
+    let p = Position::of(&lines)?;
+    let (h, t, tf) = (p.higher, p.tied, p.tied_faulty);
     let (min, max) = (h + 1.0, h + t - tf + 1.0);
     let avg = (min + max) / 2.0;
     Some(Metrics {
-        standard_rank: h + t / 2.0,
-        steimann_rank: steimann,
+        standard_rank: p.standard_rank(),
+        steimann_rank: p.steimann_rank(),
         min_expense: min,
         max_expense: max,
         avg_expense: avg,
-        exam: avg / total as f64,
-        top: TOP_N.iter().map(|n| (n.to_string(), steimann <= *n as f64)).collect(),
+        exam: avg / p.total,
+        top: p.top(),
         accuracy: h + (t - tf) / (tf + 1.0),
         ht_rank: None,
+    })
+}
+
+/// Where the fault's report entry ranks: what a person reading the report, entry by entry,
+/// meets. An entry (an ambiguity group, or an executed line no failing test ran) is faulty
+/// when any of its lines is.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct EntryMetrics {
+    /// Standard Rank Score over entries: entries ranked strictly higher + tied entries / 2.
+    pub entry_rank: f64,
+    /// Whether the first faulty entry's expected position (ties broken at random, faulty
+    /// entries counted, as for `top`) is at most N.
+    pub entry_top: BTreeMap<String, bool>,
+}
+
+/// Entry-level metrics of one measure's scores over `model`'s entries; `None` when no entry
+/// holds a faulty location.
+pub fn entry_metrics(model: &HtModel, scored: &[Scored], faulty_locs: &HashSet<usize>) -> Option<EntryMetrics> {
+    let entries: Vec<(Key, bool)> = model
+        .entry_keys(scored)
+        .into_iter()
+        .zip(&model.entries)
+        .map(|(k, locs)| (k, locs.iter().any(|l| faulty_locs.contains(l))))
+        .collect();
+    let p = Position::of(&entries)?;
+    Some(EntryMetrics {
+        entry_rank: p.standard_rank(),
+        entry_top: p.top(),
     })
 }
 
@@ -176,6 +244,8 @@ pub struct MeasureResult {
     pub measure: &'static str,
     #[serde(flatten)]
     pub metrics: Metrics,
+    #[serde(flatten)]
+    pub entries: EntryMetrics,
     /// How HT_Rank's hitting times were obtained.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ht: Option<Method>,
@@ -268,12 +338,18 @@ impl HtModel {
         }
     }
 
+    /// Every entry's key under a measure's scores (one per group of the analysis; the other
+    /// entries sit at the bottom).
+    pub fn entry_keys(&self, scored: &[Scored]) -> Vec<Key> {
+        (0..self.entries.len())
+            .map(|e| scored.get(e).map_or(Key::UNRANKED, |s| s.key))
+            .collect()
+    }
+
     /// Expected hitting time of every location under a measure's scores (one per group of
     /// the analysis; the other entries sit at the bottom).
     pub fn times(&self, scored: &[Scored], p_jump: f64, exact_limit: usize, walks: usize) -> (Vec<f64>, Method) {
-        let keys: Vec<Key> = (0..self.entries.len())
-            .map(|e| scored.get(e).map_or(Key::UNRANKED, |s| s.key))
-            .collect();
+        let keys = self.entry_keys(scored);
         let chain = Chain::build(&ChainSpec {
             entries: &self.entries,
             keys: &keys,
@@ -319,7 +395,7 @@ pub fn evaluate(spectra: &Spectra, faults: &[Fault], measures: &[&'static Measur
     let faulty: HashSet<usize> = located.iter().flat_map(|f| f.units.iter().copied()).collect();
 
     let model = HtModel::new(spectra, &analysis);
-    let faulty_locs: Vec<usize> = faulty.iter().filter_map(|u| model.loc.get(u).copied()).collect();
+    let faulty_locs: HashSet<usize> = faulty.iter().filter_map(|u| model.loc.get(u).copied()).collect();
 
     let results = if faulty.is_empty() {
         Vec::new()
@@ -329,6 +405,7 @@ pub fn evaluate(spectra: &Spectra, faults: &[Fault], measures: &[&'static Measur
             .filter_map(|m| {
                 let scored = analysis.score(m, &settings.opts);
                 let mut metrics = metrics(&line_keys(&analysis, &scored), &faulty)?;
+                let entries = entry_metrics(&model, &scored, &faulty_locs)?;
                 let mut ht = None;
                 if settings.ht {
                     let (times, method) = model.times(&scored, settings.p_jump, settings.exact_limit, settings.walks);
@@ -337,12 +414,14 @@ pub fn evaluate(spectra: &Spectra, faults: &[Fault], measures: &[&'static Measur
                     } else {
                         0.05
                     };
-                    metrics.ht_rank = ht_rank(&times, &faulty_locs, tolerance);
+                    let locs: Vec<usize> = faulty_locs.iter().copied().collect();
+                    metrics.ht_rank = ht_rank(&times, &locs, tolerance);
                     ht = Some(method);
                 }
                 Some(MeasureResult {
                     measure: m.name,
                     metrics,
+                    entries,
                     ht,
                 })
             })
@@ -373,6 +452,11 @@ pub fn evaluate(spectra: &Spectra, faults: &[Fault], measures: &[&'static Measur
     conventions.insert(
         "top",
         "top-N: the first faulty line's expected position (ties broken at random, faulty lines counted) is at most N"
+            .to_string(),
+    );
+    conventions.insert(
+        "entry_rank",
+        "entries are report entries (lines with identical coverage are one; each executed line no failing test ran is its own, at the bottom); entry_rank = entries ranked higher + tied entries / 2; entry_top as top, over entries"
             .to_string(),
     );
     conventions.insert(
@@ -435,9 +519,11 @@ pub fn human(report: &EvalReport, sort: SortBy) -> String {
     });
     let _ = writeln!(
         out,
-        "{:<22} {:>9} {:>9} {:>7} {:>7} {:>7} {:>7} {:>4} {:>4} {:>4} {:>4} {:>9} {:>8}",
+        "{:<22} {:>9} {:>6} {:>5} {:>9} {:>7} {:>7} {:>7} {:>7} {:>4} {:>4} {:>4} {:>4} {:>9} {:>8}",
         "measure",
         "std rank",
+        "entry",
+        "etop",
         "steimann",
         "min",
         "max",
@@ -461,9 +547,11 @@ pub fn human(report: &EvalReport, sort: SortBy) -> String {
         };
         let _ = writeln!(
             out,
-            "{:<22} {:>9.1} {:>9.2} {:>7.0} {:>7.0} {:>7.1} {:>7.4} {:>4} {:>4} {:>4} {:>4} {:>9.2} {:>8}",
+            "{:<22} {:>9.1} {:>6.1} {:>5} {:>9.2} {:>7.0} {:>7.0} {:>7.1} {:>7.4} {:>4} {:>4} {:>4} {:>4} {:>9.2} {:>8}",
             r.measure,
             m.standard_rank,
+            r.entries.entry_rank,
+            entry_top(&r.entries),
             m.steimann_rank,
             m.min_expense,
             m.max_expense,
@@ -479,10 +567,19 @@ pub fn human(report: &EvalReport, sort: SortBy) -> String {
     }
     let _ = writeln!(
         out,
-        "\nstd rank: Standard Rank Score (higher + tied/2); steimann: expected position of the first fault; min/max/avg: expense;\n\
+        "\nstd rank: Standard Rank Score (higher + tied/2); entry: the same over report entries (lines alike are one entry);\n\
+         etop: the smallest N of 1/3/5/10 with the first faulty entry expected within N entries; steimann: expected position of the first fault; min/max/avg: expense;\n\
          EXAM: avg/lines; topN: first fault expected within N lines; accuracy: non-faulty lines before it; HT_Rank: ~ = estimated."
     );
     out
+}
+
+/// The smallest N of [`TOP_N`] whose entry-level top-N holds; `-` when none does.
+fn entry_top(e: &EntryMetrics) -> String {
+    TOP_N
+        .iter()
+        .find(|n| e.entry_top[&n.to_string()])
+        .map_or_else(|| "-".to_string(), |n| n.to_string())
 }
 
 /// The value of `m` that `sort` orders the table by (smaller is better).
@@ -574,5 +671,29 @@ mod tests {
             (w.standard_rank, w.steimann_rank, w.max_expense, w.accuracy),
             (1.0, 1.0, 1.0, 0.0)
         );
+    }
+
+    /// Four lines alike on top (u1..u4: both failing tests, no passing one), then the fault u5
+    /// (one failing, one passing), then u6 (the passing test only). Ochiai: u1..u4
+    /// 2/√(2·2) = 1, u5 1/√(2·2) = 0.5, u6 unranked, last. Lines: 4 higher, the fault alone → 4 + 1/2 = 4.5, expected position 5 (top-5, not
+    /// top-3). Entries: {u1..u4}, {u5}, {u6} → 1 higher, 1 tied → 1.5, expected position 2
+    /// (top-3, not top-1).
+    #[test]
+    fn entry_ranks_count_lines_alike_once() {
+        let s = crate::spectra::tests::matrix(&["111110-", "111100-", "000011+"]);
+        let a = Analysis::new(&s, true);
+        let scored = a.score(find("ochiai").unwrap(), &Options::default());
+        let faulty: HashSet<usize> = [4].into();
+        let m = metrics(&line_keys(&a, &scored), &faulty).unwrap();
+        assert_eq!((m.standard_rank, m.top["3"], m.top["5"]), (4.5, false, true));
+        let model = HtModel::new(&s, &a);
+        assert_eq!(model.entries.len(), 3);
+        let locs: HashSet<usize> = [model.loc[&4]].into();
+        let e = entry_metrics(&model, &scored, &locs).unwrap();
+        assert_eq!((e.entry_rank, e.entry_top["1"], e.entry_top["3"]), (1.5, false, true));
+        assert_eq!(entry_top(&e), "3");
+        // With u1 faulty as well, the first entry holds a fault: 0 + 1/2.
+        let both: HashSet<usize> = [model.loc[&0], model.loc[&4]].into();
+        assert_eq!(entry_metrics(&model, &scored, &both).unwrap().entry_rank, 0.5);
     }
 }

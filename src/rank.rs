@@ -1,7 +1,7 @@
 //! Ranks scored groups: descending key, ties in code order, mid-ranks at two levels (entries
 //! of the report, and the source lines inside them).
 
-use crate::analysis::{Analysis, Options, Scored};
+use crate::analysis::{Analysis, Options, Scored, Tier};
 use crate::measures::{Counts, Measure};
 
 /// One entry of a ranking: an ambiguity group (or a single unit).
@@ -10,6 +10,9 @@ pub struct Ranked {
     /// Index into `Analysis::groups`.
     pub group: usize,
     pub score: f64,
+    /// The measure could not score it (CP: no block maps to its lines); `score` means
+    /// nothing then, and the entry ranks after every scored one.
+    pub unscored: bool,
     /// log10 of the probability, for Doric's measures.
     pub log10: Option<f64>,
     /// 1-based mid-rank among entries: entries ranked strictly higher, plus (tied + 1) / 2.
@@ -26,6 +29,13 @@ pub struct Ranked {
     pub changed: bool,
     /// With `--order ht`: the expected steps until the HT_Rank model reaches its first line.
     pub expected_time: Option<f64>,
+}
+
+impl Ranked {
+    /// The score, or `None` for an entry the measure could not score.
+    pub fn shown_score(&self) -> Option<f64> {
+        (!self.unscored).then_some(self.score)
+    }
 }
 
 /// One measure's ranking.
@@ -82,6 +92,7 @@ fn rank_filtered(analysis: &Analysis, scored: &[Scored], keep: Option<&[bool]>) 
         .map(|g| Ranked {
             group: g,
             score: scored[g].score,
+            unscored: scored[g].key.tier == Tier::Unscored,
             log10: scored[g].log10,
             rank: 0.0,
             tied: 1,

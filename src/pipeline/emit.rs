@@ -200,16 +200,19 @@ fn fail_on_hits(analysis: &Analysis, rankings: &[Ranking], threshold: f64) -> Ve
     rankings
         .iter()
         .flat_map(|r| {
-            r.entries.iter().filter(|x| x.score >= threshold).map(move |x| {
-                let u = &spectra.units[groups[x.group].units[0]];
-                format!(
-                    "{} {} at {}:{}",
-                    r.measure.name,
-                    report::fmt_score(r.measure, x),
-                    u.file,
-                    u.line
-                )
-            })
+            r.entries
+                .iter()
+                .filter(|x| x.shown_score().is_some_and(|s| s >= threshold))
+                .map(move |x| {
+                    let u = &spectra.units[groups[x.group].units[0]];
+                    format!(
+                        "{} {} at {}:{}",
+                        r.measure.name,
+                        report::fmt_score(r.measure, x),
+                        u.file,
+                        u.line
+                    )
+                })
         })
         .collect()
 }

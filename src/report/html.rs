@@ -110,7 +110,7 @@ fn data(a: &Analysis, rankings: &[Ranking], view: &View) -> Value {
             "citation": r.measure.citation,
             "probability": r.measure.is_probability(),
             "entries": r.entries.iter().map(|x| json!({
-                "g": x.group, "score": x.score, "log10": x.log10, "rank": x.rank,
+                "g": x.group, "score": x.shown_score(), "log10": x.log10, "rank": x.rank,
                 "certain": x.certain, "changed": x.changed,
             })).collect::<Vec<_>>(),
         })).collect::<Vec<_>>(),

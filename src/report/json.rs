@@ -129,7 +129,12 @@ struct JsonEntry<'a> {
     /// Every unit of the group, when it has more than one.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     members: Vec<JsonUnit<'a>>,
-    score: f64,
+    /// `null` when the measure could not score the entry (CP: no block maps to its lines).
+    score: Option<f64>,
+    /// Set (with `score: null`) on entries the measure could not score: they rank after
+    /// every scored entry.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    unscored: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     log10_probability: Option<f64>,
     rank: f64,
@@ -200,7 +205,8 @@ fn json_entry<'a>(a: &'a Analysis, x: &Ranked) -> JsonEntry<'a> {
         } else {
             Vec::new()
         },
-        score: x.score,
+        score: x.shown_score(),
+        unscored: x.unscored,
         log10_probability: x.log10,
         rank: x.rank,
         line_rank: x.line_rank,

@@ -198,7 +198,9 @@ impl<'a> Sources<'a> {
 
 /// A score as the human report, SARIF messages and `--fail-on` show it.
 pub fn fmt_score(m: &Measure, x: &Ranked) -> String {
-    let s = x.score;
+    let Some(s) = x.shown_score() else {
+        return "unscored".into();
+    };
     if m.is_probability() && s < 1e-4 {
         // A probability too small for four decimals: scientific notation, or its log10 when
         // it underflows f64 altogether.
@@ -311,6 +313,27 @@ mod tests {
             }
             text => panic!("html rendered {text:?}"),
         }
+    }
+
+    /// An entry the measure could not score reads as such everywhere, not as a score of 0.
+    #[test]
+    fn unscored_entries_have_no_score() {
+        let s = doric_minmax();
+        let a = Analysis::new(&s, true);
+        let mut rankings = vec![rank(&a, find("ochiai").unwrap(), &Options::default())];
+        rankings[0].entries[2].unscored = true;
+        let json: serde_json::Value = match render(Format::Json, &a, &rankings, &view()) {
+            Rendered::Text(t) => serde_json::from_str(&t).unwrap(),
+            page => panic!("{page:?}"),
+        };
+        let units = &json["rankings"][0]["units"];
+        assert!(units[2]["score"].is_null() && units[2]["unscored"] == true, "{units:#}");
+        assert!(units[0]["score"].is_number() && units[0].get("unscored").is_none());
+        assert_eq!(fmt_score(rankings[0].measure, &rankings[0].entries[2]), "unscored");
+        let Rendered::Text(sarif) = render(Format::Sarif, &a, &rankings, &view()) else {
+            panic!("sarif is text");
+        };
+        assert!(sarif.contains("\"unscored\": true"));
     }
 
     #[test]

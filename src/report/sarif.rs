@@ -148,7 +148,10 @@ struct Fingerprints {
 #[serde(rename_all = "camelCase")]
 struct ResultProperties {
     measure: &'static str,
-    score: f64,
+    /// `null` (with `unscored`) when the measure could not score the entry.
+    score: Option<f64>,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    unscored: bool,
     rank: f64,
     line_rank: f64,
     ef: f64,
@@ -462,7 +465,8 @@ fn result(a: &Analysis, r: &Ranking, rule_index: usize, x: &Ranked, at: &Place, 
         },
         properties: ResultProperties {
             measure: m.name,
-            score: x.score,
+            score: x.shown_score(),
+            unscored: x.unscored,
             rank: x.rank,
             line_rank: x.line_rank,
             ef: c.ef,

@@ -71,6 +71,18 @@ fn eval_reproduces_hand_computed_ranks() -> Result {
         by("wong1")["top"]["5"] == false && by("wong1")["top"]["10"] == true,
         || format!("{:#}", by("wong1")),
     )?;
+    // Entries: the 17 lines form 5 report entries: the 13 lines every test runs (ef 3, ep 2),
+    // the fault (3, 0), lines 13 and 19 (1, 1 each, run by different tests) and line 10 (run
+    // only by a passing test, its own entry at the bottom). Ochiai and Tarantula: the fault's
+    // entry alone on top, 0 + 1/2, top-1. Wong1 ties it with the 13 lines' entry: 0 + 2/2 = 1;
+    // expected position 0 + (2 + 1)/(1 + 1) = 1.5, so top-3 but not top-1.
+    for (m, rank, top1) in [("ochiai", 0.5, true), ("tarantula", 0.5, true), ("wong1", 1.0, false)] {
+        let r = by(m);
+        check(
+            r["entry_rank"] == rank && r["entry_top"]["1"] == top1 && r["entry_top"]["3"] == true,
+            || format!("{m}: {r:#}"),
+        )?;
+    }
 
     // The same evaluation from the saved spectra, without running anything.
     let saved = dir.join("target/sfl/spectra.json");
@@ -104,9 +116,10 @@ fn eval_reproduces_hand_computed_ranks() -> Result {
     let mut f = again.clone();
     f.extend(["--granularity", "function"]);
     let fun: Value = serde_json::from_slice(&sfl(&f, dir).stdout)?;
-    check(fun["lines"] == 1 && fun["measures"][0]["standard_rank"] == 0.5, || {
-        format!("{fun:#}")
-    })?;
+    check(
+        fun["lines"] == 1 && fun["measures"][0]["standard_rank"] == 0.5 && fun["measures"][0]["entry_rank"] == 0.5,
+        || format!("{fun:#}"),
+    )?;
 
     // --order ht lists entries by expected hitting time, earliest first.
     let ht = sfl(&["report", "--order", "ht", "--format", "json"], dir);

@@ -38,6 +38,7 @@ function liveRanking() {
 }
 
 function fmtScore(r, e) {
+  if (e.score === null) return "unscored";
   if (r.probability && e.score < 1e-4) return e.score > 0 ? e.score.toExponential(2) : "10^" + (e.log10 || -Infinity).toFixed(1);
   if (Math.abs(e.score) >= 1.7e308) return e.score > 0 ? "max" : "-max";
   return e.score.toFixed(4);
