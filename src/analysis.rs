@@ -9,8 +9,8 @@
 use std::collections::HashMap;
 
 use crate::bitset::BitSet;
-use crate::measures::doric::{ln_not_implicated, ln_term, log_sum_exp};
 use crate::evidence::{LineKind, Tie};
+use crate::measures::doric::{ln_not_implicated, ln_term, log_sum_exp};
 use crate::measures::{Counts, Kind, Measure, finite};
 use crate::spectra::Spectra;
 

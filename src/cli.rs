@@ -281,6 +281,14 @@ value_enums! {
     Granularity => config::Granularity { Line, Function }
     /// Formats of the measure catalogue.
     ListFormat => config::ListFormat { Human, Json }
+    /// How lines of one entry (identical coverage) are ordered for line-level metrics.
+    TieBreak => crate::evidence::TieBreak {
+        /// In code order: every line of an entry ties.
+        Code,
+        /// By evidence: lines on failing tests' panic backtraces first, then lines that compute
+        /// or decide before signatures, braces and attributes.
+        Evidence,
+    }
 }
 
 /// What the report shows and where it goes.
@@ -439,6 +447,10 @@ pub struct EvalArgs {
     /// Skip HT_Rank.
     #[arg(long)]
     pub no_ht: bool,
+    /// Line-level metrics: how the lines of one entry are ordered (code: they tie; evidence:
+    /// panic backtraces, then the line's kind).
+    #[arg(long, value_enum, default_value_t = TieBreak::Code)]
+    pub tie_break: TieBreak,
     #[command(flatten)]
     pub run: RunArgs,
 }
@@ -457,6 +469,7 @@ impl EvalArgs {
             spectra: self.spectra,
             sort_by: self.sort_by.into(),
             ht: !self.no_ht,
+            tie_break: self.tie_break.into(),
             measures: asked.then(|| run.report.measures.clone()),
             run,
         }

@@ -269,6 +269,8 @@ pub struct EvalConfig {
     pub sort_by: SortBy,
     /// Compute HT_Rank (with `run.report.ht`).
     pub ht: bool,
+    /// How lines of one entry are ordered for line-level metrics.
+    pub tie_break: crate::evidence::TieBreak,
     /// The measures asked for; `None`: every measure the spectra support.
     pub measures: Option<Vec<&'static Measure>>,
     pub run: RunConfig,

@@ -25,6 +25,7 @@ use serde::Serialize;
 
 use crate::analysis::{Analysis, Key, Options, Scored};
 use crate::config::SortBy;
+use crate::evidence::{Tie, TieBreak};
 use crate::faults::Fault;
 use crate::hitting::{Chain, ChainSpec, Method, hitting_times, ht_rank};
 use crate::measures::Measure;
@@ -107,7 +108,7 @@ pub const TOP_N: [usize; 4] = [1, 3, 5, 10];
 
 /// The ranking key of every executed line: its group's key, or the bottom for lines that no
 /// failing test ran. `None` for lines no test ran.
-pub fn line_keys(a: &Analysis, scored: &[Scored]) -> Vec<Option<Key>> {
+pub fn line_keys(a: &Analysis, scored: &[Scored], ties: Option<&[Tie]>) -> Vec<Option<Key>> {
     let s = a.spectra;
     let mut keys: Vec<Option<Key>> = s
         .coverage
@@ -116,7 +117,11 @@ pub fn line_keys(a: &Analysis, scored: &[Scored]) -> Vec<Option<Key>> {
         .collect();
     for (g, group) in a.groups.iter().enumerate() {
         for &u in &group.units {
-            keys[u] = Some(scored[g].key);
+            let mut key = scored[g].key;
+            if let Some(t) = ties {
+                key.tie = t[u];
+            }
+            keys[u] = Some(key);
         }
     }
     keys
@@ -236,6 +241,8 @@ pub struct Settings {
     pub walks: usize,
     /// Compute HT_Rank at all.
     pub ht: bool,
+    /// How lines of one entry are ordered for line-level metrics.
+    pub tie_break: TieBreak,
 }
 
 /// One measure's results.
@@ -395,6 +402,7 @@ pub fn evaluate(spectra: &Spectra, faults: &[Fault], measures: &[&'static Measur
     let faulty: HashSet<usize> = located.iter().flat_map(|f| f.units.iter().copied()).collect();
 
     let model = HtModel::new(spectra, &analysis);
+    let ties = (settings.tie_break == TieBreak::Evidence).then(|| crate::evidence::ties(spectra));
     let faulty_locs: HashSet<usize> = faulty.iter().filter_map(|u| model.loc.get(u).copied()).collect();
 
     let results = if faulty.is_empty() {
@@ -404,7 +412,7 @@ pub fn evaluate(spectra: &Spectra, faults: &[Fault], measures: &[&'static Measur
             .iter()
             .filter_map(|m| {
                 let scored = analysis.score(m, &settings.opts);
-                let mut metrics = metrics(&line_keys(&analysis, &scored), &faulty)?;
+                let mut metrics = metrics(&line_keys(&analysis, &scored, ties.as_deref()), &faulty)?;
                 let entries = entry_metrics(&model, &scored, &faulty_locs)?;
                 let mut ht = None;
                 if settings.ht {
@@ -431,9 +439,15 @@ pub fn evaluate(spectra: &Spectra, faults: &[Fault], measures: &[&'static Measur
     if !faulty.is_empty()
         && let Some(metrics) = metrics(&stack_keys(spectra), &faulty)
     {
+        // The baseline points at lines, not entries: each line is its own entry.
+        let entries = EntryMetrics {
+            entry_rank: metrics.standard_rank,
+            entry_top: metrics.top.clone(),
+        };
         results.push(MeasureResult {
             measure: PANIC_STACK,
             metrics,
+            entries,
             ht: None,
         });
     }
@@ -605,7 +619,7 @@ mod tests {
         let s = sfo_minmax();
         let a = Analysis::new(&s, false);
         let scored = a.score(find(name).unwrap(), &Options::default());
-        metrics(&line_keys(&a, &scored), &faulty.iter().copied().collect()).unwrap()
+        metrics(&line_keys(&a, &scored, None), &faulty.iter().copied().collect()).unwrap()
     }
 
     /// Seed 003's minmax, fault C4. Naish-I scores C1..C5 = 2.125, -0.375, 0.75, 2.875, 0.625:
@@ -684,7 +698,7 @@ mod tests {
         let a = Analysis::new(&s, true);
         let scored = a.score(find("ochiai").unwrap(), &Options::default());
         let faulty: HashSet<usize> = [4].into();
-        let m = metrics(&line_keys(&a, &scored), &faulty).unwrap();
+        let m = metrics(&line_keys(&a, &scored, None), &faulty).unwrap();
         assert_eq!((m.standard_rank, m.top["3"], m.top["5"]), (4.5, false, true));
         let model = HtModel::new(&s, &a);
         assert_eq!(model.entries.len(), 3);

@@ -20,6 +20,16 @@ use std::path::Path;
 
 use crate::spectra::Spectra;
 
+/// How the lines of one entry are ordered.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum TieBreak {
+    /// They tie (every spectrum measure's own order).
+    #[default]
+    Code,
+    /// By [`Tie`]: stack evidence, then line kind.
+    Evidence,
+}
+
 /// Whether a line can hold a fault of its own.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum LineKind {
@@ -79,7 +89,10 @@ pub fn ties(spectra: &Spectra) -> Vec<Tie> {
         .enumerate()
         .map(|(i, u)| ((u.file.as_str(), u.line), i))
         .collect();
-    let mut ties: Vec<Tie> = kinds(spectra).into_iter().map(|kind| Tie { stack: 0.0, kind }).collect();
+    let mut ties: Vec<Tie> = kinds(spectra)
+        .into_iter()
+        .map(|kind| Tie { stack: 0.0, kind })
+        .collect();
     for t in spectra.tests.iter().filter(|t| t.outcome.is_failing()) {
         let mut depth = 0;
         let mut seen = Vec::new();
@@ -111,9 +124,7 @@ fn kinds(spectra: &Spectra) -> Vec<LineKind> {
                     .ok()
                     .map(|text| text.lines().map(str::to_string).collect())
             });
-            let text = lines
-                .as_ref()
-                .and_then(|l| l.get((u.line as usize).checked_sub(1)?));
+            let text = lines.as_ref().and_then(|l| l.get((u.line as usize).checked_sub(1)?));
             text.map_or(LineKind::Behavioural, |t| line_kind(t))
         })
         .collect()
