@@ -343,6 +343,11 @@ pub struct OutputArgs {
     /// Rank source lines, or functions (a function is run when any of its lines is).
     #[arg(long, value_enum, default_value_t = Granularity::Line)]
     pub granularity: Granularity,
+    /// How the lines of one entry (identical coverage) are ordered: code (they tie, shown in
+    /// code order) or evidence (lines on failing tests' panic backtraces first, then lines that
+    /// compute or decide before signatures, braces and attributes). Entries keep their order.
+    #[arg(long, value_enum, default_value_t = TieBreak::Code)]
+    pub tie_break: TieBreak,
     /// Exit with code 6 (after writing the report) when a reported entry's score, or
     /// probability for Doric's measures, reaches this value (with --only-changed: a changed
     /// entry).
@@ -376,6 +381,7 @@ impl OutputArgs {
             fail_on: self.fail_on,
             granularity: self.granularity.into(),
             order: self.order.into(),
+            tie_break: self.tie_break.into(),
             include_test_code: self.include_test_code,
             ht: HtParams::default(),
         }
@@ -447,10 +453,6 @@ pub struct EvalArgs {
     /// Skip HT_Rank.
     #[arg(long)]
     pub no_ht: bool,
-    /// Line-level metrics: how the lines of one entry are ordered (code: they tie; evidence:
-    /// panic backtraces, then the line's kind).
-    #[arg(long, value_enum, default_value_t = TieBreak::Code)]
-    pub tie_break: TieBreak,
     #[command(flatten)]
     pub run: RunArgs,
 }
@@ -469,7 +471,6 @@ impl EvalArgs {
             spectra: self.spectra,
             sort_by: self.sort_by.into(),
             ht: !self.no_ht,
-            tie_break: self.tie_break.into(),
             measures: asked.then(|| run.report.measures.clone()),
             run,
         }

@@ -222,6 +222,8 @@ pub struct ReportConfig {
     pub fail_on: Option<f64>,
     pub granularity: Granularity,
     pub order: Order,
+    /// How the lines of one entry are ordered.
+    pub tie_break: crate::evidence::TieBreak,
     pub include_test_code: bool,
     pub ht: HtParams,
 }
@@ -269,8 +271,6 @@ pub struct EvalConfig {
     pub sort_by: SortBy,
     /// Compute HT_Rank (with `run.report.ht`).
     pub ht: bool,
-    /// How lines of one entry are ordered for line-level metrics.
-    pub tie_break: crate::evidence::TieBreak,
     /// The measures asked for; `None`: every measure the spectra support.
     pub measures: Option<Vec<&'static Measure>>,
     pub run: RunConfig,

@@ -281,6 +281,7 @@ mod tests {
             fail_on: None,
             granularity: Granularity::Line,
             order: Order::Score,
+            tie_break: Default::default(),
             include_test_code: true,
             ht: HtParams::default(),
         }
