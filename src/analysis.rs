@@ -135,6 +135,8 @@ pub struct Analysis<'a> {
     total_f: u32,
     /// CP's block scores and per-unit scores, solved on first use.
     cp: std::sync::OnceLock<Option<(crate::cp::CpSolution, Vec<Option<f64>>)>>,
+    /// Per unit, the evidence that orders an entry's lines (`--tie-break evidence`).
+    ties: Option<Vec<Tie>>,
 }
 
 impl<'a> Analysis<'a> {
@@ -211,11 +213,40 @@ impl<'a> Analysis<'a> {
             certain: Vec::new(),
             total_f,
             cp,
+            ties: None,
         };
         a.certain = (0..a.groups.len())
             .map(|g| a.fail_tests(g).iter().any(|&k| a.rho[k as usize] == 1.0))
             .collect();
         a
+    }
+
+    /// Orders each entry's lines by `ties` (one per unit) instead of code order.
+    pub fn with_ties(mut self, ties: Vec<Tie>) -> Self {
+        self.ties = Some(ties);
+        self
+    }
+
+    /// Group `g`'s lines in the order a person should read them: by evidence with
+    /// `with_ties` (code order among equals), else in code order.
+    pub fn ordered_units(&self, g: usize) -> Vec<usize> {
+        let mut units = self.groups[g].units.clone();
+        if let Some(t) = &self.ties {
+            units.sort_by(|&a, &b| {
+                t[b].stack
+                    .total_cmp(&t[a].stack)
+                    .then(t[b].kind.cmp(&t[a].kind))
+            });
+        }
+        units
+    }
+
+    /// The line to show for group `g`: the first of [`Self::ordered_units`].
+    pub fn lead(&self, g: usize) -> usize {
+        match &self.ties {
+            Some(_) => self.ordered_units(g)[0],
+            None => self.groups[g].units[0],
+        }
     }
 
     /// Positions in `failing` of the failing tests that run group `g`.
