@@ -9,6 +9,7 @@
 use std::collections::HashMap;
 
 use crate::bitset::BitSet;
+use crate::evidence::{LineKind, Tie};
 use crate::measures::doric::{ln_not_implicated, ln_term, log_sum_exp};
 use crate::measures::{Counts, Kind, Measure, finite};
 use crate::spectra::Spectra;
@@ -65,16 +66,26 @@ pub enum Tier {
     Core,
 }
 
-/// A ranking key, compared by tier, then value; higher ranks first.
+/// A ranking key, compared by tier, then value, then (for a line of an entry, with
+/// `--tie-break evidence`) the evidence that orders lines of one entry; higher ranks first.
 #[derive(Clone, Copy, Debug, PartialEq, PartialOrd)]
 pub struct Key {
     pub tier: Tier,
     pub value: f64,
+    /// The same for every entry; only line keys carry a line's evidence.
+    pub tie: Tie,
 }
 
 impl Key {
     pub const fn new(tier: Tier, value: f64) -> Self {
-        Key { tier, value }
+        Key {
+            tier,
+            value,
+            tie: Tie {
+                stack: 0.0,
+                kind: LineKind::Behavioural,
+            },
+        }
     }
 
     /// An ordinary score.
@@ -91,6 +102,8 @@ impl Key {
             .tier
             .cmp(&self.tier)
             .then_with(|| other.value.total_cmp(&self.value))
+            .then_with(|| other.tie.stack.total_cmp(&self.tie.stack))
+            .then_with(|| other.tie.kind.cmp(&self.tie.kind))
     }
 }
 
@@ -122,6 +135,8 @@ pub struct Analysis<'a> {
     total_f: u32,
     /// CP's block scores and per-unit scores, solved on first use.
     cp: std::sync::OnceLock<Option<(crate::cp::CpSolution, Vec<Option<f64>>)>>,
+    /// Per unit, the evidence that orders an entry's lines (`--tie-break evidence`).
+    ties: Option<Vec<Tie>>,
 }
 
 impl<'a> Analysis<'a> {
@@ -140,7 +155,7 @@ impl<'a> Analysis<'a> {
         } else {
             None
         };
-        let cp_key = |u: usize| unit_cp.and_then(|s| s[u]).map_or(u64::MAX, f64::to_bits);
+        let cp_key = |u: usize| unit_cp.and_then(|s| s[u]).map(f64::to_bits);
         let fail = spectra.failing_mask();
         let pass = spectra.passing_mask();
         let failing: Vec<usize> = (0..spectra.tests.len()).filter(|&t| fail.contains(t)).collect();
@@ -149,7 +164,7 @@ impl<'a> Analysis<'a> {
 
         // Candidates in code order; identical columns share a group.
         let mut groups: Vec<Group> = Vec::new();
-        let mut by_column: HashMap<(&[u64], u64), usize> = HashMap::new();
+        let mut by_column: HashMap<(&[u64], Option<u64>), usize> = HashMap::new();
         let mut reps: Vec<&BitSet> = Vec::new();
         for (u, col) in spectra.coverage.iter().enumerate() {
             let ef = col.count_and(&fail);
@@ -171,9 +186,10 @@ impl<'a> Analysis<'a> {
             });
         }
 
-        let mut position = vec![u32::MAX; spectra.tests.len()];
+        // position[t]: where failing test `t` is in `failing` (None: `t` does not fail).
+        let mut position: Vec<Option<u32>> = vec![None; spectra.tests.len()];
         for (i, &t) in failing.iter().enumerate() {
-            position[t] = i as u32;
+            position[t] = Some(i as u32);
         }
         let mut fail_start = Vec::with_capacity(groups.len() + 1);
         let mut fail_of = Vec::new();
@@ -181,7 +197,7 @@ impl<'a> Analysis<'a> {
         fail_start.push(0);
         for (g, col) in groups.iter().zip(&reps) {
             for t in col.ones_and(&fail) {
-                let k = position[t];
+                let k = position[t].expect("only failing tests are visited");
                 fail_of.push(k);
                 rho[k as usize] += g.units.len() as f64;
             }
@@ -197,11 +213,36 @@ impl<'a> Analysis<'a> {
             certain: Vec::new(),
             total_f,
             cp,
+            ties: None,
         };
         a.certain = (0..a.groups.len())
             .map(|g| a.fail_tests(g).iter().any(|&k| a.rho[k as usize] == 1.0))
             .collect();
         a
+    }
+
+    /// Orders each entry's lines by `ties` (one per unit) instead of code order.
+    pub fn with_ties(mut self, ties: Vec<Tie>) -> Self {
+        self.ties = Some(ties);
+        self
+    }
+
+    /// Group `g`'s lines in the order a person should read them: by evidence with
+    /// `with_ties` (code order among equals), else in code order.
+    pub fn ordered_units(&self, g: usize) -> Vec<usize> {
+        let mut units = self.groups[g].units.clone();
+        if let Some(t) = &self.ties {
+            units.sort_by(|&a, &b| t[b].stack.total_cmp(&t[a].stack).then(t[b].kind.cmp(&t[a].kind)));
+        }
+        units
+    }
+
+    /// The line to show for group `g`: the first of [`Self::ordered_units`].
+    pub fn lead(&self, g: usize) -> usize {
+        match &self.ties {
+            Some(_) => self.ordered_units(g)[0],
+            None => self.groups[g].units[0],
+        }
     }
 
     /// Positions in `failing` of the failing tests that run group `g`.

@@ -281,6 +281,14 @@ value_enums! {
     Granularity => config::Granularity { Line, Function }
     /// Formats of the measure catalogue.
     ListFormat => config::ListFormat { Human, Json }
+    /// How lines of one entry (identical coverage) are ordered for line-level metrics.
+    TieBreak => crate::evidence::TieBreak {
+        /// In code order: every line of an entry ties.
+        Code,
+        /// By evidence: lines on failing tests' panic backtraces first, then lines that compute
+        /// or decide before signatures, braces and attributes.
+        Evidence,
+    }
 }
 
 /// What the report shows and where it goes.
@@ -335,6 +343,11 @@ pub struct OutputArgs {
     /// Rank source lines, or functions (a function is run when any of its lines is).
     #[arg(long, value_enum, default_value_t = Granularity::Line)]
     pub granularity: Granularity,
+    /// How the lines of one entry (identical coverage) are ordered: code (they tie, shown in
+    /// code order) or evidence (lines on failing tests' panic backtraces first, then lines that
+    /// compute or decide before signatures, braces and attributes). Entries keep their order.
+    #[arg(long, value_enum, default_value_t = TieBreak::Code)]
+    pub tie_break: TieBreak,
     /// Exit with code 6 (after writing the report) when a reported entry's score, or
     /// probability for Doric's measures, reaches this value (with --only-changed: a changed
     /// entry).
@@ -368,6 +381,7 @@ impl OutputArgs {
             fail_on: self.fail_on,
             granularity: self.granularity.into(),
             order: self.order.into(),
+            tie_break: self.tie_break.into(),
             include_test_code: self.include_test_code,
             ht: HtParams::default(),
         }

@@ -222,6 +222,8 @@ pub struct ReportConfig {
     pub fail_on: Option<f64>,
     pub granularity: Granularity,
     pub order: Order,
+    /// How the lines of one entry are ordered.
+    pub tie_break: crate::evidence::TieBreak,
     pub include_test_code: bool,
     pub ht: HtParams,
 }

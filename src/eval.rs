@@ -25,10 +25,11 @@ use serde::Serialize;
 
 use crate::analysis::{Analysis, Key, Options, Scored};
 use crate::config::SortBy;
+use crate::evidence::{Tie, TieBreak};
 use crate::faults::Fault;
 use crate::hitting::{Chain, ChainSpec, Method, hitting_times, ht_rank};
 use crate::measures::Measure;
-use crate::spectra::Spectra;
+use crate::spectra::{Spectra, UnitId};
 
 /// Schema tag of `cargo sfl eval --format json`.
 pub const SCHEMA: &str = "cargo-sfl-eval/v1";
@@ -107,7 +108,7 @@ pub const TOP_N: [usize; 4] = [1, 3, 5, 10];
 
 /// The ranking key of every executed line: its group's key, or the bottom for lines that no
 /// failing test ran. `None` for lines no test ran.
-pub fn line_keys(a: &Analysis, scored: &[Scored]) -> Vec<Option<Key>> {
+pub fn line_keys(a: &Analysis, scored: &[Scored], ties: Option<&[Tie]>) -> Vec<Option<Key>> {
     let s = a.spectra;
     let mut keys: Vec<Option<Key>> = s
         .coverage
@@ -116,7 +117,11 @@ pub fn line_keys(a: &Analysis, scored: &[Scored]) -> Vec<Option<Key>> {
         .collect();
     for (g, group) in a.groups.iter().enumerate() {
         for &u in &group.units {
-            keys[u] = Some(scored[g].key);
+            let mut key = scored[g].key;
+            if let Some(t) = ties {
+                key.tie = t[u];
+            }
+            keys[u] = Some(key);
         }
     }
     keys
@@ -236,6 +241,8 @@ pub struct Settings {
     pub walks: usize,
     /// Compute HT_Rank at all.
     pub ht: bool,
+    /// How lines of one entry are ordered for line-level metrics.
+    pub tie_break: TieBreak,
 }
 
 /// One measure's results.
@@ -304,8 +311,8 @@ impl HtModel {
         // Def. 26: lines adjacent in the dynamic CFG (consecutive in a block, or the end of one
         // block and the start of the next) also jump to each other.
         if let Some(e) = &spectra.edges {
-            let mut link = |a: u32, b: u32| {
-                if let (Some(&x), Some(&y)) = (loc.get(&(a as usize)), loc.get(&(b as usize)))
+            let mut link = |a: UnitId, b: UnitId| {
+                if let (Some(&x), Some(&y)) = (loc.get(&a.index()), loc.get(&b.index()))
                     && x != y
                 {
                     jumps[x].push(y);
@@ -361,6 +368,33 @@ impl HtModel {
     }
 }
 
+/// The name of the panic-stack baseline's row.
+pub const PANIC_STACK: &str = "panic-stack (baseline)";
+
+/// Line keys of the panic-stack baseline: per line, the failing tests whose backtrace first
+/// reaches the ranked code there (innermost frame that is a unit); other executed lines tie at
+/// the bottom, lines no test ran are not ranked.
+pub fn stack_keys(spectra: &Spectra) -> Vec<Option<Key>> {
+    let unit: HashMap<(&str, u32), usize> = spectra
+        .units
+        .iter()
+        .enumerate()
+        .map(|(i, u)| ((u.file.as_str(), u.line), i))
+        .collect();
+    let mut pointed = vec![0u32; spectra.units.len()];
+    for t in spectra.tests.iter().filter(|t| t.outcome.is_failing()) {
+        if let Some(&u) = t.stack.iter().find_map(|f| unit.get(&(f.file.as_str(), f.line))) {
+            pointed[u] += 1;
+        }
+    }
+    spectra
+        .coverage
+        .iter()
+        .zip(pointed)
+        .map(|(c, n)| (!c.is_empty()).then_some(if n > 0 { Key::score(f64::from(n)) } else { Key::UNRANKED }))
+        .collect()
+}
+
 /// Scores every measure on the known faults.
 pub fn evaluate(spectra: &Spectra, faults: &[Fault], measures: &[&'static Measure], settings: &Settings) -> EvalReport {
     let analysis = Analysis::with_cp(spectra, settings.opts.group, measures.iter().any(|m| m.needs_edges()));
@@ -368,6 +402,7 @@ pub fn evaluate(spectra: &Spectra, faults: &[Fault], measures: &[&'static Measur
     let faulty: HashSet<usize> = located.iter().flat_map(|f| f.units.iter().copied()).collect();
 
     let model = HtModel::new(spectra, &analysis);
+    let ties = (settings.tie_break == TieBreak::Evidence).then(|| crate::evidence::ties(spectra));
     let faulty_locs: HashSet<usize> = faulty.iter().filter_map(|u| model.loc.get(u).copied()).collect();
 
     let results = if faulty.is_empty() {
@@ -377,7 +412,7 @@ pub fn evaluate(spectra: &Spectra, faults: &[Fault], measures: &[&'static Measur
             .iter()
             .filter_map(|m| {
                 let scored = analysis.score(m, &settings.opts);
-                let mut metrics = metrics(&line_keys(&analysis, &scored), &faulty)?;
+                let mut metrics = metrics(&line_keys(&analysis, &scored, ties.as_deref()), &faulty)?;
                 let entries = entry_metrics(&model, &scored, &faulty_locs)?;
                 let mut ht = None;
                 if settings.ht {
@@ -400,7 +435,30 @@ pub fn evaluate(spectra: &Spectra, faults: &[Fault], measures: &[&'static Measur
             })
             .collect()
     };
+    let mut results = results;
+    if !faulty.is_empty()
+        && let Some(metrics) = metrics(&stack_keys(spectra), &faulty)
+    {
+        // The baseline points at lines, not entries: each line is its own entry.
+        let entries = EntryMetrics {
+            entry_rank: metrics.standard_rank,
+            entry_top: metrics.top.clone(),
+        };
+        results.push(MeasureResult {
+            measure: PANIC_STACK,
+            metrics,
+            entries,
+            ht: None,
+        });
+    }
     let mut conventions = BTreeMap::new();
+    conventions.insert(
+        PANIC_STACK,
+        "the baseline a developer has without cargo sfl: look where each failing test's panic backtrace first enters \
+         the ranked code (workspace code that is not test code); lines ranked by how many failing tests point at them, \
+         every other line tied at the bottom"
+            .to_string(),
+    );
     conventions.insert(
         "locations",
         "executed lines; lines no failing test ran tie at the bottom".to_string(),
@@ -561,7 +619,7 @@ mod tests {
         let s = sfo_minmax();
         let a = Analysis::new(&s, false);
         let scored = a.score(find(name).unwrap(), &Options::default());
-        metrics(&line_keys(&a, &scored), &faulty.iter().copied().collect()).unwrap()
+        metrics(&line_keys(&a, &scored, None), &faulty.iter().copied().collect()).unwrap()
     }
 
     /// Seed 003's minmax, fault C4. Naish-I scores C1..C5 = 2.125, -0.375, 0.75, 2.875, 0.625:
@@ -580,6 +638,33 @@ mod tests {
     /// Tarantula on the same data: C4 ⟨ef 3, ep 1⟩ = 0.875, C1 ⟨3, 7⟩ = 0.5, C3 ⟨1, 2⟩ = 0.538…,
     /// C5 ⟨1, 3⟩ = 0.4375, C2 (ef 0) executed but last: C4 first again. Wong1 (= ef) ties C1 and
     /// C4 at 3: higher 0, tied 2, one faulty.
+    /// The baseline points where each failing test's backtrace first reaches a ranked line,
+    /// skipping frames outside the matrix (test code, other crates).
+    #[test]
+    fn panic_stack_baseline_follows_the_first_ranked_frame() {
+        use crate::spectra::Frame;
+        let mut s = crate::spectra::tests::doric_minmax();
+        let frame = |line| Frame {
+            function: "f".into(),
+            file: "src/lib.rs".into(),
+            line,
+        };
+        s.tests[0].stack = vec![frame(99), frame(3), frame(2)];
+        s.tests[1].stack = vec![frame(3)];
+        s.tests[3].stack = vec![frame(1)]; // a passing test's stack is not evidence
+        let keys = stack_keys(&s);
+        assert_eq!(keys[2], Some(Key::score(2.0)));
+        assert_eq!(keys[0], Some(Key::UNRANKED));
+        let m = metrics(&keys, &[2].into_iter().collect()).unwrap();
+        assert_eq!(m.standard_rank, 0.5);
+        let m = metrics(&keys, &[1].into_iter().collect()).unwrap();
+        assert_eq!(
+            m.standard_rank,
+            1.0 + 3.0 / 2.0,
+            "below the pointed line, tied with the other three"
+        );
+    }
+
     #[test]
     fn ties_split_the_expense() {
         let t = eval("tarantula", &[3]);
@@ -613,7 +698,7 @@ mod tests {
         let a = Analysis::new(&s, true);
         let scored = a.score(find("ochiai").unwrap(), &Options::default());
         let faulty: HashSet<usize> = [4].into();
-        let m = metrics(&line_keys(&a, &scored), &faulty).unwrap();
+        let m = metrics(&line_keys(&a, &scored, None), &faulty).unwrap();
         assert_eq!((m.standard_rank, m.top["3"], m.top["5"]), (4.5, false, true));
         let model = HtModel::new(&s, &a);
         assert_eq!(model.entries.len(), 3);

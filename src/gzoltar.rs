@@ -9,7 +9,7 @@
 
 use std::path::Path;
 
-use crate::spectra::{Outcome, Spectra, TestRecord, Unit};
+use crate::spectra::{Outcome, Spectra, TestRecord, Unit, UnitId};
 use GzoltarError::Malformed;
 
 /// What is wrong with a GZoltar directory: which file, and which line of it.
@@ -63,6 +63,7 @@ pub fn load(dir: &Path) -> Result<Spectra, GzoltarError> {
             message: None,
             duration_ms: 0,
             warnings: Vec::new(),
+            stack: Vec::new(),
         })
         .collect();
     Ok(Spectra::from_tests(
@@ -91,9 +92,9 @@ fn matrix_rows(
     matrix_text: &str,
     spectra_file: &str,
     units: usize,
-) -> Result<(Vec<Outcome>, Vec<Vec<u32>>), GzoltarError> {
+) -> Result<(Vec<Outcome>, Vec<Vec<UnitId>>), GzoltarError> {
     let mut outcomes = Vec::new();
-    let mut covered: Vec<Vec<u32>> = Vec::new();
+    let mut covered: Vec<Vec<UnitId>> = Vec::new();
     for (i, line) in matrix_text.lines().enumerate() {
         let tokens: Vec<&str> = line.split_whitespace().collect();
         let Some((verdict, cells)) = tokens.split_last() else {
@@ -121,7 +122,7 @@ fn matrix_rows(
         for (u, cell) in cells.iter().enumerate() {
             match *cell {
                 "0" => {}
-                "1" => row.push(u as u32),
+                "1" => row.push(UnitId(u as u32)),
                 other => {
                     return Err(Malformed(format!(
                         "{}: cell {} is {other:?}, expected 0 or 1",

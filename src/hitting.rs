@@ -150,9 +150,10 @@ impl Chain {
         };
         let (mut sum, mut sum_sq) = (vec![0.0; self.locations], vec![0.0; self.locations]);
         let mut censored = 0usize;
-        let mut first = vec![u64::MAX; self.locations];
+        // first[l]: the step the walk first reached location `l` (None: not yet).
+        let mut first: Vec<Option<u64>> = vec![None; self.locations];
         for _ in 0..walks {
-            first.fill(u64::MAX);
+            first.fill(None);
             let (mut state, mut remaining, mut step) = (0usize, self.locations, 0u64);
             while remaining > 0 && step < max_steps {
                 let r = next();
@@ -169,19 +170,17 @@ impl Chain {
                 step += 1;
                 if state >= self.first_location {
                     let l = state - self.first_location;
-                    if first[l] == u64::MAX {
-                        first[l] = step;
+                    if first[l].is_none() {
+                        first[l] = Some(step);
                         remaining -= 1;
                     }
                 }
             }
             for l in 0..self.locations {
-                let t = if first[l] == u64::MAX {
+                let t = first[l].unwrap_or_else(|| {
                     censored += 1;
                     max_steps
-                } else {
-                    first[l]
-                } as f64;
+                }) as f64;
                 sum[l] += t;
                 sum_sq[l] += t * t;
             }

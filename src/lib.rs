@@ -5,9 +5,10 @@
 //! process per test, continuous-mode profiles) → [`coverage`] (per-test line coverage) and
 //! [`edges`] (per-test control-flow edges) → [`spectra`] (the coverage matrix, saved and
 //! reloaded; [`gzoltar`] imports one) → [`analysis`] (ambiguity groups, the all-failing core,
-//! scores under every option) with [`measures`] (the catalogue, Doric's measures), [`cp`] and
-//! [`testcode`] (test code, from [`syntax`]) → [`rank`] (with [`diff`] for changed lines) → [`report`] (human, JSON, SARIF,
-//! HTML); [`eval`] scores every measure on known [`faults`] with [`hitting`] (HT_Rank).
+//! scores under every option) with [`measures`] (the catalogue, Doric's measures), [`cp`],
+//! [`testcode`] (test code, from [`syntax`]) and [`evidence`] (what orders lines coverage
+//! cannot tell apart) → [`rank`] (with [`diff`] for changed lines) → [`report`] (human, JSON,
+//! SARIF, HTML); [`eval`] scores every measure on known [`faults`] with [`hitting`] (HT_Rank).
 //!
 //! Around them: [`cli`] parses arguments into a [`config`], and [`pipeline`] runs each
 //! subcommand over the stages; [`error`] holds the exit codes, [`ui`] the terminal;
@@ -36,6 +37,7 @@ pub mod measures;
 pub mod cp;
 pub mod syntax;
 pub mod testcode;
+pub mod evidence;
 pub mod rank;
 pub mod diff;
 

@@ -34,6 +34,17 @@ pub struct Finished {
     pub profiles: Vec<PathBuf>,
     /// Edge files, likewise.
     pub edge_files: Vec<PathBuf>,
+    /// The frames of a failing test's panic backtrace that have a source location, innermost
+    /// first; relative paths are relative to the test's working directory (its package).
+    pub stack: Vec<RawFrame>,
+}
+
+/// A backtrace frame as the panic hook printed it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RawFrame {
+    pub function: String,
+    pub path: PathBuf,
+    pub line: u32,
 }
 
 /// The environment `cargo test` gives a test of `pkg`.
@@ -124,6 +135,15 @@ pub fn run_test(
     // %p: one file per process (a test may run other instrumented binaries);
     // %c: continuous mode, counters live in the file while the test runs.
     cmd.env("LLVM_PROFILE_FILE", dir.join("sfl-%p%c.profraw"));
+    // A panic's backtrace says where a failing test failed. Only panics print it: library
+    // backtraces (`Backtrace::capture`, e.g. anyhow's) stay off, as under `cargo test`. A user's
+    // own setting wins.
+    if std::env::var_os("RUST_BACKTRACE").is_none() {
+        cmd.env("RUST_BACKTRACE", "1");
+        if std::env::var_os("RUST_LIB_BACKTRACE").is_none() {
+            cmd.env("RUST_LIB_BACKTRACE", "0");
+        }
+    }
     if edges {
         cmd.env(crate::edges::FILE_ENV, dir.join("sfl-%p.edges"));
     } else {
@@ -131,6 +151,11 @@ pub fn run_test(
     }
     let (status, output, duration) = run_captured(cmd, &dir.join("output.txt"), timeout)?;
     let (outcome, signal, message) = classify(status, &output, timeout);
+    let stack = if outcome.is_failing() {
+        panic_stack(&output)
+    } else {
+        Vec::new()
+    };
     let files = |ext: &str| -> std::io::Result<Vec<PathBuf>> {
         let mut v: Vec<PathBuf> = std::fs::read_dir(dir)?
             .flatten()
@@ -147,6 +172,7 @@ pub fn run_test(
         duration,
         profiles: files("profraw")?,
         edge_files: files("edges")?,
+        stack,
     })
 }
 
@@ -209,6 +235,36 @@ fn panic_message(output: &str) -> Option<String> {
     Some(out.join("\n"))
 }
 
+/// The frames of the first panic backtrace in `output` that carry a source location
+/// (`  3: crate::f` followed by `      at ./src/lib.rs:2:23`), innermost first.
+fn panic_stack(output: &str) -> Vec<RawFrame> {
+    let mut lines = output.lines().skip_while(|l| l.trim() != "stack backtrace:").skip(1);
+    let mut frames = Vec::new();
+    let mut function: Option<&str> = None;
+    for l in lines.by_ref() {
+        let t = l.trim();
+        if let Some(at) = t.strip_prefix("at ") {
+            // `path:line:column`; the path may itself hold colons.
+            let mut parts = at.rsplitn(3, ':');
+            let (_col, line, path) = (parts.next(), parts.next(), parts.next());
+            if let (Some(f), Some(line), Some(path)) = (function, line.and_then(|n| n.parse().ok()), path) {
+                frames.push(RawFrame {
+                    function: f.to_string(),
+                    path: PathBuf::from(path),
+                    line,
+                });
+            }
+        } else if let Some((n, f)) = t.split_once(": ")
+            && n.chars().all(|c| c.is_ascii_digit())
+        {
+            function = Some(f);
+        } else {
+            break;
+        }
+    }
+    frames
+}
+
 /// The last `n` lines that are not libtest's own bookkeeping.
 fn tail(output: &str, n: usize) -> Option<String> {
     let keep: Vec<&str> = output
@@ -261,6 +317,32 @@ pub fn parallel<T: Sync, R: Send>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn panic_stacks_are_read_from_short_backtraces() {
+        let out = "thread 't' panicked at src/lib.rs:2:23:\nattempt to subtract with overflow\n\
+                   stack backtrace:\n   0: __rustc::rust_begin_unwind\n             at /rustc/x/library/std/src/panicking.rs:689:5\n\
+                   \x20  3: bt::g\n             at ./src/lib.rs:2:23\n   4: bt::f\n             at /w/c:d/src/lib.rs:1:27\n\
+                   \x20  9: std::rt::lang_start\nnote: Some details are omitted\n   10: after::note\n      at ./x.rs:1:1\n";
+        let frames = panic_stack(out);
+        let got: Vec<(&str, &str, u32)> = frames
+            .iter()
+            .map(|f| (f.function.as_str(), f.path.to_str().unwrap(), f.line))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                (
+                    "__rustc::rust_begin_unwind",
+                    "/rustc/x/library/std/src/panicking.rs",
+                    689
+                ),
+                ("bt::g", "./src/lib.rs", 2),
+                ("bt::f", "/w/c:d/src/lib.rs", 1),
+            ]
+        );
+        assert!(panic_stack("thread 't' panicked at src/lib.rs:2:23:\nboom\n").is_empty());
+    }
 
     #[test]
     fn panic_messages_are_cut_before_notes() {

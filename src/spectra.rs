@@ -64,6 +64,20 @@ pub struct TestRecord {
     /// Problems decoding this test's coverage (its coverage may be partial).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
+    /// Where a failing test panicked: the frames of its panic's backtrace that are workspace
+    /// code, innermost first (test code included; the report decides what to show).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub stack: Vec<Frame>,
+}
+
+/// One frame of a panic's backtrace, in the workspace's code.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Frame {
+    /// The function, as the backtrace names it (demangled, without hash).
+    pub function: String,
+    /// Path relative to the workspace root, `/`-separated.
+    pub file: String,
+    pub line: u32,
 }
 
 /// A unit of code: one source line, path relative to the workspace root with `/` separators.
@@ -86,6 +100,18 @@ impl Unit {
     /// The name of an imported unit; `None` for a source line.
     pub fn name(&self) -> Option<&str> {
         (self.line == 0).then_some(self.file.as_str())
+    }
+}
+
+/// A unit's position in [`Spectra::units`] (or, while collecting, in the order units were
+/// first met). Saved as the bare number.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct UnitId(pub u32);
+
+impl UnitId {
+    pub fn index(self) -> usize {
+        self.0 as usize
     }
 }
 
@@ -179,11 +205,16 @@ struct SavedSpectra {
 
 impl Spectra {
     /// Builds the matrix from per-test covered units (unit ids index `units`).
-    pub fn from_tests(workspace_root: String, tests: Vec<TestRecord>, units: Vec<Unit>, covered: &[Vec<u32>]) -> Self {
+    pub fn from_tests(
+        workspace_root: String,
+        tests: Vec<TestRecord>,
+        units: Vec<Unit>,
+        covered: &[Vec<UnitId>],
+    ) -> Self {
         let mut coverage = vec![BitSet::new(tests.len()); units.len()];
         for (t, ids) in covered.iter().enumerate() {
             for &u in ids {
-                coverage[u as usize].insert(t);
+                coverage[u.index()].insert(t);
             }
         }
         Spectra::from_columns(workspace_root, tests, units, coverage)
@@ -360,16 +391,31 @@ impl Spectra {
                 line: f.start,
             })
             .collect();
+        // A backtrace frame stands for its function too.
+        let mut tests = self.tests.clone();
+        for t in &mut tests {
+            t.stack
+                .retain_mut(|f| match self.enclosing_functions(&f.file, &[f.line]).first() {
+                    Some(&start) => {
+                        f.line = start;
+                        true
+                    }
+                    None => false,
+                });
+        }
         Spectra {
             workspace_root: self.workspace_root.clone(),
-            tests: self.tests.clone(),
+            tests,
             units,
             coverage,
             build: self.build.clone(),
             partition: self.partition.clone(),
             functions: self.functions.clone(),
             unit_function: (0..self.functions.len() as u32).map(Some).collect(),
-            edges: self.edges.as_ref().map(|e| e.map_units(&self.unit_function)),
+            edges: self
+                .edges
+                .as_ref()
+                .map(|e| e.map_units(|u| self.unit_function[u.index()].map(UnitId))),
         }
     }
 
@@ -377,11 +423,11 @@ impl Spectra {
     /// others' lines).
     pub fn retain_units(&self, keep: &[bool]) -> Spectra {
         let mut next = 0u32;
-        let new_id: Vec<Option<u32>> = keep
+        let new_id: Vec<Option<UnitId>> = keep
             .iter()
             .map(|&k| {
                 next += u32::from(k);
-                k.then_some(next - 1)
+                k.then_some(UnitId(next - 1))
             })
             .collect();
         let kept = |u: &usize| keep[*u];
@@ -400,7 +446,7 @@ impl Spectra {
             partition: self.partition.clone(),
             functions: Vec::new(),
             unit_function: Vec::new(),
-            edges: self.edges.as_ref().map(|e| e.map_units(&new_id)),
+            edges: self.edges.as_ref().map(|e| e.map_units(|u| new_id[u.index()])),
         };
         out.set_functions(self.functions.clone());
         out
@@ -451,16 +497,17 @@ impl Spectra {
         let mut units: Vec<Unit> = shards.iter().flat_map(|s| s.units.iter().cloned()).collect();
         units.sort();
         units.dedup();
-        let index: std::collections::HashMap<&Unit, usize> = units.iter().enumerate().map(|(i, u)| (u, i)).collect();
+        let index: std::collections::HashMap<&Unit, UnitId> =
+            units.iter().enumerate().map(|(i, u)| (u, UnitId(i as u32))).collect();
         let (blocks, shard_edges) = merge_blocks(&shards, &index)?;
         // Tests in canonical order, each with its covered units and traversed edges.
-        type Row = (TestRecord, Vec<u32>, Vec<Edge>);
+        type Row = (TestRecord, Vec<UnitId>, Vec<Edge>);
         let mut rows: Vec<Row> = Vec::new();
         for (k, s) in shards.iter().enumerate() {
             let mut covered = vec![Vec::new(); s.tests.len()];
             for (u, col) in s.coverage.iter().enumerate() {
                 for t in col.ones_and(col) {
-                    covered[t].push(index[&s.units[u]] as u32);
+                    covered[t].push(index[&s.units[u]]);
                 }
             }
             let mut traversed = vec![Vec::new(); s.tests.len()];
@@ -522,7 +569,7 @@ impl Spectra {
 #[allow(clippy::type_complexity)]
 fn merge_blocks(
     shards: &[Spectra],
-    units: &std::collections::HashMap<&Unit, usize>,
+    units: &std::collections::HashMap<&Unit, UnitId>,
 ) -> Result<(Option<Vec<Block>>, Vec<Vec<BlockId>>), SpectraError> {
     let with = shards.iter().filter(|s| s.edges.is_some()).count();
     if with == 0 {
@@ -541,7 +588,7 @@ fn merge_blocks(
             .iter()
             .map(|b| {
                 *ids.entry((b.function.clone(), b.index)).or_insert_with(|| {
-                    let lines: Vec<u32> = b.lines.iter().map(|&u| units[&s.units[u as usize]] as u32).collect();
+                    let lines = b.lines.iter().map(|&u| units[&s.units[u.index()]]).collect();
                     blocks.push(Block {
                         function: b.function.clone(),
                         index: b.index,
@@ -569,6 +616,7 @@ pub(crate) mod tests {
             message: None,
             duration_ms: 0,
             warnings: vec![],
+            stack: Vec::new(),
         }
     }
 
@@ -592,7 +640,10 @@ pub(crate) mod tests {
                 line: l,
             })
             .collect();
-        let covered: Vec<Vec<u32>> = rows.iter().map(|(c, _)| c.to_vec()).collect();
+        let covered: Vec<Vec<UnitId>> = rows
+            .iter()
+            .map(|(c, _)| c.iter().copied().map(UnitId).collect())
+            .collect();
         Spectra::from_tests("/ws".into(), tests, units, &covered)
     }
 
@@ -630,11 +681,12 @@ pub(crate) mod tests {
                 line,
             })
             .collect();
-        let covered: Vec<Vec<u32>> = rows
+        let covered: Vec<Vec<UnitId>> = rows
             .iter()
             .map(|r| {
                 (0..width as u32)
                     .filter(|&u| r.as_bytes()[u as usize] == b'1')
+                    .map(UnitId)
                     .collect()
             })
             .collect();

@@ -1,8 +1,10 @@
 //! Which lines are test code: `#[test]` functions (any attribute whose last segment is `test`,
 //! e.g. `#[tokio::test]`), items under `#[cfg(test)]` (also `cfg(all(test, …))`), modules
-//! such items declare in other files, and files of integration tests, benches and examples
-//! (under a `tests/`, `benches/` or `examples/` directory). Parsed with syn by [`crate::syntax`];
-//! a file that does not parse is left as it is (none of its lines are called test code).
+//! such items declare in other files, files of integration tests, benches and examples (under
+//! a `tests/`, `benches/` or `examples/` directory), and every file of a workspace member that
+//! only other members' tests use (a dev-dependency, never a normal or build one). Parsed with
+//! syn by [`crate::syntax`]; a file that does not parse is left as it is (none of its lines are
+//! called test code).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -27,8 +29,9 @@ impl TestCode {
         let root = parsed.root().to_path_buf();
         let mut out = TestCode::default();
         let mut test_modules: BTreeSet<PathBuf> = BTreeSet::new();
+        let support = test_support_dirs(&root);
         for &rel in files {
-            if is_test_path(rel) {
+            if is_test_path(rel) || support.iter().any(|d| rel.starts_with(d.as_str())) {
                 out.whole_files.insert(rel.to_string());
                 continue;
             }
@@ -59,6 +62,46 @@ impl TestCode {
     }
 }
 
+/// Directories (workspace-relative, ending in `/`) of the members that only tests use: some
+/// member has them as a dev-dependency and none as a normal or build dependency. Empty when
+/// `root` is not a cargo workspace (an imported matrix) or cargo cannot read it.
+fn test_support_dirs(root: &Path) -> Vec<String> {
+    use cargo_metadata::DependencyKind;
+    let Ok(meta) = cargo_metadata::MetadataCommand::new()
+        .manifest_path(root.join("Cargo.toml"))
+        .no_deps()
+        .exec()
+    else {
+        return Vec::new();
+    };
+    let members = meta.workspace_packages();
+    let used_as = |name: &str, dev: bool| {
+        members.iter().any(|m| {
+            m.dependencies
+                .iter()
+                .any(|d| d.name == name && d.path.is_some() && (d.kind == DependencyKind::Development) == dev)
+        })
+    };
+    members
+        .iter()
+        .filter(|m| used_as(&m.name, true) && !used_as(&m.name, false))
+        .filter_map(|m| {
+            let dir = m
+                .manifest_path
+                .parent()?
+                .as_std_path()
+                .strip_prefix(&meta.workspace_root)
+                .ok()?;
+            let rel: Vec<String> = dir
+                .components()
+                .map(|c| c.as_os_str().to_string_lossy().into_owned())
+                .collect();
+            // The root package is never test support: everything would be test code.
+            (!rel.is_empty()).then(|| format!("{}/", rel.join("/")))
+        })
+        .collect()
+}
+
 /// Files of integration tests, benches and examples.
 fn is_test_path(rel: &str) -> bool {
     let parts: Vec<&str> = rel.split('/').collect();
@@ -82,6 +125,42 @@ fn module_files(file: &Path, name: &str) -> Vec<PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A member only other members' tests depend on is test support: all of it is test code.
+    #[test]
+    fn members_only_tests_use_are_test_code() {
+        let dir = tempfile::tempdir().unwrap();
+        let write = |rel: &str, text: &str| {
+            let p = dir.path().join(rel);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, text).unwrap();
+        };
+        write(
+            "Cargo.toml",
+            "[workspace]\nmembers = [\"app\", \"core\", \"testkit\"]\nresolver = \"2\"\n",
+        );
+        let pkg = |name: &str, deps: &str| {
+            format!("[package]\nname = \"{name}\"\nversion = \"0.1.0\"\nedition = \"2021\"\n{deps}")
+        };
+        write(
+            "app/Cargo.toml",
+            &pkg("app", "[dependencies]\ncore = { path = \"../core\" }\n"),
+        );
+        write(
+            "core/Cargo.toml",
+            &pkg("core", "[dev-dependencies]\ntestkit = { path = \"../testkit\" }\n"),
+        );
+        write("testkit/Cargo.toml", &pkg("testkit", ""));
+        for m in ["app", "core", "testkit"] {
+            write(&format!("{m}/src/lib.rs"), "pub fn f() {}\n");
+        }
+        assert_eq!(test_support_dirs(dir.path()), ["testkit/"]);
+        let files = ["app/src/lib.rs", "core/src/lib.rs", "testkit/src/lib.rs"];
+        let t = TestCode::find(dir.path(), &files);
+        assert!(t.contains("testkit/src/lib.rs", 1));
+        assert!(!t.contains("core/src/lib.rs", 1) && !t.contains("app/src/lib.rs", 1));
+        assert!(test_support_dirs(&dir.path().join("no-such-dir")).is_empty());
+    }
 
     #[test]
     fn finds_test_functions_modules_and_files() {

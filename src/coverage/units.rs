@@ -13,7 +13,7 @@ use super::decode::{BinaryCoverage, hex};
 use super::profraw::RawProfile;
 use crate::error::DecodeError;
 use crate::per_binary::{BinaryError, PerBinary};
-use crate::spectra::{FunctionSpan, Unit};
+use crate::spectra::{FunctionSpan, Unit, UnitId};
 
 /// Why one profile contributed no coverage (a warning on its test).
 #[derive(Debug, thiserror::Error)]
@@ -31,7 +31,7 @@ pub enum ProfileError {
 /// The units of the run, numbered as first met (any order: see [`LineDecoder::finish`]).
 #[derive(Default)]
 pub struct UnitTable {
-    ids: HashMap<Unit, u32>,
+    ids: HashMap<Unit, UnitId>,
     units: Vec<Unit>,
     /// Functions of the workspace's files, from every coverage map.
     functions: HashSet<FunctionSpan>,
@@ -39,7 +39,7 @@ pub struct UnitTable {
 
 impl UnitTable {
     /// The id of `file:line`, new if it was not seen before.
-    pub fn intern(&mut self, file: &str, line: u32) -> u32 {
+    pub fn intern(&mut self, file: &str, line: u32) -> UnitId {
         let unit = Unit {
             file: file.to_string(),
             line,
@@ -47,7 +47,7 @@ impl UnitTable {
         if let Some(&id) = self.ids.get(&unit) {
             return id;
         }
-        let id = self.units.len() as u32;
+        let id = UnitId(self.units.len() as u32);
         self.units.push(unit.clone());
         self.ids.insert(unit, id);
         id
@@ -57,9 +57,9 @@ impl UnitTable {
     pub fn sorted(self) -> SortedUnits {
         let mut order: Vec<u32> = (0..self.units.len() as u32).collect();
         order.sort_by(|&a, &b| self.units[a as usize].cmp(&self.units[b as usize]));
-        let mut new_id = vec![0u32; order.len()];
+        let mut new_id = vec![UnitId(0); order.len()];
         for (new, &old) in order.iter().enumerate() {
-            new_id[old as usize] = new as u32;
+            new_id[old as usize] = UnitId(new as u32);
         }
         SortedUnits {
             units: order.iter().map(|&o| self.units[o as usize].clone()).collect(),
@@ -74,14 +74,14 @@ pub struct SortedUnits {
     pub units: Vec<Unit>,
     pub functions: Vec<FunctionSpan>,
     /// `new_id[id]`: the position in `units` of the unit that had id `id`.
-    pub new_id: Vec<u32>,
+    pub new_id: Vec<UnitId>,
 }
 
 /// One binary's coverage map with, per file and line, its unit.
 pub struct BinaryUnits {
     cov: BinaryCoverage,
     /// `line_units[file][line]`: the unit of that line (None: the map has no region there).
-    line_units: Vec<Vec<Option<u32>>>,
+    line_units: Vec<Vec<Option<UnitId>>>,
     /// Workspace-relative path per file (None: not the workspace's code).
     rel: Vec<Option<String>>,
 }
@@ -172,7 +172,7 @@ impl<'a> LineDecoder<'a> {
 
     /// Decodes one profile written by a process of test binary `own`; appends the units it
     /// covered to `covered`.
-    pub fn decode(&self, own: usize, path: &Path, covered: &mut Vec<u32>) -> Result<(), ProfileError> {
+    pub fn decode(&self, own: usize, path: &Path, covered: &mut Vec<UnitId>) -> Result<(), ProfileError> {
         let bytes = std::fs::read(path).map_err(|source| ProfileError::Read {
             path: path.to_path_buf(),
             source,
@@ -209,7 +209,7 @@ impl<'a> LineDecoder<'a> {
 
     /// Decodes the profiles one test of test binary `own` wrote, turning every problem into a
     /// warning on that test.
-    pub fn decode_test(&self, own: usize, profiles: &[PathBuf], covered: &mut Vec<u32>, warnings: &mut Vec<String>) {
+    pub fn decode_test(&self, own: usize, profiles: &[PathBuf], covered: &mut Vec<UnitId>, warnings: &mut Vec<String>) {
         if profiles.is_empty() {
             warnings.push("the test wrote no profile; it contributes no coverage".into());
         }

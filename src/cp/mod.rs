@@ -214,7 +214,7 @@ pub fn unit_scores(profiles: &EdgeSpectra, solution: &CpSolution, units: usize) 
     let mut out: Vec<Option<f64>> = vec![None; units];
     for (b, block) in profiles.blocks.iter().enumerate().filter(|(b, _)| reached[*b]) {
         for &u in &block.lines {
-            let s = &mut out[u as usize];
+            let s = &mut out[u.index()];
             *s = Some(s.map_or(solution.br[b], |v: f64| v.max(solution.br[b])));
         }
     }
@@ -582,15 +582,17 @@ mod tests {
                 successors.entry(f).or_default().push(i);
             }
         }
-        let mut linked_from = vec![usize::MAX; blocks];
+        let mut linked_from: Vec<Option<usize>> = vec![None; blocks];
         for e in edges.iter().filter(|e| link(e)) {
-            linked_from[e.to as usize] = e.from.unwrap() as usize;
+            linked_from[e.to as usize] = e.from.map(|f| f as usize);
         }
         // The first block of the chain `b` ends: an exit chain scores what comes into it.
         let head = |mut b: usize| {
             let start = b;
-            while linked_from[b] != usize::MAX && linked_from[b] != start {
-                b = linked_from[b];
+            while let Some(prev) = linked_from[b]
+                && prev != start
+            {
+                b = prev;
             }
             b
         };

@@ -1,6 +1,7 @@
 //! Reproducible CFG-shaped CP systems for the benchmark and the tests.
 
 use super::CpEdge;
+use crate::edges::{BlockId, Edge};
 
 /// xorshift64 (Marsaglia): reproducible, dependency-free.
 struct XorShift(u64);
@@ -45,12 +46,12 @@ pub fn synthetic(blocks: usize, seed: u64) -> (Vec<CpEdge>, u32, u32) {
     }
     let edges = shape
         .into_iter()
-        .map(|(from, to)| {
+        .map(|e: Edge| {
             let failing = rng.below(u64::from(total_failing) + 1) as u32;
             let passing = rng.below(u64::from(total_passing) + 1) as u32;
             CpEdge {
-                from,
-                to,
+                from: e.from.map(|f| f.0),
+                to: e.to.0,
                 failing,
                 passing: if failing == 0 { passing.max(1) } else { passing },
             }
@@ -61,29 +62,33 @@ pub fn synthetic(blocks: usize, seed: u64) -> (Vec<CpEdge>, u32, u32) {
 
 /// The edges of one synthetic function of `size` blocks from id `base`: a main chain and
 /// panic blocks after it.
-fn synthetic_function(rng: &mut XorShift, base: usize, size: usize, out: &mut Vec<(Option<u32>, u32)>) {
-    let id = |local: usize| (base + local) as u32;
+fn synthetic_function(rng: &mut XorShift, base: usize, size: usize, out: &mut Vec<Edge>) {
+    let id = |local: usize| BlockId((base + local) as u32);
+    let edge = |from: usize, to: usize| Edge {
+        from: Some(id(from)),
+        to: id(to),
+    };
     let panics = if size >= 10 {
         rng.below(size as u64 / 10 + 1) as usize
     } else {
         0
     };
     let chain = size - panics;
-    out.push((None, id(0)));
+    out.push(Edge { from: None, to: id(0) });
     for i in 0..chain.saturating_sub(1) {
-        out.push((Some(id(i)), id(i + 1)));
+        out.push(edge(i, i + 1));
         if i + 2 < chain && rng.chance(30) {
             let target = i + 2 + rng.below((chain - i - 2) as u64) as usize;
-            out.push((Some(id(i)), id(target)));
+            out.push(edge(i, target));
         }
         if i >= 1 && rng.chance(15) {
             let lowest = i.saturating_sub(8).max(1);
             let header = lowest + rng.below((i - lowest + 1) as u64) as usize;
-            out.push((Some(id(i)), id(header)));
+            out.push(edge(i, header));
         }
     }
     for p in chain..size {
         let from = rng.below(chain.saturating_sub(1).max(1) as u64) as usize;
-        out.push((Some(id(from)), id(p)));
+        out.push(edge(from, p));
     }
 }

@@ -60,10 +60,12 @@ impl System {
             }
         }
         let block: Vec<usize> = (0..blocks).filter(|&b| present[b]).collect();
-        let mut row_of = vec![usize::MAX; blocks];
+        // row_of[b]: the row of block `b` (None: no edge names it, so it has no row).
+        let mut row_of: Vec<Option<usize>> = vec![None; blocks];
         for (r, &b) in block.iter().enumerate() {
-            row_of[b] = r;
+            row_of[b] = Some(r);
         }
+        let row = |b: usize| row_of[b].expect("every edge's blocks are present");
         let mut start = Vec::with_capacity(block.len() + 1);
         let mut entries = 0;
         start.push(0);
@@ -75,14 +77,14 @@ impl System {
         let (mut col, mut w) = (vec![0; entries], vec![0.0; entries]);
         for e in edges {
             if let Some(f) = e.from {
-                let slot = &mut next[row_of[f]];
+                let slot = &mut next[row(f)];
                 let sum = incoming[e.to];
                 let denominator = if is_zero_sum(sum, magnitude[e.to]) {
                     ZERO_SUM
                 } else {
                     sum
                 };
-                col[*slot] = row_of[e.to];
+                col[*slot] = row(e.to);
                 w[*slot] = e.theta / denominator;
                 *slot += 1;
             }

@@ -11,6 +11,7 @@ use super::map::{EdgeMap, MapError};
 use super::model::{Block, BlockId, Edge, EdgeSpectra};
 use super::record::{self, ReadError};
 use crate::per_binary::{BinaryError, PerBinary};
+use crate::spectra::UnitId;
 
 /// Why an edge file contributed no edges (a warning on its test).
 #[derive(Debug, thiserror::Error)]
@@ -192,13 +193,18 @@ impl<'a> Collector<'a> {
 
     /// The edge profiles of all tests, with block lines as unit ids (`unit` maps a file line to
     /// its unit; lines that are not units are left out).
-    pub fn finish(self, tests: usize, traversed: &[Vec<Edge>], unit: impl Fn(&str, u32) -> Option<u32>) -> EdgeSpectra {
+    pub fn finish(
+        self,
+        tests: usize,
+        traversed: &[Vec<Edge>],
+        unit: impl Fn(&str, u32) -> Option<UnitId>,
+    ) -> EdgeSpectra {
         let names = self.names.into_inner().expect("not poisoned");
         let blocks = names
             .blocks
             .into_iter()
             .map(|b| {
-                let mut lines: Vec<u32> = b.lines.iter().filter_map(|(f, l)| unit(f, *l)).collect();
+                let mut lines: Vec<UnitId> = b.lines.iter().filter_map(|(f, l)| unit(f, *l)).collect();
                 lines.dedup();
                 Block {
                     function: b.function,

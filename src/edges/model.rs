@@ -7,10 +7,13 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use crate::bitset::BitSet;
+use crate::spectra::UnitId;
 
 /// A block's position in [`EdgeSpectra::blocks`] (or, while collecting, in the order blocks
 /// were first met).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+/// Saved as the bare number.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(transparent)]
 pub struct BlockId(pub u32);
 
 impl BlockId {
@@ -50,7 +53,7 @@ pub struct Block {
     pub index: u32,
     /// The units (`Spectra::units` indices) of its source lines in address order, repeats in a
     /// row merged (the order the lines run in, within the block).
-    pub lines: Vec<u32>,
+    pub lines: Vec<UnitId>,
 }
 
 /// Edge profiles over the same tests as the line matrix.
@@ -69,9 +72,9 @@ pub struct EdgeSpectra {
 #[serde(deny_unknown_fields)]
 pub struct SavedEdges {
     /// `[function, index, [unit…]]`.
-    blocks: Vec<(String, u32, Vec<u32>)>,
+    blocks: Vec<(String, u32, Vec<UnitId>)>,
     /// `[from or null, to, hex bitset over tests]`.
-    edges: Vec<(Option<u32>, u32, String)>,
+    edges: Vec<(Option<BlockId>, BlockId, String)>,
 }
 
 /// What is wrong with saved edges.
@@ -121,17 +124,17 @@ impl EdgeSpectra {
                 .edges
                 .iter()
                 .zip(&self.coverage)
-                .map(|(e, c)| (e.from.map(|f| f.0), e.to.0, c.to_hex()))
+                .map(|(e, c)| (e.from, e.to, c.to_hex()))
                 .collect(),
         }
     }
 
     /// Checks and reads saved edges for `tests` tests and `units` units.
     pub fn from_saved(saved: SavedEdges, tests: usize, units: usize) -> Result<Self, SavedEdgesError> {
-        let n = saved.blocks.len() as u32;
+        let n = saved.blocks.len();
         let mut blocks = Vec::with_capacity(saved.blocks.len());
         for (function, index, lines) in saved.blocks {
-            if lines.iter().any(|&u| u as usize >= units) {
+            if lines.iter().any(|&u| u.index() >= units) {
                 return Err(SavedEdgesError::UnknownUnit { function, index });
             }
             blocks.push(Block { function, index, lines });
@@ -139,13 +142,10 @@ impl EdgeSpectra {
         let mut edges = Vec::with_capacity(saved.edges.len());
         let mut coverage = Vec::with_capacity(saved.edges.len());
         for (i, (from, to, hex)) in saved.edges.into_iter().enumerate() {
-            if to >= n || from.is_some_and(|f| f >= n) {
+            if to.index() >= n || from.is_some_and(|f| f.index() >= n) {
                 return Err(SavedEdgesError::UnknownBlock { edge: i });
             }
-            edges.push(Edge {
-                from: from.map(BlockId),
-                to: BlockId(to),
-            });
+            edges.push(Edge { from, to });
             coverage.push(BitSet::from_hex(&hex, tests).ok_or(SavedEdgesError::NotABitset { edge: i, tests })?);
         }
         Ok(EdgeSpectra {
@@ -158,10 +158,10 @@ impl EdgeSpectra {
     /// The same profiles with every block's lines mapped through `unit_map` (lines to
     /// functions, or to the units kept); units mapped to `None` are dropped, the order stays
     /// (repeats in a row merged).
-    pub fn map_units(&self, unit_map: &[Option<u32>]) -> Self {
+    pub fn map_units(&self, unit_map: impl Fn(UnitId) -> Option<UnitId>) -> Self {
         let mut out = self.clone();
         for b in &mut out.blocks {
-            b.lines = b.lines.iter().filter_map(|&u| unit_map[u as usize]).collect();
+            b.lines = b.lines.iter().filter_map(|&u| unit_map(u)).collect();
             b.lines.dedup();
         }
         out
@@ -192,7 +192,7 @@ mod tests {
         Block {
             function: function.into(),
             index,
-            lines: lines.to_vec(),
+            lines: lines.iter().copied().map(UnitId).collect(),
         }
     }
 
@@ -204,11 +204,15 @@ mod tests {
     }
 
     #[test]
-    fn entry_edges_sort_first_as_the_saved_tuples_did() {
+    fn entry_edges_sort_first_then_by_from_then_to() {
+        // The order saved files were always written in (as `(from or null, to)` pairs): the
+        // derived order of `Edge` must keep it, or re-saved spectra would change.
         let mut edges = [edge(Some(0), 1), edge(None, 2), edge(Some(0), 0), edge(None, 0)];
         edges.sort();
-        let tuples: Vec<(Option<u32>, u32)> = edges.iter().map(|e| (e.from.map(|f| f.0), e.to.0)).collect();
-        assert_eq!(tuples, vec![(None, 0), (None, 2), (Some(0), 0), (Some(0), 1)]);
+        assert_eq!(
+            edges,
+            [edge(None, 0), edge(None, 2), edge(Some(0), 0), edge(Some(0), 1)]
+        );
         assert!(edges[0].is_entry() && !edges[2].is_entry());
         assert_eq!(edge(Some(1), 2).map(|b| BlockId(b.0 + 10)), edge(Some(11), 12));
     }

@@ -38,6 +38,7 @@ pub(super) fn evaluate(spectra: &Spectra, faults: Vec<Fault>, cfg: &EvalConfig) 
         exact_limit: out.ht.exact_limit,
         walks: out.ht.walks,
         ht: cfg.ht,
+        tie_break: out.tie_break,
     };
     let report = crate::eval::evaluate(spectra, &faults, &measures, &settings);
     let text = match out.format {

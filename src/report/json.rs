@@ -32,6 +32,9 @@ struct JsonTest<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     message: Option<&'a str>,
     duration_ms: u64,
+    /// A failing test's panic backtrace, workspace frames only, innermost first.
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    stack: &'a [crate::spectra::Frame],
 }
 
 #[derive(Serialize)]
@@ -183,6 +186,7 @@ pub fn json<'a>(a: &'a Analysis, rankings: &[Ranking], view: &View<'a>) -> Strin
                 signal: t.signal,
                 message: t.message.as_deref(),
                 duration_ms: t.duration_ms,
+                stack: &t.stack,
             })
             .collect(),
         rankings: rankings

@@ -4,7 +4,7 @@
 use std::collections::{BTreeSet, HashMap};
 use std::path::Path;
 
-use cargo_sfl::spectra::Spectra;
+use cargo_sfl::spectra::{Spectra, UnitId};
 use libtest_mimic::Trial;
 use serde_json::Value;
 
@@ -24,8 +24,8 @@ pub fn trials() -> Vec<Trial> {
 /// first line is `start -> line`.
 fn transitions(spectra: &Spectra, file: &str) -> BTreeSet<String> {
     let e = spectra.edges.as_ref().expect("edges recorded");
-    let line = |u: u32| {
-        let unit = &spectra.units[u as usize];
+    let line = |u: UnitId| {
+        let unit = &spectra.units[u.index()];
         (unit.file == file).then_some(unit.line)
     };
     let lines: Vec<Vec<u32>> = e

@@ -58,6 +58,10 @@ fn eval_reproduces_hand_computed_ranks() -> Result {
             format!("{m}: {r:#}")
         })?;
     }
+    // The panic-stack baseline: every failing test panics in the test helper `check` (test
+    // code, not ranked), so no backtrace points into `minmax`: all 17 lines tie, 0 + 17/2.
+    let baseline = by("panic-stack (baseline)");
+    check(baseline["standard_rank"] == 8.5, || format!("{baseline:#}"))?;
     let o = by("ochiai");
     check(
         (o["exam"].as_f64().unwrap() - 1.0 / 17.0).abs() < 1e-12 && o["top"]["1"] == true,

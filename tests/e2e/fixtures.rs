@@ -107,6 +107,12 @@ fn fixture_trial(e: &Expect) -> Result {
                 format!("{key:?}: expected passed, got {outcome}")
             })?,
         }
+        // A test that failed by panicking says where: its backtrace's workspace frames.
+        let panicked = outcome == "failed" && t["message"].as_str().is_some_and(|m| m.starts_with("panicked at"));
+        let stack = t["stack"].as_array().map_or(0, Vec::len);
+        check(!panicked || stack > 0, || {
+            format!("{key:?} panicked without a stack: {t:#}")
+        })?;
         if outcome != "passed" {
             failing.insert(key);
         }

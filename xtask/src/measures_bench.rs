@@ -65,6 +65,7 @@ fn synthetic(tests: usize, units: usize, seed: u64) -> Spectra {
             message: None,
             duration_ms: 0,
             warnings: Vec::new(),
+            stack: Vec::new(),
         })
         .collect();
     let mut unit_list = Vec::with_capacity(units);

@@ -8,7 +8,7 @@ use std::path::Path;
 use super::run::JobOutcome;
 use crate::coverage::{SortedUnits, hex};
 use crate::edges::Edge;
-use crate::spectra::{BuildInfo, Spectra, TestRecord};
+use crate::spectra::{BuildInfo, Spectra, TestRecord, UnitId};
 use crate::ui;
 
 /// The matrix of every test over the interned units; `edges` decodes the edge matrix when
@@ -27,10 +27,10 @@ pub(crate) fn assemble(
     } = units;
     let rows = rows(outcomes, ignored, &new_id);
     let edges = edges.map(|collector| {
-        let unit_id: HashMap<(&str, u32), u32> = units
+        let unit_id: HashMap<(&str, u32), UnitId> = units
             .iter()
             .enumerate()
-            .map(|(i, u)| ((u.file.as_str(), u.line), i as u32))
+            .map(|(i, u)| ((u.file.as_str(), u.line), UnitId(i as u32)))
             .collect();
         let e = collector.finish(rows.tests.len(), &rows.traversed, |f, l| unit_id.get(&(f, l)).copied());
         ui::detail(format!("{} blocks, {} edges traversed", e.blocks.len(), e.edges.len()));
@@ -45,12 +45,12 @@ pub(crate) fn assemble(
 /// One row per test: records, covered units (renumbered) and traversed edges.
 struct Rows {
     tests: Vec<TestRecord>,
-    covered: Vec<Vec<u32>>,
+    covered: Vec<Vec<UnitId>>,
     traversed: Vec<Vec<Edge>>,
 }
 
 /// The jobs' rows in job order, then the ignored tests' empty rows.
-fn rows(outcomes: Vec<JobOutcome>, ignored: Vec<TestRecord>, remap: &[u32]) -> Rows {
+fn rows(outcomes: Vec<JobOutcome>, ignored: Vec<TestRecord>, remap: &[UnitId]) -> Rows {
     let mut rows = Rows {
         tests: Vec::new(),
         covered: Vec::new(),
@@ -59,7 +59,7 @@ fn rows(outcomes: Vec<JobOutcome>, ignored: Vec<TestRecord>, remap: &[u32]) -> R
     for o in outcomes {
         rows.tests.push(o.record);
         rows.covered
-            .push(o.covered.into_iter().map(|u| remap[u as usize]).collect());
+            .push(o.covered.into_iter().map(|u| remap[u.index()]).collect());
         rows.traversed.push(o.edges);
     }
     for rec in ignored {
@@ -112,7 +112,7 @@ mod tests {
         }
     }
 
-    fn outcome(name: &str, outcome: Outcome, covered: &[u32]) -> JobOutcome {
+    fn outcome(name: &str, outcome: Outcome, covered: &[UnitId]) -> JobOutcome {
         JobOutcome {
             record: record("b", name, outcome),
             covered: covered.to_vec(),
@@ -147,11 +147,11 @@ mod tests {
     #[test]
     fn rows_keep_edges_and_give_ignored_tests_empty_rows() {
         let r = rows(
-            vec![outcome("t1", Outcome::Passed, &[1, 0])],
+            vec![outcome("t1", Outcome::Passed, &[UnitId(1), UnitId(0)])],
             vec![record("b", "t2", Outcome::Ignored)],
-            &[1, 0],
+            &[UnitId(1), UnitId(0)],
         );
-        assert_eq!(r.covered, [vec![0, 1], vec![]]);
+        assert_eq!(r.covered, [vec![UnitId(0), UnitId(1)], vec![]]);
         assert_eq!(r.traversed, [vec![entry_edge()], vec![]]);
         assert_eq!(r.tests.len(), 2);
     }

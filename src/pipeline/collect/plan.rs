@@ -85,6 +85,7 @@ pub(crate) fn record(binary: &str, name: &str, outcome: Outcome) -> TestRecord {
         message: None,
         duration_ms: 0,
         warnings: Vec::new(),
+        stack: Vec::new(),
     }
 }
 

@@ -8,8 +8,8 @@ use std::time::{Duration, Instant};
 use super::Session;
 use super::plan::record;
 use crate::pipeline::progress::RunProgress;
-use crate::run::{self, Finished, Job};
-use crate::spectra::{Outcome, TestRecord};
+use crate::run::{self, Finished, Job, RawFrame};
+use crate::spectra::{Frame, Outcome, TestRecord, UnitId};
 use crate::ui;
 
 /// A finished job.
@@ -17,7 +17,7 @@ use crate::ui;
 pub struct JobOutcome {
     pub record: TestRecord,
     /// Interned unit ids the test covered, sorted, without repeats.
-    pub covered: Vec<u32>,
+    pub covered: Vec<UnitId>,
     /// The profiles kept for it (`--keep-profiles`; otherwise empty).
     pub profiles: Vec<PathBuf>,
     /// Edges it traversed (block ids), sorted, without repeats.
@@ -127,6 +127,7 @@ impl Session<'_> {
         rec.signal = fin.signal;
         rec.message = fin.message;
         rec.duration_ms = fin.duration.as_millis() as u64;
+        rec.stack = self.workspace_frames(job, &fin.stack);
         self.coverage
             .decode_test(job.binary, &fin.profiles, &mut out.covered, &mut rec.warnings);
         if let Some(collector) = self.edges {
@@ -135,5 +136,26 @@ impl Session<'_> {
             out.edges = traversed.edges;
         }
         out.profiles = fin.profiles;
+    }
+
+    /// The backtrace frames in the workspace's code, paths made workspace-relative (a relative
+    /// path is relative to the test's working directory, its package's).
+    fn workspace_frames(&self, job: &Job, stack: &[RawFrame]) -> Vec<Frame> {
+        let pkg = &self.ws.members[self.built.tests[job.binary].package];
+        let pkg_dir = pkg
+            .manifest_path
+            .parent()
+            .map(|d| d.as_std_path().to_path_buf())
+            .unwrap_or_default();
+        stack
+            .iter()
+            .filter_map(|f| {
+                Some(Frame {
+                    function: f.function.clone(),
+                    file: self.ws.relative(&pkg_dir.join(&f.path))?,
+                    line: f.line,
+                })
+            })
+            .collect()
     }
 }

@@ -34,6 +34,7 @@ pub(super) fn evaluate_all(cache: &Path, crates: &[(&str, &str)], out_dir: &Path
         exact_limit: HT_EXACT_LIMIT,
         walks: 0,
         ht: true,
+        tie_break: Default::default(),
     };
     let mut by_k: BTreeMap<usize, Sums> = BTreeMap::new();
     let mut status_counts: BTreeMap<String, usize> = BTreeMap::new();
@@ -118,6 +119,7 @@ fn settings_for(base: &Settings, spectra: &Spectra) -> Settings {
         exact_limit: base.exact_limit,
         walks: base.walks,
         ht: executed * 2 <= base.exact_limit,
+        tie_break: base.tie_break,
     }
 }
 

@@ -1,0 +1,186 @@
+//! Evidence beyond coverage, to order the lines that coverage cannot tell apart.
+//!
+//! Lines with identical coverage form one ambiguity group, and every spectrum measure gives
+//! them one score: a function's signature, its closing brace and the faulty comparison tie. Two
+//! kinds of evidence separate them without touching the order of the groups themselves:
+//!
+//! - **the panic stack**: a line on a failing test's backtrace is where the failure became
+//!   visible. Each failing test adds `1 / (1 + depth)` to the first frame it has on a line,
+//!   depth counted over its frames in ranked code (innermost 0), so the panicking line weighs
+//!   most and its callers less;
+//! - **the line's kind**: a line that only opens or closes a block, declares an item or is an
+//!   attribute or comment (`fn f(…) {`, `}`, `} else {`, `#[inline]`) carries no behaviour of its
+//!   own; a condition, an assignment, a call, an index or a return value is where faults live.
+//!
+//! Stack evidence decides first, then the kind, then code order. Both are read from what a run
+//! already has (the saved backtraces and the source files), so they cost nothing to collect.
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use crate::spectra::Spectra;
+
+/// How the lines of one entry are ordered.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum TieBreak {
+    /// They tie (every spectrum measure's own order).
+    #[default]
+    Code,
+    /// By [`Tie`]: stack evidence, then line kind.
+    Evidence,
+}
+
+/// Whether a line can hold a fault of its own.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum LineKind {
+    /// Opens or closes a block, declares an item, or is an attribute or comment.
+    Structural,
+    /// Anything else: it computes, decides, calls, assigns or returns. Also lines whose
+    /// source cannot be read (no evidence either way).
+    #[default]
+    Behavioural,
+}
+
+/// What orders lines of one ambiguity group: compared field by field, higher first.
+#[derive(Clone, Copy, Debug, Default, PartialEq, PartialOrd)]
+pub struct Tie {
+    /// Σ over failing tests of `1 / (1 + depth)` of this line on the test's backtrace.
+    pub stack: f64,
+    pub kind: LineKind,
+}
+
+/// Classifies one line of Rust source by its text.
+pub fn line_kind(text: &str) -> LineKind {
+    let t = text.trim();
+    let code = t.split("//").next().unwrap_or("").trim();
+    if code.is_empty() || code.starts_with("#[") || code.starts_with("#![") {
+        return LineKind::Structural;
+    }
+    // Only punctuation: `}`, `{`, `});`, `} else {`, `]`, `),`.
+    let without_else = code.replace("else", "");
+    if without_else
+        .chars()
+        .all(|c| c.is_whitespace() || "{}()[];,".contains(c))
+    {
+        return LineKind::Structural;
+    }
+    let declaration = code
+        .split_whitespace()
+        .skip_while(|w| {
+            matches!(*w, "pub" | "const" | "async" | "unsafe" | "extern" | "default")
+                || w.starts_with("pub(")
+                || w.starts_with('"')
+        })
+        .next()
+        .map(|w| w.split(|c: char| !c.is_alphanumeric() && c != '_').next().unwrap_or(""))
+        .is_some_and(|w| matches!(w, "fn" | "impl" | "mod" | "struct" | "enum" | "trait" | "use" | "where"));
+    if declaration {
+        LineKind::Structural
+    } else {
+        LineKind::Behavioural
+    }
+}
+
+/// Per unit of `spectra`, the evidence that orders it within its group.
+pub fn ties(spectra: &Spectra) -> Vec<Tie> {
+    let unit: HashMap<(&str, u32), usize> = spectra
+        .units
+        .iter()
+        .enumerate()
+        .map(|(i, u)| ((u.file.as_str(), u.line), i))
+        .collect();
+    let mut ties: Vec<Tie> = kinds(spectra)
+        .into_iter()
+        .map(|kind| Tie { stack: 0.0, kind })
+        .collect();
+    for t in spectra.tests.iter().filter(|t| t.outcome.is_failing()) {
+        let mut depth = 0;
+        let mut seen = Vec::new();
+        for f in &t.stack {
+            let Some(&u) = unit.get(&(f.file.as_str(), f.line)) else {
+                continue;
+            };
+            if !seen.contains(&u) {
+                seen.push(u);
+                ties[u].stack += 1.0 / f64::from(1 + depth);
+            }
+            depth += 1;
+        }
+    }
+    ties
+}
+
+/// Each unit's line kind, reading each source file once; units of unreadable files (and
+/// imported units, which name no line) count as behavioural.
+fn kinds(spectra: &Spectra) -> Vec<LineKind> {
+    let root = Path::new(&spectra.workspace_root);
+    let mut files: HashMap<&str, Option<Vec<String>>> = HashMap::new();
+    spectra
+        .units
+        .iter()
+        .map(|u| {
+            let lines = files.entry(u.file.as_str()).or_insert_with(|| {
+                std::fs::read_to_string(root.join(&u.file))
+                    .ok()
+                    .map(|text| text.lines().map(str::to_string).collect())
+            });
+            let text = lines.as_ref().and_then(|l| l.get((u.line as usize).checked_sub(1)?));
+            text.map_or(LineKind::Behavioural, |t| line_kind(t))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::spectra::{Frame, Outcome};
+
+    #[test]
+    fn lines_without_behaviour_of_their_own_are_structural() {
+        for s in [
+            "pub fn minmax(in1: i32, in2: i32, in3: i32) -> (i32, i32) {",
+            "    }",
+            "    } else {",
+            "});",
+            "#[inline]",
+            "// a comment",
+            "impl<T> Foo for Bar<T> {",
+            "pub(crate) async fn f() {",
+            "    where T: Clone,",
+            "",
+        ] {
+            assert_eq!(line_kind(s), LineKind::Structural, "{s:?}");
+        }
+        for s in [
+            "    if least > in2 {",
+            "        most = in2; // FAULT",
+            "    (least, most)",
+            "    let x = v[i] + 1;",
+            "    return Err(e);",
+            "    } else if x > 0 {",
+            "    f(x)?;",
+        ] {
+            assert_eq!(line_kind(s), LineKind::Behavioural, "{s:?}");
+        }
+    }
+
+    /// Doric's minmax with backtraces: t1 panics on line 3 called from line 2, t2 on line 3.
+    #[test]
+    fn stack_evidence_weighs_the_panicking_line_most() {
+        let mut s = crate::spectra::tests::doric_minmax();
+        let frame = |line| Frame {
+            function: "f".into(),
+            file: "src/lib.rs".into(),
+            line,
+        };
+        s.tests[0].stack = vec![frame(99), frame(3), frame(3), frame(2)];
+        s.tests[1].stack = vec![frame(3)];
+        s.tests[3].stack = vec![frame(1)];
+        assert_eq!(s.tests[3].outcome, Outcome::Passed);
+        let t = ties(&s);
+        let stacks: Vec<f64> = t.iter().map(|t| t.stack).collect();
+        // Line 3: depth 0 in t1 and t2; line 2: depth 2 in t1 (after line 3 twice).
+        assert_eq!(stacks, [0.0, 1.0 / 3.0, 2.0, 0.0]);
+        assert!(t[2] > t[1] && t[1] > t[0]);
+    }
+}
