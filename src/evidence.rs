@@ -66,12 +66,11 @@ pub fn line_kind(text: &str) -> LineKind {
     }
     let declaration = code
         .split_whitespace()
-        .skip_while(|w| {
-            matches!(*w, "pub" | "const" | "async" | "unsafe" | "extern" | "default")
+        .find(|w| {
+            !(matches!(*w, "pub" | "const" | "async" | "unsafe" | "extern" | "default")
                 || w.starts_with("pub(")
-                || w.starts_with('"')
+                || w.starts_with('"'))
         })
-        .next()
         .map(|w| w.split(|c: char| !c.is_alphanumeric() && c != '_').next().unwrap_or(""))
         .is_some_and(|w| matches!(w, "fn" | "impl" | "mod" | "struct" | "enum" | "trait" | "use" | "where"));
     if declaration {

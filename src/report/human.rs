@@ -205,7 +205,7 @@ fn human_ranking(out: &mut String, a: &Analysis, r: &Ranking, view: &View, sourc
             let group = &a.groups[x.group].units;
             let (location, src) = match view.function(a, group[0]) {
                 Some(_) => function_entry(a, view, group),
-                None => line_entry(a, group, sources),
+                None => line_entry(a, group, a.lead(x.group), sources),
             };
             let text = line(x, &location, &src);
             let text = if x.rank <= 1.0 {
@@ -276,11 +276,11 @@ fn entry_line(r: &Ranking, x: &Ranked, location: &str, src: &str) -> String {
     )
 }
 
-/// A line entry's location (its first line) and text (that line's source, and the other
-/// lines of its group in short).
-fn line_entry(a: &Analysis, group: &[usize], sources: &mut Sources) -> (String, String) {
+/// A line entry's location (its lead line: the first, or the best by evidence) and text (that
+/// line's source, and the other lines of its group in short).
+fn line_entry(a: &Analysis, group: &[usize], lead: usize, sources: &mut Sources) -> (String, String) {
     let units = &a.spectra.units;
-    let first = &units[group[0]];
+    let first = &units[lead];
     let mut src = sources.line(&first.file, first.line).unwrap_or("").trim().to_string();
     if group.len() > 1 {
         let _ = write!(src, "   (+{} lines alike: {})", group.len() - 1, alike(group, units));

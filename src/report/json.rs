@@ -207,7 +207,9 @@ pub fn json<'a>(a: &'a Analysis, rankings: &[Ranking], view: &View<'a>) -> Strin
 }
 
 fn json_entry<'a>(a: &'a Analysis, view: &View<'a>, x: &Ranked) -> JsonEntry<'a> {
-    let units = &a.groups[x.group].units;
+    // With `--tie-break evidence`, the entry's best-evidence line leads and members follow
+    // in evidence order; otherwise code order.
+    let units = a.ordered_units(x.group);
     let c = x.counts;
     JsonEntry {
         first: JsonUnit::of(a, view, units[0]),

@@ -1,5 +1,6 @@
 //! `cargo sfl eval`: rank scores, EXAM and hitting times on minmax against values worked out
-//! by hand, from a fresh run and from saved spectra, and an unlocalisable fault.
+//! by hand, from a fresh run and from saved spectra, and an unlocalisable fault; ordering an
+//! entry's lines by evidence on the schedule fixture.
 
 use libtest_mimic::Trial;
 use serde_json::Value;
@@ -7,10 +8,49 @@ use serde_json::Value;
 use crate::support::{Result, check, check_exit, copy_fixture, sfl, show};
 
 pub fn trials() -> Vec<Trial> {
-    vec![Trial::test(
-        "eval::hand_computed_ranks",
-        eval_reproduces_hand_computed_ranks,
-    )]
+    vec![
+        Trial::test("eval::hand_computed_ranks", eval_reproduces_hand_computed_ranks),
+        Trial::test("eval::tie_break_by_evidence", tie_break_by_evidence),
+    ]
+}
+
+/// On schedule, Ochiai's two top entries (0.7071) hold 11 lines: `find_nth` with the fault's
+/// block (22-24, 30-33, 37) and the branch that removes the process (34-36). In code order the
+/// fault (line 30) ties with all 11: 0 + 11/2. By evidence (no backtrace reaches non-test code:
+/// both failing tests fail in their own assertions), the signature and two closing braces go
+/// last, leaving 8 lines that compute or decide: 0 + 8/2. The report leads the first entry
+/// with line 23, not the signature on line 22.
+fn tie_break_by_evidence() -> Result {
+    let tmp = copy_fixture("schedule");
+    let dir = tmp.path();
+    let faults = dir.join("faults.toml");
+    let rank = |tie_break: &str| -> Result<Value> {
+        let args = [
+            "eval",
+            "--faults",
+            faults.to_str().unwrap(),
+            "-m",
+            "ochiai",
+            "--tie-break",
+            tie_break,
+            "--format",
+            "json",
+        ];
+        let out = sfl(&args, dir);
+        check(out.status.success(), || show(&out))?;
+        let v: Value = serde_json::from_slice(&out.stdout)?;
+        Ok(v["measures"][0]["standard_rank"].clone())
+    };
+    let (code, evidence) = (rank("code")?, rank("evidence")?);
+    check(code == 5.5 && evidence == 4.0, || {
+        format!("code {code}, evidence {evidence}")
+    })?;
+    let report = sfl(&["report", "--tie-break", "evidence", "--format", "json"], dir);
+    let v: Value = serde_json::from_slice(&report.stdout)?;
+    let lead = &v["rankings"][0]["units"][0]["line"];
+    check(lead == 23, || {
+        format!("first entry led by line {lead}\n{}", show(&report))
+    })
 }
 
 /// `cargo sfl eval` on minmax reproduces rank scores worked out by hand. The fault (line 16) is
