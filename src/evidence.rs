@@ -132,7 +132,8 @@ fn kinds(spectra: &Spectra) -> Vec<LineKind> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::spectra::{Frame, Outcome};
+    use crate::spectra::Outcome;
+    use crate::spectra::tests::{doric_minmax, frame};
 
     #[test]
     fn lines_without_behaviour_of_their_own_are_structural() {
@@ -166,12 +167,7 @@ mod tests {
     /// Doric's minmax with backtraces: t1 panics on line 3 called from line 2, t2 on line 3.
     #[test]
     fn stack_evidence_weighs_the_panicking_line_most() {
-        let mut s = crate::spectra::tests::doric_minmax();
-        let frame = |line| Frame {
-            function: "f".into(),
-            file: "src/lib.rs".into(),
-            line,
-        };
+        let mut s = doric_minmax();
         s.tests[0].stack = vec![frame(99), frame(3), frame(3), frame(2)];
         s.tests[1].stack = vec![frame(3)];
         s.tests[3].stack = vec![frame(1)];

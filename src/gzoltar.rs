@@ -55,16 +55,7 @@ pub fn load(dir: &Path) -> Result<Spectra, GzoltarError> {
     let tests = test_names(dir, &matrix_file, outcomes.len())?
         .into_iter()
         .zip(outcomes)
-        .map(|(name, outcome)| TestRecord {
-            binary: "gzoltar".into(),
-            name,
-            outcome,
-            signal: None,
-            message: None,
-            duration_ms: 0,
-            warnings: Vec::new(),
-            stack: Vec::new(),
-        })
+        .map(|(name, outcome)| TestRecord::new("gzoltar", name, outcome))
         .collect();
     Ok(Spectra::from_tests(
         dir.to_string_lossy().into_owned(),

@@ -2,6 +2,8 @@
 //! by hand, from a fresh run and from saved spectra, and an unlocalisable fault; ordering an
 //! entry's lines by evidence on the schedule fixture.
 
+use std::path::Path;
+
 use libtest_mimic::Trial;
 use serde_json::Value;
 
@@ -53,11 +55,9 @@ fn tie_break_by_evidence() -> Result {
     })
 }
 
-/// `cargo sfl eval` on minmax reproduces rank scores worked out by hand. The fault (line 16) is
-/// the only line with ef 3, ep 0. Ochiai: alone on top, 0 + 1/2. Tarantula: every line no
-/// passing test ran scores 1: the fault and the 9 lines of the three failing tests' bodies,
-/// 0 + 10/2. Wong1 (= ef): the 17 lines every failing test ran tie, 0 + 17/2. 36 executed
-/// lines, so Ochiai's EXAM is 1/36.
+/// `cargo sfl eval` on minmax reproduces rank scores worked out by hand (test code left out:
+/// 17 executed lines of `minmax`). The fault (line 16) is the only line with ef 3, ep 0, so
+/// Ochiai's EXAM is 1/17; the other views of the same spectra follow.
 fn eval_reproduces_hand_computed_ranks() -> Result {
     let tmp = copy_fixture("minmax");
     let dir = tmp.path();
@@ -131,10 +131,19 @@ fn eval_reproduces_hand_computed_ranks() -> Result {
     let out2 = sfl(&again, dir);
     check(out2.stdout == out.stdout, || show(&out2))?;
 
+    with_test_code(dir, &again)?;
+    function_granularity(dir, &again)?;
+    ht_order(dir)?;
+    unlocalisable(dir, &saved)
+}
+
+/// With test code ranked again (36 executed lines), the failing tests' bodies (run by one
+/// failing test each, by no passing test) tie with the fault for Tarantula.
+fn with_test_code(dir: &Path, again: &[&str]) -> Result {
     // With test code ranked again, the failing tests' bodies (run by one failing test each,
     // by no passing test) tie with the fault for Tarantula: 36 executed lines; Tarantula puts 9
     // test lines beside the fault (0 + 10/2), Wong1 17 lines (the 14 above and `check`'s 3).
-    let mut with_tests = again.clone();
+    let mut with_tests = again.to_vec();
     with_tests.push("--include-test-code");
     let wt: Value = serde_json::from_slice(&sfl(&with_tests, dir).stdout)?;
     let rank_of = |m: &str| {
@@ -151,9 +160,14 @@ fn eval_reproduces_hand_computed_ranks() -> Result {
         || format!("{wt:#}"),
     )?;
 
+    Ok(())
+}
+
+/// At function granularity the fault is function `minmax`, named and shown with its extent.
+fn function_granularity(dir: &Path, again: &[&str]) -> Result {
     // Function granularity: the fault is function `minmax` (lines 6-22), the only function
     // left once test code is: 0 + 1/2 of 1 executed function.
-    let mut f = again.clone();
+    let mut f = again.to_vec();
     f.extend(["--granularity", "function"]);
     let fun: Value = serde_json::from_slice(&sfl(&f, dir).stdout)?;
     check(
@@ -176,7 +190,11 @@ fn eval_reproduces_hand_computed_ranks() -> Result {
         || format!("{top:#}"),
     )?;
 
-    // --order ht lists entries by expected hitting time, earliest first.
+    Ok(())
+}
+
+/// `--order ht` lists entries by expected hitting time, earliest first.
+fn ht_order(dir: &Path) -> Result {
     let ht = sfl(&["report", "--order", "ht", "--format", "json"], dir);
     let ht: Value = serde_json::from_slice(&ht.stdout)?;
     let times: Vec<f64> = ht["rankings"][0]["units"]
@@ -191,9 +209,11 @@ fn eval_reproduces_hand_computed_ranks() -> Result {
     )?;
     check(ht["rankings"][0]["ht_order"]["method"] == "exact", || {
         format!("{:#}", ht["rankings"][0]["ht_order"])
-    })?;
+    })
+}
 
-    // A fault on a line no test runs is reported as unlocalisable, and alone gives exit 7.
+/// A fault on a line no test runs is reported as unlocalisable, and alone gives exit 7.
+fn unlocalisable(dir: &Path, saved: &Path) -> Result {
     let omission = dir.join("omission.toml");
     std::fs::write(&omission, "[[fault]]\nfile = \"src/lib.rs\"\nlines = [2]\n")?;
     let out3 = sfl(

@@ -57,15 +57,9 @@ fn synthetic(tests: usize, units: usize, seed: u64) -> Spectra {
     let mut rng = Rng(seed);
     let failing = (tests / 100).max(1);
     let records = (0..tests)
-        .map(|t| TestRecord {
-            binary: "bench".into(),
-            name: format!("t{t}"),
-            outcome: if t < failing { Outcome::Failed } else { Outcome::Passed },
-            signal: None,
-            message: None,
-            duration_ms: 0,
-            warnings: Vec::new(),
-            stack: Vec::new(),
+        .map(|t| {
+            let outcome = if t < failing { Outcome::Failed } else { Outcome::Passed };
+            TestRecord::new("bench", format!("t{t}"), outcome)
         })
         .collect();
     let mut unit_list = Vec::with_capacity(units);

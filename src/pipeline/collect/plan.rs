@@ -77,16 +77,7 @@ pub fn plan(
 
 /// A test's record before (or without) running it.
 pub(crate) fn record(binary: &str, name: &str, outcome: Outcome) -> TestRecord {
-    TestRecord {
-        binary: binary.to_string(),
-        name: name.to_string(),
-        outcome,
-        signal: None,
-        message: None,
-        duration_ms: 0,
-        warnings: Vec::new(),
-        stack: Vec::new(),
-    }
+    TestRecord::new(binary, name, outcome)
 }
 
 #[cfg(test)]

@@ -19,17 +19,18 @@
 //! - HT_Rank (Henderson et al. Def. 25) from [`crate::hitting`].
 
 use std::collections::{BTreeMap, HashMap, HashSet};
-use std::fmt::Write as _;
 
 use serde::Serialize;
 
 use crate::analysis::{Analysis, Key, Options, Scored};
-use crate::config::SortBy;
 use crate::evidence::{Tie, TieBreak};
 use crate::faults::Fault;
 use crate::hitting::{Chain, ChainSpec, Method, hitting_times, ht_rank};
 use crate::measures::Measure;
 use crate::spectra::{Spectra, UnitId};
+
+mod table;
+pub use table::{human, json};
 
 /// Schema tag of `cargo sfl eval --format json`.
 pub const SCHEMA: &str = "cargo-sfl-eval/v1";
@@ -451,6 +452,19 @@ pub fn evaluate(spectra: &Spectra, faults: &[Fault], measures: &[&'static Measur
             ht: None,
         });
     }
+    let conventions = conventions(settings);
+    EvalReport {
+        schema: SCHEMA,
+        faults: located,
+        lines: model.executed.len(),
+        ranked_lines: analysis.groups.iter().map(|g| g.units.len()).sum(),
+        conventions,
+        measures: results,
+    }
+}
+
+/// What the report's numbers mean, under `settings`.
+fn conventions(settings: &Settings) -> BTreeMap<&'static str, String> {
     let mut conventions = BTreeMap::new();
     conventions.insert(
         PANIC_STACK,
@@ -485,131 +499,25 @@ pub fn evaluate(spectra: &Spectra, faults: &[Fault], measures: &[&'static Measur
         ),
     );
     conventions.insert(
+        "tie_break",
+        match settings.tie_break {
+            TieBreak::Code => "lines of one entry tie (line-level metrics count the whole entry as tied)",
+            TieBreak::Evidence => {
+                "lines of one entry are ordered by panic-stack evidence, then line kind (behavioural before structural)"
+            }
+        }
+        .to_string(),
+    );
+    conventions.insert(
         "cl-u",
         "cl-u's order is its simulated inspection: each inspected entry that is not faulty is refuted".to_string(),
     );
-    EvalReport {
-        schema: SCHEMA,
-        faults: located,
-        lines: model.executed.len(),
-        ranked_lines: analysis.groups.iter().map(|g| g.units.len()).sum(),
-        conventions,
-        measures: results,
-    }
-}
-
-/// `--format json`.
-pub fn json(report: &EvalReport) -> String {
-    let mut s = serde_json::to_string_pretty(report).expect("evaluation serialises");
-    s.push('\n');
-    s
-}
-
-/// The readable table, best first by `sort`.
-pub fn human(report: &EvalReport, sort: SortBy) -> String {
-    let mut out = String::new();
-    for f in &report.faults {
-        let lines = f.fault.lines.iter().map(u32::to_string).collect::<Vec<_>>().join(",");
-        let state = match f.state {
-            FaultState::Ranked => "ranked",
-            FaultState::RunOnlyByPassingTests => "run only by passing tests (ranked last)",
-            FaultState::Unlocalisable => "UNLOCALISABLE: no test ran it (an omission, or unreached code)",
-        };
-        let _ = writeln!(out, "fault {}:{lines}  {state}", f.fault.file);
-    }
-    let _ = writeln!(
-        out,
-        "{} executed lines, {} run by a failing test\n",
-        report.lines, report.ranked_lines
-    );
-    if report.measures.is_empty() {
-        return out;
-    }
-    let mut rows: Vec<&MeasureResult> = report.measures.iter().collect();
-    rows.sort_by(|a, b| {
-        sort_key(sort, &a.metrics)
-            .total_cmp(&sort_key(sort, &b.metrics))
-            .then_with(|| a.measure.cmp(b.measure))
-    });
-    let _ = writeln!(
-        out,
-        "{:<22} {:>9} {:>6} {:>5} {:>9} {:>7} {:>7} {:>7} {:>7} {:>4} {:>4} {:>4} {:>4} {:>9} {:>8}",
-        "measure",
-        "std rank",
-        "entry",
-        "etop",
-        "steimann",
-        "min",
-        "max",
-        "avg",
-        "EXAM",
-        "top1",
-        "top3",
-        "top5",
-        "top10",
-        "accuracy",
-        "HT_Rank"
-    );
-    let mark = |b: bool| if b { "yes" } else { "-" };
-    for r in rows {
-        let m = &r.metrics;
-        let ht = match (m.ht_rank, &r.ht) {
-            (Some(h), Some(Method::Estimated { .. })) => format!("~{h:.1}"),
-            (Some(h), _) => format!("{h:.1}"),
-            (None, Some(Method::Unavailable { .. })) => "n/a".into(),
-            (None, _) => "-".into(),
-        };
-        let _ = writeln!(
-            out,
-            "{:<22} {:>9.1} {:>6.1} {:>5} {:>9.2} {:>7.0} {:>7.0} {:>7.1} {:>7.4} {:>4} {:>4} {:>4} {:>4} {:>9.2} {:>8}",
-            r.measure,
-            m.standard_rank,
-            r.entries.entry_rank,
-            entry_top(&r.entries),
-            m.steimann_rank,
-            m.min_expense,
-            m.max_expense,
-            m.avg_expense,
-            m.exam,
-            mark(m.top["1"]),
-            mark(m.top["3"]),
-            mark(m.top["5"]),
-            mark(m.top["10"]),
-            m.accuracy,
-            ht
-        );
-    }
-    let _ = writeln!(
-        out,
-        "\nstd rank: Standard Rank Score (higher + tied/2); entry: the same over report entries (lines alike are one entry);\n\
-         etop: the smallest N of 1/3/5/10 with the first faulty entry expected within N entries; steimann: expected position of the first fault; min/max/avg: expense;\n\
-         EXAM: avg/lines; topN: first fault expected within N lines; accuracy: non-faulty lines before it; HT_Rank: ~ = estimated."
-    );
-    out
-}
-
-/// The smallest N of [`TOP_N`] whose entry-level top-N holds; `-` when none does.
-fn entry_top(e: &EntryMetrics) -> String {
-    TOP_N
-        .iter()
-        .find(|n| e.entry_top[&n.to_string()])
-        .map_or_else(|| "-".to_string(), |n| n.to_string())
-}
-
-/// The value of `m` that `sort` orders the table by (smaller is better).
-fn sort_key(sort: SortBy, m: &Metrics) -> f64 {
-    match sort {
-        SortBy::StandardRank => m.standard_rank,
-        SortBy::SteimannRank => m.steimann_rank,
-        SortBy::Exam => m.exam,
-        SortBy::Accuracy => m.accuracy,
-        SortBy::HtRank => m.ht_rank.unwrap_or(f64::INFINITY),
-        SortBy::Name => 0.0,
-    }
+    conventions
 }
 
 #[cfg(test)]
 mod tests {
+    use super::table::entry_top;
     use super::*;
     use crate::analysis::Options;
     use crate::measures::find;
@@ -635,20 +543,12 @@ mod tests {
         assert!(m.top["1"]);
     }
 
-    /// Tarantula on the same data: C4 ⟨ef 3, ep 1⟩ = 0.875, C1 ⟨3, 7⟩ = 0.5, C3 ⟨1, 2⟩ = 0.538…,
-    /// C5 ⟨1, 3⟩ = 0.4375, C2 (ef 0) executed but last: C4 first again. Wong1 (= ef) ties C1 and
-    /// C4 at 3: higher 0, tied 2, one faulty.
     /// The baseline points where each failing test's backtrace first reaches a ranked line,
     /// skipping frames outside the matrix (test code, other crates).
     #[test]
     fn panic_stack_baseline_follows_the_first_ranked_frame() {
-        use crate::spectra::Frame;
-        let mut s = crate::spectra::tests::doric_minmax();
-        let frame = |line| Frame {
-            function: "f".into(),
-            file: "src/lib.rs".into(),
-            line,
-        };
+        use crate::spectra::tests::{doric_minmax, frame};
+        let mut s = doric_minmax();
         s.tests[0].stack = vec![frame(99), frame(3), frame(2)];
         s.tests[1].stack = vec![frame(3)];
         s.tests[3].stack = vec![frame(1)]; // a passing test's stack is not evidence
@@ -665,6 +565,9 @@ mod tests {
         );
     }
 
+    /// Tarantula on the same data: C4 ⟨ef 3, ep 1⟩ = 0.875, C1 ⟨3, 7⟩ = 0.5, C3 ⟨1, 2⟩ = 0.538…,
+    /// C5 ⟨1, 3⟩ = 0.4375, C2 (ef 0) executed but last: C4 first again. Wong1 (= ef) ties C1 and
+    /// C4 at 3: higher 0, tied 2, one faulty.
     #[test]
     fn ties_split_the_expense() {
         let t = eval("tarantula", &[3]);
