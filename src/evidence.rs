@@ -82,12 +82,7 @@ pub fn line_kind(text: &str) -> LineKind {
 
 /// Per unit of `spectra`, the evidence that orders it within its group.
 pub fn ties(spectra: &Spectra) -> Vec<Tie> {
-    let unit: HashMap<(&str, u32), usize> = spectra
-        .units
-        .iter()
-        .enumerate()
-        .map(|(i, u)| ((u.file.as_str(), u.line), i))
-        .collect();
+    let unit = spectra.unit_index();
     let mut ties: Vec<Tie> = kinds(spectra)
         .into_iter()
         .map(|kind| Tie { stack: 0.0, kind })

@@ -376,12 +376,7 @@ pub const PANIC_STACK: &str = "panic-stack (baseline)";
 /// reaches the ranked code there (innermost frame that is a unit); other executed lines tie at
 /// the bottom, lines no test ran are not ranked.
 pub fn stack_keys(spectra: &Spectra) -> Vec<Option<Key>> {
-    let unit: HashMap<(&str, u32), usize> = spectra
-        .units
-        .iter()
-        .enumerate()
-        .map(|(i, u)| ((u.file.as_str(), u.line), i))
-        .collect();
+    let unit = spectra.unit_index();
     let mut pointed = vec![0u32; spectra.units.len()];
     for t in spectra.tests.iter().filter(|t| t.outcome.is_failing()) {
         if let Some(&u) = t.stack.iter().find_map(|f| unit.get(&(f.file.as_str(), f.line))) {

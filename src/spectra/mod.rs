@@ -258,6 +258,15 @@ impl Spectra {
         }
     }
 
+    /// Each unit's position, by `(file, line)`.
+    pub fn unit_index(&self) -> std::collections::HashMap<(&str, u32), usize> {
+        self.units
+            .iter()
+            .enumerate()
+            .map(|(i, u)| ((u.file.as_str(), u.line), i))
+            .collect()
+    }
+
     /// Sets the functions and maps every unit to the innermost one containing it.
     pub fn set_functions(&mut self, mut functions: Vec<FunctionSpan>) {
         functions.sort();
