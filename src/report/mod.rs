@@ -25,7 +25,7 @@ pub use json::json;
 /// Schema tag of the JSON report.
 pub const SCHEMA: &str = "cargo-sfl/v1";
 
-/// A report's format (the command line's `--format`, without clap).
+/// A report's format (what `--format` asks for).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Format {
     Human,
