@@ -262,7 +262,23 @@ fn panic_stack(output: &str) -> Vec<RawFrame> {
             break;
         }
     }
-    frames
+    fold(frames)
+}
+
+/// Drops frames that say nothing new: libtest calls a test through a closure of the test's
+/// own (`t::{closure#0}` just outside `t`), and a frame on the same line as the one inside it.
+fn fold(frames: Vec<RawFrame>) -> Vec<RawFrame> {
+    let mut kept: Vec<RawFrame> = Vec::with_capacity(frames.len());
+    for f in frames {
+        if let Some(inner) = kept.last() {
+            let parent = f.function.strip_suffix('}').and_then(|n| n.rsplit_once("::{")).map(|(p, _)| p);
+            if parent == Some(inner.function.as_str()) || (inner.path == f.path && inner.line == f.line) {
+                continue;
+            }
+        }
+        kept.push(f);
+    }
+    kept
 }
 
 /// The last `n` lines that are not libtest's own bookkeeping.
@@ -342,6 +358,11 @@ mod tests {
             ]
         );
         assert!(panic_stack("thread 't' panicked at src/lib.rs:2:23:\nboom\n").is_empty());
+        // libtest's wrapper closure and a second frame on one line are folded away.
+        let wrapped = "stack backtrace:\n   0: c::g\n      at ./src/lib.rs:2:1\n   1: c::g\n      at ./src/lib.rs:2:9\n\
+                       \x20  2: c::tests::t\n      at ./src/lib.rs:9:5\n   3: c::tests::t::{{closure}}\n      at ./src/lib.rs:8:10\n";
+        let names: Vec<String> = panic_stack(wrapped).into_iter().map(|f| f.function).collect();
+        assert_eq!(names, ["c::g", "c::tests::t"]);
     }
 
     #[test]

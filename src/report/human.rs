@@ -39,25 +39,7 @@ pub fn failing_tests(spectra: &Spectra) -> String {
 const STACK_SHOWN: usize = 5;
 
 /// A failing test's backtrace in the workspace's code, one `file:line function` per line.
-fn stack(out: &mut String, frames: &[crate::spectra::Frame]) {
-    let mut shown: Vec<&crate::spectra::Frame> = Vec::new();
-    for f in frames {
-        let Some(p) = shown.last() else {
-            shown.push(f);
-            continue;
-        };
-        // libtest calls a test through a closure of the test's own: a closure frame just
-        // outside its function says nothing new. So does a second frame on the same line.
-        let wrapper = f
-            .function
-            .strip_suffix('}')
-            .and_then(|n| n.rsplit_once("::{"))
-            .map(|(parent, _)| parent)
-            == Some(p.function.as_str());
-        if !wrapper && (p.file.as_str(), p.line) != (f.file.as_str(), f.line) {
-            shown.push(f);
-        }
-    }
+fn stack(out: &mut String, shown: &[crate::spectra::Frame]) {
     if shown.is_empty() {
         return;
     }

@@ -134,8 +134,32 @@ struct SarifResult {
     message: Message,
     locations: Vec<Location>,
     related_locations: Vec<Location>,
+    /// The panic backtraces of the failing tests that pass through this entry.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    code_flows: Vec<CodeFlow>,
     partial_fingerprints: Fingerprints,
     properties: ResultProperties,
+}
+
+/// One failing test's panic backtrace, in call order (outermost frame first), as SARIF shows a
+/// path through the code.
+#[derive(Serialize, Debug)]
+#[serde(rename_all = "camelCase")]
+struct CodeFlow {
+    message: Message,
+    thread_flows: Vec<ThreadFlow>,
+}
+
+#[derive(Serialize, Debug)]
+struct ThreadFlow {
+    locations: Vec<ThreadFlowLocation>,
+}
+
+#[derive(Serialize, Debug)]
+#[serde(rename_all = "camelCase")]
+struct ThreadFlowLocation {
+    location: Location,
+    nesting_level: usize,
 }
 
 #[derive(Serialize, Debug)]
@@ -461,6 +485,7 @@ fn result(a: &Analysis, r: &Ranking, rule_index: usize, x: &Ranked, at: &Place, 
     let (location, alike) = locations(a, group, at);
     let mut related_locations = at.related.to_vec();
     related_locations.extend(alike);
+    let code_flows = code_flows(a, group, at.prefix);
     SarifResult {
         rule_id: rule_id(m.name),
         rule_index,
@@ -468,6 +493,7 @@ fn result(a: &Analysis, r: &Ranking, rule_index: usize, x: &Ranked, at: &Place, 
         message: Message::text(text),
         locations: vec![location],
         related_locations,
+        code_flows,
         partial_fingerprints: Fingerprints {
             lines: fingerprint(a, m, group, sources),
         },
@@ -488,6 +514,42 @@ fn result(a: &Analysis, r: &Ranking, rule_index: usize, x: &Ranked, at: &Place, 
             changed: x.changed,
         },
     }
+}
+
+/// The backtraces of the failing tests that panicked on a path through one of `group`'s units
+/// (at function granularity, through one of its functions).
+fn code_flows(a: &Analysis, group: &[usize], prefix: &str) -> Vec<CodeFlow> {
+    let units = &a.spectra.units;
+    let on_entry = |f: &crate::spectra::Frame| {
+        group
+            .iter()
+            .any(|&u| units[u].file == f.file && units[u].line == f.line)
+    };
+    a.spectra
+        .tests
+        .iter()
+        .filter(|t| t.outcome.is_failing() && t.stack.iter().any(on_entry))
+        .map(|t| {
+            let locations = t
+                .stack
+                .iter()
+                .rev()
+                .enumerate()
+                .map(|(i, f)| ThreadFlowLocation {
+                    location: Location {
+                        message: Some(Message::text(f.function.clone())),
+                        physical_location: Some(physical(prefix, &f.file, lines(f.line, f.line))),
+                        ..Location::default()
+                    },
+                    nesting_level: i,
+                })
+                .collect();
+            CodeFlow {
+                message: Message::text(format!("Panic backtrace of failing test {}", test_label(t))),
+                thread_flows: vec![ThreadFlow { locations }],
+            }
+        })
+        .collect()
 }
 
 /// Stable across line moves: the rule, the file and the text of the entry's lines.

@@ -29,6 +29,8 @@ const FAILING: &str = "
     generic-macro   fixture-generic-macro           tests::percentages_above     failed
     generic-macro   fixture-generic-macro           tests::unit_above            failed
     generic-macro   fixture-generic-macro           tests::chars_above           failed
+    panic           fixture-panic                   tests::one_element           failed
+    panic           fixture-panic                   tests::three_elements        failed
 ";
 
 /// The best Ochiai rank every fixture's fault must reach.
@@ -128,9 +130,13 @@ fn fixture_trial(e: &Expect) -> Result {
         let best = units
             .iter()
             .filter(|u| {
-                fault_lines
-                    .iter()
-                    .any(|(f, l)| u["file"] == f.as_str() && u["line"] == *l)
+                // An entry holds the fault when its first line or one of its members is it.
+                let lines = std::iter::once(*u).chain(u["members"].as_array().into_iter().flatten());
+                lines.into_iter().any(|m| {
+                    fault_lines
+                        .iter()
+                        .any(|(f, l)| m["file"] == f.as_str() && m["line"] == *l)
+                })
             })
             .map(|u| u["rank"].as_f64().unwrap())
             .fold(f64::INFINITY, f64::min);

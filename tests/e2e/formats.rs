@@ -188,13 +188,7 @@ fn sarif_validates() -> Result {
     check(out.status.success(), || show(&out))?;
     let log: Value = serde_json::from_slice(&out.stdout)?;
 
-    // The official schema's `language` pattern has a bare `]`, a literal in ECMAScript but an
-    // error for Rust's regex engine: escape it (the same pattern in both dialects).
-    let text = std::fs::read_to_string(tool("SFL_SARIF_SCHEMA", "sarif-2.1.0.json")?)?;
-    let bare = r#""^[a-zA-Z]{2}|^[a-zA-Z]{2}-[a-zA-Z]{2}]?$""#;
-    check(text.contains(bare), || "the schema's language pattern changed".into())?;
-    let schema: Value = serde_json::from_str(&text.replace(bare, r#""^[a-zA-Z]{2}|^[a-zA-Z]{2}-[a-zA-Z]{2}\\]?$""#))?;
-    let validator = jsonschema::validator_for(&schema).map_err(|e| format!("schema: {e}"))?;
+    let validator = sarif_schema()?;
     let errors: Vec<String> = validator
         .iter_errors(&log)
         .map(|e| format!("{} at {}", e, e.instance_path()))
@@ -279,7 +273,18 @@ fn sarif_validates() -> Result {
 }
 
 /// Microsoft's SARIF Multitool finds no error in `log` (written as `name.sarif` into `dir`).
-fn multitool(dir: &Path, name: &str, log: &[u8]) -> Result {
+/// The official SARIF 2.1.0 schema as a validator.
+pub(crate) fn sarif_schema() -> Result<jsonschema::Validator> {
+    // The official schema's `language` pattern has a bare `]`, a literal in ECMAScript but an
+    // error for Rust's regex engine: escape it (the same pattern in both dialects).
+    let text = std::fs::read_to_string(tool("SFL_SARIF_SCHEMA", "sarif-2.1.0.json")?)?;
+    let bare = r#""^[a-zA-Z]{2}|^[a-zA-Z]{2}-[a-zA-Z]{2}]?$""#;
+    check(text.contains(bare), || "the schema's language pattern changed".into())?;
+    let schema: Value = serde_json::from_str(&text.replace(bare, r#""^[a-zA-Z]{2}|^[a-zA-Z]{2}-[a-zA-Z]{2}\\]?$""#))?;
+    Ok(jsonschema::validator_for(&schema).map_err(|e| format!("schema: {e}"))?)
+}
+
+pub(crate) fn multitool(dir: &Path, name: &str, log: &[u8]) -> Result {
     let file = dir.join(format!("{name}.sarif"));
     std::fs::write(&file, log)?;
     let validated = dir.join(format!("{name}-validation.sarif"));

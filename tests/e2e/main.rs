@@ -9,6 +9,7 @@ mod fixtures;
 mod formats;
 mod oracle;
 mod shards;
+mod stacks;
 mod support;
 
 use libtest_mimic::{Arguments, Trial};
@@ -23,6 +24,7 @@ fn main() {
         ci::trials(),
         eval::trials(),
         edges::trials(),
+        stacks::trials(),
     ]
     .into_iter()
     .flatten()

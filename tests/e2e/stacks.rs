@@ -1,0 +1,87 @@
+//! Panic backtraces as evidence, on the `panic` fixture: `one_element` panics inside `median`,
+//! on the fault (line 11), while `three_elements` fails its own assertion.
+
+use libtest_mimic::Trial;
+use serde_json::Value;
+
+use crate::formats::{multitool, sarif_schema};
+use crate::support::{Result, check, copy_fixture, sfl, show};
+
+pub fn trials() -> Vec<Trial> {
+    vec![Trial::test("stacks::panic_in_library_code", panic_in_library_code)]
+}
+
+/// The backtrace is saved and reported; the panic-stack baseline points at the fault; by
+/// evidence the fault leads its entry; SARIF carries the backtrace as a code flow.
+fn panic_in_library_code() -> Result {
+    let tmp = copy_fixture("panic");
+    let dir = tmp.path();
+    let out = sfl(&["--format", "json", "-m", "ochiai"], dir);
+    check(out.status.success(), || show(&out))?;
+    let report: Value = serde_json::from_slice(&out.stdout)?;
+    let test = |name: &str| {
+        report["tests"]
+            .as_array()
+            .and_then(|t| t.iter().find(|t| t["name"] == name))
+            .cloned()
+            .unwrap_or_default()
+    };
+    let inner = &test("tests::one_element")["stack"][0];
+    check(
+        inner["file"] == "src/lib.rs" && inner["line"] == 11 && inner["function"] == "fixture_panic::median",
+        || format!("{:#}", test("tests::one_element")),
+    )?;
+
+    // Ochiai's top entry is lines 9-11 (run by both failing tests and two passing ones). In
+    // code order the fault ties with its two lines: 0 + 3/2. By evidence the panicking line
+    // leads: 0 + 1/2. The baseline (first frame outside test code) points at it too.
+    let faults = dir.join("faults.toml");
+    let eval = |tie_break: &str| -> Result<Value> {
+        let args = [
+            "eval",
+            "--faults",
+            faults.to_str().unwrap(),
+            "-m",
+            "ochiai",
+            "--tie-break",
+            tie_break,
+            "--format",
+            "json",
+        ];
+        let out = sfl(&args, dir);
+        check(out.status.success(), || show(&out))?;
+        Ok(serde_json::from_slice(&out.stdout)?)
+    };
+    let (code, evidence) = (eval("code")?, eval("evidence")?);
+    let rank = |v: &Value, m: &str| {
+        v["measures"]
+            .as_array()
+            .and_then(|ms| ms.iter().find(|x| x["measure"] == m))
+            .map(|x| x["standard_rank"].clone())
+            .unwrap_or_default()
+    };
+    check(
+        rank(&code, "ochiai") == 1.5
+            && rank(&evidence, "ochiai") == 0.5
+            && rank(&code, "panic-stack (baseline)") == 0.5,
+        || format!("code {code:#}\nevidence {evidence:#}"),
+    )?;
+
+    // SARIF: the fault's entry carries one_element's backtrace, outermost frame first.
+    let sarif = sfl(&["report", "--format", "sarif", "-m", "ochiai"], dir);
+    check(sarif.status.success(), || show(&sarif))?;
+    let log: Value = serde_json::from_slice(&sarif.stdout)?;
+    let flow = &log["runs"][0]["results"][0]["codeFlows"][0];
+    let steps = flow["threadFlows"][0]["locations"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let line = |v: &Value| v["location"]["physicalLocation"]["region"]["startLine"].clone();
+    check(
+        steps.len() == 2 && line(&steps[0]) == 28 && line(&steps[1]) == 11,
+        || format!("{flow:#}"),
+    )?;
+    let errors: Vec<String> = sarif_schema()?.iter_errors(&log).map(|e| e.to_string()).collect();
+    check(errors.is_empty(), || errors.join("\n"))?;
+    multitool(dir, "code-flows", &sarif.stdout)
+}
