@@ -73,7 +73,12 @@ pub fn line_kind(text: &str) -> LineKind {
         })
         .map(|w| w.split(|c: char| !c.is_alphanumeric() && c != '_').next().unwrap_or(""))
         .is_some_and(|w| matches!(w, "fn" | "impl" | "mod" | "struct" | "enum" | "trait" | "use" | "where"));
-    if declaration {
+    // A declaration with its body on the same line (`fn f() -> u8 { 0 }`, as cargo-mutants
+    // writes a replaced body) computes something.
+    let body_inline = code
+        .split_once('{')
+        .is_some_and(|(_, rest)| rest.chars().any(|c| !c.is_whitespace() && c != '}'));
+    if declaration && !body_inline {
         LineKind::Structural
     } else {
         LineKind::Behavioural
@@ -154,6 +159,8 @@ mod tests {
             "    return Err(e);",
             "    } else if x > 0 {",
             "    f(x)?;",
+            "    fn f() -> u8 { 0 }",
+            "pub fn g(&self) -> bool { self.x > 0 }",
         ] {
             assert_eq!(line_kind(s), LineKind::Behavioural, "{s:?}");
         }
