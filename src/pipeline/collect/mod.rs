@@ -2,6 +2,7 @@
 //! [`plan`] the jobs → [`run`] and decode them → [`assemble`] the matrix → save it.
 
 mod assemble;
+mod lock;
 mod plan;
 mod run;
 
@@ -53,7 +54,15 @@ struct Session<'a> {
 /// `--save-spectra`).
 pub fn collect(cfg: &RunConfig) -> anyhow::Result<Spectra> {
     let exec = &cfg.execution;
-    let (ws, built) = build_tests(&cfg.selection, exec)?;
+    let mut ws = Workspace::load(
+        cfg.selection.manifest_path.as_deref(),
+        cfg.selection.target_dir.as_deref(),
+    )?;
+    // Held until the spectra are saved: everything below writes into the target dir.
+    let _lock = lock::DirLock::acquire(&ws.target_dir, |dir| {
+        ui::status("Blocking", format!("waiting for lock on {}", dir.display()))
+    })?;
+    let built = build_tests(&mut ws, &cfg.selection, exec)?;
     let scratch = ws.target_dir.join("profiles");
     let _ = std::fs::remove_dir_all(&scratch);
     std::fs::create_dir_all(&scratch).with_context(|| format!("cannot create {}", scratch.display()))?;
@@ -116,10 +125,9 @@ pub fn collect(cfg: &RunConfig) -> anyhow::Result<Spectra> {
     Ok(spectra)
 }
 
-/// Finds the workspace and builds its tests (with the edge recorder unless `--no-edges`, in
+/// Builds the workspace's tests (with the edge recorder unless `--no-edges`, in
 /// a directory of its own).
-fn build_tests(select: &Selection, exec: &Execution) -> anyhow::Result<(Workspace, Built)> {
-    let mut ws = Workspace::load(select.manifest_path.as_deref(), select.target_dir.as_deref())?;
+fn build_tests(ws: &mut Workspace, select: &Selection, exec: &Execution) -> anyhow::Result<Built> {
     let with_edges = !exec.no_edges;
     if !with_edges {
         ws.build_dir = ws.target_dir.join("lines-only");
@@ -137,8 +145,7 @@ fn build_tests(select: &Selection, exec: &Execution) -> anyhow::Result<(Workspac
             ws.build_dir.display()
         ),
     );
-    let built = build::build(&ws, select, runtime.as_deref())?;
-    Ok((ws, built))
+    Ok(build::build(ws, select, runtime.as_deref())?)
 }
 
 impl Session<'_> {
