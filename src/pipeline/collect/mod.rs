@@ -83,7 +83,7 @@ pub fn collect(cfg: &RunConfig) -> anyhow::Result<Spectra> {
         edges: edges.as_ref(),
         scratch: &scratch,
         release: cfg.selection.release,
-        timeout: Duration::from_secs_f64(exec.test_timeout.max(0.001)),
+        timeout: exec.test_timeout,
         jobs: exec
             .jobs
             .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
