@@ -8,6 +8,7 @@ mod exits;
 mod fixtures;
 mod formats;
 mod oracle;
+mod reliability;
 mod shards;
 mod support;
 
@@ -18,6 +19,7 @@ fn main() {
     let trials: Vec<Trial> = [
         fixtures::trials(),
         exits::trials(),
+        reliability::trials(),
         formats::trials(),
         shards::trials(),
         ci::trials(),
