@@ -117,6 +117,11 @@ pub fn collect(cfg: &RunConfig) -> anyhow::Result<Spectra> {
         ),
     );
     let outcomes = session.run_all(&plan.jobs);
+    // A test that could not even be started is no result: saving it as failed would overwrite
+    // good spectra with a broken matrix.
+    if let Some(e) = not_run(&outcomes) {
+        return Err(e.into());
+    }
     let kept = exec.keep_profiles.then(|| kept_index(&outcomes, &plan.jobs, &built));
     let mut spectra = assemble::assemble(&ws.root, coverage.finish(), outcomes, plan.ignored, edges);
     spectra.build = Some(assemble::build_info(&ws.root, &spectra));
@@ -203,6 +208,20 @@ impl Session<'_> {
     }
 }
 
+/// The error for a run some of whose tests could not be started (a deleted binary, an unwritable
+/// target dir), naming the first.
+fn not_run(outcomes: &[JobOutcome]) -> Option<SflError> {
+    let mut broken = outcomes.iter().filter_map(|o| Some((&o.record, o.not_run.as_ref()?)));
+    let (first, why) = broken.next()?;
+    Some(SflError::Setup(format!(
+        "{} of {} tests could not be run (first: {} {}: {why}); the spectra were not saved",
+        broken.count() + 1,
+        outcomes.len(),
+        first.binary,
+        first.name
+    )))
+}
+
 /// Which profiles each test left (`--keep-profiles`).
 fn kept_index(outcomes: &[JobOutcome], jobs: &[Job], built: &Built) -> Vec<KeptProfile> {
     outcomes
@@ -236,4 +255,36 @@ fn save(
         ui::status("Kept", format!("profiles: {}", index.display()));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::spectra::Outcome;
+
+    fn outcome(name: &str, not_run: Option<&str>) -> JobOutcome {
+        JobOutcome {
+            record: plan::record("b", name, Outcome::Failed),
+            covered: Vec::new(),
+            profiles: Vec::new(),
+            edges: Vec::new(),
+            not_run: not_run.map(str::to_string),
+        }
+    }
+
+    #[test]
+    fn a_run_with_tests_that_could_not_start_is_an_error_not_a_result() {
+        assert!(not_run(&[outcome("t1", None), outcome("t2", None)]).is_none());
+        let e = not_run(&[
+            outcome("t1", None),
+            outcome("t2", Some("No such file or directory")),
+            outcome("t3", Some("x")),
+        ])
+        .unwrap();
+        assert_eq!(e.exit_code(), crate::error::exit::SETUP);
+        assert_eq!(
+            e.to_string(),
+            "2 of 3 tests could not be run (first: b t2: No such file or directory); the spectra were not saved"
+        );
+    }
 }
