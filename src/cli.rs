@@ -2,6 +2,7 @@
 //! conversion into the plain [`crate::config`] types the library reads.
 
 use std::path::PathBuf;
+use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
@@ -176,11 +177,11 @@ pub struct SelectionArgs {
 #[command(next_help_heading = "Test execution")]
 pub struct ExecutionArgs {
     /// Number of tests to run at once [default: number of CPUs].
-    #[arg(short, long, value_name = "N")]
+    #[arg(short, long, value_name = "N", value_parser = at_least_one)]
     pub jobs: Option<usize>,
     /// Kill a test after this many seconds and count it as failing (timed-out).
-    #[arg(long, value_name = "SECS", default_value_t = 60.0)]
-    pub test_timeout: f64,
+    #[arg(long, value_name = "SECS", default_value = "60", value_parser = test_timeout)]
+    pub test_timeout: Duration,
     /// Also run tests marked #[ignore].
     #[arg(long)]
     pub include_ignored: bool,
@@ -296,7 +297,7 @@ value_enums! {
 #[command(next_help_heading = "Report")]
 pub struct OutputArgs {
     /// Number of entries to show per measure in the human and SARIF reports.
-    #[arg(long, value_name = "N", default_value_t = 10)]
+    #[arg(long, value_name = "N", default_value_t = 10, value_parser = at_least_one)]
     pub top: usize,
     /// Suspiciousness measure(s) to rank by (repeatable; `cargo sfl measures` lists them)
     /// [default: ochiai].
@@ -385,6 +386,40 @@ impl OutputArgs {
             include_test_code: self.include_test_code,
             ht: HtParams::default(),
         }
+    }
+}
+
+/// The longest `--test-timeout`: a year (longer ones overflow the clock's deadlines).
+const MAX_TEST_TIMEOUT_SECS: f64 = 365.0 * 24.0 * 3600.0;
+
+/// A number on the command line that no run could use (clap prints it after the value).
+#[derive(Debug, thiserror::Error)]
+enum BadNumber {
+    #[error("not a whole number")]
+    NotWhole,
+    #[error("must be at least 1")]
+    Zero,
+    #[error("must be a number of seconds from 0.001 to {MAX_TEST_TIMEOUT_SECS} (a year)")]
+    Timeout,
+}
+
+/// `-j`, `--top`: a count of which 0 would mean nothing runs or nothing is shown.
+fn at_least_one(s: &str) -> Result<usize, BadNumber> {
+    match s.parse::<usize>() {
+        Ok(0) => Err(BadNumber::Zero),
+        Ok(n) => Ok(n),
+        Err(_) => Err(BadNumber::NotWhole),
+    }
+}
+
+/// `--test-timeout`: finite, positive, and small enough for a deadline (`inf`, `1e30` and
+/// `nan` parse as numbers but would panic `Duration` or kill every test at once).
+fn test_timeout(s: &str) -> Result<Duration, BadNumber> {
+    let secs: f64 = s.parse().map_err(|_| BadNumber::Timeout)?;
+    if (0.001..=MAX_TEST_TIMEOUT_SECS).contains(&secs) {
+        Ok(Duration::from_secs_f64(secs))
+    } else {
+        Err(BadNumber::Timeout)
     }
 }
 
@@ -552,6 +587,26 @@ mod tests {
         );
         assert!(e.measures.is_none() && e.ht);
         assert_eq!(e.sort_by, config::SortBy::StandardRank);
+    }
+
+    #[test]
+    fn unusable_numbers_are_usage_errors_that_say_why() {
+        let err = |args: &[&str]| {
+            let e = Cargo::try_parse_from(["cargo", "sfl"].iter().chain(args)).unwrap_err();
+            assert_eq!(e.exit_code(), crate::error::exit::USAGE, "{args:?}");
+            e.to_string()
+        };
+        for secs in ["inf", "1e30", "nan", "0", "-1", "0.0001", "soon"] {
+            let e = err(&[&format!("--test-timeout={secs}")]);
+            assert!(e.contains("from 0.001 to 31536000"), "{secs}: {e}");
+        }
+        assert!(err(&["-j", "0"]).contains("must be at least 1"));
+        assert!(err(&["--top", "0"]).contains("must be at least 1"));
+        assert!(err(&["report", "--top", "0"]).contains("must be at least 1"));
+        assert!(err(&["-j", "two"]).contains("not a whole number"));
+        let Cargo::Sfl(a) = Cargo::try_parse_from(["cargo", "sfl", "--test-timeout", "0.5"]).unwrap();
+        let Task::Run(c) = a.into_task() else { panic!("a run") };
+        assert_eq!(c.execution.test_timeout, Duration::from_millis(500));
     }
 
     #[test]

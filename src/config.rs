@@ -64,8 +64,8 @@ pub struct Selection {
 pub struct Execution {
     /// Tests at once (default: the number of CPUs).
     pub jobs: Option<usize>,
-    /// Seconds before a test is killed and counted as timed out.
-    pub test_timeout: f64,
+    /// How long a test may run before it is killed and counted as timed out.
+    pub test_timeout: std::time::Duration,
     pub include_ignored: bool,
     pub no_edges: bool,
     pub keep_profiles: bool,

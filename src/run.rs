@@ -150,7 +150,7 @@ pub fn run_test(
         cmd.env_remove(crate::edges::FILE_ENV);
     }
     let (status, output, duration) = run_captured(cmd, &dir.join("output.txt"), timeout)?;
-    let (outcome, signal, message) = classify(status, &output, timeout);
+    let (outcome, signal, message) = classify(status, &output, timeout, job.name.as_deref());
     let stack = if outcome.is_failing() {
         panic_stack(&output)
     } else {
@@ -176,7 +176,14 @@ pub fn run_test(
     })
 }
 
-fn classify(status: Option<ExitStatus>, output: &str, timeout: Duration) -> (Outcome, Option<i32>, Option<String>) {
+/// What a finished process did. `name`: the libtest test it ran (`None`: a whole binary run
+/// with no arguments, whose harness prints what it likes).
+fn classify(
+    status: Option<ExitStatus>,
+    output: &str,
+    timeout: Duration,
+    name: Option<&str>,
+) -> (Outcome, Option<i32>, Option<String>) {
     let Some(status) = status else {
         let mut msg = format!("timed out after {}s and was killed", timeout.as_secs_f64());
         if let Some(tail) = tail(output, 3) {
@@ -186,7 +193,10 @@ fn classify(status: Option<ExitStatus>, output: &str, timeout: Duration) -> (Out
         return (Outcome::TimedOut, None, Some(msg));
     };
     if status.success() {
-        return (Outcome::Passed, None, None);
+        return match name {
+            Some(name) if !libtest_passed(output, name) => (Outcome::Failed, None, Some(early_exit(output, name))),
+            _ => (Outcome::Passed, None, None),
+        };
     }
     if let Some(sig) = crate::platform::exit_signal(&status) {
         let mut msg = format!("killed by signal {sig} ({})", signal_name(sig));
@@ -200,6 +210,33 @@ fn classify(status: Option<ExitStatus>, output: &str, timeout: Duration) -> (Out
         .or_else(|| tail(output, 5))
         .or_else(|| status.code().map(|c| format!("exited with status {c}")));
     (Outcome::Failed, None, msg)
+}
+
+/// Whether libtest itself said `name` passed: its result line (`test NAME ... ok`, with
+/// ` - should panic` for `#[should_panic]`; the test's own unterminated output may precede it)
+/// or its summary. A test that calls `std::process::exit(0)` exits 0 without either.
+fn libtest_passed(output: &str, name: &str) -> bool {
+    let (plain, should_panic) = (
+        format!("test {name} ... ok"),
+        format!("test {name} - should panic ... ok"),
+    );
+    output
+        .lines()
+        .map(str::trim_end)
+        .any(|l| l.ends_with(&plain) || l.ends_with(&should_panic) || l.starts_with("test result: ok. 1 passed;"))
+}
+
+/// The message of a test that exited 0 before libtest reported its result.
+fn early_exit(output: &str, name: &str) -> String {
+    let mut msg = format!(
+        "exited before libtest reported a result (status 0 but no `test {name} ... ok` line: \
+         did the test call std::process::exit?)"
+    );
+    if let Some(tail) = tail(output, 3) {
+        msg.push('\n');
+        msg.push_str(&tail);
+    }
+    msg
 }
 
 fn signal_name(sig: i32) -> &'static str {
@@ -378,6 +415,35 @@ mod tests {
     fn custom_harness_failures_keep_their_last_lines() {
         let out = "check a ... ok\ncheck b ... FAILED\n";
         assert_eq!(tail(out, 5).unwrap(), "check a ... ok\ncheck b ... FAILED");
+    }
+
+    #[cfg(unix)]
+    fn exited(code: i32) -> Option<ExitStatus> {
+        use std::os::unix::process::ExitStatusExt;
+        Some(ExitStatus::from_raw(code << 8))
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_libtest_test_passes_only_when_libtest_says_so() {
+        let t = Duration::from_secs(1);
+        let ok = "\nrunning 1 test\nhello\ntest m::t1 ... ok\n\ntest result: ok. 1 passed; 0 failed\n";
+        assert_eq!(classify(exited(0), ok, t, Some("m::t1")).0, Outcome::Passed);
+        let panicked = "running 1 test\npartial output test m::t2 - should panic ... ok\n";
+        assert_eq!(classify(exited(0), panicked, t, Some("m::t2")).0, Outcome::Passed);
+        // std::process::exit(0) inside the test: libtest never got to say anything.
+        let early = "\nrunning 1 test\nabout to leave";
+        let (outcome, _, msg) = classify(exited(0), early, t, Some("m::t1"));
+        assert_eq!(outcome, Outcome::Failed);
+        let msg = msg.unwrap();
+        assert!(msg.starts_with("exited before libtest reported a result"), "{msg}");
+        assert!(msg.ends_with("about to leave"), "{msg}");
+        // Another test's result line is not this one's.
+        let other = "running 1 test\ntest m::t1 ... ok\n";
+        assert_eq!(classify(exited(0), other, t, Some("t1")).0, Outcome::Failed);
+        // A whole binary (harness = false) has no libtest lines: its status decides.
+        assert_eq!(classify(exited(0), "all checks passed\n", t, None).0, Outcome::Passed);
+        assert_eq!(classify(exited(1), "check a ... FAILED\n", t, None).0, Outcome::Failed);
     }
 
     #[test]

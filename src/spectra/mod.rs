@@ -2,7 +2,7 @@
 //! over the tests that ran it. Saved as JSON so `cargo sfl report` can re-rank without
 //! re-running anything.
 
-use std::path::Path;
+use std::path::{Component, Path};
 
 use serde::{Deserialize, Serialize};
 
@@ -160,6 +160,11 @@ pub enum SpectraError {
     InTwoShards { binary: String, name: String },
     #[error("some shards have edge profiles and some do not (collected with --no-edges?)")]
     SomeWithoutEdges,
+    #[error(
+        "{what} {file:?} is not a path inside the workspace (absolute, or with `..`): reports read \
+         and show the files a spectra file names, so only the workspace's own are accepted"
+    )]
+    OutsideWorkspace { what: &'static str, file: String },
 }
 
 /// What a matrix was built from: shards may only be merged when these agree.
@@ -396,7 +401,36 @@ impl Spectra {
             coverage,
         };
         spectra.set_functions(functions);
+        spectra.check_paths()?;
         Ok(spectra)
+    }
+
+    /// Refuses source files outside the workspace root. A saved file may come from elsewhere
+    /// (a CI artifact, a shard): reports read the files its units and functions name and show
+    /// or embed them, so `/etc/shadow` or `../../x` must not get that far. Imported units
+    /// (`line == 0`) are names, never read as files.
+    fn check_paths(&self) -> Result<(), SpectraError> {
+        let source_files = (self
+            .units
+            .iter()
+            .filter(|u| u.name().is_none())
+            .map(|u| ("unit", &u.file)))
+        .chain(self.functions.iter().map(|f| ("function", &f.file)))
+        .chain(
+            self.tests
+                .iter()
+                .flat_map(|t| &t.stack)
+                .map(|f| ("stack frame", &f.file)),
+        );
+        for (what, file) in source_files {
+            if !inside_workspace(file) {
+                return Err(SpectraError::OutsideWorkspace {
+                    what,
+                    file: file.clone(),
+                });
+            }
+        }
+        Ok(())
     }
 }
 
@@ -496,6 +530,15 @@ impl Spectra {
         out.dedup();
         out
     }
+}
+
+/// Whether `file` stays inside the directory it is relative to: not absolute (no root, no
+/// drive prefix, no leading separator of either kind) and without `..`.
+fn inside_workspace(file: &str) -> bool {
+    !file.starts_with(['/', '\\'])
+        && Path::new(file)
+            .components()
+            .all(|c| matches!(c, Component::Normal(_) | Component::CurDir))
 }
 
 /// The order tests are kept in: tests that ran by (binary, name), then ignored ones. Every run
@@ -638,5 +681,45 @@ pub(crate) mod tests {
         let text = std::fs::read_to_string(&path).unwrap().replace("\"07\"", "\"ff\"");
         std::fs::write(&path, text).unwrap();
         assert!(err(&path).contains("bitset"));
+    }
+
+    #[test]
+    fn spectra_naming_files_outside_the_workspace_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.json");
+        let with_unit = |file: &str, line: u32| {
+            let mut s = doric_minmax();
+            s.units[1] = Unit {
+                file: file.into(),
+                line,
+            };
+            s.save(&path).unwrap();
+            Spectra::load(&path)
+        };
+        for bad in ["/etc/shadow", "../../x", "src/../../x", "\\\\server\\share"] {
+            let err = with_unit(bad, 3).unwrap_err().to_string();
+            assert!(
+                err.contains("not a path inside the workspace") && err.contains(&format!("{bad:?}")),
+                "{err}"
+            );
+        }
+        // Imported units are names, not files.
+        assert!(with_unit("/etc/shadow", 0).is_ok());
+        assert!(with_unit("./src/lib.rs", 3).is_ok());
+        let mut s = doric_minmax();
+        s.tests[0].stack.push(Frame {
+            file: "/root/.ssh/id_rsa".into(),
+            ..frame(1)
+        });
+        s.save(&path).unwrap();
+        assert!(Spectra::load(&path).unwrap_err().to_string().contains("stack frame"));
+        let mut s = doric_minmax();
+        s.set_functions(vec![FunctionSpan {
+            file: "../lib.rs".into(),
+            start: 1,
+            end: 2,
+        }]);
+        s.save(&path).unwrap();
+        assert!(Spectra::load(&path).unwrap_err().to_string().contains("function"));
     }
 }

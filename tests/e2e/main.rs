@@ -8,6 +8,7 @@ mod exits;
 mod fixtures;
 mod formats;
 mod oracle;
+mod reliability;
 mod shards;
 mod stacks;
 mod support;
@@ -19,6 +20,7 @@ fn main() {
     let trials: Vec<Trial> = [
         fixtures::trials(),
         exits::trials(),
+        reliability::trials(),
         formats::trials(),
         shards::trials(),
         ci::trials(),

@@ -118,6 +118,7 @@ mod tests {
             covered: covered.to_vec(),
             profiles: Vec::new(),
             edges: vec![entry_edge()],
+            not_run: None,
         }
     }
 

@@ -2,6 +2,7 @@
 //! [`plan`] the jobs → [`run`] and decode them → [`assemble`] the matrix → save it.
 
 mod assemble;
+mod lock;
 mod plan;
 mod run;
 
@@ -53,7 +54,15 @@ struct Session<'a> {
 /// `--save-spectra`).
 pub fn collect(cfg: &RunConfig) -> anyhow::Result<Spectra> {
     let exec = &cfg.execution;
-    let (ws, built) = build_tests(&cfg.selection, exec)?;
+    let mut ws = Workspace::load(
+        cfg.selection.manifest_path.as_deref(),
+        cfg.selection.target_dir.as_deref(),
+    )?;
+    // Held until the spectra are saved: everything below writes into the target dir.
+    let _lock = lock::DirLock::acquire(&ws.target_dir, |dir| {
+        ui::status("Blocking", format!("waiting for lock on {}", dir.display()))
+    })?;
+    let built = build_tests(&mut ws, &cfg.selection, exec)?;
     let scratch = ws.target_dir.join("profiles");
     let _ = std::fs::remove_dir_all(&scratch);
     std::fs::create_dir_all(&scratch).with_context(|| format!("cannot create {}", scratch.display()))?;
@@ -74,7 +83,7 @@ pub fn collect(cfg: &RunConfig) -> anyhow::Result<Spectra> {
         edges: edges.as_ref(),
         scratch: &scratch,
         release: cfg.selection.release,
-        timeout: Duration::from_secs_f64(exec.test_timeout.max(0.001)),
+        timeout: exec.test_timeout,
         jobs: exec
             .jobs
             .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
@@ -108,6 +117,11 @@ pub fn collect(cfg: &RunConfig) -> anyhow::Result<Spectra> {
         ),
     );
     let outcomes = session.run_all(&plan.jobs);
+    // A test that could not even be started is no result: saving it as failed would overwrite
+    // good spectra with a broken matrix.
+    if let Some(e) = not_run(&outcomes) {
+        return Err(e.into());
+    }
     let kept = exec.keep_profiles.then(|| kept_index(&outcomes, &plan.jobs, &built));
     let mut spectra = assemble::assemble(&ws.root, coverage.finish(), outcomes, plan.ignored, edges);
     spectra.build = Some(assemble::build_info(&ws.root, &spectra));
@@ -116,10 +130,9 @@ pub fn collect(cfg: &RunConfig) -> anyhow::Result<Spectra> {
     Ok(spectra)
 }
 
-/// Finds the workspace and builds its tests (with the edge recorder unless `--no-edges`, in
+/// Builds the workspace's tests (with the edge recorder unless `--no-edges`, in
 /// a directory of its own).
-fn build_tests(select: &Selection, exec: &Execution) -> anyhow::Result<(Workspace, Built)> {
-    let mut ws = Workspace::load(select.manifest_path.as_deref(), select.target_dir.as_deref())?;
+fn build_tests(ws: &mut Workspace, select: &Selection, exec: &Execution) -> anyhow::Result<Built> {
     let with_edges = !exec.no_edges;
     if !with_edges {
         ws.build_dir = ws.target_dir.join("lines-only");
@@ -137,8 +150,7 @@ fn build_tests(select: &Selection, exec: &Execution) -> anyhow::Result<(Workspac
             ws.build_dir.display()
         ),
     );
-    let built = build::build(&ws, select, runtime.as_deref())?;
-    Ok((ws, built))
+    Ok(build::build(ws, select, runtime.as_deref())?)
 }
 
 impl Session<'_> {
@@ -196,6 +208,20 @@ impl Session<'_> {
     }
 }
 
+/// The error for a run some of whose tests could not be started (a deleted binary, an unwritable
+/// target dir), naming the first.
+fn not_run(outcomes: &[JobOutcome]) -> Option<SflError> {
+    let mut broken = outcomes.iter().filter_map(|o| Some((&o.record, o.not_run.as_ref()?)));
+    let (first, why) = broken.next()?;
+    Some(SflError::Setup(format!(
+        "{} of {} tests could not be run (first: {} {}: {why}); the spectra were not saved",
+        broken.count() + 1,
+        outcomes.len(),
+        first.binary,
+        first.name
+    )))
+}
+
 /// Which profiles each test left (`--keep-profiles`).
 fn kept_index(outcomes: &[JobOutcome], jobs: &[Job], built: &Built) -> Vec<KeptProfile> {
     outcomes
@@ -229,4 +255,36 @@ fn save(
         ui::status("Kept", format!("profiles: {}", index.display()));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::spectra::Outcome;
+
+    fn outcome(name: &str, not_run: Option<&str>) -> JobOutcome {
+        JobOutcome {
+            record: plan::record("b", name, Outcome::Failed),
+            covered: Vec::new(),
+            profiles: Vec::new(),
+            edges: Vec::new(),
+            not_run: not_run.map(str::to_string),
+        }
+    }
+
+    #[test]
+    fn a_run_with_tests_that_could_not_start_is_an_error_not_a_result() {
+        assert!(not_run(&[outcome("t1", None), outcome("t2", None)]).is_none());
+        let e = not_run(&[
+            outcome("t1", None),
+            outcome("t2", Some("No such file or directory")),
+            outcome("t3", Some("x")),
+        ])
+        .unwrap();
+        assert_eq!(e.exit_code(), crate::error::exit::SETUP);
+        assert_eq!(
+            e.to_string(),
+            "2 of 3 tests could not be run (first: b t2: No such file or directory); the spectra were not saved"
+        );
+    }
 }

@@ -22,6 +22,8 @@ pub struct JobOutcome {
     pub profiles: Vec<PathBuf>,
     /// Edges it traversed (block ids), sorted, without repeats.
     pub edges: Vec<crate::edges::Edge>,
+    /// Why its process could not be run at all (then the record is no test result).
+    pub not_run: Option<String>,
 }
 
 impl Session<'_> {
@@ -91,6 +93,7 @@ impl Session<'_> {
             covered: Vec::new(),
             profiles: Vec::new(),
             edges: Vec::new(),
+            not_run: None,
         };
         match run::run_test(
             job,
@@ -102,7 +105,7 @@ impl Session<'_> {
             self.timeout,
             self.edges.is_some(),
         ) {
-            Err(e) => out.record.warnings.push(format!("could not run: {e}")),
+            Err(e) => out.not_run = Some(e.to_string()),
             Ok(fin) => {
                 let t0 = Instant::now();
                 self.decode(job, fin, &mut out);

@@ -1,0 +1,188 @@
+//! What users hit when runs overlap, tests leave early, numbers are nonsense, or a saved
+//! spectra file is hostile: each is refused or handled, never silently wrong.
+
+use std::path::Path;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use libtest_mimic::Trial;
+use serde_json::Value;
+
+use crate::support::{Result, check, check_exit, copy_fixture, root, sfl, sfl_command, show};
+
+pub fn trials() -> Vec<Trial> {
+    vec![
+        Trial::test("reliability::concurrent_runs_take_turns", concurrent_runs_take_turns),
+        Trial::test("reliability::exit_0_in_a_test_fails_it", exit_0_in_a_test_fails_it),
+        Trial::test("reliability::unusable_numbers_exit_2", unusable_numbers_exit_2),
+        Trial::test(
+            "reliability::spectra_outside_the_workspace_refused",
+            spectra_outside_the_workspace_refused,
+        ),
+    ]
+}
+
+/// Adds `#[test] fn NAME() { BODY }` to the end of the minmax fixture's test module.
+fn add_test(dir: &Path, name: &str, body: &str) -> Result {
+    let lib = dir.join("src/lib.rs");
+    let source = std::fs::read_to_string(&lib)?;
+    let module = source
+        .trim_end()
+        .strip_suffix('}')
+        .ok_or("lib.rs ends its test module")?;
+    std::fs::write(
+        &lib,
+        format!("{module}\n    #[test]\n    fn {name}() {{\n        {body}\n    }}\n}}\n"),
+    )?;
+    Ok(())
+}
+
+fn spectra(dir: &Path) -> Result<Value> {
+    Ok(serde_json::from_slice(&std::fs::read(
+        dir.join("target/sfl/spectra.json"),
+    )?)?)
+}
+
+/// Two runs on one crate: the second waits for the first's lock (saying so, as cargo does),
+/// both succeed, and the saved spectra has every test, each run and covering lines.
+fn concurrent_runs_take_turns() -> Result {
+    let tmp = copy_fixture("minmax");
+    let dir = tmp.path();
+    // A slow passing test keeps the first run busy for as long as the second needs to reach
+    // the lock, however loaded the machine.
+    add_test(
+        dir,
+        "t6_slow",
+        "std::thread::sleep(std::time::Duration::from_secs(3));\n        check(1, 2, 3);",
+    )?;
+    let start = || {
+        sfl_command(dir)
+            .args(["-j", "1"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+    };
+    let first = start()?;
+    // The first run creates the lock file as it takes the lock, and holds it for its build.
+    let lock = dir.join("target/sfl/.cargo-sfl-lock");
+    let since = Instant::now();
+    while !lock.exists() && since.elapsed() < Duration::from_secs(120) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let second = start()?;
+    let (first, second) = (first.wait_with_output()?, second.wait_with_output()?);
+    for out in [&first, &second] {
+        check(out.status.success(), || show(out))?;
+    }
+    let said = String::from_utf8_lossy(&second.stderr);
+    check(said.contains("Blocking waiting for lock on"), || show(&second))?;
+    check(!String::from_utf8_lossy(&first.stderr).contains("Blocking"), || {
+        show(&first)
+    })?;
+
+    let saved = spectra(dir)?;
+    let tests = saved["tests"].as_array().unwrap();
+    check(tests.len() == 6, || format!("{} tests saved", tests.len()))?;
+    let outcomes: Vec<&str> = tests.iter().map(|t| t["outcome"].as_str().unwrap()).collect();
+    check(outcomes.contains(&"failed") && outcomes.contains(&"passed"), || {
+        format!("{outcomes:?}")
+    })?;
+    check(tests.iter().all(|t| t.get("warnings").is_none()), || {
+        format!("{tests:#?}")
+    })?;
+    // Every test covers some line: the union of the rows' bitsets has all six bits.
+    let covered = saved["coverage"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|row| u8::from_str_radix(&row.as_str().unwrap()[..2], 16).unwrap())
+        .fold(0u8, |a, b| a | b);
+    check(covered == 0b11_1111, || format!("tests covering lines: {covered:#b}"))
+}
+
+/// A test that calls `std::process::exit(0)` where it would fail is failed, with a message
+/// saying libtest never reported it, instead of counted as passing.
+fn exit_0_in_a_test_fails_it() -> Result {
+    let tmp = copy_fixture("minmax");
+    add_test(
+        tmp.path(),
+        "t6_leaves_early",
+        "let (least, most) = minmax(2, 0, 1);\n        if least > most {\n            std::process::exit(0);\n        }",
+    )?;
+    let out = sfl(&["--format", "json"], tmp.path());
+    check(out.status.success(), || show(&out))?;
+    let saved = spectra(tmp.path())?;
+    let t6 = saved["tests"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "tests::t6_leaves_early")
+        .ok_or("t6 was not run")?;
+    check(t6["outcome"] == "failed", || format!("{t6:#}"))?;
+    let message = t6["message"].as_str().unwrap_or_default();
+    check(message.starts_with("exited before libtest reported a result"), || {
+        format!("{t6:#}")
+    })
+}
+
+/// `--test-timeout inf` used to panic (exit 101); it and the other numbers no run can use
+/// are usage errors that say why.
+fn unusable_numbers_exit_2() -> Result {
+    let cases: [(&[&str], &str); 6] = [
+        (&["--test-timeout", "inf"], "from 0.001 to 31536000"),
+        (&["--test-timeout", "1e30"], "from 0.001 to 31536000"),
+        (&["--test-timeout", "nan"], "from 0.001 to 31536000"),
+        (&["--test-timeout", "0"], "from 0.001 to 31536000"),
+        (&["-j", "0"], "must be at least 1"),
+        (&["report", "--top", "0"], "must be at least 1"),
+    ];
+    for (args, says) in cases {
+        let out = sfl(args, &root());
+        check_exit(&out, 2, &out.stderr, &["invalid value", says])?;
+    }
+    Ok(())
+}
+
+/// A saved spectra file (say, a CI artifact) naming `/etc/passwd` or `../../x` is refused
+/// with exit 5 and the reason, for every report format; an imported unit's name is not a file
+/// and stays allowed.
+fn spectra_outside_the_workspace_refused() -> Result {
+    let tmp = tempfile::tempdir()?;
+    let file = tmp.path().join("artifact.json");
+    let with_unit = |unit: &str, line: u32| -> Result<String> {
+        let spectra = serde_json::json!({
+            "schema": "cargo-sfl-spectra/v1",
+            "workspace_root": tmp.path(),
+            "tests": [
+                {"binary": "b", "name": "fails", "outcome": "failed"},
+                {"binary": "b", "name": "passes", "outcome": "passed"},
+            ],
+            "units": [[unit, line]],
+            "coverage": ["01"],
+        });
+        std::fs::write(&file, spectra.to_string())?;
+        Ok(file.to_str().unwrap().to_string())
+    };
+    for unit in ["/etc/passwd", "../../x", "src/../../x"] {
+        let path = with_unit(unit, 1)?;
+        for format in ["human", "html"] {
+            let out_dir = tmp.path().join("html");
+            let args = [
+                "report",
+                "--spectra",
+                &path,
+                "--format",
+                format,
+                "-o",
+                out_dir.to_str().unwrap(),
+            ];
+            let out = sfl(&args, tmp.path());
+            check_exit(&out, 5, &out.stderr, &[unit, "not a path inside the workspace"])?;
+            check(!out_dir.exists(), || format!("{unit}: a report was written"))?;
+        }
+    }
+    let named = with_unit("/etc/passwd", 0)?;
+    let out = sfl(&["report", "--spectra", &named], tmp.path());
+    check(out.status.success(), || show(&out))?;
+    check(!String::from_utf8_lossy(&out.stdout).contains("root:"), || show(&out))
+}
