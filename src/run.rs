@@ -308,7 +308,11 @@ fn fold(frames: Vec<RawFrame>) -> Vec<RawFrame> {
     let mut kept: Vec<RawFrame> = Vec::with_capacity(frames.len());
     for f in frames {
         if let Some(inner) = kept.last() {
-            let parent = f.function.strip_suffix('}').and_then(|n| n.rsplit_once("::{")).map(|(p, _)| p);
+            let parent = f
+                .function
+                .strip_suffix('}')
+                .and_then(|n| n.rsplit_once("::{"))
+                .map(|(p, _)| p);
             if parent == Some(inner.function.as_str()) || (inner.path == f.path && inner.line == f.line) {
                 continue;
             }

@@ -7,7 +7,7 @@ use std::path::Path;
 use libtest_mimic::Trial;
 use serde_json::Value;
 
-use crate::support::{Result, check, check_exit, copy_fixture, sfl, show};
+use crate::support::{Result, check, check_exit, copy_fixture, eval_ochiai, sfl, show, standard_rank};
 
 pub fn trials() -> Vec<Trial> {
     vec![
@@ -25,25 +25,8 @@ pub fn trials() -> Vec<Trial> {
 fn tie_break_by_evidence() -> Result {
     let tmp = copy_fixture("schedule");
     let dir = tmp.path();
-    let faults = dir.join("faults.toml");
-    let rank = |tie_break: &str| -> Result<Value> {
-        let args = [
-            "eval",
-            "--faults",
-            faults.to_str().unwrap(),
-            "-m",
-            "ochiai",
-            "--tie-break",
-            tie_break,
-            "--format",
-            "json",
-        ];
-        let out = sfl(&args, dir);
-        check(out.status.success(), || show(&out))?;
-        let v: Value = serde_json::from_slice(&out.stdout)?;
-        Ok(v["measures"][0]["standard_rank"].clone())
-    };
-    let (code, evidence) = (rank("code")?, rank("evidence")?);
+    let code = standard_rank(&eval_ochiai(dir, "code")?, "ochiai");
+    let evidence = standard_rank(&eval_ochiai(dir, "evidence")?, "ochiai");
     check(code == 5.5 && evidence == 4.0, || {
         format!("code {code}, evidence {evidence}")
     })?;

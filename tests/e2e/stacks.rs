@@ -5,7 +5,7 @@ use libtest_mimic::Trial;
 use serde_json::Value;
 
 use crate::formats::{multitool, sarif_schema};
-use crate::support::{Result, check, copy_fixture, sfl, show};
+use crate::support::{Result, check, copy_fixture, eval_ochiai, sfl, show, standard_rank};
 
 pub fn trials() -> Vec<Trial> {
     vec![Trial::test("stacks::panic_in_library_code", panic_in_library_code)]
@@ -35,31 +35,8 @@ fn panic_in_library_code() -> Result {
     // Ochiai's top entry is lines 9-11 (run by both failing tests and two passing ones). In
     // code order the fault ties with its two lines: 0 + 3/2. By evidence the panicking line
     // leads: 0 + 1/2. The baseline (first frame outside test code) points at it too.
-    let faults = dir.join("faults.toml");
-    let eval = |tie_break: &str| -> Result<Value> {
-        let args = [
-            "eval",
-            "--faults",
-            faults.to_str().unwrap(),
-            "-m",
-            "ochiai",
-            "--tie-break",
-            tie_break,
-            "--format",
-            "json",
-        ];
-        let out = sfl(&args, dir);
-        check(out.status.success(), || show(&out))?;
-        Ok(serde_json::from_slice(&out.stdout)?)
-    };
-    let (code, evidence) = (eval("code")?, eval("evidence")?);
-    let rank = |v: &Value, m: &str| {
-        v["measures"]
-            .as_array()
-            .and_then(|ms| ms.iter().find(|x| x["measure"] == m))
-            .map(|x| x["standard_rank"].clone())
-            .unwrap_or_default()
-    };
+    let (code, evidence) = (eval_ochiai(dir, "code")?, eval_ochiai(dir, "evidence")?);
+    let rank = standard_rank;
     check(
         rank(&code, "ochiai") == 1.5
             && rank(&evidence, "ochiai") == 0.5

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use libtest_mimic::Failed;
+use serde_json::Value;
 
 pub type Result<T = ()> = std::result::Result<T, Failed>;
 
@@ -116,4 +117,33 @@ pub fn tool(env: &str, relative: &str) -> Result<PathBuf> {
     } else {
         Err(format!("{} is missing: run .ci/setup (or set {env})", path.display()).into())
     }
+}
+
+/// `cargo sfl eval` of the fixture copy in `dir` against its `faults.toml`, Ochiai only, with
+/// `--tie-break tie_break`: the JSON report.
+pub fn eval_ochiai(dir: &Path, tie_break: &str) -> Result<Value> {
+    let faults = dir.join("faults.toml");
+    let args = [
+        "eval",
+        "--faults",
+        faults.to_str().unwrap(),
+        "-m",
+        "ochiai",
+        "--tie-break",
+        tie_break,
+        "--format",
+        "json",
+    ];
+    let out = sfl(&args, dir);
+    check(out.status.success(), || show(&out))?;
+    Ok(serde_json::from_slice(&out.stdout)?)
+}
+
+/// A measure's (or baseline's) Standard Rank Score in an eval report.
+pub fn standard_rank(report: &Value, measure: &str) -> Value {
+    report["measures"]
+        .as_array()
+        .and_then(|ms| ms.iter().find(|x| x["measure"] == measure))
+        .map(|x| x["standard_rank"].clone())
+        .unwrap_or_default()
 }
