@@ -11,7 +11,7 @@ use crate::build::TestBinary;
 use crate::run::{run_captured, test_env};
 
 /// The tests one binary holds.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct Listing {
     /// Runnable test names; empty with `whole` set when the harness cannot list tests.
     pub tests: Vec<String>,
@@ -36,6 +36,9 @@ impl Listing {
 pub enum ListError {
     #[error("cannot run {}: {source}", path.display())]
     CannotRun { path: PathBuf, source: std::io::Error },
+    /// A libtest binary that did not answer `--list` (it could not start, or crashed).
+    #[error("`{} --list` failed: {detail}", path.display())]
+    Failed { path: PathBuf, detail: String },
 }
 
 /// Lists a binary's tests with `--list --format terse` (and `--ignored`).
@@ -77,7 +80,17 @@ pub fn list(
                 whole: false,
             }
         }
-        _ => Listing::whole(),
+        Some(_) => Listing::whole(),
+        // Only a custom harness may not speak libtest's `--list`.
+        None if bin.custom_harness => Listing::whole(),
+        None => {
+            clean_dir_files(scratch, "list-");
+            let detail = text.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("no output");
+            return Err(ListError::Failed {
+                path: bin.path.clone(),
+                detail: detail.trim().to_string(),
+            });
+        }
     };
     clean_dir_files(scratch, "list-");
     Ok(result)

@@ -73,9 +73,11 @@ pub fn test_env(cmd: &mut Command, pkg: &Package, target_dir: &Path, release: bo
     if let Some(cargo) = std::env::var_os("CARGO") {
         cmd.env("CARGO", cargo);
     }
-    // cargo puts the build's library directories on the dynamic loader path.
+    // cargo puts the build's library directories and the toolchain's on the dynamic loader
+    // path (a proc-macro crate's tests link the toolchain's `libstd` dylib).
     let profile_dir = target_dir.join(if release { "release" } else { "debug" });
     let mut paths = vec![profile_dir.join("deps"), profile_dir];
+    paths.extend(toolchain_lib_dir(&dir));
     let loader_path = crate::platform::loader_path_var();
     if let Some(old) = std::env::var_os(loader_path) {
         paths.extend(std::env::split_paths(&old));
@@ -83,6 +85,24 @@ pub fn test_env(cmd: &mut Command, pkg: &Package, target_dir: &Path, release: bo
     if let Ok(joined) = std::env::join_paths(paths) {
         cmd.env(loader_path, joined);
     }
+}
+
+/// The toolchain's library directory for the host (`rustc --print target-libdir`, where the
+/// `libstd` dylib is), asked once of the rustc cargo uses (`$RUSTC`, else `rustc` run in the
+/// package, so toolchain files apply).
+fn toolchain_lib_dir(package_dir: &Path) -> Option<PathBuf> {
+    static DIR: std::sync::OnceLock<Option<PathBuf>> = std::sync::OnceLock::new();
+    DIR.get_or_init(|| {
+        let rustc = std::env::var_os("RUSTC").unwrap_or_else(|| "rustc".into());
+        let out = Command::new(rustc)
+            .args(["--print", "target-libdir"])
+            .current_dir(package_dir)
+            .output()
+            .ok()?;
+        let dir = String::from_utf8(out.stdout).ok()?;
+        (out.status.success() && !dir.trim().is_empty()).then(|| PathBuf::from(dir.trim()))
+    })
+    .clone()
 }
 
 /// Runs a command with stdout and stderr into one file; `None` status means it timed out

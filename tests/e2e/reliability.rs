@@ -19,7 +19,46 @@ pub fn trials() -> Vec<Trial> {
             "reliability::spectra_outside_the_workspace_refused",
             spectra_outside_the_workspace_refused,
         ),
+        Trial::test("reliability::proc_macro_tests_run", proc_macro_tests_run),
     ]
+}
+
+/// A proc-macro crate's tests link the toolchain's `libstd` dylib: they run with the
+/// toolchain's library directory on the loader path, as under `cargo test`, each test on its
+/// own (never as one binary-wide `main`).
+fn proc_macro_tests_run() -> Result {
+    let tmp = tempfile::tempdir()?;
+    let dir = tmp.path();
+    std::fs::create_dir_all(dir.join("src"))?;
+    std::fs::write(
+        dir.join("Cargo.toml"),
+        "[package]\nname = \"pm\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[lib]\nproc-macro = true\n\n[workspace]\n",
+    )?;
+    std::fs::write(
+        dir.join("src/lib.rs"),
+        "use proc_macro::TokenStream;\n\n#[proc_macro]\npub fn noop(input: TokenStream) -> TokenStream {\n    input\n}\n\n\
+         fn double(x: u32) -> u32 {\n    x * 3 // FAULT\n}\n\n#[cfg(test)]\nmod tests {\n    #[test]\n    fn doubles() {\n        \
+         assert_eq!(super::double(2), 4);\n    }\n    #[test]\n    fn zero() {\n        assert_eq!(super::double(0), 0);\n    }\n}\n",
+    )?;
+    let out = sfl(&["--format", "json"], dir);
+    check(out.status.success(), || show(&out))?;
+    let report: Value = serde_json::from_slice(&out.stdout)?;
+    let outcomes: Vec<(String, String)> = report["tests"]
+        .as_array()
+        .ok_or("no tests")?
+        .iter()
+        .map(|t| {
+            (
+                t["name"].as_str().unwrap_or("").to_string(),
+                t["outcome"].as_str().unwrap_or("").to_string(),
+            )
+        })
+        .collect();
+    let want = [("tests::doubles", "failed"), ("tests::zero", "passed")];
+    check(
+        outcomes.len() == 2 && want.iter().all(|(n, o)| outcomes.iter().any(|(a, b)| a == n && b == o)),
+        || format!("{outcomes:?}\n{}", show(&out)),
+    )
 }
 
 /// Adds `#[test] fn NAME() { BODY }` to the end of the minmax fixture's test module.

@@ -196,12 +196,21 @@ impl Session<'_> {
             .enumerate()
             .map(|(b, listing)| match listing.expect("every binary listed") {
                 Ok(l) => l,
-                Err(e) => {
+                // Only a `harness = false` target may not understand `--list`: it is run
+                // once. A libtest binary that cannot list its tests cannot run them either.
+                Err(e) if binaries[b].custom_harness => {
                     ui::warn(format!(
                         "cannot list the tests of {}: {e}; running it as one test",
                         binaries[b].id
                     ));
                     Listing::whole()
+                }
+                Err(e) => {
+                    ui::error(format!(
+                        "cannot list the tests of {}: {e}; its tests are not run",
+                        binaries[b].id
+                    ));
+                    Listing::default()
                 }
             })
             .collect()
