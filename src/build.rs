@@ -2,7 +2,7 @@
 //! directory, instrumenting only the workspace's own crates (through a rustc wrapper, as
 //! cargo-llvm-cov does), so dependencies build and run uninstrumented.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::ffi::OsString;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -99,6 +99,9 @@ pub struct TestBinary {
     pub package: usize,
     /// `harness = false` in the manifest.
     pub custom_harness: bool,
+    /// Environment `cargo test` gives this binary's tests beyond the package's own variables:
+    /// `[env]` of cargo's configuration and its build script's `cargo::rustc-env`.
+    pub env: Vec<(String, String)>,
 }
 
 /// What the build produced.
@@ -155,9 +158,15 @@ pub fn build(ws: &Workspace, select: &Selection, edges_runtime: Option<&Path>) -
     let mut built = Built::default();
     let mut seen = HashSet::new();
     let mut artifacts = 0;
+    let mut script_env: HashMap<cargo_metadata::PackageId, Vec<(String, String)>> = HashMap::new();
     for msg in Message::parse_stream(BufReader::new(stdout)) {
-        let Ok(Message::CompilerArtifact(art)) = msg else {
-            continue;
+        let art = match msg {
+            Ok(Message::CompilerArtifact(art)) => art,
+            Ok(Message::BuildScriptExecuted(script)) => {
+                script_env.insert(script.package_id, script.env);
+                continue;
+            }
+            _ => continue,
         };
         artifacts += 1;
         spinner.set_message(format!("{artifacts} crates compiled, last {}", art.target.name));
@@ -185,6 +194,7 @@ pub fn build(ws: &Workspace, select: &Selection, edges_runtime: Option<&Path>) -
             path: exe.into_std_path_buf(),
             package,
             custom_harness,
+            env: Vec::new(),
         });
     }
     let status = child
@@ -196,7 +206,67 @@ pub fn build(ws: &Workspace, select: &Selection, edges_runtime: Option<&Path>) -
         return Err(SflError::BuildFailed);
     }
     built.tests.sort_by(|a, b| a.id.cmp(&b.id));
+    let config = config_env(&ws.root);
+    for t in &mut built.tests {
+        t.env = config.clone();
+        t.env
+            .extend(script_env.get(&ws.members[t.package].id).cloned().unwrap_or_default());
+    }
     Ok(built)
+}
+
+/// The `[env]` tables of cargo's configuration files that apply in `dir` (`.cargo/config.toml`
+/// or `.cargo/config` in it and every parent, then `$CARGO_HOME/config.toml`; nearer files
+/// win), as cargo applies them: a variable the environment already has is kept unless
+/// `force = true`; `relative = true` resolves the value against the directory holding `.cargo`.
+fn config_env(dir: &Path) -> Vec<(String, String)> {
+    let mut files: Vec<PathBuf> = dir
+        .ancestors()
+        .flat_map(|d| [d.join(".cargo/config.toml"), d.join(".cargo/config")])
+        .filter(|f| f.is_file())
+        .collect();
+    if let Some(home) = std::env::var_os("CARGO_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cargo")))
+    {
+        let file = home.join("config.toml");
+        if file.is_file() && !files.contains(&file) {
+            files.push(file);
+        }
+    }
+    let mut env: Vec<(String, String)> = Vec::new();
+    // Farthest first, so nearer files override.
+    for file in files.iter().rev() {
+        let Ok(table) = std::fs::read_to_string(file).map(|t| t.parse::<toml::Table>()) else {
+            continue;
+        };
+        let Some(toml::Value::Table(vars)) = table.ok().and_then(|mut t| t.remove("env")) else {
+            continue;
+        };
+        let base = file.parent().and_then(Path::parent).unwrap_or(dir);
+        for (key, value) in vars {
+            let (value, force, relative) = match value {
+                toml::Value::String(v) => (v, false, false),
+                toml::Value::Table(t) => (
+                    t.get("value").and_then(|v| v.as_str()).unwrap_or_default().to_string(),
+                    t.get("force").and_then(toml::Value::as_bool).unwrap_or(false),
+                    t.get("relative").and_then(toml::Value::as_bool).unwrap_or(false),
+                ),
+                _ => continue,
+            };
+            if !force && std::env::var_os(&key).is_some() {
+                continue;
+            }
+            let value = if relative {
+                base.join(&value).to_string_lossy().into_owned()
+            } else {
+                value
+            };
+            env.retain(|(k, _)| *k != key);
+            env.push((key, value));
+        }
+    }
+    env
 }
 
 fn cargo_selection_args(cmd: &mut Command, s: &Selection) {

@@ -53,7 +53,7 @@ pub fn list(
     let run = |extra: &[&str]| -> Result<(bool, String), ListError> {
         let mut cmd = Command::new(&bin.path);
         cmd.args(["--list", "--format", "terse"]).args(extra);
-        test_env(&mut cmd, pkg, target_dir, release);
+        test_env(&mut cmd, bin, pkg, target_dir, release);
         // Listing must not leave default.profraw files in the user's package directory.
         cmd.env("LLVM_PROFILE_FILE", scratch.join("list-%p.profraw"));
         let out_path = scratch.join(format!("list-{}.out", std::process::id()));

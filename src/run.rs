@@ -47,8 +47,8 @@ pub struct RawFrame {
     pub line: u32,
 }
 
-/// The environment `cargo test` gives a test of `pkg`.
-pub fn test_env(cmd: &mut Command, pkg: &Package, target_dir: &Path, release: bool) {
+/// The environment `cargo test` gives a test of `pkg` run from `bin`.
+pub fn test_env(cmd: &mut Command, bin: &TestBinary, pkg: &Package, target_dir: &Path, release: bool) {
     let dir = pkg
         .manifest_path
         .parent()
@@ -73,6 +73,7 @@ pub fn test_env(cmd: &mut Command, pkg: &Package, target_dir: &Path, release: bo
     if let Some(cargo) = std::env::var_os("CARGO") {
         cmd.env("CARGO", cargo);
     }
+    cmd.envs(bin.env.iter().map(|(k, v)| (k, v)));
     // cargo puts the build's library directories and the toolchain's on the dynamic loader
     // path (a proc-macro crate's tests link the toolchain's `libstd` dylib).
     let profile_dir = target_dir.join(if release { "release" } else { "debug" });
@@ -151,7 +152,7 @@ pub fn run_test(
             cmd.arg("--ignored");
         }
     }
-    test_env(&mut cmd, pkg, target_dir, release);
+    test_env(&mut cmd, bin, pkg, target_dir, release);
     // %p: one file per process (a test may run other instrumented binaries);
     // %c: continuous mode, counters live in the file while the test runs.
     cmd.env("LLVM_PROFILE_FILE", dir.join("sfl-%p%c.profraw"));

@@ -488,7 +488,7 @@ impl Spectra {
             .iter()
             .map(|&k| {
                 next += u32::from(k);
-                k.then_some(UnitId(next - 1))
+                k.then(|| UnitId(next - 1))
             })
             .collect();
         let kept = |u: &usize| keep[*u];
@@ -644,6 +644,18 @@ pub(crate) mod tests {
         matrix(&[
             "10110-", "10011-", "10010-", "11000+", "10100+", "10001+", "10011+", "10000+", "11001+", "11100+",
         ])
+    }
+
+    /// Regression: leaving out the first unit (a file that starts with test code) panicked on
+    /// an id computed before it was known to be kept.
+    #[test]
+    fn retain_units_can_drop_the_first_unit() {
+        let s = doric_minmax();
+        let kept = s.retain_units(&[false, true, false, true]);
+        let lines: Vec<u32> = kept.units.iter().map(|u| u.line).collect();
+        assert_eq!(lines, [2, 4]);
+        assert_eq!(kept.coverage[0], s.coverage[1]);
+        assert_eq!(kept.coverage[1], s.coverage[3]);
     }
 
     #[test]

@@ -20,6 +20,10 @@ pub fn trials() -> Vec<Trial> {
             spectra_outside_the_workspace_refused,
         ),
         Trial::test("reliability::proc_macro_tests_run", proc_macro_tests_run),
+        Trial::test(
+            "reliability::tests_see_cargos_environment",
+            tests_see_cargos_environment,
+        ),
     ]
 }
 
@@ -224,4 +228,44 @@ fn spectra_outside_the_workspace_refused() -> Result {
     let out = sfl(&["report", "--spectra", &named], tmp.path());
     check(out.status.success(), || show(&out))?;
     check(!String::from_utf8_lossy(&out.stdout).contains("root:"), || show(&out))
+}
+
+/// Tests see the environment `cargo test` gives them: `[env]` of `.cargo/config.toml` (plain
+/// and `relative`) and the build script's `cargo::rustc-env`. All pass, so exit 3.
+fn tests_see_cargos_environment() -> Result {
+    let tmp = tempfile::tempdir()?;
+    let dir = tmp.path();
+    std::fs::create_dir_all(dir.join("src"))?;
+    std::fs::create_dir_all(dir.join(".cargo"))?;
+    std::fs::write(
+        dir.join("Cargo.toml"),
+        "[package]\nname = \"envc\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[workspace]\n",
+    )?;
+    std::fs::write(
+        dir.join("build.rs"),
+        "fn main() {\n    println!(\"cargo::rustc-env=BUILT_BY_SCRIPT=yes\");\n}\n",
+    )?;
+    std::fs::write(
+        dir.join(".cargo/config.toml"),
+        "[env]\nSFL_GREETING = \"hi\"\nSFL_DATA = { value = \"data\", relative = true }\n",
+    )?;
+    let data = dir.join("data");
+    std::fs::write(
+        dir.join("src/lib.rs"),
+        format!(
+            "#[cfg(test)]\nmod tests {{\n    #[test]\n    fn config_env() {{\n        \
+             assert_eq!(std::env::var(\"SFL_GREETING\").as_deref(), Ok(\"hi\"));\n        \
+             assert_eq!(std::env::var(\"SFL_DATA\").as_deref(), Ok({data:?}));\n    }}\n    #[test]\n    \
+             fn build_script_env() {{\n        assert_eq!(std::env::var(\"BUILT_BY_SCRIPT\").as_deref(), Ok(\"yes\"));\n    }}\n}}\n",
+            data = data.to_string_lossy()
+        ),
+    )?;
+    let out = sfl(&["--format", "json"], dir);
+    check(out.status.code() == Some(3), || show(&out))?;
+    let report: Value = serde_json::from_slice(&out.stdout)?;
+    let tests = report["tests"].as_array().ok_or("no tests")?;
+    check(
+        tests.len() == 2 && tests.iter().all(|t| t["outcome"] == "passed"),
+        || show(&out),
+    )
 }

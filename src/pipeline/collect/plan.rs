@@ -91,6 +91,7 @@ mod tests {
             path: PathBuf::from(id),
             package: 0,
             custom_harness: false,
+            env: Vec::new(),
         }
     }
 
