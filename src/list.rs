@@ -57,11 +57,11 @@ pub fn list(
         // Listing must not leave default.profraw files in the user's package directory.
         cmd.env("LLVM_PROFILE_FILE", scratch.join("list-%p.profraw"));
         let out_path = scratch.join(format!("list-{}.out", std::process::id()));
-        let (status, output, _) = run_captured(cmd, &out_path, timeout).map_err(|source| ListError::CannotRun {
+        let captured = run_captured(cmd, &out_path, timeout).map_err(|source| ListError::CannotRun {
             path: bin.path.clone(),
             source,
         })?;
-        Ok((status.is_some_and(|s| s.success()), output))
+        Ok((captured.status.is_some_and(|s| s.success()), captured.output))
     };
     let (ok, text) = run(&[])?;
     let tests = if ok { parse_terse(&text) } else { None };

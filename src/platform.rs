@@ -124,6 +124,37 @@ pub fn current_exe() -> std::io::Result<PathBuf> {
     std::env::current_exe()
 }
 
+/// Makes `cmd` start a process group of its own, so everything it spawns can be killed with it.
+#[cfg(unix)]
+pub fn own_process_group(cmd: &mut std::process::Command) {
+    use std::os::unix::process::CommandExt;
+    cmd.process_group(0);
+}
+
+/// Without process groups, a test's children are not tracked.
+#[cfg(not(unix))]
+pub fn own_process_group(_: &mut std::process::Command) {}
+
+/// Kills whatever is left of the process group `leader` started; whether anything was.
+#[cfg(unix)]
+pub fn kill_group(leader: u32) -> bool {
+    use nix::sys::signal::{Signal, killpg};
+    use nix::unistd::Pid;
+    let group = Pid::from_raw(leader as i32);
+    // Signal 0 only asks whether the group still has a member.
+    let alive = killpg(group, None).is_ok();
+    if alive {
+        let _ = killpg(group, Signal::SIGKILL);
+    }
+    alive
+}
+
+/// Without process groups there is nothing to kill.
+#[cfg(not(unix))]
+pub fn kill_group(_: u32) -> bool {
+    false
+}
+
 /// The signal that ended a process, if one did.
 #[cfg(unix)]
 pub fn exit_signal(status: &std::process::ExitStatus) -> Option<i32> {

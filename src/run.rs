@@ -37,6 +37,8 @@ pub struct Finished {
     /// The frames of a failing test's panic backtrace that have a source location, innermost
     /// first; relative paths are relative to the test's working directory (its package).
     pub stack: Vec<RawFrame>,
+    /// Processes the test started were still running when it ended; they were killed.
+    pub leaked: bool,
 }
 
 /// A backtrace frame as the panic hook printed it.
@@ -106,15 +108,23 @@ fn toolchain_lib_dir(package_dir: &Path) -> Option<PathBuf> {
     .clone()
 }
 
-/// Runs a command with stdout and stderr into one file; `None` status means it timed out
-/// and was killed.
-pub(crate) fn run_captured(
-    mut cmd: Command,
-    out_path: &Path,
-    timeout: Duration,
-) -> std::io::Result<(Option<ExitStatus>, String, Duration)> {
+/// What a captured process did.
+pub(crate) struct Captured {
+    /// `None`: it timed out and was killed.
+    pub status: Option<ExitStatus>,
+    /// Its stdout and stderr, interleaved.
+    pub output: String,
+    pub elapsed: Duration,
+    /// Processes it started were still running when it ended (they were killed).
+    pub leaked: bool,
+}
+
+/// Runs a command in a process group of its own with stdout and stderr into one file; at its
+/// end or timeout the whole group is killed, so nothing it started outlives it.
+pub(crate) fn run_captured(mut cmd: Command, out_path: &Path, timeout: Duration) -> std::io::Result<Captured> {
     let out = File::create(out_path)?;
     cmd.stdin(Stdio::null()).stdout(out.try_clone()?).stderr(out);
+    crate::platform::own_process_group(&mut cmd);
     let start = Instant::now();
     let mut child: Child = cmd.spawn()?;
     let status = match child.wait_timeout(timeout)? {
@@ -126,9 +136,15 @@ pub(crate) fn run_captured(
         }
     };
     let elapsed = start.elapsed();
+    let leaked = crate::platform::kill_group(child.id());
     let bytes = std::fs::read(out_path).unwrap_or_default();
     let _ = std::fs::remove_file(out_path);
-    Ok((status, String::from_utf8_lossy(&bytes).into_owned(), elapsed))
+    Ok(Captured {
+        status,
+        output: String::from_utf8_lossy(&bytes).into_owned(),
+        elapsed,
+        leaked,
+    })
 }
 
 /// Runs one test in its own process; its profiles (and edge files, with `edges`) land in
@@ -170,7 +186,12 @@ pub fn run_test(
     } else {
         cmd.env_remove(crate::edges::FILE_ENV);
     }
-    let (status, output, duration) = run_captured(cmd, &dir.join("output.txt"), timeout)?;
+    let Captured {
+        status,
+        output,
+        elapsed: duration,
+        leaked,
+    } = run_captured(cmd, &dir.join("output.txt"), timeout)?;
     let (outcome, signal, message) = classify(status, &output, timeout, job.name.as_deref());
     let stack = if outcome.is_failing() {
         panic_stack(&output)
@@ -194,6 +215,7 @@ pub fn run_test(
         profiles: files("profraw")?,
         edge_files: files("edges")?,
         stack,
+        leaked,
     })
 }
 

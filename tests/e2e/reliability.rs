@@ -24,6 +24,7 @@ pub fn trials() -> Vec<Trial> {
             "reliability::tests_see_cargos_environment",
             tests_see_cargos_environment,
         ),
+        Trial::test("reliability::leaked_processes_are_killed", leaked_processes_are_killed),
     ]
 }
 
@@ -268,4 +269,31 @@ fn tests_see_cargos_environment() -> Result {
         tests.len() == 2 && tests.iter().all(|t| t["outcome"] == "passed"),
         || show(&out),
     )
+}
+
+/// A test that spawns a child and returns leaves it running; cargo sfl kills the test's whole
+/// process group, says so on the test, and no child outlives the run (the child would write a
+/// file after 3 s).
+fn leaked_processes_are_killed() -> Result {
+    let tmp = copy_fixture("minmax");
+    let dir = tmp.path();
+    let marker = dir.join("child-survived");
+    let body = format!(
+        "std::process::Command::new(\"sh\").arg(\"-c\").arg(\"sleep 3; touch {}\").spawn().unwrap();",
+        marker.display()
+    );
+    add_test(dir, "spawns_and_returns", &body)?;
+    let out = sfl(&["--format", "json", "spawns_and_returns"], dir);
+    // The only test passes: no failing tests, exit 3.
+    check(out.status.code() == Some(3), || show(&out))?;
+    let report: Value = serde_json::from_slice(&out.stdout)?;
+    let warnings = report["tests"][0]["warnings"].to_string();
+    let saved = spectra(dir)?;
+    let saved_warnings = saved["tests"][0]["warnings"].to_string();
+    check(
+        warnings.contains("left processes running") || saved_warnings.contains("left processes running"),
+        || format!("{saved:#}"),
+    )?;
+    std::thread::sleep(Duration::from_secs(4));
+    check(!marker.exists(), || "the leaked child outlived the run".into())
 }

@@ -131,6 +131,10 @@ impl Session<'_> {
         rec.message = fin.message;
         rec.duration_ms = fin.duration.as_millis() as u64;
         rec.stack = self.workspace_frames(job, &fin.stack);
+        if fin.leaked {
+            rec.warnings
+                .push("the test left processes running when it ended; cargo sfl killed them".into());
+        }
         self.coverage
             .decode_test(job.binary, &fin.profiles, &mut out.covered, &mut rec.warnings);
         if let Some(collector) = self.edges {
