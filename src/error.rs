@@ -26,6 +26,8 @@ pub mod exit {
     /// The environment is not usable: cargo metadata failed, a toolchain component or the
     /// profiler runtime is missing.
     pub const SETUP: i32 = 96;
+    /// Interrupted (Ctrl-C, SIGTERM) while tests ran; the running tests were killed.
+    pub const INTERRUPTED: i32 = 130;
     /// The instrumented build failed; cargo's diagnostics were shown.
     pub const BUILD_FAILED: i32 = 101;
 }

@@ -119,6 +119,31 @@ pub(crate) struct Captured {
     pub leaked: bool,
 }
 
+/// The process groups of the tests running now (their leaders' ids), for an interrupt.
+static RUNNING: std::sync::Mutex<Vec<u32>> = std::sync::Mutex::new(Vec::new());
+
+/// On Ctrl-C or SIGTERM: tests run in process groups of their own, so the terminal's signal
+/// does not reach them; kill every running group, say so, and exit 130 (as a shell reports an
+/// interrupt). Installed once per process; a second installation is ignored.
+pub fn kill_tests_on_interrupt() {
+    let _ = ctrlc::set_handler(|| {
+        let groups = RUNNING.lock().map(|g| g.clone()).unwrap_or_default();
+        for leader in &groups {
+            crate::platform::kill_group(*leader);
+        }
+        // Straight to stderr, ignoring a closed pipe: the terminal's progress bar may be
+        // mid-draw on another thread.
+        use std::io::Write as _;
+        let _ = writeln!(
+            std::io::stderr(),
+            "error: interrupted: killed {} running test{}; nothing was saved",
+            groups.len(),
+            if groups.len() == 1 { "" } else { "s" }
+        );
+        std::process::exit(crate::error::exit::INTERRUPTED);
+    });
+}
+
 /// Runs a command in a process group of its own with stdout and stderr into one file; at its
 /// end or timeout the whole group is killed, so nothing it started outlives it.
 pub(crate) fn run_captured(mut cmd: Command, out_path: &Path, timeout: Duration) -> std::io::Result<Captured> {
@@ -127,6 +152,10 @@ pub(crate) fn run_captured(mut cmd: Command, out_path: &Path, timeout: Duration)
     crate::platform::own_process_group(&mut cmd);
     let start = Instant::now();
     let mut child: Child = cmd.spawn()?;
+    let leader = child.id();
+    if let Ok(mut running) = RUNNING.lock() {
+        running.push(leader);
+    }
     let status = match child.wait_timeout(timeout)? {
         Some(s) => Some(s),
         None => {
@@ -136,7 +165,10 @@ pub(crate) fn run_captured(mut cmd: Command, out_path: &Path, timeout: Duration)
         }
     };
     let elapsed = start.elapsed();
-    let leaked = crate::platform::kill_group(child.id());
+    let leaked = crate::platform::kill_group(leader);
+    if let Ok(mut running) = RUNNING.lock() {
+        running.retain(|&l| l != leader);
+    }
     let bytes = std::fs::read(out_path).unwrap_or_default();
     let _ = std::fs::remove_file(out_path);
     Ok(Captured {

@@ -2,7 +2,7 @@
 //! spectra file is hostile: each is refused or handled, never silently wrong.
 
 use std::path::Path;
-use std::process::Stdio;
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use libtest_mimic::Trial;
@@ -25,6 +25,10 @@ pub fn trials() -> Vec<Trial> {
             tests_see_cargos_environment,
         ),
         Trial::test("reliability::leaked_processes_are_killed", leaked_processes_are_killed),
+        Trial::test(
+            "reliability::interrupt_kills_running_tests",
+            interrupt_kills_running_tests,
+        ),
     ]
 }
 
@@ -296,4 +300,53 @@ fn leaked_processes_are_killed() -> Result {
     )?;
     std::thread::sleep(Duration::from_secs(4));
     check(!marker.exists(), || "the leaked child outlived the run".into())
+}
+
+/// SIGTERM (as Ctrl-C) while a test hangs: cargo sfl kills the running tests' process groups
+/// (the terminal's signal does not reach them: each runs in a group of its own), says so, and
+/// exits 130; no test process of the run is left.
+fn interrupt_kills_running_tests() -> Result {
+    use std::io::{BufRead, BufReader};
+    let tmp = copy_fixture("hang");
+    let dir = tmp.path();
+    let mut child = crate::support::sfl_command(dir)
+        .args(["-j", "2", "--test-timeout", "300", "trim_indent_tab"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()?;
+    let stderr = child.stderr.take().ok_or("no stderr")?;
+    let (tx, rx) = std::sync::mpsc::channel();
+    // Keep reading to the end: a closed pipe would make cargo sfl's own messages fail.
+    let reader = std::thread::spawn(move || {
+        let mut seen = String::new();
+        for line in BufReader::new(stderr).lines().map_while(std::result::Result::ok) {
+            if line.contains("Running") {
+                let _ = tx.send(());
+            }
+            seen.push_str(&line);
+            seen.push('\n');
+        }
+        seen
+    });
+    check(rx.recv_timeout(Duration::from_secs(120)).is_ok(), || {
+        "the tests never started".into()
+    })?;
+    // The hanging test has started once its binary runs; give it a moment.
+    std::thread::sleep(Duration::from_millis(1500));
+    let status = Command::new("kill").args(["-TERM", &child.id().to_string()]).status()?;
+    check(status.success(), || "kill failed".into())?;
+    let code = child.wait()?.code();
+    let seen = reader.join().unwrap_or_default();
+    check(
+        code == Some(130) && seen.contains("interrupted: killed 1 running test"),
+        || format!("exit {code:?}\n{seen}"),
+    )?;
+    std::thread::sleep(Duration::from_millis(300));
+    let left: Vec<String> = std::fs::read_dir("/proc")?
+        .flatten()
+        .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
+        .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
+        .filter(|c| c.contains(dir.to_str().unwrap()) && c.contains("trim_indent_tab"))
+        .collect();
+    check(left.is_empty(), || format!("left running: {left:?}"))
 }

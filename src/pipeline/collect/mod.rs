@@ -53,6 +53,7 @@ struct Session<'a> {
 /// Builds, runs every test and decodes: the matrix, saved to `target/sfl/spectra.json` (and
 /// `--save-spectra`).
 pub fn collect(cfg: &RunConfig) -> anyhow::Result<Spectra> {
+    crate::run::kill_tests_on_interrupt();
     let exec = &cfg.execution;
     let mut ws = Workspace::load(
         cfg.selection.manifest_path.as_deref(),
