@@ -184,6 +184,9 @@ pub fn prepare(bug_dir: &Path, dir: &Path) -> Result<Prepared> {
         .any(|l| l.trim_start().starts_with("edition"));
     let main_rs = std::fs::read_to_string(bug_dir.join("src/main.rs"))?;
     let test = trigger_test(&main_rs, edition_2015.then_some(lib.as_str()))?;
+    if main_rs.contains("stdin()") {
+        notes.push("the trigger reads its input from stdin, which Panic4R does not provide".into());
+    }
     std::fs::create_dir_all(crate_dir.join("tests"))?;
     std::fs::write(crate_dir.join("tests").join(format!("{TRIGGER}.rs")), test)?;
     let workspace_root = workspace_root(&crate_dir)?;
@@ -233,6 +236,13 @@ fn edit_crate_manifest(snapshot: &Path, crate_dir: &Path, m: &TriggerManifest, n
         .any(has_workspace);
     if !covered && !text.lines().any(|l| l.trim() == "[workspace]") {
         text.push_str("\n[workspace]\n");
+    }
+    // `autotests = false` lists the integration tests by hand: list the trigger too.
+    if text.lines().any(|l| l.replace(' ', "") == "autotests=false") {
+        text.push_str(&format!(
+            "\n[[test]]\nname = \"{TRIGGER}\"\npath = \"tests/{TRIGGER}.rs\"\n"
+        ));
+        notes.push("autotests = false: the trigger is declared as a [[test]]".into());
     }
     std::fs::write(&path, text)?;
     Ok(())

@@ -104,6 +104,10 @@ impl Runner<'_> {
         if out.code == Some(0) {
             judge(&mut r, &Spectra::load(&spectra).map_err(anyhow::Error::msg)?);
         }
+        let stdin = r.notes.iter().find(|n| n.contains("stdin")).cloned();
+        if let Some(n) = stdin.filter(|_| !r.reproduced && r.reason.contains("does not fail")) {
+            r.reason = format!("{}: {n}", r.reason);
+        }
         if !r.reproduced {
             let _ = std::fs::remove_file(&spectra);
         }
