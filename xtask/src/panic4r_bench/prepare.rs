@@ -206,8 +206,8 @@ pub fn prepare(bug_dir: &Path, dir: &Path) -> Result<Prepared> {
     })
 }
 
-/// The trigger's other dependencies as dev-dependencies, and `[workspace]` when no manifest of
-/// the snapshot above the crate declares one (so it does not join ours).
+/// The trigger's other dependencies as dev-dependencies, `[workspace]` when no manifest of the
+/// snapshot above the crate declares one (so it does not join ours), and the trigger's [[test]].
 fn edit_crate_manifest(snapshot: &Path, crate_dir: &Path, m: &TriggerManifest, notes: &mut Vec<String>) -> Result<()> {
     let path = crate_dir.join("Cargo.toml");
     let mut text = std::fs::read_to_string(&path)?;
@@ -237,13 +237,11 @@ fn edit_crate_manifest(snapshot: &Path, crate_dir: &Path, m: &TriggerManifest, n
     if !covered && !text.lines().any(|l| l.trim() == "[workspace]") {
         text.push_str("\n[workspace]\n");
     }
-    // `autotests = false` lists the integration tests by hand: list the trigger too.
-    if text.lines().any(|l| l.replace(' ', "") == "autotests=false") {
-        text.push_str(&format!(
-            "\n[[test]]\nname = \"{TRIGGER}\"\npath = \"tests/{TRIGGER}.rs\"\n"
-        ));
-        notes.push("autotests = false: the trigger is declared as a [[test]]".into());
-    }
+    // Declared, not discovered: `autotests = false`, and (edition 2015) any [[test]] table,
+    // turn discovery off.
+    text.push_str(&format!(
+        "\n[[test]]\nname = \"{TRIGGER}\"\npath = \"tests/{TRIGGER}.rs\"\n"
+    ));
     std::fs::write(&path, text)?;
     Ok(())
 }

@@ -214,7 +214,7 @@ fn markdown(s: &Summary, reproduced: &[&Record], rows: &[(&str, [f64; 7])], defa
         };
         let _ = writeln!(
             md,
-            "| {} | {} | {outcome} | {} | {} ({}) | {:.0} |",
+            "| {} | {} | {outcome} | {} | {} | {} | {:.0} |",
             r.bug,
             if r.package.is_empty() || r.package == r.krate {
                 r.krate.clone()
@@ -223,7 +223,7 @@ fn markdown(s: &Summary, reproduced: &[&Record], rows: &[(&str, [f64; 7])], defa
             },
             r.lockfile,
             r.tests,
-            r.failing,
+            r.other_failing,
             r.seconds
         );
     }
