@@ -200,9 +200,15 @@ fn markdown(s: &Summary, reproduced: &[&Record], rows: &[(&str, [f64; 7])], defa
     let _ = writeln!(md, "## Every bug attempted\n");
     let _ = writeln!(
         md,
-        "| bug | crate (package tested) | outcome | lockfile | tests (failing) | seconds |"
+        "Lockfile: `kept` (the snapshot's), `updated` (`cargo update` after the kept one failed to build), `generated` \
+         (the snapshot has none: today's versions). Failing tests other than the trigger (the snapshot's own failures \
+         under today's toolchain, e.g. undefined behaviour that newer std checks catch) stay failing in the spectra.\n"
     );
-    let _ = writeln!(md, "|---|---|---|---|---:|---:|");
+    let _ = writeln!(
+        md,
+        "| bug | crate (package tested) | outcome | lockfile | tests | other failing | seconds |"
+    );
+    let _ = writeln!(md, "|---|---|---|---|---:|---:|---:|");
     for r in s.records {
         let outcome = if r.reproduced {
             match s.unlocalisable.iter().find(|u| u.starts_with(&format!("{}:", r.bug))) {
