@@ -144,6 +144,9 @@ pub fn faults_toml(faults: &[Fault]) -> String {
 /// A bug laid out under target/bench/panic4r/<bug>/.
 pub struct Prepared {
     pub manifest: TriggerManifest,
+    /// The snapshot's directory name in the checkout (`<repo>-<sha>`): bugs of the same
+    /// snapshot share a build directory.
+    pub snapshot_name: String,
     /// The crate under test (its Cargo.toml is where cargo sfl runs).
     pub crate_dir: PathBuf,
     pub workspace_root: PathBuf,
@@ -199,6 +202,7 @@ pub fn prepare(bug_dir: &Path, dir: &Path) -> Result<Prepared> {
     )?;
     Ok(Prepared {
         manifest,
+        snapshot_name,
         crate_dir,
         workspace_root,
         notes,

@@ -121,7 +121,10 @@ impl Runner<'_> {
             .arg("--save-spectra")
             .arg(spectra)
             .arg("--manifest-path")
-            .arg(p.crate_dir.join("Cargo.toml"));
+            .arg(p.crate_dir.join("Cargo.toml"))
+            // Shared by the bugs of one snapshot: their dependencies are built once.
+            .arg("--target-dir")
+            .arg(dir.with_file_name(format!("target-{}", p.snapshot_name)));
         if !p.manifest.features.is_empty() {
             cmd.arg("--features").arg(p.manifest.features.join(","));
         }
