@@ -95,6 +95,10 @@ impl Runner<'_> {
             Some(0) => String::new(),
             Some(3) => "the trigger test does not fail (no test fails)".into(),
             Some(4) => "no tests".into(),
+            Some(101) if out.log.contains("network failure") => format!(
+                "a dependency cannot be fetched (no network access to it): {}",
+                first_error(&out.log)
+            ),
             Some(101) => format!(
                 "does not build with today's stable toolchain: {}",
                 first_error(&out.log)
