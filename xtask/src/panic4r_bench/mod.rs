@@ -124,14 +124,17 @@ pub fn run_bench(args: &Args) -> Result<()> {
         sfl: &sfl,
         timeout: Duration::from_secs(args.bug_timeout),
     };
-    let mut records = Vec::new();
+    let (mut records, mut not_run) = (Vec::new(), Vec::new());
     for krate in &crates {
         let bugs = bugs_of(&args.data, krate);
         if bugs.is_empty() {
             eprintln!("warning: no bugs of {krate} under {}", args.data.display());
         }
         for (bug, bug_dir) in bugs {
-            let r = attempt(&runner, &cache.join(&bug), (&bug, &bug_dir), krate, args.eval_only)?;
+            let Some(r) = attempt(&runner, &cache.join(&bug), (&bug, &bug_dir), krate, args.eval_only)? else {
+                not_run.push(bug);
+                continue;
+            };
             eprintln!(
                 "== {bug:<22} {:>6.0}s {}",
                 r.seconds,
@@ -140,26 +143,23 @@ pub fn run_bench(args: &Args) -> Result<()> {
             records.push(r);
         }
     }
-    evaluate(&sfl, &cache, &records, &crates, &crate::root().join(&args.output_dir))
+    let out_dir = crate::root().join(&args.output_dir);
+    evaluate(&sfl, &cache, (&records, not_run), &crates, &out_dir)
 }
 
-/// One bug: its cached record, or prepared and run now.
+/// One bug: its cached record, or prepared and run now (None: not run, with --eval-only).
 fn attempt(
     runner: &run::Runner,
     dir: &Path,
     (bug, bug_dir): (&str, &Path),
     krate: &str,
     eval_only: bool,
-) -> Result<Record> {
+) -> Result<Option<Record>> {
     if let Some(r) = run::cached(dir) {
-        return Ok(r);
+        return Ok(Some(r));
     }
     if eval_only {
-        return Ok(Record::failed(
-            bug,
-            krate,
-            "not run yet (--eval-only and no cached run)".into(),
-        ));
+        return Ok(None);
     }
     std::fs::create_dir_all(dir)?;
     let r = match prepare::prepare(bug_dir, dir) {
@@ -170,20 +170,27 @@ fn attempt(
             r
         }
     };
-    Ok(r)
+    Ok(Some(r))
 }
 
-fn evaluate(sfl: &Path, cache: &Path, records: &[Record], crates: &[&str], out_dir: &Path) -> Result<()> {
+fn evaluate(
+    sfl: &Path,
+    cache: &Path,
+    (records, not_run): (&[Record], Vec<String>),
+    crates: &[&str],
+    out_dir: &Path,
+) -> Result<()> {
     let mut sums = report::Sums::default();
     let mut unlocalisable = Vec::new();
     for r in records.iter().filter(|r| r.reproduced) {
         let dir = cache.join(&r.bug);
         let (spectra, faults) = (run::spectra_path(&dir), dir.join("faults.toml"));
-        match report::eval(sfl, &spectra, &faults, false)? {
-            Some(line) => {
-                let function = report::eval(sfl, &spectra, &faults, true)?;
-                sums.add(&line, function.as_deref());
-            }
+        match report::eval(sfl, &spectra, &faults, &[])? {
+            Some(line) => sums.add(&report::Evals {
+                line,
+                function: report::eval(sfl, &spectra, &faults, &["--granularity", "function"])?,
+                without_tests: report::eval(sfl, &spectra, &faults, &["--exclude-test-code"])?,
+            }),
             None => unlocalisable.push(format!("{}: no test ran a fix line", r.bug)),
         }
     }
@@ -191,6 +198,7 @@ fn evaluate(sfl: &Path, cache: &Path, records: &[Record], crates: &[&str], out_d
         out_dir,
         &report::Summary {
             records,
+            not_run,
             unlocalisable,
             sums,
             crates: crates.iter().map(|c| c.to_string()).collect(),

@@ -14,7 +14,7 @@ use super::run::Record;
 
 /// `cargo sfl eval --format json` on saved spectra: each measure's metrics, or None when the
 /// fault is on no executed line (exit code 7).
-pub fn eval(sfl: &Path, spectra: &Path, faults: &Path, function: bool) -> Result<Option<Vec<(String, Value)>>> {
+pub fn eval(sfl: &Path, spectra: &Path, faults: &Path, extra: &[&str]) -> Result<Option<Vec<(String, Value)>>> {
     let mut cmd = Command::new(sfl);
     cmd.args([
         "sfl",
@@ -29,9 +29,7 @@ pub fn eval(sfl: &Path, spectra: &Path, faults: &Path, function: bool) -> Result
     .arg(spectra)
     .arg("--faults")
     .arg(faults);
-    if function {
-        cmd.args(["--granularity", "function"]);
-    }
+    cmd.args(extra);
     let out = cmd.output()?;
     match out.status.code() {
         Some(0) => {}
@@ -49,14 +47,18 @@ pub fn eval(sfl: &Path, spectra: &Path, faults: &Path, function: bool) -> Result
     ))
 }
 
-/// Metrics summed per measure: standard rank, top-1/3/5/10 (lines), top-1/5 (functions).
+/// Metrics summed per measure: standard rank, top-1/3/5/10 (lines), top-1/5 (functions), and
+/// standard rank and top-5 with test code left out of the ranking (`--exclude-test-code`).
 #[derive(Default)]
 pub struct Sums {
     pub versions: usize,
-    pub by_measure: BTreeMap<String, [f64; 7]>,
+    pub by_measure: BTreeMap<String, [f64; M]>,
 }
 
-const NAMES: [&str; 7] = [
+/// How many metrics a row has.
+const M: usize = 9;
+
+const NAMES: [&str; M] = [
     "standard_rank",
     "top1",
     "top3",
@@ -64,25 +66,42 @@ const NAMES: [&str; 7] = [
     "top10",
     "function_top1",
     "function_top5",
+    "standard_rank_without_tests",
+    "top5_without_tests",
 ];
+
+/// One bug's evaluations: by line, by function, by line without test code.
+pub struct Evals {
+    pub line: Vec<(String, Value)>,
+    pub function: Option<Vec<(String, Value)>>,
+    pub without_tests: Option<Vec<(String, Value)>>,
+}
 
 impl Sums {
     /// Adds one bug's line-level and function-level metrics.
-    pub fn add(&mut self, line: &[(String, Value)], function: Option<&[(String, Value)]>) {
+    pub fn add(&mut self, e: &Evals) {
         self.versions += 1;
         let top = |m: &Value, n: &str| f64::from(u8::from(m["top"][n].as_bool().unwrap_or(false)));
-        for (name, m) in line {
-            let f = function.and_then(|f| f.iter().find(|(n, _)| n == name)).map(|(_, v)| v);
+        let find = |set: &Option<Vec<(String, Value)>>, name: &str| {
+            set.as_ref()
+                .and_then(|f| f.iter().find(|(n, _)| n == name))
+                .map(|(_, v)| v.clone())
+        };
+        for (name, m) in &e.line {
+            let f = find(&e.function, name);
+            let x = find(&e.without_tests, name);
             let vals = [
                 m["standard_rank"].as_f64().unwrap_or(f64::NAN),
                 top(m, "1"),
                 top(m, "3"),
                 top(m, "5"),
                 top(m, "10"),
-                f.map_or(0.0, |f| top(f, "1")),
-                f.map_or(0.0, |f| top(f, "5")),
+                f.as_ref().map_or(0.0, |f| top(f, "1")),
+                f.as_ref().map_or(0.0, |f| top(f, "5")),
+                x.as_ref().and_then(|x| x["standard_rank"].as_f64()).unwrap_or(f64::NAN),
+                x.as_ref().map_or(0.0, |x| top(x, "5")),
             ];
-            let acc = self.by_measure.entry(name.clone()).or_insert([0.0; 7]);
+            let acc = self.by_measure.entry(name.clone()).or_insert([0.0; M]);
             for (a, v) in acc.iter_mut().zip(vals) {
                 *a += v;
             }
@@ -90,9 +109,9 @@ impl Sums {
     }
 
     /// Means per measure, best mean Standard Rank Score first.
-    fn rows(&self) -> Vec<(&str, [f64; 7])> {
+    fn rows(&self) -> Vec<(&str, [f64; M])> {
         let n = self.versions.max(1) as f64;
-        let mut rows: Vec<(&str, [f64; 7])> = self
+        let mut rows: Vec<(&str, [f64; M])> = self
             .by_measure
             .iter()
             .map(|(m, v)| (m.as_str(), v.map(|x| x / n)))
@@ -105,6 +124,8 @@ impl Sums {
 /// What the page and the JSON say.
 pub struct Summary<'a> {
     pub records: &'a [Record],
+    /// Bugs with no cached run (with --eval-only).
+    pub not_run: Vec<String>,
     /// Reproduced bugs whose fault no test ran, with the reason.
     pub unlocalisable: Vec<String>,
     pub sums: Sums,
@@ -122,6 +143,7 @@ pub fn write(out_dir: &Path, s: &Summary) -> Result<()> {
         "attempted": s.records.len(),
         "reproduced": reproduced.len(),
         "localisable": s.sums.versions,
+        "not_run": s.not_run,
         "not_reproduced": s.records.iter().filter(|r| !r.reproduced)
             .map(|r| json!({"bug": r.bug, "reason": r.reason})).collect::<Vec<_>>(),
         "unlocalisable": s.unlocalisable,
@@ -149,7 +171,7 @@ pub fn write(out_dir: &Path, s: &Summary) -> Result<()> {
     Ok(())
 }
 
-fn markdown(s: &Summary, reproduced: &[&Record], rows: &[(&str, [f64; 7])], default: &str) -> String {
+fn markdown(s: &Summary, reproduced: &[&Record], rows: &[(&str, [f64; M])], default: &str) -> String {
     let mut md = String::new();
     let _ = writeln!(md, "# `cargo xtask bench panic4r`\n");
     let _ = writeln!(
@@ -167,6 +189,9 @@ fn markdown(s: &Summary, reproduced: &[&Record], rows: &[(&str, [f64; 7])], defa
         reproduced.len(),
         s.sums.versions
     );
+    if !s.not_run.is_empty() {
+        let _ = writeln!(md, "Not run yet (no cached run): {}.\n", s.not_run.join(", "));
+    }
     if !rows.is_empty() {
         let get = |name: &str| rows.iter().find(|r| r.0 == name);
         let best = rows[0];
@@ -184,16 +209,25 @@ fn markdown(s: &Summary, reproduced: &[&Record], rows: &[(&str, [f64; 7])], defa
         let _ = writeln!(
             md,
             "Means over the localisable bugs; Standard Rank Score counts lines (`higher + tied/2`); top-N is the share of bugs \
-             whose first fault line is expected within N entries (functions for the function columns).\n"
+             whose first fault line is expected within N entries (functions for the function columns). By default the \
+             ranking includes test code, so the trigger test's own lines, run only by the failing test, come first; the \
+             last two columns leave test code out (`--exclude-test-code`).\n"
         );
         let _ = writeln!(
             md,
-            "| measure | std rank | top-1 | top-3 | top-5 | top-10 | fn top-1 | fn top-5 |"
+            "| measure | std rank | top-1 | top-3 | top-5 | top-10 | fn top-1 | fn top-5 | std rank, no test code | top-5, no test code |"
         );
-        let _ = writeln!(md, "|---|---:|---:|---:|---:|---:|---:|---:|");
+        let _ = writeln!(md, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
         for (m, v) in rows {
-            let pct: Vec<String> = v[1..].iter().map(|x| format!("{:.0}%", 100.0 * x)).collect();
-            let _ = writeln!(md, "| {m} | {:.2} | {} |", v[0], pct.join(" | "));
+            let pct: Vec<String> = v[1..7].iter().map(|x| format!("{:.0}%", 100.0 * x)).collect();
+            let _ = writeln!(
+                md,
+                "| {m} | {:.2} | {} | {:.2} | {:.0}% |",
+                v[0],
+                pct.join(" | "),
+                v[7],
+                100.0 * v[8]
+            );
         }
         let _ = writeln!(md);
     }
