@@ -1,10 +1,12 @@
 //! Project chores: `cargo xtask bench collect` (the collection benchmark) and
 //! `cargo xtask bench measures` (every measure on a large synthetic matrix),
-//! `cargo xtask bench edges` (edge recording's cost, CP's solve time), `bench ht`, `bench faults`.
+//! `cargo xtask bench edges` (edge recording's cost, CP's solve time), `bench ht`, `bench faults`,
+//! `bench panic4r` (real panics from the Panic4R data set).
 
 mod edges_bench;
 mod faults_bench;
 mod measures_bench;
+mod panic4r_bench;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -55,6 +57,10 @@ enum Bench {
         #[arg(long, default_value = "bench-results")]
         output_dir: PathBuf,
     },
+    /// Real bugs: run cargo sfl on the reproducible panics of Panic4R (a checkout given by
+    /// --data) and evaluate every measure: bench-results/panic4r.md and panic4r.json.
+    #[command(long_about = panic4r_bench::ABOUT)]
+    Panic4r(panic4r_bench::Args),
     /// Test-run time with edge recording against `--no-edges` on the same crates, and CP's
     /// solve time on their CFGs and on synthetic ones up to `--blocks`.
     Edges {
@@ -138,6 +144,7 @@ fn main() -> Result<()> {
             eval_only,
             output_dir: root().join(output_dir),
         }),
+        Xtask::Bench(Bench::Panic4r(args)) => panic4r_bench::run_bench(&args),
     }
 }
 
@@ -156,9 +163,7 @@ struct Row {
 /// real crates unless `fixtures_only`) under target/bench: the binary and `(label, dir)`s.
 fn bench_crates(fixtures_only: bool) -> Result<(PathBuf, Vec<(String, PathBuf)>)> {
     let root = root();
-    run(Command::new(env!("CARGO"))
-        .args(["build", "--release", "-p", "cargo-sfl"])
-        .current_dir(&root))?;
+    let sfl = build_sfl()?;
     let work = root.join("target/bench");
     std::fs::create_dir_all(&work)?;
     let mut crates: Vec<(String, PathBuf)> = Vec::new();
@@ -172,7 +177,16 @@ fn bench_crates(fixtures_only: bool) -> Result<(PathBuf, Vec<(String, PathBuf)>)
             crates.push((format!("{name} {version}"), fetch_crate(name, version, &work)?));
         }
     }
-    Ok((root.join("target/release/cargo-sfl"), crates))
+    Ok((sfl, crates))
+}
+
+/// Builds cargo sfl in release mode; the path of the binary.
+fn build_sfl() -> Result<PathBuf> {
+    let root = root();
+    run(Command::new(env!("CARGO"))
+        .args(["build", "--release", "-p", "cargo-sfl"])
+        .current_dir(&root))?;
+    Ok(root.join("target/release/cargo-sfl"))
 }
 
 fn collect(runs: usize, fixtures_only: bool, output: Option<&Path>) -> Result<()> {

@@ -308,12 +308,10 @@ pub fn run_bench(args: &Args) -> Result<()> {
         .filter(|(n, _)| args.crates.is_empty() || args.crates.iter().any(|c| c == n))
         .collect();
     if !args.eval_only {
-        run(Command::new(env!("CARGO"))
-            .args(["build", "--release", "-p", "cargo-sfl"])
-            .current_dir(&root))?;
+        let sfl = crate::build_sfl()?;
         let mutants_bin = cargo_mutants(&work_root.join("tools"))?;
         let runner = Runner {
-            sfl: root.join("target/release/cargo-sfl"),
+            sfl,
             cache: cache.clone(),
         };
         for (name, version) in &crates {
