@@ -344,10 +344,10 @@ pub struct OutputArgs {
     /// Rank source lines, or functions (a function is run when any of its lines is).
     #[arg(long, value_enum, default_value_t = Granularity::Line)]
     pub granularity: Granularity,
-    /// How the lines of one entry (identical coverage) are ordered: code (they tie, shown in
-    /// code order) or evidence (lines on failing tests' panic backtraces first, then lines that
-    /// compute or decide before signatures, braces and attributes). Entries keep their order.
-    #[arg(long, value_enum, default_value_t = TieBreak::Code)]
+    /// How the lines of one entry (identical coverage) are ordered: evidence (lines on failing
+    /// tests' panic backtraces first, then lines that compute or decide before signatures,
+    /// braces and attributes) or code (they tie, shown in code order). Entries keep their order.
+    #[arg(long, value_enum, default_value_t = TieBreak::Evidence)]
     pub tie_break: TieBreak,
     /// Exit with code 6 (after writing the report) when a reported entry's score, or
     /// probability for Doric's measures, reaches this value (with --only-changed: a changed
