@@ -457,7 +457,8 @@ pub const CP_TIE_TOLERANCE: f64 = 1e-12;
 fn merge_float_ties(scores: &mut [Option<f64>]) {
     let mut distinct: Vec<f64> = scores.iter().flatten().copied().collect();
     distinct.sort_by(|a, b| b.total_cmp(a));
-    distinct.dedup();
+    // By bits: `0.0 == -0.0`, but both must stay keys of `rep`.
+    distinct.dedup_by(|a, b| a.to_bits() == b.to_bits());
     let mut rep: HashMap<u64, f64> = HashMap::with_capacity(distinct.len());
     let mut run = f64::NAN;
     for v in distinct {
@@ -529,6 +530,16 @@ pub(crate) mod tests {
 
     /// Scores equal but for round-off become one score (the highest of the run); scores
     /// further apart, and unscored lines, are left alone.
+    /// Regression (a real crate's CP scores): `0.0` and `-0.0` compare equal but have
+    /// different bits; merging them panicked on a missing key.
+    #[test]
+    fn cp_ties_keep_both_zeros() {
+        let mut got = vec![Some(0.0), Some(-0.0), Some(1.0)];
+        merge_float_ties(&mut got);
+        assert_eq!(got[2], Some(1.0));
+        assert_eq!(got[0], got[1]);
+    }
+
     #[test]
     fn cp_scores_within_float_noise_tie() {
         let mut got = vec![
