@@ -115,11 +115,8 @@ pub fn run_bench(args: &Args) -> Result<()> {
         }
     }
     let cache = crate::root().join("target/bench/panic4r");
-    let sfl = if args.eval_only {
-        crate::root().join("target/release/cargo-sfl")
-    } else {
-        crate::build_sfl()?
-    };
+    // Built even with --eval-only: evaluating with a stale binary would report old rankings.
+    let sfl = crate::build_sfl()?;
     let runner = run::Runner {
         sfl: &sfl,
         timeout: Duration::from_secs(args.bug_timeout),
@@ -189,7 +186,7 @@ fn evaluate(
             Some(line) => sums.add(&report::Evals {
                 line,
                 function: report::eval(sfl, &spectra, &faults, &["--granularity", "function"])?,
-                without_tests: report::eval(sfl, &spectra, &faults, &["--exclude-test-code"])?,
+                with_tests: report::eval(sfl, &spectra, &faults, &["--include-test-code"])?,
             }),
             None => unlocalisable.push(format!("{}: no test ran a fix line", r.bug)),
         }

@@ -48,7 +48,7 @@ pub fn eval(sfl: &Path, spectra: &Path, faults: &Path, extra: &[&str]) -> Result
 }
 
 /// Metrics summed per measure: standard rank, top-1/3/5/10 (lines), top-1/5 (functions), and
-/// standard rank and top-5 with test code left out of the ranking (`--exclude-test-code`).
+/// standard rank and top-5 with test code ranked too (`--include-test-code`).
 #[derive(Default)]
 pub struct Sums {
     pub versions: usize,
@@ -66,15 +66,15 @@ const NAMES: [&str; M] = [
     "top10",
     "function_top1",
     "function_top5",
-    "standard_rank_without_tests",
-    "top5_without_tests",
+    "standard_rank_with_tests",
+    "top5_with_tests",
 ];
 
 /// One bug's evaluations: by line, by function, by line without test code.
 pub struct Evals {
     pub line: Vec<(String, Value)>,
     pub function: Option<Vec<(String, Value)>>,
-    pub without_tests: Option<Vec<(String, Value)>>,
+    pub with_tests: Option<Vec<(String, Value)>>,
 }
 
 impl Sums {
@@ -89,7 +89,7 @@ impl Sums {
         };
         for (name, m) in &e.line {
             let f = find(&e.function, name);
-            let x = find(&e.without_tests, name);
+            let x = find(&e.with_tests, name);
             let vals = [
                 m["standard_rank"].as_f64().unwrap_or(f64::NAN),
                 top(m, "1"),
@@ -209,13 +209,13 @@ fn markdown(s: &Summary, reproduced: &[&Record], rows: &[(&str, [f64; M])], defa
         let _ = writeln!(
             md,
             "Means over the localisable bugs; Standard Rank Score counts lines (`higher + tied/2`); top-N is the share of bugs \
-             whose first fault line is expected within N entries (functions for the function columns). By default the \
-             ranking includes test code, so the trigger test's own lines, run only by the failing test, come first; the \
-             last two columns leave test code out (`--exclude-test-code`).\n"
+             whose first fault line is expected within N entries (functions for the function columns). By default test code \
+             is left out of the ranking; the last two columns rank it too (`--include-test-code`), where the trigger \
+             test's own lines, run only by the failing test, come first.\n"
         );
         let _ = writeln!(
             md,
-            "| measure | std rank | top-1 | top-3 | top-5 | top-10 | fn top-1 | fn top-5 | std rank, no test code | top-5, no test code |"
+            "| measure | std rank | top-1 | top-3 | top-5 | top-10 | fn top-1 | fn top-5 | std rank, with test code | top-5, with test code |"
         );
         let _ = writeln!(md, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
         for (m, v) in rows {
