@@ -98,6 +98,7 @@ fn data(a: &Analysis, rankings: &[Ranking], view: &View) -> Value {
             "name": test_label(t),
             "outcome": t.outcome.as_str(),
             "message": t.message,
+            "stack": t.stack.iter().map(|f| json!([f.file, f.line, f.function])).collect::<Vec<_>>(),
         })).collect::<Vec<_>>(),
         "failing": failing,
         "rho": rho,

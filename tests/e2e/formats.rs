@@ -331,6 +331,15 @@ fn html_report_in_a_browser() -> Result {
         format!("ochiai rows {rows:?}")
     })?;
 
+    // Each failing test shows its panic backtrace (minmax's tests panic in `check`, line 30).
+    let failing = browser.script("return document.getElementById('failing').innerText")?;
+    check(
+        failing
+            .as_str()
+            .is_some_and(|t| t.contains("src/lib.rs:30  fixture_minmax::tests::check")),
+        || format!("failing tests: {failing}"),
+    )?;
+
     browser.click("#measure option[value='cl']")?;
     let rows = ranking_rows(&browser)?;
     // With test code left out, Doric's cl puts the fault first too.
@@ -340,10 +349,9 @@ fn html_report_in_a_browser() -> Result {
 
     browser.click("#ranking tbody tr:first-child button.refute")?;
     let rows = ranking_rows(&browser)?;
-    check(
-        rows.first().is_some_and(|r| label_holds(r, clu_second)),
-        || format!("after 'not the bug': {rows:?}, cl-u's second pick is line {clu_second}"),
-    )?;
+    check(rows.first().is_some_and(|r| label_holds(r, clu_second)), || {
+        format!("after 'not the bug': {rows:?}, cl-u's second pick is line {clu_second}")
+    })?;
     check(!rows.iter().any(|r| r == "src/lib.rs:16"), || {
         format!("refuted entry still ranked: {rows:?}")
     })?;

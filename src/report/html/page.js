@@ -136,7 +136,11 @@ function init() {
     (D.diffBase ? ` · changed since ${D.diffBase}` : "");
   $("failing").innerHTML = D.failing.map((t) => {
     const x = D.tests[t];
-    return `<div><b>${esc(x.outcome.toUpperCase())}</b> <code>${esc(x.name)}</code>${x.message ? `<pre>${esc(x.message)}</pre>` : ""}</div>`;
+    // The panic backtrace in the workspace's code, innermost frame first.
+    const stack = x.stack.length
+      ? `<pre class="stack">${x.stack.map(([file, line, fn]) => esc(`${file}:${line}  ${fn}`)).join("\n")}</pre>`
+      : "";
+    return `<div><b>${esc(x.outcome.toUpperCase())}</b> <code>${esc(x.name)}</code>${x.message ? `<pre>${esc(x.message)}</pre>` : ""}${stack}</div>`;
   }).join("");
   const sel = $("measure");
   for (const r of D.rankings) sel.add(new Option(r.measure, r.measure));
