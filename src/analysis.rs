@@ -9,7 +9,7 @@
 use std::collections::HashMap;
 
 use crate::bitset::BitSet;
-use crate::evidence::{LineKind, Tie};
+use crate::evidence::{LineKind, Tie, TieBreak};
 use crate::measures::doric::{ln_not_implicated, ln_term, log_sum_exp};
 use crate::measures::{Counts, Kind, Measure, finite};
 use crate::spectra::Spectra;
@@ -102,8 +102,7 @@ impl Key {
             .tier
             .cmp(&self.tier)
             .then_with(|| other.value.total_cmp(&self.value))
-            .then_with(|| other.tie.stack.total_cmp(&self.tie.stack))
-            .then_with(|| other.tie.kind.cmp(&self.tie.kind))
+            .then_with(|| self.tie.cmp_descending(&other.tie))
     }
 }
 
@@ -221,9 +220,10 @@ impl<'a> Analysis<'a> {
         a
     }
 
-    /// Orders each entry's lines by `ties` (one per unit) instead of code order.
-    pub fn with_ties(mut self, ties: Vec<Tie>) -> Self {
-        self.ties = Some(ties);
+    /// Orders each entry's lines as `tie_break` says: by evidence (read from the spectra's
+    /// stacks and sources), or in code order.
+    pub fn with_tie_break(mut self, tie_break: TieBreak) -> Self {
+        self.ties = (tie_break == TieBreak::Evidence).then(|| crate::evidence::ties(self.spectra));
         self
     }
 
@@ -232,9 +232,14 @@ impl<'a> Analysis<'a> {
     pub fn ordered_units(&self, g: usize) -> Vec<usize> {
         let mut units = self.groups[g].units.clone();
         if let Some(t) = &self.ties {
-            units.sort_by(|&a, &b| t[b].stack.total_cmp(&t[a].stack).then(t[b].kind.cmp(&t[a].kind)));
+            units.sort_by(|&a, &b| t[a].cmp_descending(&t[b]));
         }
         units
+    }
+
+    /// Unit `u`'s evidence, when entries' lines are ordered by it.
+    pub fn tie(&self, u: usize) -> Option<Tie> {
+        self.ties.as_ref().map(|t| t[u])
     }
 
     /// The line to show for group `g`: the first of [`Self::ordered_units`].

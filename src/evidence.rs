@@ -50,6 +50,16 @@ pub struct Tie {
     pub kind: LineKind,
 }
 
+impl Tie {
+    /// A total order, most evidence first: stack weight, then kind.
+    pub fn cmp_descending(&self, other: &Tie) -> std::cmp::Ordering {
+        other
+            .stack
+            .total_cmp(&self.stack)
+            .then_with(|| other.kind.cmp(&self.kind))
+    }
+}
+
 /// Classifies one line of Rust source by its text.
 pub fn line_kind(text: &str) -> LineKind {
     let t = text.trim();

@@ -23,7 +23,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use serde::Serialize;
 
 use crate::analysis::{Analysis, Key, Options, Scored};
-use crate::evidence::{Tie, TieBreak};
+use crate::evidence::TieBreak;
 use crate::faults::Fault;
 use crate::hitting::{Chain, ChainSpec, Method, hitting_times, ht_rank};
 use crate::measures::Measure;
@@ -109,7 +109,7 @@ pub const TOP_N: [usize; 4] = [1, 3, 5, 10];
 
 /// The ranking key of every executed line: its group's key, or the bottom for lines that no
 /// failing test ran. `None` for lines no test ran.
-pub fn line_keys(a: &Analysis, scored: &[Scored], ties: Option<&[Tie]>) -> Vec<Option<Key>> {
+pub fn line_keys(a: &Analysis, scored: &[Scored]) -> Vec<Option<Key>> {
     let s = a.spectra;
     let mut keys: Vec<Option<Key>> = s
         .coverage
@@ -119,8 +119,8 @@ pub fn line_keys(a: &Analysis, scored: &[Scored], ties: Option<&[Tie]>) -> Vec<O
     for (g, group) in a.groups.iter().enumerate() {
         for &u in &group.units {
             let mut key = scored[g].key;
-            if let Some(t) = ties {
-                key.tie = t[u];
+            if let Some(t) = a.tie(u) {
+                key.tie = t;
             }
             keys[u] = Some(key);
         }
@@ -393,12 +393,12 @@ pub fn stack_keys(spectra: &Spectra) -> Vec<Option<Key>> {
 
 /// Scores every measure on the known faults.
 pub fn evaluate(spectra: &Spectra, faults: &[Fault], measures: &[&'static Measure], settings: &Settings) -> EvalReport {
-    let analysis = Analysis::with_cp(spectra, settings.opts.group, measures.iter().any(|m| m.needs_edges()));
+    let analysis = Analysis::with_cp(spectra, settings.opts.group, measures.iter().any(|m| m.needs_edges()))
+        .with_tie_break(settings.tie_break);
     let located = locate(spectra, faults);
     let faulty: HashSet<usize> = located.iter().flat_map(|f| f.units.iter().copied()).collect();
 
     let model = HtModel::new(spectra, &analysis);
-    let ties = (settings.tie_break == TieBreak::Evidence).then(|| crate::evidence::ties(spectra));
     let faulty_locs: HashSet<usize> = faulty.iter().filter_map(|u| model.loc.get(u).copied()).collect();
 
     let results = if faulty.is_empty() {
@@ -408,7 +408,7 @@ pub fn evaluate(spectra: &Spectra, faults: &[Fault], measures: &[&'static Measur
             .iter()
             .filter_map(|m| {
                 let scored = analysis.score(m, &settings.opts);
-                let mut metrics = metrics(&line_keys(&analysis, &scored, ties.as_deref()), &faulty)?;
+                let mut metrics = metrics(&line_keys(&analysis, &scored), &faulty)?;
                 let entries = entry_metrics(&model, &scored, &faulty_locs)?;
                 let mut ht = None;
                 if settings.ht {
@@ -522,7 +522,7 @@ mod tests {
         let s = sfo_minmax();
         let a = Analysis::new(&s, false);
         let scored = a.score(find(name).unwrap(), &Options::default());
-        metrics(&line_keys(&a, &scored, None), &faulty.iter().copied().collect()).unwrap()
+        metrics(&line_keys(&a, &scored), &faulty.iter().copied().collect()).unwrap()
     }
 
     /// Seed 003's minmax, fault C4. Naish-I scores C1..C5 = 2.125, -0.375, 0.75, 2.875, 0.625:
@@ -596,7 +596,7 @@ mod tests {
         let a = Analysis::new(&s, true);
         let scored = a.score(find("ochiai").unwrap(), &Options::default());
         let faulty: HashSet<usize> = [4].into();
-        let m = metrics(&line_keys(&a, &scored, None), &faulty).unwrap();
+        let m = metrics(&line_keys(&a, &scored), &faulty).unwrap();
         assert_eq!((m.standard_rank, m.top["3"], m.top["5"]), (4.5, false, true));
         let model = HtModel::new(&s, &a);
         assert_eq!(model.entries.len(), 3);

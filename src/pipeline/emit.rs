@@ -23,10 +23,8 @@ pub fn emit(spectra: &Spectra, out: &ReportConfig) -> anyhow::Result<i32> {
     let (spectra, function_names) = at_granularity(spectra, out, &mut converted)?;
     let opts = out.options.clone();
     require_edges(spectra, &out.measures)?;
-    let mut analysis = Analysis::with_cp(spectra, opts.group, out.measures.iter().any(|m| m.needs_edges()));
-    if out.tie_break == crate::evidence::TieBreak::Evidence {
-        analysis = analysis.with_ties(crate::evidence::ties(spectra));
-    }
+    let analysis = Analysis::with_cp(spectra, opts.group, out.measures.iter().any(|m| m.needs_edges()))
+        .with_tie_break(out.tie_break);
     let summary = report::Summary::of(&analysis);
     let changed = match &out.diff_base {
         Some(rev) => Some(changed_entries(&analysis, rev)?),
