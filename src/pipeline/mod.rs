@@ -28,9 +28,12 @@ pub fn run(cfg: &RunConfig) -> anyhow::Result<i32> {
 
 /// `cargo sfl report`: re-rank saved spectra (`spectra`, or the workspace's last run).
 pub fn report(spectra: Option<&Path>, manifest_path: Option<&Path>, cfg: &ReportConfig) -> anyhow::Result<i32> {
-    let path = match spectra {
-        Some(p) => p.to_path_buf(),
-        None => Workspace::load(manifest_path, None)?.spectra_path(),
+    let (path, root) = match spectra {
+        Some(p) => (p.to_path_buf(), local_root(manifest_path)?),
+        None => {
+            let ws = Workspace::load(manifest_path, None)?;
+            (ws.spectra_path(), ws.root)
+        }
     };
     if !path.exists() {
         return Err(SflError::BadSpectra {
@@ -39,7 +42,7 @@ pub fn report(spectra: Option<&Path>, manifest_path: Option<&Path>, cfg: &Report
         }
         .into());
     }
-    emit(&load(&path)?, cfg)
+    emit(&read_here(load(&path)?, &root), cfg)
 }
 
 /// `cargo sfl analyze --gzoltar DIR`: rank an imported matrix.
@@ -63,7 +66,7 @@ pub fn measures(format: ListFormat) -> anyhow::Result<i32> {
 
 /// `cargo sfl merge`: combine shards and report on the whole.
 pub fn merge(files: &[PathBuf], save_spectra: Option<&Path>, cfg: &ReportConfig) -> anyhow::Result<i32> {
-    let merged = merge_shards(files)?;
+    let merged = read_here(merge_shards(files)?, &local_root(None)?);
     if let Some(out) = save_spectra {
         merged
             .save(out)
@@ -79,7 +82,7 @@ pub fn eval(cfg: &EvalConfig) -> anyhow::Result<i32> {
         return Err(SflError::Usage("cargo sfl eval writes --format human or json".into()).into());
     }
     let spectra = match &cfg.spectra {
-        Some(path) => load(path)?,
+        Some(path) => read_here(load(path)?, &local_root(cfg.run.selection.manifest_path.as_deref())?),
         None => collect(&cfg.run)?,
     };
     evaluate::evaluate(&spectra, faults, cfg)
@@ -91,6 +94,33 @@ fn load(path: &Path) -> Result<Spectra, SflError> {
         path: path.to_path_buf(),
         reason: reason.to_string(),
     })
+}
+
+/// Where the sources of saved spectra are read: the workspace of `--manifest-path`, else the
+/// one around the current directory, else the current directory itself. Never the root the
+/// file names: a saved file may come from elsewhere (a CI artifact, whose runner's paths do
+/// not exist here), and a root of `/` would let its units name any file on the machine.
+fn local_root(manifest_path: Option<&Path>) -> Result<PathBuf, SflError> {
+    match Workspace::load(manifest_path, None) {
+        Ok(ws) => Ok(ws.root),
+        Err(e) if manifest_path.is_some() => Err(e),
+        Err(_) => std::env::current_dir()
+            .map_err(|e| SflError::Setup(format!("cannot read the current directory: {e}"))),
+    }
+}
+
+/// Saved spectra, their source lines read from `root` (see [`local_root`]); says so when the
+/// file was recorded under another root.
+fn read_here(mut spectra: Spectra, root: &Path) -> Spectra {
+    if Path::new(&spectra.workspace_root) != root {
+        ui::note(format!(
+            "the spectra were recorded in {}; reading source lines from {}",
+            spectra.workspace_root,
+            root.display()
+        ));
+        spectra.workspace_root = root.to_string_lossy().into_owned();
+    }
+    spectra
 }
 
 /// The shards' spectra merged into one matrix, saying which shards they were.

@@ -232,7 +232,36 @@ fn spectra_outside_the_workspace_refused() -> Result {
     let named = with_unit("/etc/passwd", 0)?;
     let out = sfl(&["report", "--spectra", &named], tmp.path());
     check(out.status.success(), || show(&out))?;
-    check(!String::from_utf8_lossy(&out.stdout).contains("root:"), || show(&out))
+    check(!String::from_utf8_lossy(&out.stdout).contains("root:"), || show(&out))?;
+
+    // The root the file names is not trusted either: `/` with `etc/passwd` would reach it.
+    // Sources are read from where the report is made (here: the current directory).
+    let spectra = serde_json::json!({
+        "schema": "cargo-sfl-spectra/v1",
+        "workspace_root": "/",
+        "tests": [
+            {"binary": "b", "name": "fails", "outcome": "failed"},
+            {"binary": "b", "name": "passes", "outcome": "passed"},
+        ],
+        "units": [["etc/passwd", 1]],
+        "coverage": ["01"],
+    });
+    std::fs::write(&file, spectra.to_string())?;
+    let path = file.to_str().unwrap();
+    let page_dir = tmp.path().join("page");
+    for format in ["human", "html"] {
+        let out_dir = page_dir.to_str().unwrap();
+        let out = sfl(&["report", "--spectra", path, "--format", format, "-o", out_dir], tmp.path());
+        check(out.status.success(), || show(&out))?;
+        let page = std::fs::read_to_string(if format == "html" { page_dir.join("index.html") } else { page_dir.clone() })?;
+        check(!page.contains("root:"), || show(&out))?;
+        let _ = std::fs::remove_dir_all(&page_dir).or_else(|_| std::fs::remove_file(&page_dir));
+        check(
+            String::from_utf8_lossy(&out.stderr).contains("the spectra were recorded in /; reading source lines from"),
+            || show(&out),
+        )?;
+    }
+    Ok(())
 }
 
 /// Tests see the environment `cargo test` gives them: `[env]` of `.cargo/config.toml` (plain
