@@ -66,8 +66,9 @@ pub enum SflError {
     BuildFailed,
     #[error("{0}")]
     Setup(String),
-    #[error("no tests matched the selection")]
-    NoTests,
+    /// Nothing to run; says why (no tests at all, only ignored ones, or none matched).
+    #[error("{0}")]
+    NoTests(String),
     #[error("cannot use saved spectra {}: {reason}", path.display())]
     BadSpectra { path: PathBuf, reason: String },
     #[error("--diff-base: {0}")]
@@ -81,7 +82,7 @@ impl SflError {
         match self {
             SflError::Metadata(_) | SflError::Setup(_) => exit::SETUP,
             SflError::BuildFailed => exit::BUILD_FAILED,
-            SflError::NoTests => exit::NO_TESTS,
+            SflError::NoTests(_) => exit::NO_TESTS,
             SflError::BadSpectra { .. } => exit::BAD_SPECTRA,
             SflError::DiffBase(_) | SflError::Usage(_) => exit::USAGE,
         }

@@ -100,13 +100,21 @@ fn without_test_code(spectra: &Spectra, parsed: &mut Parsed) -> Spectra {
 
 /// Refuses measures that need edge profiles when the spectra have none.
 pub(super) fn require_edges(spectra: &Spectra, measures: &[&Measure]) -> Result<(), SflError> {
+    match spectra.edges {
+        None => refuse_edge_measures(measures),
+        Some(_) => Ok(()),
+    }
+}
+
+/// The error for asking for a measure that needs edge profiles where there are none.
+pub(super) fn refuse_edge_measures(measures: &[&Measure]) -> Result<(), SflError> {
     match measures.iter().find(|m| m.needs_edges()) {
-        Some(m) if spectra.edges.is_none() => Err(SflError::Usage(format!(
+        Some(m) => Err(SflError::Usage(format!(
             "the {} measure needs control-flow edge profiles, which these spectra lack (collected with --no-edges, \
              imported, or saved by an older cargo sfl); run `cargo sfl` without --no-edges",
             m.name
         ))),
-        _ => Ok(()),
+        None => Ok(()),
     }
 }
 

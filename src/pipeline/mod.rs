@@ -22,6 +22,10 @@ use crate::ui;
 
 /// `cargo sfl [OPTIONS] [FILTER]`.
 pub fn run(cfg: &RunConfig) -> anyhow::Result<i32> {
+    if cfg.execution.no_edges {
+        // Before building: the run would end in this error anyway.
+        emit::refuse_edge_measures(&cfg.report.measures)?;
+    }
     let spectra = collect(cfg)?;
     emit(&spectra, &cfg.report)
 }

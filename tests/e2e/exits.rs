@@ -12,6 +12,8 @@ pub fn trials() -> Vec<Trial> {
         Trial::test("exit::no_tests_match", no_tests_match),
         Trial::test("exit::build_failure_shows_diagnostics", build_failure_shows_diagnostics),
         Trial::test("report::rereads_saved_spectra", report_rereads_saved_spectra),
+        Trial::test("exit::selection_errors_before_building", selection_errors_before_building),
+        Trial::test("exit::crate_without_tests", crate_without_tests),
     ]
 }
 
@@ -26,7 +28,32 @@ fn no_failing_tests() -> Result {
 fn no_tests_match() -> Result {
     let tmp = copy_fixture("minmax");
     let out = sfl(&["no_such_test"], tmp.path());
-    check_exit(&out, 4, &out.stderr, &["no tests matched"])
+    check_exit(&out, 4, &out.stderr, &["no tests matched the filter `no_such_test`"])
+}
+
+/// A package that is not a member, and a measure `--no-edges` cannot serve, are refused as
+/// usage errors (exit 2) before anything is built: no target dir appears.
+fn selection_errors_before_building() -> Result {
+    let tmp = copy_fixture("minmax");
+    let out = sfl(&["-p", "nosuchpkg"], tmp.path());
+    check_exit(&out, 2, &out.stderr, &["no package `nosuchpkg`", "members: fixture-minmax"])?;
+    let out = sfl(&["-m", "cp", "--no-edges"], tmp.path());
+    check_exit(&out, 2, &out.stderr, &["cp measure needs control-flow edge profiles"])?;
+    check(!tmp.path().join("target").exists(), || format!("something was built\n{}", show(&out)))
+}
+
+/// A crate with no tests at all says so (not "no tests matched"): exit 4.
+fn crate_without_tests() -> Result {
+    let tmp = tempfile::tempdir()?;
+    let dir = tmp.path();
+    std::fs::create_dir_all(dir.join("src"))?;
+    std::fs::write(
+        dir.join("Cargo.toml"),
+        "[package]\nname = \"notests\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[workspace]\n",
+    )?;
+    std::fs::write(dir.join("src/lib.rs"), "pub fn f() -> u8 { 1 }\n")?;
+    let out = sfl(&["--no-edges"], dir);
+    check_exit(&out, 4, &out.stderr, &["no tests in this crate"])
 }
 
 /// A fixture that does not compile: exit code 101 and the compiler's diagnostics.

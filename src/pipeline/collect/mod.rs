@@ -59,6 +59,7 @@ pub fn collect(cfg: &RunConfig) -> anyhow::Result<Spectra> {
         cfg.selection.manifest_path.as_deref(),
         cfg.selection.target_dir.as_deref(),
     )?;
+    check_packages(&ws, &cfg.selection.package)?;
     // Held until the spectra are saved: everything below writes into the target dir.
     let _lock = lock::DirLock::acquire(&ws.target_dir, |dir| {
         ui::status("Blocking", format!("waiting for lock on {}", dir.display()))
@@ -107,7 +108,7 @@ pub fn collect(cfg: &RunConfig) -> anyhow::Result<Spectra> {
         );
     }
     if plan.jobs.is_empty() {
-        return Err(SflError::NoTests.into());
+        return Err(SflError::NoTests(nothing_to_run(&plan, cfg)).into());
     }
     ui::status(
         "Listed",
@@ -129,6 +130,41 @@ pub fn collect(cfg: &RunConfig) -> anyhow::Result<Spectra> {
     spectra.partition = exec.partition.map(|p| p.to_string());
     save(&spectra, &ws, exec, &scratch, kept)?;
     Ok(spectra)
+}
+
+/// Why a plan holds no job, and what to do.
+fn nothing_to_run(plan: &plan::Plan, cfg: &RunConfig) -> String {
+    let ignored = plan.ignored.len();
+    if let Some(filter) = &cfg.filter {
+        format!("no tests matched the filter `{filter}`")
+    } else if plan.selected > 0 {
+        "this partition's share holds no tests; the other shards have them".into()
+    } else if ignored > 0 {
+        format!("no tests to run: the {ignored} tests selected are all #[ignore]d (add --include-ignored to run them)")
+    } else {
+        "no tests in this crate: the selected packages and targets have no tests (cargo test would run none)".into()
+    }
+}
+
+/// Refuses a `-p` that names no workspace member before building (cargo would fail the build,
+/// which reads as a compile error). Package-ID URLs and globs are left to cargo.
+fn check_packages(ws: &Workspace, specs: &[String]) -> Result<(), SflError> {
+    let unknown = specs.iter().find(|spec| {
+        let plain = !spec.contains(['/', '#', '*', '?', '[']);
+        let name = spec.split(['@', ':']).next().unwrap_or(spec);
+        plain && !ws.members.iter().any(|m| m.name.as_str() == name)
+    });
+    match unknown {
+        None => Ok(()),
+        Some(spec) => {
+            let mut members: Vec<&str> = ws.members.iter().map(|m| m.name.as_str()).collect();
+            members.sort_unstable();
+            Err(SflError::Usage(format!(
+                "no package `{spec}` in this workspace (its members: {})",
+                members.join(", ")
+            )))
+        }
+    }
 }
 
 /// Builds the workspace's tests (with the edge recorder unless `--no-edges`, in
