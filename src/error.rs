@@ -23,6 +23,8 @@ pub mod exit {
     pub const SUSPICION: i32 = 6;
     /// `eval`: no known fault is on a line any test ran (the report says which faults).
     pub const UNLOCALISABLE: i32 = 7;
+    /// An output file could not be written (`-o`, `--save-spectra`, the HTML page's directory).
+    pub const OUTPUT: i32 = 74;
     /// The environment is not usable: cargo metadata failed, a toolchain component or the
     /// profiler runtime is missing.
     pub const SETUP: i32 = 96;
@@ -75,6 +77,12 @@ pub enum SflError {
     DiffBase(String),
     #[error("{0}")]
     Usage(String),
+    #[error("cannot write {what} to {}: {source}", path.display())]
+    Output {
+        what: &'static str,
+        path: PathBuf,
+        source: std::io::Error,
+    },
 }
 
 impl SflError {
@@ -85,6 +93,7 @@ impl SflError {
             SflError::NoTests(_) => exit::NO_TESTS,
             SflError::BadSpectra { .. } => exit::BAD_SPECTRA,
             SflError::DiffBase(_) | SflError::Usage(_) => exit::USAGE,
+            SflError::Output { .. } => exit::OUTPUT,
         }
     }
 }

@@ -251,7 +251,11 @@ fn write_report(
             let page = dir.join(file_name);
             std::fs::create_dir_all(dir)
                 .and_then(|()| std::fs::write(&page, html))
-                .with_context(|| format!("cannot write the HTML report into {}", dir.display()))?;
+                .map_err(|source| SflError::Output {
+                    what: "the HTML report",
+                    path: page.clone(),
+                    source,
+                })?;
             ui::status("Wrote", page.display().to_string());
             Ok(())
         }
@@ -261,7 +265,14 @@ fn write_report(
 /// Writes `text` to `path`, or to standard output.
 pub(super) fn write_output(path: Option<&Path>, text: &str) -> anyhow::Result<()> {
     match path {
-        Some(p) => std::fs::write(p, text).with_context(|| format!("cannot write {}", p.display())),
+        Some(p) => std::fs::write(p, text).map_err(|source| {
+            SflError::Output {
+                what: "the report",
+                path: p.to_path_buf(),
+                source,
+            }
+            .into()
+        }),
         None => {
             let mut stdout = std::io::stdout().lock();
             match stdout.write_all(text.as_bytes()).and_then(|()| stdout.flush()) {

@@ -9,7 +9,6 @@ mod progress;
 
 use std::path::{Path, PathBuf};
 
-use anyhow::Context;
 
 pub use collect::{KeptProfile, collect};
 pub use emit::emit;
@@ -72,9 +71,11 @@ pub fn measures(format: ListFormat) -> anyhow::Result<i32> {
 pub fn merge(files: &[PathBuf], save_spectra: Option<&Path>, cfg: &ReportConfig) -> anyhow::Result<i32> {
     let merged = read_here(merge_shards(files)?, &local_root(None)?);
     if let Some(out) = save_spectra {
-        merged
-            .save(out)
-            .with_context(|| format!("cannot save spectra to {}", out.display()))?;
+        merged.save(&out).map_err(|source| SflError::Output {
+            what: "the spectra",
+            path: out.to_path_buf(),
+            source,
+        })?;
     }
     emit(&merged, cfg)
 }

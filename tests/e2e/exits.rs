@@ -74,6 +74,14 @@ fn report_rereads_saved_spectra() -> Result {
     check(first.stdout == again.stdout, || {
         format!("{}\nvs\n{}", show(&first), show(&again))
     })?;
+    // An output that cannot be written is an I/O error naming the path (exit 74).
+    let missing = tmp.path().join("no/such/dir/report.json");
+    let out = sfl(&["report", "-o", missing.to_str().unwrap()], tmp.path());
+    check_exit(&out, 74, &out.stderr, &["cannot write the report to", "no/such/dir/report.json"])?;
+    let under_a_file = tmp.path().join("Cargo.toml/page");
+    let out = sfl(&["report", "--format", "html", "-o", under_a_file.to_str().unwrap()], tmp.path());
+    check_exit(&out, 74, &out.stderr, &["cannot write the HTML report to", "Cargo.toml/page"])?;
+
     let spectra = tmp.path().join("target/sfl/spectra.json");
     std::fs::write(&spectra, "{\"schema\": \"cargo-sfl-spectra/v1\", \"tests\": 3}")?;
     let bad = sfl(&["report"], tmp.path());

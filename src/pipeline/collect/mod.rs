@@ -291,9 +291,11 @@ fn save(
     kept: Option<Vec<KeptProfile>>,
 ) -> anyhow::Result<()> {
     for path in std::iter::once(ws.spectra_path()).chain(exec.save_spectra.clone()) {
-        spectra
-            .save(&path)
-            .with_context(|| format!("cannot save spectra to {}", path.display()))?;
+        spectra.save(&path).map_err(|source| SflError::Output {
+            what: "the spectra",
+            path: path.to_path_buf(),
+            source,
+        })?;
     }
     if let Some(kept) = kept {
         let index = scratch.join("index.json");
