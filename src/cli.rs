@@ -73,6 +73,7 @@ impl SflArgs {
             Some(Command::Merge(m)) => Task::Merge {
                 files: m.files,
                 save_spectra: m.save_spectra,
+                allow_partial: m.allow_partial,
                 report: m.output.into_config(),
             },
             Some(Command::Eval(e)) => Task::Eval(Box::new(e.into_config())),
@@ -520,6 +521,11 @@ pub struct MergeArgs {
     /// Write the merged spectra to this file.
     #[arg(long, value_name = "FILE")]
     pub save_spectra: Option<PathBuf>,
+    /// Merge even when the files are not every shard of one `--partition` (a warning says what
+    /// is missing). Without it such a merge is refused: a ranking from half the tests looks
+    /// like a whole one.
+    #[arg(long)]
+    pub allow_partial: bool,
     #[command(flatten)]
     pub output: OutputArgs,
 }

@@ -24,6 +24,9 @@ pub enum Task {
     Merge {
         files: Vec<PathBuf>,
         save_spectra: Option<PathBuf>,
+        /// Merge shards that are not one complete partition (with a warning saying what is
+        /// missing).
+        allow_partial: bool,
         report: ReportConfig,
     },
     /// `cargo sfl eval`.
@@ -137,13 +140,107 @@ impl Partition {
     }
 }
 
-impl std::fmt::Display for Partition {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let kind = match self.kind {
+/// Why a set of shards is not one complete partition (`cargo sfl merge`).
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum ShardSetError {
+    #[error("file {file} records no --partition (it is a whole run, or from an older cargo sfl)")]
+    Unrecorded { file: usize },
+    #[error("file {file} records partition {found:?}, which does not parse: {error}")]
+    Unreadable {
+        file: usize,
+        found: String,
+        error: PartitionError,
+    },
+    #[error("files {first} and {second} are partitions of different kinds or sizes ({a} and {b})")]
+    Mixed {
+        first: usize,
+        second: usize,
+        a: Partition,
+        b: Partition,
+    },
+    #[error("files {first} and {second} are the same shard ({shard})")]
+    Duplicate {
+        first: usize,
+        second: usize,
+        shard: Partition,
+    },
+    #[error("shard{} {} of {kind}:K/{total} missing", if missing.len() == 1 { "" } else { "s" },
+        missing.iter().map(u64::to_string).collect::<Vec<_>>().join(", "))]
+    Missing {
+        kind: &'static str,
+        total: u64,
+        missing: Vec<u64>,
+    },
+}
+
+impl ShardSetError {
+    /// The file (0-based, in the order given) the problem is best shown on.
+    pub fn file(&self) -> usize {
+        match self {
+            ShardSetError::Unrecorded { file } | ShardSetError::Unreadable { file, .. } => file - 1,
+            ShardSetError::Mixed { second, .. } | ShardSetError::Duplicate { second, .. } => second - 1,
+            ShardSetError::Missing { .. } => 0,
+        }
+    }
+}
+
+/// Checks that the partitions recorded by the files to merge (in the order given; files are
+/// numbered from 1 in errors) are every shard of one partition, each once.
+pub fn check_shard_set(recorded: &[Option<&str>]) -> Result<(), ShardSetError> {
+    let mut seen: Vec<(usize, Partition)> = Vec::with_capacity(recorded.len());
+    for (i, r) in recorded.iter().enumerate() {
+        let file = i + 1;
+        let found = r.ok_or(ShardSetError::Unrecorded { file })?;
+        let p = Partition::parse(found).map_err(|error| ShardSetError::Unreadable {
+            file,
+            found: found.to_string(),
+            error,
+        })?;
+        if let Some(&(first, a)) = seen.first()
+            && (a.kind != p.kind || a.total != p.total)
+        {
+            return Err(ShardSetError::Mixed {
+                first,
+                second: file,
+                a,
+                b: p,
+            });
+        }
+        if let Some(&(first, _)) = seen.iter().find(|(_, q)| q.shard == p.shard) {
+            return Err(ShardSetError::Duplicate {
+                first,
+                second: file,
+                shard: p,
+            });
+        }
+        seen.push((file, p));
+    }
+    let Some(&(_, first)) = seen.first() else { return Ok(()) };
+    let missing: Vec<u64> = (1..=first.total)
+        .filter(|k| !seen.iter().any(|(_, p)| p.shard == *k))
+        .collect();
+    if missing.is_empty() {
+        return Ok(());
+    }
+    Err(ShardSetError::Missing {
+        kind: first.kind_name(),
+        total: first.total,
+        missing,
+    })
+}
+
+impl Partition {
+    fn kind_name(&self) -> &'static str {
+        match self.kind {
             PartitionKind::Count => "count",
             PartitionKind::Hash => "hash",
-        };
-        write!(f, "{kind}:{}/{}", self.shard, self.total)
+        }
+    }
+}
+
+impl std::fmt::Display for Partition {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}:{}/{}", self.kind_name(), self.shard, self.total)
     }
 }
 
@@ -278,6 +375,35 @@ pub struct EvalConfig {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_shard_set_must_be_every_shard_of_one_partition_once() {
+        assert_eq!(check_shard_set(&[Some("count:2/2"), Some("count:1/2")]), Ok(()));
+        assert_eq!(check_shard_set(&[]), Ok(()));
+        assert_eq!(
+            check_shard_set(&[Some("count:1/3"), Some("count:3/3")])
+                .unwrap_err()
+                .to_string(),
+            "shard 2 of count:K/3 missing"
+        );
+        let mixed = check_shard_set(&[Some("count:2/2"), Some("hash:1/2")]).unwrap_err();
+        assert_eq!(
+            mixed.to_string(),
+            "files 1 and 2 are partitions of different kinds or sizes (count:2/2 and hash:1/2)"
+        );
+        assert_eq!(mixed.file(), 1);
+        let twice = check_shard_set(&[Some("hash:1/2"), Some("hash:2/2"), Some("hash:2/2")]).unwrap_err();
+        assert_eq!(twice.to_string(), "files 2 and 3 are the same shard (hash:2/2)");
+        assert_eq!(twice.file(), 2);
+        assert_eq!(
+            check_shard_set(&[Some("count:1/1"), None]),
+            Err(ShardSetError::Unrecorded { file: 2 })
+        );
+        assert!(matches!(
+            check_shard_set(&[Some("count:9/2")]),
+            Err(ShardSetError::Unreadable { file: 1, .. })
+        ));
+    }
+
     use super::*;
 
     #[test]

@@ -25,8 +25,9 @@ fn main() {
         Task::Merge {
             files,
             save_spectra,
+            allow_partial,
             report,
-        } => pipeline::merge(&files, save_spectra.as_deref(), &report),
+        } => pipeline::merge(&files, save_spectra.as_deref(), allow_partial, &report),
         Task::Eval(e) => pipeline::eval(&e),
     };
     let code = match result {

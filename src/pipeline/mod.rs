@@ -9,7 +9,6 @@ mod progress;
 
 use std::path::{Path, PathBuf};
 
-
 pub use collect::{KeptProfile, collect};
 pub use emit::emit;
 
@@ -68,10 +67,15 @@ pub fn measures(format: ListFormat) -> anyhow::Result<i32> {
 }
 
 /// `cargo sfl merge`: combine shards and report on the whole.
-pub fn merge(files: &[PathBuf], save_spectra: Option<&Path>, cfg: &ReportConfig) -> anyhow::Result<i32> {
-    let merged = read_here(merge_shards(files)?, &local_root(None)?);
+pub fn merge(
+    files: &[PathBuf],
+    save_spectra: Option<&Path>,
+    allow_partial: bool,
+    cfg: &ReportConfig,
+) -> anyhow::Result<i32> {
+    let merged = read_here(merge_shards(files, allow_partial)?, &local_root(None)?);
     if let Some(out) = save_spectra {
-        merged.save(&out).map_err(|source| SflError::Output {
+        merged.save(out).map_err(|source| SflError::Output {
             what: "the spectra",
             path: out.to_path_buf(),
             source,
@@ -109,8 +113,9 @@ fn local_root(manifest_path: Option<&Path>) -> Result<PathBuf, SflError> {
     match Workspace::load(manifest_path, None) {
         Ok(ws) => Ok(ws.root),
         Err(e) if manifest_path.is_some() => Err(e),
-        Err(_) => std::env::current_dir()
-            .map_err(|e| SflError::Setup(format!("cannot read the current directory: {e}"))),
+        Err(_) => {
+            std::env::current_dir().map_err(|e| SflError::Setup(format!("cannot read the current directory: {e}")))
+        }
     }
 }
 
@@ -129,13 +134,37 @@ fn read_here(mut spectra: Spectra, root: &Path) -> Spectra {
 }
 
 /// The shards' spectra merged into one matrix, saying which shards they were.
-fn merge_shards(files: &[PathBuf]) -> anyhow::Result<Spectra> {
+fn merge_shards(files: &[PathBuf], allow_partial: bool) -> anyhow::Result<Spectra> {
     let shards = files.iter().map(|p| load(p)).collect::<Result<Vec<_>, _>>()?;
-    let mut seen: Vec<String> = shards.iter().filter_map(|s| s.partition.clone()).collect();
+    let numbered = || {
+        let names: Vec<String> = files
+            .iter()
+            .enumerate()
+            .map(|(i, f)| format!("{} = {}", i + 1, f.display()))
+            .collect();
+        names.join(", ")
+    };
+    let recorded: Vec<Option<&str>> = shards.iter().map(|s| s.partition.as_deref()).collect();
+    if let Err(e) = crate::config::check_shard_set(&recorded) {
+        if !allow_partial {
+            return Err(SflError::BadSpectra {
+                path: files[e.file()].clone(),
+                reason: format!(
+                    "{e}: the files are not one complete partition (files: {}); merge every shard, or pass --allow-partial",
+                    numbered()
+                ),
+            }
+            .into());
+        }
+        ui::warn(format!(
+            "--allow-partial: {e}; the ranking covers only the tests these files ran"
+        ));
+    }
+    let mut seen: Vec<String> = recorded.iter().flatten().map(|s| s.to_string()).collect();
     seen.sort();
     let merged = Spectra::merge(shards).map_err(|reason| SflError::BadSpectra {
-        path: files[0].clone(),
-        reason: reason.to_string(),
+        path: files[reason.shard().unwrap_or(0)].clone(),
+        reason: format!("{reason} (files: {})", numbered()),
     })?;
     ui::status(
         "Merged",

@@ -25,7 +25,7 @@ impl Spectra {
             units.iter().enumerate().map(|(i, u)| (u, UnitId(i as u32))).collect();
         let (blocks, shard_edges) = merge_blocks(&shards, &index)?;
         // Tests in canonical order, each with its covered units and traversed edges.
-        type Row = (TestRecord, Vec<UnitId>, Vec<Edge>);
+        type Row = (TestRecord, Vec<UnitId>, Vec<Edge>, usize);
         let mut rows: Vec<Row> = Vec::new();
         for (k, s) in shards.iter().enumerate() {
             let mut covered = vec![Vec::new(); s.tests.len()];
@@ -49,7 +49,7 @@ impl Spectra {
                     .cloned()
                     .zip(covered)
                     .zip(traversed)
-                    .map(|((r, c), e)| (r, c, e)),
+                    .map(|((r, c), e)| (r, c, e, k + 1)),
             );
         }
         rows.sort_by(|a, b| test_order(&a.0, &b.0));
@@ -63,9 +63,12 @@ impl Spectra {
                 if row.0.outcome == Outcome::Ignored && last.0.outcome == Outcome::Ignored {
                     continue;
                 }
+                let (first, second) = (last.3.min(row.3), last.3.max(row.3));
                 return Err(SpectraError::InTwoShards {
                     binary: row.0.binary,
                     name: row.0.name,
+                    first,
+                    second,
                 });
             }
             kept.push(row);
@@ -73,7 +76,7 @@ impl Spectra {
         let mut tests = Vec::with_capacity(kept.len());
         let mut covered = Vec::with_capacity(kept.len());
         let mut traversed = Vec::with_capacity(kept.len());
-        for (r, c, e) in kept {
+        for (r, c, e, _) in kept {
             tests.push(r);
             covered.push(c);
             traversed.push(e);

@@ -154,10 +154,17 @@ pub enum SpectraError {
     Edges(#[from] SavedEdgesError),
     #[error("no shards to merge")]
     NoShards,
-    #[error("shard {shard} was built with {what} than shard 1")]
+    #[error("file {shard} was built with {what} than file 1")]
     OtherBuild { shard: usize, what: &'static str },
-    #[error("test {binary} {name} is in more than one shard (were the shards made with the same --partition N?)")]
-    InTwoShards { binary: String, name: String },
+    #[error(
+        "test {binary} {name} is in files {first} and {second} (were the shards made with the same --partition N?)"
+    )]
+    InTwoShards {
+        binary: String,
+        name: String,
+        first: usize,
+        second: usize,
+    },
     #[error("some shards have edge profiles and some do not (collected with --no-edges?)")]
     SomeWithoutEdges,
     #[error(
@@ -165,6 +172,17 @@ pub enum SpectraError {
          and show the files a spectra file names, so only the workspace's own are accepted"
     )]
     OutsideWorkspace { what: &'static str, file: String },
+}
+
+impl SpectraError {
+    /// For a merge: the shard (0-based, in the order given) the problem was found in.
+    pub fn shard(&self) -> Option<usize> {
+        match self {
+            SpectraError::OtherBuild { shard, .. } => Some(shard - 1),
+            SpectraError::InTwoShards { second, .. } => Some(second - 1),
+            _ => None,
+        }
+    }
 }
 
 /// What a matrix was built from: shards may only be merged when these agree.

@@ -12,7 +12,10 @@ pub fn trials() -> Vec<Trial> {
         Trial::test("exit::no_tests_match", no_tests_match),
         Trial::test("exit::build_failure_shows_diagnostics", build_failure_shows_diagnostics),
         Trial::test("report::rereads_saved_spectra", report_rereads_saved_spectra),
-        Trial::test("exit::selection_errors_before_building", selection_errors_before_building),
+        Trial::test(
+            "exit::selection_errors_before_building",
+            selection_errors_before_building,
+        ),
         Trial::test("exit::crate_without_tests", crate_without_tests),
     ]
 }
@@ -36,10 +39,17 @@ fn no_tests_match() -> Result {
 fn selection_errors_before_building() -> Result {
     let tmp = copy_fixture("minmax");
     let out = sfl(&["-p", "nosuchpkg"], tmp.path());
-    check_exit(&out, 2, &out.stderr, &["no package `nosuchpkg`", "members: fixture-minmax"])?;
+    check_exit(
+        &out,
+        2,
+        &out.stderr,
+        &["no package `nosuchpkg`", "members: fixture-minmax"],
+    )?;
     let out = sfl(&["-m", "cp", "--no-edges"], tmp.path());
     check_exit(&out, 2, &out.stderr, &["cp measure needs control-flow edge profiles"])?;
-    check(!tmp.path().join("target").exists(), || format!("something was built\n{}", show(&out)))
+    check(!tmp.path().join("target").exists(), || {
+        format!("something was built\n{}", show(&out))
+    })
 }
 
 /// A crate with no tests at all says so (not "no tests matched"): exit 4.
@@ -77,10 +87,23 @@ fn report_rereads_saved_spectra() -> Result {
     // An output that cannot be written is an I/O error naming the path (exit 74).
     let missing = tmp.path().join("no/such/dir/report.json");
     let out = sfl(&["report", "-o", missing.to_str().unwrap()], tmp.path());
-    check_exit(&out, 74, &out.stderr, &["cannot write the report to", "no/such/dir/report.json"])?;
+    check_exit(
+        &out,
+        74,
+        &out.stderr,
+        &["cannot write the report to", "no/such/dir/report.json"],
+    )?;
     let under_a_file = tmp.path().join("Cargo.toml/page");
-    let out = sfl(&["report", "--format", "html", "-o", under_a_file.to_str().unwrap()], tmp.path());
-    check_exit(&out, 74, &out.stderr, &["cannot write the HTML report to", "Cargo.toml/page"])?;
+    let out = sfl(
+        &["report", "--format", "html", "-o", under_a_file.to_str().unwrap()],
+        tmp.path(),
+    );
+    check_exit(
+        &out,
+        74,
+        &out.stderr,
+        &["cannot write the HTML report to", "Cargo.toml/page"],
+    )?;
 
     let spectra = tmp.path().join("target/sfl/spectra.json");
     std::fs::write(&spectra, "{\"schema\": \"cargo-sfl-spectra/v1\", \"tests\": 3}")?;

@@ -251,9 +251,16 @@ fn spectra_outside_the_workspace_refused() -> Result {
     let page_dir = tmp.path().join("page");
     for format in ["human", "html"] {
         let out_dir = page_dir.to_str().unwrap();
-        let out = sfl(&["report", "--spectra", path, "--format", format, "-o", out_dir], tmp.path());
+        let out = sfl(
+            &["report", "--spectra", path, "--format", format, "-o", out_dir],
+            tmp.path(),
+        );
         check(out.status.success(), || show(&out))?;
-        let page = std::fs::read_to_string(if format == "html" { page_dir.join("index.html") } else { page_dir.clone() })?;
+        let page = std::fs::read_to_string(if format == "html" {
+            page_dir.join("index.html")
+        } else {
+            page_dir.clone()
+        })?;
         check(!page.contains("root:"), || show(&out))?;
         let _ = std::fs::remove_dir_all(&page_dir).or_else(|_| std::fs::remove_file(&page_dir));
         check(

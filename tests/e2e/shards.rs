@@ -104,6 +104,67 @@ fn shards_merge_into_the_unsharded_matrix() -> Result {
             || format!("{kind}: merged report differs"),
         )?;
     }
+    // Not one complete partition: refused (naming the file at fault), unless --allow-partial.
+    let file = |name: &str| dir.join(name).to_str().unwrap().to_string();
+    let one_of_two = sfl(&["merge", &file("hash1.json")], dir);
+    check_exit(
+        &one_of_two,
+        5,
+        &one_of_two.stderr,
+        &["shard 2 of hash:K/2 missing", "--allow-partial"],
+    )?;
+    let mixed = sfl(&["merge", &file("hash2.json"), &file("count1.json")], dir);
+    check_exit(
+        &mixed,
+        5,
+        &mixed.stderr,
+        &["count1.json", "different kinds or sizes (hash:2/2 and count:1/3)"],
+    )?;
+    let twice = sfl(
+        &[
+            "merge",
+            &file("count1.json"),
+            &file("count2.json"),
+            &file("count2.json"),
+        ],
+        dir,
+    );
+    check_exit(
+        &twice,
+        5,
+        &twice.stderr,
+        &["files 2 and 3 are the same shard (count:2/3)"],
+    )?;
+    let partial = sfl(
+        &["merge", "--allow-partial", &file("count1.json"), &file("count3.json")],
+        dir,
+    );
+    check(matches!(partial.status.code(), Some(0 | 3)), || show(&partial))?;
+    check(
+        String::from_utf8_lossy(&partial.stderr).contains("--allow-partial: shard 2 of count:K/3 missing"),
+        || show(&partial),
+    )?;
+
+    // A shard whose share is empty still saves its spectra, so the set stays complete.
+    let empty = dir.join("empty.json");
+    let out = sfl(
+        &[
+            "--workspace",
+            "--partition",
+            "count:50/50",
+            "--save-spectra",
+            empty.to_str().unwrap(),
+        ],
+        dir,
+    );
+    check_exit(
+        &out,
+        4,
+        &out.stderr,
+        &["this partition's share holds no tests", "empty spectra were saved"],
+    )?;
+    check(empty.exists(), || show(&out))?;
+
     // A shard built from changed sources is refused.
     let lib = dir.join("core/src/lib.rs");
     let text = std::fs::read_to_string(&lib)?;
@@ -125,8 +186,17 @@ fn shards_merge_into_the_unsharded_matrix() -> Result {
             "merge",
             changed.to_str().unwrap(),
             dir.join("count2.json").to_str().unwrap(),
+            dir.join("count3.json").to_str().unwrap(),
         ],
         dir,
     );
-    check_exit(&bad, 5, &bad.stderr, &["different sources"])
+    check_exit(
+        &bad,
+        5,
+        &bad.stderr,
+        &[
+            "count2.json: file 2 was built with different sources than file 1",
+            "1 = ",
+        ],
+    )
 }

@@ -107,8 +107,12 @@ pub fn collect(cfg: &RunConfig) -> anyhow::Result<Spectra> {
             format!("{p}: {} of {} tests", plan.jobs.len(), plan.selected),
         );
     }
-    if plan.jobs.is_empty() {
-        return Err(SflError::NoTests(nothing_to_run(&plan, cfg)).into());
+    // An empty shard still saves its (empty) spectra, so that `merge` sees every shard.
+    let nothing = plan.jobs.is_empty().then(|| nothing_to_run(&plan, cfg));
+    if let Some(why) = &nothing
+        && !(exec.partition.is_some() && plan.selected > 0)
+    {
+        return Err(SflError::NoTests(why.clone()).into());
     }
     ui::status(
         "Listed",
@@ -118,7 +122,11 @@ pub fn collect(cfg: &RunConfig) -> anyhow::Result<Spectra> {
             prep_started.elapsed().as_secs_f64() * 1e3
         ),
     );
-    let outcomes = session.run_all(&plan.jobs);
+    let outcomes = if plan.jobs.is_empty() {
+        Vec::new()
+    } else {
+        session.run_all(&plan.jobs)
+    };
     // A test that could not even be started is no result: saving it as failed would overwrite
     // good spectra with a broken matrix.
     if let Some(e) = not_run(&outcomes) {
@@ -129,6 +137,9 @@ pub fn collect(cfg: &RunConfig) -> anyhow::Result<Spectra> {
     spectra.build = Some(assemble::build_info(&ws.root, &spectra));
     spectra.partition = exec.partition.map(|p| p.to_string());
     save(&spectra, &ws, exec, &scratch, kept)?;
+    if let Some(why) = nothing {
+        return Err(SflError::NoTests(why).into());
+    }
     Ok(spectra)
 }
 
@@ -138,7 +149,8 @@ fn nothing_to_run(plan: &plan::Plan, cfg: &RunConfig) -> String {
     if let Some(filter) = &cfg.filter {
         format!("no tests matched the filter `{filter}`")
     } else if plan.selected > 0 {
-        "this partition's share holds no tests; the other shards have them".into()
+        "this partition's share holds no tests (its empty spectra were saved, for `merge`); the other shards have them"
+            .into()
     } else if ignored > 0 {
         format!("no tests to run: the {ignored} tests selected are all #[ignore]d (add --include-ignored to run them)")
     } else {
