@@ -90,8 +90,12 @@ pub fn eval(cfg: &EvalConfig) -> anyhow::Result<i32> {
     if matches!(cfg.run.report.format, Format::Sarif | Format::Html) {
         return Err(SflError::Usage("cargo sfl eval writes --format human or json".into()).into());
     }
+    // Checked before anything runs: a mistyped fault must not cost a whole run.
+    let root = local_root(cfg.run.selection.manifest_path.as_deref())?;
+    crate::faults::check_against(&faults, &root)
+        .map_err(|e| SflError::Usage(format!("{}: {e}", cfg.faults.display())))?;
     let spectra = match &cfg.spectra {
-        Some(path) => read_here(load(path)?, &local_root(cfg.run.selection.manifest_path.as_deref())?),
+        Some(path) => read_here(load(path)?, &root),
         None => collect(&cfg.run)?,
     };
     evaluate::evaluate(&spectra, faults, cfg)

@@ -212,5 +212,41 @@ fn unlocalisable(dir: &Path, saved: &Path) -> Result {
         ],
         dir,
     );
-    check_exit(&out3, 7, &out3.stdout, &["UNLOCALISABLE"])
+    check_exit(&out3, 7, &out3.stdout, &["UNLOCALISABLE"])?;
+
+    // A fault that names no line of the workspace is an input error (exit 2), not an omission;
+    // it is refused before any test would run (without --spectra too).
+    for (fault, says) in [
+        (
+            "file = \"src/lib.rs\"\nlines = [9999]",
+            "line 9999 is past the end of src/lib.rs",
+        ),
+        (
+            "file = \"src/nope.rs\"\nlines = [1]",
+            "src/nope.rs does not exist in the workspace",
+        ),
+        (
+            "file = \"/etc/passwd\"\nlines = [1]",
+            "must be relative to the workspace root",
+        ),
+        (
+            "file = \"../x.rs\"\nlines = [1]",
+            "must be relative to the workspace root",
+        ),
+    ] {
+        std::fs::write(&omission, format!("[[fault]]\n{fault}\n"))?;
+        let with_saved = [
+            "eval",
+            "--faults",
+            omission.to_str().unwrap(),
+            "--spectra",
+            saved.to_str().unwrap(),
+        ];
+        for args in [&with_saved[..], &with_saved[..3]] {
+            let out = sfl(args, dir);
+            check_exit(&out, 2, &out.stderr, &[says])?;
+            check(!String::from_utf8_lossy(&out.stderr).contains("Running"), || show(&out))?;
+        }
+    }
+    Ok(())
 }
