@@ -106,6 +106,18 @@ pub(super) fn require_edges(spectra: &Spectra, measures: &[&Measure]) -> Result<
     }
 }
 
+fn html_needs_a_dir() -> SflError {
+    SflError::Usage("--format html needs --output DIR (the page is written there)".into())
+}
+
+/// Refuses, before anything is built or run, report settings that could not be written.
+pub(super) fn check_output(out: &ReportConfig) -> Result<(), SflError> {
+    match (out.format, &out.output) {
+        (crate::config::Format::Html, None) => Err(html_needs_a_dir()),
+        _ => Ok(()),
+    }
+}
+
 /// The error for asking for a measure that needs edge profiles where there are none.
 pub(super) fn refuse_edge_measures(measures: &[&Measure]) -> Result<(), SflError> {
     match measures.iter().find(|m| m.needs_edges()) {
@@ -245,9 +257,7 @@ fn write_report(
     match report::render(out.format, analysis, rankings, view) {
         report::Rendered::Text(text) => write_output(out.output.as_deref(), &text),
         report::Rendered::Page { file_name, html } => {
-            let dir = out.output.as_deref().ok_or_else(|| {
-                SflError::Usage("--format html needs --output DIR (the page is written there)".into())
-            })?;
+            let dir = out.output.as_deref().ok_or_else(html_needs_a_dir)?;
             let page = dir.join(file_name);
             std::fs::create_dir_all(dir)
                 .and_then(|()| std::fs::write(&page, html))

@@ -20,8 +20,9 @@ use crate::ui;
 
 /// `cargo sfl [OPTIONS] [FILTER]`.
 pub fn run(cfg: &RunConfig) -> anyhow::Result<i32> {
+    // Before building: the run would end in these errors anyway.
+    emit::check_output(&cfg.report)?;
     if cfg.execution.no_edges {
-        // Before building: the run would end in this error anyway.
         emit::refuse_edge_measures(&cfg.report.measures)?;
     }
     let spectra = collect(cfg)?;

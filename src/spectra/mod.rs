@@ -698,6 +698,23 @@ pub(crate) mod tests {
     }
 
     #[test]
+    fn a_test_in_two_shards_is_refused_naming_both_files() {
+        let e = Spectra::merge(vec![doric_minmax(), doric_minmax()]).unwrap_err();
+        assert!(
+            matches!(
+                e,
+                SpectraError::InTwoShards {
+                    first: 1,
+                    second: 2,
+                    ..
+                }
+            ),
+            "{e}"
+        );
+        assert_eq!(e.shard(), Some(1));
+    }
+
+    #[test]
     fn foreign_or_corrupt_spectra_are_refused_with_a_reason() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("s.json");

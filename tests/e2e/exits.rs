@@ -47,6 +47,10 @@ fn selection_errors_before_building() -> Result {
     )?;
     let out = sfl(&["-m", "cp", "--no-edges"], tmp.path());
     check_exit(&out, 2, &out.stderr, &["cp measure needs control-flow edge profiles"])?;
+    let out = sfl(&["--format", "html"], tmp.path());
+    check_exit(&out, 2, &out.stderr, &["--format html needs --output DIR"])?;
+    let out = sfl(&["eval", "--faults", "faults.toml", "--format", "sarif"], tmp.path());
+    check_exit(&out, 2, &out.stderr, &["cargo sfl eval writes --format human or json"])?;
     check(!tmp.path().join("target").exists(), || {
         format!("something was built\n{}", show(&out))
     })
@@ -63,7 +67,19 @@ fn crate_without_tests() -> Result {
     )?;
     std::fs::write(dir.join("src/lib.rs"), "pub fn f() -> u8 { 1 }\n")?;
     let out = sfl(&["--no-edges"], dir);
-    check_exit(&out, 4, &out.stderr, &["no tests in this crate"])
+    check_exit(&out, 4, &out.stderr, &["no tests in this crate"])?;
+    // Only #[ignore]d tests: say so, and how to run them.
+    std::fs::write(
+        dir.join("src/lib.rs"),
+        "pub fn f() -> u8 { 1 }\n#[test]\n#[ignore]\nfn slow() { assert_eq!(f(), 1); }\n",
+    )?;
+    let out = sfl(&["--no-edges"], dir);
+    check_exit(
+        &out,
+        4,
+        &out.stderr,
+        &["the 1 tests selected are all #[ignore]d", "--include-ignored"],
+    )
 }
 
 /// A fixture that does not compile: exit code 101 and the compiler's diagnostics.
