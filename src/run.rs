@@ -365,7 +365,7 @@ fn signal_name(sig: i32) -> &'static str {
 }
 
 /// The panic message: the `panicked at` line and the lines after it, up to six.
-fn panic_message(output: &str) -> Option<String> {
+pub(crate) fn panic_message(output: &str) -> Option<String> {
     let lines: Vec<&str> = output.lines().collect();
     let start = lines
         .iter()

@@ -60,11 +60,22 @@ impl DocSuite {
             .map(|(name, outcome, message)| {
                 let mut r = TestRecord::new(binary, name, *outcome);
                 r.message = message.clone();
-                if outcome.is_failing() || !self.coverage {
-                    r.warnings.push(
-                        "no coverage: this doctest did not run under cargo sfl (see its message), so it adds nothing to the ranking"
-                            .into(),
-                    );
+                // Every report shows a test's message; this one says why the test has no row
+                // of coverage.
+                let why = if !self.coverage {
+                    Some("run plainly by `cargo test --doc`: rustdoc could not keep its doctests")
+                } else if outcome.is_failing() {
+                    Some("the doctest did not build")
+                } else {
+                    None
+                };
+                if let Some(why) = why.filter(|_| *outcome != Outcome::Ignored) {
+                    let note = format!("no coverage: {why}, so it adds nothing to the ranking");
+                    r.message = Some(match &r.message {
+                        Some(m) => format!("{note}\n{m}"),
+                        None => note.clone(),
+                    });
+                    r.warnings.push(note);
                 }
                 r
             })
@@ -250,7 +261,11 @@ fn standalone(s: &mut DocSuite, dir: &Path, subdirs: &[String], output: &str, r:
                     name: r.name.clone(),
                     exe: d.join("rust_out"),
                     index: None,
-                    should_panic: r.kind == Kind::ShouldPanic,
+                    // Standalone doctests do not carry libtest's `- should panic` mark:
+                    // rustdoc's verdict on the runtool's success says it.
+                    should_panic: r.kind == Kind::ShouldPanic
+                        || (r.result == R::Failed
+                            && parse::failure(output, &r.name).is_some_and(|f| f.contains("marked `should_panic`"))),
                 }),
                 None => s.recorded.push((
                     r.name.clone(),
@@ -303,7 +318,10 @@ pub fn plain_results(output: &str) -> Vec<DocSuite> {
                 (_, R::Ok) => Outcome::Passed,
                 (_, R::Failed) => Outcome::Failed,
             };
-            let message = (outcome == Outcome::Failed).then(|| parse::failure(&text, &r.name)).flatten();
+            let message = (outcome == Outcome::Failed)
+                .then(|| parse::failure(&text, &r.name))
+                .flatten()
+                .map(|m| crate::run::panic_message(&m).unwrap_or(m));
             s.recorded.push((r.name, outcome, message));
         }
         suites.push(s);
@@ -333,7 +351,7 @@ mod tests {
         std::fs::create_dir_all(dir.join("src_lib_rs_12_0")).unwrap();
         std::fs::create_dir_all(dir.join("src_lib_rs_20_0")).unwrap();
         let output = "running 6 tests\ntest src/lib.rs - a (line 3) ... ok\n\
-                      test src/lib.rs - b (line 9) - should panic ... FAILED\n\
+                      test src/lib.rs - b (line 9) ... FAILED\n\
                       test src/lib.rs - c (line 12) ... FAILED\n\
                       test src/lib.rs - d (line 20) - compile fail ... ok\n\
                       test src/lib.rs - f (line 15) - compile ... ok\n\
@@ -371,6 +389,9 @@ mod tests {
         );
         let recs = s.records("k::doctest/k");
         assert!(recs[0].warnings[0].starts_with("no coverage"), "{recs:?}");
+        let message = recs[0].message.as_deref().unwrap();
+        assert!(message.starts_with("no coverage: the doctest did not build"), "{message}");
+        assert!(message.ends_with("cannot find value `x`"), "{message}");
         assert!(recs[1].warnings.is_empty());
     }
 
@@ -407,7 +428,8 @@ mod tests {
     #[test]
     fn plain_runs_are_split_by_crate() {
         let out = "   Compiling k v0.1.0\n   Doc-tests k\n\nrunning 2 tests\ntest src/lib.rs - a (line 3) ... ok\n\
-                   test src/lib.rs - b (line 5) ... FAILED\n\nfailures:\n\n---- src/lib.rs - b (line 5) stdout ----\nboom\n\n\
+                   test src/lib.rs - b (line 5) ... FAILED\ntest src/lib.rs - c (line 7) ... FAILED\n\nfailures:\n\n---- src/lib.rs - b (line 5) stdout ----\nboom\n\n\
+                   ---- src/lib.rs - c (line 7) stdout ----\nTest executable failed.\nthread 'main' panicked at src/lib.rs:7:1:\nno\nstack backtrace:\n\n\
                    failures:\n    src/lib.rs - b (line 5)\n   Doc-tests other\n\nrunning 1 test\n\
                    test src/lib.rs - z (line 1) - compile ... ok\n";
         let suites = plain_results(out);
@@ -418,6 +440,7 @@ mod tests {
             [
                 ("src/lib.rs - a (line 3)".to_string(), Outcome::Passed, None),
                 ("src/lib.rs - b (line 5)".to_string(), Outcome::Failed, Some("boom".to_string())),
+                ("src/lib.rs - c (line 7)".to_string(), Outcome::Failed, Some("panicked at src/lib.rs:7:1:\nno".to_string())),
             ]
         );
         assert!(suites[1].recorded.is_empty() && !suites[1].coverage);
