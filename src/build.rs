@@ -2,7 +2,7 @@
 //! directory, instrumenting only the workspace's own crates (through a rustc wrapper, as
 //! cargo-llvm-cov does), so dependencies build and run uninstrumented.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::ffi::OsString;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -92,7 +92,8 @@ impl Workspace {
 /// One test executable produced by the build.
 #[derive(Debug, Clone)]
 pub struct TestBinary {
-    /// nextest-style id: `pkg` (lib), `pkg::bin/name`, `pkg::name` (integration test).
+    /// nextest-style id: `pkg` (lib), `pkg::bin/name`, `pkg::name` (integration test),
+    /// `pkg::doctest/lib` (a library's doctests).
     pub id: String,
     pub path: PathBuf,
     /// Index into `Workspace::members`.
@@ -102,6 +103,19 @@ pub struct TestBinary {
     /// Environment `cargo test` gives this binary's tests beyond the package's own variables:
     /// `[env]` of cargo's configuration and its build script's `cargo::rustc-env`.
     pub env: Vec<(String, String)>,
+    /// A library's doctests (`pkg::doctest/<lib>`): several executables, each test found by
+    /// name here; `path` is the first of them.
+    pub doctests: Option<crate::doctest::DocSuite>,
+}
+
+impl TestBinary {
+    /// The executable that runs test `name` (a doctest's own; otherwise the binary's).
+    pub fn exe_for(&self, name: Option<&str>) -> &Path {
+        match (&self.doctests, name) {
+            (Some(suite), Some(name)) => suite.test(name).map_or(&self.path, |t| &t.exe),
+            _ => &self.path,
+        }
+    }
 }
 
 /// What the build produced.
@@ -113,13 +127,43 @@ pub struct Built {
 }
 
 /// Builds the selected tests with coverage (and edge instrumentation, linking the recorder
-/// object `edges_runtime`, when given); cargo's diagnostics go to the terminal.
+/// object `edges_runtime`, when given), then, when the selection includes doctests, has rustdoc
+/// build and keep those ([`crate::doctest`]); cargo's diagnostics go to the terminal.
 pub fn build(ws: &Workspace, select: &Selection, edges_runtime: Option<&Path>) -> Result<Built, SflError> {
-    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let mut built = Built::default();
+    let mut script_env = HashMap::new();
+    if !select.doc {
+        let cmd = instrumented_cargo(ws, select, edges_runtime, &["test", "--no-run"])?;
+        let status = stream(cmd, "compiling", &mut script_env, |art| add_artifact(ws, &mut built, art))?;
+        if !status.success() {
+            return Err(SflError::BuildFailed);
+        }
+    }
+    if select.doctests() {
+        build_doctests(ws, select, edges_runtime, &mut built, &mut script_env)?;
+    }
+    built.tests.sort_by(|a, b| a.id.cmp(&b.id));
+    let config = config_env(&ws.root);
+    for t in &mut built.tests {
+        t.env = config.clone();
+        t.env
+            .extend(script_env.get(&ws.members[t.package].id).cloned().unwrap_or_default());
+    }
+    Ok(built)
+}
+
+/// `cargo <args>` for the instrumented build: our target dir, the selection, cargo-sfl as the
+/// rustc wrapper, cargo's JSON messages on stdout.
+fn instrumented_cargo(
+    ws: &Workspace,
+    select: &Selection,
+    edges_runtime: Option<&Path>,
+    args: &[&str],
+) -> Result<Command, SflError> {
     let exe =
         crate::platform::current_exe().map_err(|e| SflError::Setup(format!("cannot find own executable: {e}")))?;
-    let mut cmd = Command::new(cargo);
-    cmd.args(["test", "--no-run", "--message-format=json-render-diagnostics"]);
+    let mut cmd = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
+    cmd.args(args).arg("--message-format=json-render-diagnostics");
     cmd.arg("--target-dir").arg(&ws.build_dir);
     cargo_selection_args(&mut cmd, select);
     let dirs: Vec<String> = ws
@@ -142,6 +186,17 @@ pub fn build(ws: &Workspace, select: &Selection, edges_runtime: Option<&Path>) -
     if crate::ui::verbosity() == crate::ui::Verbosity::Quiet {
         cmd.arg("--quiet");
     }
+    Ok(cmd)
+}
+
+/// Runs a cargo build, forwarding its stderr above a spinner, handing each artifact of the
+/// JSON stream to `on_artifact` and collecting build scripts' `rustc-env`.
+fn stream(
+    mut cmd: Command,
+    what: &str,
+    script_env: &mut HashMap<cargo_metadata::PackageId, Vec<(String, String)>>,
+    mut on_artifact: impl FnMut(cargo_metadata::Artifact),
+) -> Result<std::process::ExitStatus, SflError> {
     // cargo's own lines and rustc's diagnostics are forwarded above the progress spinner.
     cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
     let mut child = cmd
@@ -150,69 +205,173 @@ pub fn build(ws: &Workspace, select: &Selection, edges_runtime: Option<&Path>) -
     let stdout = child.stdout.take().expect("piped");
     let stderr = child.stderr.take().expect("piped");
     let forward = std::thread::spawn(move || {
+        let mut summary = false;
         for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-            crate::ui::line(&line);
+            // cargo's verdict on a doctest run ("doctest failed", "N targets failed:" and the
+            // targets under it) is not ours: the build only compiled them.
+            let t = line.trim_start();
+            summary = t.starts_with("error: doctest failed")
+                || (t.starts_with("error: ") && t.contains(" failed:"))
+                || (summary && line.starts_with("    "));
+            if !summary {
+                crate::ui::line(&line);
+            }
         }
     });
-    let spinner = crate::ui::spinner("Building", "compiling");
-    let mut built = Built::default();
-    let mut seen = HashSet::new();
+    let spinner = crate::ui::spinner("Building", what);
     let mut artifacts = 0;
-    let mut script_env: HashMap<cargo_metadata::PackageId, Vec<(String, String)>> = HashMap::new();
     for msg in Message::parse_stream(BufReader::new(stdout)) {
-        let art = match msg {
-            Ok(Message::CompilerArtifact(art)) => art,
+        match msg {
+            Ok(Message::CompilerArtifact(art)) => {
+                artifacts += 1;
+                spinner.set_message(format!("{artifacts} crates compiled, last {}", art.target.name));
+                on_artifact(art);
+            }
             Ok(Message::BuildScriptExecuted(script)) => {
                 script_env.insert(script.package_id, script.env);
-                continue;
             }
-            _ => continue,
-        };
-        artifacts += 1;
-        spinner.set_message(format!("{artifacts} crates compiled, last {}", art.target.name));
-        let Some(exe) = art.executable else { continue };
-        if !seen.insert(exe.clone()) {
-            continue;
+            _ => {}
         }
-        let Some(package) = ws.members.iter().position(|m| m.id == art.package_id) else {
-            continue;
-        };
-        if !art.profile.test {
-            built.others.push(exe.into_std_path_buf());
-            continue;
-        }
-        let member = &ws.members[package];
-        let kind = art.target.kind.first().map(|k| k.to_string()).unwrap_or_default();
-        let id = match kind.as_str() {
-            "lib" | "rlib" | "dylib" | "cdylib" | "staticlib" | "proc-macro" => member.name.to_string(),
-            "test" => format!("{}::{}", member.name, art.target.name),
-            other => format!("{}::{}/{}", member.name, other, art.target.name),
-        };
-        let custom_harness = has_custom_harness(member.manifest_path.as_std_path(), &kind, &art.target.name);
-        built.tests.push(TestBinary {
-            id,
-            path: exe.into_std_path_buf(),
-            package,
-            custom_harness,
-            env: Vec::new(),
-        });
     }
     let status = child
         .wait()
         .map_err(|e| SflError::Setup(format!("cargo did not finish: {e}")))?;
     let _ = forward.join();
     spinner.finish_and_clear();
-    if !status.success() {
+    Ok(status)
+}
+
+/// Records one artifact of the test build: a test binary of a member, or another executable.
+fn add_artifact(ws: &Workspace, built: &mut Built, art: cargo_metadata::Artifact) {
+    let Some(exe) = art.executable else { return };
+    if built.tests.iter().any(|t| t.path == exe.as_std_path()) || built.others.iter().any(|o| o == exe.as_std_path())
+    {
+        return;
+    }
+    let Some(package) = ws.members.iter().position(|m| m.id == art.package_id) else {
+        return;
+    };
+    if !art.profile.test {
+        built.others.push(exe.into_std_path_buf());
+        return;
+    }
+    let member = &ws.members[package];
+    let kind = art.target.kind.first().map(|k| k.to_string()).unwrap_or_default();
+    let id = match kind.as_str() {
+        "lib" | "rlib" | "dylib" | "cdylib" | "staticlib" | "proc-macro" => member.name.to_string(),
+        "test" => format!("{}::{}", member.name, art.target.name),
+        other => format!("{}::{}/{}", member.name, other, art.target.name),
+    };
+    let custom_harness = has_custom_harness(member.manifest_path.as_std_path(), &kind, &art.target.name);
+    built.tests.push(TestBinary {
+        id,
+        path: exe.into_std_path_buf(),
+        package,
+        custom_harness,
+        env: Vec::new(),
+        doctests: None,
+    });
+}
+
+/// `cargo test --doc` with cargo-sfl as rustdoc: every library's doctests built with coverage
+/// and kept, one binary `pkg::doctest/<lib>` each. When rustdoc cannot keep them, the
+/// doctests run plainly instead (no coverage), with a warning.
+fn build_doctests(
+    ws: &Workspace,
+    select: &Selection,
+    edges_runtime: Option<&Path>,
+    built: &mut Built,
+    script_env: &mut HashMap<cargo_metadata::PackageId, Vec<(String, String)>>,
+) -> Result<(), SflError> {
+    let base = ws.build_dir.join("doctests");
+    let _ = std::fs::remove_dir_all(&base);
+    std::fs::create_dir_all(&base).map_err(|e| SflError::Setup(format!("cannot create {}: {e}", base.display())))?;
+    let exe =
+        crate::platform::current_exe().map_err(|e| SflError::Setup(format!("cannot find own executable: {e}")))?;
+    let mut cmd = instrumented_cargo(ws, select, edges_runtime, &["test", "--doc", "--no-fail-fast"])?;
+    cmd.env(crate::doctest::RUSTDOC_WRAPPER_ENV, rustdoc())
+        .env("RUSTDOC", &exe)
+        .env(crate::doctest::DIR_ENV, &base);
+    let status = stream(cmd, "doctests", script_env, |_| {})?;
+    let suites = match crate::doctest::read_suites(&base) {
+        Some(s) if !s.is_empty() || status.success() => s,
+        // No library compiled, or a doctest build that failed before rustdoc tested anything.
+        _ if select.doc && !status.success() && std::fs::read_dir(&base).is_ok_and(|mut d| d.next().is_none()) => {
+            return Err(SflError::BuildFailed);
+        }
+        _ => {
+            crate::ui::warn(
+                "rustdoc could not build the doctests with coverage (it refused `--persist-doctests` or \
+                 `--test-runtool`; a toolchain older than 1.83?): running them plainly with `cargo test --doc`; \
+                 their results are reported, without coverage",
+            );
+            plain_doctests(ws, select)?
+        }
+    };
+    for suite in suites {
+        add_suite(ws, built, suite);
+    }
+    Ok(())
+}
+
+/// The rustdoc cargo would run: `$RUSTDOC`, else `rustdoc` (rustup picks the toolchain).
+fn rustdoc() -> OsString {
+    std::env::var_os("RUSTDOC").unwrap_or_else(|| "rustdoc".into())
+}
+
+/// `cargo test --doc`, uninstrumented in a directory of its own: every doctest's result.
+fn plain_doctests(ws: &Workspace, select: &Selection) -> Result<Vec<crate::doctest::DocSuite>, SflError> {
+    let mut cmd = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
+    cmd.args(["test", "--doc", "--no-fail-fast", "--color=never"]);
+    cmd.arg("--target-dir").arg(ws.target_dir.join("doctests-plain"));
+    cargo_selection_args(&mut cmd, select);
+    cmd.env_remove("RUSTC_WRAPPER")
+        .env_remove(WRAPPER_ENV)
+        .env_remove(crate::doctest::RUSTDOC_WRAPPER_ENV);
+    let out = ws.target_dir.join("doctests-plain.out");
+    let spinner = crate::ui::spinner("Running", "doctests without coverage");
+    // Its own doctests' timeouts are libtest's; this bounds a hang of the whole run.
+    let captured = crate::run::run_captured(cmd, &out, std::time::Duration::from_secs(3600));
+    spinner.finish_and_clear();
+    let captured = captured.map_err(|e| SflError::Setup(format!("cannot run cargo test --doc: {e}")))?;
+    let suites = crate::doctest::plain_results(&captured.output);
+    if suites.is_empty() && !captured.status.is_some_and(|s| s.success()) {
+        for line in captured.output.lines() {
+            crate::ui::line(line);
+        }
         return Err(SflError::BuildFailed);
     }
-    built.tests.sort_by(|a, b| a.id.cmp(&b.id));
-    let config = config_env(&ws.root);
-    for t in &mut built.tests {
-        t.env = config.clone();
-        t.env
-            .extend(script_env.get(&ws.members[t.package].id).cloned().unwrap_or_default());
-    }
-    Ok(built)
+    Ok(suites)
+}
+
+/// One library's doctests as a test binary of its package (matched by the lib's crate name).
+fn add_suite(ws: &Workspace, built: &mut Built, suite: crate::doctest::DocSuite) {
+    let lib = ws.members.iter().enumerate().find_map(|(i, m)| {
+        m.targets
+            .iter()
+            .find(|t| t.is_lib() && t.name.replace('-', "_") == suite.crate_name)
+            .map(|t| (i, t.name.clone()))
+    });
+    let Some((package, lib)) = lib else {
+        crate::ui::warn(format!(
+            "doctests of crate {} belong to no workspace member; they are not run",
+            suite.crate_name
+        ));
+        return;
+    };
+    // Every executable's coverage map is read when a profile names it (by build-id).
+    let mut exes: Vec<PathBuf> = suite.tests.iter().map(|t| t.exe.clone()).collect();
+    exes.dedup();
+    let path = exes.first().cloned().unwrap_or_default();
+    built.others.extend(exes.into_iter().skip(1));
+    built.tests.push(TestBinary {
+        id: format!("{}::doctest/{lib}", ws.members[package].name),
+        path,
+        package,
+        custom_harness: false,
+        env: Vec::new(),
+        doctests: Some(suite),
+    });
 }
 
 /// The `[env]` tables of cargo's configuration files that apply in `dir` (`.cargo/config.toml`

@@ -154,6 +154,12 @@ pub struct SelectionArgs {
     /// Test only the named integration test target.
     #[arg(long, value_name = "NAME", help_heading = "Target selection")]
     pub test: Vec<String>,
+    /// Test only the libraries' documentation examples (doctests).
+    #[arg(long, help_heading = "Target selection", conflicts_with_all = ["lib", "bins", "bin", "tests", "test", "no_doctests"])]
+    pub doc: bool,
+    /// Do not run doctests (they run by default when no target is selected, as with `cargo test`).
+    #[arg(long, help_heading = "Target selection")]
+    pub no_doctests: bool,
 
     /// Space or comma separated list of features to activate.
     #[arg(short = 'F', long, value_name = "FEATURES", help_heading = "Feature selection")]
@@ -220,6 +226,8 @@ impl From<SelectionArgs> for config::Selection {
             no_default_features: s.no_default_features,
             release: s.release,
             target_dir: s.target_dir,
+            doc: s.doc,
+            no_doctests: s.no_doctests,
         }
     }
 }

@@ -60,6 +60,24 @@ pub struct Selection {
     pub release: bool,
     /// Directory for the instrumented build (default: `<target-dir>/sfl`).
     pub target_dir: Option<PathBuf>,
+    /// `--doc`: only the libraries' doctests.
+    pub doc: bool,
+    /// `--no-doctests`: no doctests even when the selection has libraries.
+    pub no_doctests: bool,
+}
+
+impl Selection {
+    /// Whether doctests are run: as `cargo test` does, when no target is selected (or with
+    /// `--doc`), unless `--no-doctests`.
+    pub fn doctests(&self) -> bool {
+        self.doc
+            || !(self.no_doctests
+                || self.lib
+                || self.bins
+                || self.tests
+                || !self.bin.is_empty()
+                || !self.test.is_empty())
+    }
 }
 
 /// How tests are run.

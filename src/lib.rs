@@ -1,7 +1,7 @@
 //! cargo sfl: statistical fault localisation for Rust test suites.
 //!
 //! The modules below are listed in pipeline order, one module per stage:
-//! [`build`] (instrumented test binaries) → [`list`] (each binary's tests) / [`run`] (one
+//! [`build`] (instrumented test binaries, and [`doctest`]s kept by rustdoc) → [`list`] (each binary's tests) / [`run`] (one
 //! process per test, continuous-mode profiles) → [`coverage`] (per-test line coverage) and
 //! [`edges`] (per-test control-flow edges) → [`spectra`] (the coverage matrix, saved and
 //! reloaded; [`gzoltar`] imports one) → [`analysis`] (ambiguity groups, the all-failing core,
@@ -24,6 +24,7 @@ pub mod ui;
 
 // Collecting: build → list/run → coverage and edges → spectra.
 pub mod build;
+pub mod doctest;
 pub mod list;
 pub mod run;
 pub mod coverage;

@@ -9,6 +9,7 @@ use cargo_metadata::Package;
 
 use crate::build::TestBinary;
 use crate::run::{run_captured, test_env};
+use crate::spectra::TestRecord;
 
 /// The tests one binary holds.
 #[derive(Debug, Clone, Default)]
@@ -18,15 +19,17 @@ pub struct Listing {
     pub ignored: Vec<String>,
     /// The binary is run once, with no arguments, as a single test named `main`.
     pub whole: bool,
+    /// Tests whose outcome is known without running them (doctests that are ignored or did not
+    /// compile, or every doctest when rustdoc could not keep them).
+    pub recorded: Vec<TestRecord>,
 }
 
 impl Listing {
     /// A binary run once, as a single test named `main`.
     pub fn whole() -> Self {
         Listing {
-            tests: Vec::new(),
-            ignored: Vec::new(),
             whole: true,
+            ..Listing::default()
         }
     }
 }
@@ -41,7 +44,8 @@ pub enum ListError {
     Failed { path: PathBuf, detail: String },
 }
 
-/// Lists a binary's tests with `--list --format terse` (and `--ignored`).
+/// Lists a binary's tests with `--list --format terse` (and `--ignored`); a library's
+/// doctests are known from their build.
 pub fn list(
     bin: &TestBinary,
     pkg: &Package,
@@ -50,6 +54,13 @@ pub fn list(
     scratch: &Path,
     timeout: Duration,
 ) -> Result<Listing, ListError> {
+    if let Some(suite) = &bin.doctests {
+        return Ok(Listing {
+            tests: suite.tests.iter().map(|t| t.name.clone()).collect(),
+            recorded: suite.records(&bin.id),
+            ..Listing::default()
+        });
+    }
     let run = |extra: &[&str]| -> Result<(bool, String), ListError> {
         let mut cmd = Command::new(&bin.path);
         cmd.args(["--list", "--format", "terse"]).args(extra);
@@ -77,7 +88,7 @@ pub fn list(
             Listing {
                 tests: t,
                 ignored,
-                whole: false,
+                ..Listing::default()
             }
         }
         Some(_) => Listing::whole(),

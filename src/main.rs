@@ -8,6 +8,18 @@ use cargo_sfl::error::{SflError, exit};
 use cargo_sfl::pipeline;
 
 fn main() {
+    // rustdoc's runtool first: it inherits the wrapper variables of the build that ran rustdoc.
+    if std::env::args_os().nth(1).is_some_and(|a| a == cargo_sfl::doctest::RUNTOOL_ARG) {
+        cargo_sfl::doctest::runtool();
+    }
+    // Both wrapper variables reach every process of the doctest build; cargo runs a rustc
+    // wrapper as `wrapper <rustc> <args…>` and rustdoc as `rustdoc <options…>`.
+    let first_is_option = std::env::args_os()
+        .nth(1)
+        .is_none_or(|a| a.to_string_lossy().starts_with('-'));
+    if std::env::var_os(cargo_sfl::doctest::RUSTDOC_WRAPPER_ENV).is_some() && first_is_option {
+        cargo_sfl::doctest::rustdoc_wrapper();
+    }
     if std::env::var_os(cargo_sfl::build::WRAPPER_ENV).is_some() {
         cargo_sfl::build::rustc_wrapper();
     }

@@ -13,6 +13,9 @@ use wait_timeout::ChildExt;
 use crate::build::TestBinary;
 use crate::spectra::Outcome;
 
+/// The variable that makes rustdoc's merged doctest runner run one test (by its number) alone.
+const DOCTEST_NUMBER_ENV: &str = "RUSTDOC_DOCTEST_RUN_NB_TEST";
+
 /// One process to run.
 #[derive(Debug, Clone)]
 pub struct Job {
@@ -193,12 +196,22 @@ pub fn run_test(
     edges: bool,
 ) -> std::io::Result<Finished> {
     std::fs::create_dir_all(dir)?;
-    let mut cmd = Command::new(&bin.path);
-    if let Some(name) = &job.name {
-        cmd.args(["--exact", name, "--nocapture"]);
-        if job.ignored {
-            cmd.arg("--ignored");
+    let doctest = bin.doctests.as_ref().zip(job.name.as_deref()).and_then(|(s, n)| s.test(n));
+    let mut cmd = Command::new(bin.exe_for(job.name.as_deref()));
+    match (doctest, &job.name) {
+        // A merged doctest runner runs the one test its number names; others are their `main`.
+        (Some(doc), _) => {
+            if let Some(i) = doc.index {
+                cmd.env(DOCTEST_NUMBER_ENV, i.to_string());
+            }
         }
+        (None, Some(name)) => {
+            cmd.args(["--exact", name, "--nocapture"]);
+            if job.ignored {
+                cmd.arg("--ignored");
+            }
+        }
+        (None, None) => {}
     }
     test_env(&mut cmd, bin, pkg, target_dir, release);
     // %p: one file per process (a test may run other instrumented binaries);
@@ -224,7 +237,10 @@ pub fn run_test(
         elapsed: duration,
         leaked,
     } = run_captured(cmd, &dir.join("output.txt"), timeout)?;
-    let (outcome, signal, message) = classify(status, &output, timeout, job.name.as_deref());
+    let (outcome, signal, message) = match doctest {
+        Some(doc) => classify_doctest(status, &output, timeout, doc.should_panic),
+        None => classify(status, &output, timeout, job.name.as_deref()),
+    };
     let stack = if outcome.is_failing() {
         panic_stack(&output)
     } else {
@@ -287,6 +303,25 @@ fn classify(
     (Outcome::Failed, None, msg)
 }
 
+/// What a doctest process did: as rustdoc judges it, by its exit status alone, inverted for
+/// `should_panic` (any failure to finish passes, as under rustdoc).
+fn classify_doctest(
+    status: Option<ExitStatus>,
+    output: &str,
+    timeout: Duration,
+    should_panic: bool,
+) -> (Outcome, Option<i32>, Option<String>) {
+    match status {
+        Some(s) if should_panic && s.success() => (
+            Outcome::Failed,
+            None,
+            Some("the doctest ran to its end, but it is marked should_panic".into()),
+        ),
+        Some(_) if should_panic => (Outcome::Passed, None, None),
+        _ => classify(status, output, timeout, None),
+    }
+}
+
 /// Whether libtest itself said `name` passed: its result line (`test NAME ... ok`, with
 /// ` - should panic` for `#[should_panic]`; the test's own unterminated output may precede it)
 /// or its summary. A test that calls `std::process::exit(0)` exits 0 without either.
@@ -330,7 +365,7 @@ fn signal_name(sig: i32) -> &'static str {
 }
 
 /// The panic message: the `panicked at` line and the lines after it, up to six.
-fn panic_message(output: &str) -> Option<String> {
+pub(crate) fn panic_message(output: &str) -> Option<String> {
     let lines: Vec<&str> = output.lines().collect();
     let start = lines
         .iter()
@@ -523,6 +558,18 @@ mod tests {
         // A whole binary (harness = false) has no libtest lines: its status decides.
         assert_eq!(classify(exited(0), "all checks passed\n", t, None).0, Outcome::Passed);
         assert_eq!(classify(exited(1), "check a ... FAILED\n", t, None).0, Outcome::Failed);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn doctests_are_judged_by_status_and_should_panic() {
+        let t = Duration::from_secs(1);
+        assert_eq!(classify_doctest(exited(0), "", t, false).0, Outcome::Passed);
+        let (outcome, _, msg) = classify_doctest(exited(101), "thread 'main' panicked at src/lib.rs:4:1:\nboom\n", t, false);
+        assert_eq!((outcome, msg.unwrap().as_str()), (Outcome::Failed, "panicked at src/lib.rs:4:1:\nboom"));
+        assert_eq!(classify_doctest(exited(101), "", t, true).0, Outcome::Passed);
+        assert_eq!(classify_doctest(exited(0), "", t, true).0, Outcome::Failed);
+        assert_eq!(classify_doctest(None, "", t, true).0, Outcome::TimedOut);
     }
 
     #[test]

@@ -20,7 +20,7 @@ use crate::spectra::FunctionSpan;
 /// One file's syntax facts.
 #[derive(Debug, Default)]
 pub struct FileSyntax {
-    /// Lines of `#[test]`-like functions and `#[cfg(test)]` items.
+    /// Lines of `#[test]`-like functions, `#[cfg(test)]` items and doc comments (doctests).
     pub test_ranges: Vec<(u32, u32)>,
     /// `#[cfg(test)] mod name;`: test modules whose body is in another file.
     pub test_modules: Vec<String>,
@@ -273,6 +273,15 @@ impl<'ast> Visit<'ast> for Visitor {
         self.test_item(cfg_test || test_fn, item.span(), |v| syn::visit::visit_item(v, item));
     }
 
+    fn visit_attribute(&mut self, a: &'ast syn::Attribute) {
+        // Doc comments (`///`, `//!`, `#[doc = …]`) run only as doctests: rustdoc maps a
+        // standalone doctest's code to its lines in the comment, so they are test code.
+        if a.path().is_ident("doc") && matches!(a.meta, syn::Meta::NameValue(_)) {
+            self.mark(a.span());
+        }
+        syn::visit::visit_attribute(self, a);
+    }
+
     fn visit_item_fn(&mut self, f: &'ast syn::ItemFn) {
         self.function(f.span(), &f.sig, |v| syn::visit::visit_item_fn(v, f));
     }
@@ -367,5 +376,15 @@ make!(generated);
         assert_eq!(s.function_name(17, 17), "<fn from macro make!>");
         assert_eq!(s.function_name(20, 20), "<fn from macro make!>");
         assert_eq!(s.function_name(21, 21), "<fn at line 21>");
+    }
+
+    #[test]
+    fn doc_comments_are_test_code() {
+        let src = "//! Crate docs.\n/// Adds.\n///\n/// ```\n/// assert_eq!(k::add(1, 2), 3);\n/// ```\npub fn add(a: u8, b: u8) -> u8 {\n    a + b\n}\n#[doc = \"x\"]\npub struct S;\n";
+        let s = FileSyntax::parse(src).unwrap();
+        let marked = |l: u32| s.test_ranges.iter().any(|&(a, b)| a <= l && l <= b);
+        assert!((1..=6).all(marked), "{:?}", s.test_ranges);
+        assert!(marked(10));
+        assert!(!marked(7) && !marked(8) && !marked(11));
     }
 }

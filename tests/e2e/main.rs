@@ -2,6 +2,7 @@
 //! one libtest-mimic trial per fixture or behaviour, each in its own copy of its fixture.
 
 mod ci;
+mod doctests;
 mod edges;
 mod eval;
 mod exits;
@@ -27,6 +28,7 @@ fn main() {
         eval::trials(),
         edges::trials(),
         stacks::trials(),
+        doctests::trials(),
     ]
     .into_iter()
     .flatten()

@@ -133,7 +133,7 @@ pub fn collect(cfg: &RunConfig) -> anyhow::Result<Spectra> {
         return Err(e.into());
     }
     let kept = exec.keep_profiles.then(|| kept_index(&outcomes, &plan.jobs, &built));
-    let mut spectra = assemble::assemble(&ws.root, coverage.finish(), outcomes, plan.ignored, edges);
+    let mut spectra = assemble::assemble(&ws.root, coverage.finish(), outcomes, plan.recorded, edges);
     spectra.build = Some(assemble::build_info(&ws.root, &spectra));
     spectra.partition = exec.partition.map(|p| p.to_string());
     save(&spectra, &ws, exec, &scratch, kept)?;
@@ -288,7 +288,7 @@ fn kept_index(outcomes: &[JobOutcome], jobs: &[Job], built: &Built) -> Vec<KeptP
         .map(|(o, job)| KeptProfile {
             binary: o.record.binary.clone(),
             name: o.record.name.clone(),
-            binary_path: built.tests[job.binary].path.clone(),
+            binary_path: built.tests[job.binary].exe_for(job.name.as_deref()).to_path_buf(),
             profiles: o.profiles.clone(),
         })
         .collect()

@@ -12,8 +12,9 @@ use crate::spectra::{Outcome, TestRecord};
 pub struct Plan {
     /// In canonical order (binary id, name).
     pub jobs: Vec<Job>,
-    /// #[ignore]d tests not run (no `--include-ignored`), in canonical order.
-    pub ignored: Vec<TestRecord>,
+    /// Tests recorded without running, in canonical order: #[ignore]d tests (no
+    /// `--include-ignored`), and doctests whose outcome the build decided.
+    pub recorded: Vec<TestRecord>,
     /// How many jobs the filter selected before the partition took its share.
     pub selected: usize,
 }
@@ -30,6 +31,7 @@ pub fn plan(
     let mut jobs = Vec::new();
     let mut ignored = Vec::new();
     for (b, listing) in listings.into_iter().enumerate() {
+        ignored.extend(listing.recorded.into_iter().filter(|r| matches(&r.name)));
         if listing.whole {
             if matches("main") {
                 jobs.push(Job {
@@ -70,7 +72,7 @@ pub fn plan(
     }
     Plan {
         jobs,
-        ignored,
+        recorded: ignored,
         selected,
     }
 }
@@ -92,6 +94,7 @@ mod tests {
             package: 0,
             custom_harness: false,
             env: Vec::new(),
+            doctests: None,
         }
     }
 
@@ -99,7 +102,7 @@ mod tests {
         Listing {
             tests: tests.iter().map(|t| t.to_string()).collect(),
             ignored: ignored.iter().map(|t| t.to_string()).collect(),
-            whole: false,
+            ..Listing::default()
         }
     }
 
@@ -121,12 +124,12 @@ mod tests {
         let plan = plan(&bins, listings, Some("t"), false, None);
         assert_eq!(names(&plan, &bins), ["a other", "a t3", "z t1", "z t2"]);
         // "slow_t" matches the filter too; "main" (the whole binary) does not contain "t".
-        assert_eq!(plan.ignored.len(), 1);
+        assert_eq!(plan.recorded.len(), 1);
         assert_eq!(
-            (plan.ignored[0].binary.as_str(), plan.ignored[0].name.as_str()),
+            (plan.recorded[0].binary.as_str(), plan.recorded[0].name.as_str()),
             ("z", "slow_t")
         );
-        assert_eq!(plan.ignored[0].outcome, Outcome::Ignored);
+        assert_eq!(plan.recorded[0].outcome, Outcome::Ignored);
         assert_eq!(plan.selected, 4);
     }
 
@@ -136,7 +139,7 @@ mod tests {
         let listings = vec![listing(&["t"], &["t"]), Listing::whole()];
         let plan = plan(&bins, listings, None, true, None);
         assert_eq!(names(&plan, &bins), ["b t", "h main"]);
-        assert!(plan.jobs[0].ignored && plan.ignored.is_empty());
+        assert!(plan.jobs[0].ignored && plan.recorded.is_empty());
     }
 
     #[test]

@@ -1,0 +1,448 @@
+//! Doctests as tests like any other: rustdoc compiles them with coverage and keeps the
+//! executables (`--persist-doctests`), with cargo-sfl standing in for rustdoc (cargo's `RUSTDOC`)
+//! and for the tool that would run them (`--test-runtool`), so that nothing runs while building;
+//! the pipeline then runs each doctest in its own process. When rustdoc cannot do that, the
+//! doctests are run plainly by `cargo test --doc` and reported without coverage.
+
+pub mod parse;
+
+use std::collections::HashSet;
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use crate::spectra::{Outcome, TestRecord};
+
+/// Set, to the rustdoc to run, when cargo runs cargo-sfl as `RUSTDOC`.
+pub const RUSTDOC_WRAPPER_ENV: &str = "CARGO_SFL_RUSTDOC";
+/// Where each crate's doctests are persisted (`<dir>/<crate name>/`).
+pub(crate) const DIR_ENV: &str = "CARGO_SFL_DOCTEST_DIR";
+/// cargo-sfl's first argument when rustdoc runs it as `--test-runtool`.
+pub const RUNTOOL_ARG: &str = "--cargo-sfl-doctest-runtool";
+/// Left next to a doctest executable that rustdoc would have run (not `no_run`).
+const RUNNABLE: &str = "sfl-runnable";
+/// rustdoc's libtest output for one crate, in that crate's directory.
+const OUTPUT: &str = "rustdoc-output.txt";
+
+/// The doctests of one library.
+#[derive(Debug, Clone, Default)]
+pub struct DocSuite {
+    /// The lib target's crate name (`my_crate`).
+    pub crate_name: String,
+    /// Doctests to run, one process each.
+    pub tests: Vec<DocTest>,
+    /// Doctests whose outcome is known without running them: ignored, failed to compile, or
+    /// (without coverage) every result of the plain run.
+    pub recorded: Vec<(String, Outcome, Option<String>)>,
+    /// false: rustdoc could not keep its doctests; `recorded` holds the plain run's results.
+    pub coverage: bool,
+}
+
+/// One doctest executable and how to run it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DocTest {
+    pub name: String,
+    pub exe: PathBuf,
+    /// For merged doctests: the `RUSTDOC_DOCTEST_RUN_NB_TEST` that runs this one alone.
+    pub index: Option<usize>,
+    pub should_panic: bool,
+}
+
+impl DocSuite {
+    pub fn test(&self, name: &str) -> Option<&DocTest> {
+        self.tests.iter().find(|t| t.name == name)
+    }
+
+    /// The records of the doctests that are not run, under `binary`.
+    pub fn records(&self, binary: &str) -> Vec<TestRecord> {
+        self.recorded
+            .iter()
+            .map(|(name, outcome, message)| {
+                let mut r = TestRecord::new(binary, name, *outcome);
+                r.message = message.clone();
+                // Every report shows a test's message; this one says why the test has no row
+                // of coverage.
+                let why = if !self.coverage {
+                    Some("run plainly by `cargo test --doc`: rustdoc could not keep its doctests")
+                } else if outcome.is_failing() {
+                    Some("the doctest did not build")
+                } else {
+                    None
+                };
+                if let Some(why) = why.filter(|_| *outcome != Outcome::Ignored) {
+                    let note = format!("no coverage: {why}, so it adds nothing to the ranking");
+                    r.message = Some(match &r.message {
+                        Some(m) => format!("{note}\n{m}"),
+                        None => note.clone(),
+                    });
+                    r.warnings.push(note);
+                }
+                r
+            })
+            .collect()
+    }
+}
+
+/// Entry point when cargo runs cargo-sfl as `RUSTDOC`. A `--test` run gets the coverage flags
+/// and keeps its doctests in `$CARGO_SFL_DOCTEST_DIR/<crate>`, building them without running
+/// any: rustdoc "runs" each through cargo-sfl as `--test-runtool`, which only marks it as one to
+/// run. (rustdoc's own `--no-run` would do, but it reports every doctest as `- compile`, hiding
+/// which are `should_panic` and `no_run`, and it still runs merged doctests.) `RUSTC_BOOTSTRAP=1`, which these rustdoc options
+/// need on stable, is set for this rustdoc process alone, never for the crates' builds.
+pub fn rustdoc_wrapper() -> ! {
+    let real = std::env::var_os(RUSTDOC_WRAPPER_ENV).unwrap_or_else(|| "rustdoc".into());
+    let args: Vec<OsString> = std::env::args_os().skip(1).collect();
+    let mut cmd = Command::new(&real);
+    cmd.args(&args).env_remove(RUSTDOC_WRAPPER_ENV);
+    let testing = args.iter().any(|a| a == "--test");
+    let crate_name = args
+        .windows(2)
+        .find(|w| w[0] == "--crate-name")
+        .map(|w| w[1].to_string_lossy().into_owned());
+    let (Some(base), true, Some(crate_name)) = (std::env::var_os(DIR_ENV), testing, crate_name) else {
+        let err = crate::platform::exec(cmd);
+        eprintln!("error: cannot run rustdoc ({}): {err}", Path::new(&real).display());
+        std::process::exit(crate::error::exit::SETUP)
+    };
+    let dir = Path::new(&base).join(&crate_name);
+    let _ = std::fs::remove_dir_all(&dir);
+    let out = std::fs::create_dir_all(&dir).and_then(|()| std::fs::File::create(dir.join(OUTPUT)));
+    let (Ok(out), Ok(me)) = (out, crate::platform::current_exe()) else {
+        eprintln!("error: cannot write {}", dir.display());
+        std::process::exit(crate::error::exit::SETUP)
+    };
+    cmd.args(crate::build::COVERAGE_FLAGS);
+    if let Some(rt) = std::env::var_os(crate::edges::RUNTIME_ENV) {
+        cmd.args(crate::edges::rustc_flags(Path::new(&rt)));
+    }
+    cmd.args(["-Z", "unstable-options", "--persist-doctests"])
+        .arg(&dir)
+        .arg("--test-runtool")
+        .arg(me)
+        .args(["--test-runtool-arg", RUNTOOL_ARG])
+        .env("RUSTC_BOOTSTRAP", "1")
+        .stdout(out);
+    match cmd.status() {
+        Ok(status) => std::process::exit(status.code().unwrap_or(crate::error::exit::INTERNAL)),
+        Err(e) => {
+            eprintln!("error: cannot run rustdoc ({}): {e}", Path::new(&real).display());
+            std::process::exit(crate::error::exit::SETUP)
+        }
+    }
+}
+
+/// Entry point when rustdoc runs cargo-sfl as its `--test-runtool` (`cargo-sfl RUNTOOL_ARG
+/// <doctest executable> <args…>`): marks the executable as one to run, and runs nothing.
+pub fn runtool() -> ! {
+    if let Some(exe) = std::env::args_os().nth(2)
+        && let Some(dir) = Path::new(&exe).parent()
+    {
+        let _ = std::fs::write(dir.join(RUNNABLE), b"");
+    }
+    std::process::exit(0)
+}
+
+/// Whether rustdoc handed the executable in `dir` to the runtool: it compiled, and is neither
+/// `no_run` nor `compile_fail`.
+fn runnable(dir: &Path) -> bool {
+    dir.join(RUNNABLE).is_file() && dir.join("rust_out").is_file()
+}
+
+/// Reads what the wrapper left for each crate under `base`. `None` when some crate's rustdoc
+/// did not get as far as testing (an old or unusual rustdoc refused the options): then none of
+/// it is trusted.
+pub fn read_suites(base: &Path) -> Option<Vec<DocSuite>> {
+    let mut suites = Vec::new();
+    let mut crates: Vec<PathBuf> = std::fs::read_dir(base)
+        .ok()?
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.is_dir())
+        .collect();
+    crates.sort();
+    for dir in crates {
+        let output = std::fs::read_to_string(dir.join(OUTPUT)).ok()?;
+        if !output.lines().any(|l| l.starts_with("running ")) {
+            return None;
+        }
+        let crate_name = dir.file_name()?.to_string_lossy().into_owned();
+        suites.push(suite(&dir, &output, crate_name));
+    }
+    Some(suites)
+}
+
+/// One crate's doctests from its persisted directory and rustdoc's output.
+fn suite(dir: &Path, output: &str, crate_name: String) -> DocSuite {
+    let mut s = DocSuite {
+        crate_name,
+        coverage: true,
+        ..DocSuite::default()
+    };
+    let subdirs: Vec<String> = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|e| e.path().is_dir())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    let mut seen = HashSet::new();
+    for merged in subdirs.iter().filter(|d| d.starts_with("merged_doctest_")) {
+        let mdir = dir.join(merged);
+        let runner = std::fs::read_dir(&mdir)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .find(|e| e.file_name().to_string_lossy().starts_with("doctest_runner_"))
+            .and_then(|e| std::fs::read_to_string(e.path()).ok());
+        let (Some(tests), true) = (runner.as_deref().and_then(parse::merged_runner), runnable(&mdir)) else {
+            continue;
+        };
+        for t in tests {
+            seen.insert(t.name.clone());
+            if t.ignore {
+                s.recorded.push((t.name, Outcome::Ignored, None));
+            } else if !t.no_run {
+                s.tests.push(DocTest {
+                    name: t.name,
+                    exe: mdir.join("rust_out"),
+                    index: Some(t.index),
+                    should_panic: t.should_panic,
+                });
+            }
+        }
+    }
+    let reported = parse::results(output);
+    let on_line = |name: &str| {
+        let key = parse::file_and_line(name);
+        reported.iter().filter(|r| parse::file_and_line(&r.name) == key).count()
+    };
+    for r in &reported {
+        if seen.contains(&r.name) {
+            continue;
+        }
+        standalone(&mut s, dir, &subdirs, output, r, on_line(&r.name));
+    }
+    s.tests.sort_by(|a, b| a.name.cmp(&b.name));
+    s.recorded.sort_by(|a, b| a.0.cmp(&b.0));
+    s
+}
+
+/// One standalone doctest as rustdoc reported it. `sharing`: how many doctests rustdoc named
+/// with its file and line (their directories differ only by a counter in an order cargo sfl
+/// cannot see).
+fn standalone(s: &mut DocSuite, dir: &Path, subdirs: &[String], output: &str, r: &parse::Reported, sharing: usize) {
+    use parse::{Kind, Result as R};
+    let failed = |why: &str| Some(parse::failure(output, &r.name).unwrap_or_else(|| why.to_string()));
+    match (r.kind, r.result) {
+        (_, R::Ignored) => s.recorded.push((r.name.clone(), Outcome::Ignored, None)),
+        (Kind::Compile | Kind::CompileFail, R::Ok) => {}
+        (Kind::CompileFail, R::Failed) => s.recorded.push((
+            r.name.clone(),
+            Outcome::Failed,
+            failed("the doctest compiled, but it is marked compile_fail"),
+        )),
+        (_, R::Failed) if !was_built(dir, subdirs, &r.name) => {
+            s.recorded
+                .push((r.name.clone(), Outcome::Failed, failed("the doctest failed to compile")))
+        }
+        (Kind::Compile, R::Failed) => {}
+        (Kind::Run | Kind::ShouldPanic, _) => {
+            let found = parse::file_and_line(&r.name).and_then(|(file, line)| {
+                let prefix = parse::dir_prefix(file, line);
+                let mut matching = subdirs.iter().filter(|d| {
+                    d.strip_prefix(&prefix)
+                        .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+                });
+                let first = matching.next()?;
+                (matching.next().is_none() && sharing == 1).then(|| dir.join(first))
+            });
+            match found.filter(|d| runnable(d)) {
+                Some(d) => s.tests.push(DocTest {
+                    name: r.name.clone(),
+                    exe: d.join("rust_out"),
+                    index: None,
+                    // Standalone doctests do not carry libtest's `- should panic` mark:
+                    // rustdoc's verdict on the runtool's success says it.
+                    should_panic: r.kind == Kind::ShouldPanic
+                        || (r.result == R::Failed
+                            && parse::failure(output, &r.name).is_some_and(|f| f.contains("marked `should_panic`"))),
+                }),
+                None => s.recorded.push((
+                    r.name.clone(),
+                    Outcome::Ignored,
+                    Some(format!(
+                        "not run: cargo sfl cannot find which executable rustdoc kept for it ({sharing} doctests \
+                         are named with this file and line)"
+                    )),
+                )),
+            }
+        }
+    }
+}
+
+/// Whether rustdoc compiled a doctest it reported failed: the runtool only "ran" it (a
+/// `should_panic` doctest then fails), so one it never handed over failed to compile.
+fn was_built(dir: &Path, subdirs: &[String], name: &str) -> bool {
+    parse::file_and_line(name).is_some_and(|(file, line)| {
+        let prefix = parse::dir_prefix(file, line);
+        subdirs
+            .iter()
+            .any(|d| d.starts_with(&prefix) && runnable(&dir.join(d)))
+    })
+}
+
+/// The plain run's results, per crate: `cargo test --doc` output with stderr merged, where
+/// cargo's `Doc-tests NAME` line starts each crate's libtest output.
+pub fn plain_results(output: &str) -> Vec<DocSuite> {
+    let mut suites: Vec<DocSuite> = Vec::new();
+    let mut sections: Vec<(String, String)> = Vec::new();
+    for line in output.lines() {
+        if let Some(name) = line.trim().strip_prefix("Doc-tests ") {
+            sections.push((name.trim().to_string(), String::new()));
+        } else if let Some((_, text)) = sections.last_mut() {
+            text.push_str(line);
+            text.push('\n');
+        }
+    }
+    for (crate_name, text) in sections {
+        let mut s = DocSuite {
+            crate_name,
+            coverage: false,
+            ..DocSuite::default()
+        };
+        for r in parse::results(&text) {
+            use parse::{Kind, Result as R};
+            let outcome = match (r.kind, r.result) {
+                (_, R::Ignored) => Outcome::Ignored,
+                (Kind::Compile | Kind::CompileFail, R::Ok) => continue,
+                (_, R::Ok) => Outcome::Passed,
+                (_, R::Failed) => Outcome::Failed,
+            };
+            let message = (outcome == Outcome::Failed)
+                .then(|| parse::failure(&text, &r.name))
+                .flatten()
+                .map(|m| crate::run::panic_message(&m).unwrap_or(m));
+            s.recorded.push((r.name, outcome, message));
+        }
+        suites.push(s);
+    }
+    suites
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn touch(p: &Path) {
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, b"").unwrap();
+    }
+
+    #[test]
+    fn a_crate_directory_gives_runnable_and_recorded_doctests() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path();
+        for d in ["src_lib_rs_3_0", "src_lib_rs_9_0"] {
+            touch(&dir.join(d).join("rust_out"));
+            touch(&dir.join(d).join(RUNNABLE));
+        }
+        // Compiled, but never handed to the runtool: `no_run`.
+        touch(&dir.join("src_lib_rs_15_0/rust_out"));
+        std::fs::create_dir_all(dir.join("src_lib_rs_12_0")).unwrap();
+        std::fs::create_dir_all(dir.join("src_lib_rs_20_0")).unwrap();
+        let output = "running 6 tests\ntest src/lib.rs - a (line 3) ... ok\n\
+                      test src/lib.rs - b (line 9) ... FAILED\n\
+                      test src/lib.rs - c (line 12) ... FAILED\n\
+                      test src/lib.rs - d (line 20) - compile fail ... ok\n\
+                      test src/lib.rs - f (line 15) - compile ... ok\n\
+                      test src/lib.rs - e (line 30) ... ignored\n\nfailures:\n\n\
+                      ---- src/lib.rs - b (line 9) stdout ----\nTest executable succeeded, but it's marked `should_panic`.\n\
+                      ---- src/lib.rs - c (line 12) stdout ----\nerror[E0425]: cannot find value `x`\n\nfailures:\n";
+        let s = suite(dir, output, "k".into());
+        assert_eq!(
+            s.tests,
+            [
+                DocTest {
+                    name: "src/lib.rs - a (line 3)".into(),
+                    exe: dir.join("src_lib_rs_3_0/rust_out"),
+                    index: None,
+                    should_panic: false
+                },
+                DocTest {
+                    name: "src/lib.rs - b (line 9)".into(),
+                    exe: dir.join("src_lib_rs_9_0/rust_out"),
+                    index: None,
+                    should_panic: true
+                },
+            ]
+        );
+        assert_eq!(
+            s.recorded,
+            [
+                (
+                    "src/lib.rs - c (line 12)".to_string(),
+                    Outcome::Failed,
+                    Some("error[E0425]: cannot find value `x`".to_string())
+                ),
+                ("src/lib.rs - e (line 30)".to_string(), Outcome::Ignored, None),
+            ]
+        );
+        let recs = s.records("k::doctest/k");
+        assert!(recs[0].warnings[0].starts_with("no coverage"), "{recs:?}");
+        let message = recs[0].message.as_deref().unwrap();
+        assert!(message.starts_with("no coverage: the doctest did not build"), "{message}");
+        assert!(message.ends_with("cannot find value `x`"), "{message}");
+        assert!(recs[1].warnings.is_empty());
+    }
+
+    #[test]
+    fn merged_runners_are_run_by_number() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path();
+        let m = dir.join("merged_doctest_2024_0");
+        touch(&m.join("rust_out"));
+        touch(&m.join(RUNNABLE));
+        std::fs::write(
+            m.join("doctest_runner_2024.rs"),
+            "x\nmod __doctest_0 {\nconst TEST: T = T::new_doctest(\n\"src/lib.rs - a (line 3)\", false, \"src/lib.rs\", 3, false, false,\n}\n\
+             mod __doctest_1 {\nconst TEST: T = T::new_doctest(\n\"src/lib.rs - b (line 5)\", true, \"src/lib.rs\", 5, false, false,\n}\n\
+             tests.push(__doctest_0::TEST);\ntests.push(__doctest_1::TEST);\n",
+        )
+        .unwrap();
+        let s = suite(dir, "running 0 tests\n", "k".into());
+        assert_eq!(s.tests.len(), 1);
+        assert_eq!((s.tests[0].index, s.tests[0].exe.clone()), (Some(0), m.join("rust_out")));
+        assert_eq!(s.recorded, [("src/lib.rs - b (line 5)".to_string(), Outcome::Ignored, None)]);
+    }
+
+    #[test]
+    fn a_rustdoc_that_refused_the_options_is_not_trusted() {
+        let tmp = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(tmp.path().join("k")).unwrap();
+        std::fs::write(tmp.path().join("k").join(OUTPUT), "").unwrap();
+        assert!(read_suites(tmp.path()).is_none());
+        std::fs::write(tmp.path().join("k").join(OUTPUT), "\nrunning 0 tests\n").unwrap();
+        assert_eq!(read_suites(tmp.path()).unwrap().len(), 1);
+    }
+
+    #[test]
+    fn plain_runs_are_split_by_crate() {
+        let out = "   Compiling k v0.1.0\n   Doc-tests k\n\nrunning 2 tests\ntest src/lib.rs - a (line 3) ... ok\n\
+                   test src/lib.rs - b (line 5) ... FAILED\ntest src/lib.rs - c (line 7) ... FAILED\n\nfailures:\n\n---- src/lib.rs - b (line 5) stdout ----\nboom\n\n\
+                   ---- src/lib.rs - c (line 7) stdout ----\nTest executable failed.\nthread 'main' panicked at src/lib.rs:7:1:\nno\nstack backtrace:\n\n\
+                   failures:\n    src/lib.rs - b (line 5)\n   Doc-tests other\n\nrunning 1 test\n\
+                   test src/lib.rs - z (line 1) - compile ... ok\n";
+        let suites = plain_results(out);
+        assert_eq!(suites.len(), 2);
+        assert_eq!(suites[0].crate_name, "k");
+        assert_eq!(
+            suites[0].recorded,
+            [
+                ("src/lib.rs - a (line 3)".to_string(), Outcome::Passed, None),
+                ("src/lib.rs - b (line 5)".to_string(), Outcome::Failed, Some("boom".to_string())),
+                ("src/lib.rs - c (line 7)".to_string(), Outcome::Failed, Some("panicked at src/lib.rs:7:1:\nno".to_string())),
+            ]
+        );
+        assert!(suites[1].recorded.is_empty() && !suites[1].coverage);
+    }
+}

@@ -1,0 +1,182 @@
+//! Doctests: a crate whose only failing test is a doctest (edition 2021, one executable per
+//! doctest; edition 2024, merged doctests run one by one) is localised from the doctests'
+//! coverage; `--no-doctests` leaves them out, `--doc` runs only them, and a rustdoc that cannot
+//! keep its doctests still has them run and reported, without coverage.
+
+use libtest_mimic::Trial;
+use serde_json::Value;
+
+use crate::support::{Result, check, check_exit, copy_fixture, faults, sfl, sfl_command, show};
+
+pub fn trials() -> Vec<Trial> {
+    let mut trials = Vec::new();
+    for edition in ["2021", "2024"] {
+        trials.push(Trial::test(format!("doctests::only_a_doctest_fails_{edition}"), move || {
+            only_a_doctest_fails(edition)
+        }));
+    }
+    trials.extend([
+        Trial::test("doctests::no_doctests_finds_no_failing_test", no_doctests),
+        Trial::test("doctests::doc_runs_only_doctests", doc_only),
+        Trial::test("doctests::without_coverage_still_reported", plain_fallback),
+    ]);
+    trials
+}
+
+fn json(out: &std::process::Output) -> Result<Value> {
+    serde_json::from_slice(&out.stdout).map_err(|e| format!("bad JSON: {e}\n{}", show(out)).into())
+}
+
+/// (binary, name, outcome) of every test of a report.
+fn tests(report: &Value) -> Vec<(String, String, String)> {
+    report["tests"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| {
+            let s = |k: &str| t[k].as_str().unwrap_or_default().to_string();
+            (s("binary"), s("name"), s("outcome"))
+        })
+        .collect()
+}
+
+fn only_a_doctest_fails(edition: &str) -> Result {
+    let tmp = copy_fixture(&format!("doctest-{edition}"));
+    let dir = tmp.path();
+    let out = sfl(&["--format", "json", "-m", "ochiai"], dir);
+    check(out.status.code() == Some(0), || show(&out))?;
+    let report = json(&out)?;
+    let binary = format!("fixture-doctest-{edition}::doctest/fixture_doctest_{edition}");
+    let all = tests(&report);
+    let outcome = |name: &str| {
+        all.iter()
+            .find(|t| t.0 == binary && t.1 == name)
+            .map(|t| t.2.clone())
+    };
+    // The one failing test is the doctest; a should_panic doctest that panics passes.
+    let failing: Vec<_> = all.iter().filter(|t| t.2 == "failed").collect();
+    check(failing.len() == 1, || format!("failing: {failing:?}\n{}", show(&out)))?;
+    check(outcome("src/lib.rs - percent (line 5)").as_deref() == Some("failed"), || {
+        format!("{all:?}")
+    })?;
+    for passing in [
+        "src/lib.rs - half (line 18)",
+        "src/lib.rs - half (line 22)",
+        "src/lib.rs - double (line 37)",
+    ] {
+        check(outcome(passing).as_deref() == Some("passed"), || {
+            format!("{passing}: {all:?}")
+        })?;
+    }
+    check(outcome("src/lib.rs - double (line 49)").as_deref() == Some("ignored"), || {
+        format!("{all:?}")
+    })?;
+    // no_run and compile_fail doctests run nothing: they are compile checks, not rows.
+    check(outcome("src/lib.rs - double (line 41)").is_none(), || format!("{all:?}"))?;
+    check(all.iter().any(|t| t.1 == "tests::halves" && t.2 == "passed"), || format!("{all:?}"))?;
+
+    // The faulty library line is the top entry; no line of a doc comment is ranked.
+    let fault = &faults(dir)[0];
+    let units = report["rankings"][0]["units"].as_array().unwrap();
+    let lines = |u: &Value| -> Vec<u64> {
+        std::iter::once(u)
+            .chain(u["members"].as_array().into_iter().flatten())
+            .map(|m| m["line"].as_u64().unwrap())
+            .collect()
+    };
+    check(lines(&units[0]).contains(&(fault.1 as u64)), || {
+        format!("top entry {:#}", units[0])
+    })?;
+    check(units[0]["rank"] == 1.0, || format!("top entry {:#}", units[0]))?;
+    let source = std::fs::read_to_string(dir.join("src/lib.rs")).unwrap();
+    let text = |l: u64| source.lines().nth(l as usize - 1).unwrap_or_default().trim_start();
+    for u in units {
+        for l in lines(u) {
+            check(!text(l).starts_with("///"), || format!("doc comment line {l} ranked: {u}"))?;
+        }
+    }
+
+    // A passing doctest contributes coverage: `double`'s body runs only in its doctest.
+    let spectra: Value =
+        serde_json::from_slice(&std::fs::read(dir.join("target/sfl/spectra.json")).unwrap()).unwrap();
+    let body = source.lines().position(|l| l.trim() == "x * 2").unwrap() as u64 + 1;
+    let unit = spectra["units"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .position(|u| u[0] == "src/lib.rs" && u[1] == body)
+        .ok_or_else(|| format!("line {body} is no unit"))?;
+    let test = spectra["tests"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .position(|t| t["binary"] == binary.as_str() && t["name"] == "src/lib.rs - double (line 37)")
+        .unwrap();
+    let hex = spectra["coverage"][unit].as_str().unwrap();
+    let byte = hex
+        .get(2 * (test / 8)..2 * (test / 8) + 2)
+        .map_or(0, |b| u8::from_str_radix(b, 16).unwrap());
+    check(byte & (1 << (test % 8)) != 0, || {
+        format!("the doctest of double did not cover line {body}: {hex}")
+    })
+}
+
+fn no_doctests() -> Result {
+    let tmp = copy_fixture("doctest-2021");
+    let out = sfl(&["--no-doctests"], tmp.path());
+    check_exit(&out, 3, &out.stdout, &["No failing tests"])?;
+    check(!String::from_utf8_lossy(&out.stderr).contains("Doc-tests"), || show(&out))
+}
+
+fn doc_only() -> Result {
+    let tmp = copy_fixture("doctest-2024");
+    let out = sfl(&["--doc", "--format", "json"], tmp.path());
+    check(out.status.code() == Some(0), || show(&out))?;
+    let all = tests(&json(&out)?);
+    check(all.iter().all(|t| t.0.contains("::doctest/")), || format!("{all:?}"))?;
+    check(all.iter().any(|t| t.2 == "failed"), || format!("{all:?}"))?;
+    let clash = sfl(&["--doc", "--lib"], tmp.path());
+    check_exit(&clash, 2, &clash.stderr, &["--doc"])
+}
+
+/// A rustdoc that refuses `--persist-doctests` (as one without it would): the doctests run
+/// plainly and the failing one is reported, without coverage, and not as "no failing tests".
+fn plain_fallback() -> Result {
+    let tmp = copy_fixture("doctest-2021");
+    let dir = tmp.path();
+    let fake = dir.join("old-rustdoc");
+    std::fs::write(
+        &fake,
+        "#!/bin/sh\nfor a in \"$@\"; do\n  if [ \"$a\" = --persist-doctests ]; then\n    \
+         echo 'error: Unrecognized option: persist-doctests' >&2; exit 1\n  fi\ndone\nexec rustdoc \"$@\"\n",
+    )
+    .unwrap();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let out = sfl_command(dir)
+        .args(["--format", "json"])
+        .env("RUSTDOC", &fake)
+        .output()
+        .unwrap();
+    check(out.status.code() == Some(0), || show(&out))?;
+    check(
+        String::from_utf8_lossy(&out.stderr).contains("without coverage"),
+        || show(&out),
+    )?;
+    let report = json(&out)?;
+    let failing: Vec<&Value> = report["tests"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|t| t["outcome"] == "failed")
+        .collect();
+    check(failing.len() == 1, || show(&out))?;
+    check(failing[0]["name"] == "src/lib.rs - percent (line 5)", || show(&out))?;
+    check(
+        failing[0]["message"].as_str().is_some_and(|m| m.starts_with("no coverage") && m.contains("left: 150")),
+        || format!("{:#}", failing[0]),
+    )
+}
