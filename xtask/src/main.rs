@@ -1,12 +1,14 @@
 //! Project chores: `cargo xtask bench collect` (the collection benchmark) and
 //! `cargo xtask bench measures` (every measure on a large synthetic matrix),
 //! `cargo xtask bench edges` (edge recording's cost, CP's solve time), `bench ht`, `bench faults`,
-//! `bench panic4r` (real panics from the Panic4R data set).
+//! `bench panic4r` (real panics from the Panic4R data set); `cargo xtask soak` (repeated runs
+//! with random kills of test processes).
 
 mod edges_bench;
 mod faults_bench;
 mod measures_bench;
 mod panic4r_bench;
+mod soak;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -21,6 +23,10 @@ enum Xtask {
     /// Benchmarks.
     #[command(subcommand)]
     Bench(Bench),
+    /// Run cargo sfl many times on a generated crate while SIGKILLing test processes at
+    /// random: every run's spectra must equal an undisturbed run's but for the killed tests
+    /// (reported as crashed), and no process may outlive a run.
+    Soak(soak::Args),
 }
 
 #[derive(Subcommand)]
@@ -145,6 +151,7 @@ fn main() -> Result<()> {
             output_dir: root().join(output_dir),
         }),
         Xtask::Bench(Bench::Panic4r(args)) => panic4r_bench::run_bench(&args),
+        Xtask::Soak(args) => soak::run(&args),
     }
 }
 

@@ -108,7 +108,9 @@ pub fn collect(cfg: &RunConfig) -> anyhow::Result<Spectra> {
         );
     }
     // An empty shard still saves its (empty) spectra, so that `merge` sees every shard.
-    let nothing = plan.jobs.is_empty().then(|| nothing_to_run(&plan, cfg));
+    // (Doctests the build already decided, e.g. ones that do not compile, are results too.)
+    let decided = plan.recorded.iter().any(|r| r.outcome.ran());
+    let nothing = (plan.jobs.is_empty() && !decided).then(|| nothing_to_run(&plan, cfg));
     if let Some(why) = &nothing
         && !(exec.partition.is_some() && plan.selected > 0)
     {
@@ -145,7 +147,7 @@ pub fn collect(cfg: &RunConfig) -> anyhow::Result<Spectra> {
 
 /// Why a plan holds no job, and what to do.
 fn nothing_to_run(plan: &plan::Plan, cfg: &RunConfig) -> String {
-    let ignored = plan.ignored.len();
+    let ignored = plan.recorded.iter().filter(|r| !r.outcome.ran()).count();
     if let Some(filter) = &cfg.filter {
         format!("no tests matched the filter `{filter}`")
     } else if plan.selected > 0 {
