@@ -134,7 +134,9 @@ pub fn build(ws: &Workspace, select: &Selection, edges_runtime: Option<&Path>) -
     let mut script_env = HashMap::new();
     if !select.doc {
         let cmd = instrumented_cargo(ws, select, edges_runtime, &["test", "--no-run"])?;
-        let status = stream(cmd, "compiling", &mut script_env, |art| add_artifact(ws, &mut built, art))?;
+        let status = stream(cmd, "compiling", &mut script_env, |art| {
+            add_artifact(ws, &mut built, art)
+        })?;
         if !status.success() {
             return Err(SflError::BuildFailed);
         }
@@ -244,8 +246,7 @@ fn stream(
 /// Records one artifact of the test build: a test binary of a member, or another executable.
 fn add_artifact(ws: &Workspace, built: &mut Built, art: cargo_metadata::Artifact) {
     let Some(exe) = art.executable else { return };
-    if built.tests.iter().any(|t| t.path == exe.as_std_path()) || built.others.iter().any(|o| o == exe.as_std_path())
-    {
+    if built.tests.iter().any(|t| t.path == exe.as_std_path()) || built.others.iter().any(|o| o == exe.as_std_path()) {
         return;
     }
     let Some(package) = ws.members.iter().position(|m| m.id == art.package_id) else {

@@ -9,7 +9,10 @@ use cargo_sfl::pipeline;
 
 fn main() {
     // rustdoc's runtool first: it inherits the wrapper variables of the build that ran rustdoc.
-    if std::env::args_os().nth(1).is_some_and(|a| a == cargo_sfl::doctest::RUNTOOL_ARG) {
+    if std::env::args_os()
+        .nth(1)
+        .is_some_and(|a| a == cargo_sfl::doctest::RUNTOOL_ARG)
+    {
         cargo_sfl::doctest::runtool();
     }
     // Both wrapper variables reach every process of the doctest build; cargo runs a rustc

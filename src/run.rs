@@ -196,7 +196,11 @@ pub fn run_test(
     edges: bool,
 ) -> std::io::Result<Finished> {
     std::fs::create_dir_all(dir)?;
-    let doctest = bin.doctests.as_ref().zip(job.name.as_deref()).and_then(|(s, n)| s.test(n));
+    let doctest = bin
+        .doctests
+        .as_ref()
+        .zip(job.name.as_deref())
+        .and_then(|(s, n)| s.test(n));
     let mut cmd = Command::new(bin.exe_for(job.name.as_deref()));
     match (doctest, &job.name) {
         // A merged doctest runner runs the one test its number names; others are their `main`.
@@ -565,8 +569,16 @@ mod tests {
     fn doctests_are_judged_by_status_and_should_panic() {
         let t = Duration::from_secs(1);
         assert_eq!(classify_doctest(exited(0), "", t, false).0, Outcome::Passed);
-        let (outcome, _, msg) = classify_doctest(exited(101), "thread 'main' panicked at src/lib.rs:4:1:\nboom\n", t, false);
-        assert_eq!((outcome, msg.unwrap().as_str()), (Outcome::Failed, "panicked at src/lib.rs:4:1:\nboom"));
+        let (outcome, _, msg) = classify_doctest(
+            exited(101),
+            "thread 'main' panicked at src/lib.rs:4:1:\nboom\n",
+            t,
+            false,
+        );
+        assert_eq!(
+            (outcome, msg.unwrap().as_str()),
+            (Outcome::Failed, "panicked at src/lib.rs:4:1:\nboom")
+        );
         assert_eq!(classify_doctest(exited(101), "", t, true).0, Outcome::Passed);
         assert_eq!(classify_doctest(exited(0), "", t, true).0, Outcome::Failed);
         assert_eq!(classify_doctest(None, "", t, true).0, Outcome::TimedOut);

@@ -285,9 +285,7 @@ fn standalone(s: &mut DocSuite, dir: &Path, subdirs: &[String], output: &str, r:
 fn was_built(dir: &Path, subdirs: &[String], name: &str) -> bool {
     parse::file_and_line(name).is_some_and(|(file, line)| {
         let prefix = parse::dir_prefix(file, line);
-        subdirs
-            .iter()
-            .any(|d| d.starts_with(&prefix) && runnable(&dir.join(d)))
+        subdirs.iter().any(|d| d.starts_with(&prefix) && runnable(&dir.join(d)))
     })
 }
 
@@ -390,7 +388,10 @@ mod tests {
         let recs = s.records("k::doctest/k");
         assert!(recs[0].warnings[0].starts_with("no coverage"), "{recs:?}");
         let message = recs[0].message.as_deref().unwrap();
-        assert!(message.starts_with("no coverage: the doctest did not build"), "{message}");
+        assert!(
+            message.starts_with("no coverage: the doctest did not build"),
+            "{message}"
+        );
         assert!(message.ends_with("cannot find value `x`"), "{message}");
         assert!(recs[1].warnings.is_empty());
     }
@@ -411,8 +412,14 @@ mod tests {
         .unwrap();
         let s = suite(dir, "running 0 tests\n", "k".into());
         assert_eq!(s.tests.len(), 1);
-        assert_eq!((s.tests[0].index, s.tests[0].exe.clone()), (Some(0), m.join("rust_out")));
-        assert_eq!(s.recorded, [("src/lib.rs - b (line 5)".to_string(), Outcome::Ignored, None)]);
+        assert_eq!(
+            (s.tests[0].index, s.tests[0].exe.clone()),
+            (Some(0), m.join("rust_out"))
+        );
+        assert_eq!(
+            s.recorded,
+            [("src/lib.rs - b (line 5)".to_string(), Outcome::Ignored, None)]
+        );
     }
 
     #[test]
@@ -439,8 +446,16 @@ mod tests {
             suites[0].recorded,
             [
                 ("src/lib.rs - a (line 3)".to_string(), Outcome::Passed, None),
-                ("src/lib.rs - b (line 5)".to_string(), Outcome::Failed, Some("boom".to_string())),
-                ("src/lib.rs - c (line 7)".to_string(), Outcome::Failed, Some("panicked at src/lib.rs:7:1:\nno".to_string())),
+                (
+                    "src/lib.rs - b (line 5)".to_string(),
+                    Outcome::Failed,
+                    Some("boom".to_string())
+                ),
+                (
+                    "src/lib.rs - c (line 7)".to_string(),
+                    Outcome::Failed,
+                    Some("panicked at src/lib.rs:7:1:\nno".to_string())
+                ),
             ]
         );
         assert!(suites[1].recorded.is_empty() && !suites[1].coverage);

@@ -38,8 +38,12 @@ pub enum Result {
 pub fn results(output: &str) -> Vec<Reported> {
     let mut out = Vec::new();
     for line in output.lines() {
-        let Some(rest) = line.trim_end().strip_prefix("test ") else { continue };
-        let Some((head, result)) = rest.rsplit_once(" ... ") else { continue };
+        let Some(rest) = line.trim_end().strip_prefix("test ") else {
+            continue;
+        };
+        let Some((head, result)) = rest.rsplit_once(" ... ") else {
+            continue;
+        };
         let result = match result {
             "ok" => Result::Ok,
             "FAILED" => Result::Failed,
@@ -113,7 +117,9 @@ pub fn merged_runner(source: &str) -> Option<Vec<Merged>> {
     for chunk in source.split("\nmod __doctest_").skip(1) {
         let (module, rest) = chunk.split_once(' ')?;
         // `mod __doctest_mod` holds the runner's helpers, not a test.
-        let Some((_, args)) = rest.split_once("new_doctest(") else { continue };
+        let Some((_, args)) = rest.split_once("new_doctest(") else {
+            continue;
+        };
         let args = args.trim_start();
         let (name, rest) = string_literal(args)?;
         let fields: Vec<&str> = rest.splitn(6, ',').map(str::trim).collect();
@@ -205,7 +211,10 @@ mod tests {
     fn names_give_the_persisted_directory() {
         assert_eq!(file_and_line("src/lib.rs - add (line 7)"), Some(("src/lib.rs", 7)));
         assert_eq!(file_and_line("src/lib.rs - (line 1)"), Some(("src/lib.rs", 1)));
-        assert_eq!(file_and_line("crates/a-b/src/x.rs - f (line 12)"), Some(("crates/a-b/src/x.rs", 12)));
+        assert_eq!(
+            file_and_line("crates/a-b/src/x.rs - f (line 12)"),
+            Some(("crates/a-b/src/x.rs", 12))
+        );
         assert_eq!(file_and_line("no line"), None);
         assert_eq!(dir_prefix("crates/a-b/src/x.rs", 12), "crates_a_b_src_x_rs_12_");
     }

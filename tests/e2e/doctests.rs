@@ -11,9 +11,10 @@ use crate::support::{Result, check, check_exit, copy_fixture, faults, sfl, sfl_c
 pub fn trials() -> Vec<Trial> {
     let mut trials = Vec::new();
     for edition in ["2021", "2024"] {
-        trials.push(Trial::test(format!("doctests::only_a_doctest_fails_{edition}"), move || {
-            only_a_doctest_fails(edition)
-        }));
+        trials.push(Trial::test(
+            format!("doctests::only_a_doctest_fails_{edition}"),
+            move || only_a_doctest_fails(edition),
+        ));
     }
     trials.extend([
         Trial::test("doctests::no_doctests_finds_no_failing_test", no_doctests),
@@ -48,17 +49,14 @@ fn only_a_doctest_fails(edition: &str) -> Result {
     let report = json(&out)?;
     let binary = format!("fixture-doctest-{edition}::doctest/fixture_doctest_{edition}");
     let all = tests(&report);
-    let outcome = |name: &str| {
-        all.iter()
-            .find(|t| t.0 == binary && t.1 == name)
-            .map(|t| t.2.clone())
-    };
+    let outcome = |name: &str| all.iter().find(|t| t.0 == binary && t.1 == name).map(|t| t.2.clone());
     // The one failing test is the doctest; a should_panic doctest that panics passes.
     let failing: Vec<_> = all.iter().filter(|t| t.2 == "failed").collect();
     check(failing.len() == 1, || format!("failing: {failing:?}\n{}", show(&out)))?;
-    check(outcome("src/lib.rs - percent (line 5)").as_deref() == Some("failed"), || {
-        format!("{all:?}")
-    })?;
+    check(
+        outcome("src/lib.rs - percent (line 5)").as_deref() == Some("failed"),
+        || format!("{all:?}"),
+    )?;
     for passing in [
         "src/lib.rs - half (line 18)",
         "src/lib.rs - half (line 22)",
@@ -68,12 +66,17 @@ fn only_a_doctest_fails(edition: &str) -> Result {
             format!("{passing}: {all:?}")
         })?;
     }
-    check(outcome("src/lib.rs - double (line 49)").as_deref() == Some("ignored"), || {
+    check(
+        outcome("src/lib.rs - double (line 49)").as_deref() == Some("ignored"),
+        || format!("{all:?}"),
+    )?;
+    // no_run and compile_fail doctests run nothing: they are compile checks, not rows.
+    check(outcome("src/lib.rs - double (line 41)").is_none(), || {
         format!("{all:?}")
     })?;
-    // no_run and compile_fail doctests run nothing: they are compile checks, not rows.
-    check(outcome("src/lib.rs - double (line 41)").is_none(), || format!("{all:?}"))?;
-    check(all.iter().any(|t| t.1 == "tests::halves" && t.2 == "passed"), || format!("{all:?}"))?;
+    check(all.iter().any(|t| t.1 == "tests::halves" && t.2 == "passed"), || {
+        format!("{all:?}")
+    })?;
 
     // The faulty library line is the top entry; no line of a doc comment is ranked.
     let fault = &faults(dir)[0];
@@ -92,13 +95,14 @@ fn only_a_doctest_fails(edition: &str) -> Result {
     let text = |l: u64| source.lines().nth(l as usize - 1).unwrap_or_default().trim_start();
     for u in units {
         for l in lines(u) {
-            check(!text(l).starts_with("///"), || format!("doc comment line {l} ranked: {u}"))?;
+            check(!text(l).starts_with("///"), || {
+                format!("doc comment line {l} ranked: {u}")
+            })?;
         }
     }
 
     // A passing doctest contributes coverage: `double`'s body runs only in its doctest.
-    let spectra: Value =
-        serde_json::from_slice(&std::fs::read(dir.join("target/sfl/spectra.json")).unwrap()).unwrap();
+    let spectra: Value = serde_json::from_slice(&std::fs::read(dir.join("target/sfl/spectra.json")).unwrap()).unwrap();
     let body = source.lines().position(|l| l.trim() == "x * 2").unwrap() as u64 + 1;
     let unit = spectra["units"]
         .as_array()
@@ -125,7 +129,9 @@ fn no_doctests() -> Result {
     let tmp = copy_fixture("doctest-2021");
     let out = sfl(&["--no-doctests"], tmp.path());
     check_exit(&out, 3, &out.stdout, &["No failing tests"])?;
-    check(!String::from_utf8_lossy(&out.stderr).contains("Doc-tests"), || show(&out))
+    check(!String::from_utf8_lossy(&out.stderr).contains("Doc-tests"), || {
+        show(&out)
+    })
 }
 
 fn doc_only() -> Result {
@@ -176,7 +182,9 @@ fn plain_fallback() -> Result {
     check(failing.len() == 1, || show(&out))?;
     check(failing[0]["name"] == "src/lib.rs - percent (line 5)", || show(&out))?;
     check(
-        failing[0]["message"].as_str().is_some_and(|m| m.starts_with("no coverage") && m.contains("left: 150")),
+        failing[0]["message"]
+            .as_str()
+            .is_some_and(|m| m.starts_with("no coverage") && m.contains("left: 150")),
         || format!("{:#}", failing[0]),
     )
 }

@@ -18,7 +18,7 @@ pub struct Args {
     #[arg(long, default_value_t = 20)]
     pub runs: usize,
     /// Chance per poll (every 20 ms) that a running test process is killed.
-    #[arg(long, default_value_t = 0.01)]
+    #[arg(long, default_value_t = 0.005)]
     pub kill_rate: f64,
     /// Seed of the kill schedule.
     #[arg(long, default_value_t = 1)]
@@ -91,7 +91,11 @@ pub fn run(args: &Args) -> Result<()> {
     let bad: Vec<&String> = tallies.iter().flat_map(|t| &t.mismatches).collect();
     let orphans: usize = tallies.iter().map(|t| t.orphans).sum();
     if !bad.is_empty() || orphans > 0 {
-        bail!("{} mismatches, {orphans} orphaned processes; first: {:?}", bad.len(), bad.first());
+        bail!(
+            "{} mismatches, {orphans} orphaned processes; first: {:?}",
+            bad.len(),
+            bad.first()
+        );
     }
     if tallies.iter().map(|t| t.crashed).sum::<usize>() == 0 && args.runs > 0 {
         bail!("no kill landed on a running test: raise --kill-rate");
@@ -147,7 +151,9 @@ fn run_once(sfl: &Path, dir: &Path, jobs: usize, kills: Option<Kills>) -> Result
     tally.killed = killed.len();
     tally.orphans = running(dir).len();
     let killed_tests: BTreeSet<String> = killed.into_values().collect();
-    tally.mismatches.extend(killed_tests.iter().map(|t| format!("KILLED {t}")));
+    tally
+        .mismatches
+        .extend(killed_tests.iter().map(|t| format!("KILLED {t}")));
     Ok(tally)
 }
 
@@ -301,7 +307,11 @@ pub fn clamp(v: i64, lo: i64, hi: i64) -> i64 {
     )?;
     let mut tests = String::from("use soak::{clamp, spin};\n");
     for i in 0..TESTS {
-        let (v, want) = if i % 3 == 0 { (100 + i as i64, 50) } else { (i as i64, i as i64) };
+        let (v, want) = if i % 3 == 0 {
+            (100 + i as i64, 50)
+        } else {
+            (i as i64, i as i64)
+        };
         tests.push_str(&format!(
             "\n#[test]\nfn t{i:02}() {{\n    std::hint::black_box(spin(30_000_000));\n    assert_eq!(clamp({v}, -50, 50), {want});\n}}\n"
         ));
