@@ -185,6 +185,10 @@ pub struct ExecutionArgs {
     /// Also run tests marked #[ignore].
     #[arg(long)]
     pub include_ignored: bool,
+    /// Re-run a test that did not pass up to N more times, as nextest does: it is flaky if a
+    /// retry passes (still ranked as failing, with the failing run's coverage), failed if none does.
+    #[arg(long, value_name = "N", default_value_t = 0, env = "CARGO_SFL_RETRIES")]
+    pub retries: u32,
     /// Do not record control-flow edges: line coverage only (no C compiler needed, faster
     /// tests, but no `cp` measure). Built in a directory of its own.
     #[arg(long)]
@@ -229,6 +233,7 @@ impl From<ExecutionArgs> for config::Execution {
             jobs: e.jobs,
             test_timeout: e.test_timeout,
             include_ignored: e.include_ignored,
+            retries: e.retries,
             no_edges: e.no_edges,
             keep_profiles: e.keep_profiles,
             partition: e.partition,

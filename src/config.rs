@@ -67,6 +67,8 @@ pub struct Execution {
     /// How long a test may run before it is killed and counted as timed out.
     pub test_timeout: std::time::Duration,
     pub include_ignored: bool,
+    /// Runs more of a test that did not pass (nextest's `--retries`): flaky if one passes.
+    pub retries: u32,
     pub no_edges: bool,
     pub keep_profiles: bool,
     pub partition: Option<Partition>,

@@ -18,13 +18,17 @@ pub fn failing_tests(spectra: &Spectra) -> String {
     }
     let _ = writeln!(out, "Failing tests ({}):", failing.len());
     for t in failing {
-        let _ = writeln!(
+        let _ = write!(
             out,
             "  {:<9} {} {}",
             t.outcome.as_str().to_uppercase(),
             t.binary,
             t.name
         );
+        let _ = match t.runs() {
+            Some(runs) => writeln!(out, " ({runs})"),
+            None => writeln!(out),
+        };
         if let Some(m) = &t.message {
             for l in m.lines() {
                 let _ = writeln!(out, "            {l}");
@@ -75,11 +79,15 @@ pub fn human(a: &Analysis, rankings: &[Ranking], view: &View) -> String {
     let spectra = a.spectra;
     let sum = Summary::of(a);
     let mut out = String::new();
-    let _ = writeln!(
+    let _ = write!(
         out,
         "{} tests: {} passed, {} failed, {} timed out, {} crashed, {} ignored",
         sum.tests, sum.passed, sum.failed, sum.timed_out, sum.crashed, sum.ignored
     );
+    let _ = match sum.flaky {
+        0 => writeln!(out),
+        n => writeln!(out, "; {n} flaky (passed on a retry, ranked as failing)"),
+    };
     let (noun, place) = if sum.files == 0 {
         ("units", String::new())
     } else if view.function_names.is_some() {

@@ -132,6 +132,8 @@ pub struct Summary {
     pub timed_out: usize,
     pub crashed: usize,
     pub ignored: usize,
+    /// Failed, then passed on a retry (`--retries`); counted among the failing tests.
+    pub flaky: usize,
     /// Lines the coverage map knows (executable lines of the workspace's code).
     pub units: usize,
     /// Lines at least one test ran.
@@ -162,6 +164,7 @@ impl Summary {
             timed_out: count(Outcome::TimedOut),
             crashed: count(Outcome::Crashed),
             ignored: count(Outcome::Ignored),
+            flaky: s.tests.iter().filter(|t| t.flaky).count(),
             units: s.units.len(),
             covered_units: s.coverage.iter().filter(|c| !c.is_empty()).count(),
             failing_units: a.groups.iter().map(|g| g.units.len()).sum(),

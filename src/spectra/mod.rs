@@ -70,6 +70,25 @@ pub struct TestRecord {
     /// code, innermost first (test code included; the report decides what to show).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub stack: Vec<Frame>,
+    /// Every run of the test when it was retried (`--retries`), the first included, in order.
+    /// The record's own outcome, message, stack and coverage are the first run's.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub attempts: Vec<Attempt>,
+    /// It failed, then passed on a retry. It stays in the failing set with the failing run's
+    /// coverage: that run is evidence of the fault (see README, "Flaky tests").
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub flaky: bool,
+}
+
+/// One run of a retried test.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Attempt {
+    pub outcome: Outcome,
+    #[serde(default)]
+    pub duration_ms: u64,
+    /// First lines of its failure message.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
 }
 
 impl TestRecord {
@@ -84,7 +103,24 @@ impl TestRecord {
             duration_ms: 0,
             warnings: Vec::new(),
             stack: Vec::new(),
+            attempts: Vec::new(),
+            flaky: false,
         }
+    }
+
+    /// How a retried test's runs went ("flaky: failed, then passed on retry 1", "did not pass
+    /// in 3 runs"); `None` when it ran once.
+    pub fn runs(&self) -> Option<String> {
+        let n = self.attempts.len();
+        if n == 0 {
+            return None;
+        }
+        Some(if self.flaky {
+            let before: Vec<&str> = self.attempts[..n - 1].iter().map(|a| a.outcome.as_str()).collect();
+            format!("flaky: {}, then passed on retry {}", before.join(", "), n - 1)
+        } else {
+            format!("did not pass in {n} runs")
+        })
     }
 }
 

@@ -45,6 +45,8 @@ struct Session<'a> {
     scratch: &'a Path,
     release: bool,
     timeout: Duration,
+    /// `--retries`: more runs of a test that did not pass.
+    retries: u32,
     /// Processes at once.
     jobs: usize,
     keep: bool,
@@ -85,6 +87,7 @@ pub fn collect(cfg: &RunConfig) -> anyhow::Result<Spectra> {
         scratch: &scratch,
         release: cfg.selection.release,
         timeout: exec.test_timeout,
+        retries: exec.retries,
         jobs: exec
             .jobs
             .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
@@ -254,9 +257,20 @@ fn save(
     scratch: &Path,
     kept: Option<Vec<KeptProfile>>,
 ) -> anyhow::Result<()> {
-    for path in std::iter::once(ws.spectra_path()).chain(exec.save_spectra.clone()) {
+    let main = ws.spectra_path();
+    let saved =
+        save_keeping_failures(spectra, &main).with_context(|| format!("cannot save spectra to {}", main.display()))?;
+    if let Saved::Green { kept, green } = saved {
+        ui::note(format!(
+            "no test failed: kept the last run with failures ({kept}) at {}, for `cargo sfl report`; \
+             this run's spectra are at {}",
+            main.display(),
+            green.display()
+        ));
+    }
+    for path in exec.save_spectra.iter() {
         spectra
-            .save(&path)
+            .save(path)
             .with_context(|| format!("cannot save spectra to {}", path.display()))?;
     }
     if let Some(kept) = kept {
@@ -265,6 +279,44 @@ fn save(
         ui::status("Kept", format!("profiles: {}", index.display()));
     }
     Ok(())
+}
+
+/// Where the workspace's spectra went.
+#[derive(Debug, PartialEq)]
+enum Saved {
+    /// To the workspace's file.
+    Main,
+    /// To `green` (no test failed), keeping the earlier run with failures in the workspace's
+    /// file; `kept` says when it ran and how many tests failed.
+    Green { kept: String, green: PathBuf },
+}
+
+/// Saves `spectra` to `main`, unless no test failed and `main` holds a run with failing tests:
+/// a green run (a flaky test passing this time, a fix being tried) must not silently replace
+/// the evidence. Then the green run goes to `spectra-green.json` next to it. A run with
+/// failures replaces both.
+fn save_keeping_failures(spectra: &Spectra, main: &Path) -> std::io::Result<Saved> {
+    let green = main.with_file_name("spectra-green.json");
+    let failing = |s: &Spectra| s.tests.iter().filter(|t| t.outcome.is_failing()).count();
+    if failing(spectra) == 0
+        && let Ok(earlier) = Spectra::load(main)
+        && failing(&earlier) > 0
+    {
+        spectra.save(&green)?;
+        let when = std::fs::metadata(main).and_then(|m| m.modified());
+        let n = failing(&earlier);
+        let kept = format!(
+            "{}, {n} failing test{}",
+            when.map_or_else(|_| "time unknown".into(), ui::ago),
+            if n == 1 { "" } else { "s" }
+        );
+        return Ok(Saved::Green { kept, green });
+    }
+    spectra.save(main)?;
+    match std::fs::remove_file(&green) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e),
+        _ => Ok(Saved::Main),
+    }
 }
 
 #[cfg(test)]
@@ -296,5 +348,49 @@ mod tests {
             e.to_string(),
             "2 of 3 tests could not be run (first: b t2: No such file or directory); the spectra were not saved"
         );
+    }
+}
+
+#[cfg(test)]
+mod saving {
+    use super::*;
+    use crate::spectra::{Outcome, TestRecord};
+
+    fn run(outcome: Outcome) -> Spectra {
+        let tests = vec![TestRecord::new("b", "t", outcome)];
+        Spectra::from_tests("/ws".into(), tests, Vec::new(), &[Vec::new()])
+    }
+
+    #[test]
+    fn a_green_run_never_replaces_a_run_with_failures() {
+        let dir = tempfile::tempdir().unwrap();
+        let main = dir.path().join("spectra.json");
+        let green = dir.path().join("spectra-green.json");
+        let outcome = |p: &Path| Spectra::load(p).unwrap().tests[0].outcome;
+        // Nothing before: a green run is saved as the workspace's spectra.
+        assert_eq!(
+            save_keeping_failures(&run(Outcome::Passed), &main).unwrap(),
+            Saved::Main
+        );
+        assert_eq!(outcome(&main), Outcome::Passed);
+        // A failing run replaces a green one.
+        assert_eq!(
+            save_keeping_failures(&run(Outcome::Failed), &main).unwrap(),
+            Saved::Main
+        );
+        // A green run after it goes next to it.
+        let Saved::Green { kept, green: to } = save_keeping_failures(&run(Outcome::Passed), &main).unwrap() else {
+            panic!("the failing run was replaced")
+        };
+        assert_eq!(to, green);
+        assert!(kept.ends_with("s ago, 1 failing test"), "{kept}");
+        assert_eq!((outcome(&main), outcome(&green)), (Outcome::Failed, Outcome::Passed));
+        // The next run with failures replaces the kept one and drops the stale green file.
+        assert_eq!(
+            save_keeping_failures(&run(Outcome::Crashed), &main).unwrap(),
+            Saved::Main
+        );
+        assert_eq!(outcome(&main), Outcome::Crashed);
+        assert!(!green.exists());
     }
 }

@@ -9,7 +9,7 @@ use super::Session;
 use super::plan::record;
 use crate::pipeline::progress::RunProgress;
 use crate::run::{self, Finished, Job, RawFrame};
-use crate::spectra::{Frame, Outcome, TestRecord, UnitId};
+use crate::spectra::{Attempt, Frame, Outcome, TestRecord, UnitId};
 use crate::ui;
 
 /// A finished job.
@@ -95,21 +95,13 @@ impl Session<'_> {
             edges: Vec::new(),
             not_run: None,
         };
-        match run::run_test(
-            job,
-            bin,
-            &self.ws.members[bin.package],
-            &self.ws.build_dir,
-            self.release,
-            &dir,
-            self.timeout,
-            self.edges.is_some(),
-        ) {
+        match self.run_process(job, &dir) {
             Err(e) => out.not_run = Some(e.to_string()),
             Ok(fin) => {
                 let t0 = Instant::now();
                 self.decode(job, fin, &mut out);
                 *decode_total.lock().unwrap() += t0.elapsed();
+                self.retry(i, job, &mut out.record);
             }
         }
         if !self.keep {
@@ -121,6 +113,57 @@ impl Session<'_> {
         out.edges.sort_unstable();
         out.edges.dedup();
         out
+    }
+
+    /// Runs `job`'s process once, its profiles and edge files landing in `dir`.
+    fn run_process(&self, job: &Job, dir: &std::path::Path) -> std::io::Result<Finished> {
+        let bin = &self.built.tests[job.binary];
+        run::run_test(
+            job,
+            bin,
+            &self.ws.members[bin.package],
+            &self.ws.build_dir,
+            self.release,
+            dir,
+            self.timeout,
+            self.edges.is_some(),
+        )
+    }
+
+    /// `--retries`: re-runs a test whose first run did not pass, up to `retries` more times,
+    /// until one passes (then it is flaky). Only the outcomes are kept: the record and the
+    /// coverage stay the first run's, the run that showed the failure.
+    fn retry(&self, i: usize, job: &Job, rec: &mut TestRecord) {
+        if self.retries == 0 || rec.outcome == Outcome::Passed {
+            return;
+        }
+        rec.attempts.push(Attempt {
+            outcome: rec.outcome,
+            duration_ms: rec.duration_ms,
+            message: rec.message.clone(),
+        });
+        for k in 1..=self.retries {
+            let dir = self.scratch.join(format!("t{i}-retry{k}"));
+            let attempt = match self.run_process(job, &dir) {
+                Ok(fin) => Attempt {
+                    outcome: fin.outcome,
+                    duration_ms: fin.duration.as_millis() as u64,
+                    message: fin.message,
+                },
+                // It ran once, so it can be run: a retry that cannot start says why and stops.
+                Err(e) => {
+                    rec.warnings.push(format!("retry {k} could not be run: {e}"));
+                    break;
+                }
+            };
+            let _ = std::fs::remove_dir_all(&dir);
+            let passed = attempt.outcome == Outcome::Passed;
+            rec.attempts.push(attempt);
+            if passed {
+                rec.flaky = true;
+                break;
+            }
+        }
     }
 
     /// Records what the process did and decodes its profiles and edge files into `out`.

@@ -1,0 +1,157 @@
+//! Results that must not be wrong or lost: flaky tests (`--retries`), a green run after a
+//! failing one, timed-out tests, and a run interrupted midway.
+
+use std::path::Path;
+
+use libtest_mimic::Trial;
+use serde_json::Value;
+
+use crate::reliability::{add_test, spectra};
+use crate::support::{Result, check, check_exit, copy_fixture, sfl, show};
+
+pub fn trials() -> Vec<Trial> {
+    vec![
+        Trial::test("retries::flaky_tests_are_flagged", flaky_tests_are_flagged),
+        Trial::test(
+            "retries::green_run_keeps_the_failing_spectra",
+            green_run_keeps_the_failing_spectra,
+        ),
+    ]
+}
+
+/// The saved record of test `name`.
+fn saved_test(dir: &Path, name: &str) -> Result<Value> {
+    let saved = spectra(dir)?;
+    let found = saved["tests"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|t| t["name"] == name);
+    found
+        .cloned()
+        .ok_or_else(|| format!("{name} not saved: {saved:#}").into())
+}
+
+/// With `--retries 2`, a test that fails its first run and passes its second is flaky: still
+/// failing in the spectra (with both runs recorded) and flagged in every format; a test that
+/// fails every run is failed with all three runs recorded.
+fn flaky_tests_are_flagged() -> Result {
+    let tmp = copy_fixture("minmax");
+    let dir = tmp.path();
+    // Fails the first time it runs (it leaves a marker), passes from then on.
+    add_test(
+        dir,
+        "t6_flaky",
+        "let marker = std::path::Path::new(env!(\"CARGO_MANIFEST_DIR\")).join(\"ran-once\");\n        \
+         if std::fs::metadata(&marker).is_err() {\n            std::fs::write(&marker, \"\").unwrap();\n            \
+         panic!(\"first run\");\n        }",
+    )?;
+    let out = sfl(&["--retries", "2", "--format", "json"], dir);
+    check(out.status.success(), || show(&out))?;
+    let report: Value = serde_json::from_slice(&out.stdout)?;
+    check(
+        report["summary"]["flaky"] == 1 && report["summary"]["failed"] == 4,
+        || format!("{:#}", report["summary"]),
+    )?;
+    let t6 = saved_test(dir, "tests::t6_flaky")?;
+    let runs: Vec<&str> = t6["attempts"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|a| a["outcome"].as_str().unwrap_or(""))
+        .collect();
+    check(
+        t6["outcome"] == "failed" && t6["flaky"] == true && runs == ["failed", "passed"],
+        || format!("{t6:#}"),
+    )?;
+    let t1 = saved_test(dir, "tests::t1")?;
+    let runs = t1["attempts"].as_array().map_or(0, Vec::len);
+    check(
+        t1["outcome"] == "failed" && t1.get("flaky").is_none() && runs == 3,
+        || format!("{t1:#}"),
+    )?;
+    let t4 = saved_test(dir, "tests::t4")?;
+    check(t4.get("attempts").is_none(), || {
+        format!("a passing test was retried: {t4:#}")
+    })?;
+    let json_t6 = report["tests"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|t| t["name"] == "tests::t6_flaky");
+    check(json_t6.is_some_and(|t| t["flaky"] == true), || {
+        format!("{:#}", report["tests"])
+    })?;
+
+    // Every format says so, from the saved spectra.
+    let human = sfl(&["report"], dir);
+    check_exit(
+        &human,
+        0,
+        &human.stdout,
+        &[
+            "1 flaky (passed on a retry, ranked as failing)",
+            "(flaky: failed, then passed on retry 1)",
+            "(did not pass in 3 runs)",
+        ],
+    )?;
+    let sarif = sfl(&["report", "--format", "sarif"], dir);
+    let log: Value = serde_json::from_slice(&sarif.stdout)?;
+    check(
+        log["runs"][0]["properties"]["flakyTests"] == serde_json::json!(["fixture-minmax tests::t6_flaky"]),
+        || show(&sarif),
+    )?;
+    check(
+        String::from_utf8_lossy(&sarif.stdout)
+            .contains("Failing test (failed, flaky: passed on a retry) fixture-minmax tests::t6_flaky"),
+        || show(&sarif),
+    )?;
+    let html_dir = dir.join("html");
+    let html = sfl(&["report", "--format", "html", "-o", html_dir.to_str().unwrap()], dir);
+    check(html.status.success(), || show(&html))?;
+    let page = std::fs::read_to_string(html_dir.join("index.html"))?;
+    check(
+        page.contains("\"runs\":\"flaky: failed, then passed on retry 1\""),
+        || "the page does not flag the flaky test".into(),
+    )
+}
+
+/// A run in which no test fails (exit 3) does not replace the saved spectra of the last run
+/// that had failures: it goes to `spectra-green.json`, the message names both, and `cargo sfl
+/// report` still ranks the failing run.
+fn green_run_keeps_the_failing_spectra() -> Result {
+    let tmp = copy_fixture("minmax");
+    let dir = tmp.path();
+    let first = sfl(&["--format", "json"], dir);
+    check(first.status.success(), || show(&first))?;
+    let green = sfl(&["t4"], dir);
+    check_exit(
+        &green,
+        3,
+        &green.stderr,
+        &[
+            "no test failed: kept the last run with failures (",
+            "3 failing tests) at ",
+            "spectra-green.json",
+        ],
+    )?;
+    let kept = spectra(dir)?;
+    check(kept["tests"].as_array().map_or(0, Vec::len) == 5, || {
+        format!("{kept:#}")
+    })?;
+    let saved_green: Value = serde_json::from_slice(&std::fs::read(dir.join("target/sfl/spectra-green.json"))?)?;
+    check(saved_green["tests"].as_array().map_or(0, Vec::len) == 1, || {
+        format!("{saved_green:#}")
+    })?;
+    let report = sfl(&["report"], dir);
+    check_exit(&report, 0, &report.stdout, &["3 failed"])?;
+    // The next run with failures replaces the kept one and drops the green file.
+    let again = sfl(&["t1"], dir);
+    check(again.status.success(), || show(&again))?;
+    check(!dir.join("target/sfl/spectra-green.json").exists(), || {
+        "stale spectra-green.json".into()
+    })?;
+    check(spectra(dir)?["tests"].as_array().map_or(0, Vec::len) == 1, || {
+        "not replaced".into()
+    })
+}
