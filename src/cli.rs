@@ -179,9 +179,11 @@ pub struct ExecutionArgs {
     /// Number of tests to run at once [default: number of CPUs].
     #[arg(short, long, value_name = "N", value_parser = at_least_one)]
     pub jobs: Option<usize>,
-    /// Kill a test after this many seconds and count it as failing (timed-out).
-    #[arg(long, value_name = "SECS", default_value = "60", value_parser = test_timeout)]
-    pub test_timeout: Duration,
+    /// Kill a test after this many seconds (timed out: left out of the ranking unless
+    /// --count-timeouts). [default: 60 s, the time a test may take under `cargo test`, times the
+    /// instrumentation's slowdown: 480 with edge profiles, 180 with --no-edges]
+    #[arg(long, value_name = "SECS", value_parser = test_timeout)]
+    pub test_timeout: Option<Duration>,
     /// Also run tests marked #[ignore].
     #[arg(long)]
     pub include_ignored: bool,
@@ -359,6 +361,11 @@ pub struct OutputArgs {
     /// entry).
     #[arg(long, value_name = "SUSPICION")]
     pub fail_on: Option<f64>,
+    /// Rank timed-out tests as failed tests. By default they are left out of the ranking,
+    /// neither failing nor passing: an instrumented test may time out for being slow, and a
+    /// killed test's coverage stops anywhere.
+    #[arg(long)]
+    pub count_timeouts: bool,
     /// Report format.
     #[arg(long, value_enum, default_value_t = Format::Human)]
     pub format: Format,
@@ -389,6 +396,7 @@ impl OutputArgs {
             order: self.order.into(),
             tie_break: self.tie_break.into(),
             include_test_code: self.include_test_code,
+            count_timeouts: self.count_timeouts,
             ht: HtParams::default(),
         }
     }
@@ -611,7 +619,11 @@ mod tests {
         assert!(err(&["-j", "two"]).contains("not a whole number"));
         let Cargo::Sfl(a) = Cargo::try_parse_from(["cargo", "sfl", "--test-timeout", "0.5"]).unwrap();
         let Task::Run(c) = a.into_task() else { panic!("a run") };
-        assert_eq!(c.execution.test_timeout, Duration::from_millis(500));
+        assert_eq!(c.execution.timeout(), Duration::from_millis(500));
+        let Cargo::Sfl(a) = Cargo::try_parse_from(["cargo", "sfl", "--no-edges"]).unwrap();
+        let Task::Run(c) = a.into_task() else { panic!("a run") };
+        assert_eq!(c.execution.test_timeout, None);
+        assert_eq!(c.execution.timeout(), Duration::from_secs(180));
     }
 
     #[test]

@@ -16,6 +16,10 @@ pub fn trials() -> Vec<Trial> {
             "retries::green_run_keeps_the_failing_spectra",
             green_run_keeps_the_failing_spectra,
         ),
+        Trial::test(
+            "retries::timed_out_tests_are_not_failing_evidence",
+            timed_out_tests_are_not_failing_evidence,
+        ),
     ]
 }
 
@@ -131,7 +135,7 @@ fn green_run_keeps_the_failing_spectra() -> Result {
         &green.stderr,
         &[
             "no test failed: kept the last run with failures (",
-            "3 failing tests) at ",
+            "3 tests not passing) at ",
             "spectra-green.json",
         ],
     )?;
@@ -154,4 +158,67 @@ fn green_run_keeps_the_failing_spectra() -> Result {
     check(spectra(dir)?["tests"].as_array().map_or(0, Vec::len) == 1, || {
         "not replaced".into()
     })
+}
+
+/// On the hang fixture, the hanging test is reported as timed out, named in a warning with
+/// the flags that change it, and left out of the failing set: every ranked line's ef counts
+/// only the one test that failed. `--count-timeouts` ranks it as failing. Without
+/// `--test-timeout` the timeout is 60 s times the instrumentation's slowdown.
+fn timed_out_tests_are_not_failing_evidence() -> Result {
+    let tmp = copy_fixture("hang");
+    let dir = tmp.path();
+    let out = sfl(&["--test-timeout", "3", "--format", "json"], dir);
+    check_exit(
+        &out,
+        0,
+        &out.stderr,
+        &[
+            "1 test timed out and is left out of the ranking",
+            "fixture-hang tests::trim_indent_tab",
+            "--count-timeouts",
+            "raise --test-timeout",
+        ],
+    )?;
+    let report: Value = serde_json::from_slice(&out.stdout)?;
+    let summary = &report["summary"];
+    check(summary["timed_out"] == 1 && summary["failed"] == 1, || {
+        format!("{summary:#}")
+    })?;
+    let hang = saved_test(dir, "tests::trim_indent_tab")?;
+    check(hang["outcome"] == "timed-out", || format!("{hang:#}"))?;
+    let max_ef = |report: &Value| {
+        report["rankings"][0]["units"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|u| u["ef"].as_f64())
+            .fold(0.0, f64::max)
+    };
+    check(max_ef(&report) == 1.0, || {
+        format!(
+            "a timed-out test counted as failing: {:#}",
+            report["rankings"][0]["units"][0]
+        )
+    })?;
+    let human = sfl(&["report"], dir);
+    check_exit(
+        &human,
+        0,
+        &human.stdout,
+        &["Timed out (1), left out of the ranking", "timed out after 3s"],
+    )?;
+    let counted = sfl(&["report", "--count-timeouts", "--format", "json"], dir);
+    check(counted.status.success(), || show(&counted))?;
+    let counted: Value = serde_json::from_slice(&counted.stdout)?;
+    check(counted["summary"]["failed"] == 2 && max_ef(&counted) == 2.0, || {
+        format!("{:#}", counted["summary"])
+    })?;
+    // The default timeout allows for instrumentation (a passing test, so exit 3).
+    let default = sfl(&["word_count"], dir);
+    check_exit(
+        &default,
+        3,
+        &default.stderr,
+        &["timeout 480s: 60s under cargo test x8 for instrumentation"],
+    )
 }

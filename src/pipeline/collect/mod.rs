@@ -22,7 +22,7 @@ use crate::edges::Collector;
 use crate::error::SflError;
 use crate::list::{self, Listing};
 use crate::run::Job;
-use crate::spectra::Spectra;
+use crate::spectra::{Outcome, Spectra};
 use crate::ui;
 
 /// Written next to kept profiles (`--keep-profiles`), for the decoder oracle and debugging.
@@ -45,6 +45,8 @@ struct Session<'a> {
     scratch: &'a Path,
     release: bool,
     timeout: Duration,
+    /// How the timeout was chosen, for the status line.
+    timeout_note: String,
     /// `--retries`: more runs of a test that did not pass.
     retries: u32,
     /// Processes at once.
@@ -86,7 +88,16 @@ pub fn collect(cfg: &RunConfig) -> anyhow::Result<Spectra> {
         edges: edges.as_ref(),
         scratch: &scratch,
         release: cfg.selection.release,
-        timeout: exec.test_timeout,
+        timeout: exec.timeout(),
+        timeout_note: match exec.test_timeout {
+            Some(t) => format!("{}s", t.as_secs_f64()),
+            None => format!(
+                "{}s: {}s under cargo test x{} for instrumentation",
+                exec.timeout().as_secs(),
+                crate::config::UNINSTRUMENTED_TIMEOUT.as_secs(),
+                exec.slowdown()
+            ),
+        },
         retries: exec.retries,
         jobs: exec
             .jobs
@@ -297,7 +308,11 @@ enum Saved {
 /// failures replaces both.
 fn save_keeping_failures(spectra: &Spectra, main: &Path) -> std::io::Result<Saved> {
     let green = main.with_file_name("spectra-green.json");
-    let failing = |s: &Spectra| s.tests.iter().filter(|t| t.outcome.is_failing()).count();
+    // Timed-out tests count: such a run is not green either.
+    let failing = |s: &Spectra| {
+        let bad = |o: Outcome| o.is_failing() || o == Outcome::TimedOut;
+        s.tests.iter().filter(|t| bad(t.outcome)).count()
+    };
     if failing(spectra) == 0
         && let Ok(earlier) = Spectra::load(main)
         && failing(&earlier) > 0
@@ -306,7 +321,7 @@ fn save_keeping_failures(spectra: &Spectra, main: &Path) -> std::io::Result<Save
         let when = std::fs::metadata(main).and_then(|m| m.modified());
         let n = failing(&earlier);
         let kept = format!(
-            "{}, {n} failing test{}",
+            "{}, {n} test{} not passing",
             when.map_or_else(|_| "time unknown".into(), ui::ago),
             if n == 1 { "" } else { "s" }
         );
@@ -383,7 +398,7 @@ mod saving {
             panic!("the failing run was replaced")
         };
         assert_eq!(to, green);
-        assert!(kept.ends_with("s ago, 1 failing test"), "{kept}");
+        assert!(kept.ends_with("s ago, 1 test not passing"), "{kept}");
         assert_eq!((outcome(&main), outcome(&green)), (Outcome::Failed, Outcome::Passed));
         // The next run with failures replaces the kept one and drops the stale green file.
         assert_eq!(

@@ -37,11 +37,12 @@ impl Session<'_> {
         ui::status(
             "Running",
             format!(
-                "{} tests from {} binar{} ({} at a time)",
+                "{} tests from {} binar{} ({} at a time, timeout {})",
                 jobs.len(),
                 n_bins,
                 if n_bins == 1 { "y" } else { "ies" },
-                self.jobs
+                self.jobs,
+                self.timeout_note
             ),
         );
         let started = Instant::now();

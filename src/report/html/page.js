@@ -97,7 +97,7 @@ function notice() {
 }
 
 function heat(ef, ep) {
-  const F = D.summary.failed + D.summary.timed_out + D.summary.crashed, P = D.summary.passed;
+  const F = D.summary.failed + D.summary.crashed, P = D.summary.passed;
   const fp = F ? ef / F : 0, pp = P ? ep / P : 0;
   if (ef + ep === 0) return "";
   const hue = fp + pp === 0 ? 60 : (120 * pp) / (pp + fp);
