@@ -191,6 +191,10 @@ pub struct ExecutionArgs {
     /// retry passes (still ranked as failing, with the failing run's coverage), failed if none does.
     #[arg(long, value_name = "N", default_value_t = 0, env = "CARGO_SFL_RETRIES")]
     pub retries: u32,
+    /// Run every test, even those an interrupted run of the same build and selection already
+    /// finished (by default such a run is resumed: only the rest run).
+    #[arg(long)]
+    pub rerun: bool,
     /// Do not record control-flow edges: line coverage only (no C compiler needed, faster
     /// tests, but no `cp` measure). Built in a directory of its own.
     #[arg(long)]
@@ -236,6 +240,7 @@ impl From<ExecutionArgs> for config::Execution {
             test_timeout: e.test_timeout,
             include_ignored: e.include_ignored,
             retries: e.retries,
+            rerun: e.rerun,
             no_edges: e.no_edges,
             keep_profiles: e.keep_profiles,
             partition: e.partition,

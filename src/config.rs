@@ -69,6 +69,8 @@ pub struct Execution {
     /// [`Execution::timeout`]'s default for the build.
     pub test_timeout: Option<Duration>,
     pub include_ignored: bool,
+    /// Run every test, even those an interrupted run of the same build already finished.
+    pub rerun: bool,
     /// Runs more of a test that did not pass (nextest's `--retries`): flaky if one passes.
     pub retries: u32,
     pub no_edges: bool,

@@ -20,6 +20,7 @@ pub fn trials() -> Vec<Trial> {
             "retries::timed_out_tests_are_not_failing_evidence",
             timed_out_tests_are_not_failing_evidence,
         ),
+        Trial::test("retries::interrupted_run_resumes", interrupted_run_resumes),
     ]
 }
 
@@ -221,4 +222,102 @@ fn timed_out_tests_are_not_failing_evidence() -> Result {
         &default.stderr,
         &["timeout 480s: 60s under cargo test x8 for instrumentation"],
     )
+}
+
+/// The spectra with durations zeroed (the one thing two runs of the same tests differ in).
+fn without_durations(mut spectra: Value) -> Value {
+    for t in spectra["tests"].as_array_mut().into_iter().flatten() {
+        t["duration_ms"] = 0.into();
+    }
+    spectra
+}
+
+/// SIGINT midway through a run of slow tests: the finished tests are kept; the next run says
+/// it resumes, runs only the tests that had not finished (each slow test appends a line to
+/// its own marker file when it ends: every file has one line after both runs), and saves
+/// exactly the spectra of an uninterrupted run (`--rerun`, which runs every test again).
+fn interrupted_run_resumes() -> Result {
+    use std::io::{BufRead, BufReader};
+    use std::process::{Command, Stdio};
+    use std::time::Duration;
+    let tmp = copy_fixture("minmax");
+    let dir = tmp.path();
+    let slow = ["t6_slow_a", "t6_slow_b", "t6_slow_c", "t6_slow_d"];
+    for name in slow {
+        let marker = dir.join(format!("ran-{name}"));
+        add_test(
+            dir,
+            name,
+            &format!(
+                "std::thread::sleep(std::time::Duration::from_millis(1500));\n        check(1, 2, 3);\n        \
+                 use std::io::Write;\n        let mut f = std::fs::OpenOptions::new().create(true).append(true).open({marker:?}).unwrap();\n        \
+                 writeln!(f, \"ran\").unwrap();"
+            ),
+        )?;
+    }
+    let lines = |name: &str| std::fs::read_to_string(dir.join(format!("ran-{name}"))).map_or(0, |s| s.lines().count());
+    let mut child = crate::support::sfl_command(dir)
+        .args(["-j", "1", "-v"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()?;
+    let stderr = child.stderr.take().ok_or("no stderr")?;
+    let reader = std::thread::spawn(move || {
+        BufReader::new(stderr)
+            .lines()
+            .map_while(std::result::Result::ok)
+            .collect::<Vec<_>>()
+            .join("\n")
+    });
+    // Interrupt once the first slow test has finished (the second is then running).
+    let since = std::time::Instant::now();
+    while lines(slow[0]) == 0 && since.elapsed() < Duration::from_secs(120) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    Command::new("kill").args(["-INT", &child.id().to_string()]).status()?;
+    let code = child.wait()?.code();
+    let said = reader.join().unwrap_or_default();
+    check(
+        code == Some(130) && said.contains("the tests that finished are kept in"),
+        || format!("exit {code:?}\n{said}"),
+    )?;
+    check(!dir.join("target/sfl/spectra.json").exists(), || {
+        "an interrupted run saved spectra".into()
+    })?;
+    let finished: Vec<usize> = slow.iter().map(|n| lines(n)).collect();
+    let ran_before = finished.iter().sum::<usize>();
+    check(ran_before >= 1 && ran_before < slow.len(), || {
+        format!("slow tests finished before the interrupt: {finished:?}")
+    })?;
+
+    let resumed = sfl(&["-j", "1", "--format", "json"], dir);
+    check(resumed.status.success(), || show(&resumed))?;
+    let stderr = String::from_utf8_lossy(&resumed.stderr);
+    let ran_first = 5 + ran_before;
+    let expect = format!("Resuming {ran_first} of 9 tests already ran (an interrupted run ");
+    check(
+        stderr.contains(&expect) && stderr.contains(&format!("Running {} tests", 9 - ran_first)),
+        || format!("expected {expect:?}\n{}", show(&resumed)),
+    )?;
+    check(slow.iter().all(|n| lines(n) == 1), || {
+        format!("runs per slow test: {:?}", slow.map(lines))
+    })?;
+    check(!dir.join("target/sfl/journal").read_dir()?.any(|_| true), || {
+        "a completed run left its journal".into()
+    })?;
+    let after_resume = without_durations(spectra(dir)?);
+
+    let fresh = sfl(&["-j", "1", "--rerun"], dir);
+    check(fresh.status.success(), || show(&fresh))?;
+    check(!String::from_utf8_lossy(&fresh.stderr).contains("Resuming"), || {
+        show(&fresh)
+    })?;
+    check(slow.iter().all(|n| lines(n) == 2), || {
+        format!("--rerun: runs per slow test: {:?}", slow.map(lines))
+    })?;
+    let uninterrupted = without_durations(spectra(dir)?);
+    check(after_resume == uninterrupted, || {
+        format!("resumed:\n{after_resume:#}\nuninterrupted:\n{uninterrupted:#}")
+    })
 }

@@ -2,6 +2,7 @@
 //! [`plan`] the jobs → [`run`] and decode them → [`assemble`] the matrix → save it.
 
 mod assemble;
+mod journal;
 mod lock;
 mod plan;
 mod run;
@@ -131,7 +132,21 @@ pub fn collect(cfg: &RunConfig) -> anyhow::Result<Spectra> {
             prep_started.elapsed().as_secs_f64() * 1e3
         ),
     );
-    let outcomes = session.run_all(&plan.jobs);
+    let (mut journal, done) = resume(&session, cfg, &plan.jobs)?;
+    let mut unsaved = None;
+    let outcomes = session.run_all(&plan.jobs, done, |o| {
+        // A test killed by the interrupt is no result; one that could not start is an error.
+        if o.not_run.is_some() || crate::run::interrupted() || unsaved.is_some() {
+            return;
+        }
+        if let Err(e) = journal.append(o, &coverage, edges.as_ref()) {
+            ui::warn(format!(
+                "cannot write the resume journal {}: {e}",
+                journal.path().display()
+            ));
+            unsaved = Some(e);
+        }
+    });
     // A test that could not even be started is no result: saving it as failed would overwrite
     // good spectra with a broken matrix.
     if let Some(e) = not_run(&outcomes) {
@@ -142,7 +157,54 @@ pub fn collect(cfg: &RunConfig) -> anyhow::Result<Spectra> {
     spectra.build = Some(assemble::build_info(&ws.root, &spectra));
     spectra.partition = exec.partition.map(|p| p.to_string());
     save(&spectra, &ws, exec, &scratch, kept)?;
+    journal.finish();
     Ok(spectra)
+}
+
+/// Opens the resume journal of this build and selection: the outcomes of the jobs an
+/// interrupted run of it finished (unless `--rerun`), saying so.
+fn resume(
+    session: &Session,
+    cfg: &RunConfig,
+    jobs: &[Job],
+) -> anyhow::Result<(journal::Journal, Vec<Option<JobOutcome>>)> {
+    let exec = &cfg.execution;
+    let ids: Vec<&str> = session.built.tests.iter().map(|t| t.id.as_str()).collect();
+    // Everything else that changes outcomes is in the binaries or the jobs.
+    let flags = format!(
+        "root={} edges={} retries={} timeout={:?} release={}",
+        session.ws.root.display(),
+        session.edges.is_some(),
+        exec.retries,
+        session.timeout,
+        session.release
+    );
+    let fingerprint = journal::fingerprint(session.built, &ids, jobs, &flags);
+    let dir = session.ws.target_dir.join("journal");
+    let (journal, earlier) = journal::Journal::open(&dir, &fingerprint, exec.rerun)
+        .with_context(|| format!("cannot write the resume journal in {}", dir.display()))?;
+    crate::run::on_interrupt_say(format!(
+        "the tests that finished are kept in {}: run the same command again to resume (--rerun to run every test)",
+        journal.path().display()
+    ));
+    let done = match earlier {
+        Some(earlier) => {
+            let started = earlier.started;
+            let done = earlier.outcomes(jobs, &ids, session.coverage, session.edges);
+            let n = done.iter().filter(|o| o.is_some()).count();
+            ui::status(
+                "Resuming",
+                format!(
+                    "{n} of {} tests already ran (an interrupted run {}); --rerun to run them all",
+                    jobs.len(),
+                    ui::ago(started)
+                ),
+            );
+            done
+        }
+        None => jobs.iter().map(|_| None).collect(),
+    };
+    Ok((journal, done))
 }
 
 /// Builds the workspace's tests (with the edge recorder unless `--no-edges`, in

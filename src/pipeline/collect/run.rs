@@ -27,18 +27,25 @@ pub struct JobOutcome {
 }
 
 impl Session<'_> {
-    /// Runs every job, showing progress; the outcomes are in job order.
-    pub(super) fn run_all(&self, jobs: &[Job]) -> Vec<JobOutcome> {
-        let n_bins = jobs
+    /// Runs every job not `done` yet, showing progress and handing each outcome to `finished`
+    /// as it arrives; the outcomes are in job order.
+    pub(super) fn run_all(
+        &self,
+        jobs: &[Job],
+        mut done: Vec<Option<JobOutcome>>,
+        mut finished: impl FnMut(&JobOutcome),
+    ) -> Vec<JobOutcome> {
+        let todo: Vec<usize> = (0..jobs.len()).filter(|&i| done[i].is_none()).collect();
+        let n_bins = todo
             .iter()
-            .map(|j| j.binary)
+            .map(|&i| jobs[i].binary)
             .collect::<std::collections::HashSet<_>>()
             .len();
         ui::status(
             "Running",
             format!(
                 "{} tests from {} binar{} ({} at a time, timeout {})",
-                jobs.len(),
+                todo.len(),
                 n_bins,
                 if n_bins == 1 { "y" } else { "ies" },
                 self.jobs,
@@ -47,22 +54,22 @@ impl Session<'_> {
         );
         let started = Instant::now();
         let decode_total = Mutex::new(Duration::ZERO);
-        let mut results: Vec<Option<JobOutcome>> = (0..jobs.len()).map(|_| None).collect();
-        let progress = RunProgress::new(jobs.len());
+        let progress = RunProgress::new(todo.len());
         std::thread::scope(|scope| {
             scope.spawn(|| progress.tick_until_done(jobs, self.built));
             run::parallel(
-                jobs,
+                &todo,
                 self.jobs,
-                |i, job| {
+                |_, &i| {
                     progress.started(i);
-                    let outcome = self.run_one(i, job, &decode_total);
+                    let outcome = self.run_one(i, &jobs[i], &decode_total);
                     progress.finished(i);
                     outcome
                 },
-                |i, r| {
+                |k, r| {
                     progress.record(&r.record);
-                    results[i] = Some(r);
+                    finished(&r);
+                    done[todo[k]] = Some(r);
                 },
             );
             progress.done();
@@ -73,14 +80,14 @@ impl Session<'_> {
             "Finished",
             format!(
                 "{} tests in {:.2}s ({}); decoded their profiles in {:.1} ms ({:.0} µs per test)",
-                jobs.len(),
+                todo.len(),
                 elapsed.as_secs_f64(),
                 progress.counts(),
                 decode_time.as_secs_f64() * 1e3,
-                decode_time.as_secs_f64() * 1e6 / jobs.len() as f64
+                decode_time.as_secs_f64() * 1e6 / todo.len().max(1) as f64
             ),
         );
-        results.into_iter().map(|r| r.expect("every job finished")).collect()
+        done.into_iter().map(|r| r.expect("every job finished")).collect()
     }
 
     /// Runs job `i` in its own directory and decodes what it wrote; any problem becomes a
