@@ -254,3 +254,93 @@ impl Interner {
         i
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::spectra::{Outcome, UnitId};
+
+    fn job(name: &str) -> Job {
+        Job {
+            binary: 0,
+            name: Some(name.into()),
+            ignored: false,
+        }
+    }
+
+    #[test]
+    fn the_fingerprint_changes_with_the_selection_and_the_flags() {
+        let built = Built::default();
+        let fp = |jobs: &[Job], flags: &str| fingerprint(&built, &["b"], jobs, flags);
+        let base = fp(&[job("t1"), job("t2")], "retries=0");
+        assert_eq!(base, fp(&[job("t1"), job("t2")], "retries=0"));
+        assert_ne!(base, fp(&[job("t1")], "retries=0"));
+        assert_ne!(base, fp(&[job("t1"), job("t2")], "retries=1"));
+    }
+
+    #[test]
+    fn finished_tests_survive_a_cut_line_and_come_back_with_this_process_ids() {
+        let dir = tempfile::tempdir().unwrap();
+        let relative = |_: &Path| None;
+        let coverage = LineDecoder::new(Vec::new(), &relative);
+        let ids = coverage.ids_of([("src/a.rs", 3), ("src/b.rs", 1)]);
+        let (mut journal, earlier) = Journal::open(dir.path(), "fp", false).unwrap();
+        assert!(earlier.is_none(), "a new journal");
+        let outcome = |name: &str, covered: Vec<UnitId>| JobOutcome {
+            record: TestRecord::new("b", name, Outcome::Failed),
+            covered,
+            profiles: Vec::new(),
+            edges: Vec::new(),
+            not_run: None,
+        };
+        journal.append(&outcome("t1", ids.clone()), &coverage, None).unwrap();
+        journal.append(&outcome("t2", vec![ids[1]]), &coverage, None).unwrap();
+        // The interrupt cut the third line short.
+        journal.file.write_all(b"{\"record\":{\"binary\":\"b\",\"na").unwrap();
+        let path = journal.path().to_path_buf();
+        drop(journal);
+
+        // Another process numbers units in another order.
+        let later = LineDecoder::new(Vec::new(), &relative);
+        let b1 = later.ids_of([("src/b.rs", 1)])[0];
+        let (journal, earlier) = Journal::open(dir.path(), "fp", false).unwrap();
+        let jobs = [job("t2"), job("t3"), job("t1")];
+        let done = earlier.unwrap().outcomes(&jobs, &["b"], &later, None);
+        assert!(done[1].is_none(), "t3 never finished");
+        let lines = |o: &Option<JobOutcome>| later.lines_of(&o.as_ref().unwrap().covered);
+        assert_eq!(lines(&done[0]), [("src/b.rs".to_string(), 1)]);
+        assert_eq!(done[0].as_ref().unwrap().covered, [b1]);
+        assert_eq!(lines(&done[2]).len(), 2);
+        // The cut line is gone, so the next append starts a whole line.
+        assert!(std::fs::read_to_string(&path).unwrap().ends_with("}\n"));
+        journal.finish();
+        assert!(!path.exists());
+    }
+
+    #[test]
+    fn rerun_and_another_fingerprint_start_afresh() {
+        let dir = tempfile::tempdir().unwrap();
+        let relative = |_: &Path| None;
+        let coverage = LineDecoder::new(Vec::new(), &relative);
+        let (mut journal, _) = Journal::open(dir.path(), "fp", false).unwrap();
+        let o = JobOutcome {
+            record: TestRecord::new("b", "t1", Outcome::Passed),
+            covered: Vec::new(),
+            profiles: Vec::new(),
+            edges: Vec::new(),
+            not_run: None,
+        };
+        journal.append(&o, &coverage, None).unwrap();
+        drop(journal);
+        let (_, earlier) = Journal::open(dir.path(), "other", false).unwrap();
+        assert!(earlier.is_none());
+        assert!(!dir.path().join("fp.jsonl").exists(), "a stale journal is removed");
+        let (mut journal, _) = Journal::open(dir.path(), "fp", false).unwrap();
+        journal.append(&o, &coverage, None).unwrap();
+        drop(journal);
+        let (_, earlier) = Journal::open(dir.path(), "fp", true).unwrap();
+        assert!(earlier.is_none(), "--rerun");
+        let (_, earlier) = Journal::open(dir.path(), "fp", false).unwrap();
+        assert_eq!(earlier.unwrap().entries.len(), 0, "--rerun emptied the journal");
+    }
+}
