@@ -43,9 +43,12 @@ struct Entry {
     /// `[file index, line]` of every covered line.
     lines: Vec<(u32, u32)>,
     functions: Vec<String>,
-    /// `[from, to]`, each `[function index, block index]` (`from` null: entry into `to`).
-    edges: Vec<(Option<(u32, u32)>, (u32, u32))>,
+    /// `[from, to]` (`from` null: entry into `to`).
+    edges: Vec<(Option<BlockName>, BlockName)>,
 }
+
+/// A block as `[function index, block index]`.
+type BlockName = (u32, u32);
 
 /// What an earlier, interrupted run of the same build finished.
 pub struct Earlier {
