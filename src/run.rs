@@ -179,6 +179,10 @@ pub(crate) fn run_captured(mut cmd: Command, out_path: &Path, timeout: Duration)
     if let Ok(mut running) = RUNNING.lock() {
         running.push(leader);
     }
+    // Started as an interrupt took its list of groups to kill: no process outlives the run.
+    if interrupted() {
+        crate::platform::kill_group(leader);
+    }
     let status = match child.wait_timeout(timeout)? {
         Some(s) => Some(s),
         None => {

@@ -151,6 +151,9 @@ impl Session<'_> {
             message: rec.message.clone(),
         });
         for k in 1..=self.retries {
+            if run::interrupted() {
+                break;
+            }
             let dir = self.scratch.join(format!("t{i}-retry{k}"));
             let attempt = match self.run_process(job, &dir) {
                 Ok(fin) => Attempt {
