@@ -87,6 +87,8 @@ impl Earlier {
 pub struct Journal {
     file: File,
     path: PathBuf,
+    /// A write failed (said once): the run goes on without a journal.
+    broken: bool,
 }
 
 /// The fingerprint of a run's build, selection and result-changing flags.
@@ -153,11 +155,34 @@ impl Journal {
         file.sync_data()?;
         std::fs::rename(&tmp, &path)?;
         let file = std::fs::OpenOptions::new().append(true).open(&path)?;
-        Ok((Journal { file, path }, earlier))
+        Ok((
+            Journal {
+                file,
+                path,
+                broken: false,
+            },
+            earlier,
+        ))
+    }
+
+    /// Keeps a finished test, unless it is no result: killed by the interrupt, or not started
+    /// at all (then the run stops with an error). A journal that cannot be written is warned
+    /// about once; the run itself goes on.
+    pub fn keep(&mut self, o: &JobOutcome, coverage: &LineDecoder, edges: Option<&Collector>) {
+        if o.not_run.is_some() || crate::run::interrupted() || self.broken {
+            return;
+        }
+        if let Err(e) = self.append(o, coverage, edges) {
+            crate::ui::warn(format!(
+                "cannot write the resume journal {}: {e}; an interrupted run will start afresh",
+                self.path.display()
+            ));
+            self.broken = true;
+        }
     }
 
     /// Appends a finished test (one write, so an interrupt leaves whole lines or a cut last one).
-    pub fn append(&mut self, o: &JobOutcome, coverage: &LineDecoder, edges: Option<&Collector>) -> std::io::Result<()> {
+    fn append(&mut self, o: &JobOutcome, coverage: &LineDecoder, edges: Option<&Collector>) -> std::io::Result<()> {
         let mut line = serde_json::to_string(&encode(o, coverage, edges))?;
         line.push('\n');
         self.file.write_all(line.as_bytes())
@@ -263,6 +288,16 @@ mod tests {
     use super::*;
     use crate::spectra::{Outcome, UnitId};
 
+    fn outcome(name: &str, outcome: Outcome, covered: Vec<UnitId>) -> JobOutcome {
+        JobOutcome {
+            record: TestRecord::new("b", name, outcome),
+            covered,
+            profiles: Vec::new(),
+            edges: Vec::new(),
+            not_run: None,
+        }
+    }
+
     fn job(name: &str) -> Job {
         Job {
             binary: 0,
@@ -289,15 +324,12 @@ mod tests {
         let ids = coverage.ids_of([("src/a.rs", 3), ("src/b.rs", 1)]);
         let (mut journal, earlier) = Journal::open(dir.path(), "fp", false).unwrap();
         assert!(earlier.is_none(), "a new journal");
-        let outcome = |name: &str, covered: Vec<UnitId>| JobOutcome {
-            record: TestRecord::new("b", name, Outcome::Failed),
-            covered,
-            profiles: Vec::new(),
-            edges: Vec::new(),
-            not_run: None,
-        };
-        journal.append(&outcome("t1", ids.clone()), &coverage, None).unwrap();
-        journal.append(&outcome("t2", vec![ids[1]]), &coverage, None).unwrap();
+        journal
+            .append(&outcome("t1", Outcome::Failed, ids.clone()), &coverage, None)
+            .unwrap();
+        journal
+            .append(&outcome("t2", Outcome::Failed, vec![ids[1]]), &coverage, None)
+            .unwrap();
         // The interrupt cut the third line short.
         journal.file.write_all(b"{\"record\":{\"binary\":\"b\",\"na").unwrap();
         let path = journal.path().to_path_buf();
@@ -326,14 +358,18 @@ mod tests {
         let relative = |_: &Path| None;
         let coverage = LineDecoder::new(Vec::new(), &relative);
         let (mut journal, _) = Journal::open(dir.path(), "fp", false).unwrap();
-        let o = JobOutcome {
-            record: TestRecord::new("b", "t1", Outcome::Passed),
-            covered: Vec::new(),
-            profiles: Vec::new(),
-            edges: Vec::new(),
-            not_run: None,
+        let o = outcome("t1", Outcome::Passed, Vec::new());
+        journal.keep(&o, &coverage, None);
+        // A test that could not start is no result: not kept.
+        let broken = JobOutcome {
+            not_run: Some("No such file or directory".into()),
+            ..outcome("t2", Outcome::Failed, Vec::new())
         };
-        journal.append(&o, &coverage, None).unwrap();
+        journal.keep(&broken, &coverage, None);
+        drop(journal);
+        let (journal, earlier) = Journal::open(dir.path(), "fp", false).unwrap();
+        let kept: Vec<String> = earlier.unwrap().entries.into_iter().map(|e| e.record.name).collect();
+        assert_eq!(kept, ["t1"]);
         drop(journal);
         let (_, earlier) = Journal::open(dir.path(), "other", false).unwrap();
         assert!(earlier.is_none());

@@ -133,20 +133,7 @@ pub fn collect(cfg: &RunConfig) -> anyhow::Result<Spectra> {
         ),
     );
     let (mut journal, done) = resume(&session, cfg, &plan.jobs)?;
-    let mut unsaved = None;
-    let outcomes = session.run_all(&plan.jobs, done, |o| {
-        // A test killed by the interrupt is no result; one that could not start is an error.
-        if o.not_run.is_some() || crate::run::interrupted() || unsaved.is_some() {
-            return;
-        }
-        if let Err(e) = journal.append(o, &coverage, edges.as_ref()) {
-            ui::warn(format!(
-                "cannot write the resume journal {}: {e}",
-                journal.path().display()
-            ));
-            unsaved = Some(e);
-        }
-    });
+    let outcomes = session.run_all(&plan.jobs, done, |o| journal.keep(o, &coverage, edges.as_ref()));
     // A test that could not even be started is no result: saving it as failed would overwrite
     // good spectra with a broken matrix.
     if let Some(e) = not_run(&outcomes) {
