@@ -186,12 +186,22 @@ pub struct ExecutionArgs {
     /// Number of tests to run at once [default: number of CPUs].
     #[arg(short, long, value_name = "N", value_parser = at_least_one)]
     pub jobs: Option<usize>,
-    /// Kill a test after this many seconds and count it as failing (timed-out).
-    #[arg(long, value_name = "SECS", default_value = "60", value_parser = test_timeout)]
-    pub test_timeout: Duration,
+    /// Kill a test after this many seconds (timed out: left out of the ranking unless
+    /// --count-timeouts). [default: 60 s, the time a test may take under `cargo test`, times the
+    /// instrumentation's slowdown: 480 with edge profiles, 180 with --no-edges]
+    #[arg(long, value_name = "SECS", value_parser = test_timeout)]
+    pub test_timeout: Option<Duration>,
     /// Also run tests marked #[ignore].
     #[arg(long)]
     pub include_ignored: bool,
+    /// Re-run a test that did not pass up to N more times, as nextest does: it is flaky if a
+    /// retry passes (still ranked as failing, with the failing run's coverage), failed if none does.
+    #[arg(long, value_name = "N", default_value_t = 0, env = "CARGO_SFL_RETRIES")]
+    pub retries: u32,
+    /// Run every test, even those an interrupted run of the same build and selection already
+    /// finished (by default such a run is resumed: only the rest run).
+    #[arg(long)]
+    pub rerun: bool,
     /// Do not record control-flow edges: line coverage only (no C compiler needed, faster
     /// tests, but no `cp` measure). Built in a directory of its own.
     #[arg(long)]
@@ -238,6 +248,8 @@ impl From<ExecutionArgs> for config::Execution {
             jobs: e.jobs,
             test_timeout: e.test_timeout,
             include_ignored: e.include_ignored,
+            retries: e.retries,
+            rerun: e.rerun,
             no_edges: e.no_edges,
             keep_profiles: e.keep_profiles,
             partition: e.partition,
@@ -363,6 +375,11 @@ pub struct OutputArgs {
     /// entry).
     #[arg(long, value_name = "SUSPICION")]
     pub fail_on: Option<f64>,
+    /// Rank timed-out tests as failed tests. By default they are left out of the ranking,
+    /// neither failing nor passing: an instrumented test may time out for being slow, and a
+    /// killed test's coverage stops anywhere.
+    #[arg(long)]
+    pub count_timeouts: bool,
     /// Report format.
     #[arg(long, value_enum, default_value_t = Format::Human)]
     pub format: Format,
@@ -393,6 +410,7 @@ impl OutputArgs {
             order: self.order.into(),
             tie_break: self.tie_break.into(),
             include_test_code: self.include_test_code,
+            count_timeouts: self.count_timeouts,
             ht: HtParams::default(),
         }
     }
@@ -620,7 +638,11 @@ mod tests {
         assert!(err(&["-j", "two"]).contains("not a whole number"));
         let Cargo::Sfl(a) = Cargo::try_parse_from(["cargo", "sfl", "--test-timeout", "0.5"]).unwrap();
         let Task::Run(c) = a.into_task() else { panic!("a run") };
-        assert_eq!(c.execution.test_timeout, Duration::from_millis(500));
+        assert_eq!(c.execution.timeout(), Duration::from_millis(500));
+        let Cargo::Sfl(a) = Cargo::try_parse_from(["cargo", "sfl", "--no-edges"]).unwrap();
+        let Task::Run(c) = a.into_task() else { panic!("a run") };
+        assert_eq!(c.execution.test_timeout, None);
+        assert_eq!(c.execution.timeout(), Duration::from_secs(180));
     }
 
     #[test]

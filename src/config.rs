@@ -2,6 +2,7 @@
 //! pipeline and the renderers read these, never the argument parser's types.
 
 use std::path::PathBuf;
+use std::time::Duration;
 
 use crate::analysis::Options;
 use crate::measures::Measure;
@@ -85,13 +86,47 @@ impl Selection {
 pub struct Execution {
     /// Tests at once (default: the number of CPUs).
     pub jobs: Option<usize>,
-    /// How long a test may run before it is killed and counted as timed out.
-    pub test_timeout: std::time::Duration,
+    /// `--test-timeout`: how long a test may run before it is killed (timed out); `None`:
+    /// [`Execution::timeout`]'s default for the build.
+    pub test_timeout: Option<Duration>,
     pub include_ignored: bool,
+    /// Run every test, even those an interrupted run of the same build already finished.
+    pub rerun: bool,
+    /// Runs more of a test that did not pass (nextest's `--retries`): flaky if one passes.
+    pub retries: u32,
     pub no_edges: bool,
     pub keep_profiles: bool,
     pub partition: Option<Partition>,
     pub save_spectra: Option<PathBuf>,
+}
+
+/// What a test may take under plain `cargo test` before it counts as hanging (nextest's
+/// slow-timeout); the default timeout is this times the build's instrumentation slowdown.
+pub const UNINSTRUMENTED_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// How much slower a test runs under cargo sfl's instrumentation, at worst: measured on
+/// CPU-bound tests (a Collatz loop, sorting and hashing two million numbers), line coverage
+/// ran them 1.3-2.3x and line coverage with edge recording 6.8-7.2x as long as `cargo test`.
+pub const SLOWDOWN_WITH_EDGES: u32 = 8;
+/// The same with `--no-edges` (line coverage only).
+pub const SLOWDOWN_LINES_ONLY: u32 = 3;
+
+impl Execution {
+    /// The timeout: `--test-timeout` as given, else [`UNINSTRUMENTED_TIMEOUT`] scaled by the
+    /// build's slowdown, so a test that passes under `cargo test` is not killed for being
+    /// instrumented.
+    pub fn timeout(&self) -> Duration {
+        self.test_timeout.unwrap_or(UNINSTRUMENTED_TIMEOUT * self.slowdown())
+    }
+
+    /// The instrumentation's worst slowdown for this build.
+    pub fn slowdown(&self) -> u32 {
+        if self.no_edges {
+            SLOWDOWN_LINES_ONLY
+        } else {
+            SLOWDOWN_WITH_EDGES
+        }
+    }
 }
 
 /// How tests are split into shards.
@@ -340,6 +375,9 @@ pub struct ReportConfig {
     /// How the lines of one entry are ordered.
     pub tie_break: crate::evidence::TieBreak,
     pub include_test_code: bool,
+    /// Rank timed-out tests as failed ones (by default they are left out: neither failing nor
+    /// passing).
+    pub count_timeouts: bool,
     pub ht: HtParams,
 }
 

@@ -125,11 +125,32 @@ pub(crate) struct Captured {
 /// The process groups of the tests running now (their leaders' ids), for an interrupt.
 static RUNNING: std::sync::Mutex<Vec<u32>> = std::sync::Mutex::new(Vec::new());
 
+/// What an interrupt leaves behind, said after "killed N running tests; " (the pipeline sets
+/// it once results are being kept).
+static INTERRUPT_NOTE: std::sync::Mutex<Option<String>> = std::sync::Mutex::new(None);
+
+/// Set before the interrupt kills anything: a test that ends after it was killed by us, not
+/// by its own doing, and its outcome must not be kept.
+static INTERRUPTED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Says what an interrupt keeps (instead of "nothing was saved").
+pub fn on_interrupt_say(note: String) {
+    if let Ok(mut n) = INTERRUPT_NOTE.lock() {
+        *n = Some(note);
+    }
+}
+
+/// Whether an interrupt is killing the tests (results arriving now are not the tests' own).
+pub fn interrupted() -> bool {
+    INTERRUPTED.load(Ordering::SeqCst)
+}
+
 /// On Ctrl-C or SIGTERM: tests run in process groups of their own, so the terminal's signal
 /// does not reach them; kill every running group, say so, and exit 130 (as a shell reports an
 /// interrupt). Installed once per process; a second installation is ignored.
 pub fn kill_tests_on_interrupt() {
     let _ = ctrlc::set_handler(|| {
+        INTERRUPTED.store(true, Ordering::SeqCst);
         let groups = RUNNING.lock().map(|g| g.clone()).unwrap_or_default();
         for leader in &groups {
             crate::platform::kill_group(*leader);
@@ -137,11 +158,13 @@ pub fn kill_tests_on_interrupt() {
         // Straight to stderr, ignoring a closed pipe: the terminal's progress bar may be
         // mid-draw on another thread.
         use std::io::Write as _;
+        let note = INTERRUPT_NOTE.lock().ok().and_then(|n| n.clone());
         let _ = writeln!(
             std::io::stderr(),
-            "error: interrupted: killed {} running test{}; nothing was saved",
+            "error: interrupted: killed {} running test{}; {}",
             groups.len(),
-            if groups.len() == 1 { "" } else { "s" }
+            if groups.len() == 1 { "" } else { "s" },
+            note.as_deref().unwrap_or("nothing was saved")
         );
         std::process::exit(crate::error::exit::INTERRUPTED);
     });
@@ -158,6 +181,10 @@ pub(crate) fn run_captured(mut cmd: Command, out_path: &Path, timeout: Duration)
     let leader = child.id();
     if let Ok(mut running) = RUNNING.lock() {
         running.push(leader);
+    }
+    // Started as an interrupt took its list of groups to kill: no process outlives the run.
+    if interrupted() {
+        crate::platform::kill_group(leader);
     }
     let status = match child.wait_timeout(timeout)? {
         Some(s) => Some(s),

@@ -158,3 +158,14 @@ pub fn bar(prefix: &str, len: u64) -> ProgressBar {
     bar.enable_steady_tick(Duration::from_millis(200));
     bar
 }
+
+/// How long ago `then` was, in words ("40 s ago", "12 min ago", "3 h ago", "2 days ago").
+pub fn ago(then: std::time::SystemTime) -> String {
+    let secs = then.elapsed().map_or(0, |d| d.as_secs());
+    match secs {
+        0..120 => format!("{secs} s ago"),
+        120..7200 => format!("{} min ago", secs / 60),
+        7200..172_800 => format!("{} h ago", secs / 3600),
+        _ => format!("{} days ago", secs / 86_400),
+    }
+}

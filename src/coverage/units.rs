@@ -220,6 +220,24 @@ impl<'a> LineDecoder<'a> {
         }
     }
 
+    /// The `(file, line)` of each of `ids`: ids are this process's numbering, so what outlives
+    /// it (the resume journal) stores lines.
+    pub fn lines_of(&self, ids: &[UnitId]) -> Vec<(String, u32)> {
+        let table = self.units.lock().expect("not poisoned");
+        ids.iter()
+            .map(|id| {
+                let u = &table.units[id.index()];
+                (u.file.clone(), u.line)
+            })
+            .collect()
+    }
+
+    /// The ids of `lines` in this process (interned if not met yet).
+    pub fn ids_of<'l>(&self, lines: impl IntoIterator<Item = (&'l str, u32)>) -> Vec<UnitId> {
+        let mut table = self.units.lock().expect("not poisoned");
+        lines.into_iter().map(|(file, line)| table.intern(file, line)).collect()
+    }
+
     /// The units met in code order (so output is stable) and the workspace's functions.
     pub fn finish(self) -> SortedUnits {
         self.units.into_inner().expect("not poisoned").sorted()

@@ -173,6 +173,20 @@ impl<'a> Collector<'a> {
         Ok(())
     }
 
+    /// The name of block `id`: `(function, index)`, the same in every process (ids are
+    /// numbered as binaries happen to be read).
+    pub fn block_name(&self, id: BlockId) -> (String, u32) {
+        let names = self.names.lock().expect("not poisoned");
+        let b = &names.blocks[id.index()];
+        (b.function.clone(), b.index)
+    }
+
+    /// The id of the block named `(function, index)`, if a binary read so far has it.
+    pub fn block_id(&self, function: &str, index: u32) -> Option<BlockId> {
+        let names = self.names.lock().expect("not poisoned");
+        names.ids.get(&(function.to_string(), index)).copied()
+    }
+
     /// Decodes one test's edge files, turning every problem into a warning on that test.
     pub fn decode_test(&self, files: &[PathBuf], out: &mut Traversed, warnings: &mut Vec<String>) {
         if files.is_empty() {

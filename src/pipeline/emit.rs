@@ -13,7 +13,7 @@ use crate::error::{SflError, exit};
 use crate::measures::Measure;
 use crate::rank::{Ranking, rank_only};
 use crate::report;
-use crate::spectra::Spectra;
+use crate::spectra::{Outcome, Spectra};
 use crate::syntax::Parsed;
 use crate::ui;
 
@@ -44,7 +44,7 @@ pub fn emit(spectra: &Spectra, out: &ReportConfig) -> anyhow::Result<i32> {
         function_names: function_names.as_deref(),
     };
     write_report(out, &analysis, &rankings, &view)?;
-    if summary.failing() > 0 && summary.failing() == summary.ran() {
+    if summary.failing() > 0 && summary.failing() == summary.ranked() {
         ui::note("every test failed, so no passing test tells lines apart; rankings rest on failing coverage alone");
     }
     if summary.failing() == 0 {
@@ -65,7 +65,10 @@ pub(super) fn at_granularity<'a>(
     converted: &'a mut Option<Spectra>,
 ) -> Result<(&'a Spectra, Option<Vec<String>>), SflError> {
     let mut parsed = Parsed::new(Path::new(&spectra.workspace_root));
-    let mut owned = (!out.include_test_code).then(|| without_test_code(spectra, &mut parsed));
+    let mut owned = timed_out(spectra, out.count_timeouts);
+    if !out.include_test_code {
+        owned = Some(without_test_code(owned.as_ref().unwrap_or(spectra), &mut parsed));
+    }
     let mut names = None;
     if out.granularity == Granularity::Function {
         let base = owned.as_ref().unwrap_or(spectra);
@@ -83,6 +86,47 @@ pub(super) fn at_granularity<'a>(
         None => spectra,
     };
     Ok((spectra, names))
+}
+
+/// Timed-out tests are left out of the ranking, with a warning naming them and how to rank
+/// them; with `--count-timeouts` they are failed tests (the matrix returned).
+fn timed_out(spectra: &Spectra, count_timeouts: bool) -> Option<Spectra> {
+    let names: Vec<String> = spectra
+        .tests
+        .iter()
+        .filter(|t| t.outcome == Outcome::TimedOut)
+        .map(|t| format!("{} {}", t.binary, t.name))
+        .collect();
+    if names.is_empty() {
+        return None;
+    }
+    let shown = names.iter().take(5).cloned().collect::<Vec<_>>().join(", ");
+    let more = match names.len() {
+        n @ 6.. => format!(" and {} more", n - 5),
+        _ => String::new(),
+    };
+    if !count_timeouts {
+        ui::warn(format!(
+            "{} test{} timed out and {} left out of the ranking, neither failing nor passing: {shown}{more}. \
+             A hang caused by the fault: rank {} as failing with --count-timeouts; a test only slow under \
+             instrumentation: raise --test-timeout",
+            names.len(),
+            if names.len() == 1 { "" } else { "s" },
+            if names.len() == 1 { "is" } else { "are" },
+            if names.len() == 1 { "it" } else { "them" },
+        ));
+        return None;
+    }
+    ui::note(format!(
+        "--count-timeouts: ranking timed-out tests as failed: {shown}{more}"
+    ));
+    let mut counted = spectra.clone();
+    for t in &mut counted.tests {
+        if t.outcome == Outcome::TimedOut {
+            t.outcome = Outcome::Failed;
+        }
+    }
+    Some(counted)
 }
 
 /// The matrix without the lines `testcode` finds to be test code.
@@ -321,6 +365,7 @@ mod tests {
             order: Order::Score,
             tie_break: Default::default(),
             include_test_code: true,
+            count_timeouts: false,
             ht: HtParams::default(),
         }
     }
@@ -356,6 +401,26 @@ mod tests {
         let rankings = rank_all(&analysis, &out, Some(&changed));
         assert!(rankings[0].entries.iter().all(|x| x.changed));
         assert!(fail_on_hits(&analysis, &rankings, 1.0).is_empty());
+    }
+
+    #[test]
+    fn timed_out_tests_are_ranked_only_with_count_timeouts() {
+        let mut s = doric_minmax();
+        s.tests[0].outcome = Outcome::TimedOut;
+        assert!(
+            timed_out(&s, false).is_none(),
+            "left out by the failing mask, not rewritten"
+        );
+        let counted = timed_out(&s, true).unwrap();
+        assert_eq!(counted.tests[0].outcome, Outcome::Failed);
+        let failing = |s: &Spectra| s.failing_mask().count_and(&s.failing_mask());
+        assert_eq!(failing(&counted), failing(&s) + 1);
+        assert!(timed_out(&doric_minmax(), true).is_none(), "nothing timed out");
+        let mut out = config(&[]);
+        out.count_timeouts = true;
+        let mut converted = None;
+        let (ranked, _) = at_granularity(&s, &out, &mut converted).unwrap();
+        assert_eq!(ranked.tests[0].outcome, Outcome::Failed);
     }
 
     #[test]

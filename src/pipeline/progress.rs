@@ -14,7 +14,8 @@ use crate::ui;
 pub(crate) struct RunProgress {
     bar: indicatif::ProgressBar,
     running: Mutex<HashMap<usize, Instant>>,
-    tally: Mutex<[usize; 4]>,
+    /// Passed, failed, timed out, crashed, flaky (flaky tests are counted by outcome too).
+    tally: Mutex<[usize; 5]>,
     finished: std::sync::atomic::AtomicBool,
     total: usize,
 }
@@ -24,7 +25,7 @@ impl RunProgress {
         RunProgress {
             bar: ui::bar("Testing", total as u64),
             running: Mutex::new(HashMap::new()),
-            tally: Mutex::new([0; 4]),
+            tally: Mutex::new([0; 5]),
             finished: std::sync::atomic::AtomicBool::new(false),
             total,
         }
@@ -39,13 +40,16 @@ impl RunProgress {
     }
 
     pub(crate) fn counts(&self) -> String {
-        let [p, f, t, c] = *self.tally.lock().unwrap();
+        let [p, f, t, c, flaky] = *self.tally.lock().unwrap();
         let mut parts = vec![format!("{p} passed"), format!("{f} failed")];
         if t > 0 {
             parts.push(format!("{t} timed out"));
         }
         if c > 0 {
             parts.push(format!("{c} crashed"));
+        }
+        if flaky > 0 {
+            parts.push(format!("{flaky} flaky"));
         }
         parts.join(", ")
     }
@@ -58,10 +62,13 @@ impl RunProgress {
             Outcome::TimedOut => 2,
             _ => 3,
         };
-        self.tally.lock().unwrap()[slot] += 1;
+        let mut tally = self.tally.lock().unwrap();
+        tally[slot] += 1;
+        tally[4] += usize::from(rec.flaky);
+        drop(tally);
         self.bar.inc(1);
         let done = self.bar.position();
-        let line = format!(
+        let mut line = format!(
             "{:>12} [{:>7.3}s] ({done}/{}) {} {}",
             rec.outcome.as_str().to_uppercase(),
             rec.duration_ms as f64 / 1000.0,
@@ -69,6 +76,9 @@ impl RunProgress {
             rec.binary,
             rec.name
         );
+        if let Some(runs) = rec.runs() {
+            line.push_str(&format!(" ({runs})"));
+        }
         if rec.outcome == Outcome::Passed {
             ui::detail(line);
         } else {

@@ -97,6 +97,7 @@ fn data(a: &Analysis, rankings: &[Ranking], view: &View) -> Value {
         "tests": s.tests.iter().map(|t| json!({
             "name": test_label(t),
             "outcome": t.outcome.as_str(),
+            "runs": t.runs(),
             "message": t.message,
             "stack": t.stack.iter().map(|f| json!([f.file, f.line, f.function])).collect::<Vec<_>>(),
         })).collect::<Vec<_>>(),

@@ -7,7 +7,7 @@ use std::path::Path;
 use super::{Sources, Summary, View, fmt_score, spans};
 use crate::analysis::{Analysis, Options};
 use crate::rank::{Ranked, Ranking};
-use crate::spectra::{Spectra, Unit};
+use crate::spectra::{Outcome, Spectra, Unit};
 
 /// The failing tests with their messages.
 pub fn failing_tests(spectra: &Spectra) -> String {
@@ -18,19 +18,48 @@ pub fn failing_tests(spectra: &Spectra) -> String {
     }
     let _ = writeln!(out, "Failing tests ({}):", failing.len());
     for t in failing {
-        let _ = writeln!(
+        let _ = write!(
             out,
             "  {:<9} {} {}",
             t.outcome.as_str().to_uppercase(),
             t.binary,
             t.name
         );
+        let _ = match t.runs() {
+            Some(runs) => writeln!(out, " ({runs})"),
+            None => writeln!(out),
+        };
         if let Some(m) = &t.message {
             for l in m.lines() {
                 let _ = writeln!(out, "            {l}");
             }
         }
         stack(&mut out, &t.stack);
+    }
+    out
+}
+
+/// The timed-out tests, which the ranking leaves out, with their messages.
+fn timed_out_tests(spectra: &Spectra) -> String {
+    let mut out = String::new();
+    let timed_out: Vec<_> = spectra
+        .tests
+        .iter()
+        .filter(|t| t.outcome == Outcome::TimedOut)
+        .collect();
+    if timed_out.is_empty() {
+        return out;
+    }
+    let _ = writeln!(
+        out,
+        "Timed out ({}), left out of the ranking (--count-timeouts ranks them as failing):",
+        timed_out.len()
+    );
+    for t in timed_out {
+        let _ = writeln!(out, "  {} {}", t.binary, t.name);
+        for l in t.message.iter().flat_map(|m| m.lines()) {
+            let _ = writeln!(out, "            {l}");
+        }
     }
     out
 }
@@ -75,11 +104,15 @@ pub fn human(a: &Analysis, rankings: &[Ranking], view: &View) -> String {
     let spectra = a.spectra;
     let sum = Summary::of(a);
     let mut out = String::new();
-    let _ = writeln!(
+    let _ = write!(
         out,
         "{} tests: {} passed, {} failed, {} timed out, {} crashed, {} ignored",
         sum.tests, sum.passed, sum.failed, sum.timed_out, sum.crashed, sum.ignored
     );
+    let _ = match sum.flaky {
+        0 => writeln!(out),
+        n => writeln!(out, "; {n} flaky (passed on a retry, ranked as failing)"),
+    };
     let (noun, place) = if sum.files == 0 {
         ("units", String::new())
     } else if view.function_names.is_some() {
@@ -111,6 +144,7 @@ pub fn human(a: &Analysis, rankings: &[Ranking], view: &View) -> String {
     }
     out.push('\n');
     out.push_str(&failing_tests(spectra));
+    out.push_str(&timed_out_tests(spectra));
     let mut sources = Sources::new(Path::new(&spectra.workspace_root));
     for r in rankings {
         human_ranking(&mut out, a, r, view, &mut sources);
@@ -322,13 +356,11 @@ fn cut(list: &str) -> String {
     }
 }
 
-/// The report when no test failed: a coverage summary.
+/// The report when no test failed: a coverage summary (and the timed-out tests, if any).
 pub fn no_failures(a: &Analysis) -> String {
     let sum = Summary::of(a);
-    format!(
-        "No failing tests: all {} tests that ran passed ({} ignored); nothing to localise.\nCoverage: {} of {} lines in {} files ran ({:.1}%).\n",
-        sum.ran(),
-        sum.ignored,
+    let coverage = format!(
+        "Coverage: {} of {} lines in {} files ran ({:.1}%).\n",
         sum.covered_units,
         sum.units,
         sum.files,
@@ -337,6 +369,20 @@ pub fn no_failures(a: &Analysis) -> String {
         } else {
             100.0 * sum.covered_units as f64 / sum.units as f64
         }
+    );
+    if sum.timed_out == 0 {
+        return format!(
+            "No failing tests: all {} tests that ran passed ({} ignored); nothing to localise.\n{coverage}",
+            sum.ran(),
+            sum.ignored,
+        );
+    }
+    format!(
+        "No failing tests: {} passed, {} timed out, {} ignored; nothing to localise.\n{coverage}{}",
+        sum.passed,
+        sum.timed_out,
+        sum.ignored,
+        timed_out_tests(a.spectra)
     )
 }
 

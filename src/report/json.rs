@@ -35,6 +35,12 @@ struct JsonTest<'a> {
     /// A failing test's panic backtrace, workspace frames only, innermost first.
     #[serde(skip_serializing_if = "<[_]>::is_empty")]
     stack: &'a [crate::spectra::Frame],
+    /// Failed, then passed on a retry (`--retries`).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    flaky: bool,
+    /// Every run of a retried test, in order.
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    attempts: &'a [crate::spectra::Attempt],
 }
 
 #[derive(Serialize)]
@@ -187,6 +193,8 @@ pub fn json<'a>(a: &'a Analysis, rankings: &[Ranking], view: &View<'a>) -> Strin
                 message: t.message.as_deref(),
                 duration_ms: t.duration_ms,
                 stack: &t.stack,
+                flaky: t.flaky,
+                attempts: &t.attempts,
             })
             .collect(),
         rankings: rankings

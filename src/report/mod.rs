@@ -132,6 +132,8 @@ pub struct Summary {
     pub timed_out: usize,
     pub crashed: usize,
     pub ignored: usize,
+    /// Failed, then passed on a retry (`--retries`); counted among the failing tests.
+    pub flaky: usize,
     /// Lines the coverage map knows (executable lines of the workspace's code).
     pub units: usize,
     /// Lines at least one test ran.
@@ -162,6 +164,7 @@ impl Summary {
             timed_out: count(Outcome::TimedOut),
             crashed: count(Outcome::Crashed),
             ignored: count(Outcome::Ignored),
+            flaky: s.tests.iter().filter(|t| t.flaky).count(),
             units: s.units.len(),
             covered_units: s.coverage.iter().filter(|c| !c.is_empty()).count(),
             failing_units: a.groups.iter().map(|g| g.units.len()).sum(),
@@ -171,8 +174,14 @@ impl Summary {
         }
     }
 
+    /// The failing set: failed and crashed tests (timed-out ones are left out).
     pub fn failing(&self) -> usize {
-        self.failed + self.timed_out + self.crashed
+        self.failed + self.crashed
+    }
+
+    /// Tests the ranking uses: passing and failing ones.
+    pub fn ranked(&self) -> usize {
+        self.passed + self.failing()
     }
 
     pub fn ran(&self) -> usize {
@@ -449,6 +458,19 @@ mod tests {
             Rendered::Text(no_failures(&a))
         );
         assert!(no_failures(&a).starts_with("No failing tests: all 2 tests that ran passed"));
+        // A timed-out test is no failure, but the report names it.
+        let mut s = matrix(&["11-", "10+"]);
+        s.tests[0].outcome = Outcome::TimedOut;
+        s.tests[0].message = Some("timed out after 3s and was killed".into());
+        let a = Analysis::new(&s, true);
+        assert_eq!(Summary::of(&a).failing(), 0);
+        assert_eq!(
+            no_failures(&a),
+            "No failing tests: 1 passed, 1 timed out, 0 ignored; nothing to localise.\n\
+             Coverage: 2 of 2 lines in 1 files ran (100.0%).\n\
+             Timed out (1), left out of the ranking (--count-timeouts ranks them as failing):\n  \
+             b t1\n            timed out after 3s and was killed\n"
+        );
     }
 
     fn unit(file: &str, line: u32) -> Unit {

@@ -28,9 +28,12 @@ pub enum Outcome {
 }
 
 impl Outcome {
-    /// Failed, timed out and crashed tests are the failing set E of the spectra.
+    /// Failed and crashed tests are the failing set E of the spectra. A timed-out test is
+    /// neither failing nor passing: under instrumentation a slow test times out without being
+    /// wrong, and a killed test's coverage stops wherever it was (`--count-timeouts` ranks
+    /// them as failed tests).
     pub fn is_failing(self) -> bool {
-        matches!(self, Outcome::Failed | Outcome::TimedOut | Outcome::Crashed)
+        matches!(self, Outcome::Failed | Outcome::Crashed)
     }
     /// Whether the test ran at all (ignored tests contribute nothing).
     pub fn ran(self) -> bool {
@@ -70,6 +73,25 @@ pub struct TestRecord {
     /// code, innermost first (test code included; the report decides what to show).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub stack: Vec<Frame>,
+    /// Every run of the test when it was retried (`--retries`), the first included, in order.
+    /// The record's own outcome, message, stack and coverage are the first run's.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub attempts: Vec<Attempt>,
+    /// It failed, then passed on a retry. It stays in the failing set with the failing run's
+    /// coverage: that run is evidence of the fault (see README, "Flaky tests").
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub flaky: bool,
+}
+
+/// One run of a retried test.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Attempt {
+    pub outcome: Outcome,
+    #[serde(default)]
+    pub duration_ms: u64,
+    /// First lines of its failure message.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
 }
 
 impl TestRecord {
@@ -84,7 +106,24 @@ impl TestRecord {
             duration_ms: 0,
             warnings: Vec::new(),
             stack: Vec::new(),
+            attempts: Vec::new(),
+            flaky: false,
         }
+    }
+
+    /// How a retried test's runs went ("flaky: failed, then passed on retry 1", "did not pass
+    /// in 3 runs"); `None` when it ran once.
+    pub fn runs(&self) -> Option<String> {
+        let n = self.attempts.len();
+        if n == 0 {
+            return None;
+        }
+        Some(if self.flaky {
+            let before: Vec<&str> = self.attempts[..n - 1].iter().map(|a| a.outcome.as_str()).collect();
+            format!("flaky: {}, then passed on retry {}", before.join(", "), n - 1)
+        } else {
+            format!("did not pass in {n} runs")
+        })
     }
 }
 
@@ -662,6 +701,40 @@ pub(crate) mod tests {
         matrix(&[
             "10110-", "10011-", "10010-", "11000+", "10100+", "10001+", "10011+", "10000+", "11001+", "11100+",
         ])
+    }
+
+    #[test]
+    fn timed_out_tests_are_neither_failing_nor_passing() {
+        let mut s = matrix(&["11-", "10-", "01+"]);
+        s.tests[1].outcome = Outcome::TimedOut;
+        let members = |m: BitSet| (0..3).filter(|&t| m.contains(t)).collect::<Vec<_>>();
+        assert_eq!(members(s.failing_mask()), [0]);
+        assert_eq!(members(s.passing_mask()), [2]);
+        // Unit 1 is run by the failing test and the timed-out one: ef 1, not 2.
+        let c = s.counts()[0];
+        assert_eq!((c.ef, c.ep, c.nf, c.np), (1.0, 0.0, 0.0, 1.0));
+    }
+
+    #[test]
+    fn retried_tests_say_how_their_runs_went() {
+        let mut t = test("t", Outcome::Failed);
+        assert_eq!(t.runs(), None);
+        let run = |outcome| Attempt {
+            outcome,
+            duration_ms: 1,
+            message: None,
+        };
+        t.attempts = vec![run(Outcome::Failed), run(Outcome::TimedOut), run(Outcome::Failed)];
+        assert_eq!(t.runs().unwrap(), "did not pass in 3 runs");
+        t.attempts = vec![run(Outcome::Failed), run(Outcome::Crashed), run(Outcome::Passed)];
+        t.flaky = true;
+        assert_eq!(t.runs().unwrap(), "flaky: failed, crashed, then passed on retry 2");
+        // Both survive a save and a load.
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.json");
+        let s = Spectra::from_tests("/ws".into(), vec![t.clone()], Vec::new(), &[Vec::new()]);
+        s.save(&path).unwrap();
+        assert_eq!(Spectra::load(&path).unwrap().tests, [t]);
     }
 
     /// Regression: leaving out the first unit (a file that starts with test code) panicked on

@@ -10,6 +10,7 @@ mod fixtures;
 mod formats;
 mod oracle;
 mod reliability;
+mod retries;
 mod shards;
 mod stacks;
 mod support;
@@ -22,6 +23,7 @@ fn main() {
         fixtures::trials(),
         exits::trials(),
         reliability::trials(),
+        retries::trials(),
         formats::trials(),
         shards::trials(),
         ci::trials(),

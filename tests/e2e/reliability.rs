@@ -71,7 +71,7 @@ fn proc_macro_tests_run() -> Result {
 }
 
 /// Adds `#[test] fn NAME() { BODY }` to the end of the minmax fixture's test module.
-fn add_test(dir: &Path, name: &str, body: &str) -> Result {
+pub(crate) fn add_test(dir: &Path, name: &str, body: &str) -> Result {
     let lib = dir.join("src/lib.rs");
     let source = std::fs::read_to_string(&lib)?;
     let module = source
@@ -85,7 +85,7 @@ fn add_test(dir: &Path, name: &str, body: &str) -> Result {
     Ok(())
 }
 
-fn spectra(dir: &Path) -> Result<Value> {
+pub(crate) fn spectra(dir: &Path) -> Result<Value> {
     Ok(serde_json::from_slice(&std::fs::read(
         dir.join("target/sfl/spectra.json"),
     )?)?)

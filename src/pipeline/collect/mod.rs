@@ -2,6 +2,7 @@
 //! [`plan`] the jobs → [`run`] and decode them → [`assemble`] the matrix → save it.
 
 mod assemble;
+mod journal;
 mod lock;
 mod plan;
 mod run;
@@ -22,7 +23,7 @@ use crate::edges::Collector;
 use crate::error::SflError;
 use crate::list::{self, Listing};
 use crate::run::Job;
-use crate::spectra::Spectra;
+use crate::spectra::{Outcome, Spectra};
 use crate::ui;
 
 /// Written next to kept profiles (`--keep-profiles`), for the decoder oracle and debugging.
@@ -45,6 +46,10 @@ struct Session<'a> {
     scratch: &'a Path,
     release: bool,
     timeout: Duration,
+    /// How the timeout was chosen, for the status line.
+    timeout_note: String,
+    /// `--retries`: more runs of a test that did not pass.
+    retries: u32,
     /// Processes at once.
     jobs: usize,
     keep: bool,
@@ -85,7 +90,17 @@ pub fn collect(cfg: &RunConfig) -> anyhow::Result<Spectra> {
         edges: edges.as_ref(),
         scratch: &scratch,
         release: cfg.selection.release,
-        timeout: exec.test_timeout,
+        timeout: exec.timeout(),
+        timeout_note: match exec.test_timeout {
+            Some(t) => format!("{}s", t.as_secs_f64()),
+            None => format!(
+                "{}s: {}s under cargo test x{} for instrumentation",
+                exec.timeout().as_secs(),
+                crate::config::UNINSTRUMENTED_TIMEOUT.as_secs(),
+                exec.slowdown()
+            ),
+        },
+        retries: exec.retries,
         jobs: exec
             .jobs
             .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
@@ -124,10 +139,11 @@ pub fn collect(cfg: &RunConfig) -> anyhow::Result<Spectra> {
             prep_started.elapsed().as_secs_f64() * 1e3
         ),
     );
+    let (mut journal, done) = resume(&session, cfg, &plan.jobs)?;
     let outcomes = if plan.jobs.is_empty() {
         Vec::new()
     } else {
-        session.run_all(&plan.jobs)
+        session.run_all(&plan.jobs, done, |o| journal.keep(o, &coverage, edges.as_ref()))
     };
     // A test that could not even be started is no result: saving it as failed would overwrite
     // good spectra with a broken matrix.
@@ -139,6 +155,7 @@ pub fn collect(cfg: &RunConfig) -> anyhow::Result<Spectra> {
     spectra.build = Some(assemble::build_info(&ws.root, &spectra));
     spectra.partition = exec.partition.map(|p| p.to_string());
     save(&spectra, &ws, exec, &scratch, kept)?;
+    journal.finish();
     if let Some(why) = nothing {
         return Err(SflError::NoTests(why).into());
     }
@@ -179,6 +196,52 @@ fn check_packages(ws: &Workspace, specs: &[String]) -> Result<(), SflError> {
             )))
         }
     }
+}
+
+/// Opens the resume journal of this build and selection: the outcomes of the jobs an
+/// interrupted run of it finished (unless `--rerun`), saying so.
+fn resume(
+    session: &Session,
+    cfg: &RunConfig,
+    jobs: &[Job],
+) -> anyhow::Result<(journal::Journal, Vec<Option<JobOutcome>>)> {
+    let exec = &cfg.execution;
+    let ids: Vec<&str> = session.built.tests.iter().map(|t| t.id.as_str()).collect();
+    // Everything else that changes outcomes is in the binaries or the jobs.
+    let flags = format!(
+        "root={} edges={} retries={} timeout={:?} release={}",
+        session.ws.root.display(),
+        session.edges.is_some(),
+        exec.retries,
+        session.timeout,
+        session.release
+    );
+    let fingerprint = journal::fingerprint(session.built, &ids, jobs, &flags);
+    let dir = session.ws.target_dir.join("journal");
+    let (journal, earlier) = journal::Journal::open(&dir, &fingerprint, exec.rerun)
+        .with_context(|| format!("cannot write the resume journal in {}", dir.display()))?;
+    crate::run::on_interrupt_say(format!(
+        "the tests that finished are kept in {}: run the same command again to resume (--rerun to run every test)",
+        journal.path().display()
+    ));
+    let done = match earlier {
+        Some(earlier) => {
+            let started = earlier.started;
+            let done = earlier.outcomes(jobs, &ids, session.coverage, session.edges);
+            let n = done.iter().filter(|o| o.is_some()).count();
+            ui::status(
+                "Resuming",
+                format!(
+                    "{n} of {} tests already ran (an interrupted run {}); --rerun to run them all",
+                    jobs.len(),
+                    ui::ago(started)
+                ),
+            );
+            done
+        }
+        None => jobs.iter().map(|_| None).collect(),
+    };
+    Ok((journal, done))
 }
 
 /// Builds the workspace's tests (with the edge recorder unless `--no-edges`, in
@@ -304,12 +367,26 @@ fn save(
     scratch: &Path,
     kept: Option<Vec<KeptProfile>>,
 ) -> anyhow::Result<()> {
-    for path in std::iter::once(ws.spectra_path()).chain(exec.save_spectra.clone()) {
-        spectra.save(&path).map_err(|source| SflError::Output {
+    let main = ws.spectra_path();
+    let output = |path: &Path| {
+        let path = path.to_path_buf();
+        move |source| SflError::Output {
             what: "the spectra",
-            path: path.to_path_buf(),
+            path,
             source,
-        })?;
+        }
+    };
+    let saved = save_keeping_failures(spectra, &main).map_err(output(&main))?;
+    if let Saved::Green { kept, green } = saved {
+        ui::note(format!(
+            "no test failed: kept the last run with failures ({kept}) at {}, for `cargo sfl report`; \
+             this run's spectra are at {}",
+            main.display(),
+            green.display()
+        ));
+    }
+    for path in exec.save_spectra.iter() {
+        spectra.save(path).map_err(output(path))?;
     }
     if let Some(kept) = kept {
         let index = scratch.join("index.json");
@@ -317,6 +394,48 @@ fn save(
         ui::status("Kept", format!("profiles: {}", index.display()));
     }
     Ok(())
+}
+
+/// Where the workspace's spectra went.
+#[derive(Debug, PartialEq)]
+enum Saved {
+    /// To the workspace's file.
+    Main,
+    /// To `green` (no test failed), keeping the earlier run with failures in the workspace's
+    /// file; `kept` says when it ran and how many tests failed.
+    Green { kept: String, green: PathBuf },
+}
+
+/// Saves `spectra` to `main`, unless no test failed and `main` holds a run with failing tests:
+/// a green run (a flaky test passing this time, a fix being tried) must not silently replace
+/// the evidence. Then the green run goes to `spectra-green.json` next to it. A run with
+/// failures replaces both.
+fn save_keeping_failures(spectra: &Spectra, main: &Path) -> std::io::Result<Saved> {
+    let green = main.with_file_name("spectra-green.json");
+    // Timed-out tests count: such a run is not green either.
+    let failing = |s: &Spectra| {
+        let bad = |o: Outcome| o.is_failing() || o == Outcome::TimedOut;
+        s.tests.iter().filter(|t| bad(t.outcome)).count()
+    };
+    if failing(spectra) == 0
+        && let Ok(earlier) = Spectra::load(main)
+        && failing(&earlier) > 0
+    {
+        spectra.save(&green)?;
+        let when = std::fs::metadata(main).and_then(|m| m.modified());
+        let n = failing(&earlier);
+        let kept = format!(
+            "{}, {n} test{} not passing",
+            when.map_or_else(|_| "time unknown".into(), ui::ago),
+            if n == 1 { "" } else { "s" }
+        );
+        return Ok(Saved::Green { kept, green });
+    }
+    spectra.save(main)?;
+    match std::fs::remove_file(&green) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e),
+        _ => Ok(Saved::Main),
+    }
 }
 
 #[cfg(test)]
@@ -348,5 +467,49 @@ mod tests {
             e.to_string(),
             "2 of 3 tests could not be run (first: b t2: No such file or directory); the spectra were not saved"
         );
+    }
+}
+
+#[cfg(test)]
+mod saving {
+    use super::*;
+    use crate::spectra::{Outcome, TestRecord};
+
+    fn run(outcome: Outcome) -> Spectra {
+        let tests = vec![TestRecord::new("b", "t", outcome)];
+        Spectra::from_tests("/ws".into(), tests, Vec::new(), &[Vec::new()])
+    }
+
+    #[test]
+    fn a_green_run_never_replaces_a_run_with_failures() {
+        let dir = tempfile::tempdir().unwrap();
+        let main = dir.path().join("spectra.json");
+        let green = dir.path().join("spectra-green.json");
+        let outcome = |p: &Path| Spectra::load(p).unwrap().tests[0].outcome;
+        // Nothing before: a green run is saved as the workspace's spectra.
+        assert_eq!(
+            save_keeping_failures(&run(Outcome::Passed), &main).unwrap(),
+            Saved::Main
+        );
+        assert_eq!(outcome(&main), Outcome::Passed);
+        // A failing run replaces a green one.
+        assert_eq!(
+            save_keeping_failures(&run(Outcome::Failed), &main).unwrap(),
+            Saved::Main
+        );
+        // A green run after it goes next to it.
+        let Saved::Green { kept, green: to } = save_keeping_failures(&run(Outcome::Passed), &main).unwrap() else {
+            panic!("the failing run was replaced")
+        };
+        assert_eq!(to, green);
+        assert!(kept.ends_with("s ago, 1 test not passing"), "{kept}");
+        assert_eq!((outcome(&main), outcome(&green)), (Outcome::Failed, Outcome::Passed));
+        // The next run with failures replaces the kept one and drops the stale green file.
+        assert_eq!(
+            save_keeping_failures(&run(Outcome::Crashed), &main).unwrap(),
+            Saved::Main
+        );
+        assert_eq!(outcome(&main), Outcome::Crashed);
+        assert!(!green.exists());
     }
 }

@@ -9,7 +9,7 @@ use super::Session;
 use super::plan::record;
 use crate::pipeline::progress::RunProgress;
 use crate::run::{self, Finished, Job, RawFrame};
-use crate::spectra::{Frame, Outcome, TestRecord, UnitId};
+use crate::spectra::{Attempt, Frame, Outcome, TestRecord, UnitId};
 use crate::ui;
 
 /// A finished job.
@@ -27,41 +27,49 @@ pub struct JobOutcome {
 }
 
 impl Session<'_> {
-    /// Runs every job, showing progress; the outcomes are in job order.
-    pub(super) fn run_all(&self, jobs: &[Job]) -> Vec<JobOutcome> {
-        let n_bins = jobs
+    /// Runs every job not `done` yet, showing progress and handing each outcome to `finished`
+    /// as it arrives; the outcomes are in job order.
+    pub(super) fn run_all(
+        &self,
+        jobs: &[Job],
+        mut done: Vec<Option<JobOutcome>>,
+        mut finished: impl FnMut(&JobOutcome),
+    ) -> Vec<JobOutcome> {
+        let todo: Vec<usize> = (0..jobs.len()).filter(|&i| done[i].is_none()).collect();
+        let n_bins = todo
             .iter()
-            .map(|j| j.binary)
+            .map(|&i| jobs[i].binary)
             .collect::<std::collections::HashSet<_>>()
             .len();
         ui::status(
             "Running",
             format!(
-                "{} tests from {} binar{} ({} at a time)",
-                jobs.len(),
+                "{} tests from {} binar{} ({} at a time, timeout {})",
+                todo.len(),
                 n_bins,
                 if n_bins == 1 { "y" } else { "ies" },
-                self.jobs
+                self.jobs,
+                self.timeout_note
             ),
         );
         let started = Instant::now();
         let decode_total = Mutex::new(Duration::ZERO);
-        let mut results: Vec<Option<JobOutcome>> = (0..jobs.len()).map(|_| None).collect();
-        let progress = RunProgress::new(jobs.len());
+        let progress = RunProgress::new(todo.len());
         std::thread::scope(|scope| {
             scope.spawn(|| progress.tick_until_done(jobs, self.built));
             run::parallel(
-                jobs,
+                &todo,
                 self.jobs,
-                |i, job| {
+                |_, &i| {
                     progress.started(i);
-                    let outcome = self.run_one(i, job, &decode_total);
+                    let outcome = self.run_one(i, &jobs[i], &decode_total);
                     progress.finished(i);
                     outcome
                 },
-                |i, r| {
+                |k, r| {
                     progress.record(&r.record);
-                    results[i] = Some(r);
+                    finished(&r);
+                    done[todo[k]] = Some(r);
                 },
             );
             progress.done();
@@ -72,14 +80,14 @@ impl Session<'_> {
             "Finished",
             format!(
                 "{} tests in {:.2}s ({}); decoded their profiles in {:.1} ms ({:.0} µs per test)",
-                jobs.len(),
+                todo.len(),
                 elapsed.as_secs_f64(),
                 progress.counts(),
                 decode_time.as_secs_f64() * 1e3,
-                decode_time.as_secs_f64() * 1e6 / jobs.len() as f64
+                decode_time.as_secs_f64() * 1e6 / todo.len().max(1) as f64
             ),
         );
-        results.into_iter().map(|r| r.expect("every job finished")).collect()
+        done.into_iter().map(|r| r.expect("every job finished")).collect()
     }
 
     /// Runs job `i` in its own directory and decodes what it wrote; any problem becomes a
@@ -95,21 +103,13 @@ impl Session<'_> {
             edges: Vec::new(),
             not_run: None,
         };
-        match run::run_test(
-            job,
-            bin,
-            &self.ws.members[bin.package],
-            &self.ws.build_dir,
-            self.release,
-            &dir,
-            self.timeout,
-            self.edges.is_some(),
-        ) {
+        match self.run_process(job, &dir) {
             Err(e) => out.not_run = Some(e.to_string()),
             Ok(fin) => {
                 let t0 = Instant::now();
                 self.decode(job, fin, &mut out);
                 *decode_total.lock().unwrap() += t0.elapsed();
+                self.retry(i, job, &mut out.record);
             }
         }
         if !self.keep {
@@ -121,6 +121,60 @@ impl Session<'_> {
         out.edges.sort_unstable();
         out.edges.dedup();
         out
+    }
+
+    /// Runs `job`'s process once, its profiles and edge files landing in `dir`.
+    fn run_process(&self, job: &Job, dir: &std::path::Path) -> std::io::Result<Finished> {
+        let bin = &self.built.tests[job.binary];
+        run::run_test(
+            job,
+            bin,
+            &self.ws.members[bin.package],
+            &self.ws.build_dir,
+            self.release,
+            dir,
+            self.timeout,
+            self.edges.is_some(),
+        )
+    }
+
+    /// `--retries`: re-runs a test whose first run did not pass, up to `retries` more times,
+    /// until one passes (then it is flaky). Only the outcomes are kept: the record and the
+    /// coverage stay the first run's, the run that showed the failure.
+    fn retry(&self, i: usize, job: &Job, rec: &mut TestRecord) {
+        if self.retries == 0 || rec.outcome == Outcome::Passed {
+            return;
+        }
+        rec.attempts.push(Attempt {
+            outcome: rec.outcome,
+            duration_ms: rec.duration_ms,
+            message: rec.message.clone(),
+        });
+        for k in 1..=self.retries {
+            if run::interrupted() {
+                break;
+            }
+            let dir = self.scratch.join(format!("t{i}-retry{k}"));
+            let attempt = match self.run_process(job, &dir) {
+                Ok(fin) => Attempt {
+                    outcome: fin.outcome,
+                    duration_ms: fin.duration.as_millis() as u64,
+                    message: fin.message,
+                },
+                // It ran once, so it can be run: a retry that cannot start says why and stops.
+                Err(e) => {
+                    rec.warnings.push(format!("retry {k} could not be run: {e}"));
+                    break;
+                }
+            };
+            let _ = std::fs::remove_dir_all(&dir);
+            let passed = attempt.outcome == Outcome::Passed;
+            rec.attempts.push(attempt);
+            if passed {
+                rec.flaky = true;
+                break;
+            }
+        }
     }
 
     /// Records what the process did and decodes its profiles and edge files into `out`.

@@ -97,7 +97,7 @@ function notice() {
 }
 
 function heat(ef, ep) {
-  const F = D.summary.failed + D.summary.timed_out + D.summary.crashed, P = D.summary.passed;
+  const F = D.summary.failed + D.summary.crashed, P = D.summary.passed;
   const fp = F ? ef / F : 0, pp = P ? ep / P : 0;
   if (ef + ep === 0) return "";
   const hue = fp + pp === 0 ? 60 : (120 * pp) / (pp + fp);
@@ -131,7 +131,8 @@ function sources() {
 
 function init() {
   const s = D.summary;
-  $("summary").textContent = `${s.tests} tests: ${s.passed} passed, ${s.failed} failed, ${s.timed_out} timed out, ${s.crashed} crashed · ` +
+  $("summary").textContent = `${s.tests} tests: ${s.passed} passed, ${s.failed} failed, ${s.timed_out} timed out, ${s.crashed} crashed` +
+    (s.flaky ? ` (${s.flaky} flaky: passed on a retry, ranked as failing)` : "") + " · " +
     `${s.failing_units} lines run by a failing test in ${s.entries} entries · ${s.all_failing_core} lines run by every failing test` +
     (D.diffBase ? ` · changed since ${D.diffBase}` : "");
   $("failing").innerHTML = D.failing.map((t) => {
@@ -140,7 +141,9 @@ function init() {
     const stack = x.stack.length
       ? `<pre class="stack">${x.stack.map(([file, line, fn]) => esc(`${file}:${line}  ${fn}`)).join("\n")}</pre>`
       : "";
-    return `<div><b>${esc(x.outcome.toUpperCase())}</b> <code>${esc(x.name)}</code>${x.message ? `<pre>${esc(x.message)}</pre>` : ""}${stack}</div>`;
+    // A retried test: flaky (passed on a retry) or how many runs failed.
+    const runs = x.runs ? ` <i class="runs">(${esc(x.runs)})</i>` : "";
+    return `<div><b>${esc(x.outcome.toUpperCase())}</b> <code>${esc(x.name)}</code>${runs}${x.message ? `<pre>${esc(x.message)}</pre>` : ""}${stack}</div>`;
   }).join("");
   const sel = $("measure");
   for (const r of D.rankings) sel.add(new Option(r.measure, r.measure));

@@ -151,6 +151,7 @@ pub fn sarif<'a>(a: &Analysis, rankings: &[Ranking], view: &'a View<'a>) -> Stri
             properties: RunProperties {
                 tests: spectra.tests.len(),
                 failing_tests: failing.len(),
+                flaky_tests: failing.iter().filter(|t| t.flaky).map(|t| test_label(t)).collect(),
                 all_failing_core: a.core_units(),
                 conventions: Conventions::of(&view.opts),
                 diff_base: view.diff_base,
@@ -181,8 +182,9 @@ fn failing_test(id: usize, t: &TestRecord, workspace: &Path, prefix: &str) -> Lo
     Location {
         id: Some(id),
         message: Some(Message::text(format!(
-            "Failing test ({}) {}: {}",
+            "Failing test ({}{}) {}: {}",
             t.outcome.as_str(),
+            if t.flaky { ", flaky: passed on a retry" } else { "" },
             test_label(t),
             last.trim()
         ))),

@@ -60,6 +60,9 @@ pub(super) struct Invocation {
 pub(super) struct RunProperties<'a> {
     pub(super) tests: usize,
     pub(super) failing_tests: usize,
+    /// Failing tests that passed on a retry (`--retries`); each is named in its location.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub(super) flaky_tests: Vec<String>,
     pub(super) all_failing_core: usize,
     pub(super) conventions: Conventions,
     pub(super) diff_base: Option<&'a str>,

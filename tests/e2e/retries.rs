@@ -1,0 +1,323 @@
+//! Results that must not be wrong or lost: flaky tests (`--retries`), a green run after a
+//! failing one, timed-out tests, and a run interrupted midway.
+
+use std::path::Path;
+
+use libtest_mimic::Trial;
+use serde_json::Value;
+
+use crate::reliability::{add_test, spectra};
+use crate::support::{Result, check, check_exit, copy_fixture, sfl, show};
+
+pub fn trials() -> Vec<Trial> {
+    vec![
+        Trial::test("retries::flaky_tests_are_flagged", flaky_tests_are_flagged),
+        Trial::test(
+            "retries::green_run_keeps_the_failing_spectra",
+            green_run_keeps_the_failing_spectra,
+        ),
+        Trial::test(
+            "retries::timed_out_tests_are_not_failing_evidence",
+            timed_out_tests_are_not_failing_evidence,
+        ),
+        Trial::test("retries::interrupted_run_resumes", interrupted_run_resumes),
+    ]
+}
+
+/// The saved record of test `name`.
+fn saved_test(dir: &Path, name: &str) -> Result<Value> {
+    let saved = spectra(dir)?;
+    let found = saved["tests"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|t| t["name"] == name);
+    found
+        .cloned()
+        .ok_or_else(|| format!("{name} not saved: {saved:#}").into())
+}
+
+/// With `--retries 2`, a test that fails its first run and passes its second is flaky: still
+/// failing in the spectra (with both runs recorded) and flagged in every format; a test that
+/// fails every run is failed with all three runs recorded.
+fn flaky_tests_are_flagged() -> Result {
+    let tmp = copy_fixture("minmax");
+    let dir = tmp.path();
+    // Fails the first time it runs (it leaves a marker), passes from then on.
+    add_test(
+        dir,
+        "t6_flaky",
+        "let marker = std::path::Path::new(env!(\"CARGO_MANIFEST_DIR\")).join(\"ran-once\");\n        \
+         if std::fs::metadata(&marker).is_err() {\n            std::fs::write(&marker, \"\").unwrap();\n            \
+         panic!(\"first run\");\n        }",
+    )?;
+    let out = sfl(&["--retries", "2", "--format", "json"], dir);
+    check(out.status.success(), || show(&out))?;
+    let report: Value = serde_json::from_slice(&out.stdout)?;
+    check(
+        report["summary"]["flaky"] == 1 && report["summary"]["failed"] == 4,
+        || format!("{:#}", report["summary"]),
+    )?;
+    let t6 = saved_test(dir, "tests::t6_flaky")?;
+    let runs: Vec<&str> = t6["attempts"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|a| a["outcome"].as_str().unwrap_or(""))
+        .collect();
+    check(
+        t6["outcome"] == "failed" && t6["flaky"] == true && runs == ["failed", "passed"],
+        || format!("{t6:#}"),
+    )?;
+    let t1 = saved_test(dir, "tests::t1")?;
+    let runs = t1["attempts"].as_array().map_or(0, Vec::len);
+    check(
+        t1["outcome"] == "failed" && t1.get("flaky").is_none() && runs == 3,
+        || format!("{t1:#}"),
+    )?;
+    let t4 = saved_test(dir, "tests::t4")?;
+    check(t4.get("attempts").is_none(), || {
+        format!("a passing test was retried: {t4:#}")
+    })?;
+    let json_t6 = report["tests"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|t| t["name"] == "tests::t6_flaky");
+    check(json_t6.is_some_and(|t| t["flaky"] == true), || {
+        format!("{:#}", report["tests"])
+    })?;
+
+    // Every format says so, from the saved spectra.
+    let human = sfl(&["report"], dir);
+    check_exit(
+        &human,
+        0,
+        &human.stdout,
+        &[
+            "1 flaky (passed on a retry, ranked as failing)",
+            "(flaky: failed, then passed on retry 1)",
+            "(did not pass in 3 runs)",
+        ],
+    )?;
+    let sarif = sfl(&["report", "--format", "sarif"], dir);
+    let log: Value = serde_json::from_slice(&sarif.stdout)?;
+    check(
+        log["runs"][0]["properties"]["flakyTests"] == serde_json::json!(["fixture-minmax tests::t6_flaky"]),
+        || show(&sarif),
+    )?;
+    check(
+        String::from_utf8_lossy(&sarif.stdout)
+            .contains("Failing test (failed, flaky: passed on a retry) fixture-minmax tests::t6_flaky"),
+        || show(&sarif),
+    )?;
+    let html_dir = dir.join("html");
+    let html = sfl(&["report", "--format", "html", "-o", html_dir.to_str().unwrap()], dir);
+    check(html.status.success(), || show(&html))?;
+    let page = std::fs::read_to_string(html_dir.join("index.html"))?;
+    check(
+        page.contains("\"runs\":\"flaky: failed, then passed on retry 1\""),
+        || "the page does not flag the flaky test".into(),
+    )
+}
+
+/// A run in which no test fails (exit 3) does not replace the saved spectra of the last run
+/// that had failures: it goes to `spectra-green.json`, the message names both, and `cargo sfl
+/// report` still ranks the failing run.
+fn green_run_keeps_the_failing_spectra() -> Result {
+    let tmp = copy_fixture("minmax");
+    let dir = tmp.path();
+    let first = sfl(&["--format", "json"], dir);
+    check(first.status.success(), || show(&first))?;
+    let green = sfl(&["t4"], dir);
+    check_exit(
+        &green,
+        3,
+        &green.stderr,
+        &[
+            "no test failed: kept the last run with failures (",
+            "3 tests not passing) at ",
+            "spectra-green.json",
+        ],
+    )?;
+    let kept = spectra(dir)?;
+    check(kept["tests"].as_array().map_or(0, Vec::len) == 5, || {
+        format!("{kept:#}")
+    })?;
+    let saved_green: Value = serde_json::from_slice(&std::fs::read(dir.join("target/sfl/spectra-green.json"))?)?;
+    check(saved_green["tests"].as_array().map_or(0, Vec::len) == 1, || {
+        format!("{saved_green:#}")
+    })?;
+    let report = sfl(&["report"], dir);
+    check_exit(&report, 0, &report.stdout, &["3 failed"])?;
+    // The next run with failures replaces the kept one and drops the green file.
+    let again = sfl(&["t1"], dir);
+    check(again.status.success(), || show(&again))?;
+    check(!dir.join("target/sfl/spectra-green.json").exists(), || {
+        "stale spectra-green.json".into()
+    })?;
+    check(spectra(dir)?["tests"].as_array().map_or(0, Vec::len) == 1, || {
+        "not replaced".into()
+    })
+}
+
+/// On the hang fixture, the hanging test is reported as timed out, named in a warning with
+/// the flags that change it, and left out of the failing set: every ranked line's ef counts
+/// only the one test that failed. `--count-timeouts` ranks it as failing. Without
+/// `--test-timeout` the timeout is 60 s times the instrumentation's slowdown.
+fn timed_out_tests_are_not_failing_evidence() -> Result {
+    let tmp = copy_fixture("hang");
+    let dir = tmp.path();
+    let out = sfl(&["--test-timeout", "3", "--format", "json"], dir);
+    check_exit(
+        &out,
+        0,
+        &out.stderr,
+        &[
+            "1 test timed out and is left out of the ranking",
+            "fixture-hang tests::trim_indent_tab",
+            "--count-timeouts",
+            "raise --test-timeout",
+        ],
+    )?;
+    let report: Value = serde_json::from_slice(&out.stdout)?;
+    let summary = &report["summary"];
+    check(summary["timed_out"] == 1 && summary["failed"] == 1, || {
+        format!("{summary:#}")
+    })?;
+    let hang = saved_test(dir, "tests::trim_indent_tab")?;
+    check(hang["outcome"] == "timed-out", || format!("{hang:#}"))?;
+    let max_ef = |report: &Value| {
+        report["rankings"][0]["units"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|u| u["ef"].as_f64())
+            .fold(0.0, f64::max)
+    };
+    check(max_ef(&report) == 1.0, || {
+        format!(
+            "a timed-out test counted as failing: {:#}",
+            report["rankings"][0]["units"][0]
+        )
+    })?;
+    let human = sfl(&["report"], dir);
+    check_exit(
+        &human,
+        0,
+        &human.stdout,
+        &["Timed out (1), left out of the ranking", "timed out after 3s"],
+    )?;
+    let counted = sfl(&["report", "--count-timeouts", "--format", "json"], dir);
+    check(counted.status.success(), || show(&counted))?;
+    let counted: Value = serde_json::from_slice(&counted.stdout)?;
+    check(counted["summary"]["failed"] == 2 && max_ef(&counted) == 2.0, || {
+        format!("{:#}", counted["summary"])
+    })?;
+    // The default timeout allows for instrumentation (a passing test, so exit 3).
+    let default = sfl(&["word_count"], dir);
+    check_exit(
+        &default,
+        3,
+        &default.stderr,
+        &["timeout 480s: 60s under cargo test x8 for instrumentation"],
+    )
+}
+
+/// The spectra with durations zeroed (the one thing two runs of the same tests differ in).
+fn without_durations(mut spectra: Value) -> Value {
+    for t in spectra["tests"].as_array_mut().into_iter().flatten() {
+        t["duration_ms"] = 0.into();
+    }
+    spectra
+}
+
+/// SIGINT midway through a run of slow tests: the finished tests are kept; the next run says
+/// it resumes, runs only the tests that had not finished (each slow test appends a line to
+/// its own marker file when it ends: every file has one line after both runs), and saves
+/// exactly the spectra of an uninterrupted run (`--rerun`, which runs every test again).
+fn interrupted_run_resumes() -> Result {
+    use std::io::{BufRead, BufReader};
+    use std::process::{Command, Stdio};
+    use std::time::Duration;
+    let tmp = copy_fixture("minmax");
+    let dir = tmp.path();
+    let slow = ["t6_slow_a", "t6_slow_b", "t6_slow_c", "t6_slow_d"];
+    for name in slow {
+        let marker = dir.join(format!("ran-{name}"));
+        add_test(
+            dir,
+            name,
+            &format!(
+                "std::thread::sleep(std::time::Duration::from_millis(1500));\n        check(1, 2, 3);\n        \
+                 use std::io::Write;\n        let mut f = std::fs::OpenOptions::new().create(true).append(true).open({marker:?}).unwrap();\n        \
+                 writeln!(f, \"ran\").unwrap();"
+            ),
+        )?;
+    }
+    let lines = |name: &str| std::fs::read_to_string(dir.join(format!("ran-{name}"))).map_or(0, |s| s.lines().count());
+    let mut child = crate::support::sfl_command(dir)
+        .args(["-j", "1", "-v"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()?;
+    let stderr = child.stderr.take().ok_or("no stderr")?;
+    let reader = std::thread::spawn(move || {
+        BufReader::new(stderr)
+            .lines()
+            .map_while(std::result::Result::ok)
+            .collect::<Vec<_>>()
+            .join("\n")
+    });
+    // Interrupt once the first slow test has finished (the second is then running).
+    let since = std::time::Instant::now();
+    while lines(slow[0]) == 0 && since.elapsed() < Duration::from_secs(120) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    Command::new("kill").args(["-INT", &child.id().to_string()]).status()?;
+    let code = child.wait()?.code();
+    let said = reader.join().unwrap_or_default();
+    check(
+        code == Some(130) && said.contains("the tests that finished are kept in"),
+        || format!("exit {code:?}\n{said}"),
+    )?;
+    check(!dir.join("target/sfl/spectra.json").exists(), || {
+        "an interrupted run saved spectra".into()
+    })?;
+    let finished: Vec<usize> = slow.iter().map(|n| lines(n)).collect();
+    let ran_before = finished.iter().sum::<usize>();
+    check(ran_before >= 1 && ran_before < slow.len(), || {
+        format!("slow tests finished before the interrupt: {finished:?}")
+    })?;
+
+    let resumed = sfl(&["-j", "1", "--format", "json"], dir);
+    check(resumed.status.success(), || show(&resumed))?;
+    let stderr = String::from_utf8_lossy(&resumed.stderr);
+    let ran_first = 5 + ran_before;
+    let expect = format!("Resuming {ran_first} of 9 tests already ran (an interrupted run ");
+    check(
+        stderr.contains(&expect) && stderr.contains(&format!("Running {} tests", 9 - ran_first)),
+        || format!("expected {expect:?}\n{}", show(&resumed)),
+    )?;
+    check(slow.iter().all(|n| lines(n) == 1), || {
+        format!("runs per slow test: {:?}", slow.map(lines))
+    })?;
+    check(!dir.join("target/sfl/journal").read_dir()?.any(|_| true), || {
+        "a completed run left its journal".into()
+    })?;
+    let after_resume = without_durations(spectra(dir)?);
+
+    let fresh = sfl(&["-j", "1", "--rerun"], dir);
+    check(fresh.status.success(), || show(&fresh))?;
+    check(!String::from_utf8_lossy(&fresh.stderr).contains("Resuming"), || {
+        show(&fresh)
+    })?;
+    check(slow.iter().all(|n| lines(n) == 2), || {
+        format!("--rerun: runs per slow test: {:?}", slow.map(lines))
+    })?;
+    let uninterrupted = without_durations(spectra(dir)?);
+    check(after_resume == uninterrupted, || {
+        format!("resumed:\n{after_resume:#}\nuninterrupted:\n{uninterrupted:#}")
+    })
+}
