@@ -127,6 +127,26 @@ impl Execution {
             SLOWDOWN_WITH_EDGES
         }
     }
+
+    /// The timeout and where it came from, for the `Running` line.
+    pub fn timeout_note(&self) -> String {
+        match self.test_timeout {
+            Some(t) => format!("{}s", t.as_secs_f64()),
+            None => format!(
+                "{}s: {}s under cargo test x{} for instrumentation",
+                self.timeout().as_secs(),
+                UNINSTRUMENTED_TIMEOUT.as_secs(),
+                self.slowdown()
+            ),
+        }
+    }
+
+    /// Processes at once: `-j`, else the number of CPUs.
+    pub fn jobs_or_cpus(&self) -> usize {
+        self.jobs
+            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+            .max(1)
+    }
 }
 
 /// How tests are split into shards.

@@ -104,7 +104,13 @@ fn shards_merge_into_the_unsharded_matrix() -> Result {
             || format!("{kind}: merged report differs"),
         )?;
     }
-    // Not one complete partition: refused (naming the file at fault), unless --allow-partial.
+    incomplete_or_foreign_shards(dir)
+}
+
+/// Shards that are not one complete partition are refused (naming the file at fault) unless
+/// --allow-partial; an empty shard still saves its spectra; a shard built from changed sources
+/// is refused. Uses the shard files of [`shards_merge_into_the_unsharded_matrix`].
+fn incomplete_or_foreign_shards(dir: &Path) -> Result {
     let file = |name: &str| dir.join(name).to_str().unwrap().to_string();
     let one_of_two = sfl(&["merge", &file("hash1.json")], dir);
     check_exit(

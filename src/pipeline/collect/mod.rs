@@ -91,20 +91,9 @@ pub fn collect(cfg: &RunConfig) -> anyhow::Result<Spectra> {
         scratch: &scratch,
         release: cfg.selection.release,
         timeout: exec.timeout(),
-        timeout_note: match exec.test_timeout {
-            Some(t) => format!("{}s", t.as_secs_f64()),
-            None => format!(
-                "{}s: {}s under cargo test x{} for instrumentation",
-                exec.timeout().as_secs(),
-                crate::config::UNINSTRUMENTED_TIMEOUT.as_secs(),
-                exec.slowdown()
-            ),
-        },
+        timeout_note: exec.timeout_note(),
         retries: exec.retries,
-        jobs: exec
-            .jobs
-            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
-            .max(1),
+        jobs: exec.jobs_or_cpus(),
         keep: exec.keep_profiles,
     };
     let prep_started = Instant::now();
