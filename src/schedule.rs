@@ -128,8 +128,14 @@ mod tests {
 
     #[test]
     fn a_group_never_runs_more_than_its_max_threads() {
-        let grouped = Needs { threads: 1, group: Some(0) };
-        let free = Needs { threads: 1, group: None };
+        let grouped = Needs {
+            threads: 1,
+            group: Some(0),
+        };
+        let free = Needs {
+            threads: 1,
+            group: None,
+        };
         let needs = [grouped, grouped, grouped, free, free, free];
         let (peak, groups, done) = peaks(&needs, 4, &[1]);
         assert_eq!(done, 6);
@@ -140,13 +146,29 @@ mod tests {
 
     #[test]
     fn threads_required_take_slots() {
-        let heavy = Needs { threads: 3, group: None };
-        let light = Needs { threads: 1, group: None };
+        let heavy = Needs {
+            threads: 3,
+            group: None,
+        };
+        let light = Needs {
+            threads: 1,
+            group: None,
+        };
         let (peak, _, done) = peaks(&[heavy, light, heavy, light, light], 4, &[]);
         assert_eq!(done, 5);
         assert!(peak <= 4, "peak {peak}");
         // A test asking for more than the pool still runs, alone.
-        let (peak, _, done) = peaks(&[Needs { threads: 9, group: None }, light], 2, &[]);
+        let (peak, _, done) = peaks(
+            &[
+                Needs {
+                    threads: 9,
+                    group: None,
+                },
+                light,
+            ],
+            2,
+            &[],
+        );
         assert_eq!((peak <= 2, done), (true, 2));
     }
 }

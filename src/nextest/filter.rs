@@ -4,9 +4,9 @@
 
 use guppy::PackageId;
 use guppy::graph::PackageGraph;
+use guppy::graph::cargo::BuildPlatform;
 use miette::Diagnostic;
 use nextest_filtering::{BinaryQuery, CompiledExpr, EvalContext, Filterset, FiltersetKind, ParseContext, TestQuery};
-use guppy::graph::cargo::BuildPlatform;
 use nextest_metadata::{RustBinaryId, RustTestBinaryKind};
 
 use super::NextestError;
@@ -23,9 +23,7 @@ impl Graph {
     pub fn load(ws: &Workspace) -> Result<Self, NextestError> {
         let mut cmd = guppy::MetadataCommand::new();
         cmd.manifest_path(ws.root.join("Cargo.toml"));
-        let graph = cmd
-            .build_graph()
-            .map_err(|e| NextestError::Graph(e.to_string()))?;
+        let graph = cmd.build_graph().map_err(|e| NextestError::Graph(e.to_string()))?;
         Ok(Graph { graph })
     }
 
@@ -111,7 +109,12 @@ impl BinaryInfo {
             binary_query: self.query(),
             test_name: name,
         };
-        expr.matches_test(&query, &EvalContext { default_filter: default })
+        expr.matches_test(
+            &query,
+            &EvalContext {
+                default_filter: default,
+            },
+        )
     }
 }
 

@@ -157,7 +157,10 @@ impl Nextest {
         };
         let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
         for (group, cfg) in &file.test_groups {
-            let n = cfg.max_threads.resolve(cpus).map_err(|e| bad(format!("test-groups.{group}.max-threads: {e}")))?;
+            let n = cfg
+                .max_threads
+                .resolve(cpus)
+                .map_err(|e| bad(format!("test-groups.{group}.max-threads: {e}")))?;
             nx.groups.push((group.clone(), n));
         }
         let first = |f: &dyn Fn(&Profile) -> bool| chain.iter().find(|(_, p)| f(p)).map(|(_, p)| p);
@@ -191,7 +194,11 @@ impl Nextest {
             .overrides
             .iter()
             .zip(chain.iter().flat_map(|(_, p)| &p.overrides))
-            .find_map(|(c, o)| (o.filter.is_none() && c.platform).then_some(o.default_filter.as_deref()).flatten())
+            .find_map(|(c, o)| {
+                (o.filter.is_none() && c.platform)
+                    .then_some(o.default_filter.as_deref())
+                    .flatten()
+            })
             .or_else(|| first(&|p| p.default_filter.is_some()).and_then(|p| p.default_filter.as_deref()));
         if let Some(df) = default_filter {
             nx.selector.default = Some(compile(df, FiltersetKind::DefaultFilter, "default-filter")?);
@@ -231,7 +238,12 @@ impl Nextest {
             platform: o.platform.as_ref().is_none_or(platform_matches),
             group,
             retries: o.retries.as_ref().map(|r| r.count()),
-            timeout: o.slow_timeout.as_ref().map(|s| s.terminate()).transpose().map_err(Err)?,
+            timeout: o
+                .slow_timeout
+                .as_ref()
+                .map(|s| s.terminate())
+                .transpose()
+                .map_err(Err)?,
             threads: o.threads_required.clone(),
             leak: o.leak_timeout.as_ref().map(|l| l.resolve()).transpose().map_err(Err)?,
         })
@@ -273,13 +285,24 @@ impl Nextest {
             retries: matching.iter().find_map(|o| o.retries).or(self.retries),
             timeout: matching.iter().find_map(|o| o.timeout).unwrap_or(self.timeout),
             threads,
-            leak: matching.iter().find_map(|o| o.leak).or(self.leak).or(self.source.as_ref().map(|_| DEFAULT_LEAK)),
+            leak: matching
+                .iter()
+                .find_map(|o| o.leak)
+                .or(self.leak)
+                .or(self.source.as_ref().map(|_| DEFAULT_LEAK)),
         }
     }
 
     /// One job's settings: cargo sfl's flags first, then the configuration, then
     /// `default_timeout` (no retries, nextest's leak-timeout only with a configuration).
-    pub fn job(&self, bin: &BinaryInfo, name: &str, flags: &Flags, default_timeout: Duration, jobs: usize) -> JobSettings {
+    pub fn job(
+        &self,
+        bin: &BinaryInfo,
+        name: &str,
+        flags: &Flags,
+        default_timeout: Duration,
+        jobs: usize,
+    ) -> JobSettings {
         let s = self.settings(bin, name, jobs);
         let leak = s.leak.unwrap_or(Leak {
             period: Duration::ZERO,
@@ -304,19 +327,45 @@ impl Nextest {
         let (path, profile) = self.source.as_ref()?;
         let shown = path.strip_prefix(root).unwrap_or(path).display();
         let mut parts = Vec::new();
-        let given = |ours: bool, flag: String| if ours { format!(" (ignored: {flag} given)") } else { String::new() };
+        let given = |ours: bool, flag: String| {
+            if ours {
+                format!(" (ignored: {flag} given)")
+            } else {
+                String::new()
+            }
+        };
         if let Some(n) = self.test_threads {
-            parts.push(format!("test-threads {n}{}", given(flags.jobs.is_some(), format!("-j {}", flags.jobs.unwrap_or(0)))));
+            parts.push(format!(
+                "test-threads {n}{}",
+                given(flags.jobs.is_some(), format!("-j {}", flags.jobs.unwrap_or(0)))
+            ));
         }
         if let Some(n) = self.retries {
-            parts.push(format!("retries {n}{}", given(flags.retries.is_some(), format!("--retries {}", flags.retries.unwrap_or(0)))));
+            parts.push(format!(
+                "retries {n}{}",
+                given(
+                    flags.retries.is_some(),
+                    format!("--retries {}", flags.retries.unwrap_or(0))
+                )
+            ));
         }
         if let Some(t) = self.timeout {
-            let flag = flags.timeout.map(|t| format!("--test-timeout {}", t.as_secs_f64())).unwrap_or_default();
-            parts.push(format!("timeout {}s{}", t.as_secs_f64(), given(flags.timeout.is_some(), flag)));
+            let flag = flags
+                .timeout
+                .map(|t| format!("--test-timeout {}", t.as_secs_f64()))
+                .unwrap_or_default();
+            parts.push(format!(
+                "timeout {}s{}",
+                t.as_secs_f64(),
+                given(flags.timeout.is_some(), flag)
+            ));
         }
         if let Some(l) = self.leak {
-            parts.push(format!("leak-timeout {}ms{}", l.period.as_millis(), if l.fail { " (fails the test)" } else { "" }));
+            parts.push(format!(
+                "leak-timeout {}ms{}",
+                l.period.as_millis(),
+                if l.fail { " (fails the test)" } else { "" }
+            ));
         }
         if self.selector.default.is_some() {
             parts.push("default-filter".into());
@@ -413,14 +462,28 @@ fn unhonoured(file: &File, chain: &[(String, &Profile)]) -> Vec<String> {
     for (name, p) in chain {
         out.extend(p.other.keys().map(|k| format!("profile.{name}.{k} ({})", why(k))));
         if let Some(model::Retries::Policy { other, .. }) = &p.retries {
-            out.extend(other.keys().filter(|k| *k != "backoff").map(|k| format!("profile.{name}.retries.{k} (retries run at once)")));
+            out.extend(
+                other
+                    .keys()
+                    .filter(|k| *k != "backoff")
+                    .map(|k| format!("profile.{name}.retries.{k} (retries run at once)")),
+            );
         }
         for (i, o) in p.overrides.iter().enumerate() {
-            out.extend(o.other.keys().map(|k| format!("profile.{name}.overrides[{i}].{k} ({})", why(k))));
+            out.extend(
+                o.other
+                    .keys()
+                    .map(|k| format!("profile.{name}.overrides[{i}].{k} ({})", why(k))),
+            );
         }
-        for s in std::iter::once(&p.slow_timeout).chain(p.overrides.iter().map(|o| &o.slow_timeout)).flatten() {
+        for s in std::iter::once(&p.slow_timeout)
+            .chain(p.overrides.iter().map(|o| &o.slow_timeout))
+            .flatten()
+        {
             if let model::SlowTimeout::Table { other, .. } = s {
-                out.extend(other.keys().map(|k| format!("profile.{name} slow-timeout.{k} (a timed-out test is killed at once and never passes)")));
+                out.extend(other.keys().map(|k| {
+                    format!("profile.{name} slow-timeout.{k} (a timed-out test is killed at once and never passes)")
+                }));
             }
         }
     }

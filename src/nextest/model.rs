@@ -184,7 +184,11 @@ impl LeakTimeout {
                 fail: match result.as_deref() {
                     None | Some("pass") => false,
                     Some("fail") => true,
-                    Some(other) => return Err(format!("leak-timeout result = \"{other}\" (expected \"pass\" or \"fail\")")),
+                    Some(other) => {
+                        return Err(format!(
+                            "leak-timeout result = \"{other}\" (expected \"pass\" or \"fail\")"
+                        ));
+                    }
                 },
             }),
         }
@@ -196,7 +200,10 @@ impl LeakTimeout {
 #[serde(untagged)]
 pub enum Platform {
     Spec(String),
-    Split { host: Option<String>, target: Option<String> },
+    Split {
+        host: Option<String>,
+        target: Option<String>,
+    },
 }
 
 /// A duration as nextest writes them (humantime): `"60s"`, `"1m 30s"`, `"500ms"`, `"2h"`.

@@ -5,7 +5,12 @@ fn profile(text: &str, name: &str) -> Result<Nextest, NextestError> {
     let file: File = toml::from_str(text).unwrap();
     let mut nx = Nextest::default();
     let mut compile = |e: &str, _, _: &str| -> Result<CompiledExpr, NextestError> { panic!("no filterset here: {e}") };
-    nx.apply(&file, PathBuf::from("/ws/.config/nextest.toml"), name.into(), &mut compile)?;
+    nx.apply(
+        &file,
+        PathBuf::from("/ws/.config/nextest.toml"),
+        name.into(),
+        &mut compile,
+    )?;
     Ok(nx)
 }
 
@@ -56,8 +61,16 @@ fn a_profile_inherits_from_default_and_its_overrides_come_first() {
             fail: true
         })
     );
-    assert!(nx.ignored.iter().any(|k| k.starts_with("profile.ci.junit")), "{:?}", nx.ignored);
-    assert!(nx.ignored.iter().any(|k| k.starts_with("profile.default.fail-fast")), "{:?}", nx.ignored);
+    assert!(
+        nx.ignored.iter().any(|k| k.starts_with("profile.ci.junit")),
+        "{:?}",
+        nx.ignored
+    );
+    assert!(
+        nx.ignored.iter().any(|k| k.starts_with("profile.default.fail-fast")),
+        "{:?}",
+        nx.ignored
+    );
 }
 
 #[test]
@@ -81,11 +94,17 @@ fn flags_win_over_the_profile_and_the_status_line_says_so() {
 #[test]
 fn unknown_profiles_and_groups_and_cycles_are_errors_naming_them() {
     let e = profile(CONFIG, "nightly").err().unwrap().to_string();
-    assert!(e.contains("no nextest profile `nightly`") && e.contains("ci, default"), "{e}");
-    let e = profile("[[profile.default.overrides]]\nplatform = \"cfg(unix)\"\ntest-group = \"db\"\n", "default")
-        .err()
-        .unwrap()
-        .to_string();
+    assert!(
+        e.contains("no nextest profile `nightly`") && e.contains("ci, default"),
+        "{e}"
+    );
+    let e = profile(
+        "[[profile.default.overrides]]\nplatform = \"cfg(unix)\"\ntest-group = \"db\"\n",
+        "default",
+    )
+    .err()
+    .unwrap()
+    .to_string();
     assert!(e.contains("test-group `db` is not defined"), "{e}");
     let e = profile("[profile.a]\ninherits = \"b\"\n[profile.b]\ninherits = \"a\"\n", "a")
         .err()

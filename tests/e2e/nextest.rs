@@ -13,10 +13,19 @@ use crate::support::{Result, check, check_exit, copy_fixture, sfl, show};
 
 pub fn trials() -> Vec<Trial> {
     vec![
-        Trial::test("nextest::same_outcomes_as_cargo_nextest", same_outcomes_as_cargo_nextest),
+        Trial::test(
+            "nextest::same_outcomes_as_cargo_nextest",
+            same_outcomes_as_cargo_nextest,
+        ),
         Trial::test("nextest::overrides_time_out_and_retry", overrides_time_out_and_retry),
-        Trial::test("nextest::filtersets_select_what_nextest_lists", filtersets_select_what_nextest_lists),
-        Trial::test("nextest::unhonoured_keys_and_bad_input_are_named", unhonoured_keys_and_bad_input_are_named),
+        Trial::test(
+            "nextest::filtersets_select_what_nextest_lists",
+            filtersets_select_what_nextest_lists,
+        ),
+        Trial::test(
+            "nextest::unhonoured_keys_and_bad_input_are_named",
+            unhonoured_keys_and_bad_input_are_named,
+        ),
     ]
 }
 
@@ -45,7 +54,14 @@ fn sfl_outcomes(spectra: &Value) -> BTreeMap<String, String> {
             if t["flaky"] == true {
                 outcome = "flaky".into();
             }
-            (format!("{} {}", t["binary"].as_str().unwrap_or(""), t["name"].as_str().unwrap_or("")), outcome)
+            (
+                format!(
+                    "{} {}",
+                    t["binary"].as_str().unwrap_or(""),
+                    t["name"].as_str().unwrap_or("")
+                ),
+                outcome,
+            )
         })
         .collect()
 }
@@ -56,7 +72,9 @@ fn nextest_outcomes(stderr: &str) -> BTreeMap<String, String> {
     let mut out = BTreeMap::new();
     for line in stderr.lines() {
         let words: Vec<&str> = line.split_whitespace().collect();
-        let Some(bracket) = words.iter().position(|w| w.starts_with('[')) else { continue };
+        let Some(bracket) = words.iter().position(|w| w.starts_with('[')) else {
+            continue;
+        };
         let status = match words[..bracket] {
             ["PASS"] => "passed",
             ["FAIL"] => "failed",
@@ -89,14 +107,31 @@ fn sfl_spectra(dir: &Path, args: &[&str]) -> Result<(std::process::Output, Value
 fn same_outcomes_as_cargo_nextest() -> Result {
     let tmp = copy_fixture("nextest-config");
     let dir = tmp.path();
-    let out = nextest(&["run", "-j", "2", "--status-level", "all", "--final-status-level", "none"], dir)?;
+    let out = nextest(
+        &[
+            "run",
+            "-j",
+            "2",
+            "--status-level",
+            "all",
+            "--final-status-level",
+            "none",
+        ],
+        dir,
+    )?;
     let expected = nextest_outcomes(&String::from_utf8_lossy(&out.stderr));
-    check(expected.len() == 8, || format!("nextest ran {expected:?}\n{}", show(&out)))?;
+    check(expected.len() == 8, || {
+        format!("nextest ran {expected:?}\n{}", show(&out))
+    })?;
     let (out, spectra) = sfl_spectra(dir, &["-j", "2"])?;
     check(out.status.success(), || show(&out))?;
     let got = sfl_outcomes(&spectra);
-    check(got == expected, || format!("cargo sfl: {got:#?}\ncargo nextest: {expected:#?}"))?;
-    check(got["fixture-nextest-config::shared a_writer"] == "passed", || format!("{got:#?}"))?;
+    check(got == expected, || {
+        format!("cargo sfl: {got:#?}\ncargo nextest: {expected:#?}")
+    })?;
+    check(got["fixture-nextest-config::shared a_writer"] == "passed", || {
+        format!("{got:#?}")
+    })?;
     let report: Value = serde_json::from_slice(&out.stdout)?;
     let top = &report["rankings"][0]["units"][0];
     check(top["line"] == 13 && top["rank"] == 1.0, || format!("{top:#}"))?;
@@ -129,14 +164,18 @@ fn overrides_time_out_and_retry() -> Result {
         format!("{slow:#}\n{}", show(&out))
     })?;
     let flaky = test("flaky_once");
-    check(flaky["flaky"] == true && flaky["attempts"].as_array().map_or(0, Vec::len) == 2, || {
-        format!("{flaky:#}")
-    })?;
+    check(
+        flaky["flaky"] == true && flaky["attempts"].as_array().map_or(0, Vec::len) == 2,
+        || format!("{flaky:#}"),
+    )?;
     let (out, spectra) = sfl_spectra(dir, &["-j", "2", "--retries", "0", "-E", "test(flaky)"])?;
-    let runs = spectra["tests"][0].get("attempts").map_or(1, |a| a.as_array().map_or(0, Vec::len));
-    check(sfl_outcomes(&spectra).values().collect::<Vec<_>>() == ["failed"] && runs == 1, || {
-        format!("{spectra:#}\n{}", show(&out))
-    })
+    let runs = spectra["tests"][0]
+        .get("attempts")
+        .map_or(1, |a| a.as_array().map_or(0, Vec::len));
+    check(
+        sfl_outcomes(&spectra).values().collect::<Vec<_>>() == ["failed"] && runs == 1,
+        || format!("{spectra:#}\n{}", show(&out)),
+    )
 }
 
 /// The tests `cargo nextest list` selects with `-E` (and a name filter).
@@ -166,7 +205,10 @@ fn filtersets_select_what_nextest_lists() -> Result {
     let cases: [&[&str]; 5] = [
         &["-E", "binary(shared)"],
         &["-E", "kind(lib) | test(=quick_test)"],
-        &["-E", "package(fixture-nextest-config) - binary_id(fixture-nextest-config::slow)"],
+        &[
+            "-E",
+            "package(fixture-nextest-config) - binary_id(fixture-nextest-config::slow)",
+        ],
         &["-E", "test(/^percent_(half|over)$/)", "-E", "binary(flaky)"],
         &["-E", "not kind(lib)", "writer"],
     ];
@@ -175,7 +217,12 @@ fn filtersets_select_what_nextest_lists() -> Result {
         check(!expected.is_empty(), || format!("nextest lists nothing for {args:?}"))?;
         let (out, spectra) = sfl_spectra(dir, args)?;
         let got: Vec<String> = sfl_outcomes(&spectra).into_keys().collect();
-        check(got == expected, || format!("{args:?}: cargo sfl ran {got:?}, nextest lists {expected:?}\n{}", show(&out)))?;
+        check(got == expected, || {
+            format!(
+                "{args:?}: cargo sfl ran {got:?}, nextest lists {expected:?}\n{}",
+                show(&out)
+            )
+        })?;
     }
     Ok(())
 }
@@ -193,15 +240,32 @@ fn unhonoured_keys_and_bad_input_are_named() -> Result {
         &out,
         3,
         &out.stderr,
-        &["cargo sfl does not honour", "profile.default.frobnicate (unknown key)", "profile.default.fail-fast"],
+        &[
+            "cargo sfl does not honour",
+            "profile.default.frobnicate (unknown key)",
+            "profile.default.fail-fast",
+        ],
     )?;
     let out = sfl(&["-E", "test(quick"], dir);
     check_exit(&out, 2, &out.stderr, &["invalid filterset `test(quick` (-E)"])?;
     let out = sfl(&["--nextest-profile", "ci"], dir);
-    check_exit(&out, 2, &out.stderr, &["no nextest profile `ci`", "its profiles: default"])?;
+    check_exit(
+        &out,
+        2,
+        &out.stderr,
+        &["no nextest profile `ci`", "its profiles: default"],
+    )?;
     // As in nextest, a name no binary has is a mistake in the expression.
     let out = sfl(&["-E", "binary(nothing_here)"], dir);
-    check_exit(&out, 2, &out.stderr, &["invalid filterset `binary(nothing_here)` (-E)", "no binary names matched"])?;
+    check_exit(
+        &out,
+        2,
+        &out.stderr,
+        &[
+            "invalid filterset `binary(nothing_here)` (-E)",
+            "no binary names matched",
+        ],
+    )?;
     let out = sfl(&["-E", "test(=nothing_here)"], dir);
     check_exit(&out, 4, &out.stderr, &["no tests matched -E `test(=nothing_here)`"])
 }

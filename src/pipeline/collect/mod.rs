@@ -210,7 +210,11 @@ fn nothing_to_run(plan: &plan::Plan, cfg: &RunConfig) -> String {
     let ignored = plan.recorded.iter().filter(|r| !r.outcome.ran()).count();
     if !cfg.nextest.filtersets.is_empty() {
         let exprs: Vec<String> = cfg.nextest.filtersets.iter().map(|e| format!("-E `{e}`")).collect();
-        let filter = cfg.filter.as_ref().map(|f| format!(" and the filter `{f}`")).unwrap_or_default();
+        let filter = cfg
+            .filter
+            .as_ref()
+            .map(|f| format!(" and the filter `{f}`"))
+            .unwrap_or_default();
         format!("no tests matched {}{filter}", exprs.join(" or "))
     } else if let Some(filter) = &cfg.filter {
         format!("no tests matched the filter `{filter}`")
