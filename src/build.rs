@@ -95,6 +95,11 @@ pub struct TestBinary {
     /// nextest-style id: `pkg` (lib), `pkg::bin/name`, `pkg::name` (integration test),
     /// `pkg::doctest/lib` (a library's doctests).
     pub id: String,
+    /// nextest's binary kind (`lib`, `proc-macro`, `test`, `bench`, `bin`, `example`), or
+    /// `doctest`, which is no nextest kind.
+    pub kind: String,
+    /// The cargo target's name (nextest's binary name; the library's for doctests).
+    pub target: String,
     pub path: PathBuf,
     /// Index into `Workspace::members`.
     pub package: usize,
@@ -258,14 +263,17 @@ fn add_artifact(ws: &Workspace, built: &mut Built, art: cargo_metadata::Artifact
     }
     let member = &ws.members[package];
     let kind = art.target.kind.first().map(|k| k.to_string()).unwrap_or_default();
-    let id = match kind.as_str() {
-        "lib" | "rlib" | "dylib" | "cdylib" | "staticlib" | "proc-macro" => member.name.to_string(),
-        "test" => format!("{}::{}", member.name, art.target.name),
-        other => format!("{}::{}/{}", member.name, other, art.target.name),
+    let (id, nextest_kind) = match kind.as_str() {
+        "proc-macro" => (member.name.to_string(), "proc-macro"),
+        "lib" | "rlib" | "dylib" | "cdylib" | "staticlib" => (member.name.to_string(), "lib"),
+        "test" => (format!("{}::{}", member.name, art.target.name), "test"),
+        other => (format!("{}::{}/{}", member.name, other, art.target.name), other),
     };
     let custom_harness = has_custom_harness(member.manifest_path.as_std_path(), &kind, &art.target.name);
     built.tests.push(TestBinary {
         id,
+        kind: nextest_kind.to_string(),
+        target: art.target.name.to_string(),
         path: exe.into_std_path_buf(),
         package,
         custom_harness,
@@ -367,6 +375,8 @@ fn add_suite(ws: &Workspace, built: &mut Built, suite: crate::doctest::DocSuite)
     built.others.extend(exes.into_iter().skip(1));
     built.tests.push(TestBinary {
         id: format!("{}::doctest/{lib}", ws.members[package].name),
+        kind: "doctest".into(),
+        target: lib.to_string(),
         path,
         package,
         custom_harness: false,

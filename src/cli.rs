@@ -102,6 +102,9 @@ pub struct RunArgs {
     pub filter: Option<String>,
 
     #[command(flatten)]
+    pub nextest: NextestArgs,
+
+    #[command(flatten)]
     pub select: SelectionArgs,
 
     #[command(flatten)]
@@ -117,6 +120,11 @@ impl RunArgs {
             selection: self.select.into(),
             execution: self.exec.into(),
             filter: self.filter,
+            nextest: crate::nextest::Options {
+                filtersets: self.nextest.filterset,
+                config: self.nextest.nextest_config,
+                profile: self.nextest.nextest_profile,
+            },
             report: self.output.into_config(),
         }
     }
@@ -179,6 +187,24 @@ pub struct SelectionArgs {
     pub target_dir: Option<PathBuf>,
 }
 
+/// nextest's test selection and configuration.
+#[derive(Args, Debug, Clone, Default)]
+#[command(next_help_heading = "nextest")]
+pub struct NextestArgs {
+    /// Run the tests this nextest filterset selects (repeatable: tests any of them select), within
+    /// the name filter and the profile's default-filter, as `cargo nextest run -E` does. Doctests
+    /// are not nextest tests: with -E they are not run.
+    #[arg(short = 'E', long = "filterset", value_name = "EXPR")]
+    pub filterset: Vec<String>,
+    /// The nextest configuration to honour [default: .config/nextest.toml in the workspace, if any].
+    #[arg(long, value_name = "FILE")]
+    pub nextest_config: Option<PathBuf>,
+    /// The nextest profile whose settings apply (test groups, overrides, test-threads, retries,
+    /// slow- and leak-timeouts, default-filter); cargo sfl's own flags win. [default: default]
+    #[arg(long, value_name = "NAME")]
+    pub nextest_profile: Option<String>,
+}
+
 /// How tests are run.
 #[derive(Args, Debug, Clone)]
 #[command(next_help_heading = "Test execution")]
@@ -196,8 +222,9 @@ pub struct ExecutionArgs {
     pub include_ignored: bool,
     /// Re-run a test that did not pass up to N more times, as nextest does: it is flaky if a
     /// retry passes (still ranked as failing, with the failing run's coverage), failed if none does.
-    #[arg(long, value_name = "N", default_value_t = 0, env = "CARGO_SFL_RETRIES")]
-    pub retries: u32,
+    /// [default: the nextest profile's `retries`, else 0]
+    #[arg(long, value_name = "N", env = "CARGO_SFL_RETRIES")]
+    pub retries: Option<u32>,
     /// Run every test, even those an interrupted run of the same build and selection already
     /// finished (by default such a run is resumed: only the rest run).
     #[arg(long)]

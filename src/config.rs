@@ -40,6 +40,8 @@ pub struct RunConfig {
     pub execution: Execution,
     /// Only tests whose name contains this string.
     pub filter: Option<String>,
+    /// `-E`, `--nextest-config`, `--nextest-profile`.
+    pub nextest: crate::nextest::Options,
     pub report: ReportConfig,
 }
 
@@ -93,7 +95,8 @@ pub struct Execution {
     /// Run every test, even those an interrupted run of the same build already finished.
     pub rerun: bool,
     /// Runs more of a test that did not pass (nextest's `--retries`): flaky if one passes.
-    pub retries: u32,
+    /// `None`: not given (the nextest profile's, else none).
+    pub retries: Option<u32>,
     pub no_edges: bool,
     pub keep_profiles: bool,
     pub partition: Option<Partition>,
@@ -139,13 +142,6 @@ impl Execution {
                 self.slowdown()
             ),
         }
-    }
-
-    /// Processes at once: `-j`, else the number of CPUs.
-    pub fn jobs_or_cpus(&self) -> usize {
-        self.jobs
-            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
-            .max(1)
     }
 }
 

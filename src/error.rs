@@ -77,6 +77,9 @@ pub enum SflError {
     DiffBase(String),
     #[error("{0}")]
     Usage(String),
+    /// A bad `-E` filterset or nextest configuration.
+    #[error(transparent)]
+    Nextest(#[from] crate::nextest::NextestError),
     #[error("cannot write {what} to {}: {source}", path.display())]
     Output {
         what: &'static str,
@@ -92,7 +95,7 @@ impl SflError {
             SflError::BuildFailed => exit::BUILD_FAILED,
             SflError::NoTests(_) => exit::NO_TESTS,
             SflError::BadSpectra { .. } => exit::BAD_SPECTRA,
-            SflError::DiffBase(_) | SflError::Usage(_) => exit::USAGE,
+            SflError::DiffBase(_) | SflError::Usage(_) | SflError::Nextest(_) => exit::USAGE,
             SflError::Output { .. } => exit::OUTPUT,
         }
     }

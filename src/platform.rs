@@ -149,6 +149,20 @@ pub fn kill_group(leader: u32) -> bool {
     alive
 }
 
+/// Whether the process group `leader` started still has a member.
+#[cfg(unix)]
+pub fn group_alive(leader: u32) -> bool {
+    use nix::sys::signal::killpg;
+    use nix::unistd::Pid;
+    killpg(Pid::from_raw(leader as i32), None).is_ok()
+}
+
+/// Without process groups nothing is left of one.
+#[cfg(not(unix))]
+pub fn group_alive(_: u32) -> bool {
+    false
+}
+
 /// Without process groups there is nothing to kill.
 #[cfg(not(unix))]
 pub fn kill_group(_: u32) -> bool {

@@ -172,7 +172,18 @@ pub fn kill_tests_on_interrupt() {
 
 /// Runs a command in a process group of its own with stdout and stderr into one file; at its
 /// end or timeout the whole group is killed, so nothing it started outlives it.
-pub(crate) fn run_captured(mut cmd: Command, out_path: &Path, timeout: Duration) -> std::io::Result<Captured> {
+pub(crate) fn run_captured(cmd: Command, out_path: &Path, timeout: Duration) -> std::io::Result<Captured> {
+    run_captured_leaking(cmd, out_path, timeout, Duration::ZERO)
+}
+
+/// [`run_captured`], giving processes the command left behind `leak_timeout` to end on their
+/// own (nextest's leak-timeout) before the group is killed; `leaked` says some did not.
+pub(crate) fn run_captured_leaking(
+    mut cmd: Command,
+    out_path: &Path,
+    timeout: Duration,
+    leak_timeout: Duration,
+) -> std::io::Result<Captured> {
     let out = File::create(out_path)?;
     cmd.stdin(Stdio::null()).stdout(out.try_clone()?).stderr(out);
     crate::platform::own_process_group(&mut cmd);
@@ -195,6 +206,12 @@ pub(crate) fn run_captured(mut cmd: Command, out_path: &Path, timeout: Duration)
         }
     };
     let elapsed = start.elapsed();
+    if status.is_some() {
+        let waited = Instant::now();
+        while waited.elapsed() < leak_timeout && crate::platform::group_alive(leader) {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
     let leaked = crate::platform::kill_group(leader);
     if let Ok(mut running) = RUNNING.lock() {
         running.retain(|&l| l != leader);
@@ -209,6 +226,16 @@ pub(crate) fn run_captured(mut cmd: Command, out_path: &Path, timeout: Duration)
     })
 }
 
+/// How long a test may run, and what happens to processes it leaves behind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    pub timeout: Duration,
+    /// How long its leftover processes get to end before they are killed.
+    pub leak_timeout: Duration,
+    /// Leaving processes behind fails the test (nextest's `leak-timeout.result = "fail"`).
+    pub leak_fails: bool,
+}
+
 /// Runs one test in its own process; its profiles (and edge files, with `edges`) land in
 /// `dir` (created here).
 #[allow(clippy::too_many_arguments)]
@@ -219,9 +246,10 @@ pub fn run_test(
     target_dir: &Path,
     release: bool,
     dir: &Path,
-    timeout: Duration,
+    limits: Limits,
     edges: bool,
 ) -> std::io::Result<Finished> {
+    let timeout = limits.timeout;
     std::fs::create_dir_all(dir)?;
     let doctest = bin
         .doctests
@@ -267,11 +295,18 @@ pub fn run_test(
         output,
         elapsed: duration,
         leaked,
-    } = run_captured(cmd, &dir.join("output.txt"), timeout)?;
-    let (outcome, signal, message) = match doctest {
+    } = run_captured_leaking(cmd, &dir.join("output.txt"), timeout, limits.leak_timeout)?;
+    let (mut outcome, signal, mut message) = match doctest {
         Some(doc) => classify_doctest(status, &output, timeout, doc.should_panic),
         None => classify(status, &output, timeout, job.name.as_deref()),
     };
+    if leaked && limits.leak_fails && outcome == Outcome::Passed {
+        outcome = Outcome::Failed;
+        message = Some(format!(
+            "left processes running {} ms after it ended (leak-timeout result = \"fail\")",
+            limits.leak_timeout.as_millis()
+        ));
+    }
     let stack = if outcome.is_failing() {
         panic_stack(&output)
     } else {

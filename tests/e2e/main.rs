@@ -8,6 +8,7 @@ mod eval;
 mod exits;
 mod fixtures;
 mod formats;
+mod nextest;
 mod oracle;
 mod reliability;
 mod retries;
@@ -31,6 +32,7 @@ fn main() {
         edges::trials(),
         stacks::trials(),
         doctests::trials(),
+        nextest::trials(),
     ]
     .into_iter()
     .flatten()

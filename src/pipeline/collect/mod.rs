@@ -22,6 +22,7 @@ use crate::coverage::LineDecoder;
 use crate::edges::Collector;
 use crate::error::SflError;
 use crate::list::{self, Listing};
+use crate::nextest::{BinaryInfo, Flags, Nextest};
 use crate::run::Job;
 use crate::spectra::{Outcome, Spectra};
 use crate::ui;
@@ -48,9 +49,12 @@ struct Session<'a> {
     timeout: Duration,
     /// How the timeout was chosen, for the status line.
     timeout_note: String,
-    /// `--retries`: more runs of a test that did not pass.
-    retries: u32,
-    /// Processes at once.
+    /// Per job (in plan order): its timeout, leak-timeout, retries, slots and test group, from
+    /// the flags and the nextest profile.
+    settings: Vec<crate::nextest::JobSettings>,
+    /// Each nextest test group's `max-threads`.
+    groups: Vec<usize>,
+    /// Processes at once (slots).
     jobs: usize,
     keep: bool,
 }
@@ -65,23 +69,16 @@ pub fn collect(cfg: &RunConfig) -> anyhow::Result<Spectra> {
         cfg.selection.target_dir.as_deref(),
     )?;
     check_packages(&ws, &cfg.selection.package)?;
+    let (nextest, flags) = nextest_setup(&ws, cfg)?;
     // Held until the spectra are saved: everything below writes into the target dir.
     let _lock = lock::DirLock::acquire(&ws.target_dir, |dir| {
         ui::status("Blocking", format!("waiting for lock on {}", dir.display()))
     })?;
     let built = build_tests(&mut ws, &cfg.selection, exec)?;
-    let scratch = ws.target_dir.join("profiles");
-    let _ = std::fs::remove_dir_all(&scratch);
-    std::fs::create_dir_all(&scratch).with_context(|| format!("cannot create {}", scratch.display()))?;
-
+    let scratch = fresh_dir(ws.target_dir.join("profiles"))?;
     let relative = |p: &Path| ws.relative(p);
-    let binaries: Vec<PathBuf> = built
-        .tests
-        .iter()
-        .map(|t| t.path.clone())
-        .chain(built.others.iter().cloned())
-        .collect();
-    let coverage = LineDecoder::new(binaries, &relative);
+    let binaries = built.tests.iter().map(|t| t.path.clone());
+    let coverage = LineDecoder::new(binaries.chain(built.others.iter().cloned()).collect(), &relative);
     let edges = (!exec.no_edges).then(|| Collector::new(coverage.paths(), &relative));
     let session = Session {
         ws: &ws,
@@ -92,19 +89,31 @@ pub fn collect(cfg: &RunConfig) -> anyhow::Result<Spectra> {
         release: cfg.selection.release,
         timeout: exec.timeout(),
         timeout_note: exec.timeout_note(),
-        retries: exec.retries,
-        jobs: exec.jobs_or_cpus(),
+        settings: Vec::new(),
+        groups: nextest.groups.iter().map(|(_, n)| *n).collect(),
+        jobs: nextest.jobs(&flags),
         keep: exec.keep_profiles,
     };
     let prep_started = Instant::now();
     let listings = session.list_all();
+    let infos: Vec<BinaryInfo> = built.tests.iter().map(|b| BinaryInfo::new(&ws, b)).collect();
     let plan = plan(
         &built.tests,
         listings,
         cfg.filter.as_deref(),
+        &|b, name| nextest.selector.selects(&infos[b], name),
         exec.include_ignored,
         exec.partition.as_ref(),
     );
+    let mut session = session;
+    session.settings = plan
+        .jobs
+        .iter()
+        .map(|j| {
+            let name = j.name.as_deref().unwrap_or("main");
+            nextest.job(&infos[j.binary], name, &flags, session.timeout, session.jobs)
+        })
+        .collect();
     if let Some(p) = &exec.partition {
         ui::status(
             "Partition",
@@ -151,10 +160,54 @@ pub fn collect(cfg: &RunConfig) -> anyhow::Result<Spectra> {
     Ok(spectra)
 }
 
+/// Reads the nextest configuration and compiles `-E` before the build (a mistake in either is
+/// reported at once), warns about what is not honoured and says what is.
+fn nextest_setup(ws: &Workspace, cfg: &RunConfig) -> Result<(Nextest, Flags), SflError> {
+    let exec = &cfg.execution;
+    if cfg.selection.doc && !cfg.nextest.filtersets.is_empty() {
+        return Err(SflError::Usage(
+            "--doc with -E selects nothing: doctests are not nextest tests, and filtersets select only those; \
+             drop --doc, or drop -E and use the name filter"
+                .into(),
+        ));
+    }
+    let nextest = Nextest::load(ws, &cfg.nextest)?;
+    if !nextest.ignored.is_empty() {
+        ui::warn(format!(
+            "nextest configuration: cargo sfl does not honour {}",
+            nextest.ignored.join(", ")
+        ));
+    }
+    let flags = Flags {
+        jobs: exec.jobs,
+        retries: exec.retries,
+        timeout: exec.test_timeout,
+    };
+    if let Some(line) = nextest.describe(&ws.root, &flags) {
+        ui::status("Nextest", line);
+    }
+    Ok((nextest, flags))
+}
+
+/// `dir`, emptied (what an earlier run left there is not this run's).
+fn fresh_dir(dir: PathBuf) -> anyhow::Result<PathBuf> {
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    Ok(dir)
+}
+
 /// Why a plan holds no job, and what to do.
 fn nothing_to_run(plan: &plan::Plan, cfg: &RunConfig) -> String {
     let ignored = plan.recorded.iter().filter(|r| !r.outcome.ran()).count();
-    if let Some(filter) = &cfg.filter {
+    if !cfg.nextest.filtersets.is_empty() {
+        let exprs: Vec<String> = cfg.nextest.filtersets.iter().map(|e| format!("-E `{e}`")).collect();
+        let filter = cfg
+            .filter
+            .as_ref()
+            .map(|f| format!(" and the filter `{f}`"))
+            .unwrap_or_default();
+        format!("no tests matched {}{filter}", exprs.join(" or "))
+    } else if let Some(filter) = &cfg.filter {
         format!("no tests matched the filter `{filter}`")
     } else if plan.selected > 0 {
         "this partition's share holds no tests (its empty spectra were saved, for `merge`); the other shards have them"
@@ -197,12 +250,13 @@ fn resume(
     let exec = &cfg.execution;
     let ids: Vec<&str> = session.built.tests.iter().map(|t| t.id.as_str()).collect();
     // Everything else that changes outcomes is in the binaries or the jobs.
+    // Per-job settings (retries, timeouts, leak-timeouts) come from the flags and the nextest
+    // profile; groups and slots change no outcome.
+    let settings: Vec<_> = session.settings.iter().map(|s| (s.limits, s.retries)).collect();
     let flags = format!(
-        "root={} edges={} retries={} timeout={:?} release={}",
+        "root={} edges={} settings={settings:?} release={}",
         session.ws.root.display(),
         session.edges.is_some(),
-        exec.retries,
-        session.timeout,
         session.release
     );
     let fingerprint = journal::fingerprint(session.built, &ids, jobs, &flags);

@@ -19,18 +19,20 @@ pub struct Plan {
     pub selected: usize,
 }
 
-/// Plans the jobs: `listings[b]` lists `binaries[b]`.
+/// Plans the jobs: `listings[b]` lists `binaries[b]`; a test runs when its name contains
+/// `filter` and `selects(b, name)` (the filtersets) takes it, as nextest intersects the two.
 pub fn plan(
     binaries: &[TestBinary],
     listings: Vec<Listing>,
     filter: Option<&str>,
+    selects: &dyn Fn(usize, &str) -> bool,
     include_ignored: bool,
     partition: Option<&Partition>,
 ) -> Plan {
-    let matches = |name: &str| filter.is_none_or(|f| name.contains(f));
     let mut jobs = Vec::new();
     let mut ignored = Vec::new();
     for (b, listing) in listings.into_iter().enumerate() {
+        let matches = |name: &str| filter.is_none_or(|f| name.contains(f)) && selects(b, name);
         ignored.extend(listing.recorded.into_iter().filter(|r| matches(&r.name)));
         if listing.whole {
             if matches("main") {
@@ -90,6 +92,8 @@ mod tests {
     fn binary(id: &str) -> TestBinary {
         TestBinary {
             id: id.into(),
+            kind: "test".into(),
+            target: id.into(),
             path: PathBuf::from(id),
             package: 0,
             custom_harness: false,
@@ -121,7 +125,7 @@ mod tests {
             listing(&["t3", "other"], &[]),
             Listing::whole(),
         ];
-        let plan = plan(&bins, listings, Some("t"), false, None);
+        let plan = plan(&bins, listings, Some("t"), &|_, _| true, false, None);
         assert_eq!(names(&plan, &bins), ["a other", "a t3", "z t1", "z t2"]);
         // "slow_t" matches the filter too; "main" (the whole binary) does not contain "t".
         assert_eq!(plan.recorded.len(), 1);
@@ -137,7 +141,7 @@ mod tests {
     fn included_ignored_tests_run_and_whole_binaries_are_main() {
         let bins = [binary("b"), binary("h")];
         let listings = vec![listing(&["t"], &["t"]), Listing::whole()];
-        let plan = plan(&bins, listings, None, true, None);
+        let plan = plan(&bins, listings, None, &|_, _| true, true, None);
         assert_eq!(names(&plan, &bins), ["b t", "h main"]);
         assert!(plan.jobs[0].ignored && plan.recorded.is_empty());
     }
@@ -148,11 +152,22 @@ mod tests {
         let all = ["t0", "t1", "t2", "t3", "t4"];
         let shard = |k: &str| {
             let p = Partition::parse(k).unwrap();
-            let plan = plan(&bins, vec![listing(&all, &[])], None, false, Some(&p));
+            let plan = plan(&bins, vec![listing(&all, &[])], None, &|_, _| true, false, Some(&p));
             assert_eq!(plan.selected, 5);
             names(&plan, &bins)
         };
         assert_eq!(shard("count:1/2"), ["b t0", "b t2", "b t4"]);
         assert_eq!(shard("count:2/2"), ["b t1", "b t3"]);
+    }
+
+    #[test]
+    fn filtersets_intersect_the_name_filter_and_cover_ignored_tests() {
+        let bins = [binary("a"), binary("b")];
+        let listings = vec![listing(&["t1", "t2", "x"], &["t2"]), listing(&["t1"], &[])];
+        // The filterset takes binary a's tests only; the name filter takes names with "t".
+        let plan = plan(&bins, listings, Some("t"), &|b, _| b == 0, false, None);
+        assert_eq!(names(&plan, &bins), ["a t1"]);
+        assert_eq!(plan.recorded.len(), 1, "a's ignored t2 is recorded as ignored");
+        assert_eq!(plan.recorded[0].name, "t2");
     }
 }

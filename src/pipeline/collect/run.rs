@@ -57,9 +57,12 @@ impl Session<'_> {
         let progress = RunProgress::new(todo.len());
         std::thread::scope(|scope| {
             scope.spawn(|| progress.tick_until_done(jobs, self.built));
-            run::parallel(
+            let needs: Vec<_> = todo.iter().map(|&i| self.settings[i].needs).collect();
+            crate::schedule::run_limited(
                 &todo,
+                &needs,
                 self.jobs,
+                &self.groups,
                 |_, &i| {
                     progress.started(i);
                     let outcome = self.run_one(i, &jobs[i], &decode_total);
@@ -103,7 +106,7 @@ impl Session<'_> {
             edges: Vec::new(),
             not_run: None,
         };
-        match self.run_process(job, &dir) {
+        match self.run_process(i, job, &dir) {
             Err(e) => out.not_run = Some(e.to_string()),
             Ok(fin) => {
                 let t0 = Instant::now();
@@ -124,7 +127,7 @@ impl Session<'_> {
     }
 
     /// Runs `job`'s process once, its profiles and edge files landing in `dir`.
-    fn run_process(&self, job: &Job, dir: &std::path::Path) -> std::io::Result<Finished> {
+    fn run_process(&self, i: usize, job: &Job, dir: &std::path::Path) -> std::io::Result<Finished> {
         let bin = &self.built.tests[job.binary];
         run::run_test(
             job,
@@ -133,7 +136,7 @@ impl Session<'_> {
             &self.ws.build_dir,
             self.release,
             dir,
-            self.timeout,
+            self.settings[i].limits,
             self.edges.is_some(),
         )
     }
@@ -142,7 +145,8 @@ impl Session<'_> {
     /// until one passes (then it is flaky). Only the outcomes are kept: the record and the
     /// coverage stay the first run's, the run that showed the failure.
     fn retry(&self, i: usize, job: &Job, rec: &mut TestRecord) {
-        if self.retries == 0 || rec.outcome == Outcome::Passed {
+        let retries = self.settings[i].retries;
+        if retries == 0 || rec.outcome == Outcome::Passed {
             return;
         }
         rec.attempts.push(Attempt {
@@ -150,12 +154,12 @@ impl Session<'_> {
             duration_ms: rec.duration_ms,
             message: rec.message.clone(),
         });
-        for k in 1..=self.retries {
+        for k in 1..=retries {
             if run::interrupted() {
                 break;
             }
             let dir = self.scratch.join(format!("t{i}-retry{k}"));
-            let attempt = match self.run_process(job, &dir) {
+            let attempt = match self.run_process(i, job, &dir) {
                 Ok(fin) => Attempt {
                     outcome: fin.outcome,
                     duration_ms: fin.duration.as_millis() as u64,

@@ -1,0 +1,174 @@
+//! Runs jobs on a pool of threads within nextest's limits: a test takes `threads-required`
+//! of the `test-threads` slots, and a test group never runs more of its tests at once than
+//! its `max-threads`.
+
+use std::sync::{Condvar, Mutex};
+
+/// What one job needs while it runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Needs {
+    /// Slots of the pool (capped at the pool's size).
+    pub threads: usize,
+    /// Its test group (an index into the group limits), if any.
+    pub group: Option<usize>,
+}
+
+struct State {
+    /// Jobs not started yet, in order.
+    pending: Vec<usize>,
+    free: usize,
+    /// Running jobs per group.
+    in_group: Vec<usize>,
+}
+
+/// Runs `f` over `items` with at most `slots` slots taken at once and at most `group_limits[g]`
+/// jobs of group `g` at once, handing each result to `sink` on this thread as it is ready. A
+/// job that does not fit yet waits while later jobs that fit run, so a group's tests queue
+/// behind each other without holding up the rest.
+pub fn run_limited<T: Sync, R: Send>(
+    items: &[T],
+    needs: &[Needs],
+    slots: usize,
+    group_limits: &[usize],
+    f: impl Fn(usize, &T) -> R + Sync,
+    mut sink: impl FnMut(usize, R),
+) {
+    let slots = slots.max(1);
+    let state = Mutex::new(State {
+        pending: (0..items.len()).collect(),
+        free: slots,
+        in_group: vec![0; group_limits.len()],
+    });
+    let changed = Condvar::new();
+    let fits = |s: &State, i: usize| {
+        let n = &needs[i];
+        n.threads.clamp(1, slots) <= s.free && n.group.is_none_or(|g| s.in_group[g] < group_limits[g].max(1))
+    };
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::scope(|scope| {
+        for _ in 0..slots.min(items.len()) {
+            let tx = tx.clone();
+            let (state, changed, f, fits) = (&state, &changed, &f, &fits);
+            scope.spawn(move || {
+                loop {
+                    let mut s = state.lock().expect("scheduler state");
+                    let i = loop {
+                        if s.pending.is_empty() {
+                            return;
+                        }
+                        if let Some(k) = s.pending.iter().position(|&i| fits(&s, i)) {
+                            break s.pending.remove(k);
+                        }
+                        s = changed.wait(s).expect("scheduler state");
+                    };
+                    let n = needs[i];
+                    s.free -= n.threads.clamp(1, slots);
+                    if let Some(g) = n.group {
+                        s.in_group[g] += 1;
+                    }
+                    drop(s);
+                    let r = f(i, &items[i]);
+                    let mut s = state.lock().expect("scheduler state");
+                    s.free += n.threads.clamp(1, slots);
+                    if let Some(g) = n.group {
+                        s.in_group[g] -= 1;
+                    }
+                    drop(s);
+                    changed.notify_all();
+                    if tx.send((i, r)).is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+        drop(tx);
+        for (i, r) in rx {
+            sink(i, r);
+        }
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::time::Duration;
+
+    /// Runs jobs that sleep a little and records the most running at once, overall and per group.
+    fn peaks(needs: &[Needs], slots: usize, limits: &[usize]) -> (usize, Vec<usize>, usize) {
+        let running = AtomicUsize::new(0);
+        let peak = AtomicUsize::new(0);
+        let group_running: Vec<AtomicUsize> = limits.iter().map(|_| AtomicUsize::new(0)).collect();
+        let group_peak: Vec<AtomicUsize> = limits.iter().map(|_| AtomicUsize::new(0)).collect();
+        let mut done = 0;
+        run_limited(
+            needs,
+            needs,
+            slots,
+            limits,
+            |_, n| {
+                let t = n.threads.clamp(1, slots);
+                let now = running.fetch_add(t, Ordering::SeqCst) + t;
+                peak.fetch_max(now, Ordering::SeqCst);
+                if let Some(g) = n.group {
+                    let now = group_running[g].fetch_add(1, Ordering::SeqCst) + 1;
+                    group_peak[g].fetch_max(now, Ordering::SeqCst);
+                }
+                std::thread::sleep(Duration::from_millis(20));
+                if let Some(g) = n.group {
+                    group_running[g].fetch_sub(1, Ordering::SeqCst);
+                }
+                running.fetch_sub(t, Ordering::SeqCst);
+            },
+            |_, ()| done += 1,
+        );
+        let groups = group_peak.iter().map(|p| p.load(Ordering::SeqCst)).collect();
+        (peak.load(Ordering::SeqCst), groups, done)
+    }
+
+    #[test]
+    fn a_group_never_runs_more_than_its_max_threads() {
+        let grouped = Needs {
+            threads: 1,
+            group: Some(0),
+        };
+        let free = Needs {
+            threads: 1,
+            group: None,
+        };
+        let needs = [grouped, grouped, grouped, free, free, free];
+        let (peak, groups, done) = peaks(&needs, 4, &[1]);
+        assert_eq!(done, 6);
+        assert_eq!(groups, [1]);
+        // The free tests ran beside the group's one at a time.
+        assert!(peak >= 2, "peak {peak}");
+    }
+
+    #[test]
+    fn threads_required_take_slots() {
+        let heavy = Needs {
+            threads: 3,
+            group: None,
+        };
+        let light = Needs {
+            threads: 1,
+            group: None,
+        };
+        let (peak, _, done) = peaks(&[heavy, light, heavy, light, light], 4, &[]);
+        assert_eq!(done, 5);
+        assert!(peak <= 4, "peak {peak}");
+        // A test asking for more than the pool still runs, alone.
+        let (peak, _, done) = peaks(
+            &[
+                Needs {
+                    threads: 9,
+                    group: None,
+                },
+                light,
+            ],
+            2,
+            &[],
+        );
+        assert_eq!((peak <= 2, done), (true, 2));
+    }
+}
