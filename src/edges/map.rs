@@ -79,7 +79,12 @@ impl EdgeMap {
             path: path.to_path_buf(),
             source,
         })?;
-        let obj = object::File::parse(&*data).map_err(MapError::NotAnObject)?;
+        EdgeMap::parse(&data, relative)
+    }
+
+    /// [`EdgeMap::open`] on the binary's bytes.
+    pub fn parse(data: &[u8], relative: &dyn Fn(&Path) -> Option<String>) -> Result<EdgeMap, MapError> {
+        let obj = object::File::parse(data).map_err(MapError::NotAnObject)?;
         let guards = platform::section(&obj, Section::SancovGuards)
             .ok_or(MapError::NoGuards {
                 section: Section::SancovGuards.name_in(&obj),

@@ -1,10 +1,12 @@
 //! Project chores: `cargo xtask bench collect` (the collection benchmark) and
 //! `cargo xtask bench measures` (every measure on a large synthetic matrix),
 //! `cargo xtask bench edges` (edge recording's cost, CP's solve time), `bench ht`, `bench faults`,
-//! `bench panic4r` (real panics from the Panic4R data set).
+//! `bench panic4r` (real panics from the Panic4R data set), and `cargo xtask fuzz` (the
+//! decoders of untrusted input under structure-aware mutation).
 
 mod edges_bench;
 mod faults_bench;
+mod fuzz;
 mod measures_bench;
 mod panic4r_bench;
 
@@ -21,6 +23,9 @@ enum Xtask {
     /// Benchmarks.
     #[command(subcommand)]
     Bench(Bench),
+    /// Fuzz the decoders of files cargo sfl did not write (raw profiles, coverage maps, edge
+    /// files, saved spectra, GZoltar input, faults files) with mutated real inputs.
+    Fuzz(fuzz::Args),
 }
 
 #[derive(Subcommand)]
@@ -145,6 +150,7 @@ fn main() -> Result<()> {
             output_dir: root().join(output_dir),
         }),
         Xtask::Bench(Bench::Panic4r(args)) => panic4r_bench::run_bench(&args),
+        Xtask::Fuzz(args) => fuzz::run(&args),
     }
 }
 
