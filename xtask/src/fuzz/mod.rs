@@ -10,7 +10,7 @@ mod targets;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -128,6 +128,8 @@ pub fn run(args: &Args) -> Result<()> {
             input_timeout: Duration::from_secs_f64(args.input_timeout),
             crash_dir: root.join("target/fuzz/crashes"),
         };
+        // Named first: an abort (a stack overflow, a failed allocation) ends the process.
+        eprintln!("fuzz {}: {} inputs…", target.name(), plan.inputs);
         let stats = run_target(target, &plan);
         eprintln!("{}", summary_line(&stats));
         all.push(stats);
@@ -170,7 +172,6 @@ pub fn input_for(target: &dyn Target, seed: u64, iter: u64) -> Vec<u8> {
 struct Progress {
     iter: AtomicU64,
     started: AtomicU64,
-    done: AtomicBool,
 }
 
 /// Runs one target on a worker thread while this thread watches for a hang.
@@ -193,7 +194,15 @@ pub fn run_target(target: Arc<dyn Target>, plan: &Plan) -> Stats {
                     if deadline.is_some_and(|d| iter % 64 == 0 && Instant::now() > d) {
                         break;
                     }
-                    let input = input_for(target.as_ref(), seed, iter);
+                    let made = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                        input_for(target.as_ref(), seed, iter)
+                    }));
+                    let Ok(input) = made else {
+                        // A bug of the fuzzer itself, reported like a decoder's.
+                        let msg = LAST_PANIC.lock().map(|m| m.clone()).unwrap_or_default();
+                        local.panics.push((iter, format!("mutator: {msg}")));
+                        continue;
+                    };
                     progress.iter.store(iter, Ordering::Relaxed);
                     progress.started.store(t0.elapsed().as_nanos() as u64 + 1, Ordering::Release);
                     let verdict = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| target.run(&input)));
@@ -216,13 +225,12 @@ pub fn run_target(target: Arc<dyn Target>, plan: &Plan) -> Stats {
                     }
                 }
                 merge(&stats, &mut local);
-                progress.done.store(true, Ordering::Release);
             })
             .expect("spawning the fuzz worker")
     };
     let limit = plan.input_timeout.as_nanos() as u64;
     let mut hung = None;
-    while !progress.done.load(Ordering::Acquire) {
+    while !worker.is_finished() {
         std::thread::sleep(Duration::from_millis(20));
         let started = progress.started.load(Ordering::Acquire);
         if started != 0 && (t0.elapsed().as_nanos() as u64).saturating_sub(started) > limit {

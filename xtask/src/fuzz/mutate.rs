@@ -192,11 +192,16 @@ pub fn leb_field(rng: &mut Rng, data: &mut Vec<u8>) {
     data.splice(at..end, enc);
 }
 
-/// One mutation of a JSON document: a value somewhere in it replaced, removed or repeated.
-pub fn json_value(rng: &mut Rng, node: &mut serde_json::Value) {
+/// One mutation of a JSON document: a value somewhere in it (never the whole document)
+/// replaced, removed or repeated.
+pub fn json_value(rng: &mut Rng, doc: &mut serde_json::Value) {
+    json_at(rng, doc, 0);
+}
+
+fn json_at(rng: &mut Rng, node: &mut serde_json::Value, depth: usize) {
     use serde_json::Value;
     // Walk to a random node, preferring to go deeper.
-    let go_deeper = !rng.one_in(4);
+    let go_deeper = depth == 0 || !rng.one_in(4);
     match node {
         Value::Array(a) if go_deeper && !a.is_empty() => {
             let i = rng.below(a.len());
@@ -208,7 +213,7 @@ pub fn json_value(rng: &mut Rng, node: &mut serde_json::Value) {
                     let copy = a[i].clone();
                     a.insert(rng.below(a.len() + 1), copy);
                 }
-                _ => json_value(rng, &mut a[i]),
+                _ => json_at(rng, &mut a[i], depth + 1),
             }
             return;
         }
@@ -217,7 +222,7 @@ pub fn json_value(rng: &mut Rng, node: &mut serde_json::Value) {
             if rng.one_in(8) {
                 o.remove(&key);
             } else if let Some(v) = o.get_mut(&key) {
-                json_value(rng, v);
+                json_at(rng, v, depth + 1);
             }
             return;
         }

@@ -34,6 +34,12 @@ impl Verdict {
 /// An error message with its numbers and quoted parts blanked and its length capped: one
 /// "kind" per message template.
 pub fn kind_of(msg: &str) -> String {
+    // Multi-line messages (TOML's) quote the input between a location and the reason.
+    let lines: Vec<&str> = msg.lines().filter(|l| !l.trim().is_empty()).collect();
+    let msg = match lines.as_slice() {
+        [first, .., last] => format!("{first} … {last}"),
+        _ => msg.to_string(),
+    };
     let mut out = String::new();
     let mut quoted = false;
     for c in msg.chars() {
@@ -165,18 +171,18 @@ fn mutate_profraw(rng: &mut Rng, data: &mut Vec<u8>, corpus: &[Vec<u8>]) {
             // NumCounters (u32), NumValueSites, NumBitmapBytes.
             let at = records.saturating_add(rng.below(num_data) * 64);
             let (off, width) = *rng.pick(&[(0, 8), (8, 8), (16, 8), (24, 8), (32, 8), (40, 8), (48, 4), (52, 2), (56, 4)]);
-            let old = read_u64(data, at + off).unwrap_or(0);
+            let old = read_u64(data, at.saturating_add(off)).unwrap_or(0);
             let v = if rng.one_in(2) {
                 old.wrapping_add(8 * (rng.below(9) as u64)).wrapping_sub(32)
             } else {
                 interesting(rng, old)
             };
-            write_le(data, at + off, width, v);
+            write_le(data, at.saturating_add(off), width, v);
         }
         3 | 4 => {
             // A counter value (past the records): which functions and regions ran.
             let counters = records.saturating_add(num_data * 64);
-            if data.len() > counters + 8 {
+            if data.len() > counters.saturating_add(8) {
                 let at = counters + rng.below((data.len() - counters) / 8) * 8;
                 let v = *rng.pick(&[0, 1, 2, u64::MAX, 1 << 63]);
                 write_le(data, at, 8, v);
@@ -408,7 +414,7 @@ fn mutate_elf(rng: &mut Rng, data: &mut Vec<u8>, corpus: &[Vec<u8>]) {
     match rng.below(6) {
         0 => {
             let (off, width) = *rng.pick(&[(0x20, 8), (0x28, 8), (0x36, 2), (0x38, 2), (0x3a, 2), (0x3c, 2), (0x3e, 2)]);
-            let v = interesting(rng, read_u64(data, off).unwrap_or(0) & ((1 << (8 * width - 1)) * 2 - 1));
+            let v = interesting(rng, read_u64(data, off).unwrap_or(0) & (u64::MAX >> (64 - 8 * width)));
             write_le(data, off, width, v);
         }
         1..=3 if shnum > 0 => {
@@ -416,13 +422,13 @@ fn mutate_elf(rng: &mut Rng, data: &mut Vec<u8>, corpus: &[Vec<u8>]) {
             // sh_addralign, sh_entsize.
             let at = shoff.saturating_add(rng.below(shnum) * 64);
             let (off, width) = *rng.pick(&[(0, 4), (4, 4), (8, 8), (16, 8), (24, 8), (32, 8), (40, 4), (44, 4), (48, 8), (56, 8)]);
-            let old = read_u64(data, at + off).unwrap_or(0);
+            let old = read_u64(data, at.saturating_add(off)).unwrap_or(0);
             let v = if rng.one_in(2) {
                 old.wrapping_add(rng.below(65) as u64).wrapping_sub(32)
             } else {
                 interesting(rng, old)
             };
-            write_le(data, at + off, width, v);
+            write_le(data, at.saturating_add(off), width, v);
         }
         _ => generic(rng, data, corpus),
     }
@@ -510,7 +516,7 @@ impl Target for Edges {
                     if rng.one_in(4) {
                         interesting(rng, guards) as u32
                     } else {
-                        rng.below(guards as usize + 2) as u32
+                        rng.below((guards as usize).saturating_add(2)) as u32
                     }
                 };
                 let key = (u64::from(near(rng)) << 32) | u64::from(near(rng));
@@ -547,12 +553,19 @@ impl Target for Edges {
     }
 }
 
-/// A JSON value mutation of the document, or a byte mutation of its text.
+/// A JSON value mutation of the document (mostly keeping its `schema`, so that inputs get
+/// past the schema check), or a byte mutation of its text.
 fn mutate_json(rng: &mut Rng, input: &mut Vec<u8>, corpus: &[Vec<u8>]) {
-    if !rng.one_in(5)
+    if !rng.one_in(10)
         && let Ok(mut v) = serde_json::from_slice::<serde_json::Value>(input)
     {
+        let schema = v.get("schema").cloned();
         mutate::json_value(rng, &mut v);
+        if let (Some(schema), Some(o)) = (schema, v.as_object_mut())
+            && !rng.one_in(8)
+        {
+            o.insert("schema".into(), schema);
+        }
         *input = serde_json::to_vec(&v).expect("a Value serializes");
         return;
     }
@@ -643,8 +656,8 @@ impl Target for Faults {
         &self.0
     }
     fn mutate(&self, rng: &mut Rng, input: &mut Vec<u8>) {
-        match rng.below(4) {
-            0 | 1 => {
+        match rng.below(8) {
+            0..=5 => {
                 // A value mutation through JSON (TOML has no null: such a mutation falls back).
                 let parsed = std::str::from_utf8(input)
                     .ok()
@@ -658,7 +671,7 @@ impl Target for Faults {
                 }
                 mutate::lines(rng, input);
             }
-            2 => mutate::lines(rng, input),
+            6 => mutate::lines(rng, input),
             _ => generic(rng, input, &self.0),
         }
     }
@@ -673,7 +686,8 @@ impl Target for Faults {
                 Verdict::Decoded
             }
             Err(e) => {
-                let early = matches!(e, cargo_sfl::faults::FaultsError::Toml(_));
+                // Past the first check: valid TOML that is not a valid faults file.
+                let early = text.parse::<toml::Table>().is_err();
                 Verdict::refused(&e, early)
             }
         }
