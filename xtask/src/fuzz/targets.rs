@@ -43,9 +43,12 @@ pub fn kind_of(msg: &str) -> String {
     let mut out = String::new();
     let mut quoted = false;
     for c in msg.chars() {
-        if c == '"' {
+        if c == '"' || c == '`' {
             quoted = !quoted;
-            out.push_str(if quoted { "\"…" } else { "\"" });
+            out.push(c);
+            if quoted {
+                out.push('…');
+            }
         } else if quoted {
         } else if c.is_ascii_digit() {
             if !out.ends_with('N') {
