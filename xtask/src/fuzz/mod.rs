@@ -7,6 +7,7 @@
 mod mutate;
 mod seeds;
 mod targets;
+mod text;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

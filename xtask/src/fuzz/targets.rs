@@ -10,10 +10,10 @@ use cargo_sfl::coverage::profraw::RawProfile;
 use cargo_sfl::edges::map::{EdgeMap, MapError};
 use cargo_sfl::edges::record::{self, RecordError};
 use cargo_sfl::error::DecodeError;
-use cargo_sfl::spectra::{Spectra, SpectraError};
 
 use super::mutate::{self, Rng, interesting, read_u64, write_le};
 use super::seeds::Seeds;
+use super::text;
 
 /// How far one input got.
 pub enum Verdict {
@@ -23,7 +23,7 @@ pub enum Verdict {
 }
 
 impl Verdict {
-    fn refused(err: &dyn std::fmt::Display, early: bool) -> Verdict {
+    pub(super) fn refused(err: &dyn std::fmt::Display, early: bool) -> Verdict {
         Verdict::Refused {
             kind: kind_of(&err.to_string()),
             early,
@@ -100,9 +100,9 @@ pub fn all(seeds: &Seeds) -> Vec<(Box<dyn Target>, u64)> {
         (Box::new(Object(vec![seeds.elf.clone()])), 8),
         (Box::new(EdgeMapTarget(vec![seeds.elf.clone()])), 6),
         (Box::new(Edges(seeds.edges.clone())), 12),
-        (Box::new(SpectraTarget(seeds.spectra.clone())), 8),
+        (Box::new(text::SpectraTarget(seeds.spectra.clone())), 8),
         (
-            Box::new(Gzoltar(vec![join(&[
+            Box::new(text::Gzoltar(vec![join(&[
                 &[0],
                 &seeds.gzoltar[0],
                 &seeds.gzoltar[1],
@@ -110,7 +110,7 @@ pub fn all(seeds: &Seeds) -> Vec<(Box<dyn Target>, u64)> {
             ])])),
             8,
         ),
-        (Box::new(Faults(seeds.faults.clone())), 8),
+        (Box::new(text::Faults(seeds.faults.clone())), 8),
     ]
 }
 
@@ -138,7 +138,7 @@ pub fn split(input: &[u8]) -> Vec<Vec<u8>> {
 }
 
 /// Mutates one part of a joined input with `f`.
-fn mutate_part(rng: &mut Rng, input: &mut Vec<u8>, f: impl FnOnce(&mut Rng, usize, &mut Vec<Vec<u8>>)) {
+pub(super) fn mutate_part(rng: &mut Rng, input: &mut Vec<u8>, f: impl FnOnce(&mut Rng, usize, &mut Vec<Vec<u8>>)) {
     let mut parts = split(input);
     if parts.is_empty() {
         return;
@@ -150,7 +150,7 @@ fn mutate_part(rng: &mut Rng, input: &mut Vec<u8>, f: impl FnOnce(&mut Rng, usiz
 }
 
 /// A generic byte mutation that may splice in part of another corpus input.
-fn generic(rng: &mut Rng, data: &mut Vec<u8>, corpus: &[Vec<u8>]) {
+pub(super) fn generic(rng: &mut Rng, data: &mut Vec<u8>, corpus: &[Vec<u8>]) {
     let other = rng.below(corpus.len());
     mutate::bytes(rng, data, corpus.get(other).map_or(&[][..], Vec::as_slice));
 }
@@ -550,147 +550,6 @@ impl Target for Edges {
             }
             Err(e) => {
                 let early = matches!(e, RecordError::BadMagic | RecordError::NotStarted);
-                Verdict::refused(&e, early)
-            }
-        }
-    }
-}
-
-/// A JSON value mutation of the document (mostly keeping its `schema`, so that inputs get
-/// past the schema check), or a byte mutation of its text.
-fn mutate_json(rng: &mut Rng, input: &mut Vec<u8>, corpus: &[Vec<u8>]) {
-    if !rng.one_in(10)
-        && let Ok(mut v) = serde_json::from_slice::<serde_json::Value>(input)
-    {
-        let schema = v.get("schema").cloned();
-        mutate::json_value(rng, &mut v);
-        if let (Some(schema), Some(o)) = (schema, v.as_object_mut())
-            && !rng.one_in(8)
-        {
-            o.insert("schema".into(), schema);
-        }
-        *input = serde_json::to_vec(&v).expect("a Value serializes");
-        return;
-    }
-    generic(rng, input, corpus);
-}
-
-/// Saved spectra (a CI artifact, a shard), and what the pipeline first does with them.
-struct SpectraTarget(Vec<Vec<u8>>);
-
-impl Target for SpectraTarget {
-    fn name(&self) -> &'static str {
-        "spectra"
-    }
-    fn corpus(&self) -> &[Vec<u8>] {
-        &self.0
-    }
-    fn mutate(&self, rng: &mut Rng, input: &mut Vec<u8>) {
-        mutate_json(rng, input, &self.0);
-    }
-    fn run(&self, input: &[u8]) -> Verdict {
-        match Spectra::parse(input) {
-            Ok(s) => {
-                std::hint::black_box((s.counts(), s.by_function()));
-                Verdict::Decoded
-            }
-            Err(e) => {
-                let early = matches!(e, SpectraError::NotJson(_) | SpectraError::NoSchema | SpectraError::OtherSchema(_));
-                Verdict::refused(&e, early)
-            }
-        }
-    }
-}
-
-/// GZoltar's `spectra.csv`, `matrix.txt` and `tests.csv` (part 0 is a flags byte: bit 0 the
-/// older file names, bit 1 no `tests.csv`).
-struct Gzoltar(Vec<Vec<u8>>);
-
-impl Target for Gzoltar {
-    fn name(&self) -> &'static str {
-        "gzoltar"
-    }
-    fn corpus(&self) -> &[Vec<u8>] {
-        &self.0
-    }
-    fn mutate(&self, rng: &mut Rng, input: &mut Vec<u8>) {
-        mutate_part(rng, input, |rng, i, parts| {
-            if i == 0 {
-                parts[0] = vec![rng.below(4) as u8];
-            } else if rng.one_in(4) {
-                mutate::bytes(rng, &mut parts[i], &[]);
-            } else {
-                mutate::lines(rng, &mut parts[i]);
-            }
-        });
-    }
-    fn run(&self, input: &[u8]) -> Verdict {
-        let parts = split(input);
-        let text = |i: usize| String::from_utf8_lossy(parts.get(i).map_or(&[][..], Vec::as_slice)).into_owned();
-        let flags = parts.first().and_then(|p| p.first()).copied().unwrap_or(0);
-        let (spectra, matrix, tests) = (text(1), text(2), text(3));
-        let old = flags & 1 != 0;
-        let texts = cargo_sfl::gzoltar::Texts {
-            spectra: (if old { "spectra" } else { "spectra.csv" }, &spectra),
-            matrix: (if old { "matrix" } else { "matrix.txt" }, &matrix),
-            tests: (flags & 2 == 0).then_some(tests.as_str()),
-        };
-        match cargo_sfl::gzoltar::parse("gzoltar".into(), &texts) {
-            Ok(s) => {
-                std::hint::black_box(s.counts());
-                Verdict::Decoded
-            }
-            Err(e) => {
-                let early = e.to_string().contains("names no units");
-                Verdict::refused(&e, early)
-            }
-        }
-    }
-}
-
-/// A faults file for `cargo sfl eval`.
-struct Faults(Vec<Vec<u8>>);
-
-impl Target for Faults {
-    fn name(&self) -> &'static str {
-        "faults"
-    }
-    fn corpus(&self) -> &[Vec<u8>] {
-        &self.0
-    }
-    fn mutate(&self, rng: &mut Rng, input: &mut Vec<u8>) {
-        match rng.below(8) {
-            0..=5 => {
-                // A value mutation through JSON (TOML has no null: such a mutation falls back).
-                let parsed = std::str::from_utf8(input)
-                    .ok()
-                    .and_then(|s| toml::from_str::<serde_json::Value>(s).ok());
-                if let Some(mut v) = parsed {
-                    mutate::json_value(rng, &mut v);
-                    if let Ok(text) = toml::to_string(&v) {
-                        *input = text.into_bytes();
-                        return;
-                    }
-                }
-                mutate::lines(rng, input);
-            }
-            6 => mutate::lines(rng, input),
-            _ => generic(rng, input, &self.0),
-        }
-    }
-    fn run(&self, input: &[u8]) -> Verdict {
-        // `faults::load` refuses a file that is not UTF-8 before parsing.
-        let Ok(text) = std::str::from_utf8(input) else {
-            return Verdict::refused(&"not UTF-8", true);
-        };
-        match cargo_sfl::faults::parse(text) {
-            Ok(f) => {
-                std::hint::black_box(f);
-                Verdict::Decoded
-            }
-            Err(e) => {
-                // Past the first check: valid TOML that is not a valid faults file.
-                let early = text.parse::<toml::Table>().is_err();
                 Verdict::refused(&e, early)
             }
         }
