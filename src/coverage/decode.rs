@@ -341,7 +341,11 @@ mod tests {
         chain.extend((1..n).map(|i| (Counter::Add(i - 1), Counter::Value(0))));
         let f = function(chain);
         let small_stack = std::thread::Builder::new().stack_size(64 * 1024);
-        let v = small_stack.spawn(move || run(&f, Counter::Add(n - 1), &[2])).unwrap().join().unwrap();
+        let v = small_stack
+            .spawn(move || run(&f, Counter::Add(n - 1), &[2]))
+            .unwrap()
+            .join()
+            .unwrap();
         assert_eq!(v, Some(2 * u64::from(n)));
     }
 

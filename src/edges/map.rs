@@ -124,7 +124,10 @@ impl EdgeMap {
             order.sort_by_key(|&i| pcs[2 * i]);
             for (j, &b) in order.iter().enumerate() {
                 let lo = pcs[2 * b];
-                let hi = order.get(j + 1).map_or(fn_end, |&n| pcs[2 * n]).max(lo.saturating_add(1));
+                let hi = order
+                    .get(j + 1)
+                    .map_or(fn_end, |&n| pcs[2 * n])
+                    .max(lo.saturating_add(1));
                 map.lines[b] = rows.lines(lo, hi);
             }
             let ours = (first..end).any(|b| !map.lines[b].is_empty());

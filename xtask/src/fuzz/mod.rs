@@ -140,7 +140,9 @@ pub fn run(args: &Args) -> Result<()> {
     if let Some(p) = &args.output {
         std::fs::write(p, &table)?;
     }
-    let (panics, hangs): (usize, usize) = all.iter().fold((0, 0), |(p, h), s| (p + s.panics.len(), h + s.hangs.len()));
+    let (panics, hangs): (usize, usize) = all
+        .iter()
+        .fold((0, 0), |(p, h), s| (p + s.panics.len(), h + s.hangs.len()));
     if panics + hangs > 0 {
         bail!("{panics} panics and {hangs} hangs; reproducers are in target/fuzz/crashes");
     }
@@ -156,7 +158,10 @@ fn describe(v: &Verdict) -> String {
 
 /// The input of iteration `iter`: a seed input with one to eight mutations.
 pub fn input_for(target: &dyn Target, seed: u64, iter: u64) -> Vec<u8> {
-    let name = target.name().bytes().fold(0u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3));
+    let name = target
+        .name()
+        .bytes()
+        .fold(0u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3));
     let mut rng = mutate::Rng::new(seed ^ name ^ iter.wrapping_mul(0x9e37_79b9_7f4a_7c15));
     rng.next();
     let corpus = target.corpus();
@@ -205,7 +210,9 @@ pub fn run_target(target: Arc<dyn Target>, plan: &Plan) -> Stats {
                         continue;
                     };
                     progress.iter.store(iter, Ordering::Relaxed);
-                    progress.started.store(t0.elapsed().as_nanos() as u64 + 1, Ordering::Release);
+                    progress
+                        .started
+                        .store(t0.elapsed().as_nanos() as u64 + 1, Ordering::Release);
                     let verdict = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| target.run(&input)));
                     progress.started.store(0, Ordering::Release);
                     local.inputs += 1;
@@ -248,7 +255,14 @@ pub fn run_target(target: Arc<dyn Target>, plan: &Plan) -> Stats {
         // The worker is left running (a thread cannot be stopped); the caller reports the hang.
         Some(iter) => {
             let input = input_for(target.as_ref(), plan.seed, iter);
-            save(&plan.crash_dir, target.name(), plan.seed, iter, &input, "hang: over the input time limit");
+            save(
+                &plan.crash_dir,
+                target.name(),
+                plan.seed,
+                iter,
+                &input,
+                "hang: over the input time limit",
+            );
             let mut s = std::mem::take(&mut *stats.lock().expect("stats"));
             s.hangs.push(iter);
             s
@@ -295,7 +309,10 @@ fn install_panic_hook() {
                 .map(|s| s.to_string())
                 .or_else(|| info.payload().downcast_ref::<String>().cloned())
                 .unwrap_or_default();
-            let at = info.location().map(|l| format!(" at {}:{}", l.file(), l.line())).unwrap_or_default();
+            let at = info
+                .location()
+                .map(|l| format!(" at {}:{}", l.file(), l.line()))
+                .unwrap_or_default();
             if let Ok(mut last) = LAST_PANIC.lock() {
                 *last = format!("{msg}{at}");
             }

@@ -304,7 +304,11 @@ pub fn lines(rng: &mut Rng, text: &mut Vec<u8>) {
                     cells.remove(c);
                 }
                 1 => cells.insert(c, rng.pick(&["0", "1", "+", "-", "", "2"]).to_string()),
-                _ => cells[c] = rng.pick(&["0", "1", "+", "-", "x", "", "name", "\u{feff}1", "01"]).to_string(),
+                _ => {
+                    cells[c] = rng
+                        .pick(&["0", "1", "+", "-", "x", "", "name", "\u{feff}1", "01"])
+                        .to_string()
+                }
             }
             lines[i] = cells.join(&sep.to_string());
         }

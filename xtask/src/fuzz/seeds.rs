@@ -83,7 +83,10 @@ pub fn refresh(root: &Path) -> Result<()> {
         .arg(work.join("Cargo.toml"))
         .output()?;
     if out.status.code() != Some(0) {
-        bail!("cargo sfl on fixtures/minmax failed:\n{}", String::from_utf8_lossy(&out.stderr));
+        bail!(
+            "cargo sfl on fixtures/minmax failed:\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
     }
     let sfl = work.join("target/sfl");
     let index: serde_json::Value = serde_json::from_slice(&std::fs::read(sfl.join("profiles/index.json"))?)?;
@@ -93,7 +96,12 @@ pub fn refresh(root: &Path) -> Result<()> {
     let pick = |fail: bool| {
         jobs.iter()
             .find(|j| j["name"].as_str().is_some_and(|n| failing(n) == fail))
-            .with_context(|| format!("no {} test in fixtures/minmax", if fail { "failing" } else { "passing" }))
+            .with_context(|| {
+                format!(
+                    "no {} test in fixtures/minmax",
+                    if fail { "failing" } else { "passing" }
+                )
+            })
     };
     let d = dir(root);
     std::fs::create_dir_all(&d)?;
@@ -114,13 +122,19 @@ fn cut_binary(binary: &Path, d: &Path, work: &Path) -> Result<()> {
     use cargo_sfl::platform::{self, Section};
     let data = std::fs::read(binary)?;
     let obj = object::File::parse(&*data)?;
-    for (which, file) in [(Section::CoverageMap, "minmax.covmap"), (Section::CoverageFunctions, "minmax.covfun")] {
+    for (which, file) in [
+        (Section::CoverageMap, "minmax.covmap"),
+        (Section::CoverageFunctions, "minmax.covfun"),
+    ] {
         let bytes = platform::section_data(&obj, which)?.context("no coverage section")?;
         std::fs::write(d.join(file), &bytes)?;
     }
     let pcs = platform::relocated_words(&obj, Section::SancovPcs)?.context("no PC table")?;
     let relocated = work.join("pcs.bin");
-    std::fs::write(&relocated, pcs.iter().flat_map(|w| w.to_le_bytes()).collect::<Vec<u8>>())?;
+    std::fs::write(
+        &relocated,
+        pcs.iter().flat_map(|w| w.to_le_bytes()).collect::<Vec<u8>>(),
+    )?;
     let objcopy = std::env::var_os("OBJCOPY").unwrap_or_else(|| "objcopy".into());
     let mut cmd = Command::new(objcopy);
     for s in [

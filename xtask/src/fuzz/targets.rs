@@ -19,7 +19,10 @@ use super::text;
 pub enum Verdict {
     Decoded,
     /// Refused; `early` when the decoder's first check (magic, syntax, version) refused it.
-    Refused { kind: String, early: bool },
+    Refused {
+        kind: String,
+        early: bool,
+    },
 }
 
 impl Verdict {
@@ -78,7 +81,9 @@ pub trait Target: Send + Sync {
 pub fn all(seeds: &Seeds) -> Vec<(Box<dyn Target>, u64)> {
     let cov = || {
         let map = covmap::parse_coverage_map(&seeds.covmap, &seeds.covfun).expect("the seed coverage map decodes");
-        let build_id = covmap::read_binary(&seeds.elf).expect("the seed binary decodes").build_id;
+        let build_id = covmap::read_binary(&seeds.elf)
+            .expect("the seed binary decodes")
+            .build_id;
         BinaryCoverage::from_map("minmax".into(), build_id, map)
     };
     vec![
@@ -173,7 +178,17 @@ fn mutate_profraw(rng: &mut Rng, data: &mut Vec<u8>, corpus: &[Vec<u8>]) {
             // A data record: NameRef, FuncHash, CounterPtr, BitmapPtr, FunctionPtr, Values,
             // NumCounters (u32), NumValueSites, NumBitmapBytes.
             let at = records.saturating_add(rng.below(num_data) * 64);
-            let (off, width) = *rng.pick(&[(0, 8), (8, 8), (16, 8), (24, 8), (32, 8), (40, 8), (48, 4), (52, 2), (56, 4)]);
+            let (off, width) = *rng.pick(&[
+                (0, 8),
+                (8, 8),
+                (16, 8),
+                (24, 8),
+                (32, 8),
+                (40, 8),
+                (48, 4),
+                (52, 2),
+                (56, 4),
+            ]);
             let old = read_u64(data, at.saturating_add(off)).unwrap_or(0);
             let v = if rng.one_in(2) {
                 old.wrapping_add(8 * (rng.below(9) as u64)).wrapping_sub(32)
@@ -391,7 +406,10 @@ impl Target for Covmap {
     }
     fn run(&self, input: &[u8]) -> Verdict {
         let parts = split(input);
-        let (covmap, covfun) = (parts.first().map_or(&[][..], Vec::as_slice), parts.get(1).map_or(&[][..], Vec::as_slice));
+        let (covmap, covfun) = (
+            parts.first().map_or(&[][..], Vec::as_slice),
+            parts.get(1).map_or(&[][..], Vec::as_slice),
+        );
         match covmap::parse_coverage_map(covmap, covfun) {
             Ok(map) => {
                 let cov = BinaryCoverage::from_map("fuzz".into(), None, map);
@@ -403,7 +421,8 @@ impl Target for Covmap {
                 Verdict::Decoded
             }
             Err(e) => {
-                let early = matches!(e, DecodeError::UnsupportedVersion { .. }) || e.to_string().contains("pre-Version4");
+                let early =
+                    matches!(e, DecodeError::UnsupportedVersion { .. }) || e.to_string().contains("pre-Version4");
                 Verdict::refused(&e, early)
             }
         }
@@ -413,10 +432,20 @@ impl Target for Covmap {
 /// ELF header and section-header fields: where an object reader trusts offsets and sizes.
 fn mutate_elf(rng: &mut Rng, data: &mut Vec<u8>, corpus: &[Vec<u8>]) {
     let shoff = read_u64(data, 0x28).unwrap_or(0) as usize;
-    let shnum = data.get(0x3c..0x3e).map_or(0, |b| u16::from_le_bytes([b[0], b[1]]) as usize);
+    let shnum = data
+        .get(0x3c..0x3e)
+        .map_or(0, |b| u16::from_le_bytes([b[0], b[1]]) as usize);
     match rng.below(6) {
         0 => {
-            let (off, width) = *rng.pick(&[(0x20, 8), (0x28, 8), (0x36, 2), (0x38, 2), (0x3a, 2), (0x3c, 2), (0x3e, 2)]);
+            let (off, width) = *rng.pick(&[
+                (0x20, 8),
+                (0x28, 8),
+                (0x36, 2),
+                (0x38, 2),
+                (0x3a, 2),
+                (0x3c, 2),
+                (0x3e, 2),
+            ]);
             let v = interesting(rng, read_u64(data, off).unwrap_or(0) & (u64::MAX >> (64 - 8 * width)));
             write_le(data, off, width, v);
         }
@@ -424,7 +453,18 @@ fn mutate_elf(rng: &mut Rng, data: &mut Vec<u8>, corpus: &[Vec<u8>]) {
             // sh_name, sh_type, sh_flags, sh_addr, sh_offset, sh_size, sh_link, sh_info,
             // sh_addralign, sh_entsize.
             let at = shoff.saturating_add(rng.below(shnum) * 64);
-            let (off, width) = *rng.pick(&[(0, 4), (4, 4), (8, 8), (16, 8), (24, 8), (32, 8), (40, 4), (44, 4), (48, 8), (56, 8)]);
+            let (off, width) = *rng.pick(&[
+                (0, 4),
+                (4, 4),
+                (8, 8),
+                (16, 8),
+                (24, 8),
+                (32, 8),
+                (40, 4),
+                (44, 4),
+                (48, 8),
+                (56, 8),
+            ]);
             let old = read_u64(data, at.saturating_add(off)).unwrap_or(0);
             let v = if rng.one_in(2) {
                 old.wrapping_add(rng.below(65) as u64).wrapping_sub(32)

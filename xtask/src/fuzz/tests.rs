@@ -23,7 +23,13 @@ fn every_decoder_survives_a_short_run() {
     for (target, weight) in targets::all(&seeds) {
         let stats = run_target(Arc::from(target), &plan(250 * weight, &dir));
         report.push(summary_line(&stats));
-        assert!(stats.panics.is_empty(), "{}: {} panics, first {:?}", stats.target, stats.panics.len(), &stats.panics[..stats.panics.len().min(3)]);
+        assert!(
+            stats.panics.is_empty(),
+            "{}: {} panics, first {:?}",
+            stats.target,
+            stats.panics.len(),
+            &stats.panics[..stats.panics.len().min(3)]
+        );
         assert!(stats.hangs.is_empty(), "{}: hang at {:?}", stats.target, stats.hangs);
         assert_eq!(stats.inputs, 250 * weight);
         assert!(
@@ -32,7 +38,12 @@ fn every_decoder_survives_a_short_run() {
             stats.target,
             100.0 * stats.past_first_check()
         );
-        assert!(stats.kinds.len() >= 3, "{}: error kinds {:?}", stats.target, stats.kinds);
+        assert!(
+            stats.kinds.len() >= 3,
+            "{}: error kinds {:?}",
+            stats.target,
+            stats.kinds
+        );
         assert!(stats.decoded > 0, "{}: nothing decoded", stats.target);
     }
     eprintln!("{}", report.join("\n"));
@@ -90,7 +101,11 @@ fn panics_and_hangs_are_caught_and_saved() {
     assert!(msg.contains("index out of bounds") && msg.contains("tests.rs"), "{msg}");
     let saved = dir.join(format!("faulty-panic/seed-{DEFAULT_SEED}-iter-{iter}"));
     assert_eq!(std::fs::read(saved.with_extension("bin")).unwrap().last(), Some(&3));
-    assert!(std::fs::read_to_string(saved.with_extension("txt")).unwrap().contains("--replay"));
+    assert!(
+        std::fs::read_to_string(saved.with_extension("txt"))
+            .unwrap()
+            .contains("--replay")
+    );
 
     let hanging = Arc::new(Faulty {
         corpus: vec![vec![0]],

@@ -46,7 +46,10 @@ impl Target for SpectraTarget {
                 Verdict::Decoded
             }
             Err(e) => {
-                let early = matches!(e, SpectraError::NotJson(_) | SpectraError::NoSchema | SpectraError::OtherSchema(_));
+                let early = matches!(
+                    e,
+                    SpectraError::NotJson(_) | SpectraError::NoSchema | SpectraError::OtherSchema(_)
+                );
                 Verdict::refused(&e, early)
             }
         }
