@@ -72,6 +72,10 @@ impl BitSet {
         }
         let mut set = BitSet::new(len);
         for (i, pair) in s.as_bytes().chunks(2).enumerate() {
+            // `from_str_radix` alone would take "+1" for 01.
+            if !pair.iter().all(u8::is_ascii_hexdigit) {
+                return None;
+            }
             let byte = u8::from_str_radix(std::str::from_utf8(pair).ok()?, 16).ok()?;
             set.words[i / 8] |= u64::from(byte) << (8 * (i % 8));
         }
@@ -110,5 +114,14 @@ mod tests {
         b.union_with(&a);
         assert_eq!(BitSet::from_hex(&b.to_hex(), 70), Some(a));
         assert_eq!(BitSet::from_hex("ff", 3), None);
+    }
+
+    /// Found reviewing the spectra decoder for the fuzzer (not a panic, so the fuzzer cannot
+    /// see it): a sign is not a hex digit.
+    #[test]
+    fn hex_with_signs_is_refused() {
+        assert_eq!(BitSet::from_hex("+1", 8), None);
+        assert_eq!(BitSet::from_hex("0+", 8), None);
+        assert_eq!(BitSet::from_hex("01", 8).map(|b| b.contains(0)), Some(true));
     }
 }

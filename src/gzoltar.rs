@@ -42,6 +42,15 @@ fn read_first(dir: &Path, names: &[&str]) -> Result<Option<(String, String)>, Gz
     Ok(None)
 }
 
+/// The texts of a GZoltar directory's files, each with the name it was read under
+/// (`spectra.csv` or `spectra`, `matrix.txt` or `matrix`).
+pub struct Texts<'a> {
+    pub spectra: (&'a str, &'a str),
+    pub matrix: (&'a str, &'a str),
+    /// `tests.csv`, when there is one.
+    pub tests: Option<&'a str>,
+}
+
 /// Reads a GZoltar directory into spectra; the error says which file and line is wrong.
 pub fn load(dir: &Path) -> Result<Spectra, GzoltarError> {
     if !dir.is_dir() {
@@ -50,19 +59,26 @@ pub fn load(dir: &Path) -> Result<Spectra, GzoltarError> {
     let (spectra_file, spectra_text) =
         read_first(dir, &["spectra.csv", "spectra"])?.ok_or(GzoltarError::NoSpectraFile)?;
     let (matrix_file, matrix_text) = read_first(dir, &["matrix.txt", "matrix"])?.ok_or(GzoltarError::NoMatrixFile)?;
-    let units = unit_names(&spectra_file, &spectra_text)?;
-    let (outcomes, covered) = matrix_rows(&matrix_file, &matrix_text, &spectra_file, units.len())?;
-    let tests = test_names(dir, &matrix_file, outcomes.len())?
+    let tests = read_first(dir, &["tests.csv"])?;
+    let texts = Texts {
+        spectra: (&spectra_file, &spectra_text),
+        matrix: (&matrix_file, &matrix_text),
+        tests: tests.as_ref().map(|(_, text)| text.as_str()),
+    };
+    parse(dir.to_string_lossy().into_owned(), &texts)
+}
+
+/// [`load`] on the files' texts; `root` becomes the spectra's workspace root.
+pub fn parse(root: String, texts: &Texts) -> Result<Spectra, GzoltarError> {
+    let ((spectra_file, spectra_text), (matrix_file, matrix_text)) = (texts.spectra, texts.matrix);
+    let units = unit_names(spectra_file, spectra_text)?;
+    let (outcomes, covered) = matrix_rows(matrix_file, matrix_text, spectra_file, units.len())?;
+    let tests = test_names(texts.tests, matrix_file, outcomes.len())?
         .into_iter()
         .zip(outcomes)
         .map(|(name, outcome)| TestRecord::new("gzoltar", name, outcome))
         .collect();
-    Ok(Spectra::from_tests(
-        dir.to_string_lossy().into_owned(),
-        tests,
-        units,
-        &covered,
-    ))
+    Ok(Spectra::from_tests(root, tests, units, &covered))
 }
 
 /// The units named by `spectra.csv` (after its `name` header) or the older `spectra`.
@@ -133,8 +149,8 @@ fn matrix_rows(
 }
 
 /// The tests' names from `tests.csv`, in matrix order, or `t1`, `t2`, … without one.
-fn test_names(dir: &Path, matrix_file: &str, rows: usize) -> Result<Vec<String>, GzoltarError> {
-    let Some((_, text)) = read_first(dir, &["tests.csv"])? else {
+fn test_names(tests_csv: Option<&str>, matrix_file: &str, rows: usize) -> Result<Vec<String>, GzoltarError> {
+    let Some(text) = tests_csv else {
         return Ok((1..=rows).map(|i| format!("t{i}")).collect());
     };
     let names: Vec<String> = text

@@ -87,7 +87,9 @@ pub fn relocated_words(obj: &object::File, which: Section) -> Result<Option<Vec<
             }
         })
         .collect();
-    let (start, end) = (sec.address(), sec.address() + sec.size());
+    // The header's size, not the data's length, bounds the relocations' offsets: in a
+    // malformed file they differ, and an address near 2^64 must not wrap.
+    let (start, end) = (sec.address(), sec.address().saturating_add(sec.size()));
     if let Some(relocs) = obj.dynamic_relocations() {
         for (offset, r) in relocs {
             if offset < start || offset >= end || (offset - start) % 8 != 0 {
@@ -99,8 +101,8 @@ pub fn relocated_words(obj: &object::File, which: Section) -> Result<Option<Vec<
                     || r_type == object::elf::R_AARCH64_RELATIVE
                     || r_type == object::elf::R_RISCV_RELATIVE
             );
-            if relative {
-                words[((offset - start) / 8) as usize] = r.addend() as u64;
+            if relative && let Some(w) = words.get_mut(((offset - start) / 8) as usize) {
+                *w = r.addend() as u64;
             }
         }
     }

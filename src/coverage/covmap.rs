@@ -18,6 +18,11 @@ use crate::platform::{self, Section};
 /// The coverage-mapping version value this decoder understands ("Version7").
 const COVMAP_VERSION: u32 = 6;
 
+/// The last source line a region may reach. Laying out a file walks every line its regions
+/// span, so an unchecked span (a corrupt map's region over lines 1 to 2^32) would cost minutes
+/// and gigabytes; no source file rustc compiles comes near four million lines.
+pub const MAX_LINE: u64 = 1 << 22;
+
 /// A counter reference inside a mapping: a physical counter, an expression, or zero.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Counter {
@@ -207,15 +212,12 @@ fn decode_filenames(blob: &[u8]) -> Result<Vec<PathBuf>, DecodeError> {
     let raw: &[u8] = if compressed_len == 0 {
         r.bytes(uncompressed_len)?
     } else {
-        let mut out = Vec::with_capacity(uncompressed_len);
-        flate2::read::ZlibDecoder::new(r.bytes(compressed_len)?)
-            .read_to_end(&mut out)
-            .map_err(|e| DecodeError::malformed(format!("bad zlib data in filenames: {e}")))?;
-        owned = out;
+        owned = inflate(r.bytes(compressed_len)?, uncompressed_len)?;
         &owned
     };
     let mut r = Cursor::new(raw);
-    let mut names = Vec::with_capacity(n);
+    // Every name takes at least its length byte: `n` is only a claim.
+    let mut names = Vec::with_capacity(n.min(raw.len()));
     for _ in 0..n {
         let len = r.uleb()? as usize;
         let s = String::from_utf8_lossy(r.bytes(len)?).into_owned();
@@ -230,6 +232,25 @@ fn decode_filenames(blob: &[u8]) -> Result<Vec<PathBuf>, DecodeError> {
         }
     }
     Ok(names)
+}
+
+/// Inflates zlib data that its header says is `expected` bytes long. The claim is checked,
+/// not trusted: no more than that is inflated (a small table cannot expand into gigabytes) and
+/// the buffer grows with what the data holds, not with what the header says.
+fn inflate(compressed: &[u8], expected: usize) -> Result<Vec<u8>, DecodeError> {
+    let mut out = Vec::with_capacity(expected.min(compressed.len().saturating_mul(4)));
+    flate2::read::ZlibDecoder::new(compressed)
+        .take((expected as u64).saturating_add(1))
+        .read_to_end(&mut out)
+        .map_err(|e| DecodeError::malformed(format!("bad zlib data in filenames: {e}")))?;
+    if out.len() != expected {
+        return Err(DecodeError::malformed(format!(
+            "filenames table inflates to {}{} bytes, its header says {expected}",
+            if out.len() > expected { "more than " } else { "" },
+            out.len().min(expected)
+        )));
+    }
+    Ok(out)
 }
 
 /// Lexically removes `.` and `..` components (no filesystem access).
@@ -278,7 +299,8 @@ fn decode_function(
 ) -> Result<CovFunction, DecodeError> {
     let mut r = Cursor::new(mapping);
     let n_files = r.uleb()? as usize;
-    let mut files = Vec::with_capacity(n_files);
+    // Counts are claims: each entry takes at least a byte of the mapping.
+    let mut files = Vec::with_capacity(n_files.min(mapping.len()));
     for _ in 0..n_files {
         let idx = r.uleb()? as usize;
         let global = *table
@@ -287,7 +309,7 @@ fn decode_function(
         files.push(global);
     }
     let n_expr = r.uleb()? as usize;
-    let mut expressions = Vec::with_capacity(n_expr.min(1 << 16));
+    let mut expressions = Vec::with_capacity(n_expr.min(mapping.len() / 2));
     for _ in 0..n_expr {
         expressions.push((Counter::decode(r.uleb()?)?, Counter::decode(r.uleb()?)?));
     }
@@ -339,7 +361,14 @@ fn decode_function(
                 is_gap = true;
                 col_end &= !(1u64 << 31);
             }
-            line += delta;
+            let out_of_range = || DecodeError::malformed("region location out of range");
+            line = line.checked_add(delta).ok_or_else(out_of_range)?;
+            let line_end = line.checked_add(num_lines).ok_or_else(out_of_range)?;
+            if line_end > MAX_LINE {
+                return Err(DecodeError::malformed(format!(
+                    "a region ends on line {line_end}, past the {MAX_LINE} lines a source file may have"
+                )));
+            }
             if col_start == 0 && col_end == 0 {
                 col_start = 1;
                 col_end = u64::from(u32::MAX);
@@ -348,14 +377,14 @@ fn decode_function(
             if is_gap && kind == RegionKind::Code {
                 kind = RegionKind::Gap;
             }
-            let to_u32 = |v: u64| u32::try_from(v).map_err(|_| DecodeError::malformed("region location out of range"));
+            let to_u32 = |v: u64| u32::try_from(v).map_err(|_| out_of_range());
             regions.push(Region {
                 counter,
                 file_id,
                 kind,
                 line_start: to_u32(line)?,
                 col_start: to_u32(col_start)?,
-                line_end: to_u32(line + num_lines)?,
+                line_end: to_u32(line_end)?,
                 col_end: to_u32(col_end)?,
             });
         }
@@ -451,6 +480,83 @@ mod tests {
                 PathBuf::from("/abs/x.rs")
             ]
         );
+    }
+
+    fn uleb(mut v: u64, out: &mut Vec<u8>) {
+        while v >= 0x80 {
+            out.push((v as u8) | 0x80);
+            v >>= 7;
+        }
+        out.push(v as u8);
+    }
+
+    /// Found by `cargo xtask fuzz` (covmap): a record claiming 2^58 files made the decoder
+    /// reserve room for all of them (an abort, not an error).
+    #[test]
+    fn a_huge_file_count_is_refused_without_allocating() {
+        let mut mapping = Vec::new();
+        uleb(1 << 58, &mut mapping);
+        mapping.push(0);
+        assert!(decode_function(1, 1, &mapping, &[0], false).is_err());
+        let mut expressions = vec![1, 0];
+        uleb(u64::MAX >> 4, &mut expressions);
+        assert!(decode_function(1, 1, &expressions, &[0], false).is_err());
+    }
+
+    /// Found by `cargo xtask fuzz` (covmap): a region whose line count overflows (a panic in
+    /// debug builds, a wrapped line in release ones).
+    #[test]
+    fn region_lines_that_overflow_are_refused() {
+        // One file, no expressions, one region: counter 1, line 1, column 1, u64::MAX lines.
+        let mut mapping = vec![1, 0, 0, 1, 5, 1, 1];
+        uleb(u64::MAX, &mut mapping);
+        mapping.push(1);
+        let err = decode_function(1, 1, &mapping, &[0], false).unwrap_err();
+        assert!(err.to_string().contains("out of range"), "{err}");
+        // Two regions whose deltas add up past u64::MAX.
+        let mut mapping = vec![1, 0, 0, 2, 5];
+        uleb(u64::MAX, &mut mapping);
+        mapping.extend([1, 0, 1, 5, 1, 1, 0, 1]);
+        assert!(decode_function(1, 1, &mapping, &[0], false).is_err());
+    }
+
+    /// Found by `cargo xtask fuzz` (covmap): a region over 24 million lines took the layout
+    /// minutes to walk; regions past `MAX_LINE` are refused, ones up to it still decode.
+    #[test]
+    fn regions_past_the_longest_file_are_refused() {
+        let region = |num_lines: u64| {
+            let mut mapping = vec![1, 0, 0, 1, 5, 1, 1];
+            uleb(num_lines, &mut mapping);
+            mapping.push(1);
+            decode_function(1, 1, &mapping, &[0], false)
+        };
+        let f = region(MAX_LINE - 1).unwrap();
+        assert_eq!((f.regions[0].line_start, f.regions[0].line_end), (1, MAX_LINE as u32));
+        let err = region(24_196_557).unwrap_err().to_string();
+        assert!(err.contains("past the 4194304 lines"), "{err}");
+    }
+
+    /// A compressed filenames table must inflate to exactly the size its header claims; a
+    /// claim of 2^60 bytes is refused, not reserved.
+    #[test]
+    fn compressed_filenames_are_checked_against_their_claimed_size() {
+        use std::io::Write;
+        let raw = [4u8, b'/', b'w', b's', b'x'];
+        let mut z = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::default());
+        z.write_all(&raw).unwrap();
+        let compressed = z.finish().unwrap();
+        let blob = |claimed: u64| {
+            let mut b = vec![1];
+            uleb(claimed, &mut b);
+            uleb(compressed.len() as u64, &mut b);
+            b.extend_from_slice(&compressed);
+            b
+        };
+        assert_eq!(decode_filenames(&blob(5)).unwrap(), vec![PathBuf::from("/wsx")]);
+        for claimed in [4, 6, 1 << 60] {
+            let err = decode_filenames(&blob(claimed)).unwrap_err().to_string();
+            assert!(err.contains("its header says"), "{claimed}: {err}");
+        }
     }
 
     #[test]

@@ -131,9 +131,10 @@ impl BinaryCoverage {
                 ((i as usize) < rec.num_counters).then(|| profile.counter(rec.first_counter + i as usize))
             };
             let mut memo = vec![None; f.expressions.len()];
+            let mut on_stack = vec![false; f.expressions.len()];
             let mut ok = true;
             for (k, r) in f.regions.iter().enumerate() {
-                match eval_bounded(f, r.counter, &values, &mut memo, 0) {
+                match eval(f, r.counter, &values, &mut memo, &mut on_stack) {
                     Some(0) => {}
                     Some(v) => ran.push((base + k as u32, v)),
                     None => ok = false,
@@ -197,39 +198,77 @@ impl BinaryCoverage {
     }
 }
 
-/// Evaluates a counter; `None` when it refers to a counter or expression that does not exist
-/// (llvm-cov then drops the whole function). Arithmetic wraps as LLVM's int64 evaluation does.
-/// Valid expressions form a DAG; a malformed cycle is cut by the depth bound.
-fn eval_bounded(
+/// Evaluates a counter; `None` when it refers to a counter or expression that does not exist,
+/// or to expressions that form a cycle (llvm-cov then drops the whole function). Arithmetic
+/// wraps as LLVM's int64 evaluation does. An expression's kind is that of the first counter
+/// that reaches it (`memo` is per function).
+///
+/// Iterative, with an explicit stack: a chain of expressions as long as a corrupt (or a very
+/// large) function has must not overflow a worker thread's stack.
+fn eval(
     f: &CovFunction,
     c: Counter,
     values: &dyn Fn(u32) -> Option<u64>,
-    memo: &mut Vec<Option<u64>>,
-    depth: u32,
+    memo: &mut [Option<u64>],
+    on_stack: &mut [bool],
 ) -> Option<u64> {
-    if depth > 10_000 {
-        return None;
+    let root = match c {
+        Counter::Zero => return Some(0),
+        Counter::Value(i) => return values(i),
+        Counter::Sub(e) | Counter::Add(e) => e as usize,
+    };
+    enum Operand {
+        Known(u64),
+        Invalid,
+        Needs(usize, bool),
     }
-    match c {
-        Counter::Zero => Some(0),
-        Counter::Value(i) => values(i),
-        Counter::Sub(e) | Counter::Add(e) => {
-            let idx = e as usize;
-            if let Some(Some(v)) = memo.get(idx) {
-                return Some(*v);
+    let operand = |c: Counter, memo: &[Option<u64>]| match c {
+        Counter::Zero => Operand::Known(0),
+        Counter::Value(i) => values(i).map_or(Operand::Invalid, Operand::Known),
+        Counter::Sub(e) | Counter::Add(e) => match memo.get(e as usize) {
+            None => Operand::Invalid,
+            Some(Some(v)) => Operand::Known(*v),
+            Some(None) => Operand::Needs(e as usize, matches!(c, Counter::Sub(_))),
+        },
+    };
+    let mut stack = vec![(root, matches!(c, Counter::Sub(_)))];
+    let mut ok = true;
+    while let Some(&(e, sub)) = stack.last() {
+        let Some(&(lhs, rhs)) = f.expressions.get(e) else {
+            ok = false;
+            break;
+        };
+        if memo[e].is_some() {
+            stack.pop();
+            on_stack[e] = false;
+            continue;
+        }
+        on_stack[e] = true;
+        match (operand(lhs, memo), operand(rhs, memo)) {
+            (Operand::Invalid, _) | (_, Operand::Invalid) => {
+                ok = false;
+                break;
             }
-            let &(lhs, rhs) = f.expressions.get(idx)?;
-            let l = eval_bounded(f, lhs, values, memo, depth + 1)?;
-            let r = eval_bounded(f, rhs, values, memo, depth + 1)?;
-            let v = if matches!(c, Counter::Sub(_)) {
-                l.wrapping_sub(r)
-            } else {
-                l.wrapping_add(r)
-            };
-            memo[idx] = Some(v);
-            Some(v)
+            (Operand::Needs(x, sub_x), _) | (_, Operand::Needs(x, sub_x)) => {
+                if on_stack[x] {
+                    ok = false; // a cycle: valid expressions form a DAG
+                    break;
+                }
+                stack.push((x, sub_x));
+            }
+            (Operand::Known(l), Operand::Known(r)) => {
+                memo[e] = Some(if sub { l.wrapping_sub(r) } else { l.wrapping_add(r) });
+                stack.pop();
+                on_stack[e] = false;
+            }
         }
     }
+    for &(e, _) in &stack {
+        if let Some(flag) = on_stack.get_mut(e) {
+            *flag = false;
+        }
+    }
+    if ok { memo[root] } else { None }
 }
 
 fn build_layouts(map: &CoverageMap, region_base: &[u32], active: &[bool]) -> Vec<(u32, FileLayout)> {
@@ -257,4 +296,67 @@ fn build_layouts(map: &CoverageMap, region_base: &[u32], active: &[bool]) -> Vec
 
 pub fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn function(expressions: Vec<(Counter, Counter)>) -> CovFunction {
+        CovFunction {
+            name_ref: 1,
+            func_hash: 1,
+            files: vec![0],
+            expressions,
+            regions: Vec::new(),
+            dummy: false,
+        }
+    }
+
+    fn run(f: &CovFunction, c: Counter, counters: &[u64]) -> Option<u64> {
+        let values = |i: u32| counters.get(i as usize).copied();
+        let n = f.expressions.len();
+        eval(f, c, &values, &mut vec![None; n], &mut vec![false; n])
+    }
+
+    #[test]
+    fn expressions_add_and_subtract_with_wrapping() {
+        let f = function(vec![
+            (Counter::Value(0), Counter::Value(1)),
+            (Counter::Add(0), Counter::Value(1)),
+        ]);
+        assert_eq!(run(&f, Counter::Add(0), &[5, 3]), Some(8));
+        assert_eq!(run(&f, Counter::Sub(1), &[5, 3]), Some(5));
+        assert_eq!(run(&f, Counter::Sub(0), &[3, 5]), Some(3u64.wrapping_sub(5)));
+        assert_eq!(run(&f, Counter::Value(2), &[3, 5]), None);
+        assert_eq!(run(&f, Counter::Add(2), &[3, 5]), None);
+    }
+
+    /// Found by `cargo xtask fuzz` (covmap): a long chain of expressions overflowed a worker
+    /// thread's stack (the evaluation recursed once per expression).
+    #[test]
+    fn a_long_expression_chain_neither_overflows_nor_is_dropped() {
+        let n = 200_000u32;
+        let mut chain = vec![(Counter::Value(0), Counter::Zero)];
+        chain.extend((1..n).map(|i| (Counter::Add(i - 1), Counter::Value(0))));
+        let f = function(chain);
+        let small_stack = std::thread::Builder::new().stack_size(64 * 1024);
+        let v = small_stack
+            .spawn(move || run(&f, Counter::Add(n - 1), &[2]))
+            .unwrap()
+            .join()
+            .unwrap();
+        assert_eq!(v, Some(2 * u64::from(n)));
+    }
+
+    #[test]
+    fn expression_cycles_drop_the_function() {
+        let f = function(vec![
+            (Counter::Add(1), Counter::Value(0)),
+            (Counter::Value(0), Counter::Sub(0)),
+        ]);
+        assert_eq!(run(&f, Counter::Add(0), &[1]), None);
+        let self_loop = function(vec![(Counter::Add(0), Counter::Add(0))]);
+        assert_eq!(run(&self_loop, Counter::Add(0), &[1]), None);
+    }
 }

@@ -79,7 +79,12 @@ impl EdgeMap {
             path: path.to_path_buf(),
             source,
         })?;
-        let obj = object::File::parse(&*data).map_err(MapError::NotAnObject)?;
+        EdgeMap::parse(&data, relative)
+    }
+
+    /// [`EdgeMap::open`] on the binary's bytes.
+    pub fn parse(data: &[u8], relative: &dyn Fn(&Path) -> Option<String>) -> Result<EdgeMap, MapError> {
+        let obj = object::File::parse(data).map_err(MapError::NotAnObject)?;
         let guards = platform::section(&obj, Section::SancovGuards)
             .ok_or(MapError::NoGuards {
                 section: Section::SancovGuards.name_in(&obj),
@@ -113,13 +118,16 @@ impl EdgeMap {
                 .ok()
                 .map(|i| &symbols[i]);
             let name = sym.map_or_else(|| format!("<function at {entry_pc:#x}>"), |s| s.2.clone());
-            let fn_end = sym.map_or(u64::MAX, |s| s.0 + s.1.max(1));
+            let fn_end = sym.map_or(u64::MAX, |s| s.0.saturating_add(s.1.max(1)));
             // Block ranges: each block runs to the next block's start within the function.
             let mut order: Vec<usize> = (first..end).collect();
             order.sort_by_key(|&i| pcs[2 * i]);
             for (j, &b) in order.iter().enumerate() {
                 let lo = pcs[2 * b];
-                let hi = order.get(j + 1).map_or(fn_end, |&n| pcs[2 * n]).max(lo + 1);
+                let hi = order
+                    .get(j + 1)
+                    .map_or(fn_end, |&n| pcs[2 * n])
+                    .max(lo.saturating_add(1));
                 map.lines[b] = rows.lines(lo, hi);
             }
             let ours = (first..end).any(|b| !map.lines[b].is_empty());

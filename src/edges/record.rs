@@ -57,7 +57,8 @@ pub fn parse(bytes: &[u8]) -> Result<EdgeFile, RecordError> {
     }
     let header = word(1).unwrap_or(0) as usize;
     let (guards, slots, dropped) = (word(2).unwrap_or(0), word(3).unwrap_or(0), word(4).unwrap_or(0));
-    if header != HEADER || !slots.is_power_of_two() || bytes.len() as u64 != HEADER as u64 + 8 * slots {
+    let expected_len = slots.checked_mul(8).and_then(|t| t.checked_add(HEADER as u64));
+    if header != HEADER || !slots.is_power_of_two() || expected_len != Some(bytes.len() as u64) {
         return Err(RecordError::UnknownLayout {
             header,
             slots,
@@ -139,5 +140,15 @@ mod tests {
         short.truncate(short.len() - 8);
         assert!(err(&short).contains("unknown layout"));
         assert!(err(&file(5, 8, &[(0, (9 << 32) | 1)])).contains("outside"));
+    }
+
+    /// Found by `cargo xtask fuzz` (edges): 2^61 slots of 8 bytes wrap around to a table of
+    /// zero bytes, so a bare header passed the size check (and overflowed in a debug build).
+    #[test]
+    fn a_slot_count_whose_table_size_overflows_is_refused() {
+        let mut bare = file(5, 8, &[]);
+        bare.truncate(HEADER);
+        bare[24..32].copy_from_slice(&(1u64 << 61).to_ne_bytes());
+        assert!(matches!(parse(&bare), Err(RecordError::UnknownLayout { .. })));
     }
 }

@@ -363,8 +363,12 @@ impl Spectra {
 
     /// Reads saved spectra; the error says what is wrong in words.
     pub fn load(path: &Path) -> Result<Self, SpectraError> {
-        let bytes = std::fs::read(path)?;
-        let value: serde_json::Value = serde_json::from_slice(&bytes).map_err(SpectraError::NotJson)?;
+        Spectra::parse(&std::fs::read(path)?)
+    }
+
+    /// [`Spectra::load`] on a file's bytes: every check, no file system.
+    pub fn parse(bytes: &[u8]) -> Result<Self, SpectraError> {
+        let value: serde_json::Value = serde_json::from_slice(bytes).map_err(SpectraError::NotJson)?;
         match value.get("schema").and_then(|s| s.as_str()) {
             Some(SCHEMA) => {}
             Some(other) => return Err(SpectraError::OtherSchema(other.to_string())),

@@ -19,6 +19,10 @@ pub fn trials() -> Vec<Trial> {
             "reliability::spectra_outside_the_workspace_refused",
             spectra_outside_the_workspace_refused,
         ),
+        Trial::test(
+            "reliability::spectra_with_a_signed_hex_row_refused",
+            spectra_with_a_signed_hex_row_refused,
+        ),
         Trial::test("reliability::proc_macro_tests_run", proc_macro_tests_run),
         Trial::test(
             "reliability::tests_see_cargos_environment",
@@ -267,6 +271,34 @@ fn spectra_outside_the_workspace_refused() -> Result {
             String::from_utf8_lossy(&out.stderr).contains("the spectra were recorded in /; reading source lines from"),
             || show(&out),
         )?;
+    }
+    Ok(())
+}
+
+/// A coverage row is lowercase or uppercase hex digits only: `"+1"` once read as `01` (Rust's
+/// integer parser takes a sign), so a corrupt artifact ranked as if a test had run the line.
+fn spectra_with_a_signed_hex_row_refused() -> Result {
+    let tmp = tempfile::tempdir()?;
+    let file = tmp.path().join("artifact.json");
+    for (row, exit) in [("01", 0), ("+1", 5)] {
+        let spectra = serde_json::json!({
+            "schema": "cargo-sfl-spectra/v1",
+            "workspace_root": tmp.path(),
+            "tests": [
+                {"binary": "b", "name": "fails", "outcome": "failed"},
+                {"binary": "b", "name": "passes", "outcome": "passed"},
+            ],
+            "units": [["imported::unit", 0]],
+            "coverage": [row],
+        });
+        std::fs::write(&file, spectra.to_string())?;
+        let out = sfl(&["report", "--spectra", file.to_str().unwrap()], tmp.path());
+        let reason: &[&str] = if exit == 0 {
+            &[]
+        } else {
+            &["coverage row 0 is not a bitset over 2 tests"]
+        };
+        check_exit(&out, exit, &out.stderr, reason)?;
     }
     Ok(())
 }

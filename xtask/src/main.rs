@@ -1,11 +1,13 @@
 //! Project chores: `cargo xtask bench collect` (the collection benchmark) and
 //! `cargo xtask bench measures` (every measure on a large synthetic matrix),
 //! `cargo xtask bench edges` (edge recording's cost, CP's solve time), `bench ht`, `bench faults`,
-//! `bench panic4r` (real panics from the Panic4R data set); `cargo xtask soak` (repeated runs
-//! with random kills of test processes).
+//! `bench panic4r` (real panics from the Panic4R data set); `cargo xtask fuzz` (the decoders of
+//! untrusted input under structure-aware mutation); `cargo xtask soak` (repeated runs with random
+//! kills of test processes).
 
 mod edges_bench;
 mod faults_bench;
+mod fuzz;
 mod measures_bench;
 mod panic4r_bench;
 mod soak;
@@ -27,6 +29,9 @@ enum Xtask {
     /// random: every run's spectra must equal an undisturbed run's but for the killed tests
     /// (reported as crashed), and no process may outlive a run.
     Soak(soak::Args),
+    /// Fuzz the decoders of files cargo sfl did not write (raw profiles, coverage maps, edge
+    /// files, saved spectra, GZoltar input, faults files) with mutated real inputs.
+    Fuzz(fuzz::Args),
 }
 
 #[derive(Subcommand)]
@@ -152,6 +157,7 @@ fn main() -> Result<()> {
         }),
         Xtask::Bench(Bench::Panic4r(args)) => panic4r_bench::run_bench(&args),
         Xtask::Soak(args) => soak::run(&args),
+        Xtask::Fuzz(args) => fuzz::run(&args),
     }
 }
 

@@ -31,14 +31,17 @@ pub struct Args {
 /// Tests of the generated crate; every third one reaches the fault.
 const TESTS: usize = 24;
 
+/// A block as `(function, index)`: stable across runs, unlike block ids.
+type BlockName = (String, u32);
+
 /// What one test did: outcome, signal, covered lines, traversed edges.
 #[derive(PartialEq, Eq, Debug, Clone)]
 struct TestResult {
     outcome: String,
     signal: Option<i32>,
     lines: BTreeSet<(String, u32)>,
-    /// `(from block, to block)` as `(function, index)`: stable across runs, unlike edge ids.
-    edges: BTreeSet<(Option<(String, u32)>, (String, u32))>,
+    /// `(from block, to block)`: stable across runs, unlike edge ids.
+    edges: BTreeSet<(Option<BlockName>, BlockName)>,
 }
 
 /// One soak run's tally.
