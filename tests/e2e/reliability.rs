@@ -202,16 +202,7 @@ fn spectra_outside_the_workspace_refused() -> Result {
     let tmp = tempfile::tempdir()?;
     let file = tmp.path().join("artifact.json");
     let with_unit = |unit: &str, line: u32| -> Result<String> {
-        let spectra = serde_json::json!({
-            "schema": "cargo-sfl-spectra/v1",
-            "workspace_root": tmp.path(),
-            "tests": [
-                {"binary": "b", "name": "fails", "outcome": "failed"},
-                {"binary": "b", "name": "passes", "outcome": "passed"},
-            ],
-            "units": [[unit, line]],
-            "coverage": ["01"],
-        });
+        let spectra = one_line_spectra(tmp.path(), (unit, line), "01");
         std::fs::write(&file, spectra.to_string())?;
         Ok(file.to_str().unwrap().to_string())
     };
@@ -240,16 +231,7 @@ fn spectra_outside_the_workspace_refused() -> Result {
 
     // The root the file names is not trusted either: `/` with `etc/passwd` would reach it.
     // Sources are read from where the report is made (here: the current directory).
-    let spectra = serde_json::json!({
-        "schema": "cargo-sfl-spectra/v1",
-        "workspace_root": "/",
-        "tests": [
-            {"binary": "b", "name": "fails", "outcome": "failed"},
-            {"binary": "b", "name": "passes", "outcome": "passed"},
-        ],
-        "units": [["etc/passwd", 1]],
-        "coverage": ["01"],
-    });
+    let spectra = one_line_spectra("/", ("etc/passwd", 1), "01");
     std::fs::write(&file, spectra.to_string())?;
     let path = file.to_str().unwrap();
     let page_dir = tmp.path().join("page");
@@ -281,16 +263,7 @@ fn spectra_with_a_signed_hex_row_refused() -> Result {
     let tmp = tempfile::tempdir()?;
     let file = tmp.path().join("artifact.json");
     for (row, exit) in [("01", 0), ("+1", 5)] {
-        let spectra = serde_json::json!({
-            "schema": "cargo-sfl-spectra/v1",
-            "workspace_root": tmp.path(),
-            "tests": [
-                {"binary": "b", "name": "fails", "outcome": "failed"},
-                {"binary": "b", "name": "passes", "outcome": "passed"},
-            ],
-            "units": [["imported::unit", 0]],
-            "coverage": [row],
-        });
+        let spectra = one_line_spectra(tmp.path(), ("imported::unit", 0), row);
         std::fs::write(&file, spectra.to_string())?;
         let out = sfl(&["report", "--spectra", file.to_str().unwrap()], tmp.path());
         let reason: &[&str] = if exit == 0 {
@@ -301,6 +274,21 @@ fn spectra_with_a_signed_hex_row_refused() -> Result {
         check_exit(&out, exit, &out.stderr, reason)?;
     }
     Ok(())
+}
+
+/// A saved spectra file of one failing and one passing test and one unit, run by the failing test
+/// when `row` is `"01"`.
+fn one_line_spectra(root: impl serde::Serialize, unit: (&str, u32), row: &str) -> serde_json::Value {
+    serde_json::json!({
+        "schema": "cargo-sfl-spectra/v1",
+        "workspace_root": root,
+        "tests": [
+            {"binary": "b", "name": "fails", "outcome": "failed"},
+            {"binary": "b", "name": "passes", "outcome": "passed"},
+        ],
+        "units": [[unit.0, unit.1]],
+        "coverage": [row],
+    })
 }
 
 /// Tests see the environment `cargo test` gives them: `[env]` of `.cargo/config.toml` (plain
