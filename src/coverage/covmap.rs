@@ -290,6 +290,33 @@ fn is_dummy_mapping(mapping: &[u8]) -> bool {
     check().unwrap_or(false)
 }
 
+/// A region's counter and kind from its header, reading the extra fields of branch and MC/DC
+/// regions; `None` for those (they carry no line count).
+fn region_kind(header: u64, r: &mut Cursor) -> Result<(Counter, Option<RegionKind>), DecodeError> {
+    let counter = Counter::decode(header)?;
+    if header & 3 != 0 {
+        return Ok((counter, Some(RegionKind::Code)));
+    }
+    if header & 4 != 0 {
+        return Ok((Counter::Zero, Some(RegionKind::Expansion)));
+    }
+    let (kind, extra) = match header >> 3 {
+        0 => (Some(RegionKind::Code), 0),
+        2 => (Some(RegionKind::Skipped), 0),
+        // Branch region: true and false counters.
+        4 => (None, 2),
+        // MC/DC decision: bitmap index, number of conditions.
+        5 => (None, 2),
+        // MC/DC branch: two counters, condition id, true id, false id.
+        6 => (None, 5),
+        k => return Err(DecodeError::malformed(format!("unknown region kind {k}"))),
+    };
+    for _ in 0..extra {
+        r.uleb()?;
+    }
+    Ok((counter, kind))
+}
+
 fn decode_function(
     name_ref: u64,
     func_hash: u64,
@@ -319,39 +346,7 @@ fn decode_function(
         let mut line = 0u64;
         for _ in 0..n_regions {
             let header = r.uleb()?;
-            let mut counter = Counter::decode(header)?;
-            let mut kind = Some(RegionKind::Code);
-            if header & 3 == 0 {
-                if header & 4 != 0 {
-                    kind = Some(RegionKind::Expansion);
-                    counter = Counter::Zero;
-                } else {
-                    match header >> 3 {
-                        0 => {}
-                        2 => kind = Some(RegionKind::Skipped),
-                        4 => {
-                            // Branch region: true and false counters; not a line count.
-                            r.uleb()?;
-                            r.uleb()?;
-                            kind = None;
-                        }
-                        5 => {
-                            // MC/DC decision: bitmap index, number of conditions.
-                            r.uleb()?;
-                            r.uleb()?;
-                            kind = None;
-                        }
-                        6 => {
-                            // MC/DC branch: two counters, condition id, true id, false id.
-                            for _ in 0..5 {
-                                r.uleb()?;
-                            }
-                            kind = None;
-                        }
-                        k => return Err(DecodeError::malformed(format!("unknown region kind {k}"))),
-                    }
-                }
-            }
+            let (counter, kind) = region_kind(header, &mut r)?;
             let delta = r.uleb()?;
             let mut col_start = r.uleb()?;
             let num_lines = r.uleb()?;
