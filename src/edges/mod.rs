@@ -29,4 +29,4 @@ pub mod record;
 
 pub use collect::{CollectError, Collector, Traversed};
 pub use instrument::{FILE_ENV, RUNTIME_ENV, prepare_runtime, rustc_flags};
-pub use model::{Block, BlockId, Edge, EdgeSpectra, SavedEdges, SavedEdgesError};
+pub use model::{Block, BlockId, Edge, EdgeSpectra, SavedEdges, SavedEdgesError, deflate_saved, inflate_saved};

@@ -15,7 +15,7 @@ pub use emit::emit;
 use crate::build::Workspace;
 use crate::config::{EvalConfig, Format, ListFormat, ReportConfig, RunConfig};
 use crate::error::{SflError, exit};
-use crate::spectra::Spectra;
+use crate::spectra::{EdgeProfiles, Spectra};
 use crate::ui;
 
 /// `cargo sfl [OPTIONS] [FILTER]`.
@@ -45,7 +45,13 @@ pub fn report(spectra: Option<&Path>, manifest_path: Option<&Path>, cfg: &Report
         }
         .into());
     }
-    emit(&read_here(load(&path)?, &root), cfg)
+    // Edge profiles are most of a saved file and only CP reads them.
+    let edges = if cfg.measures.iter().any(|m| m.needs_edges()) {
+        EdgeProfiles::Load
+    } else {
+        EdgeProfiles::Skip
+    };
+    emit(&read_here(load_with(&path, edges)?, &root), cfg)
 }
 
 /// `cargo sfl analyze --gzoltar DIR`: rank an imported matrix.
@@ -102,9 +108,14 @@ pub fn eval(cfg: &EvalConfig) -> anyhow::Result<i32> {
     evaluate::evaluate(&spectra, faults, cfg)
 }
 
-/// Reads saved spectra.
+/// Reads saved spectra (their edge profiles too).
 fn load(path: &Path) -> Result<Spectra, SflError> {
-    Spectra::load(path).map_err(|reason| SflError::BadSpectra {
+    load_with(path, EdgeProfiles::Load)
+}
+
+/// Reads saved spectra, their edge profiles only if `edges` says so.
+fn load_with(path: &Path, edges: EdgeProfiles) -> Result<Spectra, SflError> {
+    Spectra::load_with(path, edges).map_err(|reason| SflError::BadSpectra {
         path: path.to_path_buf(),
         reason: reason.to_string(),
     })

@@ -1,6 +1,6 @@
 //! Why saved spectra cannot be read, or shards cannot be merged.
 
-use super::SCHEMA;
+use super::{SCHEMA, SCHEMA_V1};
 use crate::edges::SavedEdgesError;
 
 /// Why saved spectra cannot be read, or shards cannot be merged.
@@ -10,7 +10,7 @@ pub enum SpectraError {
     Io(#[from] std::io::Error),
     #[error("not JSON: {0}")]
     NotJson(serde_json::Error),
-    #[error("schema is {0:?}, this cargo-sfl reads {SCHEMA:?}")]
+    #[error("schema is {0:?}, this cargo-sfl reads {SCHEMA:?} and {SCHEMA_V1:?}")]
     OtherSchema(String),
     #[error("no \"schema\" field: not a cargo-sfl spectra file")]
     NoSchema,

@@ -17,7 +17,9 @@ mod merge;
 pub use error::SpectraError;
 
 /// Version tag of the saved-spectra file; bump on any incompatible change.
-pub const SCHEMA: &str = "cargo-sfl-spectra/v1";
+pub const SCHEMA: &str = "cargo-sfl-spectra/v2";
+/// The previous schema, still read: edge profiles as plain JSON (`edges`).
+pub const SCHEMA_V1: &str = "cargo-sfl-spectra/v1";
 
 /// How a test ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -230,8 +232,26 @@ struct SavedSpectra {
     units: Vec<(String, u32)>,
     /// Per unit, the covering tests as a hex bitset (bit i of byte j = test 8j+i).
     coverage: Vec<String>,
+    /// Schema v1 only: the edge profiles as plain JSON.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     edges: Option<SavedEdges>,
+    /// Schema v2: the edge profiles' JSON, deflated and base64-encoded (`edges::saved`): they
+    /// are most of a run's data (function names repeat per block) and only CP reads them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    edges_deflated: Option<String>,
+}
+
+/// Just the schema, read before the rest.
+#[derive(Deserialize)]
+struct Head {
+    schema: Option<String>,
+}
+
+/// Whether loading saved spectra reads their edge profiles (only CP needs them).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EdgeProfiles {
+    Load,
+    Skip,
 }
 
 impl Spectra {
@@ -337,6 +357,17 @@ impl Spectra {
     }
 
     pub fn save(&self, path: &Path) -> std::io::Result<()> {
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir)?;
+        }
+        // Write then rename, so a crash never leaves a half-written file behind.
+        let tmp = path.with_extension("json.tmp");
+        std::fs::write(&tmp, self.to_bytes())?;
+        std::fs::rename(&tmp, path)
+    }
+
+    /// The saved file's bytes (schema [`SCHEMA`]).
+    pub fn to_bytes(&self) -> Vec<u8> {
         let saved = SavedSpectra {
             schema: SCHEMA.to_string(),
             workspace_root: self.workspace_root.clone(),
@@ -350,31 +381,37 @@ impl Spectra {
             tests: self.tests.clone(),
             units: self.units.iter().map(|u| (u.file.clone(), u.line)).collect(),
             coverage: self.coverage.iter().map(BitSet::to_hex).collect(),
-            edges: self.edges.as_ref().map(EdgeSpectra::to_saved),
+            edges: None,
+            edges_deflated: self.edges.as_ref().map(|e| crate::edges::deflate_saved(&e.to_saved())),
         };
-        if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir)?;
-        }
-        // Write then rename, so a crash never leaves a half-written file behind.
-        let tmp = path.with_extension("json.tmp");
-        std::fs::write(&tmp, serde_json::to_vec(&saved)?)?;
-        std::fs::rename(&tmp, path)
+        serde_json::to_vec(&saved).expect("spectra serialise")
     }
 
     /// Reads saved spectra; the error says what is wrong in words.
     pub fn load(path: &Path) -> Result<Self, SpectraError> {
-        Spectra::parse(&std::fs::read(path)?)
+        Spectra::load_with(path, EdgeProfiles::Load)
+    }
+
+    /// [`Spectra::load`], reading the edge profiles only when `edges` says so.
+    pub fn load_with(path: &Path, edges: EdgeProfiles) -> Result<Self, SpectraError> {
+        Spectra::parse_with(&std::fs::read(path)?, edges)
     }
 
     /// [`Spectra::load`] on a file's bytes: every check, no file system.
     pub fn parse(bytes: &[u8]) -> Result<Self, SpectraError> {
-        let value: serde_json::Value = serde_json::from_slice(bytes).map_err(SpectraError::NotJson)?;
-        match value.get("schema").and_then(|s| s.as_str()) {
-            Some(SCHEMA) => {}
+        Spectra::parse_with(bytes, EdgeProfiles::Load)
+    }
+
+    /// [`Spectra::parse`], reading the edge profiles only when `edges` says so (skipped, they
+    /// are neither inflated nor checked, and the spectra have none).
+    pub fn parse_with(bytes: &[u8], edges: EdgeProfiles) -> Result<Self, SpectraError> {
+        let head: Head = serde_json::from_slice(bytes).map_err(SpectraError::NotJson)?;
+        match head.schema.as_deref() {
+            Some(SCHEMA | SCHEMA_V1) => {}
             Some(other) => return Err(SpectraError::OtherSchema(other.to_string())),
             None => return Err(SpectraError::NoSchema),
         }
-        let saved: SavedSpectra = serde_json::from_value(value).map_err(SpectraError::Malformed)?;
+        let saved: SavedSpectra = serde_json::from_slice(bytes).map_err(SpectraError::Malformed)?;
         if saved.units.len() != saved.coverage.len() {
             return Err(SpectraError::RowCount {
                 units: saved.units.len(),
@@ -393,8 +430,13 @@ impl Spectra {
             .into_iter()
             .map(|(file, start, end)| FunctionSpan { file, start, end })
             .collect();
-        let edges = saved
-            .edges
+        let saved_edges = match (edges, saved.edges, saved.edges_deflated) {
+            (EdgeProfiles::Skip, ..) => None,
+            (EdgeProfiles::Load, Some(plain), _) => Some(plain),
+            (EdgeProfiles::Load, None, Some(deflated)) => Some(crate::edges::inflate_saved(&deflated)?),
+            (EdgeProfiles::Load, None, None) => None,
+        };
+        let edges = saved_edges
             .map(|e| EdgeSpectra::from_saved(e, n, saved.units.len()))
             .transpose()?;
         let mut spectra = Spectra {
@@ -723,6 +765,46 @@ pub(crate) mod tests {
         assert_eq!(back.tests, s.tests);
         assert_eq!(back.units, s.units);
         assert_eq!(back.coverage, s.coverage);
+    }
+
+    #[test]
+    fn edge_profiles_are_saved_deflated_read_on_demand_and_v1_still_loads() {
+        use crate::edges::{Block, Edge, EdgeSpectra};
+        let mut s = doric_minmax();
+        let blocks = vec![Block {
+            function: "minmax".into(),
+            index: 0,
+            lines: vec![UnitId(0)],
+        }];
+        let entry = Edge {
+            from: None,
+            to: crate::edges::BlockId(0),
+        };
+        let traversed: Vec<Vec<Edge>> = (0..s.tests.len()).map(|_| vec![entry]).collect();
+        s.edges = Some(EdgeSpectra::from_tests(blocks, s.tests.len(), &traversed));
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.json");
+        s.save(&path).unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(text.contains("\"schema\":\"cargo-sfl-spectra/v2\"") && text.contains("\"edges_deflated\":\""));
+        assert_eq!(Spectra::load(&path).unwrap().edges, s.edges);
+        assert_eq!(Spectra::load_with(&path, EdgeProfiles::Skip).unwrap().edges, None);
+        // Skipped edges are not even inflated: garbage there does not matter, until asked for.
+        let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+        let mut garbage = v.clone();
+        garbage["edges_deflated"] = "!!".into();
+        let garbage = serde_json::to_vec(&garbage).unwrap();
+        assert!(Spectra::parse_with(&garbage, EdgeProfiles::Skip).is_ok());
+        assert!(Spectra::parse(&garbage).unwrap_err().to_string().contains("not base64"));
+        // Schema v1 (edges as plain JSON) still loads.
+        let mut v1 = v;
+        v1["schema"] = SCHEMA_V1.into();
+        v1["edges"] = serde_json::to_value(s.edges.as_ref().unwrap().to_saved()).unwrap();
+        v1.as_object_mut().unwrap().remove("edges_deflated");
+        assert_eq!(
+            Spectra::parse(&serde_json::to_vec(&v1).unwrap()).unwrap().edges,
+            s.edges
+        );
     }
 
     #[test]

@@ -53,7 +53,15 @@ impl Seeds {
             covfun: read(d.join("minmax.covfun"))?,
             elf: read(d.join("minmax.elf"))?,
             edges: EDGES.iter().map(|n| read(d.join(n))).collect::<Result<_>>()?,
-            spectra: vec![read(d.join("minmax.spectra.json"))?],
+            spectra: {
+                // The committed seed (schema v1 when it was made: edges as plain JSON), and the
+                // same spectra as saved today (v2: edges deflated), so both paths are fuzzed.
+                let v1 = read(d.join("minmax.spectra.json"))?;
+                let v2 = cargo_sfl::spectra::Spectra::parse(&v1)
+                    .map_err(anyhow::Error::msg)?
+                    .to_bytes();
+                vec![v1, v2]
+            },
             gzoltar: [
                 read(gz.join("spectra.csv"))?,
                 read(gz.join("matrix.txt"))?,
