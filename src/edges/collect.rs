@@ -5,7 +5,7 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use super::map::{EdgeMap, MapError};
 use super::model::{Block, BlockId, Edge, EdgeSpectra};
@@ -37,34 +37,50 @@ struct BinaryBlocks {
     ids: Vec<Option<BlockId>>,
 }
 
-/// A block as the collector names it, its lines still as `(file, line)`.
+/// A block as the collector names it, its lines still as `(file, line)` (files as indices into
+/// `BlockNames::files`).
 struct NamedBlock {
-    function: String,
+    function: Arc<str>,
     index: u32,
-    lines: Vec<(String, u32)>,
+    lines: Vec<(u32, u32)>,
 }
 
-/// The blocks of the run, numbered as first met.
+/// The blocks of the run, numbered as first met. Names are shared, not copied per block and
+/// line: a crate has tens of thousands of blocks of a few thousand functions in a few files.
 #[derive(Default)]
 struct BlockNames {
-    ids: HashMap<(String, u32), BlockId>,
+    ids: HashMap<(Arc<str>, u32), BlockId>,
     blocks: Vec<NamedBlock>,
     /// Block count of each function name as first seen.
-    sizes: HashMap<String, u32>,
+    sizes: HashMap<Arc<str>, u32>,
+    /// Workspace-relative files, each once.
+    files: Vec<String>,
+    file_ids: HashMap<String, u32>,
 }
 
 impl BlockNames {
     /// Names the blocks of `map`'s functions that are the workspace's; returns each guard's block.
     fn add(&mut self, map: &EdgeMap) -> Vec<Option<BlockId>> {
         let mut ids = vec![None; map.guards];
+        // This map's file indices, as ours.
+        let files: Vec<u32> = map
+            .files
+            .iter()
+            .map(|f| {
+                *self.file_ids.entry(f.clone()).or_insert_with(|| {
+                    self.files.push(f.clone());
+                    self.files.len() as u32 - 1
+                })
+            })
+            .collect();
         for f in map.functions.iter().filter(|f| f.ours) {
             // The same name with another block count is another function (or another
             // build of it): keep it apart rather than mix their blocks.
-            let size = *self.sizes.entry(f.name.clone()).or_insert(f.blocks);
-            let name = if size == f.blocks {
-                f.name.clone()
+            let size = *self.sizes.entry(Arc::from(f.name.as_str())).or_insert(f.blocks);
+            let name: Arc<str> = if size == f.blocks {
+                Arc::from(f.name.as_str())
             } else {
-                format!("{} [{} blocks]", f.name, f.blocks)
+                Arc::from(format!("{} [{} blocks]", f.name, f.blocks))
             };
             for k in 0..f.blocks {
                 let guard = (f.first + k) as usize;
@@ -73,7 +89,7 @@ impl BlockNames {
                 if id == next {
                     let lines = map.lines[guard]
                         .iter()
-                        .map(|&(file, line)| (map.files[file as usize].clone(), line))
+                        .map(|&(file, line)| (files[file as usize], line))
                         .collect();
                     self.blocks.push(NamedBlock {
                         function: name.clone(),
@@ -178,13 +194,13 @@ impl<'a> Collector<'a> {
     pub fn block_name(&self, id: BlockId) -> (String, u32) {
         let names = self.names.lock().expect("not poisoned");
         let b = &names.blocks[id.index()];
-        (b.function.clone(), b.index)
+        (b.function.to_string(), b.index)
     }
 
     /// The id of the block named `(function, index)`, if a binary read so far has it.
     pub fn block_id(&self, function: &str, index: u32) -> Option<BlockId> {
         let names = self.names.lock().expect("not poisoned");
-        names.ids.get(&(function.to_string(), index)).copied()
+        names.ids.get(&(Arc::from(function), index)).copied()
     }
 
     /// Decodes one test's edge files, turning every problem into a warning on that test.
@@ -214,14 +230,19 @@ impl<'a> Collector<'a> {
         unit: impl Fn(&str, u32) -> Option<UnitId>,
     ) -> EdgeSpectra {
         let names = self.names.into_inner().expect("not poisoned");
+        let files = names.files;
         let blocks = names
             .blocks
             .into_iter()
             .map(|b| {
-                let mut lines: Vec<UnitId> = b.lines.iter().filter_map(|(f, l)| unit(f, *l)).collect();
+                let mut lines: Vec<UnitId> = b
+                    .lines
+                    .iter()
+                    .filter_map(|&(f, l)| unit(&files[f as usize], l))
+                    .collect();
                 lines.dedup();
                 Block {
-                    function: b.function,
+                    function: b.function.to_string(),
                     index: b.index,
                     lines,
                 }
