@@ -8,13 +8,12 @@ use std::borrow::Cow;
 use std::collections::HashMap;
 use std::num::NonZeroU32;
 use std::path::Path;
-use std::sync::Arc;
 
 use object::{Object, ObjectSection, ObjectSymbol};
 
 use crate::platform::{self, Section};
 
-type Reader = gimli::EndianArcSlice<gimli::RunTimeEndian>;
+type Reader<'a> = gimli::EndianSlice<'a, gimli::RunTimeEndian>;
 
 /// Why a binary's blocks could not be read.
 #[derive(Debug, thiserror::Error)]
@@ -99,7 +98,8 @@ impl EdgeMap {
             });
         }
         let symbols = text_symbols(&obj);
-        let ctx = dwarf_context(&obj)?;
+        let sections = dwarf_sections(&obj);
+        let ctx = dwarf_context(&sections, &obj)?;
         let mut map = EdgeMap {
             guards,
             lines: vec![Vec::new(); guards],
@@ -179,20 +179,28 @@ fn text_symbols(obj: &object::File) -> Vec<(u64, u64, String)> {
     out
 }
 
-fn dwarf_context(obj: &object::File) -> Result<addr2line::Context<Reader>, MapError> {
+/// The binary's DWARF sections, borrowed from its bytes (inflated only when compressed): no
+/// copy of the debug information, which is most of a debug build's size.
+fn dwarf_sections<'data>(obj: &object::File<'data>) -> gimli::DwarfSections<Cow<'data, [u8]>> {
+    let load = |id: gimli::SectionId| -> Result<Cow<'data, [u8]>, gimli::Error> {
+        Ok(obj
+            .section_by_name(id.name())
+            .and_then(|s| s.uncompressed_data().ok())
+            .unwrap_or(Cow::Borrowed(&[])))
+    };
+    gimli::DwarfSections::load(load).expect("loading sections cannot fail")
+}
+
+fn dwarf_context<'a>(
+    sections: &'a gimli::DwarfSections<Cow<'_, [u8]>>,
+    obj: &object::File,
+) -> Result<addr2line::Context<Reader<'a>>, MapError> {
     let endian = if obj.is_little_endian() {
         gimli::RunTimeEndian::Little
     } else {
         gimli::RunTimeEndian::Big
     };
-    let load = |id: gimli::SectionId| -> Result<Reader, gimli::Error> {
-        let data: Cow<[u8]> = obj
-            .section_by_name(id.name())
-            .and_then(|s| s.uncompressed_data().ok())
-            .unwrap_or(Cow::Borrowed(&[]));
-        Ok(gimli::EndianArcSlice::new(Arc::from(&*data), endian))
-    };
-    let dwarf = gimli::Dwarf::load(load).map_err(MapError::Dwarf)?;
+    let dwarf = sections.borrow(|section| gimli::EndianSlice::new(section, endian));
     addr2line::Context::from_dwarf(dwarf).map_err(MapError::Dwarf)
 }
 
@@ -206,7 +214,7 @@ struct LineRows {
 
 impl LineRows {
     fn read(
-        ctx: &addr2line::Context<Reader>,
+        ctx: &addr2line::Context<Reader<'_>>,
         relative: &dyn Fn(&Path) -> Option<String>,
         names: &mut Vec<String>,
     ) -> Result<LineRows, MapError> {
@@ -249,7 +257,7 @@ impl LineRows {
     /// The innermost inlining frame at `addr` that is the workspace's code.
     fn inlined_at(
         &mut self,
-        ctx: &addr2line::Context<Reader>,
+        ctx: &addr2line::Context<Reader<'_>>,
         addr: u64,
         relative: &dyn Fn(&Path) -> Option<String>,
         names: &mut Vec<String>,
