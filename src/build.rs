@@ -293,7 +293,9 @@ fn build_doctests(
     script_env: &mut HashMap<cargo_metadata::PackageId, Vec<(String, String)>>,
 ) -> Result<(), SflError> {
     let base = ws.build_dir.join("doctests");
-    let _ = std::fs::remove_dir_all(&base);
+    // Kept from run to run (rustdoc's wrapper reuses a crate's doctests while their sources are
+    // unchanged); what this run's rustdoc invocations mark is what is read.
+    crate::doctest::forget_marks(&base);
     std::fs::create_dir_all(&base).map_err(|e| SflError::Setup(format!("cannot create {}: {e}", base.display())))?;
     let exe =
         crate::platform::current_exe().map_err(|e| SflError::Setup(format!("cannot find own executable: {e}")))?;

@@ -23,6 +23,17 @@ pub const RUNTOOL_ARG: &str = "--cargo-sfl-doctest-runtool";
 const RUNNABLE: &str = "sfl-runnable";
 /// rustdoc's libtest output for one crate, in that crate's directory.
 const OUTPUT: &str = "rustdoc-output.txt";
+/// What the kept doctests were built from, and rustdoc's exit code then (see [`build_key`]).
+const BUILT_FROM: &str = "sfl-built-from";
+/// Marks a crate's directory as built (or reused) by this run's `cargo test --doc`.
+const THIS_RUN: &str = "sfl-this-run";
+
+/// Unmarks every crate's doctests under `base`, before a run's doctest build marks its own.
+pub fn forget_marks(base: &Path) {
+    for e in std::fs::read_dir(base).into_iter().flatten().flatten() {
+        let _ = std::fs::remove_file(e.path().join(THIS_RUN));
+    }
+}
 
 /// The doctests of one library.
 #[derive(Debug, Clone, Default)]
@@ -105,8 +116,22 @@ pub fn rustdoc_wrapper() -> ! {
         std::process::exit(crate::error::exit::SETUP)
     };
     let dir = Path::new(&base).join(&crate_name);
+    // rustdoc recompiles every doctest each time; when nothing it reads has changed, the
+    // doctests kept last time are these doctests.
+    let key = build_key(&real, &args);
+    if let Ok(kept) = std::fs::read_to_string(dir.join(BUILT_FROM))
+        && let Some((kept_key, code)) = kept.rsplit_once('\n')
+        && kept_key == key
+        && dir.join(OUTPUT).is_file()
+        && let Ok(code) = code.parse::<i32>()
+        && std::fs::write(dir.join(THIS_RUN), b"").is_ok()
+    {
+        std::process::exit(code)
+    }
     let _ = std::fs::remove_dir_all(&dir);
-    let out = std::fs::create_dir_all(&dir).and_then(|()| std::fs::File::create(dir.join(OUTPUT)));
+    let out = std::fs::create_dir_all(&dir)
+        .and_then(|()| std::fs::write(dir.join(THIS_RUN), b""))
+        .and_then(|()| std::fs::File::create(dir.join(OUTPUT)));
     let (Ok(out), Ok(me)) = (out, crate::platform::current_exe()) else {
         eprintln!("error: cannot write {}", dir.display());
         std::process::exit(crate::error::exit::SETUP)
@@ -123,12 +148,47 @@ pub fn rustdoc_wrapper() -> ! {
         .env("RUSTC_BOOTSTRAP", "1")
         .stdout(out);
     match cmd.status() {
-        Ok(status) => std::process::exit(status.code().unwrap_or(crate::error::exit::INTERNAL)),
+        Ok(status) => {
+            let code = status.code().unwrap_or(crate::error::exit::INTERNAL);
+            if status.code().is_some() {
+                let _ = std::fs::write(dir.join(BUILT_FROM), format!("{key}\n{code}"));
+            }
+            std::process::exit(code)
+        }
         Err(e) => {
             eprintln!("error: cannot run rustdoc ({}): {e}", Path::new(&real).display());
             std::process::exit(crate::error::exit::SETUP)
         }
     }
+}
+
+/// What a doctest build reads: rustdoc (path, size, modification time), its arguments, the
+/// edge recorder's runtime, and the size and modification time of every file the arguments
+/// name (the crate's root source and, through `--extern`, the libraries it links, its own
+/// among them: cargo rebuilds that one whenever any of its sources, included files too,
+/// changes). MD5 over all of it, in hex.
+fn build_key(rustdoc: &OsString, args: &[OsString]) -> String {
+    use md5::{Digest, Md5};
+    let mut h = Md5::new();
+    let stamp = |path: &Path| {
+        std::fs::metadata(path)
+            .ok()
+            .map(|m| format!("{}:{:?}", m.len(), m.modified().ok()))
+    };
+    let rustdoc_path = Path::new(rustdoc);
+    h.update(format!("{rustdoc:?} {:?}\n", stamp(rustdoc_path)));
+    if let Some(rt) = std::env::var_os(crate::edges::RUNTIME_ENV) {
+        h.update(format!("runtime {rt:?} {:?}\n", stamp(Path::new(&rt))));
+    }
+    for a in args {
+        let text = a.to_string_lossy();
+        let file = text.split_once('=').map_or(&*text, |(_, path)| path);
+        h.update(format!(
+            "{text}\t{:?}\n",
+            stamp(Path::new(file)).filter(|_| Path::new(file).is_file())
+        ));
+    }
+    h.finalize().iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// Entry point when rustdoc runs cargo-sfl as its `--test-runtool` (`cargo-sfl RUNTOOL_ARG
@@ -157,7 +217,7 @@ pub fn read_suites(base: &Path) -> Option<Vec<DocSuite>> {
         .ok()?
         .flatten()
         .map(|e| e.path())
-        .filter(|p| p.is_dir())
+        .filter(|p| p.is_dir() && p.join(THIS_RUN).is_file())
         .collect();
     crates.sort();
     for dir in crates {
@@ -426,10 +486,14 @@ mod tests {
     fn a_rustdoc_that_refused_the_options_is_not_trusted() {
         let tmp = tempfile::tempdir().unwrap();
         std::fs::create_dir_all(tmp.path().join("k")).unwrap();
+        std::fs::write(tmp.path().join("k").join(THIS_RUN), "").unwrap();
         std::fs::write(tmp.path().join("k").join(OUTPUT), "").unwrap();
         assert!(read_suites(tmp.path()).is_none());
         std::fs::write(tmp.path().join("k").join(OUTPUT), "\nrunning 0 tests\n").unwrap();
         assert_eq!(read_suites(tmp.path()).unwrap().len(), 1);
+        // A crate this run's rustdoc did not touch (kept from an earlier run) is not read.
+        forget_marks(tmp.path());
+        assert_eq!(read_suites(tmp.path()).unwrap().len(), 0);
     }
 
     #[test]

@@ -20,6 +20,7 @@ pub fn trials() -> Vec<Trial> {
         Trial::test("doctests::no_doctests_finds_no_failing_test", no_doctests),
         Trial::test("doctests::doc_runs_only_doctests", doc_only),
         Trial::test("doctests::without_coverage_still_reported", plain_fallback),
+        Trial::test("doctests::kept_until_their_sources_change", kept_until_changed),
     ]);
     trials
 }
@@ -187,4 +188,29 @@ fn plain_fallback() -> Result {
             .is_some_and(|m| m.starts_with("no coverage") && m.contains("left: 150")),
         || format!("{:#}", failing[0]),
     )
+}
+
+/// rustdoc recompiles every doctest on each run; cargo sfl keeps the built doctests while
+/// nothing they are built from changes (the executables are not rebuilt), and builds them
+/// again when a doctest changes (its new result is what is reported).
+fn kept_until_changed() -> Result {
+    let tmp = copy_fixture("doctest-2021");
+    let dir = tmp.path();
+    let first = sfl(&["--doc", "--no-edges"], dir);
+    check(first.status.code() == Some(0), || show(&first))?;
+    let exe = dir.join("target/sfl/lines-only/doctests/fixture_doctest_2021/src_lib_rs_5_0/rust_out");
+    let built = std::fs::metadata(&exe).and_then(|m| m.modified());
+    check(built.is_ok(), || format!("no {}", exe.display()))?;
+    let again = sfl(&["--doc", "--no-edges"], dir);
+    check(again.status.code() == Some(0), || show(&again))?;
+    check(
+        std::fs::metadata(&exe).and_then(|m| m.modified()).ok() == built.ok(),
+        || "an unchanged doctest was rebuilt".to_string(),
+    )?;
+    // The failing doctest now expects what the code returns: the run has no failing test.
+    let lib = dir.join("src/lib.rs");
+    let text = std::fs::read_to_string(&lib)?;
+    std::fs::write(&lib, text.replace("percent(150), 100)", "percent(150), 150)"))?;
+    let fixed = sfl(&["--doc", "--no-edges"], dir);
+    check_exit(&fixed, 3, &fixed.stdout, &["No failing tests"])
 }

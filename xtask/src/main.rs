@@ -170,6 +170,9 @@ struct Row {
     sfl_run_phase: f64,
     decode_ms: f64,
     jobs: usize,
+    /// Peak RSS (MiB) of the largest process of one run of each (None: no GNU time here).
+    sfl_rss: Option<f64>,
+    nextest_rss: Option<f64>,
 }
 
 /// Builds cargo sfl in release mode and lays out the benchmark crates (the fixtures, then the
@@ -254,6 +257,21 @@ fn collect(runs: usize, fixtures_only: bool, output: Option<&Path>) -> Result<()
         };
         let nextest = runner(&["nextest", "run", "--no-fail-fast"])?;
         let cargo_test = runner(&["test", "--tests", "--no-fail-fast"])?;
+        let sfl_rss = peak_rss(
+            Command::new(&sfl)
+                .args(["sfl", "--format", "json", "--test-timeout", "60", "--manifest-path"])
+                .arg(&manifest),
+        )?;
+        let nextest_rss = peak_rss(
+            Command::new(env!("CARGO"))
+                .args(["nextest", "run", "--no-fail-fast", "--manifest-path"])
+                .arg(&manifest)
+                .arg("--target-dir")
+                .arg(&target)
+                .envs(env.clone())
+                .env(&profile_env.0, &profile_env.1),
+        )?;
+        let _ = std::fs::remove_dir_all(&profiles);
         rows.push(Row {
             name: name.clone(),
             tests: first.tests,
@@ -263,6 +281,8 @@ fn collect(runs: usize, fixtures_only: bool, output: Option<&Path>) -> Result<()
             sfl_run_phase: first.run_secs,
             decode_ms: first.decode_ms,
             jobs,
+            sfl_rss,
+            nextest_rss,
         });
     }
     let table = render(&rows, runs);
@@ -280,13 +300,13 @@ fn render(rows: &[Row], runs: usize) -> String {
          instrumented build is subtracted); {} jobs.\n\n",
         rows.first().map_or(0, |r| r.jobs)
     ));
-    s.push_str("| crate | tests | cargo sfl | nextest | cargo test | sfl / nextest | sfl / cargo test | decode per test | decode share of worker time |\n");
-    s.push_str("|---|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+    s.push_str("| crate | tests | cargo sfl | nextest | cargo test | sfl / nextest | sfl / cargo test | decode per test | decode share of worker time | peak RSS sfl / nextest (MiB) |\n");
+    s.push_str("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
     for r in rows {
         let per_test_us = r.decode_ms * 1e3 / r.tests.max(1) as f64;
         let share = r.decode_ms / 1e3 / (r.sfl_run_phase * r.jobs as f64);
         s.push_str(&format!(
-            "| {} | {} | {:.3} | {:.3} | {:.3} | {:.2}× | {:.2}× | {:.0} µs | {:.1}% |\n",
+            "| {} | {} | {:.3} | {:.3} | {:.3} | {:.2}× | {:.2}× | {:.0} µs | {:.1}% | {} |\n",
             r.name,
             r.tests,
             r.sfl,
@@ -295,7 +315,11 @@ fn render(rows: &[Row], runs: usize) -> String {
             r.sfl / r.nextest,
             r.sfl / r.cargo_test,
             per_test_us,
-            share * 100.0
+            share * 100.0,
+            match (r.sfl_rss, r.nextest_rss) {
+                (Some(a), Some(b)) => format!("{a:.0} / {b:.0}"),
+                _ => "–".into(),
+            }
         ));
     }
     s
@@ -440,6 +464,31 @@ fn run(cmd: &mut Command) -> Result<()> {
 }
 
 /// Wall time of a command whose own failure (failing tests) is expected.
+/// Runs `cmd` once under GNU time: the peak RSS in MiB of the largest process among it and
+/// the processes it waited for (Linux's `wait4` reports the maximum over the tree). `None`
+/// when `/usr/bin/time` is missing.
+fn peak_rss(cmd: &mut Command) -> Result<Option<f64>> {
+    let time = Path::new("/usr/bin/time");
+    if !time.exists() {
+        return Ok(None);
+    }
+    let out = std::env::temp_dir().join(format!("xtask-rss-{}", std::process::id()));
+    let status = Command::new(time)
+        .args(["-f", "%M", "-o"])
+        .arg(&out)
+        .arg(cmd.get_program())
+        .args(cmd.get_args())
+        .envs(cmd.get_envs().filter_map(|(k, v)| Some((k, v?))))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()?;
+    let text = std::fs::read_to_string(&out).with_context(|| format!("GNU time wrote nothing ({status})"))?;
+    let _ = std::fs::remove_file(&out);
+    // The last line is the number (a non-zero exit adds a "Command exited…" line before it).
+    let kib: f64 = text.lines().last().unwrap_or_default().trim().parse()?;
+    Ok(Some(kib / 1024.0))
+}
+
 fn time(cmd: &mut Command) -> Result<f64> {
     let t = Instant::now();
     cmd.stdout(Stdio::null()).stderr(Stdio::null()).status()?;
