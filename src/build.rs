@@ -336,6 +336,8 @@ fn plain_doctests(ws: &Workspace, select: &Selection) -> Result<Vec<crate::docte
     cmd.args(["test", "--doc", "--no-fail-fast", "--color=never"]);
     cmd.arg("--target-dir").arg(ws.target_dir.join("doctests-plain"));
     cargo_selection_args(&mut cmd, select);
+    // Names on their own lines (libtest turns terse for large suites).
+    cmd.args(["--", "--format=pretty"]);
     cmd.env_remove("RUSTC_WRAPPER")
         .env_remove(WRAPPER_ENV)
         .env_remove(crate::doctest::RUSTDOC_WRAPPER_ENV);

@@ -140,6 +140,9 @@ pub fn rustdoc_wrapper() -> ! {
     if let Some(rt) = std::env::var_os(crate::edges::RUNTIME_ENV) {
         cmd.args(crate::edges::rustc_flags(Path::new(&rt)));
     }
+    // Every doctest by name on its own line: libtest turns terse (dots) on its own for large
+    // suites, which would hide the names.
+    cmd.args(["--test-args", "--format=pretty"]);
     cmd.args(["-Z", "unstable-options", "--persist-doctests"])
         .arg(&dir)
         .arg("--test-runtool")

@@ -21,6 +21,7 @@ pub fn trials() -> Vec<Trial> {
         Trial::test("doctests::doc_runs_only_doctests", doc_only),
         Trial::test("doctests::without_coverage_still_reported", plain_fallback),
         Trial::test("doctests::kept_until_their_sources_change", kept_until_changed),
+        Trial::test("doctests::quiet_runs_find_them_too", quiet_run),
     ]);
     trials
 }
@@ -213,4 +214,17 @@ fn kept_until_changed() -> Result {
     std::fs::write(&lib, text.replace("percent(150), 100)", "percent(150), 150)"))?;
     let fixed = sfl(&["--doc", "--no-edges"], dir);
     check_exit(&fixed, 3, &fixed.stdout, &["No failing tests"])
+}
+
+/// `-q` reaches cargo, whose `--quiet` makes libtest print dots instead of names; the doctests
+/// must still be found and run (here: the only failing test is one).
+fn quiet_run() -> Result {
+    let tmp = copy_fixture("doctest-2021");
+    let out = sfl(&["-q", "--no-edges", "--format", "json", "-m", "ochiai"], tmp.path());
+    check(out.status.code() == Some(0), || show(&out))?;
+    let failing: Vec<_> = tests(&json(&out)?).into_iter().filter(|t| t.2 == "failed").collect();
+    check(
+        failing.len() == 1 && failing[0].1 == "src/lib.rs - percent (line 5)",
+        || format!("failing: {failing:?}\n{}", show(&out)),
+    )
 }
