@@ -4,7 +4,7 @@
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use cargo_metadata::Package;
@@ -515,36 +515,21 @@ fn tail(output: &str, n: usize) -> Option<String> {
 }
 
 /// Runs `f` over `items` on `jobs` threads, handing each result to `sink` on this thread as
-/// soon as it is ready (in completion order).
+/// soon as it is ready (in completion order): the scheduler with no limits but the pool's.
 pub fn parallel<T: Sync, R: Send>(
     items: &[T],
     jobs: usize,
     f: impl Fn(usize, &T) -> R + Sync,
-    mut sink: impl FnMut(usize, R),
+    sink: impl FnMut(usize, R),
 ) {
-    let next = AtomicUsize::new(0);
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::scope(|s| {
-        for _ in 0..jobs.clamp(1, items.len().max(1)) {
-            let tx = tx.clone();
-            let (next, f) = (&next, &f);
-            s.spawn(move || {
-                loop {
-                    let i = next.fetch_add(1, Ordering::Relaxed);
-                    if i >= items.len() {
-                        break;
-                    }
-                    if tx.send((i, f(i, &items[i]))).is_err() {
-                        break;
-                    }
-                }
-            });
-        }
-        drop(tx);
-        for (i, r) in rx {
-            sink(i, r);
-        }
-    });
+    let needs = vec![
+        crate::schedule::Needs {
+            threads: 1,
+            group: None
+        };
+        items.len()
+    ];
+    crate::schedule::run_limited(items, &needs, jobs, &[], f, sink);
 }
 
 #[cfg(test)]

@@ -176,6 +176,7 @@ fn build_key(rustdoc: &OsString, args: &[OsString]) -> String {
     let stamp = |path: &Path| {
         std::fs::metadata(path)
             .ok()
+            .filter(|m| m.is_file())
             .map(|m| format!("{}:{:?}", m.len(), m.modified().ok()))
     };
     let rustdoc_path = Path::new(rustdoc);
@@ -186,10 +187,7 @@ fn build_key(rustdoc: &OsString, args: &[OsString]) -> String {
     for a in args {
         let text = a.to_string_lossy();
         let file = text.split_once('=').map_or(&*text, |(_, path)| path);
-        h.update(format!(
-            "{text}\t{:?}\n",
-            stamp(Path::new(file)).filter(|_| Path::new(file).is_file())
-        ));
+        h.update(format!("{text}\t{:?}\n", stamp(Path::new(file))));
     }
     h.finalize().iter().map(|b| format!("{b:02x}")).collect()
 }

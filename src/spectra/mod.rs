@@ -405,13 +405,19 @@ impl Spectra {
     /// [`Spectra::parse`], reading the edge profiles only when `edges` says so (skipped, they
     /// are neither inflated nor checked, and the spectra have none).
     pub fn parse_with(bytes: &[u8], edges: EdgeProfiles) -> Result<Self, SpectraError> {
-        let head: Head = serde_json::from_slice(bytes).map_err(SpectraError::NotJson)?;
-        match head.schema.as_deref() {
-            Some(SCHEMA | SCHEMA_V1) => {}
-            Some(other) => return Err(SpectraError::OtherSchema(other.to_string())),
-            None => return Err(SpectraError::NoSchema),
-        }
-        let saved: SavedSpectra = serde_json::from_slice(bytes).map_err(SpectraError::Malformed)?;
+        // One pass when the file is good; the schema is read on its own only to say why not.
+        let saved = match serde_json::from_slice::<SavedSpectra>(bytes) {
+            Ok(saved) if matches!(saved.schema.as_str(), SCHEMA | SCHEMA_V1) => saved,
+            Ok(saved) => return Err(SpectraError::OtherSchema(saved.schema)),
+            Err(malformed) => {
+                let head: Head = serde_json::from_slice(bytes).map_err(SpectraError::NotJson)?;
+                return Err(match head.schema {
+                    Some(s) if s == SCHEMA || s == SCHEMA_V1 => SpectraError::Malformed(malformed),
+                    Some(other) => SpectraError::OtherSchema(other),
+                    None => SpectraError::NoSchema,
+                });
+            }
+        };
         if saved.units.len() != saved.coverage.len() {
             return Err(SpectraError::RowCount {
                 units: saved.units.len(),

@@ -46,7 +46,8 @@ struct TestResult {
 
 /// One soak run's tally.
 struct RunTally {
-    killed: usize,
+    /// The libtest names of the tests whose process was SIGKILLed.
+    killed: BTreeSet<String>,
     crashed: usize,
     too_late: usize,
     mismatches: Vec<String>,
@@ -78,7 +79,7 @@ pub fn run(args: &Args) -> Result<()> {
         eprintln!(
             "soak: run {i}/{}: {} killed ({} crashed, {} had already ended), {} mismatches, {} orphans",
             args.runs,
-            tally.killed,
+            tally.killed.len(),
             tally.crashed,
             tally.too_late,
             tally.mismatches.len(),
@@ -124,7 +125,7 @@ fn run_once(sfl: &Path, dir: &Path, jobs: usize, kills: Option<Kills>) -> Result
         .context("cannot start cargo sfl")?;
     let mut killed: BTreeMap<i32, String> = BTreeMap::new();
     let mut tally = RunTally {
-        killed: 0,
+        killed: BTreeSet::new(),
         crashed: 0,
         too_late: 0,
         mismatches: Vec::new(),
@@ -151,27 +152,16 @@ fn run_once(sfl: &Path, dir: &Path, jobs: usize, kills: Option<Kills>) -> Result
             String::from_utf8_lossy(&out.stderr)
         ));
     }
-    tally.killed = killed.len();
+    tally.killed = killed.into_values().collect();
     tally.orphans = running(dir).len();
-    let killed_tests: BTreeSet<String> = killed.into_values().collect();
-    tally
-        .mismatches
-        .extend(killed_tests.iter().map(|t| format!("KILLED {t}")));
     Ok(tally)
 }
 
-/// Checks a disturbed run against the undisturbed one. `tally.mismatches` holds `KILLED name`
-/// markers from [`run_once`]; they are replaced by real mismatches.
+/// Checks a disturbed run against the undisturbed one.
 fn compare(expected: &BTreeMap<String, TestResult>, got: &BTreeMap<String, TestResult>, tally: &mut RunTally) {
-    let killed: BTreeSet<String> = tally
-        .mismatches
-        .iter()
-        .filter_map(|m| m.strip_prefix("KILLED ").map(str::to_string))
-        .collect();
-    tally.mismatches.retain(|m| !m.starts_with("KILLED "));
     for (name, want) in expected {
         // `name` is `binary test`; a kill knows the libtest name only.
-        let was_killed = killed.iter().any(|k| name.ends_with(&format!(" {k}")));
+        let was_killed = tally.killed.iter().any(|k| name.ends_with(&format!(" {k}")));
         let Some(have) = got.get(name) else {
             tally.mismatches.push(format!("{name}: missing from the spectra"));
             continue;
@@ -340,7 +330,7 @@ fn summary(tallies: &[RunTally], args: &Args, jobs: usize) -> String {
             "| {} | {:.1} | {} | {} | {} | {} | {} |\n",
             i + 1,
             t.seconds,
-            t.killed,
+            t.killed.len(),
             t.crashed,
             t.too_late,
             t.mismatches.len(),
@@ -350,7 +340,7 @@ fn summary(tallies: &[RunTally], args: &Args, jobs: usize) -> String {
     let sum = |f: fn(&RunTally) -> usize| tallies.iter().map(f).sum::<usize>();
     s.push_str(&format!(
         "| all | | {} | {} | {} | {} | {} |\n",
-        sum(|t| t.killed),
+        sum(|t| t.killed.len()),
         sum(|t| t.crashed),
         sum(|t| t.too_late),
         sum(|t| t.mismatches.len()),
