@@ -17,10 +17,13 @@ pub enum Section {
     CoverageMap,
     /// The coverage map's function records.
     CoverageFunctions,
-    /// SanitizerCoverage's guards, one 32-bit word per instrumented block.
-    SancovGuards,
-    /// SanitizerCoverage's PC table, one `(pc, flags)` pair of pointers per guard.
+    /// SanitizerCoverage's inline flags, one byte per instrumented block.
+    SancovFlags,
+    /// SanitizerCoverage's PC table, one `(pc, flags)` pair of pointers per block.
     SancovPcs,
+    /// SanitizerCoverage's control-flow table: per block, its address, its successors' and
+    /// its callees' (each list ended by a null pointer).
+    SancovControlFlow,
 }
 
 impl Section {
@@ -35,10 +38,14 @@ impl Section {
             (Section::CoverageMap, true) => ".lcovmap$M",
             (Section::CoverageFunctions, false) => "__llvm_covfun",
             (Section::CoverageFunctions, true) => ".lcovfun$M",
-            (Section::SancovGuards, false) => "__sancov_guards",
-            (Section::SancovGuards, true) => ".SCOV$GM",
+            (Section::SancovFlags, false) => "__sancov_bools",
+            (Section::SancovFlags, true) => ".SCOV$BM",
             (Section::SancovPcs, false) => "__sancov_pcs",
             (Section::SancovPcs, true) => ".SCOVP$M",
+            (Section::SancovControlFlow, false) => "__sancov_cfs",
+            // LLVM gives the control-flow table no COFF name of its own: it falls through to
+            // the guards' name.
+            (Section::SancovControlFlow, true) => ".SCOV$GM",
         }
     }
 
@@ -67,16 +74,24 @@ pub fn build_id(obj: &object::File) -> Option<Vec<u8>> {
     obj.build_id().ok().flatten().map(<[u8]>::to_vec)
 }
 
+/// A section read as 64-bit words with the dynamic loader's RELATIVE relocations applied.
+pub struct Words {
+    pub values: Vec<u64>,
+    /// Per word, whether a dynamic relocation of any kind targets it: a word still zero here
+    /// is filled in by the loader (an address in a shared library), not a null pointer.
+    pub relocated: Vec<bool>,
+}
+
 /// The section as 64-bit words with the dynamic loader's RELATIVE relocations applied: a
 /// position-independent executable's PC table is zeros in the file, each entry a relocation
 /// whose addend is the link-time address. `None` when the binary has no such section.
-pub fn relocated_words(obj: &object::File, which: Section) -> Result<Option<Vec<u64>>, object::Error> {
+pub fn relocated_words(obj: &object::File, which: Section) -> Result<Option<Words>, object::Error> {
     let Some(sec) = section(obj, which) else {
         return Ok(None);
     };
     let bytes = sec.uncompressed_data()?;
     let little = obj.is_little_endian();
-    let mut words: Vec<u64> = bytes
+    let values: Vec<u64> = bytes
         .chunks_exact(8)
         .map(|c| {
             let a: [u8; 8] = c.try_into().expect("8 bytes");
@@ -87,6 +102,10 @@ pub fn relocated_words(obj: &object::File, which: Section) -> Result<Option<Vec<
             }
         })
         .collect();
+    let mut words = Words {
+        relocated: vec![false; values.len()],
+        values,
+    };
     // The header's size, not the data's length, bounds the relocations' offsets: in a
     // malformed file they differ, and an address near 2^64 must not wrap.
     let (start, end) = (sec.address(), sec.address().saturating_add(sec.size()));
@@ -95,13 +114,16 @@ pub fn relocated_words(obj: &object::File, which: Section) -> Result<Option<Vec<
             if offset < start || offset >= end || (offset - start) % 8 != 0 {
                 continue;
             }
+            let i = ((offset - start) / 8) as usize;
+            let Some(w) = words.values.get_mut(i) else { continue };
+            words.relocated[i] = true;
             let relative = matches!(
                 r.flags(),
                 RelocationFlags::Elf { r_type } if r_type == object::elf::R_X86_64_RELATIVE
                     || r_type == object::elf::R_AARCH64_RELATIVE
                     || r_type == object::elf::R_RISCV_RELATIVE
             );
-            if relative && let Some(w) = words.get_mut(((offset - start) / 8) as usize) {
+            if relative {
                 *w = r.addend() as u64;
             }
         }

@@ -1,4 +1,5 @@
-//! Per-test edge files to the edges each test traversed, with blocks named across binaries:
+//! Per-test edge files (which blocks ran) to the edges each test traversed (through the
+//! binary's control-flow graph, [`super::cfg`]), with blocks named across binaries:
 //! `(function without hash, index within function)`, so the same function's blocks in several
 //! test binaries are one block. [`Collector::finish`] turns every test's edges into
 //! [`EdgeSpectra`].
@@ -7,6 +8,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
+use super::cfg::Cfg;
 use super::map::{EdgeMap, MapError};
 use super::model::{Block, BlockId, Edge, EdgeSpectra};
 use super::record::{self, ReadError};
@@ -22,19 +24,21 @@ pub enum CollectError {
     Binary(#[from] BinaryError<MapError>),
     #[error("edge file {} was written by {}, which is not part of this build; ignored", file.display(), exe.display())]
     ForeignBinary { file: PathBuf, exe: PathBuf },
-    #[error("edge file {} has {guards} blocks but {} has {blocks}; ignored", file.display(), binary.display())]
+    #[error("edge file {} has {recorded} blocks but {} has {blocks}; ignored", file.display(), binary.display())]
     BlockCount {
         file: PathBuf,
-        guards: u64,
+        recorded: u64,
         binary: PathBuf,
         blocks: usize,
     },
 }
 
-/// A binary's guards with their run-wide block ids.
+/// A binary's blocks with their run-wide ids, and its control-flow graph.
 struct BinaryBlocks {
-    /// Per guard (0-based), its block (None: code that is not the workspace's).
+    /// Per block of the PC table, its id (None: code that is not the workspace's).
     ids: Vec<Option<BlockId>>,
+    cfg: Cfg,
+    entry: Vec<bool>,
 }
 
 /// A block as the collector names it, its lines still as `(file, line)` (files as indices into
@@ -59,9 +63,9 @@ struct BlockNames {
 }
 
 impl BlockNames {
-    /// Names the blocks of `map`'s functions that are the workspace's; returns each guard's block.
+    /// Names the blocks of `map`'s functions that are the workspace's; returns each block's id.
     fn add(&mut self, map: &EdgeMap) -> Vec<Option<BlockId>> {
-        let mut ids = vec![None; map.guards];
+        let mut ids = vec![None; map.blocks];
         // This map's file indices, as ours.
         let files: Vec<u32> = map
             .files
@@ -83,11 +87,11 @@ impl BlockNames {
                 Arc::from(format!("{} [{} blocks]", f.name, f.blocks))
             };
             for k in 0..f.blocks {
-                let guard = (f.first + k) as usize;
+                let block = (f.first + k) as usize;
                 let next = BlockId(self.blocks.len() as u32);
                 let id = *self.ids.entry((name.clone(), k)).or_insert(next);
                 if id == next {
-                    let lines = map.lines[guard]
+                    let lines = map.lines[block]
                         .iter()
                         .map(|&(file, line)| (files[file as usize], line))
                         .collect();
@@ -97,7 +101,7 @@ impl BlockNames {
                         lines,
                     });
                 }
-                ids[guard] = Some(id);
+                ids[block] = Some(id);
             }
         }
         ids
@@ -108,8 +112,6 @@ impl BlockNames {
 #[derive(Debug, Default)]
 pub struct Traversed {
     pub edges: Vec<Edge>,
-    /// Transitions the recorder could not keep.
-    pub dropped: u64,
 }
 
 /// Decodes edge files as tests finish (from any worker), naming blocks across binaries.
@@ -147,12 +149,16 @@ impl<'a> Collector<'a> {
             let map = EdgeMap::open(path, self.relative)?;
             crate::ui::detail(format!(
                 "read {} blocks of {} in {:.1} ms",
-                map.guards,
+                map.blocks,
                 path.file_name().unwrap_or_default().to_string_lossy(),
                 started.elapsed().as_secs_f64() * 1e3
             ));
             let ids = self.names.lock().expect("not poisoned").add(&map);
-            Ok(BinaryBlocks { ids })
+            Ok(BinaryBlocks {
+                ids,
+                cfg: map.cfg,
+                entry: map.entry,
+            })
         })
     }
 
@@ -167,23 +173,23 @@ impl<'a> Collector<'a> {
             });
         };
         let binary = self.binary(which)?;
-        if binary.ids.len() as u64 != file.guards {
+        if binary.ids.len() as u64 != file.blocks {
             return Err(CollectError::BlockCount {
                 file: path.to_path_buf(),
-                guards: file.guards,
+                recorded: file.blocks,
                 binary: exe,
                 blocks: binary.ids.len(),
             });
         }
-        out.dropped += file.dropped;
-        // Guards are 1-based; guard 0 as `from` is the virtual edge into an entry block.
-        let block = |guard: u32| binary.ids[guard as usize - 1];
-        for (from, to) in file.edges {
-            let Some(to) = block(to) else { continue };
-            if from == 0 {
-                out.edges.push(Edge { from: None, to });
-            } else if let Some(from) = block(from) {
-                out.edges.push(Edge { from: Some(from), to });
+        for (from, to) in binary.cfg.taken(&file.ran, |b| binary.entry[b as usize]) {
+            let Some(to) = binary.ids[to as usize] else { continue };
+            match from {
+                None => out.edges.push(Edge { from: None, to }),
+                Some(from) => {
+                    if let Some(from) = binary.ids[from as usize] {
+                        out.edges.push(Edge { from: Some(from), to });
+                    }
+                }
             }
         }
         Ok(())
@@ -212,12 +218,6 @@ impl<'a> Collector<'a> {
             if let Err(e) = self.decode(f, out) {
                 warnings.push(e.to_string());
             }
-        }
-        if out.dropped > 0 {
-            warnings.push(format!(
-                "the edge recorder lost {} block transitions (recursion deeper than it tracks, or its table was full)",
-                out.dropped
-            ));
         }
     }
 

@@ -18,8 +18,9 @@ pub fn rustc_flags(rt: &Path) -> Vec<String> {
     let mut flags: Vec<String> = [
         "passes=sancov-module",
         "llvm-args=-sanitizer-coverage-level=3",
-        "llvm-args=-sanitizer-coverage-trace-pc-guard",
+        "llvm-args=-sanitizer-coverage-inline-bool-flag",
         "llvm-args=-sanitizer-coverage-pc-table",
+        "llvm-args=-sanitizer-coverage-control-flow",
         "llvm-args=-sanitizer-coverage-prune-blocks=0",
     ]
     .iter()

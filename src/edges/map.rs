@@ -1,8 +1,9 @@
 //! One instrumented binary's blocks: SanitizerCoverage's PC table (`__sancov_pcs`, one
-//! `(pc, flags)` pair per guard, flag 1 = function entry) split into functions, each block's
-//! address range mapped to source lines through DWARF (inlined frames resolved to the
-//! workspace's code), and each function named by its symbol (demangled, without hash) so the
-//! same function in two test binaries is recognised as one.
+//! `(pc, flags)` pair per block, flag 1 = function entry) split into functions, its
+//! control-flow table (`__sancov_cfs`, [`Cfg`]), each block's address range mapped to source
+//! lines through DWARF (inlined frames resolved to the workspace's code), and each function
+//! named by its symbol (demangled, without hash) so the same function in two test binaries is
+//! recognised as one.
 
 use std::borrow::Cow;
 use std::collections::HashMap;
@@ -11,6 +12,7 @@ use std::path::Path;
 
 use object::{Object, ObjectSection, ObjectSymbol};
 
+use super::cfg::{Cfg, CfgError, DELETED};
 use crate::platform::{self, Section};
 
 type Reader<'a> = gimli::EndianSlice<'a, gimli::RunTimeEndian>;
@@ -26,7 +28,7 @@ pub enum MapError {
     #[error("not an object file: {0}")]
     NotAnObject(object::Error),
     #[error("no edge instrumentation ({section}) in the binary")]
-    NoGuards { section: &'static str },
+    NoFlags { section: &'static str },
     #[error("no PC table ({section}) in the binary")]
     NoPcTable { section: &'static str },
     #[error("cannot read {section}: {source}")]
@@ -34,8 +36,17 @@ pub enum MapError {
         section: &'static str,
         source: object::Error,
     },
-    #[error("the PC table has {entries} entries for {guards} guards")]
-    PcCount { entries: usize, guards: usize },
+    #[error("the PC table has {entries} entries for {flags} block flags")]
+    PcCount { entries: usize, flags: usize },
+    #[error("no control-flow table ({section}) in the binary")]
+    NoControlFlow { section: &'static str },
+    #[error("cannot read {section}: {source}")]
+    ControlFlow {
+        section: &'static str,
+        source: object::Error,
+    },
+    #[error("{section}: {source}")]
+    BadControlFlow { section: &'static str, source: CfgError },
     #[error("the PC table does not start with a function entry")]
     NoEntry,
     #[error("the PC table has unrelocated entries (a relocation format cargo sfl does not read)")]
@@ -51,7 +62,7 @@ pub enum MapError {
 pub struct Function {
     /// Demangled, without the hash: the same in every binary that contains the function.
     pub name: String,
-    /// Its blocks are guards `first..first + blocks` (0-based).
+    /// Its blocks are `first..first + blocks` (indices in the PC table).
     pub first: u32,
     pub blocks: u32,
     /// Some block maps to a line of the workspace's own code.
@@ -61,8 +72,12 @@ pub struct Function {
 /// A binary's instrumented blocks.
 #[derive(Debug, Default)]
 pub struct EdgeMap {
-    /// Number of guards (blocks), as the runtime numbers them: guard `g` is index `g - 1`.
-    pub guards: usize,
+    /// Number of blocks (entries of the PC table, flags of the runtime, in the same order).
+    pub blocks: usize,
+    /// The control-flow graph between them.
+    pub cfg: Cfg,
+    /// Per block, whether it is a function's entry.
+    pub entry: Vec<bool>,
     pub functions: Vec<Function>,
     /// Workspace-relative files that `lines` refer to.
     pub files: Vec<String>,
@@ -84,34 +99,35 @@ impl EdgeMap {
     /// [`EdgeMap::open`] on the binary's bytes.
     pub fn parse(data: &[u8], relative: &dyn Fn(&Path) -> Option<String>) -> Result<EdgeMap, MapError> {
         let obj = object::File::parse(data).map_err(MapError::NotAnObject)?;
-        let guards = platform::section(&obj, Section::SancovGuards)
-            .ok_or(MapError::NoGuards {
-                section: Section::SancovGuards.name_in(&obj),
+        // The flags' section also holds the runtime's page of padding: at least one flag per block.
+        let flags = platform::section(&obj, Section::SancovFlags)
+            .ok_or(MapError::NoFlags {
+                section: Section::SancovFlags.name_in(&obj),
             })?
-            .size() as usize
-            / 4;
+            .size() as usize;
         let pcs = pc_table(&obj)?;
-        if pcs.len() != 2 * guards {
-            return Err(MapError::PcCount {
-                entries: pcs.len() / 2,
-                guards,
-            });
+        let blocks = pcs.len() / 2;
+        if blocks > flags {
+            return Err(MapError::PcCount { entries: blocks, flags });
         }
+        let cfg = control_flow(&obj, &pcs)?;
         let symbols = text_symbols(&obj);
         let sections = dwarf_sections(&obj);
         let ctx = dwarf_context(&sections, &obj)?;
         let mut map = EdgeMap {
-            guards,
-            lines: vec![Vec::new(); guards],
+            blocks,
+            cfg,
+            entry: (0..blocks).map(|i| pcs[2 * i + 1] & 1 != 0).collect(),
+            lines: vec![Vec::new(); blocks],
             ..EdgeMap::default()
         };
         let mut rows = LineRows::read(&ctx, relative, &mut map.files)?;
-        let entries: Vec<usize> = (0..guards).filter(|&i| pcs[2 * i + 1] & 1 != 0).collect();
-        if entries.first() != Some(&0) && guards > 0 {
+        let entries: Vec<usize> = (0..blocks).filter(|&i| pcs[2 * i + 1] & 1 != 0).collect();
+        if entries.first() != Some(&0) && blocks > 0 {
             return Err(MapError::NoEntry);
         }
         for (k, &first) in entries.iter().enumerate() {
-            let end = entries.get(k + 1).copied().unwrap_or(guards);
+            let end = entries.get(k + 1).copied().unwrap_or(blocks);
             let entry_pc = pcs[2 * first];
             let sym = symbols
                 .binary_search_by(|s| s.0.cmp(&entry_pc))
@@ -120,7 +136,7 @@ impl EdgeMap {
             let name = sym.map_or_else(|| format!("<function at {entry_pc:#x}>"), |s| s.2.clone());
             let fn_end = sym.map_or(u64::MAX, |s| s.0.saturating_add(s.1.max(1)));
             // Block ranges: each block runs to the next block's start within the function.
-            let mut order: Vec<usize> = (first..end).collect();
+            let mut order: Vec<usize> = (first..end).filter(|&i| pcs[2 * i] != DELETED).collect();
             order.sort_by_key(|&i| pcs[2 * i]);
             for (j, &b) in order.iter().enumerate() {
                 let lo = pcs[2 * b];
@@ -134,7 +150,9 @@ impl EdgeMap {
             // Our function's blocks of code inlined from elsewhere (std in a release build)
             // take the line of the innermost inlining frame that is ours.
             if ours {
-                let bare: Vec<usize> = (first..end).filter(|&b| map.lines[b].is_empty()).collect();
+                let bare: Vec<usize> = (first..end)
+                    .filter(|&b| map.lines[b].is_empty() && pcs[2 * b] != DELETED)
+                    .collect();
                 for b in bare {
                     if let Some(line) = rows.inlined_at(&ctx, pcs[2 * b], relative, &mut map.files) {
                         map.lines[b] = vec![line];
@@ -157,11 +175,23 @@ fn pc_table(obj: &object::File) -> Result<Vec<u64>, MapError> {
     let section = Section::SancovPcs.name_in(obj);
     let pcs = platform::relocated_words(obj, Section::SancovPcs)
         .map_err(|source| MapError::PcTable { section, source })?
-        .ok_or(MapError::NoPcTable { section })?;
+        .ok_or(MapError::NoPcTable { section })?
+        .values;
     if pcs.chunks(2).any(|p| p[0] == 0) {
         return Err(MapError::Unrelocated);
     }
     Ok(pcs)
+}
+
+/// The control-flow graph between the blocks of the PC table `pcs`.
+fn control_flow(obj: &object::File, pcs: &[u64]) -> Result<Cfg, MapError> {
+    let section = Section::SancovControlFlow.name_in(obj);
+    let words = platform::relocated_words(obj, Section::SancovControlFlow)
+        .map_err(|source| MapError::ControlFlow { section, source })?
+        .ok_or(MapError::NoControlFlow { section })?;
+    let addresses: Vec<u64> = pcs.iter().step_by(2).copied().collect();
+    Cfg::parse(&words.values, &words.relocated, &addresses)
+        .map_err(|source| MapError::BadControlFlow { section, source })
 }
 
 /// Function symbols `(address, size, demangled name without hash)`, sorted by address.

@@ -21,6 +21,7 @@
 //! block, and builds [`EdgeSpectra`] ([`model`]): blocks, edges and, per edge, the tests that
 //! traversed it (a bitset, like the line matrix). CP itself is in [`crate::cp`].
 
+pub mod cfg;
 pub mod collect;
 pub mod instrument;
 pub mod map;

@@ -1,25 +1,25 @@
 /*
  * cargo sfl's edge recorder: the SanitizerCoverage runtime linked into instrumented test
  * binaries (see src/edges/mod.rs). Compiled by the system C compiler at run time; no libc
- * beyond POSIX open/ftruncate/mmap/getenv/readlink.
+ * beyond POSIX open/ftruncate/pwrite/mmap/getenv/readlink/sysconf.
  *
- * Every basic block of the workspace's code calls __sanitizer_cov_trace_pc_guard with its
- * guard; guards hold block numbers 1..n here, with the entry flag (0 = not recording). The
- * recorder pairs consecutive
- * blocks of the same function activation into intraprocedural CFG edges:
- *  - a per-thread shadow stack holds, per live activation, its frame address and last block;
- *  - frames are identified by the callback's own frame address, which sits a constant
- *    distance below the caller's stack pointer: a block of the same activation always
- *    sees the same address, callees see lower ones (stacks grow down), so a block seen at
- *    a higher address means the activations below it have returned (or unwound);
- *  - an entry block (pc-table flag 1) starts an activation and records the virtual edge
- *    0 -> entry; any other block records last -> block of its activation.
- * Edges go into an open-addressing hash set in a MAP_SHARED file mapping, inserted with
- * compare-and-swap: thread-safe, and already in the page cache when the process crashes,
- * aborts or is killed at the timeout.
+ * Every basic block of the workspace's code has a one-byte flag that code inlined by the
+ * compiler sets the first time the block runs (`-sanitizer-coverage-inline-bool-flag`): no
+ * call per block. The flags of all instrumented code are one section, `__sancov_bools`,
+ * passed to __sanitizer_cov_bool_flag_init by every instrumented object's constructor.
+ * This runtime moves the pages that hold them onto a file (MAP_SHARED | MAP_FIXED over the
+ * same addresses, after copying what is there), so every flag set is in the page cache at
+ * once and survives a crash, an abort or the timeout's SIGKILL. Which edges a test took is
+ * worked out afterwards from the flags and the control-flow graph the compiler wrote into
+ * the binary (`__sancov_cfs`), by cargo sfl.
  *
- * File layout (native endian): header (struct header), then `slots` u64 keys, each
- * (from << 32 | to), 0 = empty. The path of the executable follows the header.
+ * The pad below is 4096-aligned and linked after the instrumented objects (it is passed as
+ * a link argument), so the section starts on a page and the flags' last page holds nothing
+ * else: the mapped pages are the flags' own. With another linker or page size the pages may
+ * also hold neighbouring data; copying them first keeps that data intact within the process.
+ *
+ * File layout (native endian): header (struct header, padded to `header_size`, a multiple
+ * of the page size), then the mapped pages; the flags start `offset` bytes into them.
  */
 #include <fcntl.h>
 #include <stdint.h>
@@ -28,52 +28,39 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#define SFL_MAGIC 0x31454744454c4653ULL /* "SFLEDGE1" */
+#define SFL_MAGIC 0x32454744454c4653ULL /* "SFLEDGE2" */
 #define SFL_PATH_MAX 4096
-#define SFL_STACK_MAX 2048
 
 struct header {
     uint64_t magic;
-    uint64_t header_size; /* bytes before the slots */
-    uint64_t guards;      /* blocks in this executable */
-    uint64_t slots;       /* hash set size, a power of two */
-    uint64_t dropped;     /* edges lost: set full, or activations beyond the stack depth */
-    uint64_t reserved[3];
+    uint64_t header_size; /* bytes before the mapped pages */
+    uint64_t blocks;      /* flags (one per block) in this executable */
+    uint64_t offset;      /* of the first flag within the mapped pages */
+    uint64_t mapped;      /* bytes of mapped pages */
+    uint64_t pad_linked;  /* 1: the mapped pages hold nothing but flags */
+    uint64_t reserved[2];
     char exe[SFL_PATH_MAX];
 };
 
-struct frame {
-    uintptr_t sp;
-    uint32_t last;
-};
+__attribute__((section("__sancov_bools"), aligned(4096), used)) char sfl_edges_pad[4096];
 
-static uint32_t *guards_start, *guards_stop;
-static const uintptr_t *pcs;
-static uint64_t n_guards;
-static struct header *out;
-static uint64_t *slots;
-static uint64_t mask;
-
-static __thread struct frame stack[SFL_STACK_MAX];
-#define SFL_RECENT_BITS 10
-static __thread uint64_t recent[1 << SFL_RECENT_BITS];
-static __thread uint32_t depth; /* may exceed SFL_STACK_MAX: frames above are not stored */
+static char *flags_start;
+static int started;
+/* Whether the pad ended up in the flags' section (recorded in the header, for diagnosis). */
+static int pad_linked;
 
 static void expand_pid(const char *pattern, char *path, size_t size) {
-    char pid[24];
+    char tmp[24];
     int n = 0;
     long p = (long)getpid();
-    char tmp[24];
     do {
         tmp[n++] = (char)('0' + p % 10);
         p /= 10;
     } while (p > 0);
-    for (int i = 0; i < n; i++) pid[i] = tmp[n - 1 - i];
-    pid[n] = 0;
     size_t o = 0;
     for (const char *c = pattern; *c && o + 1 < size; c++) {
         if (c[0] == '%' && c[1] == 'p') {
-            for (int i = 0; pid[i] && o + 1 < size; i++) path[o++] = pid[i];
+            for (int i = n - 1; i >= 0 && o + 1 < size; i--) path[o++] = tmp[i];
             c++;
         } else {
             path[o++] = *c;
@@ -82,129 +69,59 @@ static void expand_pid(const char *pattern, char *path, size_t size) {
     path[o] = 0;
 }
 
-static void open_output(void) {
+/* Moves the pages of flags [start, start + n) onto the output file. */
+static void open_output(char *start, uint64_t n) {
     const char *pattern = getenv("CARGO_SFL_EDGES_FILE");
     if (!pattern || !*pattern) return;
     char path[SFL_PATH_MAX];
     expand_pid(pattern, path, sizeof path);
-    uint64_t n = 1024;
-    while (n < 4 * n_guards) n <<= 1;
-    size_t size = sizeof(struct header) + n * sizeof(uint64_t);
+    long page = sysconf(_SC_PAGESIZE);
+    if (page <= 0) page = 4096;
+    uintptr_t lo = (uintptr_t)start & ~((uintptr_t)page - 1);
+    uintptr_t hi = ((uintptr_t)start + n + (uintptr_t)page - 1) & ~((uintptr_t)page - 1);
+    uint64_t header_size = (sizeof(struct header) + (uint64_t)page - 1) & ~((uint64_t)page - 1);
     int fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd < 0) return;
-    if (ftruncate(fd, (off_t)size) != 0) {
-        close(fd);
-        return;
+    struct header h;
+    memset(&h, 0, sizeof h);
+    h.header_size = header_size;
+    h.blocks = n;
+    h.offset = (uint64_t)((uintptr_t)start - lo);
+    h.mapped = (uint64_t)(hi - lo);
+    h.pad_linked = (uint64_t)(pad_linked && h.offset == 0);
+    ssize_t len = readlink("/proc/self/exe", h.exe, SFL_PATH_MAX - 1);
+    h.exe[len > 0 ? len : 0] = 0;
+    /* The magic last: a file without it is one whose process died before recording began. */
+    int ok = ftruncate(fd, (off_t)(header_size + h.mapped)) == 0 &&
+             pwrite(fd, &h, sizeof h, 0) == (ssize_t)sizeof h &&
+             pwrite(fd, (void *)lo, h.mapped, (off_t)header_size) == (ssize_t)h.mapped;
+    if (ok) {
+        void *m = mmap((void *)lo, h.mapped, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd, (off_t)header_size);
+        if (m == (void *)lo) {
+            uint64_t magic = SFL_MAGIC;
+            if (pwrite(fd, &magic, sizeof magic, 0) != (ssize_t)sizeof magic) { /* stays unstarted */ }
+        }
     }
-    void *m = mmap(0, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     close(fd);
-    if (m == MAP_FAILED) return;
-    struct header *h = (struct header *)m;
-    h->header_size = sizeof(struct header);
-    h->guards = n_guards;
-    h->slots = n;
-    ssize_t len = readlink("/proc/self/exe", h->exe, SFL_PATH_MAX - 1);
-    h->exe[len > 0 ? len : 0] = 0;
-    __atomic_store_n(&h->magic, SFL_MAGIC, __ATOMIC_RELEASE);
-    slots = (uint64_t *)((char *)m + sizeof(struct header));
-    mask = n - 1;
-    out = h;
 }
 
-void __sanitizer_cov_trace_pc_guard_init(uint32_t *start, uint32_t *stop) {
+void __sanitizer_cov_bool_flag_init(char *start, char *stop) {
     /* Every instrumented object's constructor passes the whole section; the first wins. */
-    if (start == stop || guards_start) return;
-    guards_start = start;
-    guards_stop = stop;
+    if (start == stop || flags_start) return;
+    flags_start = start;
+    /* A use of the pad, or the linker's garbage collection drops it. */
+    pad_linked = sfl_edges_pad >= start && sfl_edges_pad < stop;
 }
 
 void __sanitizer_cov_pcs_init(const uintptr_t *beg, const uintptr_t *end) {
-    if (pcs || !guards_start) return;
-    uint64_t n = (uint64_t)(guards_stop - guards_start);
-    /* One (pc, flags) pair per guard, in the same order; anything else is not ours. */
-    if ((uint64_t)(end - beg) != 2 * n) return;
-    if (n >= (1u << 31)) return;
-    pcs = beg;
-    n_guards = n;
-    open_output();
-    if (!out) return;
-    /* A guard holds its block number (1-based) shifted left, with the entry flag in bit 0:
-     * the callback needs no other table. */
-    for (uint64_t i = 0; i < n; i++) guards_start[i] = (uint32_t)(((i + 1) << 1) | (pcs[2 * i + 1] & 1));
+    /* One (pc, flags) pair per block, in the flags' order; the pad is not in the table. */
+    if (started || !flags_start || end <= beg) return;
+    started = 1;
+    open_output(flags_start, (uint64_t)(end - beg) / 2);
 }
 
-/* Adds `key` (hashed to `h`) to the shared set. */
-static void insert(uint64_t key, uint64_t h) {
-    uint64_t i = (h >> 29) & mask;
-    for (uint64_t probes = 0; probes <= mask; probes++, i = (i + 1) & mask) {
-        uint64_t v = __atomic_load_n(&slots[i], __ATOMIC_RELAXED);
-        if (v == key) return;
-        if (v == 0) {
-            uint64_t expected = 0;
-            if (__atomic_compare_exchange_n(&slots[i], &expected, key, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
-                return;
-            if (expected == key) return;
-        }
-    }
-    __atomic_fetch_add(&out->dropped, 1, __ATOMIC_RELAXED);
-}
-
-/* Records `key` unless this thread recorded it lately (hot edges stay in a small cache). */
-static inline void record(uint64_t key) {
-    uint64_t h = key * 0x9E3779B97F4A7C15ULL;
-    uint64_t *cached = &recent[h >> (64 - SFL_RECENT_BITS)];
-    if (*cached == key) return;
-    *cached = key;
-    insert(key, h);
-}
-
-static void push(uint32_t d, uintptr_t sp, uint32_t block) {
-    if (d < SFL_STACK_MAX) {
-        stack[d].sp = sp;
-        stack[d].last = block;
-        depth = d + 1;
-    } else {
-        /* Deeper than we store: this activation's edges are lost (counted). */
-        depth = d;
-        __atomic_fetch_add(&out->dropped, 1, __ATOMIC_RELAXED);
-    }
-}
-
-/* Everything but the common case: an entry block, or a block after a return. */
-__attribute__((noinline)) static void slow_path(uint32_t g, uintptr_t sp) {
-    uint32_t block = g >> 1;
-    int entry = g & 1;
-    uint32_t d = depth;
-    /* Activations at lower addresses have returned (or unwound); an entry block also
-     * replaces one at its own address (the previous call from the same caller returned, or
-     * this is a tail call). */
-    while (d > 0 && (stack[d - 1].sp < sp || (entry && stack[d - 1].sp == sp))) d--;
-    if (entry) {
-        record((uint64_t)block);
-        push(d, sp, block);
-    } else if (d > 0 && stack[d - 1].sp == sp) {
-        record(((uint64_t)stack[d - 1].last << 32) | block);
-        stack[d - 1].last = block;
-        depth = d;
-    } else {
-        /* A block whose activation we did not see start (its entry ran before recording
-         * began, or beyond the stored depth): track it from here, without an edge. */
-        push(d, sp, block);
-    }
-}
-
-void __sanitizer_cov_trace_pc_guard(uint32_t *guard) {
-    uint32_t g = *guard;
-    if (!g) return;
-    uintptr_t sp = (uintptr_t)__builtin_frame_address(0);
-    uint32_t d = depth;
-    /* The common case: the next block of the activation on top of the stack. */
-    if (__builtin_expect(!(g & 1) && d > 0 && stack[d - 1].sp == sp, 1)) {
-        struct frame *f = &stack[d - 1];
-        uint64_t key = ((uint64_t)f->last << 32) | (g >> 1);
-        f->last = g >> 1;
-        record(key);
-        return;
-    }
-    slow_path(g, sp);
+/* The control-flow table is read from the binary by cargo sfl; nothing to do at run time. */
+void __sanitizer_cov_cfs_init(const uintptr_t *beg, const uintptr_t *end) {
+    (void)beg;
+    (void)end;
 }

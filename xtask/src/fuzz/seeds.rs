@@ -137,25 +137,39 @@ fn cut_binary(binary: &Path, d: &Path, work: &Path) -> Result<()> {
         let bytes = platform::section_data(&obj, which)?.context("no coverage section")?;
         std::fs::write(d.join(file), &bytes)?;
     }
-    let pcs = platform::relocated_words(&obj, Section::SancovPcs)?.context("no PC table")?;
-    let relocated = work.join("pcs.bin");
-    std::fs::write(
-        &relocated,
-        pcs.iter().flat_map(|w| w.to_le_bytes()).collect::<Vec<u8>>(),
-    )?;
+    // Without the dynamic relocations, the tables must hold what the loader would write; an
+    // address it fills in from a library (a callee) becomes LLVM's "indirect call" marker, so
+    // it still reads as not null.
+    let mut updates = Vec::new();
+    for (which, name) in [
+        (Section::SancovPcs, "__sancov_pcs"),
+        (Section::SancovControlFlow, "__sancov_cfs"),
+    ] {
+        let words = platform::relocated_words(&obj, which)?.with_context(|| format!("no {name}"))?;
+        let file = work.join(format!("{name}.bin"));
+        let bytes: Vec<u8> = words
+            .values
+            .iter()
+            .zip(&words.relocated)
+            .flat_map(|(&w, &r)| if w == 0 && r { u64::MAX } else { w }.to_le_bytes())
+            .collect();
+        std::fs::write(&file, bytes)?;
+        updates.push(format!("--update-section={name}={}", file.display()));
+    }
     let objcopy = std::env::var_os("OBJCOPY").unwrap_or_else(|| "objcopy".into());
     let mut cmd = Command::new(objcopy);
     for s in [
         ".note.gnu.build-id",
         "__llvm_covmap",
         "__llvm_covfun",
-        "__sancov_guards",
+        "__sancov_bools",
         "__sancov_pcs",
+        "__sancov_cfs",
     ] {
         cmd.arg(format!("--only-section={s}"));
     }
     let out = cmd
-        .arg(format!("--update-section=__sancov_pcs={}", relocated.display()))
+        .args(&updates)
         .arg(binary)
         .arg(d.join("minmax.elf"))
         .output()
