@@ -5,6 +5,7 @@
 //! untrusted input under structure-aware mutation); `cargo xtask soak` (repeated runs with random
 //! kills of test processes).
 
+mod collect_bench;
 mod edges_bench;
 mod faults_bench;
 mod fuzz;
@@ -14,7 +15,6 @@ mod soak;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
 use clap::{Parser, Subcommand};
@@ -36,16 +36,13 @@ enum Xtask {
 
 #[derive(Subcommand)]
 enum Bench {
-    /// Wall time of `cargo sfl` (build excluded) against `cargo nextest run` and `cargo test`
-    /// on the same instrumented build, plus decode cost per test.
+    /// Whole `cargo sfl` commands (edges on and off, with and without doctests) against
+    /// `cargo nextest run` on real crates, warm builds, with peak memory and decode cost per test.
     Collect {
-        /// Repetitions per command (the median is reported).
+        /// Rounds (each runs every command once; medians are reported).
         #[arg(long, default_value_t = 3)]
         runs: usize,
-        /// Skip the real crates fetched from crates.io (fixtures only).
-        #[arg(long)]
-        fixtures_only: bool,
-        /// Write the Markdown table here as well as to stdout.
+        /// Write the Markdown table here as well as to stdout, and the JSON next to it.
         #[arg(long)]
         output: Option<PathBuf>,
     },
@@ -129,11 +126,7 @@ fn root() -> PathBuf {
 
 fn main() -> Result<()> {
     match Xtask::parse() {
-        Xtask::Bench(Bench::Collect {
-            runs,
-            fixtures_only,
-            output,
-        }) => collect(runs, fixtures_only, output.as_deref()),
+        Xtask::Bench(Bench::Collect { runs, output }) => collect_bench::run(runs, output.as_deref()),
         Xtask::Bench(Bench::Measures { tests, units, output }) => measures_bench::run(tests, units, output.as_deref()),
         Xtask::Bench(Bench::Edges {
             runs,
@@ -159,20 +152,6 @@ fn main() -> Result<()> {
         Xtask::Soak(args) => soak::run(&args),
         Xtask::Fuzz(args) => fuzz::run(&args),
     }
-}
-
-struct Row {
-    name: String,
-    tests: usize,
-    sfl: f64,
-    nextest: f64,
-    cargo_test: f64,
-    sfl_run_phase: f64,
-    decode_ms: f64,
-    jobs: usize,
-    /// Peak RSS (MiB) of the largest process of one run of each (None: no GNU time here).
-    sfl_rss: Option<f64>,
-    nextest_rss: Option<f64>,
 }
 
 /// Builds cargo sfl in release mode and lays out the benchmark crates (the fixtures, then the
@@ -203,126 +182,6 @@ fn build_sfl() -> Result<PathBuf> {
         .args(["build", "--release", "-p", "cargo-sfl"])
         .current_dir(&root))?;
     Ok(root.join("target/release/cargo-sfl"))
-}
-
-fn collect(runs: usize, fixtures_only: bool, output: Option<&Path>) -> Result<()> {
-    let (sfl, crates) = bench_crates(fixtures_only)?;
-    let jobs = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let mut rows = Vec::new();
-    for (name, dir) in &crates {
-        eprintln!("== {name}");
-        let manifest = dir.join("Cargo.toml");
-        let target = dir.join("target/sfl");
-        // Warm-up: builds the instrumented tests once.
-        let first = sfl_run(&sfl, &manifest, &[])?;
-        let env = wrapper_env(&sfl, &manifest)?;
-        let noop_build = median(runs, || {
-            time(
-                Command::new(env!("CARGO"))
-                    .args(["test", "--no-run", "--manifest-path"])
-                    .arg(&manifest)
-                    .arg("--target-dir")
-                    .arg(&target)
-                    .envs(env.clone()),
-            )
-        })?;
-        let sfl_wall = median(runs, || {
-            let t = Instant::now();
-            sfl_run(&sfl, &manifest, &[])?;
-            Ok(t.elapsed().as_secs_f64())
-        })?;
-        let profiles = dir.join("target/bench-profiles");
-        std::fs::create_dir_all(&profiles)?;
-        let profile_env = (
-            "LLVM_PROFILE_FILE".to_string(),
-            profiles.join("p-%p%c.profraw").to_string_lossy().into_owned(),
-        );
-        // Another runner on the same instrumented build; its profiles are cleared after each run.
-        let runner = |args: &[&str]| {
-            median(runs, || {
-                let t = time(
-                    Command::new(env!("CARGO"))
-                        .args(args)
-                        .arg("--manifest-path")
-                        .arg(&manifest)
-                        .arg("--target-dir")
-                        .arg(&target)
-                        .envs(env.clone())
-                        .env(&profile_env.0, &profile_env.1),
-                );
-                let _ = std::fs::remove_dir_all(&profiles);
-                let _ = std::fs::create_dir_all(&profiles);
-                t
-            })
-        };
-        let nextest = runner(&["nextest", "run", "--no-fail-fast"])?;
-        let cargo_test = runner(&["test", "--tests", "--no-fail-fast"])?;
-        let sfl_rss = peak_rss(
-            Command::new(&sfl)
-                .args(["sfl", "--format", "json", "--test-timeout", "60", "--manifest-path"])
-                .arg(&manifest),
-        )?;
-        let nextest_rss = peak_rss(
-            Command::new(env!("CARGO"))
-                .args(["nextest", "run", "--no-fail-fast", "--manifest-path"])
-                .arg(&manifest)
-                .arg("--target-dir")
-                .arg(&target)
-                .envs(env.clone())
-                .env(&profile_env.0, &profile_env.1),
-        )?;
-        let _ = std::fs::remove_dir_all(&profiles);
-        rows.push(Row {
-            name: name.clone(),
-            tests: first.tests,
-            sfl: sfl_wall - noop_build,
-            nextest: nextest - noop_build,
-            cargo_test: cargo_test - noop_build,
-            sfl_run_phase: first.run_secs,
-            decode_ms: first.decode_ms,
-            jobs,
-            sfl_rss,
-            nextest_rss,
-        });
-    }
-    let table = render(&rows, runs);
-    print!("{table}");
-    if let Some(p) = output {
-        std::fs::write(p, &table)?;
-    }
-    Ok(())
-}
-
-fn render(rows: &[Row], runs: usize) -> String {
-    let mut s = String::new();
-    s.push_str(&format!(
-        "Wall times in seconds, median of {runs}, build excluded (a no-op `cargo test --no-run` on the same \
-         instrumented build is subtracted); {} jobs.\n\n",
-        rows.first().map_or(0, |r| r.jobs)
-    ));
-    s.push_str("| crate | tests | cargo sfl | nextest | cargo test | sfl / nextest | sfl / cargo test | decode per test | decode share of worker time | peak RSS sfl / nextest (MiB) |\n");
-    s.push_str("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
-    for r in rows {
-        let per_test_us = r.decode_ms * 1e3 / r.tests.max(1) as f64;
-        let share = r.decode_ms / 1e3 / (r.sfl_run_phase * r.jobs as f64);
-        s.push_str(&format!(
-            "| {} | {} | {:.3} | {:.3} | {:.3} | {:.2}× | {:.2}× | {:.0} µs | {:.1}% | {} |\n",
-            r.name,
-            r.tests,
-            r.sfl,
-            r.nextest,
-            r.cargo_test,
-            r.sfl / r.nextest,
-            r.sfl / r.cargo_test,
-            per_test_us,
-            share * 100.0,
-            match (r.sfl_rss, r.nextest_rss) {
-                (Some(a), Some(b)) => format!("{a:.0} / {b:.0}"),
-                _ => "–".into(),
-            }
-        ));
-    }
-    s
 }
 
 pub(crate) struct SflRun {
@@ -359,45 +218,6 @@ pub(crate) fn sfl_run(sfl: &Path, manifest: &Path, extra: &[&str]) -> Result<Sfl
         run_secs: num("in", 1)?,
         decode_ms: num("profiles", 2)?,
     })
-}
-
-/// The rustc-wrapper environment cargo sfl builds with, so other runners reuse its build.
-fn wrapper_env(sfl: &Path, manifest: &Path) -> Result<Vec<(String, String)>> {
-    let out = Command::new(env!("CARGO"))
-        .args(["metadata", "--no-deps", "--format-version", "1", "--manifest-path"])
-        .arg(manifest)
-        .output()?;
-    let meta: serde_json::Value = serde_json::from_slice(&out.stdout)?;
-    let members: Vec<String> = meta["workspace_members"]
-        .as_array()
-        .context("metadata")?
-        .iter()
-        .filter_map(|v| v.as_str())
-        .map(String::from)
-        .collect();
-    let dirs: Vec<String> = meta["packages"]
-        .as_array()
-        .context("metadata")?
-        .iter()
-        .filter(|p| members.iter().any(|m| Some(m.as_str()) == p["id"].as_str()))
-        .filter_map(|p| {
-            Path::new(p["manifest_path"].as_str()?)
-                .parent()
-                .map(|d| d.to_string_lossy().into_owned())
-        })
-        .collect();
-    Ok(vec![
-        ("RUSTC_WRAPPER".into(), sfl.to_string_lossy().into_owned()),
-        ("CARGO_SFL_RUSTC_WRAPPER".into(), "1".into()),
-        ("CARGO_SFL_INSTRUMENT_DIRS".into(), dirs.join("\n")),
-        (
-            "CARGO_SFL_EDGES_RUNTIME".into(),
-            Path::new(meta["target_directory"].as_str().context("metadata")?)
-                .join("sfl/edges-runtime/sfl_edges.o")
-                .to_string_lossy()
-                .into_owned(),
-        ),
-    ])
 }
 
 /// Downloads a published crate through cargo (crates.io) and unpacks it as its own workspace.
@@ -487,12 +307,6 @@ fn peak_rss(cmd: &mut Command) -> Result<Option<f64>> {
     // The last line is the number (a non-zero exit adds a "Command exited…" line before it).
     let kib: f64 = text.lines().last().unwrap_or_default().trim().parse()?;
     Ok(Some(kib / 1024.0))
-}
-
-fn time(cmd: &mut Command) -> Result<f64> {
-    let t = Instant::now();
-    cmd.stdout(Stdio::null()).stderr(Stdio::null()).status()?;
-    Ok(t.elapsed().as_secs_f64())
 }
 
 fn median(runs: usize, mut f: impl FnMut() -> Result<f64>) -> Result<f64> {

@@ -1,0 +1,217 @@
+//! `cargo xtask bench collect`: whole `cargo sfl` commands against `cargo nextest run` on real
+//! crates, as a user runs them: each command on its own warm build (nextest on the plain
+//! uninstrumented one), commands alternated within each round, medians reported, and the peak
+//! memory of one run of each. Written to Markdown and JSON.
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::Instant;
+
+use anyhow::{Result, bail};
+use serde_json::json;
+
+use crate::{fetch_crate, peak_rss, sfl_run};
+
+/// Real crates no one here wrote, each with why it is in the set.
+const CRATES: &[(&str, &str, &str)] = &[
+    ("regex-syntax", "0.8.5", "a parser; many small tests"),
+    ("textwrap", "0.16.1", "short tests, most time in process start"),
+    ("itertools", "0.14.0", "over 400 tests"),
+    ("num-bigint", "0.4.6", "CPU-bound: its modpow tests take 2 s each under nextest"),
+];
+
+/// The `cargo sfl` variants measured; doctests are left out of the first two so the same tests
+/// run as under nextest (which never runs doctests).
+const VARIANTS: &[(&str, &[&str])] = &[
+    ("edges", &["--no-doctests"]),
+    ("lines", &["--no-doctests", "--no-edges"]),
+    ("default", &[]),
+];
+
+struct Row {
+    name: String,
+    why: &'static str,
+    /// Tests cargo sfl ran without doctests, and with them.
+    tests: usize,
+    tests_with_doctests: usize,
+    nextest: f64,
+    /// Per variant: median wall seconds.
+    sfl: Vec<f64>,
+    /// Peak RSS (MiB): nextest, then each variant (None: no GNU time here).
+    rss: Vec<Option<f64>>,
+    /// Profile decode time per test (µs) with edges, without doctests.
+    decode_us: f64,
+}
+
+pub fn run(runs: usize, output: Option<&Path>) -> Result<()> {
+    let sfl = crate::build_sfl()?;
+    let work = crate::root().join("target/bench");
+    std::fs::create_dir_all(&work)?;
+    let jobs = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let mut rows = Vec::new();
+    for &(name, version, why) in CRATES {
+        eprintln!("== {name} {version}");
+        let dir = fetch_crate(name, version, &work)?;
+        let manifest = dir.join("Cargo.toml");
+        let nextest = || {
+            let mut c = Command::new(env!("CARGO"));
+            c.args(["nextest", "run", "--no-fail-fast", "--manifest-path"]).arg(&manifest);
+            c
+        };
+        // Warm-ups: every build once.
+        let _ = nextest().stdout(Stdio::null()).stderr(Stdio::null()).status()?;
+        let first = VARIANTS
+            .iter()
+            .map(|(_, args)| sfl_run(&sfl, &manifest, args))
+            .collect::<Result<Vec<_>>>()?;
+        let mut times: Vec<Vec<f64>> = vec![Vec::new(); VARIANTS.len() + 1];
+        for _ in 0..runs.max(1) {
+            times[0].push(wall(&mut nextest())?);
+            for (i, (_, args)) in VARIANTS.iter().enumerate() {
+                let t = Instant::now();
+                sfl_run(&sfl, &manifest, args)?;
+                times[i + 1].push(t.elapsed().as_secs_f64());
+            }
+        }
+        let mut rss = vec![peak_rss(&mut nextest())?];
+        for (_, args) in VARIANTS {
+            rss.push(peak_rss(
+                Command::new(&sfl)
+                    .args(["sfl", "--format", "json", "--test-timeout", "600", "--manifest-path"])
+                    .arg(&manifest)
+                    .args(*args),
+            )?);
+        }
+        let medians: Vec<f64> = times.iter_mut().map(|v| median(v)).collect();
+        rows.push(Row {
+            name: format!("{name} {version}"),
+            why,
+            tests: first[0].tests,
+            tests_with_doctests: first[2].tests,
+            nextest: medians[0],
+            sfl: medians[1..].to_vec(),
+            rss,
+            decode_us: first[0].decode_ms * 1e3 / first[0].tests.max(1) as f64,
+        });
+    }
+    let table = render(&rows, runs, jobs);
+    print!("{table}");
+    if let Some(p) = output {
+        std::fs::write(p, &table)?;
+        std::fs::write(p.with_extension("json"), serde_json::to_string_pretty(&to_json(&rows, runs, jobs))?)?;
+    }
+    Ok(())
+}
+
+/// Wall seconds of a command whose failure (a failing test) is expected; a command that could
+/// not start is an error.
+fn wall(cmd: &mut Command) -> Result<f64> {
+    let t = Instant::now();
+    let status = cmd.stdout(Stdio::null()).stderr(Stdio::null()).status()?;
+    if status.code().is_none() {
+        bail!("{cmd:?} was killed ({status})");
+    }
+    Ok(t.elapsed().as_secs_f64())
+}
+
+fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+fn mib(v: Option<f64>) -> String {
+    v.map_or("–".into(), |m| format!("{m:.0}"))
+}
+
+fn render(rows: &[Row], runs: usize, jobs: usize) -> String {
+    let mut s = format!(
+        "Whole commands, builds warm (each on its own build: nextest on the plain one), {jobs} jobs, \
+         median of {runs} rounds, the commands alternated within each round. `edges` is `cargo sfl \
+         --no-doctests` (edge profiles on, the default), `lines` adds `--no-edges`; both run the same \
+         tests as nextest. `default` is plain `cargo sfl`, which also runs the doctests (nextest never \
+         does). Peak RSS is the largest single process of one run (GNU time).\n\n"
+    );
+    s.push_str(
+        "| crate | why | tests (+ doctests) | nextest (s) | edges (s) | lines (s) | default (s) | edges / nextest | lines / nextest | edges / lines | default / nextest | decode per test | peak RSS MiB: nextest / edges / lines / default |\n",
+    );
+    s.push_str("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+    for r in rows {
+        let [edges, lines, default] = [r.sfl[0], r.sfl[1], r.sfl[2]];
+        s.push_str(&format!(
+            "| {} | {} | {} (+{}) | {:.2} | {:.2} | {:.2} | {:.2} | {:.2}× | {:.2}× | {:.2}× | {:.2}× | {:.0} µs | {} |\n",
+            r.name,
+            r.why,
+            r.tests,
+            r.tests_with_doctests.saturating_sub(r.tests),
+            r.nextest,
+            edges,
+            lines,
+            default,
+            edges / r.nextest,
+            lines / r.nextest,
+            edges / lines,
+            default / r.nextest,
+            r.decode_us,
+            r.rss.iter().map(|m| mib(*m)).collect::<Vec<_>>().join(" / "),
+        ));
+    }
+    s
+}
+
+fn to_json(rows: &[Row], runs: usize, jobs: usize) -> serde_json::Value {
+    let crates: Vec<serde_json::Value> = rows
+        .iter()
+        .map(|r| {
+            json!({
+                "crate": r.name,
+                "why": r.why,
+                "tests": r.tests,
+                "tests_with_doctests": r.tests_with_doctests,
+                "seconds": {
+                    "nextest": r.nextest,
+                    "edges": r.sfl[0],
+                    "lines": r.sfl[1],
+                    "default": r.sfl[2],
+                },
+                "ratios": {
+                    "edges_over_nextest": r.sfl[0] / r.nextest,
+                    "lines_over_nextest": r.sfl[1] / r.nextest,
+                    "edges_over_lines": r.sfl[0] / r.sfl[1],
+                    "default_over_nextest": r.sfl[2] / r.nextest,
+                },
+                "peak_rss_mib": {
+                    "nextest": r.rss[0],
+                    "edges": r.rss[1],
+                    "lines": r.rss[2],
+                    "default": r.rss[3],
+                },
+                "decode_us_per_test": r.decode_us,
+            })
+        })
+        .collect();
+    json!({ "runs": runs, "jobs": jobs, "crates": crates })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_table_and_the_json_agree() {
+        let row = Row {
+            name: "c 1".into(),
+            why: "w",
+            tests: 10,
+            tests_with_doctests: 12,
+            nextest: 2.0,
+            sfl: vec![2.5, 2.0, 3.0],
+            rss: vec![Some(50.0), Some(100.0), None, Some(120.0)],
+            decode_us: 40.0,
+        };
+        let md = render(std::slice::from_ref(&row), 3, 2);
+        assert!(md.contains("| c 1 | w | 10 (+2) | 2.00 | 2.50 | 2.00 | 3.00 | 1.25× | 1.00× | 1.25× | 1.50× | 40 µs | 50 / 100 / – / 120 |"), "{md}");
+        let j = to_json(&[row], 3, 2);
+        assert_eq!(j["crates"][0]["ratios"]["edges_over_nextest"], 1.25);
+        assert_eq!(j["crates"][0]["peak_rss_mib"]["lines"], serde_json::Value::Null);
+    }
+}
