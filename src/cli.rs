@@ -214,7 +214,7 @@ pub struct ExecutionArgs {
     pub jobs: Option<usize>,
     /// Kill a test after this many seconds (timed out: left out of the ranking unless
     /// --count-timeouts). [default: 60 s, the time a test may take under `cargo test`, times the
-    /// instrumentation's slowdown: 480 with edge profiles, 180 with --no-edges]
+    /// instrumentation's slowdown: 240 with edge profiles, 180 with --no-edges]
     #[arg(long, value_name = "SECS", value_parser = test_timeout)]
     pub test_timeout: Option<Duration>,
     /// Also run tests marked #[ignore].

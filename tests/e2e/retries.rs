@@ -220,7 +220,7 @@ fn timed_out_tests_are_not_failing_evidence() -> Result {
         &default,
         3,
         &default.stderr,
-        &["timeout 480s: 60s under cargo test x8 for instrumentation"],
+        &["timeout 240s: 60s under cargo test x4 for instrumentation"],
     )
 }
 
