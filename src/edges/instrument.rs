@@ -1,5 +1,5 @@
 //! Edge instrumentation: the rustc flags that add SanitizerCoverage to the workspace's crates,
-//! and the C recorder (`runtime.c`) their callbacks link against, compiled with the system C
+//! and the C runtime (`runtime.c`) their constructors call, compiled with the system C
 //! compiler and cached in the target directory.
 
 use std::path::{Path, PathBuf};
