@@ -3,7 +3,7 @@
 //! uninstrumented one), commands alternated within each round, medians reported, and the peak
 //! memory of one run of each. Written to Markdown and JSON.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Instant;
 
@@ -49,9 +49,17 @@ pub fn run(runs: usize, output: Option<&Path>) -> Result<()> {
     std::fs::create_dir_all(&work)?;
     let jobs = std::thread::available_parallelism().map_or(1, |n| n.get());
     let mut rows = Vec::new();
+    let mut crates: Vec<(String, &str, PathBuf)> = Vec::new();
     for &(name, version, why) in CRATES {
-        eprintln!("== {name} {version}");
-        let dir = fetch_crate(name, version, &work)?;
+        crates.push((format!("{name} {version}"), why, fetch_crate(name, version, &work)?));
+    }
+    crates.push((
+        format!("generated, {TRIVIAL} tests"),
+        "process overhead: each test a few instructions",
+        trivial_crate(&work)?,
+    ));
+    for (name, why, dir) in crates {
+        eprintln!("== {name}");
         let manifest = dir.join("Cargo.toml");
         let nextest = || {
             let mut c = Command::new(env!("CARGO"));
@@ -84,7 +92,7 @@ pub fn run(runs: usize, output: Option<&Path>) -> Result<()> {
         }
         let medians: Vec<f64> = times.iter_mut().map(|v| median(v)).collect();
         rows.push(Row {
-            name: format!("{name} {version}"),
+            name,
             why,
             tests: first[0].tests,
             tests_with_doctests: first[2].tests,
@@ -101,6 +109,29 @@ pub fn run(runs: usize, output: Option<&Path>) -> Result<()> {
         std::fs::write(p.with_extension("json"), serde_json::to_string_pretty(&to_json(&rows, runs, jobs))?)?;
     }
     Ok(())
+}
+
+/// Tests in the generated crate.
+const TRIVIAL: usize = 3000;
+
+/// A crate of [`TRIVIAL`] tests that each check one addition: what is measured is what a runner
+/// spends per test (listing, spawning, profile files, decoding).
+fn trivial_crate(work: &Path) -> Result<PathBuf> {
+    let dir = work.join(format!("trivial-{TRIVIAL}"));
+    std::fs::create_dir_all(dir.join("src"))?;
+    let manifest = "[package]\nname = \"trivial\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[workspace]\n";
+    let mut lib = String::from("pub fn add(a: u64, b: u64) -> u64 {\n    a + b\n}\n\n#[cfg(test)]\nmod tests {\n");
+    for i in 0..TRIVIAL {
+        lib.push_str(&format!("    #[test]\n    fn t{i}() {{\n        assert_eq!(super::add({i}, 1), {});\n    }}\n", i + 1));
+    }
+    lib.push_str("}\n");
+    // Rewritten only when they change, so the builds stay warm.
+    for (path, text) in [(dir.join("Cargo.toml"), manifest), (dir.join("src/lib.rs"), lib.as_str())] {
+        if std::fs::read_to_string(&path).ok().as_deref() != Some(text) {
+            std::fs::write(&path, text)?;
+        }
+    }
+    Ok(dir)
 }
 
 /// Wall seconds of a command whose failure (a failing test) is expected; a command that could
