@@ -4,9 +4,13 @@
 //!
 //! A binary that cannot be prepared keeps its error, so every profile of it reports the same
 //! reason and the binary is not read again.
+//!
+//! A binary whose tests have all finished is evicted ([`PerBinary::evict`]), so memory holds
+//! the binaries in use, not every binary of the run (a library's doctests are one executable
+//! each, each with the library's whole coverage map); one needed again is prepared again.
 
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 
 /// Why a binary could not be prepared: the binary and the preparation's error (shared, so
 /// every test of the binary can report it).
@@ -28,16 +32,19 @@ impl<E: std::error::Error + 'static> Clone for BinaryError<E> {
     }
 }
 
+/// A binary's preparation: done once, waited for by concurrent callers.
+type Slot<T, E> = Arc<OnceLock<Result<Arc<T>, BinaryError<E>>>>;
+
 /// One lazily prepared `T` per binary, thread-safe.
 pub struct PerBinary<T, E: std::error::Error + 'static> {
     paths: Vec<PathBuf>,
-    slots: Vec<OnceLock<Result<T, BinaryError<E>>>>,
+    slots: Vec<Mutex<Slot<T, E>>>,
 }
 
 impl<T, E: std::error::Error + 'static> PerBinary<T, E> {
     /// Slots for `paths` (binary `i` is `paths[i]`); nothing is read yet.
     pub fn new(paths: Vec<PathBuf>) -> Self {
-        let slots = paths.iter().map(|_| OnceLock::new()).collect();
+        let slots = paths.iter().map(|_| Mutex::default()).collect();
         PerBinary { paths, slots }
     }
 
@@ -55,19 +62,30 @@ impl<T, E: std::error::Error + 'static> PerBinary<T, E> {
 
     /// Binary `i`, prepared by `prepare` (given its path) if no call has prepared it yet.
     /// Concurrent callers for the same binary wait for the first one's result.
-    pub fn get(&self, i: usize, prepare: impl FnOnce(&Path) -> Result<T, E>) -> Result<&T, BinaryError<E>> {
-        let slot = self.slots[i].get_or_init(|| {
-            prepare(&self.paths[i]).map_err(|e| BinaryError {
+    pub fn get(&self, i: usize, prepare: impl FnOnce(&Path) -> Result<T, E>) -> Result<Arc<T>, BinaryError<E>> {
+        let slot = self.slot(i);
+        let prepared = slot.get_or_init(|| {
+            prepare(&self.paths[i]).map(Arc::new).map_err(|e| BinaryError {
                 binary: self.paths[i].clone(),
                 source: Arc::new(e),
             })
         });
-        slot.as_ref().map_err(Clone::clone)
+        prepared.clone()
     }
 
     /// Binary `i` if it has been prepared successfully (never prepares it).
-    pub fn prepared(&self, i: usize) -> Option<&T> {
-        self.slots[i].get().and_then(|r| r.as_ref().ok())
+    pub fn prepared(&self, i: usize) -> Option<Arc<T>> {
+        self.slot(i).get().and_then(|r| r.as_ref().ok().cloned())
+    }
+
+    /// Forgets binary `i`'s preparation (callers holding it keep their copy); the next
+    /// [`PerBinary::get`] prepares it again.
+    pub fn evict(&self, i: usize) {
+        *self.slots[i].lock().expect("not poisoned") = Slot::default();
+    }
+
+    fn slot(&self, i: usize) -> Slot<T, E> {
+        Arc::clone(&self.slots[i].lock().expect("not poisoned"))
     }
 }
 
@@ -102,7 +120,17 @@ mod tests {
             }
         });
         assert_eq!(calls.load(Ordering::SeqCst), 2);
-        assert_eq!(cache.prepared(1), Some(&11));
+        assert_eq!(cache.prepared(1).as_deref(), Some(&11));
+    }
+
+    #[test]
+    fn an_evicted_binary_is_prepared_again_and_held_copies_stay() {
+        let cache: PerBinary<u32, Unreadable> = PerBinary::new(vec!["a".into()]);
+        let held = cache.get(0, |_| Ok(1)).unwrap();
+        cache.evict(0);
+        assert_eq!(cache.prepared(0), None);
+        assert_eq!(*held, 1);
+        assert_eq!(cache.get(0, |_| Ok(2)).ok().as_deref(), Some(&2));
     }
 
     #[test]
@@ -114,6 +142,6 @@ mod tests {
         let again = cache.get(0, |_| Ok(1)).unwrap_err();
         assert!(Arc::ptr_eq(&err.source, &again.source));
         assert_eq!(cache.prepared(0), None);
-        assert_eq!(cache.get(1, |_| Ok(7)).ok(), Some(&7));
+        assert_eq!(cache.get(1, |_| Ok(7)).ok().as_deref(), Some(&7));
     }
 }

@@ -7,7 +7,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use super::decode::{BinaryCoverage, hex};
 use super::profraw::RawProfile;
@@ -110,8 +110,13 @@ impl<'a> LineDecoder<'a> {
     }
 
     /// Binary `i`, its coverage map read on first use (e.g. while its tests are listed).
-    pub fn binary(&self, i: usize) -> Result<&BinaryUnits, BinaryError<DecodeError>> {
+    pub fn binary(&self, i: usize) -> Result<Arc<BinaryUnits>, BinaryError<DecodeError>> {
         self.binaries.get(i, |path| self.prepare(path))
+    }
+
+    /// Drops what was read of binary `i` (its tests have finished); read again if needed.
+    pub fn evict(&self, i: usize) {
+        self.binaries.evict(i);
     }
 
     fn prepare(&self, path: &Path) -> Result<BinaryUnits, DecodeError> {
@@ -147,7 +152,7 @@ impl<'a> LineDecoder<'a> {
 
     /// The binary that wrote `profile`: test binary `own` if the build-ids say so, else the
     /// first other binary of the build that matches.
-    fn owner(&self, own: usize, profile: &RawProfile, name: &str) -> Result<&BinaryUnits, ProfileError> {
+    fn owner(&self, own: usize, profile: &RawProfile, name: &str) -> Result<Arc<BinaryUnits>, ProfileError> {
         let ids = &profile.binary_ids;
         let matches = |i: usize| {
             self.binary(i)

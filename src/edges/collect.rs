@@ -143,7 +143,13 @@ impl<'a> Collector<'a> {
         let _ = self.binary(i);
     }
 
-    fn binary(&self, i: usize) -> Result<&BinaryBlocks, BinaryError<MapError>> {
+    /// Drops binary `i`'s blocks and graph (its tests have finished; its blocks keep their
+    /// names and ids); read again if needed.
+    pub fn evict(&self, i: usize) {
+        self.binaries.evict(i);
+    }
+
+    fn binary(&self, i: usize) -> Result<Arc<BinaryBlocks>, BinaryError<MapError>> {
         self.binaries.get(i, |path| {
             let started = std::time::Instant::now();
             let map = EdgeMap::open(path, self.relative)?;

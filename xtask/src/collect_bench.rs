@@ -17,7 +17,11 @@ const CRATES: &[(&str, &str, &str)] = &[
     ("regex-syntax", "0.8.5", "a parser; many small tests"),
     ("textwrap", "0.16.1", "short tests, most time in process start"),
     ("itertools", "0.14.0", "over 400 tests"),
-    ("num-bigint", "0.4.6", "CPU-bound: its modpow tests take 2 s each under nextest"),
+    (
+        "num-bigint",
+        "0.4.6",
+        "CPU-bound: its modpow tests take 2 s each under nextest",
+    ),
 ];
 
 /// The `cargo sfl` variants measured; doctests are left out of the first two so the same tests
@@ -63,7 +67,8 @@ pub fn run(runs: usize, output: Option<&Path>) -> Result<()> {
         let manifest = dir.join("Cargo.toml");
         let nextest = || {
             let mut c = Command::new(env!("CARGO"));
-            c.args(["nextest", "run", "--no-fail-fast", "--manifest-path"]).arg(&manifest);
+            c.args(["nextest", "run", "--no-fail-fast", "--manifest-path"])
+                .arg(&manifest);
             c
         };
         // Warm-ups: every build once.
@@ -106,7 +111,10 @@ pub fn run(runs: usize, output: Option<&Path>) -> Result<()> {
     print!("{table}");
     if let Some(p) = output {
         std::fs::write(p, &table)?;
-        std::fs::write(p.with_extension("json"), serde_json::to_string_pretty(&to_json(&rows, runs, jobs))?)?;
+        std::fs::write(
+            p.with_extension("json"),
+            serde_json::to_string_pretty(&to_json(&rows, runs, jobs))?,
+        )?;
     }
     Ok(())
 }
@@ -122,11 +130,17 @@ fn trivial_crate(work: &Path) -> Result<PathBuf> {
     let manifest = "[package]\nname = \"trivial\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[workspace]\n";
     let mut lib = String::from("pub fn add(a: u64, b: u64) -> u64 {\n    a + b\n}\n\n#[cfg(test)]\nmod tests {\n");
     for i in 0..TRIVIAL {
-        lib.push_str(&format!("    #[test]\n    fn t{i}() {{\n        assert_eq!(super::add({i}, 1), {});\n    }}\n", i + 1));
+        lib.push_str(&format!(
+            "    #[test]\n    fn t{i}() {{\n        assert_eq!(super::add({i}, 1), {});\n    }}\n",
+            i + 1
+        ));
     }
     lib.push_str("}\n");
     // Rewritten only when they change, so the builds stay warm.
-    for (path, text) in [(dir.join("Cargo.toml"), manifest), (dir.join("src/lib.rs"), lib.as_str())] {
+    for (path, text) in [
+        (dir.join("Cargo.toml"), manifest),
+        (dir.join("src/lib.rs"), lib.as_str()),
+    ] {
         if std::fs::read_to_string(&path).ok().as_deref() != Some(text) {
             std::fs::write(&path, text)?;
         }

@@ -3,6 +3,7 @@
 
 use std::path::PathBuf;
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use super::Session;
@@ -54,6 +55,13 @@ impl Session<'_> {
         );
         let started = Instant::now();
         let decode_total = Mutex::new(Duration::ZERO);
+        // Per executable, its jobs still to finish: when none is left, what was read of it is
+        // dropped (a library's doctests are an executable each).
+        let exes: Vec<usize> = jobs.iter().map(|j| self.exe_index(j)).collect();
+        let left: Vec<AtomicUsize> = (0..self.coverage.paths().len()).map(|_| AtomicUsize::new(0)).collect();
+        for &i in &todo {
+            left[exes[i]].fetch_add(1, Ordering::Relaxed);
+        }
         let progress = RunProgress::new(todo.len());
         std::thread::scope(|scope| {
             scope.spawn(|| progress.tick_until_done(jobs, self.built));
@@ -65,7 +73,13 @@ impl Session<'_> {
                 &self.groups,
                 |_, &i| {
                     progress.started(i);
-                    let outcome = self.run_one(i, &jobs[i], &decode_total);
+                    let outcome = self.run_one(i, &jobs[i], exes[i], &decode_total);
+                    if left[exes[i]].fetch_sub(1, Ordering::AcqRel) == 1 {
+                        self.coverage.evict(exes[i]);
+                        if let Some(edges) = self.edges {
+                            edges.evict(exes[i]);
+                        }
+                    }
                     progress.finished(i);
                     outcome
                 },
@@ -95,7 +109,7 @@ impl Session<'_> {
 
     /// Runs job `i` in its own directory and decodes what it wrote; any problem becomes a
     /// warning on its record.
-    fn run_one(&self, i: usize, job: &Job, decode_total: &Mutex<Duration>) -> JobOutcome {
+    fn run_one(&self, i: usize, job: &Job, exe: usize, decode_total: &Mutex<Duration>) -> JobOutcome {
         let bin = &self.built.tests[job.binary];
         let dir = self.scratch.join(format!("t{i}"));
         let name = job.name.clone().unwrap_or_else(|| "main".into());
@@ -110,7 +124,7 @@ impl Session<'_> {
             Err(e) => out.not_run = Some(e.to_string()),
             Ok(fin) => {
                 let t0 = Instant::now();
-                self.decode(job, fin, &mut out);
+                self.decode(job, exe, fin, &mut out);
                 *decode_total.lock().unwrap() += t0.elapsed();
                 self.retry(i, job, &mut out.record);
             }
@@ -181,8 +195,20 @@ impl Session<'_> {
         }
     }
 
-    /// Records what the process did and decodes its profiles and edge files into `out`.
-    fn decode(&self, job: &Job, fin: Finished, out: &mut JobOutcome) {
+    /// The index among the decoders' executables of the one that runs `job` (a doctest's own
+    /// executable, else its test binary).
+    fn exe_index(&self, job: &Job) -> usize {
+        let exe = self.built.tests[job.binary].exe_for(job.name.as_deref());
+        self.coverage
+            .paths()
+            .iter()
+            .position(|p| p == exe)
+            .unwrap_or(job.binary)
+    }
+
+    /// Records what the process did and decodes its profiles and edge files into `out`
+    /// (`exe`: the index of the executable it ran).
+    fn decode(&self, job: &Job, exe: usize, fin: Finished, out: &mut JobOutcome) {
         let rec = &mut out.record;
         rec.outcome = fin.outcome;
         rec.signal = fin.signal;
@@ -194,7 +220,7 @@ impl Session<'_> {
                 .push("the test left processes running when it ended; cargo sfl killed them".into());
         }
         self.coverage
-            .decode_test(job.binary, &fin.profiles, &mut out.covered, &mut rec.warnings);
+            .decode_test(exe, &fin.profiles, &mut out.covered, &mut rec.warnings);
         if let Some(collector) = self.edges {
             let mut traversed = crate::edges::Traversed::default();
             collector.decode_test(&fin.edge_files, &mut traversed, &mut rec.warnings);
