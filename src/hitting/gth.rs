@@ -18,8 +18,11 @@
 //! relative precision: `m_x0` is a walk back to the top (a few steps per score group), small
 //! next to the time to get down to x, which is what made dense LU fail.
 //!
-//! States are eliminated by minimum degree on the symmetric pattern, so a group's fan-out and a
-//! function's jump clique are reduced before the path they hang from.
+//! Elimination order follows the chain's shape: entry states first (each links one group to
+//! its lines), then lines (a function's jump clique reduces to links among the groups its
+//! lines hang from), then the score groups; by minimum degree within each class. Plain
+//! minimum degree would take the groups first (they have few neighbours) and merge every
+//! function tied at a score into one clique.
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
@@ -58,13 +61,20 @@ struct Pivot {
     nbrs: Vec<(u32, f64, f64)>,
 }
 
-/// `ln E[T_{0,x}]` for the states `first..first + count`, from transition rows that sum to 1.
-pub fn log_hitting_times(rows: &[Vec<(usize, f64)>], first: usize, count: usize) -> Vec<f64> {
+/// `ln E[T_{0,x}]` for the states `first..first + count` (the locations), from transition
+/// rows that sum to 1; states below `groups` are the score groups, those between them and
+/// `first` the entries.
+pub fn log_hitting_times(rows: &[Vec<(usize, f64)>], groups: usize, first: usize, count: usize) -> Vec<f64> {
     let n = rows.len();
     if count == 0 {
         return Vec::new();
     }
-    let pivots = reduce(rows);
+    let class = |s: usize| match s {
+        s if s < groups => 2u8,
+        s if s < first => 0,
+        _ => 1,
+    };
+    let pivots = reduce(rows, class);
     let g_diag = inverse_diagonal(n, &pivots);
     let back = times_to_top(n, &pivots);
     let visits = log_visits(rows, n, &pivots);
@@ -86,8 +96,8 @@ pub fn log_hitting_times(rows: &[Vec<(usize, f64)>], first: usize, count: usize)
         .collect()
 }
 
-/// GTH reduction of every state but 0, in minimum-degree order.
-fn reduce(rows: &[Vec<(usize, f64)>]) -> Vec<Pivot> {
+/// GTH reduction of every state but 0, by `class` (lowest first), then minimum degree.
+fn reduce(rows: &[Vec<(usize, f64)>], class: impl Fn(usize) -> u8) -> Vec<Pivot> {
     let n = rows.len();
     // links[i][j] = (rate i → j, rate j → i): a symmetric pattern with both directions' values.
     let mut links: Vec<Map<(f64, f64)>> = (0..n).map(|_| Map::default()).collect();
@@ -103,12 +113,12 @@ fn reduce(rows: &[Vec<(usize, f64)>]) -> Vec<Pivot> {
             }
         }
     }
-    let mut heap: BinaryHeap<Reverse<(usize, u32)>> =
-        (1..n).map(|s| Reverse((links[s].len(), s as u32))).collect();
+    let mut heap: BinaryHeap<Reverse<(u8, usize, u32)>> =
+        (1..n).map(|s| Reverse((class(s), links[s].len(), s as u32))).collect();
     let mut gone = vec![false; n];
     gone[0] = true;
     let mut pivots = Vec::with_capacity(n.saturating_sub(1));
-    while let Some(Reverse((degree, k))) = heap.pop() {
+    while let Some(Reverse((_, degree, k))) = heap.pop() {
         let ku = k as usize;
         if gone[ku] || degree != links[ku].len() {
             continue;
@@ -121,21 +131,21 @@ fn reduce(rows: &[Vec<(usize, f64)>]) -> Vec<Pivot> {
             links[i as usize].remove(&k);
         }
         // Paths i → k → j become rates i → j; the pattern gets every pair, so the neighbours
-        // form a clique (what the inverse's recurrence needs), even where a rate is zero.
-        for &(i, _, into) in &nbrs {
-            let share = into / total;
-            exit[i as usize] += share * exit[ku];
-            for &(j, out, _) in &nbrs {
-                if i == j {
-                    continue;
+        // form a clique (what the inverse's recurrence needs), even where a rate is zero. Row
+        // i's entry for j holds both directions, so one map operation serves i → j and j → i.
+        for &(i, out_i, into_i) in &nbrs {
+            exit[i as usize] += into_i / total * exit[ku];
+            let link = &mut links[i as usize];
+            for &(j, out_j, into_j) in &nbrs {
+                if i != j {
+                    let e = link.entry(j).or_insert((0.0, 0.0));
+                    e.0 += into_i * out_j / total;
+                    e.1 += into_j * out_i / total;
                 }
-                let rate = share * out;
-                links[i as usize].entry(j).or_insert((0.0, 0.0)).0 += rate;
-                links[j as usize].entry(i).or_insert((0.0, 0.0)).1 += rate;
             }
         }
         for &(i, _, _) in &nbrs {
-            heap.push(Reverse((links[i as usize].len(), i)));
+            heap.push(Reverse((class(i as usize), links[i as usize].len(), i)));
         }
         pivots.push(Pivot { state: k, total, nbrs });
     }
@@ -148,32 +158,41 @@ fn reduce(rows: &[Vec<(usize, f64)>]) -> Vec<Pivot> {
 fn inverse_diagonal(n: usize, pivots: &[Pivot]) -> Vec<f64> {
     let mut diag = vec![0.0; n];
     let mut off: Vec<Map<f64>> = (0..n).map(|_| Map::default()).collect();
-    let entry = |diag: &[f64], off: &[Map<f64>], a: u32, b: u32| {
-        if a == b {
-            diag[a as usize]
-        } else {
-            off[a as usize].get(&b).copied().unwrap_or(0.0)
-        }
-    };
+    // G among the pivot's neighbours, gathered once: local[a·r + b] = G_ab.
+    let mut local = Vec::new();
     let mut row = Vec::new();
     let mut col = Vec::new();
     for p in pivots.iter().rev() {
+        let r = p.nbrs.len();
+        local.clear();
+        for &(a, _, _) in &p.nbrs {
+            let known = &off[a as usize];
+            local.extend(p.nbrs.iter().map(|&(b, _, _)| {
+                if a == b {
+                    diag[a as usize]
+                } else {
+                    known.get(&b).copied().unwrap_or(0.0)
+                }
+            }));
+        }
         row.clear();
+        row.resize(r, 0.0);
         col.clear();
-        for &(j, _, _) in &p.nbrs {
-            let (mut to_j, mut from_j) = (0.0, 0.0);
-            for &(m, out, into) in &p.nbrs {
-                to_j += out * entry(&diag, &off, m, j);
-                from_j += entry(&diag, &off, j, m) * into;
+        col.resize(r, 0.0);
+        for (m, &(_, out, into)) in p.nbrs.iter().enumerate() {
+            let g_m = &local[m * r..(m + 1) * r];
+            for x in 0..r {
+                // G_kj gathers G_mj over m; G_jk gathers G_jm.
+                row[x] += out * g_m[x];
+                col[x] += local[x * r + m] * into;
             }
-            row.push(to_j / p.total);
-            col.push(from_j / p.total);
         }
         let mut d = 1.0;
         for (x, &(j, out, _)) in p.nbrs.iter().enumerate() {
-            d += out * col[x];
-            off[p.state as usize].insert(j, row[x]);
-            off[j as usize].insert(p.state, col[x]);
+            let (to_j, from_j) = (row[x] / p.total, col[x] / p.total);
+            d += out * from_j;
+            off[p.state as usize].insert(j, to_j);
+            off[j as usize].insert(p.state, from_j);
         }
         diag[p.state as usize] = d / p.total;
     }

@@ -35,7 +35,10 @@ pub struct ChainSpec<'a> {
 pub struct Chain {
     /// `rows[s]` = (target, probability), summing to 1.
     pub rows: Vec<Vec<(usize, f64)>>,
-    /// State index of location 0 (locations are the last states, in order).
+    /// Score groups: the first states, g_0 first.
+    pub groups: usize,
+    /// State index of location 0 (locations are the last states, in order; entry states,
+    /// if any, lie between the groups and the locations).
     pub first_location: usize,
     pub locations: usize,
 }
@@ -106,6 +109,7 @@ impl Chain {
         }
         Chain {
             rows,
+            groups: n_groups,
             first_location,
             locations: spec.locations,
         }
@@ -117,7 +121,7 @@ impl Chain {
 
     /// Exact `ln E[T_{0,x}]` for every location (state reduction; see [`gth`]).
     pub fn log_hitting_times(&self) -> Vec<f64> {
-        gth::log_hitting_times(&self.rows, self.first_location, self.locations)
+        gth::log_hitting_times(&self.rows, self.groups, self.first_location, self.locations)
     }
 
     /// Exact `E[T_{0,x}]` for every location; infinite past the largest double (about 1e308
@@ -127,10 +131,10 @@ impl Chain {
         self.log_hitting_times().into_iter().map(f64::exp).collect()
     }
 
-    /// The textbook method, kept as the tests' oracle: with `B = I − P + 1·e_0ᵀ`,
-    /// `π = e_0ᵀ B⁻¹` and `E[T_{0,x}] = (B⁻¹)_xx / π_x − (B⁻¹·1)_x` (Kemeny & Snell's
-    /// fundamental-matrix identity), one dense LU. Loses every digit once times span ~1e12.
-    #[cfg(test)]
+    /// The textbook method, kept as the reference of the tests and `cargo xtask bench ht`:
+    /// with `B = I − P + 1·e_0ᵀ`, `π = e_0ᵀ B⁻¹` and `E[T_{0,x}] = (B⁻¹)_xx / π_x − (B⁻¹·1)_x`
+    /// (Kemeny & Snell's fundamental-matrix identity), one dense LU: O(states³), and it loses
+    /// every digit once the times span ~1e12.
     pub fn hitting_times_dense_lu(&self) -> Vec<f64> {
         use faer::linalg::solvers::DenseSolveCore;
         let n = self.states();
