@@ -54,7 +54,8 @@ impl Ranking<'_> {
         for x in &mut self.entries {
             x.expected_time = Some(log_times[x.group].exp());
         }
-        self.entries.sort_by(|a, b| log_times[a.group].total_cmp(&log_times[b.group]));
+        self.entries
+            .sort_by(|a, b| log_times[a.group].total_cmp(&log_times[b.group]));
         let same = |a: &Ranked, b: &Ranked| crate::hitting::same_time(log_times[a.group], log_times[b.group], 1e-9);
         assign_mid_ranks(analysis, &mut self.entries, same);
         self.ht = Some(method);

@@ -441,14 +441,23 @@ mod tests {
     fn reduction_agrees_with_dense_lu_on_every_shape() {
         let mut rng = Rng(0x0dd5_ca1e_5eed_0001);
         // (entry size, score groups, function size, cross-function jumps)
-        let shapes = [(1, 4, 1, false), (1, 5, 6, false), (1, 3, 8, true), (5, 4, 1, false), (6, 5, 7, true)];
+        let shapes = [
+            (1, 4, 1, false),
+            (1, 5, 6, false),
+            (1, 3, 8, true),
+            (5, 4, 1, false),
+            (6, 5, 7, true),
+        ];
         for &(entry_max, groups, function_max, cross) in &shapes {
             for _ in 0..40 {
                 let lines = 1 + rng.below(30) as usize;
                 let chain = random_chain(&mut rng, lines, entry_max, groups, function_max, cross);
                 let (fast, lu) = (chain.hitting_times_exact(), chain.hitting_times_dense_lu());
                 let gap = max_relative_gap(&fast, &lu);
-                assert!(gap < 1e-9, "shape {entry_max}/{groups}/{function_max}/{cross}: gap {gap}, {fast:?} vs {lu:?}");
+                assert!(
+                    gap < 1e-9,
+                    "shape {entry_max}/{groups}/{function_max}/{cross}: gap {gap}, {fast:?} vs {lu:?}"
+                );
             }
         }
     }
@@ -487,7 +496,8 @@ mod tests {
         }
         // The fifth group's lines sit ~1e12 steps down, where the dense identity fails.
         let lu = chain.hitting_times_dense_lu();
-        let bad = (0..times.len()).filter(|&l| !(((lu[l].ln() - times[l]) / times[l]).abs() < 1e-9)).count();
+        let off = |l: usize| (lu[l].ln() - times[l]).abs().partial_cmp(&1e-9) != Some(std::cmp::Ordering::Less);
+        let bad = (0..times.len()).filter(|&l| off(l)).count();
         assert!(bad > times.len() / 2, "dense LU wrong on only {bad} lines");
         // Deep lines still order by depth (the old method refused this chain): 600 lines
         // above, and a tie with the two others of its group.
@@ -513,7 +523,11 @@ mod tests {
     fn hitting_times_match_a_hand_computed_chain() {
         let chain = ranked_list(&[Key::score(1.0), Key::score(1.0)]);
         // h = 1 + 1/2 h + 1/4 * 0 + 1/4 (1 + h)  →  h/4 = 5/4  →  h = 5.
-        for t in chain.hitting_times_exact().into_iter().chain(chain.hitting_times_dense_lu()) {
+        for t in chain
+            .hitting_times_exact()
+            .into_iter()
+            .chain(chain.hitting_times_dense_lu())
+        {
             assert!((t - 5.0).abs() < 1e-9, "{t}");
         }
     }

@@ -81,11 +81,26 @@ fn ht_exact_on_a_deep_ranking() -> Result {
     std::fs::write(&saved, serde_json::to_vec(&spectra)?)?;
     // The fault: ef 4, ep 18, far down the ranking.
     let line = 3 * 21 + 18 + 1;
-    std::fs::write(dir.join("faults.toml"), format!("[[fault]]\nfile = \"src/lib.rs\"\nlines = [{line}]\n"))?;
+    std::fs::write(
+        dir.join("faults.toml"),
+        format!("[[fault]]\nfile = \"src/lib.rs\"\nlines = [{line}]\n"),
+    )?;
     let faults = dir.join("faults.toml");
     for walks in ["200", "0"] {
         let out = sfl(
-            &["eval", "--faults", faults.to_str().unwrap(), "--spectra", saved.to_str().unwrap(), "-m", "ochiai", "--walks", walks, "--format", "json"],
+            &[
+                "eval",
+                "--faults",
+                faults.to_str().unwrap(),
+                "--spectra",
+                saved.to_str().unwrap(),
+                "-m",
+                "ochiai",
+                "--walks",
+                walks,
+                "--format",
+                "json",
+            ],
             dir,
         );
         check(out.status.success(), || show(&out))?;
@@ -102,7 +117,12 @@ fn ht_exact_on_a_deep_ranking() -> Result {
     let v: Value = serde_json::from_slice(&report.stdout)?;
     let ranking = &v["rankings"][0];
     // Hitting-time order is score order, deep entries included.
-    let scores: Vec<f64> = ranking["units"].as_array().unwrap().iter().filter_map(|u| u["score"].as_f64()).collect();
+    let scores: Vec<f64> = ranking["units"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|u| u["score"].as_f64())
+        .collect();
     check(
         ranking["ht_order"]["method"] == "exact" && scores.len() == 420 && scores.windows(2).all(|w| w[0] >= w[1]),
         || format!("scores in hitting-time order {scores:?}\n{}", show(&report)),

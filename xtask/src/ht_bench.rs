@@ -115,7 +115,11 @@ fn row(md: &mut String, family: &str, spec: &Spec, walks: usize) {
         let lu = chain.hitting_times_dense_lu();
         let took = t1.elapsed().as_secs_f64();
         // Where every time is a double and the span keeps digits, LU is the reference.
-        let gap = if hi < 700.0 { format!("{:.1e}", max_gap(&times, &lu)) } else { "times past 1e304".into() };
+        let gap = if hi < 700.0 {
+            format!("{:.1e}", max_gap(&times, &lu))
+        } else {
+            "times past 1e304".into()
+        };
         (format!("{took:.3} s"), gap)
     } else {
         ("not run".into(), "-".into())
@@ -123,7 +127,12 @@ fn row(md: &mut String, family: &str, spec: &Spec, walks: usize) {
     let estimate = if walks > 0 && states <= 30_000 {
         let t2 = Instant::now();
         let e = chain.hitting_times_estimated(walks, 200_000, 7);
-        format!("{:.2} s ({} of {} censored)", t2.elapsed().as_secs_f64(), e.censored, walks * chain.locations)
+        format!(
+            "{:.2} s ({} of {} censored)",
+            t2.elapsed().as_secs_f64(),
+            e.censored,
+            walks * chain.locations
+        )
     } else {
         "not run".into()
     };
@@ -157,7 +166,12 @@ pub fn run(sizes: &[usize], walks: usize, output: Option<&Path>) -> Result<()> {
     let _ = writeln!(md, "|---|---:|---:|---:|---:|---|---|---:|---:|---|");
     for &n in sizes {
         row(&mut md, "ranked list", &ranked_list(n), walks);
-        row(&mut md, "realistic", &realistic(n, 0x5eed_0000_0000_0001 ^ n as u64), walks);
+        row(
+            &mut md,
+            "realistic",
+            &realistic(n, 0x5eed_0000_0000_0001 ^ n as u64),
+            walks,
+        );
     }
     print!("{md}");
     if let Some(path) = output {
