@@ -16,6 +16,8 @@ use anyhow::Result;
 use cargo_sfl::analysis::Key;
 use cargo_sfl::hitting::{Chain, ChainSpec};
 
+use crate::measures_bench::Rng;
+
 /// The chain of one family and size, as its parts.
 struct Spec {
     entries: Vec<Vec<usize>>,
@@ -45,22 +47,13 @@ fn ranked_list(n: usize) -> Spec {
     }
 }
 
-struct Rng(u64);
-impl Rng {
-    fn below(&mut self, n: usize) -> usize {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        (self.0 % n as u64) as usize
-    }
-}
-
 fn realistic(n: usize, seed: u64) -> Spec {
     let mut rng = Rng(seed);
+    let mut below = |k: usize| (rng.next() % k as u64) as usize;
     let mut functions: Vec<std::ops::Range<usize>> = Vec::new();
     let mut start = 0;
     while start < n {
-        let end = (start + 5 + rng.below(196)).min(n);
+        let end = (start + 5 + below(196)).min(n);
         functions.push(start..end);
         start = end;
     }
@@ -69,13 +62,13 @@ fn realistic(n: usize, seed: u64) -> Spec {
     let (mut entries, mut keys) = (Vec::new(), Vec::new());
     let mut jumps: Vec<Vec<usize>> = vec![Vec::new(); n];
     for f in &functions {
-        let failing = rng.below(3) == 0;
+        let failing = below(3) == 0;
         let mut l = f.start;
         while l < f.end {
-            let take = if failing { (1 + rng.below(30)).min(f.end - l) } else { 1 };
+            let take = if failing { (1 + below(30)).min(f.end - l) } else { 1 };
             entries.push((l..l + take).collect());
             keys.push(if failing {
-                Key::score(rng.below(pool) as f64)
+                Key::score(below(pool) as f64)
             } else {
                 Key::UNRANKED
             });
@@ -84,7 +77,7 @@ fn realistic(n: usize, seed: u64) -> Spec {
         for l in f.clone() {
             jumps[l] = f.clone().filter(|&j| j != l).collect();
         }
-        let (from, to) = (f.end - 1, rng.below(n));
+        let (from, to) = (f.end - 1, below(n));
         if !f.contains(&to) {
             jumps[from].push(to);
             jumps[to].push(from);

@@ -16,9 +16,9 @@ use cargo_sfl::measures::{self, find};
 use cargo_sfl::rank::rank;
 use cargo_sfl::spectra::{Outcome, Spectra, TestRecord, Unit};
 
-struct Rng(u64);
+pub(crate) struct Rng(pub(crate) u64);
 impl Rng {
-    fn next(&mut self) -> u64 {
+    pub(crate) fn next(&mut self) -> u64 {
         self.0 ^= self.0 << 13;
         self.0 ^= self.0 >> 7;
         self.0 ^= self.0 << 17;
