@@ -532,7 +532,8 @@ pub struct EvalArgs {
     /// HT_Rank: probability of jumping to a line of the same function (Def. 29).
     #[arg(long, value_name = "P", default_value_t = HtParams::default().p_jump)]
     pub p_jump: f64,
-    /// HT_Rank: largest chain (states) solved exactly; larger ones are estimated by random walks.
+    /// HT_Rank: largest chain (states) solved exactly (state reduction, exact however deep the
+    /// ranking); larger ones are estimated by random walks.
     #[arg(long, value_name = "STATES", default_value_t = HtParams::default().exact_limit)]
     pub exact_limit: usize,
     /// HT_Rank: random walks (of at most 200,000 steps) for the estimate; 0 reports HT_Rank

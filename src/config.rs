@@ -357,7 +357,9 @@ pub enum SortBy {
 pub struct HtParams {
     /// Probability of jumping to a line of the same function.
     pub p_jump: f64,
-    /// Largest chain (states) solved exactly; larger ones are estimated by random walks.
+    /// Largest chain (states) solved exactly; larger ones are estimated by random walks. The
+    /// exact solver takes seconds up to ~100,000 states and grows faster than linearly past
+    /// that (`bench-results/ht.md`), and `eval` solves one chain per measure.
     pub exact_limit: usize,
     /// Random walks for the estimate (0: HT_Rank only where the exact method applies).
     pub walks: usize,
@@ -367,7 +369,7 @@ impl Default for HtParams {
     fn default() -> Self {
         HtParams {
             p_jump: 0.5,
-            exact_limit: 3000,
+            exact_limit: 250_000,
             walks: 200,
         }
     }

@@ -48,16 +48,15 @@ pub struct Ranking<'m> {
 
 impl Ranking<'_> {
     /// Re-orders the entries by expected hitting time (earliest first; ties keep score
-    /// order) and reassigns both mid-ranks. `times[g]` is group g's time.
-    pub fn order_by_time(&mut self, analysis: &Analysis, times: &[f64], method: crate::hitting::Method) {
+    /// order) and reassigns both mid-ranks. `log_times[g]` is the logarithm of group g's time
+    /// (deep entries' times exceed the largest double).
+    pub fn order_by_time(&mut self, analysis: &Analysis, log_times: &[f64], method: crate::hitting::Method) {
         for x in &mut self.entries {
-            x.expected_time = Some(times[x.group]);
+            x.expected_time = Some(log_times[x.group].exp());
         }
-        self.entries.sort_by(|a, b| times[a.group].total_cmp(&times[b.group]));
-        let same = |a: &Ranked, b: &Ranked| {
-            let (a, b) = (times[a.group], times[b.group]);
-            (a - b).abs() <= 1e-9 * a.abs().max(1.0)
-        };
+        self.entries
+            .sort_by(|a, b| log_times[a.group].total_cmp(&log_times[b.group]));
+        let same = |a: &Ranked, b: &Ranked| crate::hitting::same_time(log_times[a.group], log_times[b.group], 1e-9);
         assign_mid_ranks(analysis, &mut self.entries, same);
         self.ht = Some(method);
     }

@@ -354,8 +354,8 @@ impl HtModel {
             .collect()
     }
 
-    /// Expected hitting time of every location under a measure's scores (one per group of
-    /// the analysis; the other entries sit at the bottom).
+    /// `ln` of the expected hitting time of every location under a measure's scores (one per
+    /// group of the analysis; the other entries sit at the bottom).
     pub fn times(&self, scored: &[Scored], p_jump: f64, exact_limit: usize, walks: usize) -> (Vec<f64>, Method) {
         let keys = self.entry_keys(scored);
         let chain = Chain::build(&ChainSpec {

@@ -213,7 +213,7 @@ fn order_by_ht(analysis: &Analysis, rankings: &mut [Ranking], opts: &Options, ht
     let model = crate::eval::HtModel::new(analysis.spectra, analysis);
     for r in rankings {
         let scored = analysis.score(r.measure, opts);
-        let (times, method) = model.times(&scored, ht.p_jump, ht.exact_limit, ht.walks);
+        let (log_times, method) = model.times(&scored, ht.p_jump, ht.exact_limit, ht.walks);
         // An entry is reached when its first line is.
         let group_times: Vec<f64> = analysis
             .groups
@@ -221,7 +221,7 @@ fn order_by_ht(analysis: &Analysis, rankings: &mut [Ranking], opts: &Options, ht
             .map(|g| {
                 g.units
                     .iter()
-                    .map(|u| times[model.loc[u]])
+                    .map(|u| log_times[model.loc[u]])
                     .fold(f64::INFINITY, f64::min)
             })
             .collect();

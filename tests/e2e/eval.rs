@@ -1,6 +1,7 @@
 //! `cargo sfl eval`: rank scores, EXAM and hitting times on minmax against values worked out
 //! by hand, from a fresh run and from saved spectra, and an unlocalisable fault; ordering an
-//! entry's lines by evidence on the schedule fixture.
+//! entry's lines by evidence on the schedule fixture; exact HT_Rank on a ranking hundreds of
+//! score groups deep.
 
 use std::path::Path;
 
@@ -13,6 +14,7 @@ pub fn trials() -> Vec<Trial> {
     vec![
         Trial::test("eval::hand_computed_ranks", eval_reproduces_hand_computed_ranks),
         Trial::test("eval::tie_break_by_evidence", tie_break_by_evidence),
+        Trial::test("eval::ht_exact_on_a_deep_ranking", ht_exact_on_a_deep_ranking),
     ]
 }
 
@@ -36,6 +38,95 @@ fn tie_break_by_evidence() -> Result {
     check(lead == 23, || {
         format!("first entry led by line {lead}\n{}", show(&report))
     })
+}
+
+/// Saved spectra of 20 failing and 20 passing tests and 420 lines, one per (ef, ep) with
+/// ef in 1..=20 and ep in 0..=20: every line its own entry, most at their own Ochiai score, so
+/// the HT_Rank chain is a ranked list (Def. 28, no functions, no jumps) hundreds of groups
+/// deep, with hitting times up to ~1e700 steps. The dense solver refused such chains (estimates
+/// by default, "n/a" with `--walks 0`); solved exactly, HT_Rank equals the Standard Rank Score
+/// there (Henderson et al.'s equivalence), and `--order ht` keeps Ochiai's order.
+fn ht_exact_on_a_deep_ranking() -> Result {
+    let tmp = tempfile::tempdir()?;
+    let dir = tmp.path();
+    std::fs::create_dir_all(dir.join("src"))?;
+    std::fs::create_dir_all(dir.join("target/sfl"))?;
+    std::fs::write(
+        dir.join("Cargo.toml"),
+        "[package]\nname = \"deep\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[workspace]\n",
+    )?;
+    let source: String = (1..=420).map(|l| format!("// line {l}\n")).collect();
+    std::fs::write(dir.join("src/lib.rs"), source)?;
+    let tests: Vec<Value> = (0..40)
+        .map(|t| serde_json::json!({"binary": "b", "name": format!("t{t}"), "outcome": if t < 20 { "failed" } else { "passed" }}))
+        .collect();
+    let (mut units, mut coverage) = (Vec::new(), Vec::new());
+    for ef in 1..=20u32 {
+        for ep in 0..=20u32 {
+            units.push(serde_json::json!(["src/lib.rs", units.len() + 1]));
+            // Failing tests 0..ef and passing tests 20..20 + ep, as little-endian hex bytes.
+            let bits: u64 = ((1u64 << ef) - 1) | (((1u64 << ep) - 1) << 20);
+            let bytes: Vec<String> = bits.to_le_bytes()[..5].iter().map(|b| format!("{b:02x}")).collect();
+            coverage.push(bytes.concat());
+        }
+    }
+    let spectra = serde_json::json!({
+        "schema": "cargo-sfl-spectra/v1",
+        "workspace_root": dir,
+        "tests": tests,
+        "units": units,
+        "coverage": coverage,
+    });
+    let saved = dir.join("target/sfl/spectra.json");
+    std::fs::write(&saved, serde_json::to_vec(&spectra)?)?;
+    // The fault: ef 4, ep 18, far down the ranking.
+    let line = 3 * 21 + 18 + 1;
+    std::fs::write(
+        dir.join("faults.toml"),
+        format!("[[fault]]\nfile = \"src/lib.rs\"\nlines = [{line}]\n"),
+    )?;
+    let faults = dir.join("faults.toml");
+    for walks in ["200", "0"] {
+        let out = sfl(
+            &[
+                "eval",
+                "--faults",
+                faults.to_str().unwrap(),
+                "--spectra",
+                saved.to_str().unwrap(),
+                "-m",
+                "ochiai",
+                "--walks",
+                walks,
+                "--format",
+                "json",
+            ],
+            dir,
+        );
+        check(out.status.success(), || show(&out))?;
+        let v: Value = serde_json::from_slice(&out.stdout)?;
+        let r = &v["measures"][0];
+        let standard = r["standard_rank"].as_f64().unwrap_or(0.0);
+        check(
+            r["ht"]["method"] == "exact" && standard > 100.0 && r["ht_rank"].as_f64() == Some(standard),
+            || format!("--walks {walks}: {r:#}"),
+        )?;
+    }
+    let report = sfl(&["report", "-m", "ochiai", "--order", "ht", "--format", "json"], dir);
+    check(report.status.success(), || show(&report))?;
+    let v: Value = serde_json::from_slice(&report.stdout)?;
+    let ranking = &v["rankings"][0];
+    // Hitting-time order is score order, deep entries included.
+    let scores: Vec<f64> = ranking["units"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|u| u["score"].as_f64())
+        .collect();
+    check(
+        ranking["ht_order"]["method"] == "exact" && scores.len() == 420 && scores.windows(2).all(|w| w[0] >= w[1]),
+        || format!("scores in hitting-time order {scores:?}\n{}", show(&report)),
+    )
 }
 
 /// `cargo sfl eval` on minmax reproduces rank scores worked out by hand (test code left out:

@@ -9,6 +9,7 @@ mod collect_bench;
 mod edges_bench;
 mod faults_bench;
 mod fuzz;
+mod ht_bench;
 mod measures_bench;
 mod panic4r_bench;
 mod soak;
@@ -85,10 +86,10 @@ enum Bench {
         #[arg(long)]
         output: Option<PathBuf>,
     },
-    /// Exact and estimated HT_Rank hitting times on chains of growing size.
+    /// HT_Rank's exact solver against the dense LU and random walks on chains of growing size.
     Ht {
         /// Chain sizes (locations).
-        #[arg(long, value_delimiter = ',', default_values_t = [500usize, 1000, 2000, 3000, 20000])]
+        #[arg(long, value_delimiter = ',', default_values_t = [500usize, 1000, 2000, 5000, 20000, 50000, 100000])]
         sizes: Vec<usize>,
         /// Random walks for the estimate.
         #[arg(long, default_value_t = 200)]
@@ -134,7 +135,7 @@ fn main() -> Result<()> {
             fixtures_only,
             output,
         }) => edges_bench::run_bench(runs, blocks, fixtures_only, output.as_deref()),
-        Xtask::Bench(Bench::Ht { sizes, walks, output }) => measures_bench::ht(&sizes, walks, output.as_deref()),
+        Xtask::Bench(Bench::Ht { sizes, walks, output }) => ht_bench::run(&sizes, walks, output.as_deref()),
         Xtask::Bench(Bench::Faults {
             per_crate,
             multi,

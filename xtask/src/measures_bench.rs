@@ -10,15 +10,15 @@ use std::path::Path;
 use std::time::Instant;
 
 use anyhow::Result;
-use cargo_sfl::analysis::{Analysis, Key, Options};
+use cargo_sfl::analysis::{Analysis, Options};
 use cargo_sfl::bitset::BitSet;
 use cargo_sfl::measures::{self, find};
 use cargo_sfl::rank::rank;
 use cargo_sfl::spectra::{Outcome, Spectra, TestRecord, Unit};
 
-struct Rng(u64);
+pub(crate) struct Rng(pub(crate) u64);
 impl Rng {
-    fn next(&mut self) -> u64 {
+    pub(crate) fn next(&mut self) -> u64 {
         self.0 ^= self.0 << 13;
         self.0 ^= self.0 >> 7;
         self.0 ^= self.0 << 17;
@@ -202,69 +202,6 @@ pub fn run(tests: usize, units: usize, output: Option<&Path>) -> Result<()> {
         md,
         "Goal (issue 3): every measure together under 2 s on one core, memory under 1 GB, on 10,000 × 100,000."
     );
-    print!("{md}");
-    if let Some(path) = output {
-        std::fs::write(path, &md)?;
-    }
-    Ok(())
-}
-
-/// `cargo xtask bench ht`: exact (dense LU) and estimated (random walks) hitting times on
-/// Def. 29 chains of growing size: locations in functions of 10 lines (jumps within a function),
-/// 10 lines per score group.
-pub fn ht(sizes: &[usize], walks: usize, output: Option<&Path>) -> Result<()> {
-    use cargo_sfl::hitting::{Chain, ChainSpec};
-    let mut md = String::new();
-    let _ = writeln!(md, "# `cargo xtask bench ht`\n");
-    let _ = writeln!(
-        md,
-        "Def. 29 chains (report entries of one line, score groups of 10, jumps to the other 9 lines of the same function, p = 0.5). One machine, 2 cores.\n"
-    );
-    let _ = writeln!(
-        md,
-        "| locations | states | exact (dense LU) | estimate ({walks} walks) | max relative gap |"
-    );
-    let _ = writeln!(md, "|---:|---:|---:|---:|---:|");
-    for &n in sizes {
-        let entries: Vec<Vec<usize>> = (0..n).map(|l| vec![l]).collect();
-        let keys: Vec<Key> = (0..n).map(|l| Key::score(-((l / 10) as f64))).collect();
-        let jumps: Vec<Vec<usize>> = (0..n)
-            .map(|l| (l / 10 * 10..(l / 10 * 10 + 10).min(n)).filter(|&j| j != l).collect())
-            .collect();
-        let chain = Chain::build(&ChainSpec {
-            entries: &entries,
-            keys: &keys,
-            locations: n,
-            jumps: &jumps,
-            p_jump: 0.5,
-        });
-        let t0 = Instant::now();
-        let exact = (chain.states() <= 6000).then(|| chain.hitting_times_exact());
-        let t_exact = t0.elapsed().as_secs_f64();
-        let t1 = Instant::now();
-        let est = chain.hitting_times_estimated(walks, 2_000_000, 7);
-        let t_est = t1.elapsed().as_secs_f64();
-        let gap = exact.as_ref().map(|e| {
-            e.iter()
-                .zip(&est.mean)
-                .map(|(a, b)| ((a - b) / a).abs())
-                .fold(0.0, f64::max)
-        });
-        let _ = writeln!(
-            md,
-            "| {n} | {} | {} | {:.2} s ({} censored) | {} |",
-            chain.states(),
-            if exact.is_some() {
-                format!("{t_exact:.2} s")
-            } else {
-                "not run (too large for dense)".into()
-            },
-            t_est,
-            est.censored,
-            gap.map_or("-".into(), |g| format!("{:.1}%", 100.0 * g))
-        );
-        eprintln!("{n} locations done");
-    }
     print!("{md}");
     if let Some(path) = output {
         std::fs::write(path, &md)?;

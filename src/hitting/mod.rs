@@ -8,16 +8,14 @@
 //! 1/(2|V_h|); a line returns to its entry, or (Def. 29) with `p_jump` jumps to a line it is
 //! connected to (same function, Def. 26), uniformly. Start state g_0.
 //!
-//! Expected hitting times `E[T_{0,x}]` for every location at once: with `B = I − P + 1·e_0ᵀ`
-//! (invertible for an ergodic chain), `π = e_0ᵀ B⁻¹` and `E[T_{0,x}] = (B⁻¹)_xx / π_x − (B⁻¹·1)_x`
-//! (the fundamental-matrix identity of Kemeny & Snell, with B in place of `I − P + 1πᵀ`). One
-//! dense LU (faer), O(n³): exact up to a few thousand states. Larger chains use random walks
-//! that record each location's first hitting time (the paper's estimator).
+//! Expected hitting times `E[T_{0,x}]` for every location at once, exactly, by state reduction
+//! ([`gth`]); they grow geometrically with a location's depth in the ranking, so they are
+//! handed out as natural logarithms. Random walks that record each location's first hitting
+//! time (the paper's estimator) remain for chains above `--exact-limit`.
 
-use faer::Mat;
+mod gth;
 
 use crate::analysis::Key;
-use faer::linalg::solvers::DenseSolveCore;
 
 /// How the chain is shaped.
 pub struct ChainSpec<'a> {
@@ -37,7 +35,10 @@ pub struct ChainSpec<'a> {
 pub struct Chain {
     /// `rows[s]` = (target, probability), summing to 1.
     pub rows: Vec<Vec<(usize, f64)>>,
-    /// State index of location 0 (locations are the last states, in order).
+    /// Score groups: the first states, g_0 first.
+    pub groups: usize,
+    /// State index of location 0 (locations are the last states, in order; entry states,
+    /// if any, lie between the groups and the locations).
     pub first_location: usize,
     pub locations: usize,
 }
@@ -108,6 +109,7 @@ impl Chain {
         }
         Chain {
             rows,
+            groups: n_groups,
             first_location,
             locations: spec.locations,
         }
@@ -117,10 +119,26 @@ impl Chain {
         self.rows.len()
     }
 
-    /// Exact `E[T_{0,x}]` for every location (dense LU; O(states³)).
+    /// Exact `ln E[T_{0,x}]` for every location (state reduction; see [`gth`]).
+    pub fn log_hitting_times(&self) -> Vec<f64> {
+        gth::log_hitting_times(&self.rows, self.groups, self.first_location, self.locations)
+    }
+
+    /// Exact `E[T_{0,x}]` for every location; infinite past the largest double (about 1e308
+    /// steps, a few hundred score groups down), where [`Chain::log_hitting_times`] still
+    /// tells them apart.
     pub fn hitting_times_exact(&self) -> Vec<f64> {
+        self.log_hitting_times().into_iter().map(f64::exp).collect()
+    }
+
+    /// The textbook method, kept as the reference of the tests and `cargo xtask bench ht`:
+    /// with `B = I − P + 1·e_0ᵀ`, `π = e_0ᵀ B⁻¹` and `E[T_{0,x}] = (B⁻¹)_xx / π_x − (B⁻¹·1)_x`
+    /// (Kemeny & Snell's fundamental-matrix identity), one dense LU: O(states³), and it loses
+    /// every digit once the times span ~1e12.
+    pub fn hitting_times_dense_lu(&self) -> Vec<f64> {
+        use faer::linalg::solvers::DenseSolveCore;
         let n = self.states();
-        let mut b = Mat::<f64>::zeros(n, n);
+        let mut b = faer::Mat::<f64>::zeros(n, n);
         for (s, row) in self.rows.iter().enumerate() {
             b[(s, s)] += 1.0;
             b[(s, 0)] += 1.0;
@@ -234,34 +252,20 @@ pub enum Method {
     },
 }
 
-/// Whether exact hitting times are numerically sound. A ranked list drifts towards its top, so
-/// hitting times grow geometrically with depth; past ~1e12 between the nearest and the
-/// farthest location the fundamental-matrix identity (a difference of large terms) loses
-/// every significant digit in double precision.
-fn trustworthy(times: &[f64]) -> bool {
-    let (min, max) = times
-        .iter()
-        .fold((f64::INFINITY, 0.0f64), |(a, b), &t| (a.min(t), b.max(t)));
-    times.iter().all(|t| t.is_finite() && *t > 0.0) && max / min <= 1e12
-}
-
-/// Hitting times by the exact method up to `exact_limit` states when it is numerically sound,
-/// else estimated by `walks` random walks (none: unavailable).
+/// `ln E[T_{0,x}]` of every location: exact up to `exact_limit` states, else estimated by
+/// `walks` random walks (none: unavailable).
 pub fn hitting_times(chain: &Chain, exact_limit: usize, walks: usize) -> (Vec<f64>, Method) {
     let states = chain.states();
-    let mut why = format!("more than {exact_limit} states for the exact method");
     if states <= exact_limit {
-        let times = chain.hitting_times_exact();
-        if trustworthy(&times) {
-            return (times, Method::Exact { states });
-        }
-        why =
-            "hitting times span more than 12 orders of magnitude (a deep ranking): exact values lose precision".into();
+        return (chain.log_hitting_times(), Method::Exact { states });
     }
     if walks == 0 {
         return (
             vec![f64::NAN; chain.locations],
-            Method::Unavailable { states, reason: why },
+            Method::Unavailable {
+                states,
+                reason: format!("more than {exact_limit} states for the exact method (--exact-limit)"),
+            },
         );
     }
     let e = chain.hitting_times_estimated(walks, 200_000, 0x9e37_79b9_7f4a_7c15);
@@ -278,19 +282,27 @@ pub fn hitting_times(chain: &Chain, exact_limit: usize, walks: usize) -> (Vec<f6
         relative_stderr: rel,
         censored: e.censored,
     };
-    (e.mean, method)
+    (e.mean.iter().map(|m| m.ln()).collect(), method)
 }
 
-/// HT_Rank (Def. 25) of the first fault reached: locations reached strictly earlier, plus half
-/// of those reached at the same expected time (within `tolerance`, relative).
-pub fn ht_rank(times: &[f64], faulty: &[usize], tolerance: f64) -> Option<f64> {
-    let t_f = faulty.iter().map(|&f| times[f]).min_by(f64::total_cmp)?;
+/// Whether two logarithms of times are the same time within `tolerance`, relative.
+pub fn same_time(a: f64, b: f64, tolerance: f64) -> bool {
+    a == b || (a - b).abs() <= tolerance.ln_1p()
+}
+
+/// HT_Rank (Def. 25) of the first fault reached, from `ln` hitting times: locations reached
+/// strictly earlier, plus half of those reached at the same expected time (within
+/// `tolerance`, relative).
+pub fn ht_rank(log_times: &[f64], faulty: &[usize], tolerance: f64) -> Option<f64> {
+    let t_f = faulty.iter().map(|&f| log_times[f]).min_by(f64::total_cmp)?;
     if t_f.is_nan() {
         return None;
     }
-    let same = |t: f64| (t - t_f).abs() <= tolerance * t_f.abs().max(1.0);
-    let before = times.iter().filter(|&&t| t < t_f && !same(t)).count() as f64;
-    let tied = times.iter().filter(|&&t| same(t)).count() as f64;
+    let before = log_times
+        .iter()
+        .filter(|&&t| t < t_f && !same_time(t, t_f, tolerance))
+        .count() as f64;
+    let tied = log_times.iter().filter(|&&t| same_time(t, t_f, tolerance)).count() as f64;
     Some(before + tied / 2.0)
 }
 
@@ -323,7 +335,7 @@ mod tests {
         for _ in 0..200 {
             let n = 1 + rng.below(25) as usize;
             let keys: Vec<Key> = (0..n).map(|_| Key::score(rng.below(6) as f64)).collect();
-            let times = ranked_list(&keys).hitting_times_exact();
+            let times = ranked_list(&keys).log_hitting_times();
             for f in 0..n {
                 let s = keys[f].value;
                 let higher = keys.iter().filter(|k| k.value > s).count() as f64;
@@ -371,13 +383,137 @@ mod tests {
         }
     }
 
-    /// Deep rankings make exact hitting times meaningless in double precision: refused, not
-    /// reported as garbage.
+    /// A random chain of the given shape: `lines` locations in entries of 1–`entry_max` lines
+    /// (Def. 30 as soon as one has two), entries in up to `groups` score groups, lines in
+    /// functions of 1–`function_max` lines that jump to each other, or to a few lines of other
+    /// functions when `cross` (CFG edges between functions; not symmetric).
+    fn random_chain(rng: &mut Rng, lines: usize, entry_max: u64, groups: u64, function_max: u64, cross: bool) -> Chain {
+        let mut order: Vec<usize> = (0..lines).collect();
+        for i in (1..lines).rev() {
+            order.swap(i, rng.below(i as u64 + 1) as usize);
+        }
+        let mut entries = Vec::new();
+        let mut rest = &order[..];
+        while !rest.is_empty() {
+            let take = (1 + rng.below(entry_max) as usize).min(rest.len());
+            entries.push(rest[..take].to_vec());
+            rest = &rest[take..];
+        }
+        let keys: Vec<Key> = entries.iter().map(|_| Key::score(rng.below(groups) as f64)).collect();
+        let mut function = vec![0; lines];
+        let (mut f, mut left) = (0, 0);
+        for slot in &mut function {
+            if left == 0 {
+                f += 1;
+                left = 1 + rng.below(function_max);
+            }
+            *slot = f;
+            left -= 1;
+        }
+        let jumps: Vec<Vec<usize>> = (0..lines)
+            .map(|l| {
+                let mut j: Vec<usize> = (0..lines).filter(|&k| k != l && function[k] == function[l]).collect();
+                if cross && rng.below(3) == 0 {
+                    j.push(rng.below(lines as u64) as usize);
+                    j.retain(|&k| k != l);
+                    j.dedup();
+                }
+                j
+            })
+            .collect();
+        Chain::build(&ChainSpec {
+            entries: &entries,
+            keys: &keys,
+            locations: lines,
+            jumps: &jumps,
+            p_jump: [0.5, 0.2, 0.9][rng.below(3) as usize],
+        })
+    }
+
+    /// Largest relative difference between two lists of times.
+    fn max_relative_gap(a: &[f64], b: &[f64]) -> f64 {
+        a.iter().zip(b).map(|(x, y)| ((x - y) / y).abs()).fold(0.0, f64::max)
+    }
+
+    /// State reduction agrees with the dense LU to 1e-9 on random chains of every shape:
+    /// Def. 28, Def. 29 with jumps across groups, Def. 30 with entries of several lines.
     #[test]
-    fn deep_chains_are_refused_for_the_exact_method() {
-        let keys: Vec<Key> = (0..500).map(|l| Key::score(-((l / 10) as f64))).collect();
-        let (times, method) = hitting_times(&ranked_list(&keys), 10_000, 0);
-        assert!(matches!(method, Method::Unavailable { .. }), "{method:?}");
+    fn reduction_agrees_with_dense_lu_on_every_shape() {
+        let mut rng = Rng(0x0dd5_ca1e_5eed_0001);
+        // (entry size, score groups, function size, cross-function jumps)
+        let shapes = [
+            (1, 4, 1, false),
+            (1, 5, 6, false),
+            (1, 3, 8, true),
+            (5, 4, 1, false),
+            (6, 5, 7, true),
+        ];
+        for &(entry_max, groups, function_max, cross) in &shapes {
+            for _ in 0..40 {
+                let lines = 1 + rng.below(30) as usize;
+                let chain = random_chain(&mut rng, lines, entry_max, groups, function_max, cross);
+                let (fast, lu) = (chain.hitting_times_exact(), chain.hitting_times_dense_lu());
+                let gap = max_relative_gap(&fast, &lu);
+                assert!(
+                    gap < 1e-9,
+                    "shape {entry_max}/{groups}/{function_max}/{cross}: gap {gap}, {fast:?} vs {lu:?}"
+                );
+            }
+        }
+    }
+
+    /// `ln E[T_{0,x}]` of a Def. 28 ranked list of `groups` score groups of `size` lines, in
+    /// closed form. The chain is a tree, so (Kemeny & Snell) crossing an edge u → v takes
+    /// `π(u's side) / (π_u P_uv)`: with N = groups·size, a group's stationary weight is
+    /// 1/(N−1) of the one above, each line half its group's over `size`; g_i → g_{i+1} takes
+    /// `3N Σ_{k≤i} (N−1)^k` and g_d → a line `3·size·Σ_{j≠d} (N−1)^{d−j} + 3·size − 1`. Every
+    /// term is positive, summed in log space.
+    fn deep_list_reference(groups: usize, size: usize, depth: usize) -> f64 {
+        let n = (groups * size) as f64;
+        let ln_q = (n - 1.0).ln();
+        let ln_sum = |terms: &mut dyn Iterator<Item = f64>| terms.fold(f64::NEG_INFINITY, gth::log_add);
+        let down = (0..depth).map(|i| (3.0 * n).ln() + ln_sum(&mut (0..=i).map(|k| k as f64 * ln_q)));
+        let side = (0..groups)
+            .filter(|&j| j != depth)
+            .map(|j| (3.0 * size as f64).ln() + (depth as f64 - j as f64) * ln_q);
+        let last = std::iter::once((3.0 * size as f64 - 1.0).ln());
+        ln_sum(&mut down.chain(side).chain(last))
+    }
+
+    /// A ranked list 250 groups deep: times reach ~1e690 steps. State reduction matches the
+    /// closed form to 1e-9 at every depth; the dense LU has lost every digit well before.
+    #[test]
+    fn deep_ranked_lists_stay_exact() {
+        let (groups, size) = (250, 3);
+        let keys: Vec<Key> = (0..groups * size).map(|l| Key::score(-((l / size) as f64))).collect();
+        let chain = ranked_list(&keys);
+        let (times, method) = hitting_times(&chain, 1_000_000, 0);
+        assert_eq!(method, Method::Exact { states: chain.states() });
+        for (l, t) in times.iter().enumerate() {
+            let want = deep_list_reference(groups, size, l / size);
+            // A difference of logarithms is the relative difference of the times.
+            assert!((t - want).abs() < 1e-9, "line {l}: ln {t} vs {want}");
+        }
+        // The fifth group's lines sit ~1e12 steps down, where the dense identity fails.
+        let lu = chain.hitting_times_dense_lu();
+        let off = |l: usize| (lu[l].ln() - times[l]).abs().partial_cmp(&1e-9) != Some(std::cmp::Ordering::Less);
+        let bad = (0..times.len()).filter(|&l| off(l)).count();
+        assert!(bad > times.len() / 2, "dense LU wrong on only {bad} lines");
+        // Deep lines still order by depth (the old method refused this chain): 600 lines
+        // above, and a tie with the two others of its group.
+        assert_eq!(ht_rank(&times, &[3 * 200], 1e-9), Some(601.5));
+        assert!(times[3 * 249] > 1500.0, "{}", times[3 * 249]);
+    }
+
+    /// Above the limit without walks, HT_Rank is unavailable, with the reason.
+    #[test]
+    fn chains_over_the_limit_without_walks_are_unavailable() {
+        let keys: Vec<Key> = (0..10).map(|l| Key::score(l as f64)).collect();
+        let (times, method) = hitting_times(&ranked_list(&keys), 5, 0);
+        let Method::Unavailable { reason, .. } = method else {
+            panic!("{method:?}")
+        };
+        assert!(reason.contains("--exact-limit"), "{reason}");
         assert_eq!(ht_rank(&times, &[3], 1e-9), None);
     }
 
@@ -387,7 +523,11 @@ mod tests {
     fn hitting_times_match_a_hand_computed_chain() {
         let chain = ranked_list(&[Key::score(1.0), Key::score(1.0)]);
         // h = 1 + 1/2 h + 1/4 * 0 + 1/4 (1 + h)  →  h/4 = 5/4  →  h = 5.
-        for t in chain.hitting_times_exact() {
+        for t in chain
+            .hitting_times_exact()
+            .into_iter()
+            .chain(chain.hitting_times_dense_lu())
+        {
             assert!((t - 5.0).abs() < 1e-9, "{t}");
         }
     }
