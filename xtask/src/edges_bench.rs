@@ -25,9 +25,16 @@ struct CrateRow {
     method: String,
 }
 
-pub fn run_bench(runs: usize, blocks: usize, fixtures_only: bool, output: Option<&Path>) -> Result<()> {
+pub fn run_bench(
+    runs: usize,
+    blocks: usize,
+    fixtures_only: bool,
+    against: Option<&Path>,
+    output: Option<&Path>,
+) -> Result<()> {
     let (sfl, crates) = bench_crates(fixtures_only)?;
     let mut rows = Vec::new();
+    let mut compared = Vec::new();
     for (name, dir) in &crates {
         eprintln!("== {name}");
         let manifest = dir.join("Cargo.toml");
@@ -38,6 +45,9 @@ pub fn run_bench(runs: usize, blocks: usize, fixtures_only: bool, output: Option
         let lines_only = median(runs, || Ok(sfl_run(&sfl, &manifest, &lines_args)?.run_secs))?;
         let edges = median(runs, || Ok(sfl_run(&sfl, &manifest, &edges_args)?.run_secs))?;
         let spectra = Spectra::load(&dir.join("target/sfl/spectra.json")).map_err(anyhow::Error::msg)?;
+        if let Some(other) = against {
+            compared.push(crate::edges_compare::compare(name, other, &manifest, &spectra)?);
+        }
         let e = spectra.edges.as_ref().context("no edges saved")?;
         let (fail, pass) = (spectra.failing_mask(), spectra.passing_mask());
         let t = Instant::now();
@@ -66,7 +76,10 @@ pub fn run_bench(runs: usize, blocks: usize, fixtures_only: bool, output: Option
         synthetic.push((size, edges.len(), build, solve, method(&sol.method), sol.residual));
         size *= 10;
     }
-    let table = render(&rows, &synthetic, runs);
+    let mut table = render(&rows, &synthetic, runs);
+    if let Some(other) = against {
+        table.push_str(&crate::edges_compare::render(&compared, other));
+    }
     print!("{table}");
     if let Some(p) = output {
         std::fs::write(p, &table)?;

@@ -7,6 +7,7 @@
 
 mod collect_bench;
 mod edges_bench;
+mod edges_compare;
 mod faults_bench;
 mod fuzz;
 mod ht_bench;
@@ -82,6 +83,10 @@ enum Bench {
         /// Skip the real crates fetched from crates.io (fixtures only).
         #[arg(long)]
         fixtures_only: bool,
+        /// Also run this other cargo-sfl binary (e.g. a build with an earlier edge recorder) on
+        /// every crate and compare the edges each test took.
+        #[arg(long, value_name = "CARGO_SFL")]
+        against: Option<PathBuf>,
         /// Write the Markdown table here as well as to stdout.
         #[arg(long)]
         output: Option<PathBuf>,
@@ -133,8 +138,9 @@ fn main() -> Result<()> {
             runs,
             blocks,
             fixtures_only,
+            against,
             output,
-        }) => edges_bench::run_bench(runs, blocks, fixtures_only, output.as_deref()),
+        }) => edges_bench::run_bench(runs, blocks, fixtures_only, against.as_deref(), output.as_deref()),
         Xtask::Bench(Bench::Ht { sizes, walks, output }) => ht_bench::run(&sizes, walks, output.as_deref()),
         Xtask::Bench(Bench::Faults {
             per_crate,
