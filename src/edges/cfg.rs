@@ -52,23 +52,28 @@ impl Cfg {
     /// never the null that ends a list) for blocks at `pcs` (the PC table's addresses, in
     /// order).
     pub fn parse(words: &[u64], relocated: &[bool], pcs: &[u64]) -> Result<Cfg, CfgError> {
-        let index: HashMap<u64, u32> = pcs
-            .iter()
-            .enumerate()
-            .rev()
-            .filter(|(_, pc)| **pc != DELETED)
-            .map(|(i, &pc)| (pc, i as u32))
-            .collect();
+        // Blocks by address. In an optimised build two blocks can end up at one address (the
+        // code of one was merged away); their records come in the PC table's order, and a
+        // successor at such an address is taken to be the first of them.
+        let mut index: HashMap<u64, Vec<u32>> = HashMap::new();
+        for (i, &pc) in pcs.iter().enumerate().filter(|(_, pc)| **pc != DELETED) {
+            index.entry(pc).or_default().push(i as u32);
+        }
+        let mut seen: HashMap<u64, usize> = HashMap::new();
         let is_end = |i: usize| words[i] == 0 && !relocated.get(i).copied().unwrap_or(false);
         let mut lists: Vec<Option<Vec<u32>>> = vec![None; pcs.len()];
         let mut i = 0;
         while i < words.len() {
-            let block = index.get(&words[i]).copied();
+            let block = index.get(&words[i]).and_then(|at| {
+                let k = seen.entry(words[i]).or_default();
+                *k += 1;
+                at.get(*k - 1).copied()
+            });
             i += 1;
             let mut succs = Vec::new();
             while i < words.len() && !is_end(i) {
-                if let Some(&t) = index.get(&words[i]) {
-                    succs.push(t);
+                if let Some(at) = index.get(&words[i]) {
+                    succs.push(at[0]);
                 }
                 i += 1;
             }
@@ -214,6 +219,17 @@ mod tests {
         assert_eq!(cfg.preds, vec![0, 1, 2]);
         // Without the mark, the callee's zero ends the record early and the table is garbled.
         assert!(Cfg::parse(&words, &[false; 14], &pcs).is_err());
+    }
+
+    #[test]
+    fn blocks_at_one_address_take_their_records_in_order() {
+        // Blocks 1 and 2 both at 0x20: the first record at 0x20 is block 1's, the second block 2's.
+        let pcs = [0x10, 0x20, 0x20];
+        let words = [0x10, 0x20, 0, 0, 0x20, 0, 0, 0x20, 0x10, 0, 0];
+        let cfg = Cfg::parse(&words, &[], &pcs).unwrap();
+        assert_eq!(cfg.successors(0), &[1]);
+        assert!(cfg.successors(1).is_empty());
+        assert_eq!(cfg.successors(2), &[0]);
     }
 
     #[test]
