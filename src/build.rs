@@ -357,12 +357,21 @@ fn plain_doctests(ws: &Workspace, select: &Selection) -> Result<Vec<crate::docte
     Ok(suites)
 }
 
+/// Whether `t` is a package's library, of whatever crate types (`lib`, or e.g. `cdylib` and
+/// `rlib` together, whose doctests cargo runs too).
+fn is_library(t: &cargo_metadata::Target) -> bool {
+    use cargo_metadata::TargetKind as K;
+    t.kind
+        .iter()
+        .any(|k| matches!(k, K::Lib | K::RLib | K::DyLib | K::CDyLib | K::StaticLib | K::ProcMacro))
+}
+
 /// One library's doctests as a test binary of its package (matched by the lib's crate name).
 fn add_suite(ws: &Workspace, built: &mut Built, suite: crate::doctest::DocSuite) {
     let lib = ws.members.iter().enumerate().find_map(|(i, m)| {
         m.targets
             .iter()
-            .find(|t| t.is_lib() && t.name.replace('-', "_") == suite.crate_name)
+            .find(|t| is_library(t) && t.name.replace('-', "_") == suite.crate_name)
             .map(|t| (i, t.name.clone()))
     });
     let Some((package, lib)) = lib else {
@@ -520,6 +529,9 @@ pub fn rustc_wrapper() -> ! {
         cmd.args(COVERAGE_FLAGS);
         if let Some(rt) = std::env::var_os(crate::edges::RUNTIME_ENV) {
             cmd.args(crate::edges::rustc_flags(Path::new(&rt)));
+            if !shared_library(&rest) {
+                cmd.args(crate::edges::instrument::EXECUTABLE_FLAGS);
+            }
             // Blocks are mapped to lines through DWARF: a profile without debug info (the
             // release profile's default) gets line tables, and cargo's matching
             // `-C strip=debuginfo` is undone.
@@ -545,6 +557,19 @@ fn has_debuginfo(args: &[OsString]) -> bool {
     level.is_some_and(|l| !matches!(l, "0" | "none" | "false"))
 }
 
+/// Whether rustc is asked for a shared library (`dylib`, `cdylib`), which must stay
+/// position-independent.
+fn shared_library(args: &[OsString]) -> bool {
+    let types = args
+        .iter()
+        .zip(args.iter().skip(1))
+        .filter_map(|(flag, value)| (flag == "--crate-type").then(|| value.to_string_lossy().into_owned()));
+    let inline = args
+        .iter()
+        .filter_map(|a| a.to_str()?.strip_prefix("--crate-type=").map(String::from));
+    types.chain(inline).any(|t| t.split(',').any(|t| t.ends_with("dylib")))
+}
+
 fn should_instrument(args: &[OsString]) -> bool {
     let Some(dir) = std::env::var_os("CARGO_MANIFEST_DIR") else {
         return false;
@@ -560,6 +585,20 @@ fn should_instrument(args: &[OsString]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn shared_libraries_are_recognised() {
+        let args = |a: &[&str]| a.iter().map(OsString::from).collect::<Vec<_>>();
+        assert!(shared_library(&args(&[
+            "--crate-type",
+            "rlib",
+            "--crate-type",
+            "cdylib"
+        ])));
+        assert!(shared_library(&args(&["--crate-type=dylib"])));
+        assert!(!shared_library(&args(&["--crate-type", "lib", "--test"])));
+        assert!(!shared_library(&args(&["--crate-name", "cdylib"])));
+    }
 
     #[test]
     fn debuginfo_is_read_from_the_arguments() {

@@ -139,6 +139,7 @@ pub fn rustdoc_wrapper() -> ! {
     cmd.args(crate::build::COVERAGE_FLAGS);
     if let Some(rt) = std::env::var_os(crate::edges::RUNTIME_ENV) {
         cmd.args(crate::edges::rustc_flags(Path::new(&rt)));
+        cmd.args(crate::edges::instrument::EXECUTABLE_FLAGS);
     }
     // Every doctest by name on its own line: libtest turns terse (dots) on its own for large
     // suites, which would hide the names.

@@ -22,6 +22,7 @@ pub fn trials() -> Vec<Trial> {
         Trial::test("doctests::without_coverage_still_reported", plain_fallback),
         Trial::test("doctests::kept_until_their_sources_change", kept_until_changed),
         Trial::test("doctests::quiet_runs_find_them_too", quiet_run),
+        Trial::test("doctests::of_a_cdylib_and_rlib_library", cdylib_library),
     ]);
     trials
 }
@@ -227,4 +228,52 @@ fn quiet_run() -> Result {
         failing.len() == 1 && failing[0].1 == "src/lib.rs - percent (line 5)",
         || format!("failing: {failing:?}\n{}", show(&out)),
     )
+}
+
+/// A library built as both `cdylib` and `rlib`: the shared library stays position-independent
+/// while the test executables are not (edge instrumentation links them statically), and its
+/// doctests are the library's (they were once skipped as belonging to no member).
+fn cdylib_library() -> Result {
+    let tmp = tempfile::tempdir()?;
+    let dir = tmp.path();
+    std::fs::create_dir_all(dir.join("src"))?;
+    std::fs::write(
+        dir.join("Cargo.toml"),
+        "[package]\nname = \"shared\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n\
+         [lib]\ncrate-type = [\"cdylib\", \"rlib\"]\n\n[workspace]\n",
+    )?;
+    std::fs::write(
+        dir.join("src/lib.rs"),
+        "/// ```\n/// assert_eq!(shared::twice(5), 10);\n/// ```\n\
+         #[no_mangle]\npub extern \"C\" fn twice(x: i32) -> i32 {\n    if x > 3 {\n        x * 2 + 1\n    } else {\n        x + x\n    }\n}\n\n\
+         #[cfg(test)]\nmod tests {\n    #[test]\n    fn small() {\n        assert_eq!(super::twice(2), 4);\n    }\n}\n",
+    )?;
+    let out = sfl(&["--format", "json", "-m", "ochiai", "-m", "cp"], dir);
+    check(out.status.code() == Some(0), || show(&out))?;
+    let report = json(&out)?;
+    let all = tests(&report);
+    let doctest = all.iter().find(|t| t.0 == "shared::doctest/shared");
+    check(doctest.is_some_and(|t| t.2 == "failed"), || {
+        format!("{all:?}\n{}", show(&out))
+    })?;
+    check(all.iter().any(|t| t.1 == "tests::small" && t.2 == "passed"), || {
+        format!("{all:?}")
+    })?;
+    // The fault (line 7) is among Ochiai's first, and CP had edges to work with.
+    let ranking = |m: &str| {
+        report["rankings"]
+            .as_array()
+            .and_then(|rs| rs.iter().find(|r| r["measure"] == m))
+            .cloned()
+            .unwrap_or_default()
+    };
+    let ochiai = ranking("ochiai");
+    let first: Vec<&Value> = ochiai["units"]
+        .as_array()
+        .map(|u| u.iter().filter(|u| u["rank"] == 1.5).collect())
+        .unwrap_or_default();
+    check(first.iter().any(|u| u["line"] == 7), || format!("{ochiai}"))?;
+    let cfg = &ranking("cp")["cfg"];
+    check(cfg["edges"].as_u64().is_some_and(|e| e > 0), || format!("cp: {cfg}"))?;
+    Ok(())
 }

@@ -53,7 +53,11 @@ fn traversals(s: &Spectra) -> Result<BTreeSet<Traversal>> {
     for (edge, tests) in e.edges.iter().zip(&e.coverage) {
         for t in (0..s.tests.len()).filter(|&t| tests.contains(t)) {
             let test = &s.tests[t];
-            out.insert(((test.binary.clone(), test.name.clone()), edge.from.map(block), block(edge.to)));
+            out.insert((
+                (test.binary.clone(), test.name.clone()),
+                edge.from.map(block),
+                block(edge.to),
+            ));
         }
     }
     Ok(out)
@@ -68,7 +72,10 @@ fn diff(name: &str, ours: &BTreeSet<Traversal>, theirs: &BTreeSet<Traversal>) ->
     let only_o: BTreeSet<&String> = fo.difference(&ft).collect();
     let only_t: BTreeSet<&String> = ft.difference(&fo).collect();
     let shared = |set: &BTreeSet<Traversal>| -> BTreeSet<Traversal> {
-        set.iter().filter(|x| fo.contains(&x.2.0) && ft.contains(&x.2.0)).cloned().collect()
+        set.iter()
+            .filter(|x| fo.contains(&x.2.0) && ft.contains(&x.2.0))
+            .cloned()
+            .collect()
     };
     let (so, st) = (shared(ours), shared(theirs));
     Comparison {
