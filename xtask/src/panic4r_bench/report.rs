@@ -12,6 +12,26 @@ use serde_json::{Value, json};
 
 use super::run::Record;
 
+/// The workspace root saved spectra name, found under the bug's directory (next to the
+/// spectra) when the cache was made in another checkout.
+fn workspace_root(spectra: &Path) -> Option<std::path::PathBuf> {
+    #[derive(serde::Deserialize)]
+    struct Root {
+        workspace_root: std::path::PathBuf,
+    }
+    let text = std::fs::read_to_string(spectra).ok()?;
+    let root = serde_json::from_str::<Root>(&text).ok()?.workspace_root;
+    if root.is_dir() {
+        return Some(root);
+    }
+    let bug_dir = spectra.parent()?;
+    let bug = bug_dir.file_name()?;
+    let mut parts = root.components().skip_while(|c| c.as_os_str() != bug);
+    parts.next()?;
+    let here = bug_dir.join(parts.collect::<std::path::PathBuf>());
+    here.is_dir().then_some(here)
+}
+
 /// `cargo sfl eval --format json` on saved spectra: each measure's metrics, or None when the
 /// fault is on no executed line (exit code 7).
 pub fn eval(sfl: &Path, spectra: &Path, faults: &Path, extra: &[&str]) -> Result<Option<Vec<(String, Value)>>> {
@@ -30,6 +50,11 @@ pub fn eval(sfl: &Path, spectra: &Path, faults: &Path, extra: &[&str]) -> Result
     .arg("--faults")
     .arg(faults);
     cmd.args(extra);
+    // Fault paths and sources are read from the local workspace: the snapshot the spectra
+    // were recorded in.
+    if let Some(root) = workspace_root(spectra) {
+        cmd.current_dir(root);
+    }
     let out = cmd.output()?;
     match out.status.code() {
         Some(0) => {}
