@@ -563,7 +563,8 @@ fn shared_library(args: &[OsString]) -> bool {
     let types = args
         .iter()
         .zip(args.iter().skip(1))
-        .filter_map(|(flag, value)| (flag == "--crate-type").then(|| value.to_string_lossy().into_owned()));
+        .filter(|(flag, _)| *flag == "--crate-type")
+        .map(|(_, value)| value.to_string_lossy().into_owned());
     let inline = args
         .iter()
         .filter_map(|a| a.to_str()?.strip_prefix("--crate-type=").map(String::from));
