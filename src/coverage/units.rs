@@ -86,6 +86,20 @@ pub struct BinaryUnits {
     rel: Vec<Option<String>>,
 }
 
+/// A file of a coverage map in which no file is the workspace's, if so: every executable of the
+/// build contains the workspace's code, so such a map comes from a build of another copy (a
+/// moved or copied workspace whose target directory came along).
+fn built_elsewhere<'a>(files: &'a [PathBuf], rel: &[Option<String>]) -> Option<&'a Path> {
+    if rel.iter().any(Option::is_some) {
+        return None;
+    }
+    // The map's own sources come first; std's and dependencies' sit under other roots.
+    let own = |f: &&PathBuf| {
+        f.is_absolute() && !f.starts_with("/rustc") && !f.components().any(|c| c.as_os_str() == ".cargo")
+    };
+    files.iter().find(own).or(files.first()).map(PathBuf::as_path)
+}
+
 /// Decodes the profiles of all executables of a build (test binaries and the binaries they
 /// run) into units, preparing each binary once.
 pub struct LineDecoder<'a> {
@@ -122,6 +136,16 @@ impl<'a> LineDecoder<'a> {
     fn prepare(&self, path: &Path) -> Result<BinaryUnits, DecodeError> {
         let cov = BinaryCoverage::open(path)?;
         let rel: Vec<Option<String>> = cov.map.files.iter().map(|f| (self.relative)(f)).collect();
+        if let Some(elsewhere) = built_elsewhere(&cov.map.files, &rel) {
+            crate::ui::warn(format!(
+                "{}: its coverage map names none of this workspace's files (it names {}): it was built \
+                 from a copy of the workspace at another path, and cargo reused it because the sources \
+                 look unchanged. No line of it can be ranked; delete cargo sfl's target directory \
+                 (target/sfl by default) and run again",
+                path.display(),
+                elsewhere.display()
+            ));
+        }
         let mut line_units = vec![Vec::new(); cov.map.files.len()];
         let mut table = self.units.lock().expect("not poisoned");
         for (file, lines) in cov.mapped_lines() {
@@ -253,4 +277,23 @@ fn file_name(p: &Path) -> String {
     p.file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_map_naming_no_workspace_file_was_built_elsewhere() {
+        let files: Vec<PathBuf> = ["/rustc/abc/library/core/src/option.rs", "/old/copy/src/lib.rs"]
+            .iter()
+            .map(PathBuf::from)
+            .collect();
+        assert_eq!(
+            built_elsewhere(&files, &[None, None]),
+            Some(Path::new("/old/copy/src/lib.rs"))
+        );
+        assert_eq!(built_elsewhere(&files, &[None, Some("src/lib.rs".into())]), None);
+        assert_eq!(built_elsewhere(&[], &[]), None);
+    }
 }

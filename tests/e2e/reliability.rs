@@ -33,7 +33,35 @@ pub fn trials() -> Vec<Trial> {
             "reliability::interrupt_kills_running_tests",
             interrupt_kills_running_tests,
         ),
+        Trial::test(
+            "reliability::a_build_of_another_copy_is_named",
+            a_build_of_another_copy_is_named,
+        ),
     ]
+}
+
+/// A workspace copied with its target directory (modification times kept, so cargo reuses the
+/// build): the binaries' coverage maps name the first copy's files, none of this one's. That
+/// is said, instead of a silent report with no lines.
+fn a_build_of_another_copy_is_named() -> Result {
+    let first = copy_fixture("minmax");
+    let out = sfl(&["--no-doctests"], first.path());
+    check(out.status.code() == Some(0), || show(&out))?;
+    let second = tempfile::tempdir()?;
+    let copy = Command::new("cp")
+        .arg("-a")
+        .arg(first.path().join("."))
+        .arg(second.path())
+        .status()?;
+    check(copy.success(), || "cp -a failed".into())?;
+    let out = sfl(&["--no-doctests"], second.path());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    check(
+        stderr.contains("names none of this workspace's files")
+            && stderr.contains(&*first.path().to_string_lossy())
+            && stderr.contains("delete cargo sfl's target directory"),
+        || show(&out),
+    )
 }
 
 /// A proc-macro crate's tests link the toolchain's `libstd` dylib: they run with the
