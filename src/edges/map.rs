@@ -121,8 +121,19 @@ impl EdgeMap {
             lines: vec![Vec::new(); blocks],
             ..EdgeMap::default()
         };
-        let mut rows = LineRows::read(&ctx, relative, &mut map.files)?;
         let entries: Vec<usize> = (0..blocks).filter(|&i| pcs[2 * i + 1] & 1 != 0).collect();
+        // Only the instrumented functions' rows are read: the line programs of the rest (std,
+        // dependencies: most of a small doctest executable) are never parsed. A function
+        // without a symbol to bound it means the whole table.
+        let ranges: Option<Vec<(u64, u64)>> = entries
+            .iter()
+            .map(|&first| {
+                let pc = pcs[2 * first];
+                let i = symbols.binary_search_by(|s| s.0.cmp(&pc)).ok()?;
+                Some((pc, pc.saturating_add(symbols[i].1.max(1))))
+            })
+            .collect();
+        let mut rows = LineRows::read(&ctx, ranges.as_deref().unwrap_or(&[(0, u64::MAX)]), relative, &mut map.files)?;
         if entries.first() != Some(&0) && blocks > 0 {
             return Err(MapError::NoEntry);
         }
@@ -243,26 +254,31 @@ struct LineRows {
 }
 
 impl LineRows {
+    /// The rows of the address ranges `ranges`.
     fn read(
         ctx: &addr2line::Context<Reader<'_>>,
+        ranges: &[(u64, u64)],
         relative: &dyn Fn(&Path) -> Option<String>,
         names: &mut Vec<String>,
     ) -> Result<LineRows, MapError> {
         let mut judged: HashMap<String, Option<u32>> = HashMap::new();
         let mut ids = HashMap::new();
         let mut rows = Vec::new();
-        let all = ctx.find_location_range(0, u64::MAX).map_err(MapError::LineTable)?;
-        for (addr, _len, loc) in all {
-            let ours = match (loc.file, loc.line.and_then(NonZeroU32::new)) {
-                (Some(f), Some(line)) => judged
-                    .entry(f.to_string())
-                    .or_insert_with(|| relative(Path::new(f)).map(|rel| intern(rel, names, &mut ids)))
-                    .map(|file| (file, line)),
-                _ => None,
-            };
-            rows.push((addr, ours));
+        for &(lo, hi) in ranges {
+            for (addr, _len, loc) in ctx.find_location_range(lo, hi).map_err(MapError::LineTable)? {
+                let ours = match (loc.file, loc.line.and_then(NonZeroU32::new)) {
+                    (Some(f), Some(line)) => judged
+                        .entry(f.to_string())
+                        .or_insert_with(|| relative(Path::new(f)).map(|rel| intern(rel, names, &mut ids)))
+                        .map(|file| (file, line)),
+                    _ => None,
+                };
+                rows.push((addr, ours));
+            }
         }
         rows.sort_by_key(|r| r.0);
+        // Ranges that touch share a boundary row.
+        rows.dedup();
         Ok(LineRows { rows, ids })
     }
 
