@@ -133,7 +133,12 @@ impl EdgeMap {
                 Some((pc, pc.saturating_add(symbols[i].1.max(1))))
             })
             .collect();
-        let mut rows = LineRows::read(&ctx, ranges.as_deref().unwrap_or(&[(0, u64::MAX)]), relative, &mut map.files)?;
+        let mut rows = LineRows::read(
+            &ctx,
+            ranges.as_deref().unwrap_or(&[(0, u64::MAX)]),
+            relative,
+            &mut map.files,
+        )?;
         if entries.first() != Some(&0) && blocks > 0 {
             return Err(MapError::NoEntry);
         }
