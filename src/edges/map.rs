@@ -121,18 +121,20 @@ impl EdgeMap {
             lines: vec![Vec::new(); blocks],
             ..EdgeMap::default()
         };
-        let entries: Vec<usize> = (0..blocks).filter(|&i| pcs[2 * i + 1] & 1 != 0).collect();
-        // Only the instrumented functions' rows are read: the line programs of the rest (std,
-        // dependencies: most of a small doctest executable) are never parsed. A function
-        // without a symbol to bound it means the whole table.
-        let ranges: Option<Vec<(u64, u64)>> = entries
+        let entries: Vec<usize> = (0..blocks).filter(|&i| map.entry[i]).collect();
+        // Each function's symbol (name, and its end), looked up once.
+        let syms: Vec<Option<&(u64, u64, String)>> = entries
             .iter()
             .map(|&first| {
                 let pc = pcs[2 * first];
-                let i = symbols.binary_search_by(|s| s.0.cmp(&pc)).ok()?;
-                Some((pc, pc.saturating_add(symbols[i].1.max(1))))
+                symbols.binary_search_by(|s| s.0.cmp(&pc)).ok().map(|i| &symbols[i])
             })
             .collect();
+        let end_of = |s: &(u64, u64, String)| s.0.saturating_add(s.1.max(1));
+        // Only the instrumented functions' rows are read: the line programs of the rest (std,
+        // dependencies: most of a small doctest executable) are never parsed. A function
+        // without a symbol to bound it means the whole table.
+        let ranges: Option<Vec<(u64, u64)>> = syms.iter().map(|s| s.map(|s| (s.0, end_of(s)))).collect();
         let mut rows = LineRows::read(
             &ctx,
             ranges.as_deref().unwrap_or(&[(0, u64::MAX)]),
@@ -145,12 +147,8 @@ impl EdgeMap {
         for (k, &first) in entries.iter().enumerate() {
             let end = entries.get(k + 1).copied().unwrap_or(blocks);
             let entry_pc = pcs[2 * first];
-            let sym = symbols
-                .binary_search_by(|s| s.0.cmp(&entry_pc))
-                .ok()
-                .map(|i| &symbols[i]);
-            let name = sym.map_or_else(|| format!("<function at {entry_pc:#x}>"), |s| s.2.clone());
-            let fn_end = sym.map_or(u64::MAX, |s| s.0.saturating_add(s.1.max(1)));
+            let name = syms[k].map_or_else(|| format!("<function at {entry_pc:#x}>"), |s| s.2.clone());
+            let fn_end = syms[k].map_or(u64::MAX, end_of);
             // Block ranges: each block runs to the next block's start within the function.
             let mut order: Vec<usize> = (first..end).filter(|&i| pcs[2 * i] != DELETED).collect();
             order.sort_by_key(|&i| pcs[2 * i]);
