@@ -182,11 +182,13 @@ fn evaluate(
     for r in records.iter().filter(|r| r.reproduced) {
         let dir = cache.join(&r.bug);
         let (spectra, faults) = (run::spectra_path(&dir), dir.join("faults.toml"));
-        match report::eval(sfl, &spectra, &faults, &[])? {
+        let root = report::workspace_root(&spectra);
+        let spectra = (spectra.as_path(), root.as_deref());
+        match report::eval(sfl, spectra, &faults, &[])? {
             Some(line) => sums.add(&report::Evals {
                 line,
-                function: report::eval(sfl, &spectra, &faults, &["--granularity", "function"])?,
-                with_tests: report::eval(sfl, &spectra, &faults, &["--include-test-code"])?,
+                function: report::eval(sfl, spectra, &faults, &["--granularity", "function"])?,
+                with_tests: report::eval(sfl, spectra, &faults, &["--include-test-code"])?,
             }),
             None => unlocalisable.push(format!("{}: no test ran a fix line", r.bug)),
         }

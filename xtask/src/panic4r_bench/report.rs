@@ -14,7 +14,7 @@ use super::run::Record;
 
 /// The workspace root saved spectra name, found under the bug's directory (next to the
 /// spectra) when the cache was made in another checkout.
-fn workspace_root(spectra: &Path) -> Option<std::path::PathBuf> {
+pub fn workspace_root(spectra: &Path) -> Option<std::path::PathBuf> {
     #[derive(serde::Deserialize)]
     struct Root {
         workspace_root: std::path::PathBuf,
@@ -32,9 +32,15 @@ fn workspace_root(spectra: &Path) -> Option<std::path::PathBuf> {
     here.is_dir().then_some(here)
 }
 
-/// `cargo sfl eval --format json` on saved spectra: each measure's metrics, or None when the
-/// fault is on no executed line (exit code 7).
-pub fn eval(sfl: &Path, spectra: &Path, faults: &Path, extra: &[&str]) -> Result<Option<Vec<(String, Value)>>> {
+/// `cargo sfl eval --format json` on saved spectra, run in `root` (their workspace: fault paths
+/// and sources are read from the local workspace, see [`workspace_root`]): each measure's
+/// metrics, or None when the fault is on no executed line (exit code 7).
+pub fn eval(
+    sfl: &Path,
+    (spectra, root): (&Path, Option<&Path>),
+    faults: &Path,
+    extra: &[&str],
+) -> Result<Option<Vec<(String, Value)>>> {
     let mut cmd = Command::new(sfl);
     cmd.args([
         "sfl",
@@ -50,9 +56,7 @@ pub fn eval(sfl: &Path, spectra: &Path, faults: &Path, extra: &[&str]) -> Result
     .arg("--faults")
     .arg(faults);
     cmd.args(extra);
-    // Fault paths and sources are read from the local workspace: the snapshot the spectra
-    // were recorded in.
-    if let Some(root) = workspace_root(spectra) {
+    if let Some(root) = root {
         cmd.current_dir(root);
     }
     let out = cmd.output()?;
