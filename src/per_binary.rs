@@ -73,11 +73,6 @@ impl<T, E: std::error::Error + 'static> PerBinary<T, E> {
         prepared.clone()
     }
 
-    /// Binary `i` if it has been prepared successfully (never prepares it).
-    pub fn prepared(&self, i: usize) -> Option<Arc<T>> {
-        self.slot(i).get().and_then(|r| r.as_ref().ok().cloned())
-    }
-
     /// Forgets binary `i`'s preparation (callers holding it keep their copy); the next
     /// [`PerBinary::get`] prepares it again.
     pub fn evict(&self, i: usize) {
@@ -120,7 +115,8 @@ mod tests {
             }
         });
         assert_eq!(calls.load(Ordering::SeqCst), 2);
-        assert_eq!(cache.prepared(1).as_deref(), Some(&11));
+        // Both kept: a later call does not prepare again.
+        assert_eq!(cache.get(1, |_| Ok(0)).ok().as_deref(), Some(&11));
     }
 
     #[test]
@@ -128,7 +124,6 @@ mod tests {
         let cache: PerBinary<u32, Unreadable> = PerBinary::new(vec!["a".into()]);
         let held = cache.get(0, |_| Ok(1)).unwrap();
         cache.evict(0);
-        assert_eq!(cache.prepared(0), None);
         assert_eq!(*held, 1);
         assert_eq!(cache.get(0, |_| Ok(2)).ok().as_deref(), Some(&2));
     }
@@ -141,7 +136,6 @@ mod tests {
         // The error stays: the binary is not prepared again.
         let again = cache.get(0, |_| Ok(1)).unwrap_err();
         assert!(Arc::ptr_eq(&err.source, &again.source));
-        assert_eq!(cache.prepared(0), None);
         assert_eq!(cache.get(1, |_| Ok(7)).ok().as_deref(), Some(&7));
     }
 }

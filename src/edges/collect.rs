@@ -108,12 +108,6 @@ impl BlockNames {
     }
 }
 
-/// What one test's edge files held.
-#[derive(Debug, Default)]
-pub struct Traversed {
-    pub edges: Vec<Edge>,
-}
-
 /// Decodes edge files as tests finish (from any worker), naming blocks across binaries.
 pub struct Collector<'a> {
     binaries: PerBinary<BinaryBlocks, MapError>,
@@ -169,7 +163,7 @@ impl<'a> Collector<'a> {
     }
 
     /// Reads one edge file and adds its edges between the workspace's blocks to `out`.
-    pub fn decode(&self, path: &Path, out: &mut Traversed) -> Result<(), CollectError> {
+    pub fn decode(&self, path: &Path, out: &mut Vec<Edge>) -> Result<(), CollectError> {
         let file = record::read(path)?;
         let exe = file.exe.canonicalize().unwrap_or_else(|_| file.exe.clone());
         let Some(which) = self.binaries.paths().iter().position(|p| *p == exe) else {
@@ -190,10 +184,10 @@ impl<'a> Collector<'a> {
         for (from, to) in binary.cfg.taken(&file.ran, |b| binary.entry[b as usize]) {
             let Some(to) = binary.ids[to as usize] else { continue };
             match from {
-                None => out.edges.push(Edge { from: None, to }),
+                None => out.push(Edge { from: None, to }),
                 Some(from) => {
                     if let Some(from) = binary.ids[from as usize] {
-                        out.edges.push(Edge { from: Some(from), to });
+                        out.push(Edge { from: Some(from), to });
                     }
                 }
             }
@@ -216,7 +210,7 @@ impl<'a> Collector<'a> {
     }
 
     /// Decodes one test's edge files, turning every problem into a warning on that test.
-    pub fn decode_test(&self, files: &[PathBuf], out: &mut Traversed, warnings: &mut Vec<String>) {
+    pub fn decode_test(&self, files: &[PathBuf], out: &mut Vec<Edge>, warnings: &mut Vec<String>) {
         if files.is_empty() {
             warnings.push("the test wrote no edge file; it contributes no edges to CP".into());
         }

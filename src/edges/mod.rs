@@ -28,6 +28,6 @@ pub mod map;
 pub mod model;
 pub mod record;
 
-pub use collect::{CollectError, Collector, Traversed};
+pub use collect::{CollectError, Collector};
 pub use instrument::{FILE_ENV, RUNTIME_ENV, prepare_runtime, rustc_flags};
 pub use model::{Block, BlockId, Edge, EdgeSpectra, SavedEdges, SavedEdgesError, deflate_saved, inflate_saved};

@@ -222,9 +222,7 @@ impl Session<'_> {
         self.coverage
             .decode_test(exe, &fin.profiles, &mut out.covered, &mut rec.warnings);
         if let Some(collector) = self.edges {
-            let mut traversed = crate::edges::Traversed::default();
-            collector.decode_test(&fin.edge_files, &mut traversed, &mut rec.warnings);
-            out.edges = traversed.edges;
+            collector.decode_test(&fin.edge_files, &mut out.edges, &mut rec.warnings);
         }
         out.profiles = fin.profiles;
     }
