@@ -64,6 +64,9 @@ pub enum Tier {
     Certain,
     /// Opt_w's all-failing core (value `np + 2`).
     Core,
+    /// On a failing test's panic backtrace, for the stack-first rankings (value: the position
+    /// by stack weight, then the base measure's key; higher first).
+    Stack,
 }
 
 /// A ranking key, compared by tier, then value, then (for a line of an entry, with
@@ -321,6 +324,7 @@ impl<'a> Analysis<'a> {
             Kind::FaultLikelihood => (0..self.groups.len()).map(|g| self.fault_likelihood(g)).collect(),
             Kind::CausalLikelihoodUpdating => self.cl_updating(opts.update_bound),
             Kind::Propagation => self.propagation(),
+            Kind::StackFirst(_) => return self.stack_first(m.base(), opts),
         };
         if opts.optimise {
             self.optimise(m, &mut scored);
@@ -345,6 +349,39 @@ impl<'a> Analysis<'a> {
                 s.score = s.score.atan() / std::f64::consts::PI + 0.5;
             }
         }
+    }
+
+    /// `base`'s scores, with the entries on a failing test's panic backtrace moved first: by
+    /// stack weight (the best of their lines' `Σ 1 / (1 + depth)` over failing tests, divided
+    /// by the number of failing tests), then by `base`'s key. Scores shown stay `base`'s.
+    fn stack_first(&self, base: &Measure, opts: &Options) -> Vec<Scored> {
+        let mut scored = self.score(base, opts);
+        let unit_weight = crate::evidence::stack_weights(self.spectra);
+        let weight: Vec<f64> = self
+            .groups
+            .iter()
+            .map(|g| g.units.iter().map(|&u| unit_weight[u]).fold(0.0, f64::max) / f64::from(self.total_f.max(1)))
+            .collect();
+        let mut on_stack: Vec<usize> = (0..self.groups.len()).filter(|&g| weight[g] > 0.0).collect();
+        let order = |a: &usize, b: &usize| {
+            weight[*b]
+                .total_cmp(&weight[*a])
+                .then_with(|| scored[*a].key.cmp_descending(&scored[*b].key))
+        };
+        on_stack.sort_by(order);
+        // Equal weight and equal base key stay tied.
+        let mut value = on_stack.len();
+        let mut keys = Vec::with_capacity(on_stack.len());
+        for (i, &g) in on_stack.iter().enumerate() {
+            if i > 0 && order(&on_stack[i - 1], &g).is_ne() {
+                value = on_stack.len() - i;
+            }
+            keys.push((g, Key::new(Tier::Stack, value as f64)));
+        }
+        for (g, key) in keys {
+            scored[g].key = key;
+        }
+        scored
     }
 
     /// CP's solution over the edge profiles (solved once, on first use); `None` without edges.
@@ -510,6 +547,46 @@ pub(crate) mod tests {
     use super::*;
     use crate::measures::find;
     use crate::spectra::tests::matrix;
+
+    /// Stack-first is its base measure exactly when no failing test has a frame in ranked
+    /// code; otherwise entries on a backtrace go first whatever their base score, the
+    /// innermost frame's before its caller's, and equal weight with equal base score ties.
+    #[test]
+    fn stack_first_moves_backtrace_entries_first_and_is_its_base_without_them() {
+        use crate::rank::rank_scored;
+        use crate::spectra::tests::{doric_minmax, frame};
+        let o = Options::default();
+        let (base, combined) = (find("ochiai").unwrap(), find("stack-ochiai").unwrap());
+        let ranks = |s: &Spectra, m: &Measure| {
+            let a = Analysis::new(s, true);
+            let mut r: Vec<(u32, f64)> = rank_scored(&a, &a.score(m, &o))
+                .iter()
+                .map(|r| (s.units[a.groups[r.group].units[0]].line, r.rank))
+                .collect();
+            r.sort_by_key(|&(line, _)| line);
+            r
+        };
+        // Minmax: line 3 is run by every failing test (Ochiai 1), lines 2 and 4 by one failing
+        // and one passing test each (Ochiai 1/sqrt(6)); line 1 by no failing test.
+        let mut s = doric_minmax();
+        assert_eq!(ranks(&s, base), [(2, 2.5), (3, 1.0), (4, 2.5)]);
+        assert_eq!(ranks(&s, combined), ranks(&s, base));
+
+        // t1 panics on line 4, called from line 2: both go above line 3.
+        s.tests[0].stack = vec![frame(4), frame(2)];
+        assert_eq!(ranks(&s, combined), [(2, 2.0), (3, 3.0), (4, 1.0)]);
+        let a = Analysis::new(&s, true);
+        let scored = a.score(combined, &o);
+        assert!(scored.iter().filter(|x| x.key.tier == Tier::Stack).count() == 2);
+        // The scores shown stay Ochiai's.
+        let shown: Vec<f64> = scored.iter().map(|x| x.score).collect();
+        assert_eq!(shown, a.score(base, &o).iter().map(|x| x.score).collect::<Vec<_>>());
+
+        // Two failing tests each point at one of the two equally scored lines: they tie.
+        s.tests[0].stack = vec![frame(2)];
+        s.tests[1].stack = vec![frame(4)];
+        assert_eq!(ranks(&s, combined), [(2, 1.5), (3, 3.0), (4, 1.5)]);
+    }
 
     /// Lines without a block of their own take their function's neighbours' CP scores: the
     /// nearest above, else the nearest below; lines outside functions stay unscored.

@@ -98,11 +98,18 @@ pub fn line_kind(text: &str) -> LineKind {
 
 /// Per unit of `spectra`, the evidence that orders it within its group.
 pub fn ties(spectra: &Spectra) -> Vec<Tie> {
-    let unit = spectra.unit_index();
-    let mut ties: Vec<Tie> = kinds(spectra)
+    kinds(spectra)
         .into_iter()
-        .map(|kind| Tie { stack: 0.0, kind })
-        .collect();
+        .zip(stack_weights(spectra))
+        .map(|(kind, stack)| Tie { stack, kind })
+        .collect()
+}
+
+/// Per unit, Σ over failing tests of `1 / (1 + depth)` of the unit on the test's backtrace
+/// (depth counted over the test's frames on units, innermost 0; a unit counts once per test).
+pub fn stack_weights(spectra: &Spectra) -> Vec<f64> {
+    let unit = spectra.unit_index();
+    let mut w = vec![0.0; spectra.units.len()];
     for t in spectra.tests.iter().filter(|t| t.outcome.is_failing()) {
         let mut depth = 0;
         let mut seen = Vec::new();
@@ -112,12 +119,12 @@ pub fn ties(spectra: &Spectra) -> Vec<Tie> {
             };
             if !seen.contains(&u) {
                 seen.push(u);
-                ties[u].stack += 1.0 / f64::from(1 + depth);
+                w[u] += 1.0 / f64::from(1 + depth);
             }
             depth += 1;
         }
     }
-    ties
+    w
 }
 
 /// Each unit's line kind, reading each source file once; units of unreadable files (and

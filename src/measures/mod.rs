@@ -95,6 +95,9 @@ pub enum Kind {
     CausalLikelihoodUpdating,
     /// CP: block scores propagated over the control-flow edge profiles (needs edges).
     Propagation,
+    /// The named base measure's ranking with the entries on a failing test's panic backtrace
+    /// moved first.
+    StackFirst(&'static str),
 }
 
 /// A named measure with its formula and source.
@@ -117,6 +120,7 @@ impl Measure {
         match self.kind {
             Kind::CausalLikelihood | Kind::FaultLikelihood | Kind::CausalLikelihoodUpdating => true,
             Kind::Spectrum(_) | Kind::Propagation => false,
+            Kind::StackFirst(_) => self.base().is_probability(),
         }
     }
 
@@ -127,6 +131,15 @@ impl Measure {
             Kind::Spectrum(_) | Kind::CausalLikelihood | Kind::FaultLikelihood | Kind::CausalLikelihoodUpdating => {
                 false
             }
+            Kind::StackFirst(_) => self.base().needs_edges(),
+        }
+    }
+
+    /// The measure whose scores this one shows: its base for a combined ranking, else itself.
+    pub fn base(&self) -> &'static Measure {
+        match self.kind {
+            Kind::StackFirst(base) => find(base).expect("a combined ranking names a measure of the catalogue"),
+            _ => find(self.name).expect("every measure is in the catalogue"),
         }
     }
 }
@@ -173,12 +186,50 @@ pub static CFG: &[Measure] = &[Measure {
     kind: Kind::Propagation,
 }];
 
+/// A stack-first ranking over the base measure of that name.
+macro_rules! stack_first {
+    ($name:literal, $base:literal) => {
+        Measure {
+            name: $name,
+            aliases: &[],
+            formula: concat!(
+                "entries on a failing test's panic backtrace first, by stack weight ",
+                "(sum over failing tests of 1/(1+depth)) / F, then in ",
+                $base,
+                "'s order"
+            ),
+            citation: "Wu, Zhang, Cheung & Kim, 'CrashLocator: locating crashing faults based on crash stacks', ISSTA 2014; Zou, Liang, Xiong, Ernst & Zhang, 'An empirical study of fault localization families and their combinations', IEEE TSE 2019",
+            group: None,
+            cloning: None,
+            kind: Kind::StackFirst($base),
+        }
+    };
+}
+
+/// Rankings that combine a measure with the failing tests' panic backtraces.
+///
+/// A panic backtrace says where the failure became visible. On real panics the first frame in
+/// the crate's own (non-test) code is the fault about half the time, and no spectrum measure
+/// knows it: the panicking line is run by passing tests too. When no failing test has such a
+/// frame (an assertion in a test failed) each of these is exactly its base measure.
+pub static STACK_FIRST: &[Measure] = &[
+    stack_first!("stack-ochiai", "ochiai"),
+    stack_first!("stack-dstar2", "dstar2"),
+    stack_first!("stack-gp13", "gp13"),
+    stack_first!("stack-cl", "cl"),
+];
+
+
 /// The default measure.
 pub const DEFAULT: &str = "ochiai";
 
-/// Every measure: the spectrum catalogue, then Doric's, then CP.
+/// Every measure: the spectrum catalogue, then Doric's, then CP, then the stack-first rankings.
 pub fn all() -> impl Iterator<Item = &'static Measure> {
-    catalogue::SPECTRUM.iter().chain(DORIC).chain(CFG)
+    catalogue::SPECTRUM
+        .iter()
+        .chain(DORIC)
+        .chain(CFG)
+        .chain(STACK_FIRST)
 }
 
 /// Looks a measure up by name or alias (case-insensitive, `_` read as `-`).
