@@ -4,7 +4,9 @@
 //!
 //! Only units run by at least one failing test are candidates (the others have `ef = 0` and
 //! are never ranked). Candidates with identical coverage columns form an *ambiguity group*:
-//! no spectrum measure can tell them apart, so they are scored and reported as one entry.
+//! no spectrum measure can tell them apart, so they are scored and reported as one entry. A
+//! line on a failing test's panic backtrace is kept apart from lines that are not (or are at
+//! another depth), so that the stack-first rankings can move it alone.
 
 use std::collections::HashMap;
 
@@ -109,6 +111,10 @@ impl Key {
     }
 }
 
+/// What, beside identical coverage, a line must share with the others of its group: its CP
+/// score (when CP splits groups) and its stack weight (bits).
+type Split = (Option<u64>, u64);
+
 /// A group's score under one measure.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Scored {
@@ -139,6 +145,8 @@ pub struct Analysis<'a> {
     cp: std::sync::OnceLock<Option<(crate::cp::CpSolution, Vec<Option<f64>>)>>,
     /// Per unit, the evidence that orders an entry's lines (`--tie-break evidence`).
     ties: Option<Vec<Tie>>,
+    /// Per unit, its weight on the failing tests' backtraces ([`crate::evidence::stack_weights`]).
+    stack: Vec<f64>,
 }
 
 impl<'a> Analysis<'a> {
@@ -158,6 +166,10 @@ impl<'a> Analysis<'a> {
             None
         };
         let cp_key = |u: usize| unit_cp.and_then(|s| s[u]).map(f64::to_bits);
+        // A line on a failing test's backtrace is its own entry (with the lines of equal
+        // coverage and equal stack weight): the stack-first rankings move it, not its group.
+        let stack = crate::evidence::stack_weights(spectra);
+        let split = |u: usize| (cp_key(u), stack[u].to_bits());
         let fail = spectra.failing_mask();
         let pass = spectra.passing_mask();
         let failing: Vec<usize> = (0..spectra.tests.len()).filter(|&t| fail.contains(t)).collect();
@@ -166,20 +178,20 @@ impl<'a> Analysis<'a> {
 
         // Candidates in code order; identical columns share a group.
         let mut groups: Vec<Group> = Vec::new();
-        let mut by_column: HashMap<(&[u64], Option<u64>), usize> = HashMap::new();
+        let mut by_column: HashMap<(&[u64], Split), usize> = HashMap::new();
         let mut reps: Vec<&BitSet> = Vec::new();
         for (u, col) in spectra.coverage.iter().enumerate() {
             let ef = col.count_and(&fail);
             if ef == 0 {
                 continue;
             }
-            if group && let Some(&g) = by_column.get(&(col.words(), cp_key(u))) {
+            if group && let Some(&g) = by_column.get(&(col.words(), split(u))) {
                 groups[g].units.push(u);
                 continue;
             }
             let ep = col.count_and(&pass);
             if group {
-                by_column.insert((col.words(), cp_key(u)), groups.len());
+                by_column.insert((col.words(), split(u)), groups.len());
             }
             reps.push(col);
             groups.push(Group {
@@ -216,6 +228,7 @@ impl<'a> Analysis<'a> {
             total_f,
             cp,
             ties: None,
+            stack,
         };
         a.certain = (0..a.groups.len())
             .map(|g| a.fail_tests(g).iter().any(|&k| a.rho[k as usize] == 1.0))
@@ -352,15 +365,15 @@ impl<'a> Analysis<'a> {
     }
 
     /// `base`'s scores, with the entries on a failing test's panic backtrace moved first: by
-    /// stack weight (the best of their lines' `Σ 1 / (1 + depth)` over failing tests, divided
-    /// by the number of failing tests), then by `base`'s key. Scores shown stay `base`'s.
+    /// stack weight (their lines' `Σ 1 / (1 + depth)` over failing tests, divided by the
+    /// number of failing tests), then by `base`'s key. Scores shown stay `base`'s.
     fn stack_first(&self, base: &Measure, opts: &Options) -> Vec<Scored> {
         let mut scored = self.score(base, opts);
-        let unit_weight = crate::evidence::stack_weights(self.spectra);
+        // Every line of a group has the same weight (groups are split by it).
         let weight: Vec<f64> = self
             .groups
             .iter()
-            .map(|g| g.units.iter().map(|&u| unit_weight[u]).fold(0.0, f64::max) / f64::from(self.total_f.max(1)))
+            .map(|g| self.stack[g.units[0]] / f64::from(self.total_f.max(1)))
             .collect();
         let mut on_stack: Vec<usize> = (0..self.groups.len()).filter(|&g| weight[g] > 0.0).collect();
         let order = |a: &usize, b: &usize| {

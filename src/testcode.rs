@@ -9,6 +9,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
+use crate::spectra::Spectra;
 use crate::syntax::Parsed;
 
 /// Test code per workspace-relative file: whole files, and line ranges of the others.
@@ -120,6 +121,17 @@ fn module_files(file: &Path, name: &str) -> Vec<PathBuf> {
         dir.join(stem)
     };
     vec![base.join(format!("{name}.rs")), base.join(name).join("mod.rs")]
+}
+
+/// The matrix without the lines that are test code (how every report ranks by default), and
+/// how many lines were left out. Sources are read through `parsed` (rooted at the workspace).
+pub fn without_test_code(spectra: &Spectra, parsed: &mut Parsed) -> (Spectra, usize) {
+    let mut files: Vec<&str> = spectra.units.iter().map(|u| u.file.as_str()).collect();
+    files.dedup();
+    let tests = TestCode::find_in(parsed, &files);
+    let keep: Vec<bool> = spectra.units.iter().map(|u| !tests.contains(&u.file, u.line)).collect();
+    let left_out = keep.iter().filter(|k| !**k).count();
+    (spectra.retain_units(&keep), left_out)
 }
 
 #[cfg(test)]

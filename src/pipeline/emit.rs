@@ -131,15 +131,9 @@ fn timed_out(spectra: &Spectra, count_timeouts: bool) -> Option<Spectra> {
 
 /// The matrix without the lines `testcode` finds to be test code.
 fn without_test_code(spectra: &Spectra, parsed: &mut Parsed) -> Spectra {
-    let mut files: Vec<&str> = spectra.units.iter().map(|u| u.file.as_str()).collect();
-    files.dedup();
-    let tests = crate::testcode::TestCode::find_in(parsed, &files);
-    let keep: Vec<bool> = spectra.units.iter().map(|u| !tests.contains(&u.file, u.line)).collect();
-    ui::info(format!(
-        "left out {} lines of test code",
-        keep.iter().filter(|k| !**k).count()
-    ));
-    spectra.retain_units(&keep)
+    let (kept, left_out) = crate::testcode::without_test_code(spectra, parsed);
+    ui::info(format!("left out {left_out} lines of test code"));
+    kept
 }
 
 /// Refuses measures that need edge profiles when the spectra have none.

@@ -197,28 +197,9 @@ impl Runner {
         let id = format!("{kind}-{digest:016x}");
         let record_path = self.cache.join(krate).join(format!("{id}.json"));
         let started = Instant::now();
-        let mut by_file: BTreeMap<&str, Vec<&Mutation>> = BTreeMap::new();
-        for m in muts {
-            by_file.entry(m.file.as_str()).or_default().push(m);
-        }
-        let mut faults = Vec::new();
-        let mut ok = true;
-        for (file, ms) in &by_file {
-            let text = std::fs::read_to_string(pristine.join(file))?;
-            match apply(&text, ms) {
-                Some((new, lines)) => {
-                    std::fs::write(work.join(file), new)?;
-                    for l in lines {
-                        faults.push(Fault {
-                            file: file.to_string(),
-                            lines: l,
-                            name: None,
-                        });
-                    }
-                }
-                None => ok = false,
-            }
-        }
+        let faults = mutate(pristine, work, muts)?;
+        let ok = faults.is_some();
+        let faults = faults.unwrap_or_default();
         let spectra = self.cache.join(krate).join(format!("{id}.spectra.json"));
         let status = if !ok {
             "error".to_string()
@@ -247,10 +228,7 @@ impl Runner {
             }
             .to_string()
         };
-        // Restore the working copy.
-        for file in by_file.keys() {
-            std::fs::copy(pristine.join(file), work.join(file))?;
-        }
+        restore(pristine, work, muts)?;
         if status != "failing" {
             let _ = std::fs::remove_file(&spectra);
         }
@@ -267,6 +245,48 @@ impl Runner {
         known.insert(key, record.clone());
         Ok(record)
     }
+}
+
+/// Writes the mutated files of a version into the working copy; returns the faults (each
+/// mutation's lines in the mutated file), or `None` when a mutation does not apply.
+fn mutate(pristine: &Path, work: &Path, muts: &[&Mutation]) -> Result<Option<Vec<Fault>>> {
+    let mut by_file: BTreeMap<&str, Vec<&Mutation>> = BTreeMap::new();
+    for m in muts {
+        by_file.entry(m.file.as_str()).or_default().push(m);
+    }
+    let mut faults = Vec::new();
+    for (file, ms) in &by_file {
+        let text = std::fs::read_to_string(pristine.join(file))?;
+        let Some((new, lines)) = apply(&text, ms) else {
+            restore(pristine, work, muts)?;
+            return Ok(None);
+        };
+        std::fs::write(work.join(file), new)?;
+        faults.extend(lines.into_iter().map(|lines| Fault {
+            file: file.to_string(),
+            lines,
+            name: None,
+        }));
+    }
+    Ok(Some(faults))
+}
+
+/// Puts the pristine files back into the working copy.
+fn restore(pristine: &Path, work: &Path, muts: &[&Mutation]) -> Result<()> {
+    for m in muts {
+        std::fs::copy(pristine.join(&m.file), work.join(&m.file))?;
+    }
+    Ok(())
+}
+
+/// The pristine sources and the working copy of a crate of the benchmark.
+fn dirs(work_root: &Path, name: &str, version: &str) -> Result<(PathBuf, PathBuf)> {
+    let pristine = fetch_crate(name, version, &work_root.join("src"))?;
+    let work = work_root.join("faults").join(name).join("work");
+    if !work.join("Cargo.toml").exists() {
+        crate::copy_tree(&pristine, &work)?;
+    }
+    Ok((pristine, work))
 }
 
 /// Installs cargo-mutants under target/bench/tools (once).
@@ -320,7 +340,7 @@ pub fn run_bench(args: &Args) -> Result<()> {
             }
         }
     }
-    evaluate_all(&cache, &crates, &args.output_dir)
+    evaluate_all(&work_root, &crates, &args.output_dir)
 }
 
 fn run_crate(
@@ -331,11 +351,7 @@ fn run_crate(
     version: &str,
     args: &Args,
 ) -> Result<()> {
-    let pristine = fetch_crate(name, version, &work_root.join("src"))?;
-    let work = work_root.join("faults").join(name).join("work");
-    if !work.join("Cargo.toml").exists() {
-        crate::copy_tree(&pristine, &work)?;
-    }
+    let (pristine, work) = dirs(work_root, name, version)?;
     let list_path = work_root.join("faults").join(name).join("mutants.json");
     if !list_path.exists() {
         let out = Command::new(mutants_bin)

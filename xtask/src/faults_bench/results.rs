@@ -8,10 +8,11 @@ use std::time::Instant;
 
 use anyhow::{Context, Result};
 use cargo_sfl::eval::{Settings, evaluate};
+use cargo_sfl::faults::Fault;
 use cargo_sfl::spectra::Spectra;
 use serde_json::{Value, json};
 
-use super::{Record, cached};
+use super::{Mutation, Record, cached, dirs, mutate, restore};
 
 /// Sums of each metric per measure, for one fault count.
 #[derive(Default)]
@@ -19,11 +20,15 @@ struct Sums {
     versions: usize,
     /// Versions each measure was evaluated on (cp needs edge profiles).
     measure_versions: BTreeMap<&'static str, usize>,
-    by_measure: BTreeMap<&'static str, [f64; 9]>,
+    by_measure: BTreeMap<&'static str, [f64; METRICS.len()]>,
     ht_versions: BTreeMap<&'static str, usize>,
 }
 
-pub(super) fn evaluate_all(cache: &Path, crates: &[(&str, &str)], out_dir: &Path) -> Result<()> {
+/// Evaluates every cached version as `cargo sfl eval` would by default: the version's mutated
+/// sources in the working copy (test code is found in them), test code left out, at line and
+/// at function granularity.
+pub(super) fn evaluate_all(work_root: &Path, crates: &[(&str, &str)], out_dir: &Path) -> Result<()> {
+    let cache = work_root.join("faults");
     // Time spent running versions, summed over every cached run (cached runs cost nothing now).
     let mut collect_seconds = 0.0;
     let started = Instant::now();
@@ -42,6 +47,7 @@ pub(super) fn evaluate_all(cache: &Path, crates: &[(&str, &str)], out_dir: &Path
     let mut crate_names = Vec::new();
     for (name, version) in crates {
         let dir = cache.join(name);
+        let (pristine, work) = dirs(work_root, name, version)?;
         // One record per distinct version (identity = its mutations).
         let mut records: Vec<Record> = cached(&dir).into_values().collect();
         records.sort_by(|a, b| a.id.cmp(&b.id));
@@ -57,7 +63,13 @@ pub(super) fn evaluate_all(cache: &Path, crates: &[(&str, &str)], out_dir: &Path
             if r.status != "failing" {
                 continue;
             }
-            let spectra = Spectra::load(&dir.join(format!("{}.spectra.json", r.id))).map_err(anyhow::Error::msg)?;
+            let saved = Spectra::load(&dir.join(format!("{}.spectra.json", r.id))).map_err(anyhow::Error::msg)?;
+            let muts: Vec<&Mutation> = r.mutations.iter().collect();
+            if mutate(&pristine, &work, &muts)?.is_none() {
+                continue;
+            }
+            // The sources are read while ranking (test code, each line's kind): restored after.
+            let spectra = ranked(&saved, &work);
             let usable: Vec<_> = measures
                 .iter()
                 .copied()
@@ -77,6 +89,22 @@ pub(super) fn evaluate_all(cache: &Path, crates: &[(&str, &str)], out_dir: &Path
                     m.metrics.ht_rank = h.metrics.ht_rank;
                 }
             }
+            // Functions: a fault is the functions holding its lines.
+            let functions = spectra.by_function();
+            let function_faults: Vec<Fault> = r
+                .faults
+                .iter()
+                .map(|f| Fault {
+                    lines: spectra.enclosing_functions(&f.file, &f.lines),
+                    ..f.clone()
+                })
+                .collect();
+            let by_function = evaluate(&functions, &function_faults, &usable, &without_ht);
+            if std::env::var_os("DEBUG_VERSIONS").is_some() {
+                let get = |n: &str| report.measures.iter().find(|m| m.measure == n).map_or(-1.0, |m| m.metrics.standard_rank);
+                eprintln!("V {} {} ochiai={} stack-ochiai={} base={} faults={:?} stacks={:?}", name, r.id, get("ochiai"), get("stack-ochiai"), get("panic-stack (baseline)"), r.faults.iter().map(|f| (&f.file, &f.lines)).collect::<Vec<_>>(), spectra.tests.iter().filter(|t| t.outcome.is_failing()).map(|t| t.stack.iter().map(|f| format!("{}:{}", f.file, f.line)).collect::<Vec<_>>()).filter(|s| !s.is_empty()).take(3).collect::<Vec<_>>());
+            }
+            restore(&pristine, &work, &muts)?;
             if report.measures.is_empty() {
                 *status_counts
                     .entry(format!("{}-fault unlocalisable", r.mutations.len()))
@@ -88,7 +116,11 @@ pub(super) fn evaluate_all(cache: &Path, crates: &[(&str, &str)], out_dir: &Path
             for m in &report.measures {
                 let x = &m.metrics;
                 *sums.measure_versions.entry(m.measure).or_default() += 1;
-                let e = sums.by_measure.entry(m.measure).or_insert([0.0; 9]);
+                let e = sums.by_measure.entry(m.measure).or_insert([0.0; METRICS.len()]);
+                let function_top = |n: &str| {
+                    let m = by_function.measures.iter().find(|f| f.measure == m.measure);
+                    m.map_or(0.0, |f| f64::from(u8::from(f.metrics.top[n])))
+                };
                 let vals = [
                     x.standard_rank,
                     x.exam,
@@ -99,6 +131,8 @@ pub(super) fn evaluate_all(cache: &Path, crates: &[(&str, &str)], out_dir: &Path
                     x.accuracy,
                     x.ht_rank.unwrap_or(0.0),
                     x.steimann_rank,
+                    function_top("1"),
+                    function_top("5"),
                 ];
                 for (acc, v) in e.iter_mut().zip(vals) {
                     *acc += v;
@@ -124,8 +158,17 @@ pub(super) fn evaluate_all(cache: &Path, crates: &[(&str, &str)], out_dir: &Path
 /// of the spectrum families on these benchmarks, Doric's cl, and CP.
 const HT_MEASURES: [&str; 5] = ["ochiai", "dstar2", "tarantula", "cl", "cp"];
 
+/// The matrix a version is ranked on by default: without test code, read from the sources in
+/// `work` (where the version's mutated files are).
+fn ranked(saved: &Spectra, work: &Path) -> Spectra {
+    let mut spectra = saved.clone();
+    spectra.workspace_root = work.to_string_lossy().into_owned();
+    let mut parsed = cargo_sfl::syntax::Parsed::new(work);
+    cargo_sfl::testcode::without_test_code(&spectra, &mut parsed).0
+}
+
 /// The metric names, in the order of `Sums::by_measure`'s arrays (index 7 is HT_Rank).
-const METRICS: [&str; 9] = [
+const METRICS: [&str; 11] = [
     "standard_rank",
     "exam",
     "top1",
@@ -135,12 +178,14 @@ const METRICS: [&str; 9] = [
     "accuracy",
     "ht_rank",
     "steimann_rank",
+    "function_top1",
+    "function_top5",
 ];
 
 /// One measure's means over the versions it was evaluated on.
 struct Row {
     measure: &'static str,
-    means: [f64; 9],
+    means: [f64; METRICS.len()],
     ht_versions: usize,
 }
 
@@ -204,8 +249,15 @@ fn preamble(
     );
     let _ = writeln!(
         md,
+        "Every version is ranked as `cargo sfl` ranks by default: test code (found in the version's own sources) is left out, \
+         and an entry's lines are ordered by evidence. The default ranking is **{}**.\n",
+        cargo_sfl::measures::DEFAULT
+    );
+    let _ = writeln!(
+        md,
         "Metrics are means over versions; ranks count lines (the Standard Rank Score is `higher + tied/2`), EXAM is the average expense over executed lines, \
-         top-N is the share of versions whose first fault is expected within N lines, accuracy is non-faulty lines inspected first (Doric), \
+         top-N is the share of versions whose first fault is expected within N lines (fn top-N: within N functions, \
+         the functions holding the fault lines being the faults), `panic-stack (baseline)` is where each failing test's backtrace first enters ranked code, accuracy is non-faulty lines inspected first (Doric), \
          HT_Rank uses the Def. 29 chain (jumps within functions and, with edge profiles, along the dynamic CFG; p = 0.5), solved exactly on every version, for ochiai, dstar2, tarantula, cl and cp (versions counted).\n"
     );
     md
@@ -230,9 +282,9 @@ fn section(md: &mut String, k: usize, sums: &Sums) -> Value {
     );
     let _ = writeln!(
         md,
-        "| measure | std rank | EXAM | top-1 | top-3 | top-5 | top-10 | accuracy | HT_Rank (versions) |"
+        "| measure | std rank | EXAM | top-1 | top-3 | top-5 | top-10 | fn top-1 | fn top-5 | accuracy | HT_Rank (versions) |"
     );
-    let _ = writeln!(md, "|---|---:|---:|---:|---:|---:|---:|---:|---:|");
+    let _ = writeln!(md, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     let mut json_rows = Vec::new();
     for Row {
         measure,
@@ -247,13 +299,15 @@ fn section(md: &mut String, k: usize, sums: &Sums) -> Value {
         };
         let _ = writeln!(
             md,
-            "| {measure} | {:.2} | {:.4} | {:.0}% | {:.0}% | {:.0}% | {:.0}% | {:.2} | {ht} |",
+            "| {measure} | {:.2} | {:.4} | {:.0}% | {:.0}% | {:.0}% | {:.0}% | {:.0}% | {:.0}% | {:.2} | {ht} |",
             v[0],
             v[1],
             100.0 * v[2],
             100.0 * v[3],
             100.0 * v[4],
             100.0 * v[5],
+            100.0 * v[9],
+            100.0 * v[10],
             v[6],
         );
         let mut obj = serde_json::Map::new();
@@ -287,7 +341,8 @@ fn write_results(
         json_k.insert(k.to_string(), section(&mut md, *k, sums));
     }
     let json = json!({
-        "schema": "cargo-sfl-faults-bench/v1",
+        "schema": "cargo-sfl-faults-bench/v2",
+        "default": cargo_sfl::measures::DEFAULT,
         "crates": crates,
         "versions": by_k.iter().map(|(k, s)| (k.to_string(), json!(s.versions))).collect::<serde_json::Map<_, _>>(),
         "outcomes": statuses,
