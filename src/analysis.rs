@@ -5,8 +5,8 @@
 //! Only units run by at least one failing test are candidates (the others have `ef = 0` and
 //! are never ranked). Candidates with identical coverage columns form an *ambiguity group*:
 //! no spectrum measure can tell them apart, so they are scored and reported as one entry. A
-//! line on a failing test's panic backtrace is kept apart from lines that are not (or are at
-//! another depth), so that the stack-first rankings can move it alone.
+//! line where failing tests' panic backtraces first enter ranked code is kept apart from the
+//! lines that are not, so that the stack-first rankings can move it alone.
 
 use std::collections::HashMap;
 
@@ -66,8 +66,9 @@ pub enum Tier {
     Certain,
     /// Opt_w's all-failing core (value `np + 2`).
     Core,
-    /// On a failing test's panic backtrace, for the stack-first rankings (value: the position
-    /// by stack weight, then the base measure's key; higher first).
+    /// Where failing tests' panic backtraces first enter ranked code, for the stack-first
+    /// rankings (value: the position by how many tests point there, then by the base
+    /// measure's key; higher first).
     Stack,
 }
 
@@ -112,8 +113,9 @@ impl Key {
 }
 
 /// What, beside identical coverage, a line must share with the others of its group: its CP
-/// score (when CP splits groups) and its stack weight (bits).
-type Split = (Option<u64>, u64);
+/// score (when CP splits groups) and how many failing tests' backtraces first enter ranked
+/// code at it.
+type Split = (Option<u64>, u32);
 
 /// A group's score under one measure.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -145,8 +147,9 @@ pub struct Analysis<'a> {
     cp: std::sync::OnceLock<Option<(crate::cp::CpSolution, Vec<Option<f64>>)>>,
     /// Per unit, the evidence that orders an entry's lines (`--tie-break evidence`).
     ties: Option<Vec<Tie>>,
-    /// Per unit, its weight on the failing tests' backtraces ([`crate::evidence::stack_weights`]).
-    stack: Vec<f64>,
+    /// Per unit, the failing tests whose backtrace first enters ranked code there
+    /// ([`crate::evidence::panic_points`]).
+    points: Vec<u32>,
 }
 
 impl<'a> Analysis<'a> {
@@ -166,10 +169,11 @@ impl<'a> Analysis<'a> {
             None
         };
         let cp_key = |u: usize| unit_cp.and_then(|s| s[u]).map(f64::to_bits);
-        // A line on a failing test's backtrace is its own entry (with the lines of equal
-        // coverage and equal stack weight): the stack-first rankings move it, not its group.
-        let stack = crate::evidence::stack_weights(spectra);
-        let split = |u: usize| (cp_key(u), stack[u].to_bits());
+        // A line where failing tests' backtraces first enter ranked code is its own entry (with
+        // the lines of equal coverage that as many tests point at): the stack-first rankings
+        // move it, not its group.
+        let points = crate::evidence::panic_points(spectra);
+        let split = |u: usize| (cp_key(u), points[u]);
         let fail = spectra.failing_mask();
         let pass = spectra.passing_mask();
         let failing: Vec<usize> = (0..spectra.tests.len()).filter(|&t| fail.contains(t)).collect();
@@ -228,7 +232,7 @@ impl<'a> Analysis<'a> {
             total_f,
             cp,
             ties: None,
-            stack,
+            points,
         };
         a.certain = (0..a.groups.len())
             .map(|g| a.fail_tests(g).iter().any(|&k| a.rho[k as usize] == 1.0))
@@ -364,30 +368,26 @@ impl<'a> Analysis<'a> {
         }
     }
 
-    /// `base`'s scores, with the entries on a failing test's panic backtrace moved first: by
-    /// stack weight (their lines' `Σ 1 / (1 + depth)` over failing tests, divided by the
-    /// number of failing tests), then by `base`'s key. Scores shown stay `base`'s.
+    /// `base`'s scores, with the entries where failing tests' panic backtraces first enter
+    /// ranked code moved first: by how many failing tests point there, then by `base`'s key.
+    /// Scores shown stay `base`'s.
     fn stack_first(&self, base: &Measure, opts: &Options) -> Vec<Scored> {
         let mut scored = self.score(base, opts);
-        // Every line of a group has the same weight (groups are split by it).
-        let weight: Vec<f64> = self
-            .groups
-            .iter()
-            .map(|g| self.stack[g.units[0]] / f64::from(self.total_f.max(1)))
-            .collect();
-        let mut on_stack: Vec<usize> = (0..self.groups.len()).filter(|&g| weight[g] > 0.0).collect();
+        // Every line of a group has the same count (groups are split by it).
+        let points: Vec<u32> = self.groups.iter().map(|g| self.points[g.units[0]]).collect();
+        let mut pointed: Vec<usize> = (0..self.groups.len()).filter(|&g| points[g] > 0).collect();
         let order = |a: &usize, b: &usize| {
-            weight[*b]
-                .total_cmp(&weight[*a])
+            points[*b]
+                .cmp(&points[*a])
                 .then_with(|| scored[*a].key.cmp_descending(&scored[*b].key))
         };
-        on_stack.sort_by(order);
-        // Equal weight and equal base key stay tied.
-        let mut value = on_stack.len();
-        let mut keys = Vec::with_capacity(on_stack.len());
-        for (i, &g) in on_stack.iter().enumerate() {
-            if i > 0 && order(&on_stack[i - 1], &g).is_ne() {
-                value = on_stack.len() - i;
+        pointed.sort_by(order);
+        // Equal counts with equal base keys stay tied.
+        let mut value = pointed.len();
+        let mut keys = Vec::with_capacity(pointed.len());
+        for (i, &g) in pointed.iter().enumerate() {
+            if i > 0 && order(&pointed[i - 1], &g).is_ne() {
+                value = pointed.len() - i;
             }
             keys.push((g, Key::new(Tier::Stack, value as f64)));
         }
@@ -562,8 +562,8 @@ pub(crate) mod tests {
     use crate::spectra::tests::matrix;
 
     /// Stack-first is its base measure exactly when no failing test has a frame in ranked
-    /// code; otherwise entries on a backtrace go first whatever their base score, the
-    /// innermost frame's before its caller's, and equal weight with equal base score ties.
+    /// code; otherwise the line where a backtrace first enters ranked code goes first whatever
+    /// its base score (its callers do not move), and equal counts with equal base scores tie.
     #[test]
     fn stack_first_moves_backtrace_entries_first_and_is_its_base_without_them() {
         use crate::rank::rank_scored;
@@ -585,15 +585,24 @@ pub(crate) mod tests {
         assert_eq!(ranks(&s, base), [(2, 2.5), (3, 1.0), (4, 2.5)]);
         assert_eq!(ranks(&s, combined), ranks(&s, base));
 
-        // t1 panics on line 4, called from line 2: both go above line 3.
+        // t1 panics on line 4, called from line 2: line 4 goes above line 3, line 2 stays.
         s.tests[0].stack = vec![frame(4), frame(2)];
-        assert_eq!(ranks(&s, combined), [(2, 2.0), (3, 3.0), (4, 1.0)]);
+        assert_eq!(ranks(&s, combined), [(2, 3.0), (3, 2.0), (4, 1.0)]);
         let a = Analysis::new(&s, true);
         let scored = a.score(combined, &o);
-        assert!(scored.iter().filter(|x| x.key.tier == Tier::Stack).count() == 2);
+        assert_eq!(scored.iter().filter(|x| x.key.tier == Tier::Stack).count(), 1);
         // The scores shown stay Ochiai's.
         let shown: Vec<f64> = scored.iter().map(|x| x.score).collect();
         assert_eq!(shown, a.score(base, &o).iter().map(|x| x.score).collect::<Vec<_>>());
+
+        // A panic point leaves its group: under Ochiai the two parts tie, under stack-first the
+        // panic point leads.
+        let mut pair = matrix(&["11-", "00+"]);
+        assert_eq!(Analysis::new(&pair, true).groups.len(), 1);
+        pair.tests[0].stack = vec![frame(2)];
+        assert_eq!(Analysis::new(&pair, true).groups.len(), 2);
+        assert_eq!(ranks(&pair, base), [(1, 1.5), (2, 1.5)]);
+        assert_eq!(ranks(&pair, combined), [(1, 2.0), (2, 1.0)]);
 
         // Two failing tests each point at one of the two equally scored lines: they tie.
         s.tests[0].stack = vec![frame(2)];

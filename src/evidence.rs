@@ -127,6 +127,19 @@ pub fn stack_weights(spectra: &Spectra) -> Vec<f64> {
     w
 }
 
+/// Per unit, the number of failing tests whose backtrace first enters ranked code there (their
+/// innermost frame on a unit): where a developer reading the panic would look first.
+pub fn panic_points(spectra: &Spectra) -> Vec<u32> {
+    let unit = spectra.unit_index();
+    let mut points = vec![0u32; spectra.units.len()];
+    for t in spectra.tests.iter().filter(|t| t.outcome.is_failing()) {
+        if let Some(&u) = t.stack.iter().find_map(|f| unit.get(&(f.file.as_str(), f.line))) {
+            points[u] += 1;
+        }
+    }
+    points
+}
+
 /// Each unit's line kind, reading each source file once; units of unreadable files (and
 /// imported units, which name no line) count as behavioural.
 fn kinds(spectra: &Spectra) -> Vec<LineKind> {

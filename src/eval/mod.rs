@@ -376,17 +376,10 @@ pub const PANIC_STACK: &str = "panic-stack (baseline)";
 /// reaches the ranked code there (innermost frame that is a unit); other executed lines tie at
 /// the bottom, lines no test ran are not ranked.
 pub fn stack_keys(spectra: &Spectra) -> Vec<Option<Key>> {
-    let unit = spectra.unit_index();
-    let mut pointed = vec![0u32; spectra.units.len()];
-    for t in spectra.tests.iter().filter(|t| t.outcome.is_failing()) {
-        if let Some(&u) = t.stack.iter().find_map(|f| unit.get(&(f.file.as_str(), f.line))) {
-            pointed[u] += 1;
-        }
-    }
     spectra
         .coverage
         .iter()
-        .zip(pointed)
+        .zip(crate::evidence::panic_points(spectra))
         .map(|(c, n)| (!c.is_empty()).then_some(if n > 0 { Key::score(f64::from(n)) } else { Key::UNRANKED }))
         .collect()
 }

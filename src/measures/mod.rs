@@ -193,8 +193,8 @@ macro_rules! stack_first {
             name: $name,
             aliases: &[],
             formula: concat!(
-                "entries on a failing test's panic backtrace first, by stack weight ",
-                "(sum over failing tests of 1/(1+depth)) / F, then in ",
+                "first the lines where failing tests' panic backtraces enter the ranked code (the innermost frame ",
+                "outside std and test code), by how many tests point there; then ",
                 $base,
                 "'s order"
             ),
@@ -208,10 +208,12 @@ macro_rules! stack_first {
 
 /// Rankings that combine a measure with the failing tests' panic backtraces.
 ///
-/// A panic backtrace says where the failure became visible. On real panics the first frame in
-/// the crate's own (non-test) code is the fault about half the time, and no spectrum measure
-/// knows it: the panicking line is run by passing tests too. When no failing test has such a
-/// frame (an assertion in a test failed) each of these is exactly its base measure.
+/// A panic backtrace says where the failure became visible. On real panics (Panic4R) the
+/// innermost frame in the crate's own non-test code is the fault about half the time, and no
+/// spectrum measure knows it: the panicking line is run by passing tests too. Only that frame
+/// moves: callers, tried too, cost more on injected faults than they gained on real ones.
+/// When no failing test has such a frame (an assertion in a test failed) each ranking is
+/// exactly its base measure.
 pub static STACK_FIRST: &[Measure] = &[
     stack_first!("stack-ochiai", "ochiai"),
     stack_first!("stack-dstar2", "dstar2"),
