@@ -223,7 +223,7 @@ pub static STACK_FIRST: &[Measure] = &[
 
 
 /// The default measure.
-pub const DEFAULT: &str = "ochiai";
+pub const DEFAULT: &str = "stack-ochiai";
 
 /// Every measure: the spectrum catalogue, then Doric's, then CP, then the stack-first rankings.
 pub fn all() -> impl Iterator<Item = &'static Measure> {

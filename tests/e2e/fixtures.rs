@@ -33,8 +33,9 @@ const FAILING: &str = "
     panic           fixture-panic                   tests::three_elements        failed
 ";
 
-/// The best Ochiai rank every fixture's fault must reach.
-const OCHIAI_FAULT_RANK: f64 = 1.0;
+/// The default ranking, and the best rank it must give every fixture's fault.
+const DEFAULT: &str = "stack-ochiai";
+const DEFAULT_FAULT_RANK: f64 = 1.0;
 
 /// What a fixture must produce: its failing tests as (binary, name, outcome).
 struct Expect {
@@ -68,7 +69,8 @@ pub fn trials() -> Vec<Trial> {
         .collect()
 }
 
-/// Runs the fixture with four measures, keeping the profiles for the oracle.
+/// Runs the fixture with the default and four other measures, keeping the profiles for the
+/// oracle.
 fn fixture_trial(e: &Expect) -> Result {
     let tmp = copy_fixture(e.fixture);
     let dir = tmp.path();
@@ -79,6 +81,8 @@ fn fixture_trial(e: &Expect) -> Result {
             "--keep-profiles",
             "--test-timeout",
             "3",
+            "-m",
+            DEFAULT,
             "-m",
             "ochiai",
             "-m",
@@ -123,7 +127,7 @@ fn fixture_trial(e: &Expect) -> Result {
         format!("failing tests {failing:?}")
     })?;
 
-    // Every measure ranks the fault, and Ochiai ranks it as well as expected.
+    // Every measure ranks the fault, and the default ranks it as well as expected.
     let fault_lines = faults(dir);
     for ranking in report["rankings"].as_array().unwrap() {
         let units = ranking["units"].as_array().unwrap();
@@ -141,9 +145,9 @@ fn fixture_trial(e: &Expect) -> Result {
             .map(|u| u["rank"].as_f64().unwrap())
             .fold(f64::INFINITY, f64::min);
         check(best.is_finite(), || format!("{}: fault not ranked", ranking["measure"]))?;
-        if ranking["measure"] == "ochiai" {
-            check(best == OCHIAI_FAULT_RANK, || {
-                format!("ochiai ranks the fault {best}, expected {OCHIAI_FAULT_RANK}")
+        if ranking["measure"] == DEFAULT {
+            check(best == DEFAULT_FAULT_RANK, || {
+                format!("{DEFAULT} ranks the fault {best}, expected {DEFAULT_FAULT_RANK}")
             })?;
         }
         for u in units {
