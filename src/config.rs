@@ -404,6 +404,7 @@ pub struct ReportConfig {
 /// The measures the HTML page offers when none is asked for (it switches between them).
 const HTML_MEASURES: &[&str] = &[
     crate::measures::DEFAULT,
+    "ochiai",
     "dstar2",
     "tarantula",
     "naish2",
@@ -417,7 +418,7 @@ const HTML_MEASURES: &[&str] = &[
 pub struct UnknownMeasure(pub String);
 
 impl ReportConfig {
-    /// The measures `names` asks for, in order, without repeats; when empty, Ochiai (the
+    /// The measures `names` asks for, in order, without repeats; when empty, the default (the
     /// usual few for HTML).
     pub fn resolve_measures(names: &[String], format: Format) -> Result<Vec<&'static Measure>, UnknownMeasure> {
         let names: Vec<&str> = match (names.is_empty(), format) {

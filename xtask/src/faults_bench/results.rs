@@ -100,10 +100,6 @@ pub(super) fn evaluate_all(work_root: &Path, crates: &[(&str, &str)], out_dir: &
                 })
                 .collect();
             let by_function = evaluate(&functions, &function_faults, &usable, &without_ht);
-            if std::env::var_os("DEBUG_VERSIONS").is_some() {
-                let get = |n: &str| report.measures.iter().find(|m| m.measure == n).map_or(-1.0, |m| m.metrics.standard_rank);
-                eprintln!("V {} {} ochiai={} stack-ochiai={} base={} faults={:?} stacks={:?}", name, r.id, get("ochiai"), get("stack-ochiai"), get("panic-stack (baseline)"), r.faults.iter().map(|f| (&f.file, &f.lines)).collect::<Vec<_>>(), spectra.tests.iter().filter(|t| t.outcome.is_failing()).map(|t| t.stack.iter().map(|f| format!("{}:{}", f.file, f.line)).collect::<Vec<_>>()).filter(|s| !s.is_empty()).take(3).collect::<Vec<_>>());
-            }
             restore(&pristine, &work, &muts)?;
             if report.measures.is_empty() {
                 *status_counts
@@ -280,6 +276,29 @@ fn section(md: &mut String, k: usize, sums: &Sums) -> Value {
         ochiai,
         100.0 * (ochiai - best.means[0]) / ochiai
     );
+    let row = |name: &str| rows.iter().find(|r| r.measure == name);
+    let summary = |r: &Row| {
+        format!(
+            "std rank {:.2}, line top-1 {:.0}%, top-5 {:.0}%, top-10 {:.0}%, function top-1 {:.0}%",
+            r.means[0],
+            100.0 * r.means[2],
+            100.0 * r.means[4],
+            100.0 * r.means[5],
+            100.0 * r.means[9]
+        )
+    };
+    let default = cargo_sfl::measures::DEFAULT;
+    if let (Some(d), Some(o)) = (row(default), row("ochiai")) {
+        let baseline = row(cargo_sfl::eval::PANIC_STACK).map_or(String::new(), |b| {
+            format!("; the panic-stack baseline: {}", summary(b))
+        });
+        let _ = writeln!(
+            md,
+            "Default (**{default}**): {}. Ochiai: {}{baseline}.\n",
+            summary(d),
+            summary(o)
+        );
+    }
     let _ = writeln!(
         md,
         "| measure | std rank | EXAM | top-1 | top-3 | top-5 | top-10 | fn top-1 | fn top-5 | accuracy | HT_Rank (versions) |"
