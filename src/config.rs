@@ -515,9 +515,13 @@ mod tests {
         );
         assert_eq!(
             names(ReportConfig::resolve_measures(&[], Format::Json).unwrap()),
-            ["ochiai"]
+            ["stack-ochiai"]
         );
-        assert_eq!(ReportConfig::resolve_measures(&[], Format::Html).unwrap().len(), 6);
+        assert_eq!(
+            names(ReportConfig::resolve_measures(&[], Format::Html).unwrap())[..2],
+            ["stack-ochiai", "ochiai"]
+        );
+        assert_eq!(ReportConfig::resolve_measures(&[], Format::Html).unwrap().len(), 7);
         assert!(ReportConfig::resolve_measures(&["nope".into()], Format::Human).is_err());
     }
 }

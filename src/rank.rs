@@ -25,6 +25,9 @@ pub struct Ranked {
     pub counts: Counts,
     /// A failing test ran this unit and nothing else (Doric's P(f) = 1).
     pub certain: bool,
+    /// A stack-first ranking put it first: failing tests' backtraces enter ranked code here
+    /// (`score` is then the base measure's).
+    pub panicked: bool,
     /// Some of its lines changed since `--diff-base`.
     pub changed: bool,
     /// With `--order ht`: the expected steps until the HT_Rank model reaches its first line.
@@ -107,6 +110,7 @@ fn rank_filtered(analysis: &Analysis, scored: &[Scored], keep: Option<&[bool]>) 
             line_rank: 0.0,
             counts: analysis.groups[g].counts,
             certain: analysis.certain(g),
+            panicked: scored[g].key.tier == Tier::Stack,
             changed: false,
             expected_time: None,
         })

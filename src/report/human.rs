@@ -163,6 +163,13 @@ fn footer(out: &mut String, a: &Analysis, rankings: &[Ranking], view: &View) {
         );
         blank = "";
     }
+    if rankings.iter().any(|r| r.entries.iter().any(|x| x.panicked)) {
+        let _ = writeln!(
+            out,
+            "(panicked: a failing test's backtrace first enters your code on this line, so it is ranked first; the score shown is the base measure's.)"
+        );
+        blank = "";
+    }
     if rankings.iter().any(|r| r.entries.iter().any(|x| x.certain)) {
         let _ = writeln!(
             out,
@@ -275,12 +282,11 @@ fn entry_line(r: &Ranking, x: &Ranked, location: &str, src: &str) -> String {
     } else {
         String::new()
     };
-    let certain = match (x.certain, x.changed) {
-        (true, true) => " certain changed",
-        (true, false) => " certain",
-        (false, true) => " changed",
-        (false, false) => "",
-    };
+    let certain = [(x.panicked, " panicked"), (x.certain, " certain"), (x.changed, " changed")]
+        .iter()
+        .filter(|(on, _)| *on)
+        .map(|(_, tag)| *tag)
+        .collect::<String>();
     let time = x.expected_time.map(|t| format!("  E[T] {t:>7.1}")).unwrap_or_default();
     format!(
         "    rank {:>5} {:<4} {what} {:>8}{time}  ef {:>3} ep {:>3}{certain}  {location:>5} | {src}",

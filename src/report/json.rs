@@ -158,6 +158,10 @@ struct JsonEntry<'a> {
     line_rank: f64,
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     certain: bool,
+    /// Set on entries a stack-first ranking put first because failing tests' backtraces enter
+    /// ranked code there; `score` is the base measure's.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    panicked: bool,
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     changed: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -232,6 +236,7 @@ fn json_entry<'a>(a: &'a Analysis, view: &View<'a>, x: &Ranked) -> JsonEntry<'a>
         rank: x.rank,
         line_rank: x.line_rank,
         certain: x.certain,
+        panicked: x.panicked,
         changed: x.changed,
         expected_hitting_time: x.expected_time,
         ef: c.ef as u32,
