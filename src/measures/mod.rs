@@ -193,8 +193,8 @@ macro_rules! stack_first {
             name: $name,
             aliases: &[],
             formula: concat!(
-                "first the lines where failing tests' panic backtraces enter the ranked code (the innermost frame ",
-                "outside std and test code), by how many tests point there; then ",
+                "lines where failing tests' backtraces first enter ranked code come first, by how many tests ",
+                "point there; then ",
                 $base,
                 "'s order"
             ),
