@@ -113,7 +113,7 @@ fn data(a: &Analysis, rankings: &[Ranking], view: &View) -> Value {
             "probability": r.measure.is_probability(),
             "entries": r.entries.iter().map(|x| json!({
                 "g": x.group, "score": x.shown_score(), "log10": x.log10, "rank": x.rank,
-                "certain": x.certain, "changed": x.changed,
+                "certain": x.certain, "changed": x.changed, "panicked": x.panicked,
             })).collect::<Vec<_>>(),
         })).collect::<Vec<_>>(),
     })

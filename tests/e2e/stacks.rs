@@ -44,6 +44,27 @@ fn panic_in_library_code() -> Result {
         || format!("code {code:#}\nevidence {evidence:#}"),
     )?;
 
+    // The default ranking (stack-ochiai) puts the panicking line first, alone, marked as such;
+    // the human report says why.
+    let default = sfl(&["report", "--format", "json"], dir);
+    check(default.status.success(), || show(&default))?;
+    let report: Value = serde_json::from_slice(&default.stdout)?;
+    let first = &report["rankings"][0]["units"][0];
+    check(
+        report["rankings"][0]["measure"] == "stack-ochiai"
+            && first["line"] == 11
+            && first["panicked"] == true
+            && first["rank"] == 1.0
+            && first["members"].is_null(),
+        || format!("{:#}", report["rankings"][0]),
+    )?;
+    let human = sfl(&["report", "--color", "never"], dir);
+    let text = String::from_utf8_lossy(&human.stdout);
+    check(
+        text.contains(" panicked ") && text.contains("(panicked: a failing test's backtrace first enters your code"),
+        || text.to_string(),
+    )?;
+
     // SARIF: the fault's entry carries one_element's backtrace, outermost frame first.
     let sarif = sfl(&["report", "--format", "sarif", "-m", "ochiai"], dir);
     check(sarif.status.success(), || show(&sarif))?;
