@@ -169,10 +169,10 @@ impl<'a> Analysis<'a> {
             None
         };
         let cp_key = |u: usize| unit_cp.and_then(|s| s[u]).map(f64::to_bits);
-        // A line where failing tests' backtraces first enter ranked code is its own entry (with
-        // the lines of equal coverage that as many tests point at): the stack-first rankings
-        // move it, not its group.
-        let points = crate::evidence::panic_points(spectra);
+        // A line where failing tests' backtraces first enter ranked code, having panicked on
+        // the line's own operation, is its own entry (with the lines of equal coverage that as
+        // many tests point at): the stack-first rankings move it, not its group.
+        let points = crate::evidence::operation_panic_points(spectra);
         let split = |u: usize| (cp_key(u), points[u]);
         let fail = spectra.failing_mask();
         let pass = spectra.passing_mask();
@@ -561,9 +561,10 @@ pub(crate) mod tests {
     use crate::measures::find;
     use crate::spectra::tests::matrix;
 
-    /// Stack-first is its base measure exactly when no failing test has a frame in ranked
-    /// code; otherwise the line where a backtrace first enters ranked code goes first whatever
-    /// its base score (its callers do not move), and equal counts with equal base scores tie.
+    /// Stack-first is its base measure exactly when no failing test panicked on an operation in
+    /// ranked code; otherwise the line where such a backtrace first enters ranked code goes
+    /// first whatever its base score (its callers do not move), and equal counts with equal
+    /// base scores tie.
     #[test]
     fn stack_first_moves_backtrace_entries_first_and_is_its_base_without_them() {
         use crate::rank::rank_scored;
@@ -585,8 +586,13 @@ pub(crate) mod tests {
         assert_eq!(ranks(&s, base), [(2, 2.5), (3, 1.0), (4, 2.5)]);
         assert_eq!(ranks(&s, combined), ranks(&s, base));
 
-        // t1 panics on line 4, called from line 2: line 4 goes above line 3, line 2 stays.
+        // An index out of bounds on line 4 (called from line 2): line 4 goes above line 3,
+        // line 2 stays. A failed assertion there would move nothing.
+        let oob = |line: u32| Some(format!("panicked at src/lib.rs:{line}:5:\nindex out of bounds: the len is 0 but the index is 0"));
         s.tests[0].stack = vec![frame(4), frame(2)];
+        s.tests[0].message = Some("panicked at src/lib.rs:4:5:\nassertion failed: ok".into());
+        assert_eq!(ranks(&s, combined), ranks(&s, base));
+        s.tests[0].message = oob(4);
         assert_eq!(ranks(&s, combined), [(2, 3.0), (3, 2.0), (4, 1.0)]);
         let a = Analysis::new(&s, true);
         let scored = a.score(combined, &o);
@@ -600,13 +606,16 @@ pub(crate) mod tests {
         let mut pair = matrix(&["11-", "00+"]);
         assert_eq!(Analysis::new(&pair, true).groups.len(), 1);
         pair.tests[0].stack = vec![frame(2)];
+        pair.tests[0].message = oob(2);
         assert_eq!(Analysis::new(&pair, true).groups.len(), 2);
         assert_eq!(ranks(&pair, base), [(1, 1.5), (2, 1.5)]);
         assert_eq!(ranks(&pair, combined), [(1, 2.0), (2, 1.0)]);
 
         // Two failing tests each point at one of the two equally scored lines: they tie.
         s.tests[0].stack = vec![frame(2)];
+        s.tests[0].message = oob(2);
         s.tests[1].stack = vec![frame(4)];
+        s.tests[1].message = oob(4);
         assert_eq!(ranks(&s, combined), [(2, 1.5), (3, 3.0), (4, 1.5)]);
     }
 

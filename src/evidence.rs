@@ -130,14 +130,63 @@ pub fn stack_weights(spectra: &Spectra) -> Vec<f64> {
 /// Per unit, the number of failing tests whose backtrace first enters ranked code there (their
 /// innermost frame on a unit): where a developer reading the panic would look first.
 pub fn panic_points(spectra: &Spectra) -> Vec<u32> {
+    points_where(spectra, |_| true)
+}
+
+/// [`panic_points`] of the tests whose panic the operation on that line raised by itself
+/// ([`operation_panic`]): what the stack-first rankings move first.
+pub fn operation_panic_points(spectra: &Spectra) -> Vec<u32> {
+    points_where(spectra, |t| t.message.as_deref().is_some_and(operation_panic))
+}
+
+fn points_where(spectra: &Spectra, keep: impl Fn(&crate::spectra::TestRecord) -> bool) -> Vec<u32> {
     let unit = spectra.unit_index();
     let mut points = vec![0u32; spectra.units.len()];
-    for t in spectra.tests.iter().filter(|t| t.outcome.is_failing()) {
+    for t in spectra.tests.iter().filter(|t| t.outcome.is_failing() && keep(t)) {
         if let Some(&u) = t.stack.iter().find_map(|f| unit.get(&(f.file.as_str(), f.line))) {
             points[u] += 1;
         }
     }
     points
+}
+
+/// Messages of the checks the language and the standard library make on an operation: an
+/// index or a slice out of bounds, arithmetic overflow, division by zero, a bad argument to a
+/// std call.
+const RUNTIME_CHECKS: &[&str] = &[
+    "attempt to ",
+    "index out of bounds",
+    "range end index",
+    "range start index",
+    "slice index starts",
+    "byte index",
+    "start byte index",
+    "end byte index",
+    "removal index",
+    "insertion index",
+    "swap_remove index",
+    "mid > len",
+    "already borrowed",
+    "already mutably borrowed",
+    "capacity overflow",
+];
+
+/// Whether a panic message (`panicked at FILE:LINE:COL:` and what follows) says that the
+/// operation on the panicking line failed by itself: a runtime check of the language or of the
+/// standard library (see [`RUNTIME_CHECKS`]; also any panic located outside the workspace).
+/// An explicit check of the crate's own (`assert!`, `panic!`, `unreachable!`, `unwrap`,
+/// `expect`) is not: it detects a state that a fault elsewhere made.
+pub fn operation_panic(message: &str) -> bool {
+    let mut lines = message.lines();
+    let Some(site) = lines.find_map(|l| l.trim().strip_prefix("panicked at ")) else {
+        return false;
+    };
+    // Workspace locations are relative; std's and dependencies' are absolute.
+    if Path::new(site.split(':').next().unwrap_or("")).is_absolute() {
+        return true;
+    }
+    let text = lines.next().unwrap_or("").trim();
+    RUNTIME_CHECKS.iter().any(|c| text.starts_with(c)) || text.contains("is not a char boundary")
 }
 
 /// Each unit's line kind, reading each source file once; units of unreadable files (and
@@ -195,6 +244,47 @@ mod tests {
         ] {
             assert_eq!(line_kind(s), LineKind::Behavioural, "{s:?}");
         }
+    }
+
+    /// A panic the operation raised (index, slice, arithmetic, a std precondition, or located
+    /// in std) is an operation panic; an explicit check of the crate's own is not.
+    #[test]
+    fn operation_panics_are_told_from_explicit_checks() {
+        for m in [
+            "panicked at src/lib.rs:11:10:\nindex out of bounds: the len is 1 but the index is 1",
+            "panicked at src/lib.rs:2:23:\nattempt to subtract with overflow",
+            "panicked at src/a.rs:9:5:\nattempt to divide by zero",
+            "panicked at src/a.rs:9:5:\nbyte index 3 is not a char boundary; it is inside 'é'",
+            "panicked at src/a.rs:9:5:\nend byte index 6 is out of bounds of `foo`",
+            "panicked at src/a.rs:9:5:\nremoval index (is 3) should be < len (is 2)",
+            "panicked at /rustc/59807616e1fa/library/core/src/str/mod.rs:68:5:\nfailed to slice string",
+        ] {
+            assert!(operation_panic(m), "{m}");
+        }
+        for m in [
+            "panicked at src/lib.rs:33:9:\nassertion `left == right` failed\n  left: Some(3)",
+            "panicked at src/lib.rs:3:9:\nassertion failed: v.spilled()",
+            "panicked at src/lib.rs:3:9:\ncalled `Option::unwrap()` on a `None` value",
+            "panicked at src/lib.rs:3:9:\nentered unreachable code",
+            "panicked at src/lib.rs:3:9:\nattempted to index past the end",
+            "test did not panic",
+            "",
+        ] {
+            assert!(!operation_panic(m), "{m}");
+        }
+    }
+
+    /// Only failing tests whose panic the operation raised count for the stack-first rankings;
+    /// the baseline counts every failing test's first frame.
+    #[test]
+    fn operation_panic_points_leave_explicit_checks_out() {
+        let mut s = doric_minmax();
+        s.tests[0].stack = vec![frame(3)];
+        s.tests[0].message = Some("panicked at src/lib.rs:3:1:\nindex out of bounds: the len is 0 but the index is 0".into());
+        s.tests[1].stack = vec![frame(2)];
+        s.tests[1].message = Some("panicked at src/lib.rs:2:1:\nassertion failed: ok".into());
+        assert_eq!(panic_points(&s), [0, 1, 1, 0]);
+        assert_eq!(operation_panic_points(&s), [0, 0, 1, 0]);
     }
 
     /// Doric's minmax with backtraces: t1 panics on line 3 called from line 2, t2 on line 3.

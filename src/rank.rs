@@ -25,7 +25,7 @@ pub struct Ranked {
     pub counts: Counts,
     /// A failing test ran this unit and nothing else (Doric's P(f) = 1).
     pub certain: bool,
-    /// A stack-first ranking put it first: failing tests' backtraces enter ranked code here
+    /// A stack-first ranking put it first: a failing test panicked on its own operation
     /// (`score` is then the base measure's).
     pub panicked: bool,
     /// Some of its lines changed since `--diff-base`.

@@ -193,8 +193,9 @@ macro_rules! stack_first {
             name: $name,
             aliases: &[],
             formula: concat!(
-                "lines where failing tests' backtraces first enter ranked code come first, by how many tests ",
-                "point there; then ",
+                "lines where a failing test's backtrace first enters ranked code after the line's own operation ",
+                "panicked (an index or slice out of bounds, overflow, division by zero, a std precondition; ",
+                "not an assert, unwrap or panic!) come first, by how many tests; then ",
                 $base,
                 "'s order"
             ),
@@ -211,9 +212,11 @@ macro_rules! stack_first {
 /// A panic backtrace says where the failure became visible. On real panics (Panic4R) the
 /// innermost frame in the crate's own non-test code is the fault about half the time, and no
 /// spectrum measure knows it: the panicking line is run by passing tests too. Only that frame
-/// moves: callers, tried too, cost more on injected faults than they gained on real ones.
-/// When no failing test has such a frame (an assertion in a test failed) each ranking is
-/// exactly its base measure.
+/// moves (callers, tried too, cost more on injected faults than they gained on real ones), and
+/// only when the line's own operation panicked ([`crate::evidence::operation_panic`]): an
+/// `assert!`, `unwrap` or `panic!` detects a state that a fault elsewhere made. When no failing
+/// test panicked that way (an assertion in a test failed) each ranking is exactly its base
+/// measure.
 pub static STACK_FIRST: &[Measure] = &[
     stack_first!("stack-ochiai", "ochiai"),
     stack_first!("stack-dstar2", "dstar2"),

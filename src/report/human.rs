@@ -166,7 +166,7 @@ fn footer(out: &mut String, a: &Analysis, rankings: &[Ranking], view: &View) {
     if rankings.iter().any(|r| r.entries.iter().any(|x| x.panicked)) {
         let _ = writeln!(
             out,
-            "(panicked: a failing test's backtrace first enters your code on this line, so it is ranked first; the score shown is the base measure's.)"
+            "(panicked: a failing test panicked on this line's own operation (an index out of bounds, an overflow, …), so it is ranked first; the score shown is the base measure's.)"
         );
         blank = "";
     }

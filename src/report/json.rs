@@ -158,8 +158,8 @@ struct JsonEntry<'a> {
     line_rank: f64,
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     certain: bool,
-    /// Set on entries a stack-first ranking put first because failing tests' backtraces enter
-    /// ranked code there; `score` is the base measure's.
+    /// Set on entries a stack-first ranking put first because a failing test panicked on the
+    /// line's own operation; `score` is the base measure's.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     panicked: bool,
     #[serde(skip_serializing_if = "std::ops::Not::not")]

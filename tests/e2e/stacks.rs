@@ -61,7 +61,7 @@ fn panic_in_library_code() -> Result {
     let human = sfl(&["report", "--color", "never"], dir);
     let text = String::from_utf8_lossy(&human.stdout);
     check(
-        text.contains(" panicked ") && text.contains("(panicked: a failing test's backtrace first enters your code"),
+        text.contains(" panicked ") && text.contains("(panicked: a failing test panicked on this line's own operation"),
         || text.to_string(),
     )?;
 

@@ -57,7 +57,7 @@ function render() {
     const g = D.groups[e.g];
     const f = firstLine(e.g);
     const more = g.units.length > 1 ? ` <span class="muted">(+${g.units.length - 1} lines alike)</span>` : "";
-    const tags = (e.panicked ? '<span class="tag panicked" title="a failing test\'s backtrace first enters your code here">panicked</span>' : "") +
+    const tags = (e.panicked ? '<span class="tag panicked" title="a failing test panicked on this line\'s own operation">panicked</span>' : "") +
       (e.certain ? '<span class="tag certain">certain</span>' : "") + (e.changed ? '<span class="tag changed">changed</span>' : "");
     const anchor = f.file ? `#L-${encodeURIComponent(f.file)}-${f.line}` : "#";
     return `<tr class="${e.rank <= 1 ? "top" : ""}" data-loc="${esc(g.label)}" data-group="${e.g}">` +

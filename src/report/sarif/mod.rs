@@ -258,7 +258,7 @@ fn result(a: &Analysis, r: &Ranking, rule_index: usize, x: &Ranked, at: &Place, 
         c.ep + c.np
     );
     if x.panicked {
-        text.push_str(" A failing test's panic backtrace first enters the workspace's code here, so it is ranked first.");
+        text.push_str(" A failing test panicked on this line's own operation (an index out of bounds, an overflow, …), so it is ranked first.");
     }
     if x.certain {
         text.push_str(&format!(" A failing test ran this {noun} and nothing else."));
