@@ -5,8 +5,9 @@
 //! Only units run by at least one failing test are candidates (the others have `ef = 0` and
 //! are never ranked). Candidates with identical coverage columns form an *ambiguity group*:
 //! no spectrum measure can tell them apart, so they are scored and reported as one entry. A
-//! line where failing tests' panic backtraces first enter ranked code is kept apart from the
-//! lines that are not, so that the stack-first rankings can move it alone.
+//! line where a failing test's own operation panicked (its backtrace's first frame in ranked
+//! code) is kept apart from the lines that are not, so that the stack-first rankings can move
+//! it alone.
 
 use std::collections::HashMap;
 
@@ -66,9 +67,8 @@ pub enum Tier {
     Certain,
     /// Opt_w's all-failing core (value `np + 2`).
     Core,
-    /// Where failing tests' panic backtraces first enter ranked code, for the stack-first
-    /// rankings (value: the position by how many tests point there, then by the base
-    /// measure's key; higher first).
+    /// Where failing tests' operations panicked, for the stack-first rankings (value: the
+    /// position by how many tests point there, then by the base measure's key; higher first).
     Stack,
 }
 
@@ -147,8 +147,8 @@ pub struct Analysis<'a> {
     cp: std::sync::OnceLock<Option<(crate::cp::CpSolution, Vec<Option<f64>>)>>,
     /// Per unit, the evidence that orders an entry's lines (`--tie-break evidence`).
     ties: Option<Vec<Tie>>,
-    /// Per unit, the failing tests whose backtrace first enters ranked code there
-    /// ([`crate::evidence::panic_points`]).
+    /// Per unit, the failing tests whose operation panicked there
+    /// ([`crate::evidence::operation_panic_points`]).
     points: Vec<u32>,
 }
 
@@ -341,7 +341,7 @@ impl<'a> Analysis<'a> {
             Kind::FaultLikelihood => (0..self.groups.len()).map(|g| self.fault_likelihood(g)).collect(),
             Kind::CausalLikelihoodUpdating => self.cl_updating(opts.update_bound),
             Kind::Propagation => self.propagation(),
-            Kind::StackFirst(_) => return self.stack_first(m.base(), opts),
+            Kind::StackFirst(base) => return self.stack_first(crate::measures::stack_base(base), opts),
         };
         if opts.optimise {
             self.optimise(m, &mut scored);
@@ -368,9 +368,8 @@ impl<'a> Analysis<'a> {
         }
     }
 
-    /// `base`'s scores, with the entries where failing tests' panic backtraces first enter
-    /// ranked code moved first: by how many failing tests point there, then by `base`'s key.
-    /// Scores shown stay `base`'s.
+    /// `base`'s scores, with the entries where failing tests' operations panicked moved first:
+    /// by how many failing tests point there, then by `base`'s key. Scores shown stay `base`'s.
     fn stack_first(&self, base: &Measure, opts: &Options) -> Vec<Scored> {
         let mut scored = self.score(base, opts);
         // Every line of a group has the same count (groups are split by it).
@@ -588,7 +587,11 @@ pub(crate) mod tests {
 
         // An index out of bounds on line 4 (called from line 2): line 4 goes above line 3,
         // line 2 stays. A failed assertion there would move nothing.
-        let oob = |line: u32| Some(format!("panicked at src/lib.rs:{line}:5:\nindex out of bounds: the len is 0 but the index is 0"));
+        let oob = |line: u32| {
+            Some(format!(
+                "panicked at src/lib.rs:{line}:5:\nindex out of bounds: the len is 0 but the index is 0"
+            ))
+        };
         s.tests[0].stack = vec![frame(4), frame(2)];
         s.tests[0].message = Some("panicked at src/lib.rs:4:5:\nassertion failed: ok".into());
         assert_eq!(ranks(&s, combined), ranks(&s, base));

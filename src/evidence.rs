@@ -107,7 +107,7 @@ pub fn ties(spectra: &Spectra) -> Vec<Tie> {
 
 /// Per unit, Σ over failing tests of `1 / (1 + depth)` of the unit on the test's backtrace
 /// (depth counted over the test's frames on units, innermost 0; a unit counts once per test).
-pub fn stack_weights(spectra: &Spectra) -> Vec<f64> {
+fn stack_weights(spectra: &Spectra) -> Vec<f64> {
     let unit = spectra.unit_index();
     let mut w = vec![0.0; spectra.units.len()];
     for t in spectra.tests.iter().filter(|t| t.outcome.is_failing()) {
@@ -140,9 +140,18 @@ pub fn operation_panic_points(spectra: &Spectra) -> Vec<u32> {
 }
 
 fn points_where(spectra: &Spectra, keep: impl Fn(&crate::spectra::TestRecord) -> bool) -> Vec<u32> {
-    let unit = spectra.unit_index();
     let mut points = vec![0u32; spectra.units.len()];
-    for t in spectra.tests.iter().filter(|t| t.outcome.is_failing() && keep(t)) {
+    let tests: Vec<_> = spectra
+        .tests
+        .iter()
+        .filter(|t| t.outcome.is_failing() && !t.stack.is_empty() && keep(t))
+        .collect();
+    if tests.is_empty() {
+        // Every report builds an analysis: no line index when no test needs one.
+        return points;
+    }
+    let unit = spectra.unit_index();
+    for t in tests {
         if let Some(&u) = t.stack.iter().find_map(|f| unit.get(&(f.file.as_str(), f.line))) {
             points[u] += 1;
         }
@@ -280,7 +289,8 @@ mod tests {
     fn operation_panic_points_leave_explicit_checks_out() {
         let mut s = doric_minmax();
         s.tests[0].stack = vec![frame(3)];
-        s.tests[0].message = Some("panicked at src/lib.rs:3:1:\nindex out of bounds: the len is 0 but the index is 0".into());
+        s.tests[0].message =
+            Some("panicked at src/lib.rs:3:1:\nindex out of bounds: the len is 0 but the index is 0".into());
         s.tests[1].stack = vec![frame(2)];
         s.tests[1].message = Some("panicked at src/lib.rs:2:1:\nassertion failed: ok".into());
         assert_eq!(panic_points(&s), [0, 1, 1, 0]);

@@ -89,14 +89,15 @@ fn rank_filtered(analysis: &Analysis, scored: &[Scored], keep: Option<&[bool]>) 
     let mut order: Vec<usize> = (0..scored.len()).filter(|&g| keep.is_none_or(|k| k[g])).collect();
     // Tied entries: the one whose best line has more evidence first (when lines are ordered
     // by evidence), else in code order (groups are in code order already; the sort is stable).
-    let lead: Vec<Option<crate::evidence::Tie>> = (0..scored.len())
-        .map(|g| analysis.tie(analysis.lead(g)))
-        .collect();
+    let lead: Vec<Option<crate::evidence::Tie>> = (0..scored.len()).map(|g| analysis.tie(analysis.lead(g))).collect();
     order.sort_by(|&a, &b| {
-        scored[a].key.cmp_descending(&scored[b].key).then_with(|| match (lead[a], lead[b]) {
-            (Some(x), Some(y)) => x.cmp_descending(&y),
-            _ => std::cmp::Ordering::Equal,
-        })
+        scored[a]
+            .key
+            .cmp_descending(&scored[b].key)
+            .then_with(|| match (lead[a], lead[b]) {
+                (Some(x), Some(y)) => x.cmp_descending(&y),
+                _ => std::cmp::Ordering::Equal,
+            })
     });
     let mut out: Vec<Ranked> = order
         .into_iter()

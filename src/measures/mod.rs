@@ -95,8 +95,8 @@ pub enum Kind {
     CausalLikelihoodUpdating,
     /// CP: block scores propagated over the control-flow edge profiles (needs edges).
     Propagation,
-    /// The named base measure's ranking with the entries on a failing test's panic backtrace
-    /// moved first.
+    /// The named base measure's ranking with the lines where a failing test's operation
+    /// panicked moved first ([`stack_base`] resolves the name).
     StackFirst(&'static str),
 }
 
@@ -120,7 +120,7 @@ impl Measure {
         match self.kind {
             Kind::CausalLikelihood | Kind::FaultLikelihood | Kind::CausalLikelihoodUpdating => true,
             Kind::Spectrum(_) | Kind::Propagation => false,
-            Kind::StackFirst(_) => self.base().is_probability(),
+            Kind::StackFirst(base) => stack_base(base).is_probability(),
         }
     }
 
@@ -131,17 +131,14 @@ impl Measure {
             Kind::Spectrum(_) | Kind::CausalLikelihood | Kind::FaultLikelihood | Kind::CausalLikelihoodUpdating => {
                 false
             }
-            Kind::StackFirst(_) => self.base().needs_edges(),
+            Kind::StackFirst(base) => stack_base(base).needs_edges(),
         }
     }
+}
 
-    /// The measure whose scores this one shows: its base for a combined ranking, else itself.
-    pub fn base(&self) -> &'static Measure {
-        match self.kind {
-            Kind::StackFirst(base) => find(base).expect("a combined ranking names a measure of the catalogue"),
-            _ => find(self.name).expect("every measure is in the catalogue"),
-        }
-    }
+/// The base measure a stack-first ranking names (always one of the catalogue; unit-tested).
+pub fn stack_base(name: &str) -> &'static Measure {
+    find(name).expect("a stack-first ranking names a measure of the catalogue")
 }
 
 /// Doric's measures (Landsberg & Barr), computed over the whole matrix.
@@ -224,17 +221,12 @@ pub static STACK_FIRST: &[Measure] = &[
     stack_first!("stack-cl", "cl"),
 ];
 
-
 /// The default measure.
 pub const DEFAULT: &str = "stack-ochiai";
 
 /// Every measure: the spectrum catalogue, then Doric's, then CP, then the stack-first rankings.
 pub fn all() -> impl Iterator<Item = &'static Measure> {
-    catalogue::SPECTRUM
-        .iter()
-        .chain(DORIC)
-        .chain(CFG)
-        .chain(STACK_FIRST)
+    catalogue::SPECTRUM.iter().chain(DORIC).chain(CFG).chain(STACK_FIRST)
 }
 
 /// Looks a measure up by name or alias (case-insensitive, `_` read as `-`).

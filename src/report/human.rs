@@ -282,11 +282,15 @@ fn entry_line(r: &Ranking, x: &Ranked, location: &str, src: &str) -> String {
     } else {
         String::new()
     };
-    let certain = [(x.panicked, " panicked"), (x.certain, " certain"), (x.changed, " changed")]
-        .iter()
-        .filter(|(on, _)| *on)
-        .map(|(_, tag)| *tag)
-        .collect::<String>();
+    let certain = [
+        (x.panicked, " panicked"),
+        (x.certain, " certain"),
+        (x.changed, " changed"),
+    ]
+    .iter()
+    .filter(|(on, _)| *on)
+    .map(|(_, tag)| *tag)
+    .collect::<String>();
     let time = x.expected_time.map(|t| format!("  E[T] {t:>7.1}")).unwrap_or_default();
     format!(
         "    rank {:>5} {:<4} {what} {:>8}{time}  ef {:>3} ep {:>3}{certain}  {location:>5} | {src}",

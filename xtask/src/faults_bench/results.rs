@@ -289,9 +289,8 @@ fn section(md: &mut String, k: usize, sums: &Sums) -> Value {
     };
     let default = cargo_sfl::measures::DEFAULT;
     if let (Some(d), Some(o)) = (row(default), row("ochiai")) {
-        let baseline = row(cargo_sfl::eval::PANIC_STACK).map_or(String::new(), |b| {
-            format!("; the panic-stack baseline: {}", summary(b))
-        });
+        let baseline = row(cargo_sfl::eval::PANIC_STACK)
+            .map_or(String::new(), |b| format!("; the panic-stack baseline: {}", summary(b)));
         let _ = writeln!(
             md,
             "Default (**{default}**): {}. Ochiai: {}{baseline}.\n",
