@@ -12,7 +12,7 @@
 use std::collections::HashMap;
 
 use crate::bitset::BitSet;
-use crate::evidence::{LineKind, Tie, TieBreak};
+use crate::evidence::{Tie, TieBreak};
 use crate::measures::doric::{ln_not_implicated, ln_term, log_sum_exp};
 use crate::measures::{Counts, Kind, Measure, finite};
 use crate::spectra::Spectra;
@@ -87,10 +87,7 @@ impl Key {
         Key {
             tier,
             value,
-            tie: Tie {
-                stack: 0.0,
-                kind: LineKind::Behavioural,
-            },
+            tie: Tie::NONE,
         }
     }
 

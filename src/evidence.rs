@@ -1,8 +1,9 @@
 //! Evidence beyond coverage, to order the lines that coverage cannot tell apart.
 //!
 //! Lines with identical coverage form one ambiguity group, and every spectrum measure gives
-//! them one score: a function's signature, its closing brace and the faulty comparison tie. Two
-//! kinds of evidence separate them without touching the order of the groups themselves:
+//! them one score: a function's signature, its closing brace and the faulty comparison tie. Four
+//! kinds of evidence separate them without touching the order of the groups themselves, each
+//! consulted only when the ones before it tie:
 //!
 //! - **the panic stack**: a line on a failing test's backtrace is where the failure became
 //!   visible. Each failing test adds `1 / (1 + depth)` to the first frame it has on a line,
@@ -10,10 +11,17 @@
 //!   most and its callers less;
 //! - **the line's kind**: a line that only opens or closes a block, declares an item or is an
 //!   attribute or comment (`fn f(…) {`, `}`, `} else {`, `#[inline]`) carries no behaviour of its
-//!   own; a condition, an assignment, a call, an index or a return value is where faults live.
+//!   own; a condition, an assignment, a call, an index or a return value is where faults live;
+//! - **the size of its function**: a prior that gives every function the same chance of
+//!   holding the fault and shares it among the function's lines, so a line of a 3-line helper
+//!   comes before a line of a 40-line function it ties with. Fault density falls with a
+//!   component's size (Hatton, "Reexamining the fault density–component size connection");
+//! - **whether the line operates**: a comparison, arithmetic, a logical or bitwise operator, a
+//!   compound assignment or an index, the constructs most fixes change (Pan, Kim and
+//!   Whitehead, "Toward an understanding of bug fix patterns").
 //!
-//! Stack evidence decides first, then the kind, then code order. Both are read from what a run
-//! already has (the saved backtraces and the source files), so they cost nothing to collect.
+//! All are read from what a run already has (the saved backtraces, the functions' spans and the
+//! source files), so they cost nothing to collect.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -25,8 +33,8 @@ use crate::spectra::Spectra;
 pub enum TieBreak {
     /// They tie (every spectrum measure's own order).
     Code,
-    /// By [`Tie`]: stack evidence, then line kind. The default: on 36 real panics (Panic4R) it
-    /// raised Ochiai's top-5 from 22% to 31% and never lowered a top-N.
+    /// By [`Tie`]: stack evidence, line kind, the size of the line's function, then whether the
+    /// line operates. The default; `bench-results/` has what each part gained.
     #[default]
     Evidence,
 }
@@ -48,15 +56,30 @@ pub struct Tie {
     /// Σ over failing tests of `1 / (1 + depth)` of this line on the test's backtrace.
     pub stack: f64,
     pub kind: LineKind,
+    /// `1 / n` for a line of a function with `n` ranked lines (each function equally likely
+    /// to hold the fault); 0 for a line in no known function.
+    pub prior: f64,
+    /// The line compares, computes, indexes or assigns with an operator ([`operates`]).
+    pub operates: bool,
 }
 
 impl Tie {
-    /// A total order, most evidence first: stack weight, then kind.
+    /// No evidence: what every entry's key carries (only lines' keys carry their own).
+    pub const NONE: Tie = Tie {
+        stack: 0.0,
+        kind: LineKind::Behavioural,
+        prior: 0.0,
+        operates: false,
+    };
+
+    /// A total order, most evidence first: stack weight, kind, prior, then operates.
     pub fn cmp_descending(&self, other: &Tie) -> std::cmp::Ordering {
         other
             .stack
             .total_cmp(&self.stack)
             .then_with(|| other.kind.cmp(&self.kind))
+            .then_with(|| other.prior.total_cmp(&self.prior))
+            .then_with(|| other.operates.cmp(&self.operates))
     }
 }
 
@@ -96,12 +119,116 @@ pub fn line_kind(text: &str) -> LineKind {
     }
 }
 
+/// Whether one line of Rust source operates: a comparison (`==`, `<=`, ` < `), a logical,
+/// arithmetic, shift or bitwise operator between operands, a compound assignment (`+=`), a
+/// negation (`!x`, `-x`) or an index (`v[i]`). Comments, string and char literals, arrows
+/// (`->`, `=>`), references (`&x`), derefs (`*x`), generics (`Vec<u8>`), slice types (`&[u8]`),
+/// macros (`vec![…]`, `assert!(…)`) and closures' bars do not count.
+pub fn operates(text: &str) -> bool {
+    let code = without_literals(text);
+    let b = code.as_bytes();
+    let at = |i: usize| b.get(i).copied().unwrap_or(b' ');
+    let operand = |c: u8| c.is_ascii_alphanumeric() || c == b'_' || c == b')' || c == b']';
+    // Between operands: `a && b`, not `&&str` or a closure's `|| x` (after `(`, `,` or `move`).
+    let infix =
+        |i: usize| at(i.wrapping_sub(1)) == b' ' && operand(at(i.wrapping_sub(2))) && !code[..i].ends_with("move ");
+    (0..b.len()).any(|i| {
+        let prev = if i == 0 { b' ' } else { b[i - 1] };
+        match [b[i], at(i + 1)] {
+            [b'=' | b'!' | b'<' | b'>', b'='] => true,
+            [b'&', b'&'] | [b'|', b'|'] | [b'<', b'<'] | [b'>', b'>'] => infix(i),
+            // A compound assignment: `+=`, `-=`, `*=`, `/=`, `%=`, `&=`, `|=`, `^=`.
+            [b'+' | b'-' | b'*' | b'/' | b'%' | b'&' | b'|' | b'^', b'='] => true,
+            // A binary operator between spaces: `a + b`, `x < y`, `m & MASK`.
+            [
+                b'+' | b'-' | b'*' | b'/' | b'%' | b'&' | b'|' | b'^' | b'<' | b'>',
+                b' ',
+            ] => prev == b' ',
+            // A negation: `!x`, `!(…)`, `-x`, `-(…)` where an operand starts (not `name!(…)`).
+            [b'!' | b'-', n] => {
+                let starts_operand = matches!(prev, b'(' | b'=' | b',' | b'[' | b' ' | b'{') && !operand(prev);
+                let before = code[..i].trim_end();
+                let word = before
+                    .rsplit(|c: char| !c.is_alphanumeric() && c != '_')
+                    .next()
+                    .unwrap_or("");
+                (n.is_ascii_alphanumeric() || n == b'(' || n == b'_')
+                    && starts_operand
+                    && (!before.bytes().last().is_some_and(operand)
+                        || matches!(word, "if" | "while" | "return" | "match" | "in" | "else"))
+            }
+            // An index: `v[i]`, `f()[0]`, `m[i][j]`; not `&[u8]`, `vec![…]` or `#[attr]`.
+            [b'[', _] => operand(prev),
+            _ => false,
+        }
+    })
+}
+
+/// The code of one line: no comment, string literals emptied (`""`), char literals `' '`.
+fn without_literals(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '/' if chars.peek() == Some(&'/') => break,
+            '"' => {
+                out.push_str("\"\"");
+                let mut escaped = false;
+                for d in chars.by_ref() {
+                    if d == '"' && !escaped {
+                        break;
+                    }
+                    escaped = d == '\\' && !escaped;
+                }
+            }
+            // A char literal ('x', '\n', '\''), not a lifetime ('a).
+            '\'' => {
+                let rest: String = chars.clone().take(4).collect();
+                let len = if rest.starts_with('\\') {
+                    rest.find('\'').filter(|&k| k >= 2).map(|k| k + 1)
+                } else {
+                    (rest.chars().nth(1) == Some('\'')).then(|| rest.chars().next().map_or(1, char::len_utf8) + 1)
+                };
+                match len {
+                    Some(n) => {
+                        out.push_str("' '");
+                        for _ in 0..rest[..n].chars().count() {
+                            chars.next();
+                        }
+                    }
+                    None => out.push(c),
+                }
+            }
+            _ => out.push(c),
+        }
+    }
+    out
+}
+
 /// Per unit of `spectra`, the evidence that orders it within its group.
 pub fn ties(spectra: &Spectra) -> Vec<Tie> {
-    kinds(spectra)
+    let mut function_lines = vec![0u32; spectra.functions.len()];
+    for f in spectra.unit_function.iter().flatten() {
+        function_lines[*f as usize] += 1;
+    }
+    let texts = texts(spectra);
+    stack_weights(spectra)
         .into_iter()
-        .zip(stack_weights(spectra))
-        .map(|(kind, stack)| Tie { stack, kind })
+        .enumerate()
+        .map(|(u, stack)| {
+            let text = texts[u].as_deref();
+            Tie {
+                stack,
+                kind: text.map_or(LineKind::Behavioural, line_kind),
+                prior: spectra
+                    .unit_function
+                    .get(u)
+                    .copied()
+                    .flatten()
+                    .map_or(0.0, |f| 1.0 / f64::from(function_lines[f as usize])),
+                operates: text.is_some_and(operates),
+            }
+        })
         .collect()
 }
 
@@ -198,9 +325,9 @@ pub fn operation_panic(message: &str) -> bool {
     RUNTIME_CHECKS.iter().any(|c| text.starts_with(c)) || text.contains("is not a char boundary")
 }
 
-/// Each unit's line kind, reading each source file once; units of unreadable files (and
-/// imported units, which name no line) count as behavioural.
-fn kinds(spectra: &Spectra) -> Vec<LineKind> {
+/// Each unit's source line, reading each file once; `None` for units of unreadable files and
+/// imported units (which name no line): behavioural, not operating.
+fn texts(spectra: &Spectra) -> Vec<Option<String>> {
     let root = Path::new(&spectra.workspace_root);
     let mut files: HashMap<&str, Option<Vec<String>>> = HashMap::new();
     spectra
@@ -212,8 +339,10 @@ fn kinds(spectra: &Spectra) -> Vec<LineKind> {
                     .ok()
                     .map(|text| text.lines().map(str::to_string).collect())
             });
-            let text = lines.as_ref().and_then(|l| l.get((u.line as usize).checked_sub(1)?));
-            text.map_or(LineKind::Behavioural, |t| line_kind(t))
+            lines
+                .as_ref()
+                .and_then(|l| l.get((u.line as usize).checked_sub(1)?))
+                .cloned()
         })
         .collect()
 }
@@ -253,6 +382,88 @@ mod tests {
         ] {
             assert_eq!(line_kind(s), LineKind::Behavioural, "{s:?}");
         }
+    }
+
+    #[test]
+    fn lines_that_operate_are_told_from_the_rest() {
+        for s in [
+            "    if least > in2 {",
+            "        if value == 0 && len >= 0 {",
+            "    let m = x_lo as u128 / y_hi as u128 + carry;",
+            "            i = (i * 5 + perturb as usize + 1) ^ self.mask as usize;",
+            "        self.fill += 1;",
+            "    let x = v[i];",
+            "        &s[1..]",
+            "    if !self.is_empty() {",
+            "    return -x;",
+            "    let n = f(-1);",
+            "    (x >> 64) as u64",
+            "    a || b",
+            "        Op::LessEq => matches_exact(cmp, ver) && matches_less(cmp, ver),",
+        ] {
+            assert!(operates(s), "{s:?}");
+        }
+        for s in [
+            "    let mut len = 0;",
+            "        return Err(Error::new(ErrorKind::LeadingZero(pos)));",
+            "fn f(a: &[u8], b: &&str) -> Vec<Vec<u8>> {",
+            "    let v = vec![0; 8];",
+            "    assert!(x.is_some(), \"a == b\");",
+            "    #[cfg(test)]",
+            "    x.map(|y| y.len()).unwrap_or_else(|| 0)",
+            "    let c = '<'; // a < b",
+            "    match x { Some(y) => y, None => *z }",
+            "    let r = &mut self.buf;",
+            "    move || run()",
+            "impl<'a, T: AsRef<[u8]>> Foo<'a> for T {",
+        ] {
+            assert!(!operates(s), "{s:?}");
+        }
+    }
+
+    /// Lines of one group: a smaller function's line first, then a line that operates.
+    #[test]
+    fn smaller_functions_and_operating_lines_come_first_within_a_kind() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("src")).unwrap();
+        std::fs::write(
+            dir.path().join("src/lib.rs"),
+            "fn big(x: u8) -> u8 {\n    let y = x;\n    y + 1\n}\nfn small() -> bool {\n    true\n}\n",
+        )
+        .unwrap();
+        let mut s = doric_minmax();
+        s.workspace_root = dir.path().to_string_lossy().into_owned();
+        // Units: lines 2 and 3 of `big`, line 6 of `small`, line 1 (big's signature).
+        for (unit, line) in s.units.iter_mut().zip([2, 3, 6, 1]) {
+            unit.file = "src/lib.rs".into();
+            unit.line = line;
+        }
+        s.functions = vec![
+            crate::spectra::FunctionSpan {
+                file: "src/lib.rs".into(),
+                start: 1,
+                end: 4,
+            },
+            crate::spectra::FunctionSpan {
+                file: "src/lib.rs".into(),
+                start: 5,
+                end: 7,
+            },
+        ];
+        s.unit_function = vec![Some(0), Some(0), Some(1), Some(0)];
+        let t = ties(&s);
+        assert_eq!(
+            t.iter().map(|t| t.prior).collect::<Vec<_>>(),
+            [1.0 / 3.0, 1.0 / 3.0, 1.0, 1.0 / 3.0]
+        );
+        assert_eq!(
+            t.iter().map(|t| t.operates).collect::<Vec<_>>(),
+            [false, true, false, false]
+        );
+        let mut order: Vec<usize> = (0..4).collect();
+        order.sort_by(|&a, &b| t[a].cmp_descending(&t[b]));
+        // small's `true`, big's `y + 1`, big's `let y = x;`, then the signature.
+        assert_eq!(order, [2, 1, 0, 3]);
     }
 
     /// A panic the operation raised (index, slice, arithmetic, a std precondition, or located

@@ -491,7 +491,7 @@ fn conventions(settings: &Settings) -> BTreeMap<&'static str, String> {
         match settings.tie_break {
             TieBreak::Code => "lines of one entry tie (line-level metrics count the whole entry as tied)",
             TieBreak::Evidence => {
-                "lines of one entry are ordered by panic-stack evidence, then line kind (behavioural before structural)"
+                "lines of one entry are ordered by panic-stack evidence, line kind (behavioural before structural), the size of their function (smaller first), then whether they operate"
             }
         }
         .to_string(),

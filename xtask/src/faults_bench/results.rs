@@ -246,7 +246,7 @@ fn preamble(
     let _ = writeln!(
         md,
         "Every version is ranked as `cargo sfl` ranks by default: test code (found in the version's own sources) is left out, \
-         and an entry's lines are ordered by evidence. The default ranking is **{}**.\n",
+         and an entry's lines are ordered by evidence (backtraces, line kind, function size, operators). The default ranking is **{}**.\n",
         cargo_sfl::measures::DEFAULT
     );
     let _ = writeln!(
