@@ -147,6 +147,9 @@ pub struct Analysis<'a> {
     /// Per unit, the failing tests whose operation panicked there
     /// ([`crate::evidence::operation_panic_points`]).
     points: Vec<u32>,
+    /// At function granularity ([`Analysis::by_best_line`]): the same run's line analysis, whose
+    /// best line of each function gives the function its key.
+    by_line: Option<Box<Analysis<'a>>>,
 }
 
 impl<'a> Analysis<'a> {
@@ -230,6 +233,7 @@ impl<'a> Analysis<'a> {
             cp,
             ties: None,
             points,
+            by_line: None,
         };
         a.certain = (0..a.groups.len())
             .map(|g| a.fail_tests(g).iter().any(|&k| a.rho[k as usize] == 1.0))
@@ -239,6 +243,73 @@ impl<'a> Analysis<'a> {
 
     /// Orders each entry's lines as `tie_break` says: by evidence (read from the spectra's
     /// stacks and sources), or in code order.
+    /// The analysis a report or an evaluation ranks: over `spectra`'s lines, or, when `lines` is
+    /// given (`spectra` is then `lines.by_function()`), over functions, each ranked where its
+    /// best line ranks ([`Analysis::by_best_line`]). `split_by_cp`: CP is among the measures.
+    pub fn prepared(
+        spectra: &'a Spectra,
+        lines: Option<&'a Spectra>,
+        group: bool,
+        split_by_cp: bool,
+        tie_break: TieBreak,
+    ) -> Self {
+        match lines {
+            None => Self::with_cp(spectra, group, split_by_cp).with_tie_break(tie_break),
+            Some(lines) => Self::by_best_line(
+                spectra,
+                Self::with_cp(lines, group, split_by_cp).with_tie_break(tie_break),
+            ),
+        }
+    }
+
+    /// Functions ranked by their best line: `functions` is `lines.spectra.by_function()`, each
+    /// function its own entry, and under every measure a function's key, score and tie
+    /// evidence are those of its best line in `lines` (Zou et al. score a method by its best
+    /// statement). A function then ranks where a person reading the line ranking first meets
+    /// it, and the top function holds the top line. The counts shown stay the function's own
+    /// (the tests that ran any of its lines).
+    pub fn by_best_line(functions: &'a Spectra, lines: Analysis<'a>) -> Self {
+        let mut a = Self::with_cp(functions, false, false);
+        a.by_line = Some(Box::new(lines));
+        a
+    }
+
+    /// The line analysis: this one, or at function granularity the one its keys come from.
+    pub fn lines(&self) -> &Analysis<'a> {
+        self.by_line.as_deref().unwrap_or(self)
+    }
+
+    /// Each function group's key, score and probability: its best line's under `m`.
+    fn best_line_scores(&self, lines: &Analysis, m: &Measure, opts: &Options) -> Vec<Scored> {
+        let line_scored = lines.score(m, opts);
+        let mut best: Vec<Option<Scored>> = vec![None; self.spectra.units.len()];
+        for (g, group) in lines.groups.iter().enumerate() {
+            for &u in &group.units {
+                let Some(f) = lines.spectra.unit_function.get(u).copied().flatten() else {
+                    continue;
+                };
+                let mut s = line_scored[g];
+                if let Some(t) = lines.tie(u) {
+                    s.key.tie = t;
+                }
+                let slot = &mut best[f as usize];
+                if slot.is_none_or(|b| s.key.cmp_descending(&b.key).is_lt()) {
+                    *slot = Some(s);
+                }
+            }
+        }
+        self.groups
+            .iter()
+            .map(|g| {
+                best[g.units[0]].unwrap_or(Scored {
+                    key: Key::new(Tier::Unscored, 0.0),
+                    score: 0.0,
+                    log10: None,
+                })
+            })
+            .collect()
+    }
+
     pub fn with_tie_break(mut self, tie_break: TieBreak) -> Self {
         self.ties = (tie_break == TieBreak::Evidence).then(|| crate::evidence::ties(self.spectra));
         self
@@ -317,6 +388,9 @@ impl<'a> Analysis<'a> {
 
     /// Every group's score under `m`.
     pub fn score(&self, m: &Measure, opts: &Options) -> Vec<Scored> {
+        if let Some(lines) = &self.by_line {
+            return self.best_line_scores(lines, m, opts);
+        }
         let mut scored = match m.kind {
             Kind::Spectrum(f) => self
                 .groups
@@ -556,6 +630,45 @@ pub(crate) mod tests {
     use super::*;
     use crate::measures::find;
     use crate::spectra::tests::matrix;
+
+    /// Function A holds u1 (run only by the two failing tests) and u2 (run by every test);
+    /// function B holds u3 (both failing tests and one passing). Over the functions' own
+    /// coverage A is run by every test (Ochiai 0.71) and ranks below B (0.82); by its best line
+    /// A scores u1's 1.0 and ranks first, whatever the measure.
+    #[test]
+    fn functions_rank_by_their_best_line() {
+        let mut s = matrix(&["111-", "111-", "010+", "011+"]);
+        s.functions = [(1, 2), (3, 3)]
+            .into_iter()
+            .map(|(start, end)| crate::spectra::FunctionSpan {
+                file: "src/lib.rs".into(),
+                start,
+                end,
+            })
+            .collect();
+        s.unit_function = vec![Some(0), Some(0), Some(1)];
+        let functions = s.by_function();
+        let union = Analysis::new(&functions, true).score(find("ochiai").unwrap(), &Options::default());
+        assert!(union[0].score < union[1].score, "{union:?}");
+        let a = Analysis::prepared(&functions, Some(&s), true, false, TieBreak::Code);
+        assert_eq!(a.groups.len(), 2, "each function its own entry");
+        let line_scores: Vec<f64> = Analysis::new(&s, true)
+            .score(find("ochiai").unwrap(), &Options::default())
+            .iter()
+            .map(|x| x.score)
+            .collect();
+        let best = a.score(find("ochiai").unwrap(), &Options::default());
+        assert_eq!((best[0].score, best[1].score), (line_scores[0], line_scores[2]));
+        assert_eq!(best[0].score, 1.0);
+        let order: Vec<usize> = crate::rank::rank(&a, find("ochiai").unwrap(), &Options::default())
+            .entries
+            .iter()
+            .map(|e| a.groups[e.group].units[0])
+            .collect();
+        assert_eq!(order, [0, 1]);
+        // The line analysis is what CP and the report's CFG summary read.
+        assert!(std::ptr::eq(a.lines().spectra, &s));
+    }
 
     /// Stack-first is its base measure exactly when no failing test panicked on an operation in
     /// ranked code; otherwise the line where such a backtrace first enters ranked code goes

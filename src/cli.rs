@@ -389,7 +389,8 @@ pub struct OutputArgs {
     /// ranked list plus jumps within a function) expects a person to reach them.
     #[arg(long, value_enum, default_value_t = Order::Score)]
     pub order: Order,
-    /// Rank source lines, or functions (a function is run when any of its lines is).
+    /// Rank source lines, or functions (each ranked where its best line ranks, with that line's
+    /// score; a function is run when any of its lines is).
     #[arg(long, value_enum, default_value_t = Granularity::Line)]
     pub granularity: Granularity,
     /// How the lines of one entry (identical coverage) are ordered: evidence (lines on failing

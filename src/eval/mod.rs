@@ -386,8 +386,20 @@ pub fn stack_keys(spectra: &Spectra) -> Vec<Option<Key>> {
 
 /// Scores every measure on the known faults.
 pub fn evaluate(spectra: &Spectra, faults: &[Fault], measures: &[&'static Measure], settings: &Settings) -> EvalReport {
-    let analysis = Analysis::with_cp(spectra, settings.opts.group, measures.iter().any(|m| m.needs_edges()))
-        .with_tie_break(settings.tie_break);
+    evaluate_with(spectra, None, faults, measures, settings)
+}
+
+/// [`evaluate`]; with `lines`, `spectra` is `lines.by_function()` and each function ranks by its
+/// best line ([`Analysis::prepared`]), as `--granularity function` ranks them.
+pub fn evaluate_with(
+    spectra: &Spectra,
+    lines: Option<&Spectra>,
+    faults: &[Fault],
+    measures: &[&'static Measure],
+    settings: &Settings,
+) -> EvalReport {
+    let needs_cp = measures.iter().any(|m| m.needs_edges());
+    let analysis = Analysis::prepared(spectra, lines, settings.opts.group, needs_cp, settings.tie_break);
     let located = locate(spectra, faults);
     let faulty: HashSet<usize> = located.iter().flat_map(|f| f.units.iter().copied()).collect();
 

@@ -19,12 +19,16 @@ use crate::ui;
 
 /// Ranks and writes the report; returns the exit code.
 pub fn emit(spectra: &Spectra, out: &ReportConfig) -> anyhow::Result<i32> {
-    let mut converted = None;
-    let (spectra, function_names) = at_granularity(spectra, out, &mut converted)?;
+    let mut converted = Default::default();
+    let Prepared {
+        spectra,
+        lines,
+        names: function_names,
+    } = at_granularity(spectra, out, &mut converted)?;
     let opts = out.options.clone();
     require_edges(spectra, &out.measures)?;
-    let analysis = Analysis::with_cp(spectra, opts.group, out.measures.iter().any(|m| m.needs_edges()))
-        .with_tie_break(out.tie_break);
+    let needs_cp = out.measures.iter().any(|m| m.needs_edges());
+    let analysis = Analysis::prepared(spectra, lines, opts.group, needs_cp, out.tie_break);
     let summary = report::Summary::of(&analysis);
     let changed = match &out.diff_base {
         Some(rev) => Some(changed_entries(&analysis, rev)?),
@@ -56,36 +60,55 @@ pub fn emit(spectra: &Spectra, out: &ReportConfig) -> anyhow::Result<i32> {
     }
 }
 
+/// The matrix a report ranks, as [`at_granularity`] prepares it.
+#[derive(Debug)]
+pub(super) struct Prepared<'a> {
+    /// Lines, or functions at function granularity.
+    pub spectra: &'a Spectra,
+    /// At function granularity, the lines the functions were made of (each function ranks by
+    /// its best line: [`Analysis::prepared`]).
+    pub lines: Option<&'a Spectra>,
+    /// At function granularity, each unit's function name.
+    pub names: Option<Vec<String>>,
+}
+
 /// The matrix as the report options want it: without test code (unless `--include-test-code`) and
 /// at the requested granularity; at function granularity, with each unit's function name (the
-/// source is parsed once for both).
+/// source is parsed once for both) and the lines kept beside. `converted` holds what had to be
+/// made (the lines, then the functions).
 pub(super) fn at_granularity<'a>(
     spectra: &'a Spectra,
     out: &ReportConfig,
-    converted: &'a mut Option<Spectra>,
-) -> Result<(&'a Spectra, Option<Vec<String>>), SflError> {
+    converted: &'a mut [Option<Spectra>; 2],
+) -> Result<Prepared<'a>, SflError> {
     let mut parsed = Parsed::new(Path::new(&spectra.workspace_root));
     let mut owned = timed_out(spectra, out.count_timeouts);
     if !out.include_test_code {
         owned = Some(without_test_code(owned.as_ref().unwrap_or(spectra), &mut parsed));
     }
-    let mut names = None;
-    if out.granularity == Granularity::Function {
-        let base = owned.as_ref().unwrap_or(spectra);
-        if base.functions.is_empty() {
-            return Err(SflError::Usage(
-                "--granularity function needs function information, which imported matrices and spectra saved by older versions lack".into(),
-            ));
-        }
-        let functions = base.by_function();
-        names = Some(parsed.function_names(&functions.functions));
-        owned = Some(functions);
-    }
-    let spectra = match owned {
-        Some(s) => converted.insert(s),
+    let [line_slot, function_slot] = converted;
+    let lines: &'a Spectra = match owned {
+        Some(s) => line_slot.insert(s),
         None => spectra,
     };
-    Ok((spectra, names))
+    if out.granularity != Granularity::Function {
+        return Ok(Prepared {
+            spectra: lines,
+            lines: None,
+            names: None,
+        });
+    }
+    if lines.functions.is_empty() {
+        return Err(SflError::Usage(
+            "--granularity function needs function information, which imported matrices and spectra saved by older versions lack".into(),
+        ));
+    }
+    let functions = function_slot.insert(lines.by_function());
+    Ok(Prepared {
+        names: Some(parsed.function_names(&functions.functions)),
+        spectra: functions,
+        lines: Some(lines),
+    })
 }
 
 /// Timed-out tests are left out of the ranking, with a warning naming them and how to rank
@@ -225,6 +248,7 @@ fn order_by_ht(analysis: &Analysis, rankings: &mut [Ranking], opts: &Options, ht
 
 /// Says how CP's system was solved when it was not solved exactly.
 fn warn_cp(analysis: &Analysis) {
+    let analysis = analysis.lines();
     if let Some((sol, _)) = analysis.cp()
         && let crate::cp::CpMethod::Damped { factor, reason } = &sol.method
     {
@@ -412,8 +436,8 @@ mod tests {
         assert!(timed_out(&doric_minmax(), true).is_none(), "nothing timed out");
         let mut out = config(&[]);
         out.count_timeouts = true;
-        let mut converted = None;
-        let (ranked, _) = at_granularity(&s, &out, &mut converted).unwrap();
+        let mut converted = Default::default();
+        let ranked = at_granularity(&s, &out, &mut converted).unwrap().spectra;
         assert_eq!(ranked.tests[0].outcome, Outcome::Failed);
     }
 
@@ -421,8 +445,11 @@ mod tests {
     fn function_granularity_needs_function_information() {
         let s = doric_minmax();
         let mut out = config(&[]);
-        let mut converted = None;
-        assert!(std::ptr::eq(at_granularity(&s, &out, &mut converted).unwrap().0, &s));
+        let mut converted = Default::default();
+        assert!(std::ptr::eq(
+            at_granularity(&s, &out, &mut converted).unwrap().spectra,
+            &s
+        ));
         out.granularity = Granularity::Function;
         let err = at_granularity(&s, &out, &mut converted).unwrap_err();
         assert!(matches!(err, SflError::Usage(_)));

@@ -8,13 +8,13 @@ use crate::measures::Measure;
 use crate::spectra::Spectra;
 use crate::ui;
 
-use super::emit::{at_granularity, require_edges, write_output};
+use super::emit::{Prepared, at_granularity, require_edges, write_output};
 
 /// Scores the measures on `spectra` against `faults`, writes the report, returns the exit code.
 pub(super) fn evaluate(spectra: &Spectra, faults: Vec<Fault>, cfg: &EvalConfig) -> anyhow::Result<i32> {
     let out = &cfg.run.report;
-    let mut converted = None;
-    let (spectra, _) = at_granularity(spectra, out, &mut converted)?;
+    let mut converted = Default::default();
+    let Prepared { spectra, lines, .. } = at_granularity(spectra, out, &mut converted)?;
     // At function granularity a fault is the functions that contain its lines.
     let faults: Vec<Fault> = if out.granularity == Granularity::Function {
         faults
@@ -40,7 +40,7 @@ pub(super) fn evaluate(spectra: &Spectra, faults: Vec<Fault>, cfg: &EvalConfig) 
         ht: cfg.ht,
         tie_break: out.tie_break,
     };
-    let report = crate::eval::evaluate(spectra, &faults, &measures, &settings);
+    let report = crate::eval::evaluate_with(spectra, lines, &faults, &measures, &settings);
     let text = match out.format {
         Format::Json => crate::eval::json(&report),
         _ => crate::eval::human(&report, cfg.sort_by),

@@ -79,6 +79,7 @@ struct JsonCfg<'a> {
 
 impl<'a> JsonCfg<'a> {
     fn of(a: &'a Analysis) -> Option<Self> {
+        let a = a.lines();
         let (sol, _) = a.cp()?;
         let e = a.spectra.edges.as_ref()?;
         let (method, damping_factor) = match &sol.method {

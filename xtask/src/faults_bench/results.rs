@@ -7,7 +7,7 @@ use std::path::Path;
 use std::time::Instant;
 
 use anyhow::{Context, Result};
-use cargo_sfl::eval::{Settings, evaluate};
+use cargo_sfl::eval::{Settings, evaluate, evaluate_with};
 use cargo_sfl::faults::Fault;
 use cargo_sfl::spectra::Spectra;
 use serde_json::{Value, json};
@@ -89,7 +89,8 @@ pub(super) fn evaluate_all(work_root: &Path, crates: &[(&str, &str)], out_dir: &
                     m.metrics.ht_rank = h.metrics.ht_rank;
                 }
             }
-            // Functions: a fault is the functions holding its lines.
+            // Functions (each ranked by its best line, as `--granularity function` ranks them):
+            // a fault is the functions holding its lines.
             let functions = spectra.by_function();
             let function_faults: Vec<Fault> = r
                 .faults
@@ -99,7 +100,7 @@ pub(super) fn evaluate_all(work_root: &Path, crates: &[(&str, &str)], out_dir: &
                     ..f.clone()
                 })
                 .collect();
-            let by_function = evaluate(&functions, &function_faults, &usable, &without_ht);
+            let by_function = evaluate_with(&functions, Some(&spectra), &function_faults, &usable, &without_ht);
             restore(&pristine, &work, &muts)?;
             if report.measures.is_empty() {
                 *status_counts
