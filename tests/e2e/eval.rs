@@ -25,7 +25,7 @@ pub fn trials() -> Vec<Trial> {
 /// last; of the 8 lines that compute or decide, `find_nth`'s one line comes first (a function of
 /// 3 lines against `unblock_process`'s more than 10), then the four that operate (`+ 1`, `*`, `n - 1`,
 /// an index), the fault among them: 1 + 4/2. The report leads the first entry with line 23,
-/// not the signature on line 22.
+/// not the signature on line 22. At function granularity each function ranks by its best line.
 fn tie_break_by_evidence() -> Result {
     let tmp = copy_fixture("schedule");
     let dir = tmp.path();
@@ -39,6 +39,53 @@ fn tie_break_by_evidence() -> Result {
     let lead = &v["rankings"][0]["units"][0]["line"];
     check(lead == 23, || {
         format!("first entry led by line {lead}\n{}", show(&report))
+    })?;
+    // Functions rank by their best line: both functions' best lines score 0.7071, and the
+    // evidence puts `find_nth`'s (the smaller function) first, so it is the first function;
+    // with `--tie-break code` the two tie.
+    let functions = |tie_break: &str| -> Result<Vec<(String, f64, f64)>> {
+        let out = sfl(
+            &[
+                "report",
+                "--granularity",
+                "function",
+                "-m",
+                "ochiai",
+                "--tie-break",
+                tie_break,
+                "--format",
+                "json",
+            ],
+            dir,
+        );
+        let v: Value = serde_json::from_slice(&out.stdout)?;
+        Ok(v["rankings"][0]["units"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|u| {
+                let name = u["function"].as_str().unwrap_or("").to_string();
+                (
+                    name,
+                    u["score"].as_f64().unwrap_or(f64::NAN),
+                    u["rank"].as_f64().unwrap_or(f64::NAN),
+                )
+            })
+            .collect())
+    };
+    let by_evidence = functions("evidence")?;
+    let top_line_score = v["rankings"][0]["units"][0]["score"].as_f64().unwrap();
+    check(
+        by_evidence.len() == 2
+            && by_evidence[0].0 == "find_nth"
+            && by_evidence[0].2 == 1.0
+            && by_evidence[1].2 == 2.0
+            && by_evidence.iter().all(|f| f.1 == top_line_score),
+        || format!("{by_evidence:?}, top line score {top_line_score}"),
+    )?;
+    let in_code_order = functions("code")?;
+    check(in_code_order.iter().all(|f| f.2 == 1.5), || {
+        format!("{in_code_order:?}")
     })
 }
 
