@@ -190,11 +190,10 @@ macro_rules! stack_first {
             name: $name,
             aliases: &[],
             formula: concat!(
-                "lines where a failing test's backtrace first enters ranked code after the line's own operation ",
-                "panicked (an index or slice out of bounds, overflow, division by zero, a std precondition; ",
-                "not an assert, unwrap or panic!) come first, by how many tests; then ",
                 $base,
-                "'s order"
+                ", with the lines where failing tests' own operations panicked moved first, by how many tests ",
+                "(an index or slice out of bounds, overflow, division by zero, a std precondition; ",
+                "not assert!, unwrap or panic!)"
             ),
             citation: "Wu, Zhang, Cheung & Kim, 'CrashLocator: locating crashing faults based on crash stacks', ISSTA 2014; Zou, Liang, Xiong, Ernst & Zhang, 'An empirical study of fault localization families and their combinations', IEEE TSE 2019",
             group: None,

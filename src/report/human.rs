@@ -308,8 +308,15 @@ fn line_entry(a: &Analysis, group: &[usize], lead: usize, sources: &mut Sources)
     let units = &a.spectra.units;
     let first = &units[lead];
     let mut src = sources.line(&first.file, first.line).unwrap_or("").trim().to_string();
-    if group.len() > 1 {
-        let _ = write!(src, "   (+{} lines alike: {})", group.len() - 1, alike(group, units));
+    let others: Vec<usize> = group.iter().copied().filter(|&u| u != lead).collect();
+    if !others.is_empty() {
+        let noun = if others.len() == 1 { "line" } else { "lines" };
+        let _ = write!(
+            src,
+            "   (+{} {noun} alike: {})",
+            others.len(),
+            alike(&first.file, &others, units)
+        );
     }
     (first.line.to_string(), src)
 }
@@ -340,14 +347,13 @@ fn function_entry(a: &Analysis, view: &View, group: &[usize]) -> (String, String
     (format!("{}:{span}", file(group[0])), src)
 }
 
-/// A group's lines in short: spans in the first line's file bare, others prefixed with their
-/// file; cut to 60 characters.
-fn alike(group: &[usize], units: &[Unit]) -> String {
-    let first = &units[group[0]];
-    let all: Vec<String> = spans(group, units)
+/// The other lines of an entry in short: spans in the lead line's `file` bare, others prefixed
+/// with their file; cut to 60 characters.
+fn alike(file: &str, others: &[usize], units: &[Unit]) -> String {
+    let all: Vec<String> = spans(others, units)
         .iter()
         .map(|fs| {
-            if fs.file == first.file {
+            if fs.file == file {
                 fs.runs()
             } else {
                 format!("{}:{}", fs.file, fs.runs())
