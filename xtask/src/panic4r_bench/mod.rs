@@ -70,6 +70,10 @@ pub struct Args {
     /// Kill a bug's cargo sfl run (build and tests) after this many seconds.
     #[arg(long, default_value_t = 1800)]
     pub bug_timeout: u64,
+    /// Keep each crate's build directories (target/bench/panic4r/target-*) after its bugs ran;
+    /// by default they are deleted then (they reach tens of GB over the benchmark).
+    #[arg(long)]
+    pub keep_builds: bool,
     /// Where panic4r.md and panic4r.json go (relative to the repository).
     #[arg(long, default_value = "bench-results")]
     pub output_dir: PathBuf,
@@ -120,6 +124,7 @@ pub fn run_bench(args: &Args) -> Result<()> {
     let runner = run::Runner {
         sfl: &sfl,
         timeout: Duration::from_secs(args.bug_timeout),
+        builds: Default::default(),
     };
     let (mut records, mut not_run) = (Vec::new(), Vec::new());
     for krate in &crates {
@@ -138,6 +143,10 @@ pub fn run_bench(args: &Args) -> Result<()> {
                 if r.reproduced { "reproduced" } else { &r.reason }
             );
             records.push(r);
+        }
+        // The bugs of one crate share snapshots, so its builds go once all of them ran.
+        if !args.keep_builds {
+            runner.remove_builds();
         }
     }
     let out_dir = crate::root().join(&args.output_dir);

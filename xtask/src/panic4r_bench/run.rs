@@ -57,6 +57,8 @@ impl Record {
 pub struct Runner<'a> {
     pub sfl: &'a Path,
     pub timeout: Duration,
+    /// The build directories the runs used since the last [`Runner::remove_builds`].
+    pub builds: std::cell::RefCell<Vec<PathBuf>>,
 }
 
 /// One cargo sfl run's outcome: its exit code (None when killed at the time limit) and log.
@@ -119,16 +121,28 @@ impl Runner<'_> {
         Ok(r)
     }
 
+    /// Deletes the build directories of the runs so far (only build output: the spectra,
+    /// records and snapshots stay). A crate's snapshots can take several GB each.
+    pub fn remove_builds(&self) {
+        for d in self.builds.borrow_mut().drain(..) {
+            let _ = std::fs::remove_dir_all(d);
+        }
+    }
+
     fn sfl_once(&self, dir: &Path, p: &Prepared, spectra: &Path) -> Result<Outcome> {
+        // Shared by the bugs of one snapshot: their dependencies are built once.
+        let target = dir.with_file_name(format!("target-{}", p.snapshot_name));
+        if !self.builds.borrow().contains(&target) {
+            self.builds.borrow_mut().push(target.clone());
+        }
         let mut cmd = Command::new(self.sfl);
         cmd.args(["sfl", "--color", "never", "--format", "json", "--test-timeout", "120"])
             .arg("--save-spectra")
             .arg(spectra)
             .arg("--manifest-path")
             .arg(p.crate_dir.join("Cargo.toml"))
-            // Shared by the bugs of one snapshot: their dependencies are built once.
             .arg("--target-dir")
-            .arg(dir.with_file_name(format!("target-{}", p.snapshot_name)));
+            .arg(&target);
         if !p.manifest.features.is_empty() {
             cmd.arg("--features").arg(p.manifest.features.join(","));
         }
@@ -203,4 +217,29 @@ pub fn cached(dir: &Path) -> Option<Record> {
 /// The spectra of a reproduced bug.
 pub fn spectra_path(dir: &Path) -> PathBuf {
     dir.join("spectra.json")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn remove_builds_deletes_each_build_directory_used_once() {
+        let tmp = std::env::temp_dir().join(format!("xtask-remove-builds-{}", std::process::id()));
+        let (a, b) = (tmp.join("target-a"), tmp.join("target-b"));
+        for d in [&a, &b] {
+            std::fs::create_dir_all(d.join("debug")).unwrap();
+        }
+        let keep = tmp.join("bug-1");
+        std::fs::create_dir_all(&keep).unwrap();
+        let runner = Runner {
+            sfl: Path::new("cargo-sfl"),
+            timeout: Duration::from_secs(1),
+            builds: std::cell::RefCell::new(vec![a.clone(), b.clone()]),
+        };
+        runner.remove_builds();
+        assert!(!a.exists() && !b.exists() && keep.exists());
+        assert!(runner.builds.borrow().is_empty());
+        std::fs::remove_dir_all(&tmp).unwrap();
+    }
 }
