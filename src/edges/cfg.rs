@@ -47,13 +47,49 @@ pub enum CfgError {
     Missing(usize),
 }
 
-impl Cfg {
-    /// Reads the table (`words`, with `relocated` marking words the loader fills in, which are
-    /// never the null that ends a list) for blocks at `pcs` (the PC table's addresses, in
-    /// order).
-    pub fn parse(words: &[u64], relocated: &[bool], pcs: &[u64]) -> Result<Cfg, CfgError> {
-        // Blocks by address. In an optimised build two blocks can end up at one address (the
-        // code of one was merged away); their records come in the PC table's order, and a
+/// A control-flow record: a flagged block (its PC-table index) or a pruned one (its index among
+/// the pruned).
+#[derive(Clone, Copy)]
+enum Record {
+    Flagged(u32),
+    Pruned(usize),
+}
+
+/// A binary's blocks as the control-flow table lists them: the PC table's, each with its flag,
+/// and the blocks SanitizerCoverage's pruning left without one (a block that dominates all its
+/// successors, or that post-dominates all of several predecessors), whose runs are inferred
+/// from the graph ([`Blocks::ran`]). A function's blocks are contiguous and in the function's
+/// block order (the table's), so a build without pruning numbers them alike.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct Blocks {
+    pub cfg: Cfg,
+    /// Per block, its address.
+    pub address: Vec<u64>,
+    /// Per block, its flag (index in the PC table); `None` for a pruned block.
+    pub flag: Vec<Option<u32>>,
+    /// Per function, in PC-table order: its blocks `first..first + count`.
+    pub functions: Vec<(u32, u32)>,
+    /// Per block, its immediate dominator within its function (`u32::MAX`: an entry, or not
+    /// reachable from one). Only computed when some block is pruned.
+    idom: Vec<u32>,
+}
+
+impl Blocks {
+    /// Reads the control-flow table (`words`, with `relocated` marking words the loader fills
+    /// in) for the PC table's blocks at `pcs`, `entry[i]` marking a function's first block.
+    pub fn parse(words: &[u64], relocated: &[bool], pcs: &[u64], entry: &[bool]) -> Result<Blocks, CfgError> {
+        let n = pcs.len();
+        // The PC table's functions: each entry starts one.
+        let mut function_of = vec![0u32; n];
+        let mut starts: Vec<u32> = Vec::new();
+        for i in 0..n {
+            if entry.get(i).copied().unwrap_or(false) || starts.is_empty() {
+                starts.push(i as u32);
+            }
+            function_of[i] = starts.len() as u32 - 1;
+        }
+        // Flagged blocks by address. In an optimised build two blocks can end up at one address
+        // (the code of one was merged away); their records come in the PC table's order, and a
         // successor at such an address is taken to be the first of them.
         let mut index: HashMap<u64, Vec<u32>> = HashMap::new();
         for (i, &pc) in pcs.iter().enumerate().filter(|(_, pc)| **pc != DELETED) {
@@ -61,20 +97,24 @@ impl Cfg {
         }
         let mut seen: HashMap<u64, usize> = HashMap::new();
         let is_end = |i: usize| words[i] == 0 && !relocated.get(i).copied().unwrap_or(false);
-        let mut lists: Vec<Option<Vec<u32>>> = vec![None; pcs.len()];
+        let mut flagged: Vec<Option<Vec<u64>>> = vec![None; n];
+        // Unflagged blocks: (function, address, successors' addresses).
+        let mut pruned: Vec<(u32, u64, Vec<u64>)> = Vec::new();
+        // Per function, its records in the table's order (the function's block order).
+        let mut records: Vec<Vec<Record>> = vec![Vec::new(); starts.len()];
+        let mut current: Option<u32> = None;
         let mut i = 0;
         while i < words.len() {
-            let block = index.get(&words[i]).and_then(|at| {
-                let k = seen.entry(words[i]).or_default();
+            let address = words[i];
+            let block = index.get(&address).and_then(|at| {
+                let k = seen.entry(address).or_default();
                 *k += 1;
                 at.get(*k - 1).copied()
             });
             i += 1;
             let mut succs = Vec::new();
             while i < words.len() && !is_end(i) {
-                if let Some(at) = index.get(&words[i]) {
-                    succs.push(at[0]);
-                }
+                succs.push(words[i]);
                 i += 1;
             }
             // The successors' null, the callees (not needed), and theirs.
@@ -86,13 +126,26 @@ impl Cfg {
                 return Err(CfgError::Truncated);
             }
             i += 1;
-            if let Some(b) = block {
-                succs.sort_unstable();
-                succs.dedup();
-                lists[b as usize].get_or_insert(succs);
+            match block {
+                Some(b) => {
+                    // A function's records are contiguous: the flagged ones say whose they are.
+                    let f = function_of[b as usize];
+                    current = Some(f);
+                    if flagged[b as usize].is_none() {
+                        flagged[b as usize] = Some(succs);
+                        records[f as usize].push(Record::Flagged(b));
+                    }
+                }
+                None if address != DELETED => {
+                    if let Some(f) = current {
+                        records[f as usize].push(Record::Pruned(pruned.len()));
+                        pruned.push((f, address, succs));
+                    }
+                }
+                None => {}
             }
         }
-        let missing = lists
+        let missing = flagged
             .iter()
             .zip(pcs)
             .filter(|(l, pc)| l.is_none() && **pc != DELETED)
@@ -100,9 +153,207 @@ impl Cfg {
         if missing > 0 {
             return Err(CfgError::Missing(missing));
         }
-        Ok(Cfg::from_lists(lists.into_iter().map(Option::unwrap_or_default)))
+        // An unflagged block with no successor that is no block's only successor was not
+        // pruned: it starts with `unreachable` and never runs (and without pruning it is no
+        // block either). Edges into it are left out.
+        let only_successor: std::collections::HashSet<u64> = flagged
+            .iter()
+            .flatten()
+            .chain(pruned.iter().map(|p| &p.2))
+            .filter(|l| l.len() == 1)
+            .map(|l| l[0])
+            .collect();
+        let keep = |k: usize| !pruned[k].2.is_empty() || only_successor.contains(&pruned[k].1);
+        // Number the blocks function by function in the function's block order, so a build
+        // without pruning numbers its blocks the same. Deleted blocks (no record) keep their
+        // place in the PC table's order.
+        let mut out = Blocks::default();
+        let mut block_of_flag = vec![u32::MAX; n];
+        let mut block_of_pruned = vec![u32::MAX; pruned.len()];
+        for (f, &first) in starts.iter().enumerate() {
+            let end = starts.get(f + 1).map_or(n as u32, |&e| e);
+            let begin = out.address.len() as u32;
+            let mut next = first;
+            let mut flag_upto = |out: &mut Blocks, upto: u32, block_of_flag: &mut Vec<u32>| {
+                while next < upto {
+                    if block_of_flag[next as usize] == u32::MAX {
+                        block_of_flag[next as usize] = out.address.len() as u32;
+                        out.address.push(pcs[next as usize]);
+                        out.flag.push(Some(next));
+                    }
+                    next += 1;
+                }
+            };
+            for r in &records[f] {
+                match *r {
+                    Record::Flagged(b) => flag_upto(&mut out, b + 1, &mut block_of_flag),
+                    Record::Pruned(k) if keep(k) => {
+                        block_of_pruned[k] = out.address.len() as u32;
+                        out.address.push(pruned[k].1);
+                        out.flag.push(None);
+                    }
+                    Record::Pruned(_) => {}
+                }
+            }
+            flag_upto(&mut out, end, &mut block_of_flag);
+            out.functions.push((begin, out.address.len() as u32 - begin));
+        }
+        // A successor's address: the first flagged block there, else the first pruned one.
+        let mut by_address: HashMap<u64, u32> = HashMap::new();
+        for (k, p) in pruned.iter().enumerate().rev().filter(|(k, _)| keep(*k)) {
+            by_address.insert(p.1, block_of_pruned[k]);
+        }
+        for (&pc, at) in &index {
+            by_address.insert(pc, block_of_flag[at[0] as usize]);
+        }
+        let mut lists: Vec<Vec<u32>> = vec![Vec::new(); out.address.len()];
+        let resolve = |succs: &[u64]| {
+            let mut l: Vec<u32> = succs.iter().filter_map(|a| by_address.get(a).copied()).collect();
+            l.sort_unstable();
+            l.dedup();
+            l
+        };
+        for (pc, succs) in flagged.iter().enumerate() {
+            if let Some(succs) = succs {
+                lists[block_of_flag[pc] as usize] = resolve(succs);
+            }
+        }
+        for (k, p) in pruned.iter().enumerate().filter(|(k, _)| keep(*k)) {
+            lists[block_of_pruned[k] as usize] = resolve(&p.2);
+        }
+        out.cfg = Cfg::from_lists(lists);
+        if out.flag.iter().any(Option::is_none) {
+            out.idom = out.dominators();
+        }
+        Ok(out)
     }
 
+    pub fn len(&self) -> usize {
+        self.address.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.address.is_empty()
+    }
+
+    /// Each block's immediate dominator within its function (Cooper, Harvey and Kennedy's
+    /// iterative algorithm over reverse postorder).
+    fn dominators(&self) -> Vec<u32> {
+        const NONE: u32 = u32::MAX;
+        let mut idom = vec![NONE; self.len()];
+        let mut rpo_index = vec![NONE; self.len()];
+        let mut preds: Vec<Vec<u32>> = vec![Vec::new(); self.len()];
+        for b in 0..self.len() as u32 {
+            for &s in self.cfg.successors(b) {
+                preds[s as usize].push(b);
+            }
+        }
+        for &(first, count) in &self.functions {
+            if count == 0 {
+                continue;
+            }
+            let inside = |b: u32| b >= first && b < first + count;
+            // Postorder by an explicit DFS from the entry.
+            let mut post = Vec::new();
+            let mut visited = vec![false; count as usize];
+            let mut stack: Vec<(u32, usize)> = vec![(first, 0)];
+            visited[0] = true;
+            while let Some(&mut (b, ref mut next)) = stack.last_mut() {
+                let succs = self.cfg.successors(b);
+                if let Some(&s) = succs.get(*next) {
+                    *next += 1;
+                    if inside(s) && !visited[(s - first) as usize] {
+                        visited[(s - first) as usize] = true;
+                        stack.push((s, 0));
+                    }
+                } else {
+                    post.push(b);
+                    stack.pop();
+                }
+            }
+            let rpo: Vec<u32> = post.iter().rev().copied().collect();
+            for (k, &b) in rpo.iter().enumerate() {
+                rpo_index[b as usize] = k as u32;
+            }
+            idom[first as usize] = first;
+            let intersect = |idom: &[u32], mut a: u32, mut b: u32| {
+                while a != b {
+                    while rpo_index[a as usize] > rpo_index[b as usize] {
+                        a = idom[a as usize];
+                    }
+                    while rpo_index[b as usize] > rpo_index[a as usize] {
+                        b = idom[b as usize];
+                    }
+                }
+                a
+            };
+            let mut changed = true;
+            while changed {
+                changed = false;
+                for &b in rpo.iter().skip(1) {
+                    let mut new = NONE;
+                    for &p in &preds[b as usize] {
+                        if !inside(p) || idom[p as usize] == NONE {
+                            continue;
+                        }
+                        new = if new == NONE { p } else { intersect(&idom, p, new) };
+                    }
+                    if new != NONE && idom[b as usize] != new {
+                        idom[b as usize] = new;
+                        changed = true;
+                    }
+                }
+            }
+            idom[first as usize] = NONE;
+        }
+        idom
+    }
+
+    /// Which blocks ran, from the flags that were set (`flags[i]`: the PC table's block `i`).
+    /// A pruned block ran when a block it dominates ran, or when a block whose only successor
+    /// it is ran. Both hold exactly for a run that left every block it entered by its end;
+    /// the one case they miss is the block a panic or an exit left mid-way, on a failing
+    /// test's stack: a pruned dominator that panicked counts as not run, and a pruned join
+    /// after a predecessor that panicked in a call without cleanup counts as run.
+    pub fn ran(&self, flags: &[bool]) -> Vec<bool> {
+        let mut ran: Vec<bool> = self
+            .flag
+            .iter()
+            .map(|f| f.is_some_and(|i| flags.get(i as usize).copied().unwrap_or(false)))
+            .collect();
+        if self.idom.is_empty() {
+            return ran;
+        }
+        let mut work: Vec<u32> = (0..self.len() as u32).filter(|&b| ran[b as usize]).collect();
+        let mut walked = vec![false; self.len()];
+        while let Some(b) = work.pop() {
+            // Every dominator of a block that ran ran too.
+            let mut d = b;
+            while !walked[d as usize] {
+                walked[d as usize] = true;
+                if !ran[d as usize] {
+                    ran[d as usize] = true;
+                    work.push(d);
+                }
+                match self.idom[d as usize] {
+                    u32::MAX => break,
+                    up => d = up,
+                }
+            }
+            // A pruned only successor ran after it.
+            if let [s] = self.cfg.successors(b)
+                && self.flag[*s as usize].is_none()
+                && !ran[*s as usize]
+            {
+                ran[*s as usize] = true;
+                work.push(*s);
+            }
+        }
+        ran
+    }
+}
+
+impl Cfg {
     /// From each block's successors.
     pub fn from_lists(lists: impl IntoIterator<Item = Vec<u32>>) -> Cfg {
         let mut cfg = Cfg {
@@ -172,6 +423,12 @@ mod tests {
         Cfg::from_lists([vec![1, 2], vec![3], vec![3], vec![]])
     }
 
+    /// The graph of a table whose PC table starts one function.
+    fn parse(words: &[u64], relocated: &[bool], pcs: &[u64]) -> Result<Cfg, CfgError> {
+        let entry: Vec<bool> = (0..pcs.len()).map(|i| i == 0).collect();
+        Blocks::parse(words, relocated, pcs, &entry).map(|b| b.cfg)
+    }
+
     fn ran(n: usize, blocks: &[u32]) -> Vec<bool> {
         let mut r = vec![false; n];
         for &b in blocks {
@@ -212,13 +469,13 @@ mod tests {
         let words = [0x10, 0x20, 0x30, 0, 0, 0, 0x20, 0x30, 0, 0, 0x30, 0, 0x10, 0];
         let mut relocated = [false; 14];
         relocated[4] = true;
-        let cfg = Cfg::parse(&words, &relocated, &pcs).unwrap();
+        let cfg = parse(&words, &relocated, &pcs).unwrap();
         assert_eq!(cfg.successors(0), &[1, 2]);
         assert_eq!(cfg.successors(1), &[2]);
         assert!(cfg.successors(2).is_empty());
         assert_eq!(cfg.preds, vec![0, 1, 2]);
         // Without the mark, the callee's zero ends the record early and the table is garbled.
-        assert!(Cfg::parse(&words, &[false; 14], &pcs).is_err());
+        assert!(parse(&words, &[false; 14], &pcs).is_err());
     }
 
     #[test]
@@ -226,21 +483,72 @@ mod tests {
         // Blocks 1 and 2 both at 0x20: the first record at 0x20 is block 1's, the second block 2's.
         let pcs = [0x10, 0x20, 0x20];
         let words = [0x10, 0x20, 0, 0, 0x20, 0, 0, 0x20, 0x10, 0, 0];
-        let cfg = Cfg::parse(&words, &[], &pcs).unwrap();
+        let cfg = parse(&words, &[], &pcs).unwrap();
         assert_eq!(cfg.successors(0), &[1]);
         assert!(cfg.successors(1).is_empty());
         assert_eq!(cfg.successors(2), &[0]);
     }
 
+    /// `E → D`, `D → {A, B, U}`, `A → J`, `B → J`: pruning left D (it dominates A and B) and
+    /// J (it post-dominates A and B) without a flag; U starts with `unreachable` (no flag, no
+    /// successor, nobody's only successor).
+    fn pruned() -> Blocks {
+        let words = [
+            0x10, 0x20, 0, 0, // E
+            0x20, 0x30, 0x40, 0x60, 0, 0, // D
+            0x30, 0x50, 0, 0, // A
+            0x40, 0x50, 0, 0, // B
+            0x50, 0, 0, // J
+            0x60, 0, 0, // U
+        ];
+        Blocks::parse(&words, &[], &[0x10, 0x30, 0x40], &[true, false, false]).unwrap()
+    }
+
+    #[test]
+    fn pruned_blocks_take_their_place_in_the_function() {
+        let b = pruned();
+        assert_eq!(b.address, [0x10, 0x20, 0x30, 0x40, 0x50]);
+        assert_eq!(b.flag, [Some(0), None, Some(1), Some(2), None]);
+        assert_eq!(b.functions, [(0, 5)]);
+        assert_eq!(b.cfg.successors(1), &[2, 3]);
+        assert_eq!(b.idom, [u32::MAX, 0, 1, 1, 1]);
+    }
+
+    #[test]
+    fn pruned_blocks_ran_when_a_block_they_dominate_or_their_only_predecessor_ran() {
+        let b = pruned();
+        // E and A flagged: D dominates A, J is A's only successor.
+        let ran = b.ran(&[true, true, false]);
+        assert_eq!(ran, [true, true, true, false, true]);
+        assert_eq!(
+            b.cfg.taken(&ran, |x| x == 0),
+            vec![(None, 0), (Some(0), 1), (Some(1), 2), (Some(2), 4)]
+        );
+        // Only E: a panic stopped the run in E or in D. D, E's only successor, counts as run;
+        // A, B and J did not run.
+        assert_eq!(b.ran(&[true, false, false]), [true, true, false, false, false]);
+        // A test that panicked inside A (a call without cleanup) gets J too: the case the
+        // inference cannot tell.
+    }
+
+    #[test]
+    fn without_pruning_blocks_are_the_pc_tables() {
+        let words = [0x10, 0x20, 0, 0, 0x20, 0, 0];
+        let b = Blocks::parse(&words, &[], &[0x10, 0x20], &[true, false]).unwrap();
+        assert_eq!(b.flag, [Some(0), Some(1)]);
+        assert!(b.idom.is_empty(), "no dominators needed");
+        assert_eq!(b.ran(&[true, false]), [true, false]);
+    }
+
     #[test]
     fn a_deleted_block_needs_no_record() {
-        let cfg = Cfg::parse(&[0x10, 0, 0], &[], &[0x10, DELETED]).unwrap();
+        let cfg = parse(&[0x10, 0, 0], &[], &[0x10, DELETED]).unwrap();
         assert!(cfg.successors(1).is_empty());
     }
 
     #[test]
     fn refuses_truncated_tables_and_blocks_without_records() {
-        assert_eq!(Cfg::parse(&[0x10, 0x20], &[], &[0x10, 0x20]), Err(CfgError::Truncated));
-        assert_eq!(Cfg::parse(&[0x10, 0, 0], &[], &[0x10, 0x20]), Err(CfgError::Missing(1)));
+        assert_eq!(parse(&[0x10, 0x20], &[], &[0x10, 0x20]), Err(CfgError::Truncated));
+        assert_eq!(parse(&[0x10, 0, 0], &[], &[0x10, 0x20]), Err(CfgError::Missing(1)));
     }
 }

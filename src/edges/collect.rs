@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use super::cfg::Cfg;
+use super::cfg::Blocks;
 use super::map::{EdgeMap, MapError};
 use super::model::{Block, BlockId, Edge, EdgeSpectra};
 use super::record::{self, ReadError};
@@ -35,9 +35,12 @@ pub enum CollectError {
 
 /// A binary's blocks with their run-wide ids, and its control-flow graph.
 struct BinaryBlocks {
-    /// Per block of the PC table, its id (None: code that is not the workspace's).
+    /// Per block, its id (None: code that is not the workspace's).
     ids: Vec<Option<BlockId>>,
-    cfg: Cfg,
+    /// The blocks' flags and graph.
+    graph: Blocks,
+    /// Flags the runtime records (the PC table's entries).
+    flags: usize,
     entry: Vec<bool>,
 }
 
@@ -156,7 +159,8 @@ impl<'a> Collector<'a> {
             let ids = self.names.lock().expect("not poisoned").add(&map);
             Ok(BinaryBlocks {
                 ids,
-                cfg: map.cfg,
+                graph: map.graph,
+                flags: map.flags,
                 entry: map.entry,
             })
         })
@@ -173,15 +177,16 @@ impl<'a> Collector<'a> {
             });
         };
         let binary = self.binary(which)?;
-        if binary.ids.len() as u64 != file.blocks {
+        if binary.flags as u64 != file.blocks {
             return Err(CollectError::BlockCount {
                 file: path.to_path_buf(),
                 recorded: file.blocks,
                 binary: exe,
-                blocks: binary.ids.len(),
+                blocks: binary.flags,
             });
         }
-        for (from, to) in binary.cfg.taken(&file.ran, |b| binary.entry[b as usize]) {
+        let ran = binary.graph.ran(&file.ran);
+        for (from, to) in binary.graph.cfg.taken(&ran, |b| binary.entry[b as usize]) {
             let Some(to) = binary.ids[to as usize] else { continue };
             match from {
                 None => out.push(Edge { from: None, to }),

@@ -39,7 +39,7 @@ pub fn rustc_flags(rt: &Path) -> Vec<String> {
         "llvm-args=-sanitizer-coverage-inline-bool-flag",
         "llvm-args=-sanitizer-coverage-pc-table",
         "llvm-args=-sanitizer-coverage-control-flow",
-        "llvm-args=-sanitizer-coverage-prune-blocks=0",
+        "llvm-args=-sanitizer-coverage-prune-blocks=1",
     ]
     .iter()
     .flat_map(|f| ["-C".to_string(), (*f).to_string()])

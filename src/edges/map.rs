@@ -12,7 +12,7 @@ use std::path::Path;
 
 use object::{Object, ObjectSection, ObjectSymbol};
 
-use super::cfg::{Cfg, CfgError, DELETED};
+use super::cfg::{Blocks, CfgError, DELETED};
 use crate::platform::{self, Section};
 
 type Reader<'a> = gimli::EndianSlice<'a, gimli::RunTimeEndian>;
@@ -62,7 +62,7 @@ pub enum MapError {
 pub struct Function {
     /// Demangled, without the hash: the same in every binary that contains the function.
     pub name: String,
-    /// Its blocks are `first..first + blocks` (indices in the PC table).
+    /// Its blocks are `first..first + blocks` (indices in [`EdgeMap::graph`]).
     pub first: u32,
     pub blocks: u32,
     /// Some block maps to a line of the workspace's own code.
@@ -72,10 +72,12 @@ pub struct Function {
 /// A binary's instrumented blocks.
 #[derive(Debug, Default)]
 pub struct EdgeMap {
-    /// Number of blocks (entries of the PC table, flags of the runtime, in the same order).
+    /// Number of blocks: the PC table's (one flag of the runtime each) and the pruned ones.
     pub blocks: usize,
-    /// The control-flow graph between them.
-    pub cfg: Cfg,
+    /// Number of flags (entries of the PC table, flags of the runtime, in the same order).
+    pub flags: usize,
+    /// The blocks, their flags and the control-flow graph between them.
+    pub graph: Blocks,
     /// Per block, whether it is a function's entry.
     pub entry: Vec<bool>,
     pub functions: Vec<Function>,
@@ -110,23 +112,37 @@ impl EdgeMap {
         if blocks > flags {
             return Err(MapError::PcCount { entries: blocks, flags });
         }
-        let cfg = control_flow(&obj, &pcs)?;
+        if blocks > 0 && pcs[1] & 1 == 0 {
+            return Err(MapError::NoEntry);
+        }
+        let flag_count = blocks;
+        let graph = control_flow(&obj, &pcs)?;
+        let blocks = graph.len();
         let symbols = text_symbols(&obj);
         let sections = dwarf_sections(&obj);
         let ctx = dwarf_context(&sections, &obj)?;
+        let mut entry = vec![false; blocks];
+        for &(first, count) in &graph.functions {
+            if count > 0 {
+                entry[first as usize] = true;
+            }
+        }
+        let address = graph.address.clone();
+        let functions = graph.functions.clone();
         let mut map = EdgeMap {
             blocks,
-            cfg,
-            entry: (0..blocks).map(|i| pcs[2 * i + 1] & 1 != 0).collect(),
+            flags: flag_count,
+            graph,
+            entry,
             lines: vec![Vec::new(); blocks],
             ..EdgeMap::default()
         };
-        let entries: Vec<usize> = (0..blocks).filter(|&i| map.entry[i]).collect();
+        let entries: Vec<usize> = functions.iter().map(|&(first, _)| first as usize).collect();
         // Each function's symbol (name, and its end), looked up once.
         let syms: Vec<Option<&(u64, u64, String)>> = entries
             .iter()
             .map(|&first| {
-                let pc = pcs[2 * first];
+                let pc = address[first];
                 symbols.binary_search_by(|s| s.0.cmp(&pc)).ok().map(|i| &symbols[i])
             })
             .collect();
@@ -141,22 +157,19 @@ impl EdgeMap {
             relative,
             &mut map.files,
         )?;
-        if entries.first() != Some(&0) && blocks > 0 {
-            return Err(MapError::NoEntry);
-        }
         for (k, &first) in entries.iter().enumerate() {
-            let end = entries.get(k + 1).copied().unwrap_or(blocks);
-            let entry_pc = pcs[2 * first];
+            let end = first + functions[k].1 as usize;
+            let entry_pc = address[first];
             let name = syms[k].map_or_else(|| format!("<function at {entry_pc:#x}>"), |s| s.2.clone());
             let fn_end = syms[k].map_or(u64::MAX, end_of);
             // Block ranges: each block runs to the next block's start within the function.
-            let mut order: Vec<usize> = (first..end).filter(|&i| pcs[2 * i] != DELETED).collect();
-            order.sort_by_key(|&i| pcs[2 * i]);
+            let mut order: Vec<usize> = (first..end).filter(|&i| address[i] != DELETED).collect();
+            order.sort_by_key(|&i| address[i]);
             for (j, &b) in order.iter().enumerate() {
-                let lo = pcs[2 * b];
+                let lo = address[b];
                 let hi = order
                     .get(j + 1)
-                    .map_or(fn_end, |&n| pcs[2 * n])
+                    .map_or(fn_end, |&n| address[n])
                     .max(lo.saturating_add(1));
                 map.lines[b] = rows.lines(lo, hi);
             }
@@ -165,10 +178,10 @@ impl EdgeMap {
             // take the line of the innermost inlining frame that is ours.
             if ours {
                 let bare: Vec<usize> = (first..end)
-                    .filter(|&b| map.lines[b].is_empty() && pcs[2 * b] != DELETED)
+                    .filter(|&b| map.lines[b].is_empty() && address[b] != DELETED)
                     .collect();
                 for b in bare {
-                    if let Some(line) = rows.inlined_at(&ctx, pcs[2 * b], relative, &mut map.files) {
+                    if let Some(line) = rows.inlined_at(&ctx, address[b], relative, &mut map.files) {
                         map.lines[b] = vec![line];
                     }
                 }
@@ -197,14 +210,16 @@ fn pc_table(obj: &object::File) -> Result<Vec<u64>, MapError> {
     Ok(pcs)
 }
 
-/// The control-flow graph between the blocks of the PC table `pcs`.
-fn control_flow(obj: &object::File, pcs: &[u64]) -> Result<Cfg, MapError> {
+/// The blocks of the PC table `pcs` (`(pc, flags)` pairs) and the pruned ones, and the
+/// control-flow graph between them.
+fn control_flow(obj: &object::File, pcs: &[u64]) -> Result<Blocks, MapError> {
     let section = Section::SancovControlFlow.name_in(obj);
     let words = platform::relocated_words(obj, Section::SancovControlFlow)
         .map_err(|source| MapError::ControlFlow { section, source })?
         .ok_or(MapError::NoControlFlow { section })?;
     let addresses: Vec<u64> = pcs.iter().step_by(2).copied().collect();
-    Cfg::parse(&words.values, &words.relocated, &addresses)
+    let entry: Vec<bool> = pcs.iter().skip(1).step_by(2).map(|f| f & 1 != 0).collect();
+    Blocks::parse(&words.values, &words.relocated, &addresses, &entry)
         .map_err(|source| MapError::BadControlFlow { section, source })
 }
 
