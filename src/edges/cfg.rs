@@ -102,15 +102,11 @@ impl Blocks {
         let mut pruned: Vec<(u32, u64, Vec<u64>)> = Vec::new();
         // Per function, its records in the table's order (the function's block order).
         let mut records: Vec<Vec<Record>> = vec![Vec::new(); starts.len()];
-        let mut current: Option<u32> = None;
+        // The records: (address, successors' addresses).
+        let mut table: Vec<(u64, Vec<u64>)> = Vec::new();
         let mut i = 0;
         while i < words.len() {
             let address = words[i];
-            let block = index.get(&address).and_then(|at| {
-                let k = seen.entry(address).or_default();
-                *k += 1;
-                at.get(*k - 1).copied()
-            });
             i += 1;
             let mut succs = Vec::new();
             while i < words.len() && !is_end(i) {
@@ -126,6 +122,51 @@ impl Blocks {
                 return Err(CfgError::Truncated);
             }
             i += 1;
+            table.push((address, succs));
+        }
+        // A pruned block with no code of its own (it only falls through) shares its address
+        // with the block after it. Where an address has more records than flagged blocks, such a
+        // record (its only successor is its own address) is the pruned one.
+        let mut surplus: HashMap<u64, usize> = HashMap::new();
+        for (address, _) in &table {
+            *surplus.entry(*address).or_default() += 1;
+        }
+        for (address, extra) in surplus.iter_mut() {
+            *extra = extra.saturating_sub(index.get(address).map_or(0, Vec::len));
+        }
+        // Per function, its deleted flagged blocks (no address, no record of their own but a
+        // record at the deleted address, in order).
+        let mut deleted_of: Vec<std::collections::VecDeque<u32>> = vec![Default::default(); starts.len()];
+        for (b, &pc) in pcs.iter().enumerate() {
+            if pc == DELETED {
+                deleted_of[function_of[b] as usize].push_back(b as u32);
+            }
+        }
+        let mut current: Option<u32> = None;
+        // Per address, its records in the table's order.
+        let mut at_address: HashMap<u64, Vec<Record>> = HashMap::new();
+        for (address, succs) in table {
+            let falls_through = succs.as_slice() == [address];
+            if address == DELETED {
+                // A deleted flagged block keeps its place in the function (the function's
+                // deleted blocks in order); a deleted block without a flag is no block.
+                if let Some(b) = current.and_then(|f| deleted_of[f as usize].pop_front()) {
+                    flagged[b as usize] = Some(Vec::new());
+                    records[function_of[b as usize] as usize].push(Record::Flagged(b));
+                }
+                continue;
+            }
+            let block = match surplus.get_mut(&address) {
+                Some(extra) if *extra > 0 && falls_through => {
+                    *extra -= 1;
+                    None
+                }
+                _ => index.get(&address).and_then(|at| {
+                    let k = seen.entry(address).or_default();
+                    *k += 1;
+                    at.get(*k - 1).copied()
+                }),
+            };
             match block {
                 Some(b) => {
                     // A function's records are contiguous: the flagged ones say whose they are.
@@ -134,11 +175,16 @@ impl Blocks {
                     if flagged[b as usize].is_none() {
                         flagged[b as usize] = Some(succs);
                         records[f as usize].push(Record::Flagged(b));
+                        at_address.entry(address).or_default().push(Record::Flagged(b));
                     }
                 }
                 None if address != DELETED => {
                     if let Some(f) = current {
                         records[f as usize].push(Record::Pruned(pruned.len()));
+                        at_address
+                            .entry(address)
+                            .or_default()
+                            .push(Record::Pruned(pruned.len()));
                         pruned.push((f, address, succs));
                     }
                 }
@@ -198,28 +244,34 @@ impl Blocks {
             flag_upto(&mut out, end, &mut block_of_flag);
             out.functions.push((begin, out.address.len() as u32 - begin));
         }
-        // A successor's address: the first flagged block there, else the first pruned one.
-        let mut by_address: HashMap<u64, u32> = HashMap::new();
-        for (k, p) in pruned.iter().enumerate().rev().filter(|(k, _)| keep(*k)) {
-            by_address.insert(p.1, block_of_pruned[k]);
-        }
-        for (&pc, at) in &index {
-            by_address.insert(pc, block_of_flag[at[0] as usize]);
-        }
-        let mut lists: Vec<Vec<u32>> = vec![Vec::new(); out.address.len()];
-        let resolve = |succs: &[u64]| {
-            let mut l: Vec<u32> = succs.iter().filter_map(|a| by_address.get(a).copied()).collect();
+        // A successor's address is the first block there in layout order (one with no code of
+        // its own falls through to the next), other than the block itself when it is one of them.
+        let block_of = |r: &Record| match *r {
+            Record::Flagged(b) => Some(block_of_flag[b as usize]),
+            Record::Pruned(k) => keep(k).then_some(block_of_pruned[k]),
+        };
+        let resolve = |from: u32, succs: &[u64]| {
+            let mut l: Vec<u32> = succs
+                .iter()
+                .filter_map(|a| {
+                    let at: Vec<u32> = at_address.get(a)?.iter().filter_map(block_of).collect();
+                    at.iter().copied().find(|&b| b != from).or(at.first().copied())
+                })
+                .collect();
             l.sort_unstable();
             l.dedup();
             l
         };
+        let mut lists: Vec<Vec<u32>> = vec![Vec::new(); out.address.len()];
         for (pc, succs) in flagged.iter().enumerate() {
             if let Some(succs) = succs {
-                lists[block_of_flag[pc] as usize] = resolve(succs);
+                let b = block_of_flag[pc];
+                lists[b as usize] = resolve(b, succs);
             }
         }
         for (k, p) in pruned.iter().enumerate().filter(|(k, _)| keep(*k)) {
-            lists[block_of_pruned[k] as usize] = resolve(&p.2);
+            let b = block_of_pruned[k];
+            lists[b as usize] = resolve(b, &p.2);
         }
         out.cfg = Cfg::from_lists(lists);
         if out.flag.iter().any(Option::is_none) {
