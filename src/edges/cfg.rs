@@ -82,11 +82,11 @@ impl Blocks {
         // The PC table's functions: each entry starts one.
         let mut function_of = vec![0u32; n];
         let mut starts: Vec<u32> = Vec::new();
-        for i in 0..n {
+        for (i, f) in function_of.iter_mut().enumerate() {
             if entry.get(i).copied().unwrap_or(false) || starts.is_empty() {
                 starts.push(i as u32);
             }
-            function_of[i] = starts.len() as u32 - 1;
+            *f = starts.len() as u32 - 1;
         }
         // Flagged blocks by address. In an optimised build two blocks can end up at one address
         // (the code of one was merged away); their records come in the PC table's order, and a
