@@ -5,9 +5,10 @@
 //! **The table** (`-sanitizer-coverage-control-flow`, written before the flags are inlined,
 //! so it is the graph with critical edges already split): for each basic block, its address
 //! (the function's for the entry block), the addresses of its successors, a null, the
-//! addresses of the functions it calls (`-1` for an indirect call), a null. Blocks that are
-//! not instrumented (those that start with `unreachable`) have no flag; edges into them are
-//! never taken by a test that goes on running, and are left out.
+//! addresses of the functions it calls (`-1` for an indirect call), a null. It lists every
+//! block; the PC table only those with a flag. [`Blocks`] numbers them and infers the runs of
+//! the blocks pruning left without a flag; a block that starts with `unreachable` has no flag
+//! either, never runs, and edges into it are left out.
 //!
 //! **Edges from blocks.** A test's flags say which blocks ran, not in which order. With
 //! critical edges split, an edge `A → B` is the only way into `B` (B has one predecessor) or
