@@ -241,8 +241,6 @@ impl<'a> Analysis<'a> {
         a
     }
 
-    /// Orders each entry's lines as `tie_break` says: by evidence (read from the spectra's
-    /// stacks and sources), or in code order.
     /// The analysis a report or an evaluation ranks: over `spectra`'s lines, or, when `lines` is
     /// given (`spectra` is then `lines.by_function()`), over functions, each ranked where its
     /// best line ranks ([`Analysis::by_best_line`]). `split_by_cp`: CP is among the measures.
@@ -310,6 +308,8 @@ impl<'a> Analysis<'a> {
             .collect()
     }
 
+    /// Orders each entry's lines as `tie_break` says: by evidence (read from the spectra's
+    /// stacks and sources), or in code order.
     pub fn with_tie_break(mut self, tie_break: TieBreak) -> Self {
         self.ties = (tie_break == TieBreak::Evidence).then(|| crate::evidence::ties(self.spectra));
         self
@@ -629,7 +629,7 @@ fn probability(key: Key, ln: f64) -> Scored {
 pub(crate) mod tests {
     use super::*;
     use crate::measures::find;
-    use crate::spectra::tests::matrix;
+    use crate::spectra::tests::{lib_functions, matrix};
 
     /// Function A holds u1 (run only by the two failing tests) and u2 (run by every test);
     /// function B holds u3 (both failing tests and one passing). Over the functions' own
@@ -638,15 +638,8 @@ pub(crate) mod tests {
     #[test]
     fn functions_rank_by_their_best_line() {
         let mut s = matrix(&["111-", "111-", "010+", "011+"]);
-        s.functions = [(1, 2), (3, 3)]
-            .into_iter()
-            .map(|(start, end)| crate::spectra::FunctionSpan {
-                file: "src/lib.rs".into(),
-                start,
-                end,
-            })
-            .collect();
-        s.unit_function = vec![Some(0), Some(0), Some(1)];
+        s.set_functions(lib_functions(&[(1, 2), (3, 3)]));
+        assert_eq!(s.unit_function, [Some(0), Some(0), Some(1)]);
         let functions = s.by_function();
         let union = Analysis::new(&functions, true).score(find("ochiai").unwrap(), &Options::default());
         assert!(union[0].score < union[1].score, "{union:?}");
@@ -737,18 +730,7 @@ pub(crate) mod tests {
     #[test]
     fn lines_without_blocks_take_their_neighbours_scores() {
         let mut s = matrix(&["1111111-", "0111111+"]);
-        s.set_functions(vec![
-            crate::spectra::FunctionSpan {
-                file: "src/lib.rs".into(),
-                start: 1,
-                end: 4,
-            },
-            crate::spectra::FunctionSpan {
-                file: "src/lib.rs".into(),
-                start: 5,
-                end: 6,
-            },
-        ]);
+        s.set_functions(lib_functions(&[(1, 4), (5, 6)]));
         let mut got = vec![None, Some(1.0), None, Some(3.0), None, None, None];
         fill_from_neighbours(&s, &mut got);
         assert_eq!(got, vec![Some(1.0), Some(1.0), Some(1.0), Some(3.0), None, None, None]);

@@ -438,19 +438,8 @@ mod tests {
             unit.file = "src/lib.rs".into();
             unit.line = line;
         }
-        s.functions = vec![
-            crate::spectra::FunctionSpan {
-                file: "src/lib.rs".into(),
-                start: 1,
-                end: 4,
-            },
-            crate::spectra::FunctionSpan {
-                file: "src/lib.rs".into(),
-                start: 5,
-                end: 7,
-            },
-        ];
-        s.unit_function = vec![Some(0), Some(0), Some(1), Some(0)];
+        s.set_functions(crate::spectra::tests::lib_functions(&[(1, 4), (5, 7)]));
+        assert_eq!(s.unit_function, [Some(0), Some(0), Some(1), Some(0)]);
         let t = ties(&s);
         assert_eq!(
             t.iter().map(|t| t.prior).collect::<Vec<_>>(),

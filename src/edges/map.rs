@@ -127,8 +127,6 @@ impl EdgeMap {
                 entry[first as usize] = true;
             }
         }
-        let address = graph.address.clone();
-        let functions = graph.functions.clone();
         let mut map = EdgeMap {
             blocks,
             flags: flag_count,
@@ -137,6 +135,7 @@ impl EdgeMap {
             lines: vec![Vec::new(); blocks],
             ..EdgeMap::default()
         };
+        let (address, functions) = (&map.graph.address, &map.graph.functions);
         let entries: Vec<usize> = functions.iter().map(|&(first, _)| first as usize).collect();
         // Each function's symbol (name, and its end), looked up once.
         let syms: Vec<Option<&(u64, u64, String)>> = entries

@@ -664,6 +664,18 @@ pub(crate) mod tests {
         }
     }
 
+    /// Functions of `src/lib.rs` spanning lines `start..=end`.
+    pub(crate) fn lib_functions(spans: &[(u32, u32)]) -> Vec<FunctionSpan> {
+        spans
+            .iter()
+            .map(|&(start, end)| FunctionSpan {
+                file: "src/lib.rs".into(),
+                start,
+                end,
+            })
+            .collect()
+    }
+
     /// A matrix from rows of 0/1 (one per unit) ending in `+` (passed) or `-` (failed), as
     /// GZoltar writes them; units are lines 1.. of `src/lib.rs`.
     pub(crate) fn matrix(rows: &[&str]) -> Spectra {

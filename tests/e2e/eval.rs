@@ -58,6 +58,7 @@ fn tie_break_by_evidence() -> Result {
             ],
             dir,
         );
+        check(out.status.success(), || show(&out))?;
         let v: Value = serde_json::from_slice(&out.stdout)?;
         Ok(v["rankings"][0]["units"]
             .as_array()
