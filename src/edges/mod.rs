@@ -19,7 +19,8 @@
 //! block's source lines. [`collect`]: the [`Collector`] names blocks `(function without hash,
 //! index within function)` so the same function's blocks in several test binaries are one
 //! block, and builds [`EdgeSpectra`] ([`model`]): blocks, edges and, per edge, the tests that
-//! traversed it (a bitset, like the line matrix). CP itself is in [`crate::cp`].
+//! traversed it (a bitset, like the line matrix). [`relax`]: the coverage counters' atomic
+//! updates made plain while a test runs on one thread. CP itself is in [`crate::cp`].
 
 pub mod cfg;
 pub mod collect;
@@ -27,6 +28,7 @@ pub mod instrument;
 pub mod map;
 pub mod model;
 pub mod record;
+pub mod relax;
 
 pub use collect::{CollectError, Collector};
 pub use instrument::{FILE_ENV, RUNTIME_ENV, prepare_runtime, rustc_flags};

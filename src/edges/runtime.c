@@ -1,7 +1,7 @@
 /*
  * cargo sfl's edge recorder: the SanitizerCoverage runtime linked into instrumented test
  * binaries (see src/edges/mod.rs). Compiled by the system C compiler at run time; no libc
- * beyond POSIX open/ftruncate/pwrite/mmap/getenv/readlink/sysconf.
+ * beyond POSIX (open, read, pwrite, mmap, mprotect, getenv, readlink, sysconf) and dlsym.
  *
  * Every basic block of the workspace's code has a one-byte flag that code inlined by the
  * compiler sets the first time the block runs (`-sanitizer-coverage-inline-bool-flag`): no
@@ -18,14 +18,24 @@
  * else: the mapped pages are the flags' own. With another linker or page size the pages may
  * also hold neighbouring data; copying them first keeps that data intact within the process.
  *
+ * Counter updates: rustc makes every coverage counter update atomic. cargo sfl rewrites them
+ * into plain ones before the tests run (src/edges/relax.rs) and lists their addresses in
+ * `<exe>.sfl-atomics`. pthread_create below writes the atomics back before a thread that could
+ * run instrumented code alongside another starts, so counts stay exact with threads.
+ *
  * File layout (native endian): header (struct header, padded to `header_size`, a multiple
  * of the page size), then the mapped pages; the flags start `offset` bytes into them.
  */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #define SFL_MAGIC 0x32454744454c4653ULL /* "SFLEDGE2" */
@@ -124,4 +134,81 @@ void __sanitizer_cov_pcs_init(const uintptr_t *beg, const uintptr_t *end) {
 void __sanitizer_cov_cfs_init(const uintptr_t *beg, const uintptr_t *end) {
     (void)beg;
     (void)end;
+}
+
+/* ---- Atomic counter updates, restored when a second thread could run instrumented code ---- */
+
+#define SFL_ATOMICS_MAGIC 0x314d4f54414c4653ULL /* "SFLATOM1" */
+
+/* Threads the main thread may still spawn with updates kept plain (libtest's test thread). */
+static int serial_spawns;
+static int atomics_restored;
+
+/* Its name is the marker: cargo sfl relaxes the counter updates only of executables that link
+ * it (a constructor, so the linker keeps it). */
+__attribute__((constructor)) void sfl_restores_atomic_counters(void) {
+    const char *v = getenv("CARGO_SFL_SERIAL_SPAWNS");
+    if (v) {
+        serial_spawns = atoi(v);
+        /* For this process only: an instrumented program it starts has no such thread. */
+        unsetenv("CARGO_SFL_SERIAL_SPAWNS");
+    }
+}
+
+/* Writes the `lock` prefixes back over the `ds` prefixes cargo sfl put at the addresses that
+ * `<exe>.sfl-atomics` lists. Called with one thread running instrumented code. */
+static void restore_atomic_counters(void) {
+    atomics_restored = 1;
+    char path[SFL_PATH_MAX + 16];
+    ssize_t n = readlink("/proc/self/exe", path, SFL_PATH_MAX - 1);
+    if (n <= 0) return;
+    memcpy(path + n, ".sfl-atomics", sizeof ".sfl-atomics");
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return; /* not relaxed: every update is atomic already */
+    uint64_t head[2];
+    uint64_t *sites = NULL;
+    if (read(fd, head, sizeof head) == (ssize_t)sizeof head && head[0] == SFL_ATOMICS_MAGIC &&
+        head[1] > 0 && head[1] < ((uint64_t)1 << 28)) {
+        size_t bytes = (size_t)head[1] * sizeof(uint64_t);
+        sites = malloc(bytes);
+        if (sites && read(fd, sites, bytes) != (ssize_t)bytes) {
+            free(sites);
+            sites = NULL;
+        }
+    }
+    close(fd);
+    if (!sites) return;
+    long page = sysconf(_SC_PAGESIZE);
+    if (page <= 0) page = 4096;
+    /* The sites are sorted and all in the text segment: one writable window over them. */
+    uintptr_t lo = (uintptr_t)sites[0] & ~((uintptr_t)page - 1);
+    uintptr_t hi = ((uintptr_t)sites[head[1] - 1] + (uintptr_t)page) & ~((uintptr_t)page - 1);
+    if (mprotect((void *)lo, hi - lo, PROT_READ | PROT_WRITE | PROT_EXEC) != 0) {
+        static const char msg[] = "cargo sfl: cannot restore atomic coverage counters (mprotect failed); "
+                                  "counts of code run by several threads at once may be inexact\n";
+        if (write(2, msg, sizeof msg - 1) < 0) { /* nothing more to do */ }
+        free(sites);
+        return;
+    }
+    for (uint64_t i = 0; i < head[1]; i++) {
+        unsigned char *p = (unsigned char *)(uintptr_t)sites[i];
+        if (*p == 0x3E && (p[1] & 0xF8) == 0x48 && p[2] == 0xFF) *p = 0xF0;
+    }
+    mprotect((void *)lo, hi - lo, PROT_READ | PROT_EXEC);
+    free(sites);
+}
+
+typedef int (*sfl_create_fn)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
+
+int pthread_create(pthread_t *thread, const pthread_attr_t *attr, void *(*start)(void *), void *arg) {
+    static sfl_create_fn real;
+    if (!real) real = (sfl_create_fn)dlsym(RTLD_NEXT, "pthread_create");
+    if (!real) return EAGAIN;
+    if (!atomics_restored) {
+        if (serial_spawns > 0 && syscall(SYS_gettid) == getpid())
+            serial_spawns--;
+        else
+            restore_atomic_counters();
+    }
+    return real(thread, attr, start, arg);
 }

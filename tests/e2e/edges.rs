@@ -15,6 +15,7 @@ pub fn trials() -> Vec<Trial> {
         Trial::test("edges::recorded_exactly", recorded_exactly),
         Trial::test("edges::no_edges", no_edges),
         Trial::test("cp::schedule", schedule),
+        Trial::test("edges::counts_exact_with_threads", counts_exact_with_threads),
     ]
 }
 
@@ -223,4 +224,82 @@ fn no_edges() -> Result {
     // Without a C compiler the recorder cannot be built: a setup error that names the way out.
     let no_cc = sfl_command(tmp.path()).env("CC", "/nonexistent/cc").output()?;
     check_exit(&no_cc, 96, &no_cc.stderr, &["C compiler", "--no-edges"])
+}
+
+/// The counter updates of the edges build are made plain while a test runs on one thread and
+/// atomic again before a second thread starts: two threads that step through the same code
+/// 300,000 times each leave exact counts (plain updates racing on two cores lose some), and a
+/// one-thread test's counts are exact too.
+fn counts_exact_with_threads() -> Result {
+    const N: u64 = 300_000;
+    let dir = tempfile::Builder::new().prefix("sfl-threads-").tempdir()?;
+    let d = dir.path();
+    std::fs::create_dir_all(d.join("src"))?;
+    std::fs::write(
+        d.join("Cargo.toml"),
+        "[package]\nname = \"threads\"\nversion = \"0.1.0\"\nedition = \"2021\"\n[workspace]\n",
+    )?;
+    std::fs::write(
+        d.join("src/lib.rs"),
+        format!(
+            "pub fn step(x: u64) -> u64 {{\n\
+             \x20   if x % 3 == 0 {{\n\
+             \x20       x / 3\n\
+             \x20   }} else {{\n\
+             \x20       x + 1\n\
+             \x20   }}\n\
+             }}\n\
+             #[cfg(test)]\n\
+             mod tests {{\n\
+             \x20   fn run() -> u64 {{ (0..{N}u64).map(super::step).sum() }}\n\
+             \x20   #[test]\n\
+             \x20   fn two_threads() {{\n\
+             \x20       let a = std::thread::spawn(run);\n\
+             \x20       let b = std::thread::spawn(run);\n\
+             \x20       assert_eq!(a.join().unwrap(), b.join().unwrap());\n\
+             \x20   }}\n\
+             \x20   #[test]\n\
+             \x20   fn one_thread() {{ assert!(run() > 0); }}\n\
+             \x20   #[test]\n\
+             \x20   fn fails() {{ assert_eq!(super::step(1), 3); }}\n\
+             }}\n"
+        ),
+    )?;
+    let out = sfl(&["--keep-profiles", "--no-doctests"], d);
+    check(out.status.code() == Some(1) || out.status.success(), || show(&out))?;
+    let target = d.join("target/sfl");
+    let index: Vec<cargo_sfl::pipeline::KeptProfile> =
+        serde_json::from_slice(&std::fs::read(target.join("profiles/index.json"))?)?;
+    let mut checked = 0;
+    for kept in &index {
+        let runs = match kept.name.as_str() {
+            "tests::two_threads" => 2 * N,
+            "tests::one_thread" => N,
+            _ => continue,
+        };
+        let sites = std::fs::read(cargo_sfl::edges::relax::sites_path(&kept.binary_path))?;
+        check(sites.len() > 16, || {
+            format!("{}: no counter update was relaxed", kept.binary_path.display())
+        })?;
+        let lines = crate::oracle::llvm_cov_lines(&kept.binary_path, &kept.profiles[0], d)?;
+        let lib = lines
+            .iter()
+            .find(|(f, _)| f.ends_with("src/lib.rs"))
+            .map(|(_, l)| l.clone())
+            .unwrap_or_default();
+        let count = |line: u32| lib.iter().find(|(l, _)| *l == line).map(|(_, c)| *c);
+        let (thirds, others) = (N.div_ceil(3), N - N.div_ceil(3));
+        let want = [(2, runs), (3, runs / N * thirds), (5, runs / N * others)];
+        for (line, n) in want {
+            check(count(line) == Some(n), || {
+                format!(
+                    "{}: src/lib.rs:{line} counted {:?}, ran {n} times",
+                    kept.name,
+                    count(line)
+                )
+            })?;
+        }
+        checked += 1;
+    }
+    check(checked == 2, || format!("{checked} of 2 tests' profiles were kept"))
 }

@@ -13,7 +13,7 @@ use cargo_sfl::spectra::Spectra;
 use crate::support::{Result, check, llvm_tool, show};
 
 /// Per file, `(line, count)` as `llvm-cov export -format=lcov` prints them.
-fn llvm_cov_lines(binary: &Path, profile: &Path, work: &Path) -> Result<BTreeMap<PathBuf, Vec<(u32, u64)>>> {
+pub fn llvm_cov_lines(binary: &Path, profile: &Path, work: &Path) -> Result<BTreeMap<PathBuf, Vec<(u32, u64)>>> {
     let profdata = work.join("oracle.profdata");
     let merge = Command::new(llvm_tool("llvm-profdata")?)
         .args(["merge", "-sparse"])

@@ -310,6 +310,17 @@ fn build_tests(ws: &mut Workspace, select: &Selection, exec: &Execution) -> anyh
     Ok(build::build(ws, select, runtime.as_deref())?)
 }
 
+/// Makes a test executable's coverage counter updates plain while it runs on one thread
+/// ([`crate::edges::relax`]); a failure only costs speed, so it is a warning.
+fn relax_counters(exe: &Path) {
+    if let Err(e) = crate::edges::relax::relax(exe) {
+        ui::warn(format!(
+            "cannot rewrite the counter updates of {} ({e}); its tests run with atomic counters, which is slower",
+            exe.display()
+        ));
+    }
+}
+
 impl Session<'_> {
     /// Lists every binary's tests, and reads its coverage map meanwhile (once per binary). A
     /// binary that cannot be listed is run as one test, with a warning.
@@ -323,6 +334,10 @@ impl Session<'_> {
             &self.built.tests,
             self.jobs,
             |i, bin| {
+                // Doctests are many small executables, rarely CPU-bound: left atomic.
+                if self.edges.is_some() && bin.doctests.is_none() {
+                    relax_counters(&bin.path);
+                }
                 let _ = std::fs::create_dir_all(&list_dirs[i]);
                 let r = list::list(
                     bin,
