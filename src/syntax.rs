@@ -108,6 +108,40 @@ impl<'a> Parsed<'a> {
             .as_ref()
     }
 
+    /// Reads and parses the files of `rels` not parsed yet, on all cores (a crate's sources are
+    /// parsed after every run: one file after another, that was ~50 ms on regex-syntax).
+    pub fn prefetch(&mut self, rels: &[&str]) {
+        let todo: Vec<&str> = rels.iter().copied().filter(|r| !self.files.contains_key(*r)).collect();
+        let threads = std::thread::available_parallelism()
+            .map_or(1, |n| n.get())
+            .min(todo.len());
+        if threads < 2 {
+            return;
+        }
+        let root = self.root;
+        let next = std::sync::atomic::AtomicUsize::new(0);
+        let parsed: Vec<(String, Option<FileSyntax>)> = std::thread::scope(|s| {
+            let workers: Vec<_> = (0..threads)
+                .map(|_| {
+                    s.spawn(|| {
+                        let mut out = Vec::new();
+                        loop {
+                            let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                            let Some(rel) = todo.get(i) else { break out };
+                            let text = std::fs::read_to_string(root.join(rel)).ok();
+                            out.push((rel.to_string(), text.and_then(|t| FileSyntax::parse(&t))));
+                        }
+                    })
+                })
+                .collect();
+            workers
+                .into_iter()
+                .flat_map(|w| w.join().expect("parsing thread"))
+                .collect()
+        });
+        self.files.extend(parsed);
+    }
+
     /// The name of each function.
     pub fn function_names(&mut self, functions: &[FunctionSpan]) -> Vec<String> {
         functions

@@ -31,6 +31,12 @@ impl TestCode {
         let mut out = TestCode::default();
         let mut test_modules: BTreeSet<PathBuf> = BTreeSet::new();
         let support = test_support_dirs(&root);
+        let sources: Vec<&str> = files
+            .iter()
+            .copied()
+            .filter(|rel| !is_test_path(rel) && !support.iter().any(|d| rel.starts_with(d.as_str())))
+            .collect();
+        parsed.prefetch(&sources);
         for &rel in files {
             if is_test_path(rel) || support.iter().any(|d| rel.starts_with(d.as_str())) {
                 out.whole_files.insert(rel.to_string());
