@@ -57,6 +57,8 @@ struct Session<'a> {
     /// Processes at once (slots).
     jobs: usize,
     keep: bool,
+    /// How long each test took in the last run (it orders the longest first).
+    last: plan::Durations,
 }
 
 /// Builds, runs every test and decodes: the matrix, saved to `target/sfl/spectra.json` (and
@@ -93,6 +95,7 @@ pub fn collect(cfg: &RunConfig) -> anyhow::Result<Spectra> {
         groups: nextest.groups.iter().map(|(_, n)| *n).collect(),
         jobs: nextest.jobs(&flags),
         keep: exec.keep_profiles,
+        last: plan::load_durations(&durations_path(&ws)),
     };
     let prep_started = Instant::now();
     let listings = session.list_all();
@@ -449,12 +452,19 @@ fn save(
     for path in exec.save_spectra.iter() {
         spectra.save(path).map_err(output(path))?;
     }
+    let durations = durations_path(ws);
+    plan::save_durations(&durations, &spectra.tests).map_err(output(&durations))?;
     if let Some(kept) = kept {
         let index = scratch.join("index.json");
         std::fs::write(&index, serde_json::to_vec_pretty(&kept)?)?;
         ui::status("Kept", format!("profiles: {}", index.display()));
     }
     Ok(())
+}
+
+/// Where the tests' last durations are kept.
+fn durations_path(ws: &Workspace) -> PathBuf {
+    ws.target_dir.join("durations.json")
 }
 
 /// Where the workspace's spectra went.

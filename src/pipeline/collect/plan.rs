@@ -80,6 +80,51 @@ pub fn plan(
 }
 
 /// A test's record before (or without) running it.
+/// How long each test took last time (`target/sfl/durations.json`), keyed by `(binary, name)`
+/// as the spectra name them.
+pub type Durations = std::collections::HashMap<(String, String), u64>;
+
+/// The durations of the last run saved in `path`; empty when there is none (or it is unreadable:
+/// they only order the tests).
+pub fn load_durations(path: &std::path::Path) -> Durations {
+    let rows: Vec<(String, String, u64)> = std::fs::read(path)
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok())
+        .unwrap_or_default();
+    rows.into_iter().map(|(b, n, ms)| ((b, n), ms)).collect()
+}
+
+/// Saves the tests' durations for the next run's order.
+pub fn save_durations(path: &std::path::Path, tests: &[TestRecord]) -> std::io::Result<()> {
+    let rows: Vec<(&str, &str, u64)> = tests
+        .iter()
+        .filter(|t| t.outcome.ran())
+        .map(|t| (t.binary.as_str(), t.name.as_str(), t.duration_ms))
+        .collect();
+    std::fs::write(path, serde_json::to_vec(&rows)?)
+}
+
+/// Starts the longest tests of the last run first: up to `4 * slots` of those that took at
+/// least 10 ms, longest first, then the rest in their order. A long test started last runs
+/// alone while the other slots idle (regex-syntax's longest test, a fifth of all test time,
+/// is its last); started first, it overlaps the short ones.
+pub fn longest_first(todo: &mut [usize], last: impl Fn(usize) -> Option<u64>, slots: usize) {
+    let mut long: Vec<(u64, usize)> = todo
+        .iter()
+        .enumerate()
+        .filter_map(|(k, &i)| last(i).filter(|&ms| ms >= 10).map(|ms| (ms, k)))
+        .collect();
+    long.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+    long.truncate(4 * slots.max(1));
+    let mut first: Vec<bool> = vec![false; todo.len()];
+    for &(_, k) in &long {
+        first[k] = true;
+    }
+    let rest = todo.iter().enumerate().filter(|&(k, _)| !first[k]).map(|(_, &i)| i);
+    let order: Vec<usize> = long.iter().map(|&(_, k)| todo[k]).chain(rest).collect();
+    todo.copy_from_slice(&order);
+}
+
 pub(crate) fn record(binary: &str, name: &str, outcome: Outcome) -> TestRecord {
     TestRecord::new(binary, name, outcome)
 }
@@ -87,6 +132,39 @@ pub(crate) fn record(binary: &str, name: &str, outcome: Outcome) -> TestRecord {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_longest_tests_of_the_last_run_start_first() {
+        let last = |i: usize| {
+            [Some(5), Some(300), None, Some(40), Some(300), Some(12), Some(900)]
+                .get(i)
+                .copied()
+                .flatten()
+        };
+        let mut todo: Vec<usize> = (0..7).collect();
+        longest_first(&mut todo, last, 1);
+        // Four at most with one slot: 900, then the two 300s in their order, then 40.
+        assert_eq!(todo, vec![6, 1, 4, 3, 0, 2, 5]);
+        let mut todo: Vec<usize> = (0..7).collect();
+        longest_first(&mut todo, last, 2);
+        assert_eq!(todo, vec![6, 1, 4, 3, 5, 0, 2]);
+        let mut none: Vec<usize> = vec![2, 0];
+        longest_first(&mut none, |_| None, 2);
+        assert_eq!(none, vec![2, 0]);
+    }
+
+    #[test]
+    fn durations_round_trip_and_a_missing_file_is_none() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("durations.json");
+        assert!(load_durations(&path).is_empty());
+        let mut t = record("pkg", "a", Outcome::Passed);
+        t.duration_ms = 42;
+        save_durations(&path, &[t, record("pkg", "skipped", Outcome::Ignored)]).unwrap();
+        let d = load_durations(&path);
+        assert_eq!(d.len(), 1);
+        assert_eq!(d[&("pkg".to_string(), "a".to_string())], 42);
+    }
     use std::path::PathBuf;
 
     fn binary(id: &str) -> TestBinary {

@@ -36,7 +36,13 @@ impl Session<'_> {
         mut done: Vec<Option<JobOutcome>>,
         mut finished: impl FnMut(&JobOutcome),
     ) -> Vec<JobOutcome> {
-        let todo: Vec<usize> = (0..jobs.len()).filter(|&i| done[i].is_none()).collect();
+        let mut todo: Vec<usize> = (0..jobs.len()).filter(|&i| done[i].is_none()).collect();
+        let last = |i: usize| {
+            let name = jobs[i].name.as_deref().unwrap_or("main");
+            let key = (self.built.tests[jobs[i].binary].id.clone(), name.to_string());
+            self.last.get(&key).copied()
+        };
+        super::plan::longest_first(&mut todo, last, self.jobs);
         let n_bins = todo
             .iter()
             .map(|&i| jobs[i].binary)
