@@ -174,7 +174,9 @@ fn render(rows: &[Row], runs: usize, jobs: usize) -> String {
          median of {runs} rounds, the commands alternated within each round. `edges` is `cargo sfl \
          --no-doctests` (edge profiles on, the default), `lines` adds `--no-edges`; both run the same \
          tests as nextest. `default` is plain `cargo sfl`, which also runs the doctests (nextest never \
-         does). Peak RSS is the largest single process of one run (GNU time).\n\n"
+         does). Every cargo sfl command has run before on its build, so the longest tests of its last \
+         run start first, as in a developer's repeated runs. Peak RSS is the largest single process \
+         of one run (GNU time).\n\n"
     );
     s.push_str(
         "| crate | why | tests (+ doctests) | nextest (s) | edges (s) | lines (s) | default (s) | edges / nextest | lines / nextest | edges / lines | default / nextest | decode per test | peak RSS MiB: nextest / edges / lines / default |\n",
