@@ -27,6 +27,14 @@ pub const COVERAGE_FLAGS: &[&str] = &[
     "coverage",
 ];
 
+/// cargo sfl's runtime (`src/edges/runtime.c`), linked into the workspace's instrumented crates.
+#[derive(Debug, Clone)]
+pub struct Runtime {
+    pub object: PathBuf,
+    /// With SanitizerCoverage (edge profiles); else linked only for its counter updates.
+    pub edges: bool,
+}
+
 /// The workspace being analysed.
 #[derive(Debug)]
 pub struct Workspace {
@@ -131,14 +139,14 @@ pub struct Built {
     pub others: Vec<PathBuf>,
 }
 
-/// Builds the selected tests with coverage (and edge instrumentation, linking the recorder
-/// object `edges_runtime`, when given), then, when the selection includes doctests, has rustdoc
+/// Builds the selected tests with coverage (linking `runtime` when given, with edge
+/// instrumentation when it says so), then, when the selection includes doctests, has rustdoc
 /// build and keep those ([`crate::doctest`]); cargo's diagnostics go to the terminal.
-pub fn build(ws: &Workspace, select: &Selection, edges_runtime: Option<&Path>) -> Result<Built, SflError> {
+pub fn build(ws: &Workspace, select: &Selection, runtime: Option<&Runtime>) -> Result<Built, SflError> {
     let mut built = Built::default();
     let mut script_env = HashMap::new();
     if !select.doc {
-        let cmd = instrumented_cargo(ws, select, edges_runtime, &["test", "--no-run"])?;
+        let cmd = instrumented_cargo(ws, select, runtime, &["test", "--no-run"])?;
         let status = stream(cmd, "compiling", &mut script_env, |art| {
             add_artifact(ws, &mut built, art)
         })?;
@@ -147,7 +155,7 @@ pub fn build(ws: &Workspace, select: &Selection, edges_runtime: Option<&Path>) -
         }
     }
     if select.doctests() {
-        build_doctests(ws, select, edges_runtime, &mut built, &mut script_env)?;
+        build_doctests(ws, select, runtime, &mut built, &mut script_env)?;
     }
     built.tests.sort_by(|a, b| a.id.cmp(&b.id));
     let config = config_env(&ws.root);
@@ -164,7 +172,7 @@ pub fn build(ws: &Workspace, select: &Selection, edges_runtime: Option<&Path>) -
 fn instrumented_cargo(
     ws: &Workspace,
     select: &Selection,
-    edges_runtime: Option<&Path>,
+    runtime: Option<&Runtime>,
     args: &[&str],
 ) -> Result<Command, SflError> {
     let exe =
@@ -181,9 +189,13 @@ fn instrumented_cargo(
     cmd.env("RUSTC_WRAPPER", &exe)
         .env(WRAPPER_ENV, "1")
         .env(INSTRUMENT_DIRS_ENV, dirs.join("\n"));
-    match edges_runtime {
-        Some(rt) => cmd.env(crate::edges::RUNTIME_ENV, rt),
+    match runtime {
+        Some(rt) => cmd.env(crate::edges::RUNTIME_ENV, &rt.object),
         None => cmd.env_remove(crate::edges::RUNTIME_ENV),
+    };
+    match runtime {
+        Some(rt) if !rt.edges => cmd.env(crate::edges::LINES_ONLY_ENV, "1"),
+        _ => cmd.env_remove(crate::edges::LINES_ONLY_ENV),
     };
     cmd.arg(if crate::ui::stderr_colors() {
         "--color=always"
@@ -288,7 +300,7 @@ fn add_artifact(ws: &Workspace, built: &mut Built, art: cargo_metadata::Artifact
 fn build_doctests(
     ws: &Workspace,
     select: &Selection,
-    edges_runtime: Option<&Path>,
+    runtime: Option<&Runtime>,
     built: &mut Built,
     script_env: &mut HashMap<cargo_metadata::PackageId, Vec<(String, String)>>,
 ) -> Result<(), SflError> {
@@ -299,7 +311,7 @@ fn build_doctests(
     std::fs::create_dir_all(&base).map_err(|e| SflError::Setup(format!("cannot create {}: {e}", base.display())))?;
     let exe =
         crate::platform::current_exe().map_err(|e| SflError::Setup(format!("cannot find own executable: {e}")))?;
-    let mut cmd = instrumented_cargo(ws, select, edges_runtime, &["test", "--doc", "--no-fail-fast"])?;
+    let mut cmd = instrumented_cargo(ws, select, runtime, &["test", "--doc", "--no-fail-fast"])?;
     cmd.env(crate::doctest::RUSTDOC_WRAPPER_ENV, rustdoc())
         .env("RUSTDOC", &exe)
         .env(crate::doctest::DIR_ENV, &base);
@@ -528,14 +540,16 @@ pub fn rustc_wrapper() -> ! {
     if should_instrument(&rest) {
         cmd.args(COVERAGE_FLAGS);
         if let Some(rt) = std::env::var_os(crate::edges::RUNTIME_ENV) {
-            cmd.args(crate::edges::rustc_flags(Path::new(&rt)));
-            if !shared_library(&rest) {
-                cmd.args(crate::edges::instrument::EXECUTABLE_FLAGS);
-            }
+            let edges = std::env::var_os(crate::edges::LINES_ONLY_ENV).is_none();
+            cmd.args(crate::edges::wrapper_flags(
+                Path::new(&rt),
+                edges,
+                shared_library(&rest),
+            ));
             // Blocks are mapped to lines through DWARF: a profile without debug info (the
             // release profile's default) gets line tables, and cargo's matching
             // `-C strip=debuginfo` is undone.
-            if !has_debuginfo(&rest) {
+            if edges && !has_debuginfo(&rest) {
                 cmd.args(["-C", "debuginfo=line-tables-only", "-C", "strip=none"]);
             }
         }

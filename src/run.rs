@@ -267,7 +267,7 @@ pub fn run_test(
         (None, Some(name)) => {
             cmd.args(["--exact", name, "--nocapture"]);
             // libtest runs the test on one thread its main thread spawns, then waits.
-            if edges && !bin.custom_harness {
+            if !bin.custom_harness {
                 cmd.env(crate::edges::relax::SERIAL_SPAWNS_ENV, "1");
             }
             if job.ignored {

@@ -137,9 +137,11 @@ pub fn rustdoc_wrapper() -> ! {
         std::process::exit(crate::error::exit::SETUP)
     };
     cmd.args(crate::build::COVERAGE_FLAGS);
+    // As the library they link was built (position-dependent, with the runtime); their own
+    // counter updates stay atomic.
     if let Some(rt) = std::env::var_os(crate::edges::RUNTIME_ENV) {
-        cmd.args(crate::edges::rustc_flags(Path::new(&rt)));
-        cmd.args(crate::edges::instrument::EXECUTABLE_FLAGS);
+        let edges = std::env::var_os(crate::edges::LINES_ONLY_ENV).is_none();
+        cmd.args(crate::edges::wrapper_flags(Path::new(&rt), edges, false));
     }
     // Every doctest by name on its own line: libtest turns terse (dots) on its own for large
     // suites, which would hide the names.

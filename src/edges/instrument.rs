@@ -10,6 +10,10 @@ use crate::error::SflError;
 pub const FILE_ENV: &str = "CARGO_SFL_EDGES_FILE";
 /// Set for the rustc wrapper: the runtime object to link.
 pub const RUNTIME_ENV: &str = "CARGO_SFL_EDGES_RUNTIME";
+/// Set with [`RUNTIME_ENV`] for a build without edge profiles (`--no-edges`): the runtime is
+/// linked only to make the counter updates plain while a test runs on one thread
+/// ([`crate::edges::relax`]); no SanitizerCoverage.
+pub const LINES_ONLY_ENV: &str = "CARGO_SFL_LINES_ONLY";
 /// The recorder's source, compiled on first use.
 const RUNTIME_C: &str = include_str!("runtime.c");
 
@@ -49,11 +53,27 @@ pub fn rustc_flags(rt: &Path) -> Vec<String> {
     flags
 }
 
-/// Compiles the runtime into `dir` unless the same source is already there; returns the object.
-/// When the runtime changed, binaries linked against the old one are stale but cargo cannot
-/// know (the flags are added by our wrapper), so the instrumented build is cleaned.
-pub fn prepare_runtime(dir: &Path, build_dir: &Path) -> Result<PathBuf, SflError> {
-    let rt_dir = dir.join("edges-runtime");
+/// The rustc flags the wrapper adds to a workspace crate with the runtime `rt` linked: with
+/// `edges`, SanitizerCoverage and the link; without, the link alone. An executable (not
+/// `shared`) is also linked without position independence, which the edge tables need and which
+/// gives counter updates the form [`crate::edges::relax`] rewrites.
+pub fn wrapper_flags(rt: &Path, edges: bool, shared: bool) -> Vec<String> {
+    let mut flags = if edges {
+        rustc_flags(rt)
+    } else {
+        vec!["-C".into(), format!("link-arg={}", rt.display())]
+    };
+    if !shared {
+        flags.extend(EXECUTABLE_FLAGS.iter().map(|f| f.to_string()));
+    }
+    flags
+}
+
+/// Compiles the runtime into `build_dir` unless the same source is already there; returns the
+/// object. When the runtime changed, binaries linked against the old one are stale but cargo
+/// cannot know (the flags are added by our wrapper), so that build is cleaned.
+pub fn prepare_runtime(build_dir: &Path) -> Result<PathBuf, SflError> {
+    let rt_dir = build_dir.join("edges-runtime");
     let object = rt_dir.join("sfl_edges.o");
     let stamp = rt_dir.join("source.c");
     if std::fs::read_to_string(&stamp).is_ok_and(|s| s == self::stamp()) && object.exists() {

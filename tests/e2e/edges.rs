@@ -226,10 +226,10 @@ fn no_edges() -> Result {
     check_exit(&no_cc, 96, &no_cc.stderr, &["C compiler", "--no-edges"])
 }
 
-/// The counter updates of the edges build are made plain while a test runs on one thread and
-/// atomic again before a second thread starts: two threads that step through the same code
-/// 300,000 times each leave exact counts (plain updates racing on two cores lose some), and a
-/// one-thread test's counts are exact too.
+/// The counter updates are made plain while a test runs on one thread and atomic again before
+/// a second thread starts, with edge profiles and without: two threads that step through the
+/// same code 300,000 times each leave exact counts (plain updates racing on two cores lose
+/// some), and a one-thread test's counts are exact too.
 fn counts_exact_with_threads() -> Result {
     const N: u64 = 300_000;
     let dir = tempfile::Builder::new().prefix("sfl-threads-").tempdir()?;
@@ -265,16 +265,28 @@ fn counts_exact_with_threads() -> Result {
              }}\n"
         ),
     )?;
-    let out = sfl(&["--keep-profiles", "--no-doctests"], d);
-    check(out.status.code() == Some(1) || out.status.success(), || show(&out))?;
+    // Both builds link the runtime: with edge profiles (the default) and without.
+    for extra in [&[][..], &["--no-edges"][..]] {
+        let mut args = vec!["--keep-profiles", "--no-doctests"];
+        args.extend_from_slice(extra);
+        let out = sfl(&args, d);
+        check(out.status.code() == Some(1) || out.status.success(), || show(&out))?;
+        exact_counts(d, N).map_err(|e| format!("{args:?}: {e:?}"))?;
+    }
+    Ok(())
+}
+
+/// The kept profiles of `two_threads` and `one_thread` count every one of the `n` steps per
+/// thread, and their executable's counter updates were relaxed.
+fn exact_counts(d: &Path, n: u64) -> Result {
     let target = d.join("target/sfl");
     let index: Vec<cargo_sfl::pipeline::KeptProfile> =
         serde_json::from_slice(&std::fs::read(target.join("profiles/index.json"))?)?;
     let mut checked = 0;
     for kept in &index {
         let runs = match kept.name.as_str() {
-            "tests::two_threads" => 2 * N,
-            "tests::one_thread" => N,
+            "tests::two_threads" => 2 * n,
+            "tests::one_thread" => n,
             _ => continue,
         };
         let sites = std::fs::read(cargo_sfl::edges::relax::sites_path(&kept.binary_path))?;
@@ -288,12 +300,12 @@ fn counts_exact_with_threads() -> Result {
             .map(|(_, l)| l.clone())
             .unwrap_or_default();
         let count = |line: u32| lib.iter().find(|(l, _)| *l == line).map(|(_, c)| *c);
-        let (thirds, others) = (N.div_ceil(3), N - N.div_ceil(3));
-        let want = [(2, runs), (3, runs / N * thirds), (5, runs / N * others)];
-        for (line, n) in want {
-            check(count(line) == Some(n), || {
+        let (thirds, others) = (n.div_ceil(3), n - n.div_ceil(3));
+        let want = [(2, runs), (3, runs / n * thirds), (5, runs / n * others)];
+        for (line, c) in want {
+            check(count(line) == Some(c), || {
                 format!(
-                    "{}: src/lib.rs:{line} counted {:?}, ran {n} times",
+                    "{}: src/lib.rs:{line} counted {:?}, ran {c} times",
                     kept.name,
                     count(line)
                 )

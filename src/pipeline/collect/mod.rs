@@ -297,10 +297,20 @@ fn build_tests(ws: &mut Workspace, select: &Selection, exec: &Execution) -> anyh
     if !with_edges {
         ws.build_dir = ws.target_dir.join("lines-only");
     }
-    let runtime = if with_edges {
-        Some(crate::edges::prepare_runtime(&ws.target_dir, &ws.build_dir)?)
-    } else {
-        None
+    let runtime = match crate::edges::prepare_runtime(&ws.build_dir) {
+        Ok(object) => Some(build::Runtime {
+            object,
+            edges: with_edges,
+        }),
+        Err(e) if with_edges => return Err(e.into()),
+        // Without edges the runtime only speeds line coverage up.
+        Err(_) => {
+            ui::warn(
+                "cargo sfl's runtime could not be compiled with the system C compiler (`cc`, or $CC): \
+                 line coverage runs with rustc's atomic counter updates, which is slower",
+            );
+            None
+        }
     };
     ui::status(
         "Building",
@@ -310,7 +320,7 @@ fn build_tests(ws: &mut Workspace, select: &Selection, exec: &Execution) -> anyh
             ws.build_dir.display()
         ),
     );
-    Ok(build::build(ws, select, runtime.as_deref())?)
+    Ok(build::build(ws, select, runtime.as_ref())?)
 }
 
 /// Makes a test executable's coverage counter updates plain while it runs on one thread
@@ -325,12 +335,27 @@ fn relax_counters(exe: &Path) {
 }
 
 impl Session<'_> {
-    /// Lists every binary's tests, and reads its coverage map meanwhile (once per binary). A
-    /// binary that cannot be listed is run as one test, with a warning.
+    /// Lists every binary's tests (their counter updates made plain first, [`relax_counters`]),
+    /// and reads its coverage map and block table meanwhile (once per binary). A binary that
+    /// cannot be listed is run as one test, with a warning.
     fn list_all(&self) -> Vec<Listing> {
         let n = self.built.tests.len();
         let mut listings: Vec<Option<Result<Listing, list::ListError>>> = (0..n).map(|_| None).collect();
         let list_dirs: Vec<PathBuf> = (0..n).map(|i| self.scratch.join(format!("list{i}"))).collect();
+        // Counter updates are rewritten before any listing starts: a process forked while an
+        // executable is being written holds it open for writing until it execs, and running that
+        // executable then fails ("text file busy"). Doctests are many small executables, rarely
+        // CPU-bound: left atomic.
+        crate::run::parallel(
+            &self.built.tests,
+            self.jobs,
+            |_, bin| {
+                if bin.doctests.is_none() {
+                    relax_counters(&bin.path);
+                }
+            },
+            |_, ()| {},
+        );
         let listing_bar = ui::spinner("Listing", format!("0/{n} test binaries"));
         let mut listed = 0;
         crate::run::parallel(
@@ -345,10 +370,6 @@ impl Session<'_> {
                     // Errors are reported per test when its profiles are decoded.
                     let beside = self.built.tests.len() < self.jobs;
                     let edges = self.edges.filter(|_| beside).map(|e| s.spawn(move || e.prepare(i)));
-                    // Doctests are many small executables, rarely CPU-bound: left atomic.
-                    if self.edges.is_some() && bin.doctests.is_none() {
-                        relax_counters(&bin.path);
-                    }
                     let _ = std::fs::create_dir_all(&list_dirs[i]);
                     let r = list::list(
                         bin,
