@@ -480,8 +480,11 @@ fn save(
     for path in exec.save_spectra.iter() {
         spectra.save(path).map_err(output(path))?;
     }
+    // They only order the next run: not keeping them is no reason to fail this one.
     let durations = durations_path(ws);
-    plan::save_durations(&durations, &spectra.tests).map_err(output(&durations))?;
+    if let Err(e) = plan::save_durations(&durations, &spectra.tests) {
+        ui::warn(format!("cannot write {}: {e}", durations.display()));
+    }
     if let Some(kept) = kept {
         let index = scratch.join("index.json");
         std::fs::write(&index, serde_json::to_vec_pretty(&kept)?)?;
