@@ -5,7 +5,9 @@
 //! and line, the unit id) and decodes profiles from any worker; [`UnitTable`] names the units
 //! and collects the workspace's functions; [`LineDecoder::finish`] puts the units in code order.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
+
+use rustc_hash::FxHashMap as HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 

@@ -24,7 +24,7 @@
 //!   such `A` explains a pad that ran, every predecessor that ran is counted.
 //! - The virtual edge into a function's entry block (CP's e1): taken iff the entry ran.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 /// The address LLVM gives a block it deleted after taking its address (`blockaddress` of a
 /// deleted block becomes `inttoptr 1`): such a block never runs and has no record.
@@ -92,11 +92,11 @@ impl Blocks {
         // Flagged blocks by address. In an optimised build two blocks can end up at one address
         // (the code of one was merged away); their records come in the PC table's order, and a
         // successor at such an address is taken to be the first of them.
-        let mut index: HashMap<u64, Vec<u32>> = HashMap::new();
+        let mut index: HashMap<u64, Vec<u32>> = HashMap::default();
         for (i, &pc) in pcs.iter().enumerate().filter(|(_, pc)| **pc != DELETED) {
             index.entry(pc).or_default().push(i as u32);
         }
-        let mut seen: HashMap<u64, usize> = HashMap::new();
+        let mut seen: HashMap<u64, usize> = HashMap::default();
         let is_end = |i: usize| words[i] == 0 && !relocated.get(i).copied().unwrap_or(false);
         let mut flagged: Vec<Option<Vec<u64>>> = vec![None; n];
         // Unflagged blocks: (function, address, successors' addresses).
@@ -128,7 +128,7 @@ impl Blocks {
         // A pruned block with no code of its own (it only falls through) shares its address
         // with the block after it. Where an address has more records than flagged blocks, such a
         // record (its only successor is its own address) is the pruned one.
-        let mut surplus: HashMap<u64, usize> = HashMap::new();
+        let mut surplus: HashMap<u64, usize> = HashMap::default();
         for (address, _) in &table {
             *surplus.entry(*address).or_default() += 1;
         }
@@ -145,7 +145,7 @@ impl Blocks {
         }
         let mut current: Option<u32> = None;
         // Per address, its records in the table's order.
-        let mut at_address: HashMap<u64, Vec<Record>> = HashMap::new();
+        let mut at_address: HashMap<u64, Vec<Record>> = HashMap::default();
         for (address, succs) in table {
             let falls_through = succs.as_slice() == [address];
             if address == DELETED {

@@ -4,7 +4,7 @@
 //! test binaries are one block. [`Collector::finish`] turns every test's edges into
 //! [`EdgeSpectra`].
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 

@@ -5,8 +5,8 @@
 //! named by its symbol (demangled, without hash) so the same function in two test binaries is
 //! recognised as one.
 
+use rustc_hash::FxHashMap as HashMap;
 use std::borrow::Cow;
-use std::collections::HashMap;
 use std::num::NonZeroU32;
 use std::path::Path;
 
@@ -278,8 +278,8 @@ impl LineRows {
         relative: &dyn Fn(&Path) -> Option<String>,
         names: &mut Vec<String>,
     ) -> Result<LineRows, MapError> {
-        let mut judged: HashMap<String, Option<u32>> = HashMap::new();
-        let mut ids = HashMap::new();
+        let mut judged: HashMap<String, Option<u32>> = HashMap::default();
+        let mut ids = HashMap::default();
         let mut rows = Vec::new();
         for &(lo, hi) in ranges {
             for (addr, _len, loc) in ctx.find_location_range(lo, hi).map_err(MapError::LineTable)? {
