@@ -6,10 +6,10 @@
 //! and collects the workspace's functions; [`LineDecoder::finish`] puts the units in code order.
 
 use std::collections::HashSet;
-
-use rustc_hash::FxHashMap as HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
+
+use rustc_hash::FxHashMap as HashMap;
 
 use super::decode::{BinaryCoverage, hex};
 use super::profraw::RawProfile;

@@ -4,9 +4,10 @@
 //! test binaries are one block. [`Collector::finish`] turns every test's edges into
 //! [`EdgeSpectra`].
 
-use rustc_hash::FxHashMap as HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
+
+use rustc_hash::FxHashMap as HashMap;
 
 use super::cfg::Blocks;
 use super::map::{EdgeMap, MapError};

@@ -48,9 +48,13 @@ pub fn rustc_flags(rt: &Path) -> Vec<String> {
     .iter()
     .flat_map(|f| ["-C".to_string(), (*f).to_string()])
     .collect();
-    flags.push("-C".into());
-    flags.push(format!("link-arg={}", rt.display()));
+    flags.extend(link_flags(rt));
     flags
+}
+
+/// The flags that link the runtime `rt`.
+fn link_flags(rt: &Path) -> [String; 2] {
+    ["-C".into(), format!("link-arg={}", rt.display())]
 }
 
 /// The rustc flags the wrapper adds to a workspace crate with the runtime `rt` linked: with
@@ -61,7 +65,7 @@ pub fn wrapper_flags(rt: &Path, edges: bool, shared: bool) -> Vec<String> {
     let mut flags = if edges {
         rustc_flags(rt)
     } else {
-        vec!["-C".into(), format!("link-arg={}", rt.display())]
+        link_flags(rt).to_vec()
     };
     if !shared {
         flags.extend(EXECUTABLE_FLAGS.iter().map(|f| f.to_string()));

@@ -5,12 +5,12 @@
 //! named by its symbol (demangled, without hash) so the same function in two test binaries is
 //! recognised as one.
 
-use rustc_hash::FxHashMap as HashMap;
 use std::borrow::Cow;
 use std::num::NonZeroU32;
 use std::path::Path;
 
 use object::{Object, ObjectSection, ObjectSymbol};
+use rustc_hash::FxHashMap as HashMap;
 
 use super::cfg::{Blocks, CfgError, DELETED};
 use crate::platform::{self, Section};

@@ -34,15 +34,6 @@ const MAGIC: u64 = u64::from_le_bytes(*b"SFLATOM1");
 const LOCK: u8 = 0xF0;
 const DS: u8 = 0x3E;
 
-/// What [`relax`] did to one executable.
-#[derive(Debug, Default, PartialEq, Eq)]
-pub struct Relaxed {
-    /// Counter updates that are plain now (rewritten now or by an earlier run).
-    pub sites: usize,
-    /// Of those, rewritten by this call.
-    pub rewritten: usize,
-}
-
 /// The file that lists an executable's rewritten updates.
 pub fn sites_path(exe: &Path) -> PathBuf {
     let mut s = exe.as_os_str().to_owned();
@@ -51,15 +42,15 @@ pub fn sites_path(exe: &Path) -> PathBuf {
 }
 
 /// Rewrites `exe`'s atomic counter updates into plain ones and saves their addresses (see the
-/// module docs); an executable this does not apply to is left alone (`Ok(None)`).
-pub fn relax(exe: &Path) -> std::io::Result<Option<Relaxed>> {
+/// module docs); an executable this does not apply to is left alone.
+pub fn relax(exe: &Path) -> std::io::Result<()> {
     let mut data = std::fs::read(exe)?;
     let Some(Sites {
         addresses: sites,
         to_patch,
     }) = find_sites(&data).map_err(std::io::Error::other)?
     else {
-        return Ok(None);
+        return Ok(());
     };
     let mut list = Vec::with_capacity(16 + 8 * sites.len());
     list.extend_from_slice(&MAGIC.to_ne_bytes());
@@ -78,10 +69,7 @@ pub fn relax(exe: &Path) -> std::io::Result<Option<Relaxed>> {
         let perms = std::fs::metadata(exe)?.permissions();
         write_replacing(exe, &data, Some(perms))?;
     }
-    Ok(Some(Relaxed {
-        sites: sites.len(),
-        rewritten: to_patch.len(),
-    }))
+    Ok(())
 }
 
 /// Writes `path` through a temporary file and a rename, so a process running the old file
