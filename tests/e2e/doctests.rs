@@ -6,7 +6,7 @@
 use libtest_mimic::Trial;
 use serde_json::Value;
 
-use crate::support::{Result, check, check_exit, copy_fixture, faults, sfl, sfl_command, show};
+use crate::support::{Result, check, check_exit, copy_fixture, faults, lib_crate, sfl, sfl_command, show};
 
 pub fn trials() -> Vec<Trial> {
     let mut trials = Vec::new();
@@ -234,20 +234,14 @@ fn quiet_run() -> Result {
 /// while the test executables are not (edge instrumentation links them statically), and its
 /// doctests are the library's (they were once skipped as belonging to no member).
 fn cdylib_library() -> Result {
-    let tmp = tempfile::tempdir()?;
-    let dir = tmp.path();
-    std::fs::create_dir_all(dir.join("src"))?;
-    std::fs::write(
-        dir.join("Cargo.toml"),
-        "[package]\nname = \"shared\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n\
-         [lib]\ncrate-type = [\"cdylib\", \"rlib\"]\n\n[workspace]\n",
-    )?;
-    std::fs::write(
-        dir.join("src/lib.rs"),
+    let tmp = lib_crate(
+        "shared",
+        "[lib]\ncrate-type = [\"cdylib\", \"rlib\"]\n\n",
         "/// ```\n/// assert_eq!(shared::twice(5), 10);\n/// ```\n\
          #[no_mangle]\npub extern \"C\" fn twice(x: i32) -> i32 {\n    if x > 3 {\n        x * 2 + 1\n    } else {\n        x + x\n    }\n}\n\n\
          #[cfg(test)]\nmod tests {\n    #[test]\n    fn small() {\n        assert_eq!(super::twice(2), 4);\n    }\n}\n",
     )?;
+    let dir = tmp.path();
     let out = sfl(&["--format", "json", "-m", "ochiai", "-m", "cp"], dir);
     check(out.status.code() == Some(0), || show(&out))?;
     let report = json(&out)?;

@@ -8,7 +8,7 @@ use cargo_sfl::spectra::{Spectra, UnitId};
 use libtest_mimic::Trial;
 use serde_json::Value;
 
-use crate::support::{Result, check, check_exit, copy_fixture, faults, root, sfl, sfl_command, show};
+use crate::support::{Result, check, check_exit, copy_fixture, faults, lib_crate, root, sfl, sfl_command, show};
 
 pub fn trials() -> Vec<Trial> {
     vec![
@@ -232,39 +232,31 @@ fn no_edges() -> Result {
 /// some), and a one-thread test's counts are exact too.
 fn counts_exact_with_threads() -> Result {
     const N: u64 = 300_000;
-    let dir = tempfile::Builder::new().prefix("sfl-threads-").tempdir()?;
+    let lib = format!(
+        "pub fn step(x: u64) -> u64 {{\n\
+         \x20   if x % 3 == 0 {{\n\
+         \x20       x / 3\n\
+         \x20   }} else {{\n\
+         \x20       x + 1\n\
+         \x20   }}\n\
+         }}\n\
+         #[cfg(test)]\n\
+         mod tests {{\n\
+         \x20   fn run() -> u64 {{ (0..{N}u64).map(super::step).sum() }}\n\
+         \x20   #[test]\n\
+         \x20   fn two_threads() {{\n\
+         \x20       let a = std::thread::spawn(run);\n\
+         \x20       let b = std::thread::spawn(run);\n\
+         \x20       assert_eq!(a.join().unwrap(), b.join().unwrap());\n\
+         \x20   }}\n\
+         \x20   #[test]\n\
+         \x20   fn one_thread() {{ assert!(run() > 0); }}\n\
+         \x20   #[test]\n\
+         \x20   fn fails() {{ assert_eq!(super::step(1), 3); }}\n\
+         }}\n"
+    );
+    let dir = lib_crate("threads", "", &lib)?;
     let d = dir.path();
-    std::fs::create_dir_all(d.join("src"))?;
-    std::fs::write(
-        d.join("Cargo.toml"),
-        "[package]\nname = \"threads\"\nversion = \"0.1.0\"\nedition = \"2021\"\n[workspace]\n",
-    )?;
-    std::fs::write(
-        d.join("src/lib.rs"),
-        format!(
-            "pub fn step(x: u64) -> u64 {{\n\
-             \x20   if x % 3 == 0 {{\n\
-             \x20       x / 3\n\
-             \x20   }} else {{\n\
-             \x20       x + 1\n\
-             \x20   }}\n\
-             }}\n\
-             #[cfg(test)]\n\
-             mod tests {{\n\
-             \x20   fn run() -> u64 {{ (0..{N}u64).map(super::step).sum() }}\n\
-             \x20   #[test]\n\
-             \x20   fn two_threads() {{\n\
-             \x20       let a = std::thread::spawn(run);\n\
-             \x20       let b = std::thread::spawn(run);\n\
-             \x20       assert_eq!(a.join().unwrap(), b.join().unwrap());\n\
-             \x20   }}\n\
-             \x20   #[test]\n\
-             \x20   fn one_thread() {{ assert!(run() > 0); }}\n\
-             \x20   #[test]\n\
-             \x20   fn fails() {{ assert_eq!(super::step(1), 3); }}\n\
-             }}\n"
-        ),
-    )?;
     // Both builds link the runtime: with edge profiles (the default) and without.
     for extra in [&[][..], &["--no-edges"][..]] {
         let mut args = vec!["--keep-profiles", "--no-doctests"];

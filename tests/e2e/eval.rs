@@ -8,7 +8,7 @@ use std::path::Path;
 use libtest_mimic::Trial;
 use serde_json::Value;
 
-use crate::support::{Result, check, check_exit, copy_fixture, eval_ochiai, sfl, show, standard_rank};
+use crate::support::{Result, check, check_exit, copy_fixture, eval_ochiai, lib_crate, sfl, show, standard_rank};
 
 pub fn trials() -> Vec<Trial> {
     vec![
@@ -97,16 +97,10 @@ fn tie_break_by_evidence() -> Result {
 /// by default, "n/a" with `--walks 0`); solved exactly, HT_Rank equals the Standard Rank Score
 /// there (Henderson et al.'s equivalence), and `--order ht` keeps Ochiai's order.
 fn ht_exact_on_a_deep_ranking() -> Result {
-    let tmp = tempfile::tempdir()?;
-    let dir = tmp.path();
-    std::fs::create_dir_all(dir.join("src"))?;
-    std::fs::create_dir_all(dir.join("target/sfl"))?;
-    std::fs::write(
-        dir.join("Cargo.toml"),
-        "[package]\nname = \"deep\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[workspace]\n",
-    )?;
     let source: String = (1..=420).map(|l| format!("// line {l}\n")).collect();
-    std::fs::write(dir.join("src/lib.rs"), source)?;
+    let tmp = lib_crate("deep", "", &source)?;
+    let dir = tmp.path();
+    std::fs::create_dir_all(dir.join("target/sfl"))?;
     let tests: Vec<Value> = (0..40)
         .map(|t| serde_json::json!({"binary": "b", "name": format!("t{t}"), "outcome": if t < 20 { "failed" } else { "passed" }}))
         .collect();

@@ -4,7 +4,7 @@
 
 use libtest_mimic::Trial;
 
-use crate::support::{Result, check, check_exit, copy_fixture, sfl, show};
+use crate::support::{Result, check, check_exit, copy_fixture, lib_crate, sfl, show};
 
 pub fn trials() -> Vec<Trial> {
     vec![
@@ -58,14 +58,8 @@ fn selection_errors_before_building() -> Result {
 
 /// A crate with no tests at all says so (not "no tests matched"): exit 4.
 fn crate_without_tests() -> Result {
-    let tmp = tempfile::tempdir()?;
+    let tmp = lib_crate("notests", "", "pub fn f() -> u8 { 1 }\n")?;
     let dir = tmp.path();
-    std::fs::create_dir_all(dir.join("src"))?;
-    std::fs::write(
-        dir.join("Cargo.toml"),
-        "[package]\nname = \"notests\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[workspace]\n",
-    )?;
-    std::fs::write(dir.join("src/lib.rs"), "pub fn f() -> u8 { 1 }\n")?;
     let out = sfl(&["--no-edges"], dir);
     check_exit(&out, 4, &out.stderr, &["no tests in this crate"])?;
     // Only #[ignore]d tests: say so, and how to run them.

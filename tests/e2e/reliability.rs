@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use libtest_mimic::Trial;
 use serde_json::Value;
 
-use crate::support::{Result, check, check_exit, copy_fixture, root, sfl, sfl_command, show};
+use crate::support::{Result, check, check_exit, copy_fixture, lib_crate, root, sfl, sfl_command, show};
 
 pub fn trials() -> Vec<Trial> {
     vec![
@@ -68,19 +68,14 @@ fn a_build_of_another_copy_is_named() -> Result {
 /// toolchain's library directory on the loader path, as under `cargo test`, each test on its
 /// own (never as one binary-wide `main`).
 fn proc_macro_tests_run() -> Result {
-    let tmp = tempfile::tempdir()?;
-    let dir = tmp.path();
-    std::fs::create_dir_all(dir.join("src"))?;
-    std::fs::write(
-        dir.join("Cargo.toml"),
-        "[package]\nname = \"pm\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[lib]\nproc-macro = true\n\n[workspace]\n",
-    )?;
-    std::fs::write(
-        dir.join("src/lib.rs"),
+    let tmp = lib_crate(
+        "pm",
+        "[lib]\nproc-macro = true\n\n",
         "use proc_macro::TokenStream;\n\n#[proc_macro]\npub fn noop(input: TokenStream) -> TokenStream {\n    input\n}\n\n\
          fn double(x: u32) -> u32 {\n    x * 3 // FAULT\n}\n\n#[cfg(test)]\nmod tests {\n    #[test]\n    fn doubles() {\n        \
          assert_eq!(super::double(2), 4);\n    }\n    #[test]\n    fn zero() {\n        assert_eq!(super::double(0), 0);\n    }\n}\n",
     )?;
+    let dir = tmp.path();
     let out = sfl(&["--format", "json"], dir);
     check(out.status.success(), || show(&out))?;
     let report: Value = serde_json::from_slice(&out.stdout)?;

@@ -42,6 +42,20 @@ fn copy_tree(from: &Path, to: &Path) {
     }
 }
 
+/// A one-library crate in a fresh temp dir, its own workspace: `Cargo.toml` with `name` and the
+/// manifest sections `sections` (e.g. `[lib]` settings), and `src/lib.rs`.
+pub fn lib_crate(name: &str, sections: &str, lib_rs: &str) -> Result<tempfile::TempDir> {
+    let tmp = tempfile::tempdir()?;
+    let dir = tmp.path();
+    std::fs::create_dir_all(dir.join("src"))?;
+    std::fs::write(
+        dir.join("Cargo.toml"),
+        format!("[package]\nname = \"{name}\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n{sections}[workspace]\n"),
+    )?;
+    std::fs::write(dir.join("src/lib.rs"), lib_rs)?;
+    Ok(tmp)
+}
+
 /// `cargo sfl` as cargo would start it, in `dir`; for runs that need their own environment.
 pub fn sfl_command(dir: &Path) -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_cargo-sfl"));
