@@ -73,6 +73,11 @@ impl<T, E: std::error::Error + 'static> PerBinary<T, E> {
         prepared.clone()
     }
 
+    /// Binary `i`'s preparation if one has finished, without preparing it.
+    pub fn peek(&self, i: usize) -> Option<Result<Arc<T>, BinaryError<E>>> {
+        self.slot(i).get().cloned()
+    }
+
     /// Forgets binary `i`'s preparation (callers holding it keep their copy); the next
     /// [`PerBinary::get`] prepares it again.
     pub fn evict(&self, i: usize) {

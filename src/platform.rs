@@ -8,7 +8,7 @@
 use std::borrow::Cow;
 use std::path::PathBuf;
 
-use object::{BinaryFormat, Object, ObjectSection, RelocationFlags};
+use object::{BinaryFormat, Object, ObjectSection, ReadRef, RelocationFlags};
 
 /// The sections cargo sfl reads out of an instrumented binary.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -50,19 +50,22 @@ impl Section {
     }
 
     /// The name in `obj`'s format (for messages).
-    pub fn name_in(self, obj: &object::File) -> &'static str {
+    pub fn name_in<'data, R: ReadRef<'data>>(self, obj: &object::File<'data, R>) -> &'static str {
         self.name(obj.format())
     }
 }
 
 /// The section, if the binary has it.
-pub fn section<'data, 'file>(obj: &'file object::File<'data>, which: Section) -> Option<object::Section<'data, 'file>> {
+pub fn section<'data, 'file, R: ReadRef<'data>>(
+    obj: &'file object::File<'data, R>,
+    which: Section,
+) -> Option<object::Section<'data, 'file, R>> {
     obj.section_by_name(which.name_in(obj))
 }
 
 /// The section's bytes (decompressed), or `None` when the binary has no such section.
-pub fn section_data<'data>(
-    obj: &object::File<'data>,
+pub fn section_data<'data, R: ReadRef<'data>>(
+    obj: &object::File<'data, R>,
     which: Section,
 ) -> Result<Option<Cow<'data, [u8]>>, object::Error> {
     section(obj, which).map(|s| s.uncompressed_data()).transpose()
@@ -70,7 +73,7 @@ pub fn section_data<'data>(
 
 /// The id the profiler runtime writes into every raw profile of this binary (ELF's GNU
 /// build-id note), which is how a profile is matched to the binary that wrote it.
-pub fn build_id(obj: &object::File) -> Option<Vec<u8>> {
+pub fn build_id<'data, R: ReadRef<'data>>(obj: &object::File<'data, R>) -> Option<Vec<u8>> {
     obj.build_id().ok().flatten().map(<[u8]>::to_vec)
 }
 

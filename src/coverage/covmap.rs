@@ -97,7 +97,7 @@ pub struct BinaryInfo {
 }
 
 /// Parses the coverage map and build-id out of an executable's bytes.
-pub fn read_binary(data: &[u8]) -> Result<BinaryInfo, DecodeError> {
+pub fn read_binary<'data>(data: impl object::ReadRef<'data>) -> Result<BinaryInfo, DecodeError> {
     let file = object::File::parse(data).map_err(|e| DecodeError::malformed(format!("not an object file: {e}")))?;
     let build_id = platform::build_id(&file);
     let section = |which: Section| {

@@ -30,13 +30,15 @@ pub struct BinaryCoverage {
 pub type FileLines = Vec<(u32, Vec<(u32, u64)>)>;
 
 impl BinaryCoverage {
-    /// Reads and prepares a binary's coverage map.
+    /// Reads and prepares a binary's coverage map. Only the headers and the sections read are
+    /// read from the file: a test executable is mostly code and debug information, which the
+    /// coverage map never needs (8 MB for 100 KB of map in a doctest executable).
     pub fn open(path: &Path) -> Result<Self, DecodeError> {
-        let data = std::fs::read(path).map_err(|source| DecodeError::Io {
+        let file = std::fs::File::open(path).map_err(|source| DecodeError::Io {
             path: path.to_path_buf(),
             source,
         })?;
-        let info = covmap::read_binary(&data)?;
+        let info = covmap::read_binary(&object::ReadCache::new(file))?;
         Ok(Self::from_map(path.to_path_buf(), info.build_id, info.map))
     }
 

@@ -33,7 +33,10 @@ pub enum ProfileError {
 /// The units of the run, numbered as first met (any order: see [`LineDecoder::finish`]).
 #[derive(Default)]
 pub struct UnitTable {
-    ids: HashMap<Unit, UnitId>,
+    /// By file (as interned in `files`) and line: looking a line up allocates nothing (a
+    /// binary's every mapped line is looked up when it is prepared).
+    ids: HashMap<(u32, u32), UnitId>,
+    files: HashMap<String, u32>,
     units: Vec<Unit>,
     /// Functions of the workspace's files, from every coverage map.
     functions: HashSet<FunctionSpan>,
@@ -42,16 +45,32 @@ pub struct UnitTable {
 impl UnitTable {
     /// The id of `file:line`, new if it was not seen before.
     pub fn intern(&mut self, file: &str, line: u32) -> UnitId {
-        let unit = Unit {
-            file: file.to_string(),
-            line,
-        };
-        if let Some(&id) = self.ids.get(&unit) {
-            return id;
+        let f = self.file(file);
+        self.intern_in(f, file, line)
+    }
+
+    /// The number of workspace file `file` in this table.
+    fn file(&mut self, file: &str) -> u32 {
+        match self.files.get(file) {
+            Some(&f) => f,
+            None => {
+                let f = self.files.len() as u32;
+                self.files.insert(file.to_string(), f);
+                f
+            }
         }
-        let id = UnitId(self.units.len() as u32);
-        self.units.push(unit.clone());
-        self.ids.insert(unit, id);
+    }
+
+    /// [`UnitTable::intern`] with the file already numbered (`f`, from [`UnitTable::file`]).
+    fn intern_in(&mut self, f: u32, file: &str, line: u32) -> UnitId {
+        let next = UnitId(self.units.len() as u32);
+        let id = *self.ids.entry((f, line)).or_insert(next);
+        if id == next {
+            self.units.push(Unit {
+                file: file.to_string(),
+                line,
+            });
+        }
         id
     }
 
@@ -155,8 +174,9 @@ impl<'a> LineDecoder<'a> {
             let max = lines.iter().map(|l| l.0).max().unwrap_or(0) as usize;
             let of_file = &mut line_units[file as usize];
             of_file.resize(max + 1, None);
+            let f = table.file(path);
             for (line, _) in lines {
-                of_file[line as usize] = Some(table.intern(path, line));
+                of_file[line as usize] = Some(table.intern_in(f, path, line));
             }
         }
         for f in cov.map.functions.iter().filter(|f| !f.dummy) {

@@ -53,7 +53,64 @@ pub enum CfgError {
 #[derive(Clone, Copy)]
 enum Record {
     Flagged(u32),
-    Pruned(usize),
+    Pruned(u32),
+}
+
+/// No such record or block.
+const NO: u32 = u32::MAX;
+/// A deleted flagged block's record: it has no successors.
+const EMPTY: u32 = u32::MAX - 1;
+
+impl Record {
+    /// The high bit marks a pruned record in [`Rows`], which hold plain `u32`s.
+    const PRUNED: u32 = 1 << 31;
+
+    fn flagged(b: u32) -> u32 {
+        b
+    }
+
+    fn pruned(k: u32) -> u32 {
+        k | Record::PRUNED
+    }
+
+    fn of(v: u32) -> Record {
+        if v & Record::PRUNED != 0 {
+            Record::Pruned(v & !Record::PRUNED)
+        } else {
+            Record::Flagged(v)
+        }
+    }
+}
+
+/// Values grouped by a dense key in compressed rows: key `k`'s values are
+/// `values[start[k]..start[k + 1]]`, in the order they were given.
+struct Rows {
+    start: Vec<u32>,
+    values: Vec<u32>,
+}
+
+impl Rows {
+    /// Groups `(key, value)` pairs (keys below `keys`), keeping each key's values in order.
+    fn group(keys: usize, pairs: impl Iterator<Item = (u32, u32)> + Clone) -> Rows {
+        let mut start = vec![0u32; keys + 1];
+        for (k, _) in pairs.clone() {
+            start[k as usize + 1] += 1;
+        }
+        for k in 0..keys {
+            start[k + 1] += start[k];
+        }
+        let mut fill = start.clone();
+        let mut values = vec![0u32; start[keys] as usize];
+        for (k, v) in pairs {
+            values[fill[k as usize] as usize] = v;
+            fill[k as usize] += 1;
+        }
+        Rows { start, values }
+    }
+
+    fn get(&self, k: usize) -> &[u32] {
+        &self.values[self.start[k] as usize..self.start[k + 1] as usize]
+    }
 }
 
 /// A binary's blocks as the control-flow table lists them: the PC table's, each with its flag,
@@ -78,6 +135,10 @@ pub struct Blocks {
 impl Blocks {
     /// Reads the control-flow table (`words`, with `relocated` marking words the loader fills
     /// in) for the PC table's blocks at `pcs`, `entry[i]` marking a function's first block.
+    ///
+    /// Per-address and per-function lists are compressed rows ([`Rows`]) over interned
+    /// addresses: a doctest executable has 15,000 blocks and a test binary 50,000, and a list
+    /// (or a hash-map entry) per block made this most of reading a binary's blocks.
     pub fn parse(words: &[u64], relocated: &[bool], pcs: &[u64], entry: &[bool]) -> Result<Blocks, CfgError> {
         let n = pcs.len();
         // The PC table's functions: each entry starts one.
@@ -89,29 +150,16 @@ impl Blocks {
             }
             *f = starts.len() as u32 - 1;
         }
-        // Flagged blocks by address. In an optimised build two blocks can end up at one address
-        // (the code of one was merged away); their records come in the PC table's order, and a
-        // successor at such an address is taken to be the first of them.
-        let mut index: HashMap<u64, Vec<u32>> = HashMap::default();
-        for (i, &pc) in pcs.iter().enumerate().filter(|(_, pc)| **pc != DELETED) {
-            index.entry(pc).or_default().push(i as u32);
-        }
-        let mut seen: HashMap<u64, usize> = HashMap::default();
+        // The records: record `r` is at `rec_addr[r]`, its successors' addresses are
+        // `succ[succ_start[r]..succ_start[r + 1]]`.
         let is_end = |i: usize| words[i] == 0 && !relocated.get(i).copied().unwrap_or(false);
-        let mut flagged: Vec<Option<Vec<u64>>> = vec![None; n];
-        // Unflagged blocks: (function, address, successors' addresses).
-        let mut pruned: Vec<(u32, u64, Vec<u64>)> = Vec::new();
-        // Per function, its records in the table's order (the function's block order).
-        let mut records: Vec<Vec<Record>> = vec![Vec::new(); starts.len()];
-        // The records: (address, successors' addresses).
-        let mut table: Vec<(u64, Vec<u64>)> = Vec::new();
+        let (mut rec_addr, mut succ_start, mut succ) = (Vec::new(), vec![0u32], Vec::new());
         let mut i = 0;
         while i < words.len() {
-            let address = words[i];
+            rec_addr.push(words[i]);
             i += 1;
-            let mut succs = Vec::new();
             while i < words.len() && !is_end(i) {
-                succs.push(words[i]);
+                succ.push(words[i]);
                 i += 1;
             }
             // The successors' null, the callees (not needed), and theirs.
@@ -123,79 +171,109 @@ impl Blocks {
                 return Err(CfgError::Truncated);
             }
             i += 1;
-            table.push((address, succs));
+            succ_start.push(succ.len() as u32);
         }
+        let succs_of = |r: u32| &succ[succ_start[r as usize] as usize..succ_start[r as usize + 1] as usize];
+        // Addresses interned: the records' and the flagged blocks'.
+        let mut ids: HashMap<u64, u32> = HashMap::default();
+        ids.reserve(rec_addr.len());
+        let mut intern = |a: u64| {
+            let next = ids.len() as u32;
+            *ids.entry(a).or_insert(next)
+        };
+        let rec_id: Vec<u32> = rec_addr.iter().map(|&a| intern(a)).collect();
+        let pc_id: Vec<u32> = pcs
+            .iter()
+            .map(|&pc| if pc == DELETED { NO } else { intern(pc) })
+            .collect();
+        let addresses = ids.len();
+        // Flagged blocks by address. In an optimised build two blocks can end up at one address
+        // (the code of one was merged away); their records come in the PC table's order, and a
+        // successor at such an address is taken to be the first of them.
+        let at_pc = Rows::group(
+            addresses,
+            pc_id
+                .iter()
+                .enumerate()
+                .filter(|(_, id)| **id != NO)
+                .map(|(b, &id)| (id, b as u32)),
+        );
         // A pruned block with no code of its own (it only falls through) shares its address
         // with the block after it. Where an address has more records than flagged blocks, such a
         // record (its only successor is its own address) is the pruned one.
-        let mut surplus: HashMap<u64, usize> = HashMap::default();
-        for (address, _) in &table {
-            *surplus.entry(*address).or_default() += 1;
+        let mut surplus = vec![0u32; addresses];
+        for &id in &rec_id {
+            surplus[id as usize] += 1;
         }
-        for (address, extra) in surplus.iter_mut() {
-            *extra = extra.saturating_sub(index.get(address).map_or(0, Vec::len));
+        for (id, extra) in surplus.iter_mut().enumerate() {
+            *extra = extra.saturating_sub(at_pc.get(id).len() as u32);
         }
         // Per function, its deleted flagged blocks (no address, no record of their own but a
-        // record at the deleted address, in order).
-        let mut deleted_of: Vec<std::collections::VecDeque<u32>> = vec![Default::default(); starts.len()];
-        for (b, &pc) in pcs.iter().enumerate() {
-            if pc == DELETED {
-                deleted_of[function_of[b] as usize].push_back(b as u32);
-            }
-        }
+        // record at the deleted address, in order); `taken_deleted[f]` of them are placed.
+        let deleted = Rows::group(
+            starts.len(),
+            (0..n as u32)
+                .filter(|&b| pcs[b as usize] == DELETED)
+                .map(|b| (function_of[b as usize], b)),
+        );
+        let mut taken_deleted = vec![0u32; starts.len()];
+        let mut seen = vec![0u32; addresses];
+        // Per flagged block, its record (`NO`: none; `EMPTY`: deleted, no successors).
+        let mut flagged = vec![NO; n];
+        // Unflagged blocks: their records.
+        let mut pruned: Vec<u32> = Vec::new();
+        // Records as `(function, record)` and `(address, record)` in the table's order.
+        let mut of_function: Vec<(u32, u32)> = Vec::new();
+        let mut of_address: Vec<(u32, u32)> = Vec::new();
         let mut current: Option<u32> = None;
-        // Per address, its records in the table's order.
-        let mut at_address: HashMap<u64, Vec<Record>> = HashMap::default();
-        for (address, succs) in table {
-            let falls_through = succs.as_slice() == [address];
+        for r in 0..rec_addr.len() as u32 {
+            let address = rec_addr[r as usize];
             if address == DELETED {
                 // A deleted flagged block keeps its place in the function (the function's
                 // deleted blocks in order); a deleted block without a flag is no block.
-                if let Some(b) = current.and_then(|f| deleted_of[f as usize].pop_front()) {
-                    flagged[b as usize] = Some(Vec::new());
-                    records[function_of[b as usize] as usize].push(Record::Flagged(b));
+                if let Some(f) = current
+                    && let Some(&b) = deleted.get(f as usize).get(taken_deleted[f as usize] as usize)
+                {
+                    taken_deleted[f as usize] += 1;
+                    flagged[b as usize] = EMPTY;
+                    of_function.push((f, Record::flagged(b)));
                 }
                 continue;
             }
-            let block = match surplus.get_mut(&address) {
-                Some(extra) if *extra > 0 && falls_through => {
-                    *extra -= 1;
-                    None
-                }
-                _ => index.get(&address).and_then(|at| {
-                    let k = seen.entry(address).or_default();
-                    *k += 1;
-                    at.get(*k - 1).copied()
-                }),
+            let id = rec_id[r as usize];
+            let falls_through = succs_of(r) == [address];
+            let block = if surplus[id as usize] > 0 && falls_through {
+                surplus[id as usize] -= 1;
+                None
+            } else {
+                seen[id as usize] += 1;
+                at_pc.get(id as usize).get(seen[id as usize] as usize - 1).copied()
             };
             match block {
                 Some(b) => {
                     // A function's records are contiguous: the flagged ones say whose they are.
                     let f = function_of[b as usize];
                     current = Some(f);
-                    if flagged[b as usize].is_none() {
-                        flagged[b as usize] = Some(succs);
-                        records[f as usize].push(Record::Flagged(b));
-                        at_address.entry(address).or_default().push(Record::Flagged(b));
+                    if flagged[b as usize] == NO {
+                        flagged[b as usize] = r;
+                        of_function.push((f, Record::flagged(b)));
+                        of_address.push((id, Record::flagged(b)));
                     }
                 }
-                None if address != DELETED => {
+                None => {
                     if let Some(f) = current {
-                        records[f as usize].push(Record::Pruned(pruned.len()));
-                        at_address
-                            .entry(address)
-                            .or_default()
-                            .push(Record::Pruned(pruned.len()));
-                        pruned.push((f, address, succs));
+                        let k = Record::pruned(pruned.len() as u32);
+                        of_function.push((f, k));
+                        of_address.push((id, k));
+                        pruned.push(r);
                     }
                 }
-                None => {}
             }
         }
         let missing = flagged
             .iter()
             .zip(pcs)
-            .filter(|(l, pc)| l.is_none() && **pc != DELETED)
+            .filter(|(r, pc)| **r == NO && **pc != DELETED)
             .count();
         if missing > 0 {
             return Err(CfgError::Missing(missing));
@@ -203,84 +281,98 @@ impl Blocks {
         // An unflagged block with no successor that is no block's only successor was not
         // pruned: it starts with `unreachable` and never runs (and without pruning it is no
         // block either). Edges into it are left out.
-        let only_successor: std::collections::HashSet<u64> = flagged
-            .iter()
-            .flatten()
-            .chain(pruned.iter().map(|p| &p.2))
-            .filter(|l| l.len() == 1)
-            .map(|l| l[0])
-            .collect();
-        let keep = |k: usize| !pruned[k].2.is_empty() || only_successor.contains(&pruned[k].1);
+        let mut only_successor = vec![false; addresses];
+        for r in flagged.iter().chain(&pruned).filter(|&&r| r < EMPTY) {
+            if let [a] = succs_of(*r)
+                && let Some(&id) = ids.get(a)
+            {
+                only_successor[id as usize] = true;
+            }
+        }
+        let keep = |k: u32| {
+            let r = pruned[k as usize];
+            !succs_of(r).is_empty() || only_successor[rec_id[r as usize] as usize]
+        };
         // Number the blocks function by function in the function's block order, so a build
         // without pruning numbers its blocks the same. Deleted blocks (no record) keep their
         // place in the PC table's order.
+        let by_function = Rows::group(starts.len(), of_function.into_iter());
         let mut out = Blocks::default();
-        let mut block_of_flag = vec![u32::MAX; n];
-        let mut block_of_pruned = vec![u32::MAX; pruned.len()];
+        let mut block_of_flag = vec![NO; n];
+        let mut block_of_pruned = vec![NO; pruned.len()];
+        // Per block, its record (`NO` or `EMPTY`: no successors).
+        let mut source: Vec<u32> = Vec::with_capacity(n);
         for (f, &first) in starts.iter().enumerate() {
             let end = starts.get(f + 1).map_or(n as u32, |&e| e);
             let begin = out.address.len() as u32;
             let mut next = first;
-            let mut flag_upto = |out: &mut Blocks, upto: u32, block_of_flag: &mut Vec<u32>| {
+            let mut flag_upto = |out: &mut Blocks, source: &mut Vec<u32>, upto: u32| {
                 while next < upto {
-                    if block_of_flag[next as usize] == u32::MAX {
+                    if block_of_flag[next as usize] == NO {
                         block_of_flag[next as usize] = out.address.len() as u32;
                         out.address.push(pcs[next as usize]);
                         out.flag.push(Some(next));
+                        source.push(flagged[next as usize]);
                     }
                     next += 1;
                 }
             };
-            for r in &records[f] {
-                match *r {
-                    Record::Flagged(b) => flag_upto(&mut out, b + 1, &mut block_of_flag),
+            for &rec in by_function.get(f) {
+                match Record::of(rec) {
+                    Record::Flagged(b) => flag_upto(&mut out, &mut source, b + 1),
                     Record::Pruned(k) if keep(k) => {
-                        block_of_pruned[k] = out.address.len() as u32;
-                        out.address.push(pruned[k].1);
+                        block_of_pruned[k as usize] = out.address.len() as u32;
+                        out.address.push(rec_addr[pruned[k as usize] as usize]);
                         out.flag.push(None);
+                        source.push(pruned[k as usize]);
                     }
                     Record::Pruned(_) => {}
                 }
             }
-            flag_upto(&mut out, end, &mut block_of_flag);
+            flag_upto(&mut out, &mut source, end);
             out.functions.push((begin, out.address.len() as u32 - begin));
         }
         // A successor's address is the first block there in layout order (one with no code of
         // its own falls through to the next), other than the block itself when it is one of them.
-        let block_of = |r: &Record| match *r {
+        let at_address = Rows::group(addresses, of_address.into_iter());
+        let block_of = |rec: u32| match Record::of(rec) {
             Record::Flagged(b) => Some(block_of_flag[b as usize]),
-            Record::Pruned(k) => keep(k).then_some(block_of_pruned[k]),
+            Record::Pruned(k) => keep(k).then_some(block_of_pruned[k as usize]),
         };
-        let resolve = |from: u32, succs: &[u64]| {
-            let mut l: Vec<u32> = succs
-                .iter()
-                .filter_map(|a| {
-                    let at: Vec<u32> = at_address.get(a)?.iter().filter_map(block_of).collect();
-                    at.iter().copied().find(|&b| b != from).or(at.first().copied())
-                })
-                .collect();
-            l.sort_unstable();
-            l.dedup();
-            l
-        };
-        let mut lists: Vec<Vec<u32>> = vec![Vec::new(); out.address.len()];
-        for (pc, succs) in flagged.iter().enumerate() {
-            if let Some(succs) = succs {
-                let b = block_of_flag[pc];
-                lists[b as usize] = resolve(b, succs);
+        let (mut start, mut targets) = (Vec::with_capacity(source.len() + 1), Vec::new());
+        start.push(0);
+        for (from, &r) in source.iter().enumerate() {
+            let from = from as u32;
+            let first = targets.len();
+            if r < EMPTY {
+                for a in succs_of(r) {
+                    let Some(&id) = ids.get(a) else { continue };
+                    let mut there = at_address.get(id as usize).iter().filter_map(|&rec| block_of(rec));
+                    let Some(head) = there.next() else { continue };
+                    targets.push(if head == from {
+                        there.next().unwrap_or(head)
+                    } else {
+                        head
+                    });
+                }
             }
+            targets[first..].sort_unstable();
+            let mut kept = first;
+            for k in first..targets.len() {
+                if k == first || targets[k] != targets[kept - 1] {
+                    targets[kept] = targets[k];
+                    kept += 1;
+                }
+            }
+            targets.truncate(kept);
+            start.push(targets.len() as u32);
         }
-        for (k, p) in pruned.iter().enumerate().filter(|(k, _)| keep(*k)) {
-            let b = block_of_pruned[k];
-            lists[b as usize] = resolve(b, &p.2);
-        }
-        out.cfg = Cfg::from_lists(lists);
+        out.cfg = Cfg::from_rows(start, targets);
         if out.flag.iter().any(Option::is_none) {
             out.idom = out.dominators();
         }
         Ok(out)
     }
-
     pub fn len(&self) -> usize {
         self.address.len()
     }
@@ -295,28 +387,27 @@ impl Blocks {
         const NONE: u32 = u32::MAX;
         let mut idom = vec![NONE; self.len()];
         let mut rpo_index = vec![NONE; self.len()];
-        let mut preds: Vec<Vec<u32>> = vec![Vec::new(); self.len()];
-        for b in 0..self.len() as u32 {
-            for &s in self.cfg.successors(b) {
-                preds[s as usize].push(b);
-            }
-        }
+        let preds = Rows::group(
+            self.len(),
+            (0..self.len() as u32).flat_map(|b| self.cfg.successors(b).iter().map(move |&s| (s, b))),
+        );
+        let mut visited = vec![false; self.len()];
+        let (mut post, mut stack): (Vec<u32>, Vec<(u32, usize)>) = (Vec::new(), Vec::new());
         for &(first, count) in &self.functions {
             if count == 0 {
                 continue;
             }
             let inside = |b: u32| b >= first && b < first + count;
             // Postorder by an explicit DFS from the entry.
-            let mut post = Vec::new();
-            let mut visited = vec![false; count as usize];
-            let mut stack: Vec<(u32, usize)> = vec![(first, 0)];
-            visited[0] = true;
+            post.clear();
+            stack.push((first, 0));
+            visited[first as usize] = true;
             while let Some(&mut (b, ref mut next)) = stack.last_mut() {
                 let succs = self.cfg.successors(b);
                 if let Some(&s) = succs.get(*next) {
                     *next += 1;
-                    if inside(s) && !visited[(s - first) as usize] {
-                        visited[(s - first) as usize] = true;
+                    if inside(s) && !visited[s as usize] {
+                        visited[s as usize] = true;
                         stack.push((s, 0));
                     }
                 } else {
@@ -324,7 +415,8 @@ impl Blocks {
                     stack.pop();
                 }
             }
-            let rpo: Vec<u32> = post.iter().rev().copied().collect();
+            post.reverse();
+            let rpo = &post;
             for (k, &b) in rpo.iter().enumerate() {
                 rpo_index[b as usize] = k as u32;
             }
@@ -345,7 +437,7 @@ impl Blocks {
                 changed = false;
                 for &b in rpo.iter().skip(1) {
                     let mut new = NONE;
-                    for &p in &preds[b as usize] {
+                    for &p in preds.get(b as usize) {
                         if !inside(p) || idom[p as usize] == NONE {
                             continue;
                         }
@@ -409,14 +501,21 @@ impl Blocks {
 impl Cfg {
     /// From each block's successors.
     pub fn from_lists(lists: impl IntoIterator<Item = Vec<u32>>) -> Cfg {
-        let mut cfg = Cfg {
-            start: vec![0],
-            ..Cfg::default()
-        };
+        let (mut start, mut targets) = (vec![0], Vec::new());
         for l in lists {
-            cfg.targets.extend(l);
-            cfg.start.push(cfg.targets.len() as u32);
+            targets.extend(l);
+            start.push(targets.len() as u32);
         }
+        Cfg::from_rows(start, targets)
+    }
+
+    /// From compressed rows: block `b`'s successors are `targets[start[b]..start[b + 1]]`.
+    fn from_rows(start: Vec<u32>, targets: Vec<u32>) -> Cfg {
+        let mut cfg = Cfg {
+            start,
+            targets,
+            preds: Vec::new(),
+        };
         cfg.preds = vec![0; cfg.blocks()];
         for &t in &cfg.targets {
             if let Some(p) = cfg.preds.get_mut(t as usize) {

@@ -157,18 +157,26 @@ impl<'a> Collector<'a> {
                 path.file_name().unwrap_or_default().to_string_lossy(),
                 started.elapsed().as_secs_f64() * 1e3
             ));
-            let ids = self.names.lock().expect("not poisoned").add(&map);
-            Ok(BinaryBlocks {
-                ids,
-                graph: map.graph,
-                flags: map.flags,
-                entry: map.entry,
-            })
+            Ok(self.named(map))
         })
     }
 
+    /// `map`'s blocks, the workspace's named.
+    fn named(&self, map: EdgeMap) -> BinaryBlocks {
+        let ids = self.names.lock().expect("not poisoned").add(&map);
+        BinaryBlocks {
+            ids,
+            graph: map.graph,
+            flags: map.flags,
+            entry: map.entry,
+        }
+    }
+
     /// Reads one edge file and adds its edges between the workspace's blocks to `out`.
-    pub fn decode(&self, path: &Path, out: &mut Vec<Edge>) -> Result<(), CollectError> {
+    /// `single`: the executable (an index into the collector's paths) that runs only this
+    /// test; if the file is its and its blocks were not read yet, they are read for this
+    /// process alone ([`EdgeMap::parse_for`]) and not kept.
+    pub fn decode(&self, path: &Path, out: &mut Vec<Edge>, single: Option<usize>) -> Result<(), CollectError> {
         let file = record::read(path)?;
         let exe = file.exe.canonicalize().unwrap_or_else(|_| file.exe.clone());
         let Some(which) = self.binaries.paths().iter().position(|p| *p == exe) else {
@@ -177,7 +185,16 @@ impl<'a> Collector<'a> {
                 exe: file.exe,
             });
         };
-        let binary = self.binary(which)?;
+        let binary = match self.binaries.peek(which) {
+            None if single == Some(which) => {
+                let map = EdgeMap::open_for(&exe, self.relative, Some(&file.ran)).map_err(|e| BinaryError {
+                    binary: exe.clone(),
+                    source: Arc::new(e),
+                })?;
+                Arc::new(self.named(map))
+            }
+            _ => self.binary(which)?,
+        };
         if binary.flags as u64 != file.blocks {
             return Err(CollectError::BlockCount {
                 file: path.to_path_buf(),
@@ -216,12 +233,19 @@ impl<'a> Collector<'a> {
     }
 
     /// Decodes one test's edge files, turning every problem into a warning on that test.
-    pub fn decode_test(&self, files: &[PathBuf], out: &mut Vec<Edge>, warnings: &mut Vec<String>) {
+    /// `single`: as for [`Collector::decode`].
+    pub fn decode_test(
+        &self,
+        files: &[PathBuf],
+        out: &mut Vec<Edge>,
+        warnings: &mut Vec<String>,
+        single: Option<usize>,
+    ) {
         if files.is_empty() {
             warnings.push("the test wrote no edge file; it contributes no edges to CP".into());
         }
         for f in files {
-            if let Err(e) = self.decode(f, out) {
+            if let Err(e) = self.decode(f, out, single) {
                 warnings.push(e.to_string());
             }
         }

@@ -60,7 +60,8 @@ pub enum MapError {
 /// A function with instrumented blocks.
 #[derive(Debug, Clone)]
 pub struct Function {
-    /// Demangled, without the hash: the same in every binary that contains the function.
+    /// Demangled, without the hash: the same in every binary that contains the function
+    /// (empty for a function [`EdgeMap::parse_for`] left out).
     pub name: String,
     /// Its blocks are `first..first + blocks` (indices in [`EdgeMap::graph`]).
     pub first: u32,
@@ -91,15 +92,37 @@ impl EdgeMap {
     /// Reads the binary's PC table and maps its blocks to lines; `relative` names the
     /// workspace's files (None: not ours).
     pub fn open(path: &Path, relative: &dyn Fn(&Path) -> Option<String>) -> Result<EdgeMap, MapError> {
+        EdgeMap::open_for(path, relative, None)
+    }
+
+    /// [`EdgeMap::parse_for`] of the binary at `path`.
+    pub fn open_for(
+        path: &Path,
+        relative: &dyn Fn(&Path) -> Option<String>,
+        ran: Option<&[bool]>,
+    ) -> Result<EdgeMap, MapError> {
         let data = std::fs::read(path).map_err(|source| MapError::Io {
             path: path.to_path_buf(),
             source,
         })?;
-        EdgeMap::parse(&data, relative)
+        EdgeMap::parse_for(&data, relative, ran)
     }
 
     /// [`EdgeMap::open`] on the binary's bytes.
     pub fn parse(data: &[u8], relative: &dyn Fn(&Path) -> Option<String>) -> Result<EdgeMap, MapError> {
+        EdgeMap::parse_for(data, relative, None)
+    }
+
+    /// [`EdgeMap::parse`] for one process's run: with `ran` (the flags of its edge file), only
+    /// the functions with a block that ran are mapped to lines and named; every other
+    /// function is left with no lines and not ours, so none of its blocks gets an id. An
+    /// executable that runs one test (a doctest links most of its library, 15,000 blocks on
+    /// regex-syntax, and runs a few hundred) is read for that test alone.
+    pub fn parse_for(
+        data: &[u8],
+        relative: &dyn Fn(&Path) -> Option<String>,
+        ran: Option<&[bool]>,
+    ) -> Result<EdgeMap, MapError> {
         let obj = object::File::parse(data).map_err(MapError::NotAnObject)?;
         // The flags' section also holds the runtime's page of padding: at least one flag per block.
         let flags = platform::section(&obj, Section::SancovFlags)
@@ -137,19 +160,33 @@ impl EdgeMap {
         };
         let (address, functions) = (&map.graph.address, &map.graph.functions);
         let entries: Vec<usize> = functions.iter().map(|&(first, _)| first as usize).collect();
+        let ran_blocks = ran.map(|flags| map.graph.ran(flags));
+        let wanted: Vec<bool> = functions
+            .iter()
+            .map(|&(first, count)| {
+                ran_blocks
+                    .as_ref()
+                    .is_none_or(|r| r[first as usize..(first + count) as usize].contains(&true))
+            })
+            .collect();
         // Each function's symbol (name, and its end), looked up once.
-        let syms: Vec<Option<&(u64, u64, String)>> = entries
+        let syms: Vec<Option<&(u64, u64, &str)>> = entries
             .iter()
             .map(|&first| {
                 let pc = address[first];
                 symbols.binary_search_by(|s| s.0.cmp(&pc)).ok().map(|i| &symbols[i])
             })
             .collect();
-        let end_of = |s: &(u64, u64, String)| s.0.saturating_add(s.1.max(1));
+        let end_of = |s: &(u64, u64, &str)| s.0.saturating_add(s.1.max(1));
         // Only the instrumented functions' rows are read: the line programs of the rest (std,
         // dependencies: most of a small doctest executable) are never parsed. A function
         // without a symbol to bound it means the whole table.
-        let ranges: Option<Vec<(u64, u64)>> = syms.iter().map(|s| s.map(|s| (s.0, end_of(s)))).collect();
+        let ranges: Option<Vec<(u64, u64)>> = syms
+            .iter()
+            .zip(&wanted)
+            .filter(|(_, wanted)| **wanted)
+            .map(|(s, _)| s.map(|s| (s.0, end_of(s))))
+            .collect();
         let mut rows = LineRows::read(
             &ctx,
             ranges.as_deref().unwrap_or(&[(0, u64::MAX)]),
@@ -158,8 +195,17 @@ impl EdgeMap {
         )?;
         for (k, &first) in entries.iter().enumerate() {
             let end = first + functions[k].1 as usize;
+            if !wanted[k] {
+                map.functions.push(Function {
+                    name: String::new(),
+                    first: first as u32,
+                    blocks: (end - first) as u32,
+                    ours: false,
+                });
+                continue;
+            }
             let entry_pc = address[first];
-            let name = syms[k].map_or_else(|| format!("<function at {entry_pc:#x}>"), |s| s.2.clone());
+            let name = syms[k].map_or_else(|| format!("<function at {entry_pc:#x}>"), |s| demangled(s.2));
             let fn_end = syms[k].map_or(u64::MAX, end_of);
             // Block ranges: each block runs to the next block's start within the function.
             let mut order: Vec<usize> = (first..end).filter(|&i| address[i] != DELETED).collect();
@@ -222,19 +268,23 @@ fn control_flow(obj: &object::File, pcs: &[u64]) -> Result<Blocks, MapError> {
         .map_err(|source| MapError::BadControlFlow { section, source })
 }
 
-/// Function symbols `(address, size, demangled name without hash)`, sorted by address.
-fn text_symbols(obj: &object::File) -> Vec<(u64, u64, String)> {
-    let mut out: Vec<(u64, u64, String)> = obj
+/// Function symbols `(address, size, mangled name)`, sorted by address. Names are demangled
+/// only for the functions looked up ([`demangled`]): most symbols of a binary are std's and
+/// the dependencies', never instrumented.
+fn text_symbols<'data>(obj: &object::File<'data>) -> Vec<(u64, u64, &'data str)> {
+    let mut out: Vec<(u64, u64, &str)> = obj
         .symbols()
         .filter(|s| s.kind() == object::SymbolKind::Text && s.address() != 0)
-        .filter_map(|s| {
-            let name = s.name().ok()?;
-            Some((s.address(), s.size(), format!("{:#}", rustc_demangle::demangle(name))))
-        })
+        .filter_map(|s| Some((s.address(), s.size(), s.name().ok()?)))
         .collect();
     out.sort_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)));
     out.dedup_by_key(|s| s.0);
     out
+}
+
+/// A symbol's name demangled, without its hash.
+fn demangled(mangled: &str) -> String {
+    format!("{:#}", rustc_demangle::demangle(mangled))
 }
 
 /// The binary's DWARF sections, borrowed from its bytes (inflated only when compressed): no
@@ -264,8 +314,8 @@ fn dwarf_context<'a>(
 
 /// The whole line table, sorted by address, with each row's file already judged ours or not.
 struct LineRows {
-    /// `(address, (file, line))`; `None`: not the workspace's code, or no line (line 0).
-    rows: Vec<(u64, Option<(u32, NonZeroU32)>)>,
+    /// `(address, length, (file, line))`; `None`: not the workspace's code, or no line (line 0).
+    rows: Vec<(u64, u64, Option<(u32, NonZeroU32)>)>,
     /// Interned names of files, so each path is judged once.
     ids: HashMap<String, u32>,
 }
@@ -282,7 +332,7 @@ impl LineRows {
         let mut ids = HashMap::default();
         let mut rows = Vec::new();
         for &(lo, hi) in ranges {
-            for (addr, _len, loc) in ctx.find_location_range(lo, hi).map_err(MapError::LineTable)? {
+            for (addr, len, loc) in ctx.find_location_range(lo, hi).map_err(MapError::LineTable)? {
                 let ours = match (loc.file, loc.line.and_then(NonZeroU32::new)) {
                     (Some(f), Some(line)) => judged
                         .entry(f.to_string())
@@ -290,7 +340,7 @@ impl LineRows {
                         .map(|file| (file, line)),
                     _ => None,
                 };
-                rows.push((addr, ours));
+                rows.push((addr, len, ours));
             }
         }
         rows.sort_by_key(|r| r.0);
@@ -300,13 +350,18 @@ impl LineRows {
     }
 
     /// Our lines of the code in `[lo, hi)` in address order (repeats in a row merged): the row
-    /// that covers `lo` and every row that starts before `hi`.
+    /// that covers `lo` and every row that starts before `hi`. A row that ends before `lo` (the
+    /// end of the function before, when no row covers the start of a function with no line
+    /// table of its own, like the `main` rustc generates) covers nothing here.
     fn lines(&self, lo: u64, hi: u64) -> Vec<(u32, u32)> {
         let start = self.rows.partition_point(|r| r.0 <= lo).saturating_sub(1);
         let mut out: Vec<(u32, u32)> = Vec::new();
-        for &(addr, ours) in &self.rows[start..] {
+        for &(addr, len, ours) in &self.rows[start..] {
             if addr >= hi {
                 break;
+            }
+            if addr.saturating_add(len) <= lo {
+                continue;
             }
             if let Some((file, line)) = ours
                 && out.last() != Some(&(file, line.get()))

@@ -2,7 +2,7 @@
 //! paper's `schedule` example, re-ranking saved edges, and `--no-edges`.
 
 use std::collections::{BTreeSet, HashMap};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use cargo_sfl::spectra::{Spectra, UnitId};
 use libtest_mimic::Trial;
@@ -16,6 +16,7 @@ pub fn trials() -> Vec<Trial> {
         Trial::test("edges::no_edges", no_edges),
         Trial::test("cp::schedule", schedule),
         Trial::test("edges::counts_exact_with_threads", counts_exact_with_threads),
+        Trial::test("edges::one_test_executables_read_for_their_test", one_test_executables),
     ]
 }
 
@@ -306,4 +307,60 @@ fn exact_counts(d: &Path, n: u64) -> Result {
         checked += 1;
     }
     check(checked == 2, || format!("{checked} of 2 tests' profiles were kept"))
+}
+
+/// An executable that runs one test (each doctest is its own) is read only for the functions
+/// that test ran: the edges it gives are the ones reading the whole executable gives, for every
+/// test of `fixtures/doctest-2021`, doctests and unit tests alike.
+fn one_test_executables() -> Result {
+    let tmp = copy_fixture("doctest-2021");
+    let d = tmp.path();
+    let out = sfl(&["--keep-profiles", "--format", "json", "-m", "ochiai"], d);
+    check(out.status.code() == Some(0), || show(&out))?;
+    let index: Vec<cargo_sfl::pipeline::KeptProfile> =
+        serde_json::from_slice(&std::fs::read(d.join("target/sfl/profiles/index.json"))?)?;
+    let paths: Vec<PathBuf> = index
+        .iter()
+        .map(|k| k.binary_path.clone())
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    let relative = |p: &Path| -> Option<String> {
+        let rel = if p.is_absolute() { p.strip_prefix(d).ok()? } else { p };
+        rel.starts_with("src").then(|| rel.to_string_lossy().into_owned())
+    };
+    let (whole, alone) = (
+        cargo_sfl::edges::Collector::new(&paths, &relative),
+        cargo_sfl::edges::Collector::new(&paths, &relative),
+    );
+    let named = |c: &cargo_sfl::edges::Collector, edges: &[cargo_sfl::edges::Edge]| -> BTreeSet<_> {
+        edges
+            .iter()
+            .map(|e| (e.from.map(|f| c.block_name(f)), c.block_name(e.to)))
+            .collect()
+    };
+    let (mut doctests, mut traversed) = (0, 0);
+    for kept in &index {
+        let which = paths.iter().position(|p| *p == kept.binary_path);
+        let dir = kept
+            .profiles
+            .first()
+            .and_then(|p| p.parent())
+            .ok_or("no profile kept")?;
+        for file in std::fs::read_dir(dir)?.flatten().map(|e| e.path()) {
+            if file.extension().is_none_or(|x| x != "edges") {
+                continue;
+            }
+            let (mut a, mut b) = (Vec::new(), Vec::new());
+            whole.decode(&file, &mut a, None)?;
+            alone.decode(&file, &mut b, which)?;
+            let (a, b) = (named(&whole, &a), named(&alone, &b));
+            check(a == b, || format!("{}: whole {a:#?}\nalone {b:#?}", kept.name))?;
+            doctests += usize::from(kept.name.starts_with("src/lib.rs - "));
+            traversed += a.len();
+        }
+    }
+    check(doctests >= 3 && traversed > 0, || {
+        format!("{doctests} doctests compared, {traversed} edges")
+    })
 }

@@ -68,6 +68,8 @@ impl Session<'_> {
         for &i in &todo {
             left[exes[i]].fetch_add(1, Ordering::Relaxed);
         }
+        // An executable that runs one job is read for that job alone (a doctest's own).
+        let single: Vec<bool> = left.iter().map(|n| n.load(Ordering::Relaxed) == 1).collect();
         let progress = RunProgress::new(todo.len());
         std::thread::scope(|scope| {
             scope.spawn(|| progress.tick_until_done(jobs, self.built));
@@ -79,7 +81,7 @@ impl Session<'_> {
                 &self.groups,
                 |_, &i| {
                     progress.started(i);
-                    let outcome = self.run_one(i, &jobs[i], exes[i], &decode_total);
+                    let outcome = self.run_one(i, &jobs[i], exes[i], single[exes[i]], &decode_total);
                     if left[exes[i]].fetch_sub(1, Ordering::AcqRel) == 1 {
                         self.coverage.evict(exes[i]);
                         if let Some(edges) = self.edges {
@@ -114,8 +116,8 @@ impl Session<'_> {
     }
 
     /// Runs job `i` in its own directory and decodes what it wrote; any problem becomes a
-    /// warning on its record.
-    fn run_one(&self, i: usize, job: &Job, exe: usize, decode_total: &Mutex<Duration>) -> JobOutcome {
+    /// warning on its record (`single`: its executable runs no other job).
+    fn run_one(&self, i: usize, job: &Job, exe: usize, single: bool, decode_total: &Mutex<Duration>) -> JobOutcome {
         let bin = &self.built.tests[job.binary];
         let dir = self.scratch.join(format!("t{i}"));
         let name = job.name.clone().unwrap_or_else(|| "main".into());
@@ -130,7 +132,7 @@ impl Session<'_> {
             Err(e) => out.not_run = Some(e.to_string()),
             Ok(fin) => {
                 let t0 = Instant::now();
-                self.decode(job, exe, fin, &mut out);
+                self.decode(job, exe, single, fin, &mut out);
                 *decode_total.lock().unwrap() += t0.elapsed();
                 self.retry(i, job, &mut out.record);
             }
@@ -213,8 +215,9 @@ impl Session<'_> {
     }
 
     /// Records what the process did and decodes its profiles and edge files into `out`
-    /// (`exe`: the index of the executable it ran).
-    fn decode(&self, job: &Job, exe: usize, fin: Finished, out: &mut JobOutcome) {
+    /// (`exe`: the index of the executable it ran; `single`: it runs no other job, so its
+    /// edge map is read for this job alone).
+    fn decode(&self, job: &Job, exe: usize, single: bool, fin: Finished, out: &mut JobOutcome) {
         let rec = &mut out.record;
         rec.outcome = fin.outcome;
         rec.signal = fin.signal;
@@ -228,7 +231,12 @@ impl Session<'_> {
         self.coverage
             .decode_test(exe, &fin.profiles, &mut out.covered, &mut rec.warnings);
         if let Some(collector) = self.edges {
-            collector.decode_test(&fin.edge_files, &mut out.edges, &mut rec.warnings);
+            collector.decode_test(
+                &fin.edge_files,
+                &mut out.edges,
+                &mut rec.warnings,
+                single.then_some(exe),
+            );
         }
         out.profiles = fin.profiles;
     }

@@ -81,7 +81,7 @@ pub trait Target: Send + Sync {
 pub fn all(seeds: &Seeds) -> Vec<(Box<dyn Target>, u64)> {
     let cov = || {
         let map = covmap::parse_coverage_map(&seeds.covmap, &seeds.covfun).expect("the seed coverage map decodes");
-        let build_id = covmap::read_binary(&seeds.elf)
+        let build_id = covmap::read_binary(seeds.elf.as_slice())
             .expect("the seed binary decodes")
             .build_id;
         BinaryCoverage::from_map("minmax".into(), build_id, map)
