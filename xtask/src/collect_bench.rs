@@ -39,6 +39,8 @@ struct Row {
     tests: usize,
     tests_with_doctests: usize,
     nextest: f64,
+    /// `cargo test --doc` (plain build): the doctests, which nextest does not run.
+    doctests: f64,
     /// Per variant: median wall seconds.
     sfl: Vec<f64>,
     /// Peak RSS (MiB): nextest, then each variant (None: no GNU time here).
@@ -71,15 +73,25 @@ pub fn run(runs: usize, output: Option<&Path>) -> Result<()> {
                 .arg(&manifest);
             c
         };
+        // What a nextest user runs for the doctests (nextest cannot run them): rustdoc compiles
+        // every doctest again on each run.
+        let doctests = || {
+            let mut c = Command::new(env!("CARGO"));
+            c.args(["test", "--doc", "--no-fail-fast", "--manifest-path"]).arg(&manifest);
+            c
+        };
         // Warm-ups: every build once.
         let _ = nextest().stdout(Stdio::null()).stderr(Stdio::null()).status()?;
+        let _ = doctests().stdout(Stdio::null()).stderr(Stdio::null()).status()?;
         let first = VARIANTS
             .iter()
             .map(|(_, args)| sfl_run(&sfl, &manifest, args))
             .collect::<Result<Vec<_>>>()?;
-        let mut times: Vec<Vec<f64>> = vec![Vec::new(); VARIANTS.len() + 1];
+        // nextest, each variant, then `cargo test --doc`.
+        let mut times: Vec<Vec<f64>> = vec![Vec::new(); VARIANTS.len() + 2];
         for _ in 0..runs.max(1) {
             times[0].push(wall(&mut nextest())?);
+            times[VARIANTS.len() + 1].push(wall(&mut doctests())?);
             for (i, (_, args)) in VARIANTS.iter().enumerate() {
                 let t = Instant::now();
                 sfl_run(&sfl, &manifest, args)?;
@@ -102,7 +114,8 @@ pub fn run(runs: usize, output: Option<&Path>) -> Result<()> {
             tests: first[0].tests,
             tests_with_doctests: first[2].tests,
             nextest: medians[0],
-            sfl: medians[1..].to_vec(),
+            doctests: medians[VARIANTS.len() + 1],
+            sfl: medians[1..=VARIANTS.len()].to_vec(),
             rss,
             decode_us: first[0].decode_ms * 1e3 / first[0].tests.max(1) as f64,
         });
@@ -174,18 +187,20 @@ fn render(rows: &[Row], runs: usize, jobs: usize) -> String {
          median of {runs} rounds, the commands alternated within each round. `edges` is `cargo sfl \
          --no-doctests` (edge profiles on, the default), `lines` adds `--no-edges`; both run the same \
          tests as nextest. `default` is plain `cargo sfl`, which also runs the doctests (nextest never \
-         does). Every cargo sfl command has run before on its build, so the longest tests of its last \
+         does); its like-for-like baseline is `nextest + doc`: `cargo nextest run` then `cargo test \
+         --doc`, as nextest's documentation advises for doctests (rustdoc compiles every doctest on \
+         each run; cargo sfl keeps its compiled doctests until their sources change). Every cargo sfl command has run before on its build, so the longest tests of its last \
          run start first, as in a developer's repeated runs. Peak RSS is the largest single process \
          of one run (GNU time).\n\n"
     );
     s.push_str(
-        "| crate | why | tests (+ doctests) | nextest (s) | edges (s) | lines (s) | default (s) | edges / nextest | lines / nextest | edges / lines | default / nextest | decode per test | peak RSS MiB: nextest / edges / lines / default |\n",
+        "| crate | why | tests (+ doctests) | nextest (s) | edges (s) | lines (s) | default (s) | nextest + doc (s) | edges / nextest | lines / nextest | edges / lines | default / nextest | default / (nextest + doc) | decode per test | peak RSS MiB: nextest / edges / lines / default |\n",
     );
-    s.push_str("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+    s.push_str("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
     for r in rows {
         let [edges, lines, default] = [r.sfl[0], r.sfl[1], r.sfl[2]];
         s.push_str(&format!(
-            "| {} | {} | {} (+{}) | {:.2} | {:.2} | {:.2} | {:.2} | {:.2}× | {:.2}× | {:.2}× | {:.2}× | {:.0} µs | {} |\n",
+            "| {} | {} | {} (+{}) | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2}× | {:.2}× | {:.2}× | {:.2}× | {:.2}× | {:.0} µs | {} |\n",
             r.name,
             r.why,
             r.tests,
@@ -194,10 +209,12 @@ fn render(rows: &[Row], runs: usize, jobs: usize) -> String {
             edges,
             lines,
             default,
+            r.nextest + r.doctests,
             edges / r.nextest,
             lines / r.nextest,
             edges / lines,
             default / r.nextest,
+            default / (r.nextest + r.doctests),
             r.decode_us,
             r.rss.iter().map(|m| mib(*m)).collect::<Vec<_>>().join(" / "),
         ));
@@ -216,6 +233,7 @@ fn to_json(rows: &[Row], runs: usize, jobs: usize) -> serde_json::Value {
                 "tests_with_doctests": r.tests_with_doctests,
                 "seconds": {
                     "nextest": r.nextest,
+                    "doctests": r.doctests,
                     "edges": r.sfl[0],
                     "lines": r.sfl[1],
                     "default": r.sfl[2],
@@ -225,6 +243,7 @@ fn to_json(rows: &[Row], runs: usize, jobs: usize) -> serde_json::Value {
                     "lines_over_nextest": r.sfl[1] / r.nextest,
                     "edges_over_lines": r.sfl[0] / r.sfl[1],
                     "default_over_nextest": r.sfl[2] / r.nextest,
+                    "default_over_nextest_and_doctests": r.sfl[2] / (r.nextest + r.doctests),
                 },
                 "peak_rss_mib": {
                     "nextest": r.rss[0],
@@ -251,14 +270,16 @@ mod tests {
             tests: 10,
             tests_with_doctests: 12,
             nextest: 2.0,
+            doctests: 4.0,
             sfl: vec![2.5, 2.0, 3.0],
             rss: vec![Some(50.0), Some(100.0), None, Some(120.0)],
             decode_us: 40.0,
         };
         let md = render(std::slice::from_ref(&row), 3, 2);
-        assert!(md.contains("| c 1 | w | 10 (+2) | 2.00 | 2.50 | 2.00 | 3.00 | 1.25× | 1.00× | 1.25× | 1.50× | 40 µs | 50 / 100 / – / 120 |"), "{md}");
+        assert!(md.contains("| c 1 | w | 10 (+2) | 2.00 | 2.50 | 2.00 | 3.00 | 6.00 | 1.25× | 1.00× | 1.25× | 1.50× | 0.50× | 40 µs | 50 / 100 / – / 120 |"), "{md}");
         let j = to_json(&[row], 3, 2);
         assert_eq!(j["crates"][0]["ratios"]["edges_over_nextest"], 1.25);
+        assert_eq!(j["crates"][0]["ratios"]["default_over_nextest_and_doctests"], 0.5);
         assert_eq!(j["crates"][0]["peak_rss_mib"]["lines"], serde_json::Value::Null);
     }
 }
