@@ -1,10 +1,11 @@
 //! Control-flow edge profiles, for CP (Zhang, Chan, Tse, Jiang & Wang) and HT_Rank's dynamic CFG.
 //!
 //! **Mechanism.** The workspace's crates are built with LLVM SanitizerCoverage at block level
-//! (`-C passes=sancov-module`, level 3: every block, critical edges split, no pruning) with an
-//! inline flag per block, a PC table and the control-flow table, next to `-C
-//! instrument-coverage`, all on stable rustc. Each block sets its byte the first time it runs:
-//! no call per block. A small C runtime (`runtime.c`, compiled here with the system C compiler
+//! (`-C passes=sancov-module`, level 3: critical edges split, LLVM's block pruning) with an
+//! inline flag per block it keeps, a PC table and the control-flow table (every block, flagged
+//! or pruned), next to `-C instrument-coverage`, all on stable rustc. Each flagged block sets its
+//! byte the first time it runs: no call per block; a pruned block's runs are inferred from the
+//! graph ([`cfg::Blocks::ran`]). A small C runtime (`runtime.c`, compiled here with the system C compiler
 //! that links Rust programs anyway, cached in the target directory, passed to the linker with
 //! `-C link-arg`) maps the flags' pages onto a file per process, so they survive crashes and
 //! the timeout's kill. Which edges a test took follows from the blocks it ran and the static
@@ -15,8 +16,9 @@
 //!
 //! **Modules.** [`instrument`]: the rustc flags and the runtime. [`record`]: one process's
 //! edge file (its block flags). [`cfg`]: the control-flow graph and the edges taken. [`map`]: a
-//! binary's PC table, control-flow table and DWARF, read once: functions, their blocks, each
-//! block's source lines. [`collect`]: the [`Collector`] names blocks `(function without hash,
+//! binary's PC table, control-flow table and DWARF, read once (or, for an executable that runs
+//! one test, for the functions that test ran): functions, their blocks, each block's source
+//! lines. [`collect`]: the [`Collector`] names blocks `(function without hash,
 //! index within function)` so the same function's blocks in several test binaries are one
 //! block, and builds [`EdgeSpectra`] ([`model`]): blocks, edges and, per edge, the tests that
 //! traversed it (a bitset, like the line matrix). [`relax`]: the coverage counters' atomic
