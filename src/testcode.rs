@@ -110,7 +110,7 @@ fn test_support_dirs(root: &Path) -> Vec<String> {
 }
 
 /// Files of integration tests, benches and examples.
-fn is_test_path(rel: &str) -> bool {
+pub(crate) fn is_test_path(rel: &str) -> bool {
     let parts: Vec<&str> = rel.split('/').collect();
     parts[..parts.len().saturating_sub(1)]
         .iter()

@@ -289,6 +289,12 @@ impl<'a> LineDecoder<'a> {
         lines.into_iter().map(|(file, line)| table.intern(file, line)).collect()
     }
 
+    /// The workspace's files that units were met in so far.
+    pub fn files(&self) -> Vec<String> {
+        let table = self.units.lock().expect("not poisoned");
+        table.files.keys().cloned().collect()
+    }
+
     /// The units met in code order (so output is stable) and the workspace's functions.
     pub fn finish(self) -> SortedUnits {
         self.units.into_inner().expect("not poisoned").sorted()

@@ -590,6 +590,14 @@ mod tests {
     }
 
     #[test]
+    fn rows_keep_each_keys_values_in_the_order_given() {
+        let r = Rows::group(3, [(2, 7), (0, 1), (2, 5), (0, 4)].into_iter());
+        assert_eq!(r.get(0), &[1, 4]);
+        assert!(r.get(1).is_empty());
+        assert_eq!(r.get(2), &[7, 5]);
+    }
+
+    #[test]
     fn a_path_through_a_diamond() {
         let got = diamond().taken(&ran(4, &[0, 2, 3]), |b| b == 0);
         assert_eq!(got, vec![(None, 0), (Some(0), 2), (Some(2), 3)]);

@@ -401,3 +401,36 @@ fn intern(rel: String, names: &mut Vec<String>, ids: &mut HashMap<String, u32>) 
         (names.len() - 1) as u32
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rows(rows: &[(u64, u64, Option<(u32, u32)>)]) -> LineRows {
+        LineRows {
+            rows: rows
+                .iter()
+                .map(|&(a, len, l)| (a, len, l.map(|(f, l)| (f, NonZeroU32::new(l).unwrap()))))
+                .collect(),
+            ids: HashMap::default(),
+        }
+    }
+
+    #[test]
+    fn a_block_takes_the_row_over_its_start_and_the_rows_inside() {
+        let r = rows(&[(0x10, 0x10, Some((0, 3))), (0x20, 0x8, Some((0, 4))), (0x28, 0x8, None)]);
+        assert_eq!(r.lines(0x18, 0x30), [(0, 3), (0, 4)]);
+        assert_eq!(r.lines(0x20, 0x28), [(0, 4)]);
+        // Not the workspace's code: no line.
+        assert!(r.lines(0x28, 0x30).is_empty());
+    }
+
+    #[test]
+    fn a_row_that_ends_before_a_block_covers_none_of_it() {
+        // A function at 0x40 with no row of its own (rustc's `main`) after one whose last row
+        // ends at 0x30.
+        let r = rows(&[(0x10, 0x20, Some((0, 7)))]);
+        assert!(r.lines(0x40, 0x50).is_empty());
+        assert_eq!(r.lines(0x2f, 0x50), [(0, 7)]);
+    }
+}

@@ -14,17 +14,22 @@ use crate::measures::Measure;
 use crate::rank::{Ranking, rank_only};
 use crate::report;
 use crate::spectra::{Outcome, Spectra};
-use crate::syntax::Parsed;
+use crate::syntax::{Parsed, Prefetch};
 use crate::ui;
 
 /// Ranks and writes the report; returns the exit code.
 pub fn emit(spectra: &Spectra, out: &ReportConfig) -> anyhow::Result<i32> {
+    emit_with(spectra, out, Prefetch::default())
+}
+
+/// [`emit`] with the sources a run parsed while its tests ran.
+pub fn emit_with(spectra: &Spectra, out: &ReportConfig, sources: Prefetch) -> anyhow::Result<i32> {
     let mut converted = Default::default();
     let Prepared {
         spectra,
         lines,
         names: function_names,
-    } = at_granularity(spectra, out, &mut converted)?;
+    } = at_granularity(spectra, out, &mut converted, sources)?;
     let opts = out.options.clone();
     require_edges(spectra, &out.measures)?;
     let needs_cp = out.measures.iter().any(|m| m.needs_edges());
@@ -80,8 +85,10 @@ pub(super) fn at_granularity<'a>(
     spectra: &'a Spectra,
     out: &ReportConfig,
     converted: &'a mut [Option<Spectra>; 2],
+    sources: Prefetch,
 ) -> Result<Prepared<'a>, SflError> {
     let mut parsed = Parsed::new(Path::new(&spectra.workspace_root));
+    parsed.absorb(sources);
     let mut owned = timed_out(spectra, out.count_timeouts);
     if !out.include_test_code {
         owned = Some(without_test_code(owned.as_ref().unwrap_or(spectra), &mut parsed));
@@ -437,7 +444,9 @@ mod tests {
         let mut out = config(&[]);
         out.count_timeouts = true;
         let mut converted = Default::default();
-        let ranked = at_granularity(&s, &out, &mut converted).unwrap().spectra;
+        let ranked = at_granularity(&s, &out, &mut converted, Prefetch::default())
+            .unwrap()
+            .spectra;
         assert_eq!(ranked.tests[0].outcome, Outcome::Failed);
     }
 
@@ -447,11 +456,13 @@ mod tests {
         let mut out = config(&[]);
         let mut converted = Default::default();
         assert!(std::ptr::eq(
-            at_granularity(&s, &out, &mut converted).unwrap().spectra,
+            at_granularity(&s, &out, &mut converted, Prefetch::default())
+                .unwrap()
+                .spectra,
             &s
         ));
         out.granularity = Granularity::Function;
-        let err = at_granularity(&s, &out, &mut converted).unwrap_err();
+        let err = at_granularity(&s, &out, &mut converted, Prefetch::default()).unwrap_err();
         assert!(matches!(err, SflError::Usage(_)));
         assert!(
             err.to_string()

@@ -9,13 +9,14 @@ mod progress;
 
 use std::path::{Path, PathBuf};
 
-pub use collect::{KeptProfile, collect};
-pub use emit::emit;
+pub use collect::{Collected, KeptProfile, collect};
+pub use emit::{emit, emit_with};
 
 use crate::build::Workspace;
 use crate::config::{EvalConfig, Format, ListFormat, ReportConfig, RunConfig};
 use crate::error::{SflError, exit};
 use crate::spectra::{EdgeProfiles, Spectra};
+use crate::syntax::Prefetch;
 use crate::ui;
 
 /// `cargo sfl [OPTIONS] [FILTER]`.
@@ -25,8 +26,8 @@ pub fn run(cfg: &RunConfig) -> anyhow::Result<i32> {
     if cfg.execution.no_edges {
         emit::refuse_edge_measures(&cfg.report.measures)?;
     }
-    let spectra = collect(cfg)?;
-    emit(&spectra, &cfg.report)
+    let collected = collect(cfg)?;
+    emit_with(&collected.spectra, &cfg.report, collected.sources)
 }
 
 /// `cargo sfl report`: re-rank saved spectra (`spectra`, or the workspace's last run).
@@ -101,11 +102,14 @@ pub fn eval(cfg: &EvalConfig) -> anyhow::Result<i32> {
     let root = local_root(cfg.run.selection.manifest_path.as_deref())?;
     crate::faults::check_against(&faults, &root)
         .map_err(|e| SflError::Usage(format!("{}: {e}", cfg.faults.display())))?;
-    let spectra = match &cfg.spectra {
-        Some(path) => read_here(load(path)?, &root),
-        None => collect(&cfg.run)?,
+    let (spectra, sources) = match &cfg.spectra {
+        Some(path) => (read_here(load(path)?, &root), Prefetch::default()),
+        None => {
+            let collected = collect(&cfg.run)?;
+            (collected.spectra, collected.sources)
+        }
     };
-    evaluate::evaluate(&spectra, faults, cfg)
+    evaluate::evaluate(&spectra, faults, cfg, sources)
 }
 
 /// Reads saved spectra (their edge profiles too).

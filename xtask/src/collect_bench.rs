@@ -77,7 +77,8 @@ pub fn run(runs: usize, output: Option<&Path>) -> Result<()> {
         // every doctest again on each run.
         let doctests = || {
             let mut c = Command::new(env!("CARGO"));
-            c.args(["test", "--doc", "--no-fail-fast", "--manifest-path"]).arg(&manifest);
+            c.args(["test", "--doc", "--no-fail-fast", "--manifest-path"])
+                .arg(&manifest);
             c
         };
         // Warm-ups: every build once.

@@ -70,15 +70,20 @@ fn rows(outcomes: Vec<JobOutcome>, ignored: Vec<TestRecord>, remap: &[UnitId]) -
     rows
 }
 
-/// The toolchain and a digest of the units' source files (what shards must agree on).
-pub(crate) fn build_info(root: &Path, spectra: &Spectra) -> BuildInfo {
-    use md5::{Digest, Md5};
+/// `rustc -vV` of the toolchain that builds the tests (asked while they build and run: a
+/// process start through rustup's proxy is 10-15 ms).
+pub(crate) fn rustc_version() -> String {
     let rustc = std::env::var_os("RUSTC").unwrap_or_else(|| "rustc".into());
-    let version = std::process::Command::new(rustc)
+    std::process::Command::new(rustc)
         .arg("-vV")
         .output()
         .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
-        .unwrap_or_else(|e| format!("unknown ({e})"));
+        .unwrap_or_else(|e| format!("unknown ({e})"))
+}
+
+/// The toolchain and a digest of the units' source files (what shards must agree on).
+pub(crate) fn build_info(root: &Path, spectra: &Spectra, rustc: String) -> BuildInfo {
+    use md5::{Digest, Md5};
     let mut files: Vec<&str> = spectra.units.iter().map(|u| u.file.as_str()).collect();
     files.dedup();
     let mut md5 = Md5::new();
@@ -94,7 +99,7 @@ pub(crate) fn build_info(root: &Path, spectra: &Spectra) -> BuildInfo {
         }
     }
     BuildInfo {
-        rustc: version,
+        rustc,
         sources: hex(&md5.finalize()),
     }
 }

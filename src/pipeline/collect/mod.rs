@@ -17,7 +17,7 @@ use plan::plan;
 use run::JobOutcome;
 
 use crate::build::{self, Built, Workspace};
-use crate::config::{Execution, RunConfig, Selection};
+use crate::config::{Execution, Granularity, RunConfig, Selection};
 use crate::coverage::LineDecoder;
 use crate::edges::Collector;
 use crate::error::SflError;
@@ -25,6 +25,7 @@ use crate::list::{self, Listing};
 use crate::nextest::{BinaryInfo, Flags, Nextest};
 use crate::run::Job;
 use crate::spectra::{Outcome, Spectra};
+use crate::syntax::Prefetch;
 use crate::ui;
 
 /// Written next to kept profiles (`--keep-profiles`), for the decoder oracle and debugging.
@@ -63,7 +64,7 @@ struct Session<'a> {
 
 /// Builds, runs every test and decodes: the matrix, saved to `target/sfl/spectra.json` (and
 /// `--save-spectra`).
-pub fn collect(cfg: &RunConfig) -> anyhow::Result<Spectra> {
+pub fn collect(cfg: &RunConfig) -> anyhow::Result<Collected> {
     crate::run::kill_tests_on_interrupt();
     let exec = &cfg.execution;
     let mut ws = Workspace::load(
@@ -76,6 +77,7 @@ pub fn collect(cfg: &RunConfig) -> anyhow::Result<Spectra> {
     let _lock = lock::DirLock::acquire(&ws.target_dir, |dir| {
         ui::status("Blocking", format!("waiting for lock on {}", dir.display()))
     })?;
+    let rustc = std::thread::spawn(assemble::rustc_version);
     let built = build_tests(&mut ws, &cfg.selection, exec)?;
     let scratch = fresh_dir(ws.target_dir.join("profiles"))?;
     let relative = |p: &Path| ws.relative(p);
@@ -99,6 +101,17 @@ pub fn collect(cfg: &RunConfig) -> anyhow::Result<Spectra> {
     };
     let prep_started = Instant::now();
     let listings = session.list_all();
+    // The report reads the workspace's sources for test code and function names: they are
+    // parsed while the tests run, from the files the coverage maps name.
+    let report = &cfg.report;
+    let sources = if report.include_test_code && report.granularity != Granularity::Function {
+        Prefetch::default()
+    } else {
+        let mut files = coverage.files();
+        files.retain(|f| !crate::testcode::is_test_path(f));
+        files.sort();
+        Prefetch::start(ws.root.clone(), files)
+    };
     let infos: Vec<BinaryInfo> = built.tests.iter().map(|b| BinaryInfo::new(&ws, b)).collect();
     let plan = plan(
         &built.tests,
@@ -153,14 +166,21 @@ pub fn collect(cfg: &RunConfig) -> anyhow::Result<Spectra> {
     }
     let kept = exec.keep_profiles.then(|| kept_index(&outcomes, &plan.jobs, &built));
     let mut spectra = assemble::assemble(&ws.root, coverage.finish(), outcomes, plan.recorded, edges);
-    spectra.build = Some(assemble::build_info(&ws.root, &spectra));
+    let rustc = rustc.join().unwrap_or_else(|_| "unknown".into());
+    spectra.build = Some(assemble::build_info(&ws.root, &spectra, rustc));
     spectra.partition = exec.partition.map(|p| p.to_string());
     save(&spectra, &ws, exec, &scratch, kept)?;
     journal.finish();
     if let Some(why) = nothing {
         return Err(SflError::NoTests(why).into());
     }
-    Ok(spectra)
+    Ok(Collected { spectra, sources })
+}
+
+/// What [`collect`] hands the report: the spectra, and the sources parsed while the tests ran.
+pub struct Collected {
+    pub spectra: Spectra,
+    pub sources: Prefetch,
 }
 
 /// Reads the nextest configuration and compiles `-E` before the build (a mistake in either is
