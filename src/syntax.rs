@@ -165,7 +165,10 @@ impl<'a> Parsed<'a> {
 /// while the tests run, which leave a core idle at times (process starts and ends, the last
 /// tests), so the report finds them parsed ([`Parsed::absorb`]).
 #[derive(Default)]
-pub struct Prefetch(Option<std::thread::JoinHandle<Vec<(String, Option<FileSyntax>)>>>);
+pub struct Prefetch(Option<std::thread::JoinHandle<Vec<Source>>>);
+
+/// A file (relative to the root) and its syntax (`None`: it cannot be read or parsed).
+type Source = (String, Option<FileSyntax>);
 
 impl Prefetch {
     /// Starts parsing `rels` under `root`.

@@ -312,10 +312,13 @@ fn dwarf_context<'a>(
     addr2line::Context::from_dwarf(dwarf).map_err(MapError::Dwarf)
 }
 
+/// A line-table row: `(address, length, (file, line))`; `None`: not the workspace's code, or
+/// no line (line 0).
+type Row = (u64, u64, Option<(u32, NonZeroU32)>);
+
 /// The whole line table, sorted by address, with each row's file already judged ours or not.
 struct LineRows {
-    /// `(address, length, (file, line))`; `None`: not the workspace's code, or no line (line 0).
-    rows: Vec<(u64, u64, Option<(u32, NonZeroU32)>)>,
+    rows: Vec<Row>,
     /// Interned names of files, so each path is judged once.
     ids: HashMap<String, u32>,
 }
@@ -406,11 +409,12 @@ fn intern(rel: String, names: &mut Vec<String>, ids: &mut HashMap<String, u32>) 
 mod tests {
     use super::*;
 
-    fn rows(rows: &[(u64, u64, Option<(u32, u32)>)]) -> LineRows {
+    /// A row at `address` of `len` bytes on `line` of file 0 (0: not the workspace's).
+    fn rows(rows: &[(u64, u64, u32)]) -> LineRows {
         LineRows {
             rows: rows
                 .iter()
-                .map(|&(a, len, l)| (a, len, l.map(|(f, l)| (f, NonZeroU32::new(l).unwrap()))))
+                .map(|&(a, len, l)| -> Row { (a, len, NonZeroU32::new(l).map(|l| (0, l))) })
                 .collect(),
             ids: HashMap::default(),
         }
@@ -418,7 +422,7 @@ mod tests {
 
     #[test]
     fn a_block_takes_the_row_over_its_start_and_the_rows_inside() {
-        let r = rows(&[(0x10, 0x10, Some((0, 3))), (0x20, 0x8, Some((0, 4))), (0x28, 0x8, None)]);
+        let r = rows(&[(0x10, 0x10, 3), (0x20, 0x8, 4), (0x28, 0x8, 0)]);
         assert_eq!(r.lines(0x18, 0x30), [(0, 3), (0, 4)]);
         assert_eq!(r.lines(0x20, 0x28), [(0, 4)]);
         // Not the workspace's code: no line.
@@ -429,7 +433,7 @@ mod tests {
     fn a_row_that_ends_before_a_block_covers_none_of_it() {
         // A function at 0x40 with no row of its own (rustc's `main`) after one whose last row
         // ends at 0x30.
-        let r = rows(&[(0x10, 0x20, Some((0, 7)))]);
+        let r = rows(&[(0x10, 0x20, 7)]);
         assert!(r.lines(0x40, 0x50).is_empty());
         assert_eq!(r.lines(0x2f, 0x50), [(0, 7)]);
     }
