@@ -41,9 +41,58 @@ pub fn sites_path(exe: &Path) -> PathBuf {
     PathBuf::from(s)
 }
 
+/// The file that says which executable `relax` last left: the file's identity, size and
+/// modification time, and its sites file's size. An executable that still matches was relaxed
+/// already and is not read again (reading and decoding a test executable took 15-20 ms per
+/// binary on every run, before any test could start).
+fn stamp_path(exe: &Path) -> PathBuf {
+    let mut s = exe.as_os_str().to_owned();
+    s.push(".sfl-relaxed");
+    PathBuf::from(s)
+}
+
+/// What [`stamp_path`] holds for `exe` as it is now.
+fn stamp(exe: &Path) -> std::io::Result<String> {
+    let m = std::fs::metadata(exe)?;
+    let t = m.modified()?.duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+    #[cfg(unix)]
+    let id = {
+        use std::os::unix::fs::MetadataExt;
+        (m.dev(), m.ino())
+    };
+    #[cfg(not(unix))]
+    let id = (0u64, 0u64);
+    let sites = std::fs::metadata(sites_path(exe)).map_or(0, |m| m.len());
+    Ok(format!(
+        "{} {} {} {}.{:09} {sites}\n",
+        id.0,
+        id.1,
+        m.len(),
+        t.as_secs(),
+        t.subsec_nanos()
+    ))
+}
+
 /// Rewrites `exe`'s atomic counter updates into plain ones and saves their addresses (see the
-/// module docs); an executable this does not apply to is left alone.
+/// module docs); an executable this does not apply to is left alone. An executable already
+/// relaxed and unchanged since ([`stamp_path`]) is not read.
 pub fn relax(exe: &Path) -> std::io::Result<()> {
+    let stamp_file = stamp_path(exe);
+    if let (Ok(now), Ok(then)) = (stamp(exe), std::fs::read_to_string(&stamp_file))
+        && now == then
+    {
+        return Ok(());
+    }
+    rewrite(exe)?;
+    // Best effort: without it the next run reads the executable again.
+    if let Ok(now) = stamp(exe) {
+        let _ = write_replacing(&stamp_file, now.as_bytes(), None);
+    }
+    Ok(())
+}
+
+/// [`relax`] without the stamp: reads, rewrites and lists.
+fn rewrite(exe: &Path) -> std::io::Result<()> {
     let mut data = std::fs::read(exe)?;
     let Some(Sites {
         addresses: sites,
@@ -214,5 +263,27 @@ mod tests {
     fn executables_without_the_runtime_are_left_alone() {
         let me = std::fs::read(std::env::current_exe().unwrap()).unwrap();
         assert_eq!(find_sites(&me).unwrap(), None);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn an_executable_left_as_relax_left_it_is_not_read_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let exe = dir.path().join("exe");
+        std::fs::copy(std::env::current_exe().unwrap(), &exe).unwrap();
+        relax(&exe).unwrap();
+        assert!(stamp_path(&exe).exists());
+        // The same file, its bytes garbled in place with its size and time kept: not read
+        // (reading it would fail).
+        let file = std::fs::OpenOptions::new().write(true).open(&exe).unwrap();
+        let modified = file.metadata().unwrap().modified().unwrap();
+        std::os::unix::fs::FileExt::write_at(&file, b"garbage!", 0).unwrap();
+        file.set_modified(modified).unwrap();
+        drop(file);
+        relax(&exe).unwrap();
+        // A rebuilt executable (a new file) is read.
+        std::fs::remove_file(&exe).unwrap();
+        std::fs::write(&exe, b"not an executable").unwrap();
+        assert!(relax(&exe).is_err());
     }
 }
