@@ -389,7 +389,14 @@ impl Session<'_> {
                     // the memory (itertools: 229 MiB peak, against 313 with a thread each).
                     // Errors are reported per test when its profiles are decoded.
                     let beside = self.built.tests.len() < self.jobs;
-                    let edges = self.edges.filter(|_| beside).map(|e| s.spawn(move || e.prepare(i)));
+                    // A standalone doctest's executable runs that doctest alone: its blocks are
+                    // read once it has run, for the functions it ran (`Collector::decode`).
+                    let one_doctest = bin
+                        .doctests
+                        .as_ref()
+                        .is_some_and(|d| d.tests.iter().filter(|t| t.exe == bin.path).count() == 1);
+                    let blocks = self.edges.filter(|_| !one_doctest);
+                    let edges = blocks.filter(|_| beside).map(|e| s.spawn(move || e.prepare(i)));
                     let _ = std::fs::create_dir_all(&list_dirs[i]);
                     let r = list::list(
                         bin,
@@ -401,7 +408,7 @@ impl Session<'_> {
                     );
                     let _ = std::fs::remove_dir_all(&list_dirs[i]);
                     let _ = self.coverage.binary(i);
-                    match (edges, self.edges) {
+                    match (edges, blocks) {
                         (Some(thread), _) => thread.join().expect("reading a block table"),
                         (None, Some(e)) => e.prepare(i),
                         (None, None) => {}
