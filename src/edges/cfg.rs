@@ -173,7 +173,11 @@ impl Blocks {
             i += 1;
             succ_start.push(succ.len() as u32);
         }
-        let succs_of = |r: u32| &succ[succ_start[r as usize] as usize..succ_start[r as usize + 1] as usize];
+        // `NO` and `EMPTY` (no record, a deleted block) have no successors.
+        let succs_of = |r: u32| match r {
+            NO | EMPTY => &[][..],
+            r => &succ[succ_start[r as usize] as usize..succ_start[r as usize + 1] as usize],
+        };
         // Addresses interned: the records' and the flagged blocks'.
         let mut ids: HashMap<u64, u32> = HashMap::default();
         ids.reserve(rec_addr.len());
@@ -282,8 +286,8 @@ impl Blocks {
         // pruned: it starts with `unreachable` and never runs (and without pruning it is no
         // block either). Edges into it are left out.
         let mut only_successor = vec![false; addresses];
-        for r in flagged.iter().chain(&pruned).filter(|&&r| r < EMPTY) {
-            if let [a] = succs_of(*r)
+        for &r in flagged.iter().chain(&pruned) {
+            if let [a] = succs_of(r)
                 && let Some(&id) = ids.get(a)
             {
                 only_successor[id as usize] = true;
@@ -341,30 +345,24 @@ impl Blocks {
         };
         let (mut start, mut targets) = (Vec::with_capacity(source.len() + 1), Vec::new());
         start.push(0);
+        // One block's successors, reused from block to block.
+        let mut row: Vec<u32> = Vec::new();
         for (from, &r) in source.iter().enumerate() {
             let from = from as u32;
-            let first = targets.len();
-            if r < EMPTY {
-                for a in succs_of(r) {
-                    let Some(&id) = ids.get(a) else { continue };
-                    let mut there = at_address.get(id as usize).iter().filter_map(|&rec| block_of(rec));
-                    let Some(head) = there.next() else { continue };
-                    targets.push(if head == from {
-                        there.next().unwrap_or(head)
-                    } else {
-                        head
-                    });
-                }
+            row.clear();
+            for a in succs_of(r) {
+                let Some(&id) = ids.get(a) else { continue };
+                let mut there = at_address.get(id as usize).iter().filter_map(|&rec| block_of(rec));
+                let Some(head) = there.next() else { continue };
+                row.push(if head == from {
+                    there.next().unwrap_or(head)
+                } else {
+                    head
+                });
             }
-            targets[first..].sort_unstable();
-            let mut kept = first;
-            for k in first..targets.len() {
-                if k == first || targets[k] != targets[kept - 1] {
-                    targets[kept] = targets[k];
-                    kept += 1;
-                }
-            }
-            targets.truncate(kept);
+            row.sort_unstable();
+            row.dedup();
+            targets.extend_from_slice(&row);
             start.push(targets.len() as u32);
         }
         out.cfg = Cfg::from_rows(start, targets);

@@ -36,8 +36,13 @@ const DS: u8 = 0x3E;
 
 /// The file that lists an executable's rewritten updates.
 pub fn sites_path(exe: &Path) -> PathBuf {
-    let mut s = exe.as_os_str().to_owned();
-    s.push(".sfl-atomics");
+    beside(exe, ".sfl-atomics")
+}
+
+/// `path` with `suffix` appended to its file name.
+fn beside(path: &Path, suffix: &str) -> PathBuf {
+    let mut s = path.as_os_str().to_owned();
+    s.push(suffix);
     PathBuf::from(s)
 }
 
@@ -46,9 +51,7 @@ pub fn sites_path(exe: &Path) -> PathBuf {
 /// already and is not read again (reading and decoding a test executable took 15-20 ms per
 /// binary on every run, before any test could start).
 fn stamp_path(exe: &Path) -> PathBuf {
-    let mut s = exe.as_os_str().to_owned();
-    s.push(".sfl-relaxed");
-    PathBuf::from(s)
+    beside(exe, ".sfl-relaxed")
 }
 
 /// What [`stamp_path`] holds for `exe` as it is now.
@@ -124,9 +127,7 @@ fn rewrite(exe: &Path) -> std::io::Result<()> {
 /// Writes `path` through a temporary file and a rename, so a process running the old file
 /// keeps it and no reader sees half a file.
 fn write_replacing(path: &Path, data: &[u8], perms: Option<std::fs::Permissions>) -> std::io::Result<()> {
-    let mut tmp = path.as_os_str().to_owned();
-    tmp.push(".sfl-tmp");
-    let tmp = PathBuf::from(tmp);
+    let tmp = beside(path, ".sfl-tmp");
     std::fs::write(&tmp, data)?;
     if let Some(p) = perms {
         std::fs::set_permissions(&tmp, p)?;
