@@ -296,6 +296,7 @@ const RUNTIME_CHECKS: &[&str] = &[
     "range start index",
     "slice index starts",
     "byte index",
+    "begin <= end",
     "start byte index",
     "end byte index",
     "removal index",
@@ -467,6 +468,7 @@ mod tests {
             "panicked at src/a.rs:9:5:\nend byte index 6 is out of bounds of `foo`",
             "panicked at src/a.rs:9:5:\nremoval index (is 3) should be < len (is 2)",
             "panicked at /rustc/59807616e1fa/library/core/src/str/mod.rs:68:5:\nfailed to slice string",
+            "panicked at url/src/lib.rs:2432:11:\nbegin <= end (12 <= 10) when slicing `arhttps://e`",
         ] {
             assert!(operation_panic(m), "{m}");
         }

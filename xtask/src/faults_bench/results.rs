@@ -45,6 +45,8 @@ pub(super) fn evaluate_all(work_root: &Path, crates: &[(&str, &str)], out_dir: &
     let mut by_k: BTreeMap<usize, Sums> = BTreeMap::new();
     let mut status_counts: BTreeMap<String, usize> = BTreeMap::new();
     let mut crate_names = Vec::new();
+    // Per version, the default's, Ochiai's and the baseline's metrics (faults-versions.json).
+    let mut per_version: Vec<Value> = Vec::new();
     for (name, version) in crates {
         let dir = cache.join(name);
         let (pristine, work) = dirs(work_root, name, version)?;
@@ -110,6 +112,20 @@ pub(super) fn evaluate_all(work_root: &Path, crates: &[(&str, &str)], out_dir: &
             }
             let sums = by_k.entry(r.mutations.len()).or_default();
             sums.versions += 1;
+            for m in report.measures.iter().filter(|m| PER_VERSION.contains(&m.measure)) {
+                let function = by_function.measures.iter().find(|f| f.measure == m.measure);
+                per_version.push(json!({
+                    "crate": name,
+                    "version": r.id,
+                    "faults": r.mutations.len(),
+                    "measure": m.measure,
+                    "standard_rank": m.metrics.standard_rank,
+                    "top1": m.metrics.top["1"],
+                    "top5": m.metrics.top["5"],
+                    "top10": m.metrics.top["10"],
+                    "function_top1": function.is_some_and(|f| f.metrics.top["1"]),
+                }));
+            }
             for m in &report.measures {
                 let x = &m.metrics;
                 *sums.measure_versions.entry(m.measure).or_default() += 1;
@@ -141,6 +157,12 @@ pub(super) fn evaluate_all(work_root: &Path, crates: &[(&str, &str)], out_dir: &
         }
     }
     let eval_seconds = started.elapsed().as_secs_f64();
+    std::fs::create_dir_all(out_dir)?;
+    let versions_path = out_dir.join("faults-versions.json");
+    // One version's row per line: small, and a re-run's diff shows which versions moved.
+    let rows: Vec<String> = per_version.iter().map(Value::to_string).collect();
+    std::fs::write(&versions_path, format!("[\n{}\n]\n", rows.join(",\n")))
+        .with_context(|| format!("writing {}", versions_path.display()))?;
     write_results(
         out_dir,
         &crate_names,
@@ -154,6 +176,10 @@ pub(super) fn evaluate_all(work_root: &Path, crates: &[(&str, &str)], out_dir: &
 /// The measures whose HT_Rank the benchmark reports (on every version): the default, the best
 /// of the spectrum families on these benchmarks, Doric's cl, and CP.
 const HT_MEASURES: [&str; 5] = ["ochiai", "dstar2", "tarantula", "cl", "cp"];
+
+/// The rankings whose metrics `faults-versions.json` gives for every version: the default,
+/// Ochiai and the panic-stack baseline, the three the goal compares.
+const PER_VERSION: [&str; 3] = [cargo_sfl::measures::DEFAULT, "ochiai", "panic-stack (baseline)"];
 
 /// The matrix a version is ranked on by default: without test code, read from the sources in
 /// `work` (where the version's mutated files are).
