@@ -9,6 +9,10 @@
 //!   visible. Each failing test adds `1 / (1 + depth)` to the first frame it has on a line,
 //!   depth counted over its frames in ranked code (innermost 0), so the panicking line weighs
 //!   most and its callers less;
+//! - **reading up from an operation panic**: when a runtime check failed (an index out of
+//!   bounds, an overflow), the bad value was most often made a few lines before, in the same
+//!   function. Lines above the panicking line in its function, that the panicking test ran,
+//!   come next, nearest first;
 //! - **the line's kind**: a line that only opens or closes a block, declares an item or is an
 //!   attribute or comment (`fn f(…) {`, `}`, `} else {`, `#[inline]`) carries no behaviour of its
 //!   own; a condition, an assignment, a call, an index or a return value is where faults live;
@@ -55,6 +59,9 @@ pub enum LineKind {
 pub struct Tie {
     /// Σ over failing tests of `1 / (1 + depth)` of this line on the test's backtrace.
     pub stack: f64,
+    /// `1 / (1 + d)` for a line `d` lines above an operation panic in its function, run by the
+    /// test that panicked ([`operation_panic_reach`]); 0 for the others.
+    pub near: f64,
     pub kind: LineKind,
     /// `1 / n` for a line of a function with `n` ranked lines (each function equally likely
     /// to hold the fault); 0 for a line in no known function.
@@ -67,16 +74,19 @@ impl Tie {
     /// No evidence: what every entry's key carries (only lines' keys carry their own).
     pub const NONE: Tie = Tie {
         stack: 0.0,
+        near: 0.0,
         kind: LineKind::Behavioural,
         prior: 0.0,
         operates: false,
     };
 
-    /// A total order, most evidence first: stack weight, kind, prior, then operates.
+    /// A total order, most evidence first: stack weight, nearness above an operation panic,
+    /// kind, prior, then operates.
     pub fn cmp_descending(&self, other: &Tie) -> std::cmp::Ordering {
         other
             .stack
             .total_cmp(&self.stack)
+            .then_with(|| other.near.total_cmp(&self.near))
             .then_with(|| other.kind.cmp(&self.kind))
             .then_with(|| other.prior.total_cmp(&self.prior))
             .then_with(|| other.operates.cmp(&self.operates))
@@ -212,6 +222,7 @@ pub fn ties(spectra: &Spectra) -> Vec<Tie> {
         function_lines[*f as usize] += 1;
     }
     let texts = texts(spectra);
+    let reach = operation_panic_reach(spectra, &texts);
     stack_weights(spectra)
         .into_iter()
         .enumerate()
@@ -219,6 +230,10 @@ pub fn ties(spectra: &Spectra) -> Vec<Tie> {
             let text = texts[u].as_deref();
             Tie {
                 stack,
+                near: match reach[u] {
+                    0 => 0.0,
+                    r => 1.0 / f64::from(r),
+                },
                 kind: text.map_or(LineKind::Behavioural, line_kind),
                 prior: spectra
                     .unit_function
@@ -264,6 +279,62 @@ pub fn panic_points(spectra: &Spectra) -> Vec<u32> {
 /// ([`operation_panic`]): what the stack-first rankings move first.
 pub fn operation_panic_points(spectra: &Spectra) -> Vec<u32> {
     points_where(spectra, |t| t.message.as_deref().is_some_and(operation_panic))
+}
+
+/// Per unit, how a person reading upwards from an operation panic meets it: `1 + d` for a
+/// behavioural line ([`line_kind`]; `texts` are the units' sources) `d` lines above the point
+/// where a failing test's operation panicked ([`operation_panic_points`]; 1 for the point
+/// itself), in the same function, run by that test; 0 for every other line. The nearest panic
+/// counts when several reach a line.
+///
+/// A runtime check fails where a bad value is used; the value is most often made a few lines
+/// before, in the same function (a missing guard, an off-by-one bound, an unchecked
+/// subtraction). Moving these lines ahead of other entries cost more on injected faults than
+/// it gained on real panics (bench-results/stack-evidence.md), so they order lines within an
+/// entry only.
+pub fn operation_panic_reach(spectra: &Spectra, texts: &[Option<String>]) -> Vec<u32> {
+    let mut reach = vec![0u32; spectra.units.len()];
+    let tests: Vec<(usize, &crate::spectra::TestRecord)> = spectra
+        .tests
+        .iter()
+        .enumerate()
+        .filter(|(_, t)| {
+            t.outcome.is_failing() && !t.stack.is_empty() && t.message.as_deref().is_some_and(operation_panic)
+        })
+        .collect();
+    if tests.is_empty() {
+        return reach;
+    }
+    let unit = spectra.unit_index();
+    // Lines that only open or close a block or declare an item hold no value of their own.
+    let mut by_function: HashMap<u32, Vec<usize>> = HashMap::new();
+    for (u, f) in spectra.unit_function.iter().enumerate() {
+        if let Some(f) = f
+            && texts[u].as_deref().is_none_or(|t| line_kind(t) == LineKind::Behavioural)
+        {
+            by_function.entry(*f).or_default().push(u);
+        }
+    }
+    for (t, test) in tests {
+        let Some(&p) = test.stack.iter().find_map(|f| unit.get(&(f.file.as_str(), f.line))) else {
+            continue;
+        };
+        let Some(Some(f)) = spectra.unit_function.get(p) else {
+            continue;
+        };
+        let at = &spectra.units[p];
+        for &u in by_function.get(f).into_iter().flatten() {
+            let line = &spectra.units[u];
+            if line.file != at.file || line.line > at.line || !spectra.coverage[u].contains(t) {
+                continue;
+            }
+            let r = at.line - line.line + 1;
+            if reach[u] == 0 || r < reach[u] {
+                reach[u] = r;
+            }
+        }
+    }
+    reach
 }
 
 fn points_where(spectra: &Spectra, keep: impl Fn(&crate::spectra::TestRecord) -> bool) -> Vec<u32> {
@@ -454,6 +525,18 @@ mod tests {
         order.sort_by(|&a, &b| t[a].cmp_descending(&t[b]));
         // small's `true`, big's `y + 1`, big's `let y = x;`, then the signature.
         assert_eq!(order, [2, 1, 0, 3]);
+
+        // The last test (it runs units 0 and 1) fails, overflowing on `y + 1` (unit 1, line 3):
+        // `let y = x;` (line 2), just above it in `big` and run by that test, now comes before
+        // small's `true`; the signature stays last (structural).
+        s.tests[4].outcome = Outcome::Failed;
+        s.tests[4].stack = vec![frame(3)];
+        s.tests[4].message = Some("panicked at src/lib.rs:3:5:\nattempt to add with overflow".into());
+        let t = ties(&s);
+        assert_eq!(t.iter().map(|t| t.near).collect::<Vec<_>>(), [0.5, 1.0, 0.0, 0.0]);
+        let mut order: Vec<usize> = (0..4).collect();
+        order.sort_by(|&a, &b| t[a].cmp_descending(&t[b]));
+        assert_eq!(order, [1, 0, 2, 3]);
     }
 
     /// A panic the operation raised (index, slice, arithmetic, a std precondition, or located
@@ -483,6 +566,28 @@ mod tests {
         ] {
             assert!(!operation_panic(m), "{m}");
         }
+    }
+
+    /// Reading upwards from an operation panic: the behavioural lines above the point in its
+    /// function that the panicking test ran, by distance (the point itself 1); not lines below
+    /// it, structural lines, lines of other functions, lines the test did not run, nor anything
+    /// for an explicit check.
+    #[test]
+    fn operation_panic_reach_reads_up_the_panicking_function() {
+        use crate::spectra::tests::{lib_functions, matrix};
+        // Test 0 runs lines 1, 3, 4, 5 and 6; functions are lines 1-5 and 6-7; line 1 is `fn`.
+        let mut s = matrix(&["1011110-", "1111111+"]);
+        s.set_functions(lib_functions(&[(1, 5), (6, 7)]));
+        let mut texts = vec![Some("    let x = v[i] + 1;".to_string()); 7];
+        texts[0] = Some("fn f(v: &[u8], i: usize) -> u8 {".into());
+        assert_eq!(operation_panic_reach(&s, &texts), [0; 7]);
+        s.tests[0].stack = vec![frame(4), frame(6)];
+        s.tests[0].message = Some("panicked at src/lib.rs:4:9:\nattempt to add with overflow".into());
+        assert_eq!(operation_panic_reach(&s, &texts), [0, 0, 2, 1, 0, 0, 0]);
+        texts[0] = Some("    let n = v.len();".into());
+        assert_eq!(operation_panic_reach(&s, &texts), [4, 0, 2, 1, 0, 0, 0]);
+        s.tests[0].message = Some("panicked at src/lib.rs:4:9:\nassertion failed: x > 0".into());
+        assert_eq!(operation_panic_reach(&s, &texts), [0; 7]);
     }
 
     /// Only failing tests whose panic the operation raised count for the stack-first rankings;
