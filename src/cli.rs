@@ -334,8 +334,9 @@ value_enums! {
     TieBreak => crate::evidence::TieBreak {
         /// In code order: every line of an entry ties.
         Code,
-        /// By evidence: lines on failing tests' panic backtraces first, then lines that compute
-        /// or decide before signatures, braces and attributes.
+        /// By evidence: lines on failing tests' panic backtraces first, then lines just above a
+        /// failed index or arithmetic check, then lines that compute or decide before
+        /// signatures, braces and attributes.
         Evidence,
     }
 }
@@ -394,8 +395,9 @@ pub struct OutputArgs {
     #[arg(long, value_enum, default_value_t = Granularity::Line)]
     pub granularity: Granularity,
     /// How the lines of one entry (identical coverage) are ordered: evidence (lines on failing
-    /// tests' panic backtraces first, then lines that compute or decide before signatures,
-    /// braces and attributes) or code (they tie, shown in code order). Entries keep their order.
+    /// tests' panic backtraces first, then lines just above a failed index or arithmetic check
+    /// in its function, then lines that compute or decide before signatures, braces and
+    /// attributes) or code (they tie, shown in code order). Entries keep their order.
     #[arg(long, value_enum, default_value_t = TieBreak::Evidence)]
     pub tie_break: TieBreak,
     /// Exit with code 6 (after writing the report) when a reported entry's score, or

@@ -1,7 +1,7 @@
 //! Evidence beyond coverage, to order the lines that coverage cannot tell apart.
 //!
 //! Lines with identical coverage form one ambiguity group, and every spectrum measure gives
-//! them one score: a function's signature, its closing brace and the faulty comparison tie. Four
+//! them one score: a function's signature, its closing brace and the faulty comparison tie. Five
 //! kinds of evidence separate them without touching the order of the groups themselves, each
 //! consulted only when the ones before it tie:
 //!
@@ -37,8 +37,8 @@ use crate::spectra::Spectra;
 pub enum TieBreak {
     /// They tie (every spectrum measure's own order).
     Code,
-    /// By [`Tie`]: stack evidence, line kind, the size of the line's function, then whether the
-    /// line operates. The default; `bench-results/` has what each part gained.
+    /// By [`Tie`]: stack evidence, nearness above an operation panic, line kind, the size of the
+    /// line's function, then whether the line operates. The default; `bench-results/` has what each part gained.
     #[default]
     Evidence,
 }
