@@ -38,7 +38,8 @@ pub enum TieBreak {
     /// They tie (every spectrum measure's own order).
     Code,
     /// By [`Tie`]: stack evidence, nearness above an operation panic, line kind, the size of the
-    /// line's function, then whether the line operates. The default; `bench-results/` has what each part gained.
+    /// line's function, then whether the line operates. The default; `bench-results/` has what
+    /// each part gained.
     #[default]
     Evidence,
 }
@@ -278,7 +279,7 @@ pub fn panic_points(spectra: &Spectra) -> Vec<u32> {
 /// [`panic_points`] of the tests whose panic the operation on that line raised by itself
 /// ([`operation_panic`]): what the stack-first rankings move first.
 pub fn operation_panic_points(spectra: &Spectra) -> Vec<u32> {
-    points_where(spectra, |t| t.message.as_deref().is_some_and(operation_panic))
+    points_where(spectra, is_operation_panic)
 }
 
 /// Per unit, how a person reading upwards from an operation panic meets it: `1 + d` for a
@@ -294,31 +295,22 @@ pub fn operation_panic_points(spectra: &Spectra) -> Vec<u32> {
 /// entry only.
 pub fn operation_panic_reach(spectra: &Spectra, texts: &[Option<String>]) -> Vec<u32> {
     let mut reach = vec![0u32; spectra.units.len()];
-    let tests: Vec<(usize, &crate::spectra::TestRecord)> = spectra
-        .tests
-        .iter()
-        .enumerate()
-        .filter(|(_, t)| {
-            t.outcome.is_failing() && !t.stack.is_empty() && t.message.as_deref().is_some_and(operation_panic)
-        })
-        .collect();
-    if tests.is_empty() {
+    let sites = panic_sites(spectra, is_operation_panic);
+    if sites.is_empty() {
         return reach;
     }
-    let unit = spectra.unit_index();
     // Lines that only open or close a block or declare an item hold no value of their own.
     let mut by_function: HashMap<u32, Vec<usize>> = HashMap::new();
     for (u, f) in spectra.unit_function.iter().enumerate() {
         if let Some(f) = f
-            && texts[u].as_deref().is_none_or(|t| line_kind(t) == LineKind::Behavioural)
+            && texts[u]
+                .as_deref()
+                .is_none_or(|t| line_kind(t) == LineKind::Behavioural)
         {
             by_function.entry(*f).or_default().push(u);
         }
     }
-    for (t, test) in tests {
-        let Some(&p) = test.stack.iter().find_map(|f| unit.get(&(f.file.as_str(), f.line))) else {
-            continue;
-        };
+    for (t, p) in sites {
         let Some(Some(f)) = spectra.unit_function.get(p) else {
             continue;
         };
@@ -339,22 +331,38 @@ pub fn operation_panic_reach(spectra: &Spectra, texts: &[Option<String>]) -> Vec
 
 fn points_where(spectra: &Spectra, keep: impl Fn(&crate::spectra::TestRecord) -> bool) -> Vec<u32> {
     let mut points = vec![0u32; spectra.units.len()];
+    for (_, u) in panic_sites(spectra, keep) {
+        points[u] += 1;
+    }
+    points
+}
+
+/// Whether failing test `t` panicked on an operation ([`operation_panic`]).
+fn is_operation_panic(t: &crate::spectra::TestRecord) -> bool {
+    t.message.as_deref().is_some_and(operation_panic)
+}
+
+/// Each failing test that `keep` accepts, with the unit its backtrace first enters ranked code
+/// at: `(test index, unit)`.
+fn panic_sites(spectra: &Spectra, keep: impl Fn(&crate::spectra::TestRecord) -> bool) -> Vec<(usize, usize)> {
     let tests: Vec<_> = spectra
         .tests
         .iter()
-        .filter(|t| t.outcome.is_failing() && !t.stack.is_empty() && keep(t))
+        .enumerate()
+        .filter(|(_, t)| t.outcome.is_failing() && !t.stack.is_empty() && keep(t))
         .collect();
     if tests.is_empty() {
         // Every report builds an analysis: no line index when no test needs one.
-        return points;
+        return Vec::new();
     }
     let unit = spectra.unit_index();
-    for t in tests {
-        if let Some(&u) = t.stack.iter().find_map(|f| unit.get(&(f.file.as_str(), f.line))) {
-            points[u] += 1;
-        }
-    }
-    points
+    tests
+        .into_iter()
+        .filter_map(|(i, t)| {
+            let u = t.stack.iter().find_map(|f| unit.get(&(f.file.as_str(), f.line)))?;
+            Some((i, *u))
+        })
+        .collect()
 }
 
 /// Messages of the checks the language and the standard library make on an operation: an

@@ -157,12 +157,6 @@ pub(super) fn evaluate_all(work_root: &Path, crates: &[(&str, &str)], out_dir: &
         }
     }
     let eval_seconds = started.elapsed().as_secs_f64();
-    std::fs::create_dir_all(out_dir)?;
-    let versions_path = out_dir.join("faults-versions.json");
-    // One version's row per line: small, and a re-run's diff shows which versions moved.
-    let rows: Vec<String> = per_version.iter().map(Value::to_string).collect();
-    std::fs::write(&versions_path, format!("[\n{}\n]\n", rows.join(",\n")))
-        .with_context(|| format!("writing {}", versions_path.display()))?;
     write_results(
         out_dir,
         &crate_names,
@@ -170,7 +164,14 @@ pub(super) fn evaluate_all(work_root: &Path, crates: &[(&str, &str)], out_dir: &
         &status_counts,
         collect_seconds,
         eval_seconds,
+    )?;
+    // One version's row per line: small, and a re-run's diff shows which versions moved.
+    let rows: Vec<String> = per_version.iter().map(Value::to_string).collect();
+    std::fs::write(
+        out_dir.join("faults-versions.json"),
+        format!("[\n{}\n]\n", rows.join(",\n")),
     )
+    .context("faults-versions.json")
 }
 
 /// The measures whose HT_Rank the benchmark reports (on every version): the default, the best
