@@ -12,6 +12,7 @@
 use std::collections::HashMap;
 
 use crate::bitset::BitSet;
+use crate::cp::CpVariant;
 use crate::evidence::{Tie, TieBreak};
 use crate::measures::doric::{ln_not_implicated, ln_term, log_sum_exp};
 use crate::measures::{Counts, Kind, Measure, finite};
@@ -112,7 +113,7 @@ impl Key {
 /// What, beside identical coverage, a line must share with the others of its group: its CP
 /// score (when CP splits groups) and how many failing tests' backtraces first enter ranked
 /// code at it.
-type Split = (Option<u64>, u32);
+type Split = (Vec<Option<u64>>, u32);
 
 /// A group's score under one measure.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -140,8 +141,9 @@ pub struct Analysis<'a> {
     /// Per group, whether some failing test runs nothing else (Doric: P(f) = 1).
     certain: Vec<bool>,
     total_f: u32,
-    /// CP's block scores and per-unit scores, solved on first use.
-    cp: std::sync::OnceLock<Option<(crate::cp::CpSolution, Vec<Option<f64>>)>>,
+    /// CP's block scores and per-unit scores per variant ([`CpVariant::index`]), each solved on
+    /// first use.
+    cp: [std::sync::OnceLock<Option<(crate::cp::CpSolution, Vec<Option<f64>>)>>; 4],
     /// Per unit, the evidence that orders an entry's lines (`--tie-break evidence`).
     ties: Option<Vec<Tie>>,
     /// Per unit, the failing tests whose operation panicked there
@@ -154,21 +156,25 @@ pub struct Analysis<'a> {
 
 impl<'a> Analysis<'a> {
     pub fn new(spectra: &'a Spectra, group: bool) -> Self {
-        Self::with_cp(spectra, group, false)
+        Self::with_cp(spectra, group, &[])
     }
 
-    /// Like `new`; with `split_by_cp` (when CP is among the measures reported) lines with
-    /// identical coverage but different CP scores are different groups, since CP can tell
-    /// them apart (the other measures then score the parts alike: tied entries, same line
+    /// Like `new`; with `split_by_cp` (the CP variants among the measures reported) lines
+    /// with identical coverage but different CP scores are different groups, since CP can
+    /// tell them apart (the other measures then score the parts alike: tied entries, same line
     /// ranks).
-    pub fn with_cp(spectra: &'a Spectra, group: bool, split_by_cp: bool) -> Self {
-        let cp = std::sync::OnceLock::new();
-        let unit_cp: Option<&Vec<Option<f64>>> = if split_by_cp {
-            cp.get_or_init(|| solve_cp(spectra)).as_ref().map(|(_, u)| u)
-        } else {
-            None
-        };
-        let cp_key = |u: usize| unit_cp.and_then(|s| s[u]).map(f64::to_bits);
+    pub fn with_cp(spectra: &'a Spectra, group: bool, split_by_cp: &[CpVariant]) -> Self {
+        let cp: [std::sync::OnceLock<_>; 4] = Default::default();
+        let unit_cp: Vec<&Vec<Option<f64>>> = split_by_cp
+            .iter()
+            .filter_map(|&v| {
+                cp[v.index()]
+                    .get_or_init(|| solve_cp(spectra, v))
+                    .as_ref()
+                    .map(|(_, u)| u)
+            })
+            .collect();
+        let cp_key = |u: usize| unit_cp.iter().map(|s| s[u].map(f64::to_bits)).collect::<Vec<_>>();
         // A line where failing tests' backtraces first enter ranked code, having panicked on
         // the line's own operation, is its own entry (with the lines of equal coverage that as
         // many tests point at): the stack-first rankings move it, not its group.
@@ -243,12 +249,13 @@ impl<'a> Analysis<'a> {
 
     /// The analysis a report or an evaluation ranks: over `spectra`'s lines, or, when `lines` is
     /// given (`spectra` is then `lines.by_function()`), over functions, each ranked where its
-    /// best line ranks ([`Analysis::by_best_line`]). `split_by_cp`: CP is among the measures.
+    /// best line ranks ([`Analysis::by_best_line`]). `split_by_cp`: the CP variants among the
+    /// measures.
     pub fn prepared(
         spectra: &'a Spectra,
         lines: Option<&'a Spectra>,
         group: bool,
-        split_by_cp: bool,
+        split_by_cp: &[CpVariant],
         tie_break: TieBreak,
     ) -> Self {
         match lines {
@@ -267,7 +274,7 @@ impl<'a> Analysis<'a> {
     /// it, and the top function holds the top line. The counts shown stay the function's own
     /// (the tests that ran any of its lines).
     pub fn by_best_line(functions: &'a Spectra, lines: Analysis<'a>) -> Self {
-        let mut a = Self::with_cp(functions, false, false);
+        let mut a = Self::with_cp(functions, false, &[]);
         a.by_line = Some(Box::new(lines));
         a
     }
@@ -411,7 +418,7 @@ impl<'a> Analysis<'a> {
             Kind::CausalLikelihood => (0..self.groups.len()).map(|g| self.cl(g, &self.rho)).collect(),
             Kind::FaultLikelihood => (0..self.groups.len()).map(|g| self.fault_likelihood(g)).collect(),
             Kind::CausalLikelihoodUpdating => self.cl_updating(opts.update_bound),
-            Kind::Propagation => self.propagation(),
+            Kind::Propagation(variant) => self.propagation(variant),
             Kind::StackFirst(base) => return self.stack_first(crate::measures::stack_base(base), opts),
         };
         if opts.optimise {
@@ -467,15 +474,18 @@ impl<'a> Analysis<'a> {
         scored
     }
 
-    /// CP's solution over the edge profiles (solved once, on first use); `None` without edges.
-    pub fn cp(&self) -> Option<&(crate::cp::CpSolution, Vec<Option<f64>>)> {
-        self.cp.get_or_init(|| solve_cp(self.spectra)).as_ref()
+    /// CP's solution over the edge profiles (solved once per variant, on first use); `None`
+    /// without edges.
+    pub fn cp(&self, variant: CpVariant) -> Option<&(crate::cp::CpSolution, Vec<Option<f64>>)> {
+        self.cp[variant.index()]
+            .get_or_init(|| solve_cp(self.spectra, variant))
+            .as_ref()
     }
 
     /// CP per group: the best BR of a block containing one of its lines. Lines that no block
     /// maps to (or everything, without edges) rank after every line a block does.
-    fn propagation(&self) -> Vec<Scored> {
-        let units = self.cp().map(|(_, u)| u.as_slice());
+    fn propagation(&self, variant: CpVariant) -> Vec<Scored> {
+        let units = self.cp(variant).map(|(_, u)| u.as_slice());
         self.groups
             .iter()
             .map(|g| {
@@ -561,9 +571,9 @@ impl<'a> Analysis<'a> {
 }
 
 /// CP over the spectra's edges: the block solution and every unit's score.
-fn solve_cp(spectra: &Spectra) -> Option<(crate::cp::CpSolution, Vec<Option<f64>>)> {
+fn solve_cp(spectra: &Spectra, variant: CpVariant) -> Option<(crate::cp::CpSolution, Vec<Option<f64>>)> {
     let e = spectra.edges.as_ref()?;
-    let solution = crate::cp::solve_edges(e, &spectra.failing_mask(), &spectra.passing_mask());
+    let solution = crate::cp::solve_edges(e, &spectra.failing_mask(), &spectra.passing_mask(), variant);
     let mut units = crate::cp::unit_scores(e, &solution, spectra.units.len());
     fill_from_neighbours(spectra, &mut units);
     merge_float_ties(&mut units);
@@ -643,7 +653,7 @@ pub(crate) mod tests {
         let functions = s.by_function();
         let union = Analysis::new(&functions, true).score(find("ochiai").unwrap(), &Options::default());
         assert!(union[0].score < union[1].score, "{union:?}");
-        let a = Analysis::prepared(&functions, Some(&s), true, false, TieBreak::Code);
+        let a = Analysis::prepared(&functions, Some(&s), true, &[], TieBreak::Code);
         assert_eq!(a.groups.len(), 2, "each function its own entry");
         let line_scores: Vec<f64> = Analysis::new(&s, true)
             .score(find("ochiai").unwrap(), &Options::default())

@@ -65,6 +65,56 @@ use system::{System, solve_system};
 
 pub use synthetic::synthetic;
 
+/// What a rejected component's damping scales ([`CpVariant::damping`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Damping {
+    /// Every propagation ratio of the component (the function, or the functions joined by
+    /// calls).
+    Whole,
+    /// Only the ratios on a cycle (between blocks of one strongly connected component): the
+    /// loops that make the system singular. The rest of the function propagates as the paper
+    /// defines it.
+    Loops,
+}
+
+/// Which CP: the paper's intraprocedural one, or propagation along calls too.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct CpVariant {
+    /// Calls are edges too: a block that calls a function passes on a share of the callee's
+    /// entry block's suspiciousness, like any successor ([`EdgeSpectra::is_call`]).
+    pub calls: bool,
+    pub damping: Damping,
+}
+
+impl CpVariant {
+    /// The paper's: within functions, a singular function damped whole.
+    pub const PAPER: CpVariant = CpVariant {
+        calls: false,
+        damping: Damping::Whole,
+    };
+    /// Every variant, in [`CpVariant::index`] order.
+    pub const ALL: [CpVariant; 4] = [
+        CpVariant::PAPER,
+        CpVariant {
+            calls: false,
+            damping: Damping::Loops,
+        },
+        CpVariant {
+            calls: true,
+            damping: Damping::Whole,
+        },
+        CpVariant {
+            calls: true,
+            damping: Damping::Loops,
+        },
+    ];
+
+    /// Its position in [`CpVariant::ALL`].
+    pub fn index(self) -> usize {
+        usize::from(self.calls) * 2 + usize::from(self.damping == Damping::Loops)
+    }
+}
+
 /// One control-flow edge of the dynamic CFG with its traversal counts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct CpEdge {
@@ -127,7 +177,7 @@ pub enum CpMethod {
 ///
 /// The system is solved per connected component of the CFG (per function, as edges are
 /// intraprocedural), so a singular loop in one function damps that function only.
-pub fn solve(blocks: usize, edges: &[CpEdge], total_failing: u32, total_passing: u32) -> CpSolution {
+pub fn solve(blocks: usize, edges: &[CpEdge], total_failing: u32, total_passing: u32, damping: Damping) -> CpSolution {
     let merged = merge(blocks, edges, total_failing, total_passing);
     let (chain_of, contracted) = contract_chains(blocks, &merged.edges);
     let mut br = vec![0.0; blocks];
@@ -136,7 +186,7 @@ pub fn solve(blocks: usize, edges: &[CpEdge], total_failing: u32, total_passing:
     let mut damped_blocks = Vec::new();
     let components = components(blocks, &contracted);
     for (ids, local) in &components {
-        let system = System::build(ids.len(), local);
+        let system = System::build(ids.len(), local, damping);
         let (x, method) = solve_system(&system);
         residual = residual.max(system.max_residual(1.0, &x).min(f64::MAX));
         for (&row, &score) in system.block.iter().zip(&x) {
@@ -184,13 +234,14 @@ pub fn solve(blocks: usize, edges: &[CpEdge], total_failing: u32, total_passing:
 }
 
 /// Solves CP over edge profiles: every block's BR, with each edge counted over the `failing`
-/// and `passing` tests that traversed it.
-pub fn solve_edges(profiles: &EdgeSpectra, failing: &BitSet, passing: &BitSet) -> CpSolution {
+/// and `passing` tests that traversed it; calls only when `variant` says so.
+pub fn solve_edges(profiles: &EdgeSpectra, failing: &BitSet, passing: &BitSet, variant: CpVariant) -> CpSolution {
     let (total_f, total_p) = (failing.count_and(failing), passing.count_and(passing));
     let edges: Vec<CpEdge> = profiles
         .edges
         .iter()
         .zip(&profiles.coverage)
+        .filter(|(e, _)| variant.calls || !profiles.is_call(**e))
         .map(|(e, c)| CpEdge {
             from: e.from.map(|f| f.0),
             to: e.to.0,
@@ -198,7 +249,7 @@ pub fn solve_edges(profiles: &EdgeSpectra, failing: &BitSet, passing: &BitSet) -
             passing: c.count_and(passing),
         })
         .collect();
-    solve(profiles.blocks.len(), &edges, total_f, total_p)
+    solve(profiles.blocks.len(), &edges, total_f, total_p, variant.damping)
 }
 
 /// CP's score of every unit (of `units`): the highest BR of a block containing it, or `None`
@@ -416,7 +467,7 @@ mod tests {
             seed_edge(Some(1), 3, &[1, 5, 6]),
             seed_edge(Some(2), 3, &[3]),
         ];
-        let s = solve(4, &edges, 2, 5);
+        let s = solve(4, &edges, 2, 5, Damping::Whole);
         assert_close(&s.theta, &[0.0, 3.0 / 7.0, -1.0, 1.0, 1.0 / 9.0, 1.0], 1e-12);
         assert_close(&s.br, &[1.0 / 9.0, 10.0 / 9.0, 1.0, 1.0 / 9.0], 1e-9);
         assert_eq!(s.method, CpMethod::Exact);
@@ -460,7 +511,7 @@ mod tests {
             edge(Some(2), 1, 1, 1),
             edge(Some(1), 3, 2, 1),
         ];
-        let s = solve(4, &edges, 2, 4);
+        let s = solve(4, &edges, 2, 4, Damping::Whole);
         assert_close(&s.theta, &[0.0, 0.6, -1.0, 0.6, 1.0 / 3.0, 0.6], 1e-15);
         assert_close(&s.br, &[-0.4, 14.0 / 15.0, 1.0 / 3.0, -0.4], 1e-12);
         assert_eq!(s.method, CpMethod::Exact);
@@ -482,7 +533,7 @@ mod tests {
     #[test]
     fn singular_closed_loop_is_damped() {
         let edges = [edge(None, 0, 2, 5), edge(Some(0), 1, 2, 0), edge(Some(1), 0, 2, 0)];
-        let s = solve(2, &edges, 2, 5);
+        let s = solve(2, &edges, 2, 5, Damping::Whole);
         let (factor, reason) = assert_damped(&s);
         assert_eq!(factor, 1.0 - 0.1);
         assert!(reason.contains("loop passes all"), "{reason}");
@@ -502,7 +553,7 @@ mod tests {
             edge(Some(1), 0, 2, 1),
             edge(Some(1), 2, 2, 1),
         ];
-        let s = solve(3, &edges, 2, 5);
+        let s = solve(3, &edges, 2, 5, Damping::Whole);
         let (factor, reason) = assert_damped(&s);
         assert_eq!(factor, 1.0 - 0.1);
         assert!(reason.contains("loop passes all"), "{reason}");
@@ -528,7 +579,7 @@ mod tests {
             // Out of range: ignored (its θΔ is still reported).
             edge(Some(2), 9, 1, 1),
         ];
-        let s = solve(5, &edges, 1, 2);
+        let s = solve(5, &edges, 1, 2, Damping::Whole);
         let third = theta_delta(1, 1, 1, 2);
         assert!((third - 1.0 / 3.0).abs() < 1e-15);
         assert_close(&s.theta, &[1.0, third, third, 0.0, third], 0.0);
@@ -538,7 +589,7 @@ mod tests {
         assert_eq!((s.blocks_solved, s.exit_blocks), (2, 1));
         assert_close(&s.br, &[1.0, 0.0, 1.0, 0.0, 0.0], 1e-15);
         assert_eq!(s.method, CpMethod::Exact);
-        let empty = solve(0, &[], 0, 0);
+        let empty = solve(0, &[], 0, 0, Damping::Whole);
         assert_eq!((empty.br.len(), empty.method), (0, CpMethod::Exact));
     }
 
@@ -547,7 +598,7 @@ mod tests {
     fn cancelling_incoming_sum() {
         // θΔ(entry → 0) = −1, θΔ(0 → 0) = 1: S0 = 0, so W(0,0) = 1e10 and W(0,1) = 1.
         let edges = [edge(None, 0, 0, 2), edge(Some(0), 0, 1, 0), edge(Some(0), 1, 1, 1)];
-        let s = solve(2, &edges, 1, 2);
+        let s = solve(2, &edges, 1, 2, Damping::Whole);
         let t = theta_delta(1, 1, 1, 2);
         // BR0 = 1e10·BR0 + BR1 → BR0 = −BR1/(1e10 − 1).
         assert_close(&s.br, &[-t / (1e10 - 1.0), t], 1e-20);
@@ -630,7 +681,7 @@ mod tests {
         for seed in 0..80u64 {
             let blocks = 5 + (seed as usize * 37) % 300;
             let (edges, tf, tp) = synthetic(blocks, seed);
-            let s = solve(blocks, &edges, tf, tp);
+            let s = solve(blocks, &edges, tf, tp, Damping::Whole);
             assert!(s.br.iter().all(|b| b.is_finite()) && s.residual.is_finite());
             assert_eq!(s.blocks_solved, blocks);
             if s.method != CpMethod::Exact {
@@ -656,7 +707,7 @@ mod tests {
             a.iter()
                 .all(|e| e.failing <= tf && e.passing <= tp && e.failing + e.passing > 0)
         );
-        let s = solve(1000, &a, tf, tp);
+        let s = solve(1000, &a, tf, tp, Damping::Whole);
         assert_eq!(s.blocks_solved, 1000);
         assert!(s.exit_blocks > 1000 / 60);
         assert!(a.iter().any(|e| e.from.is_some_and(|f| f >= e.to)), "no loops");

@@ -9,7 +9,7 @@ use faer::linalg::solvers::Solve;
 use faer::sparse::linalg::solvers::{Lu, SymbolicLu};
 use faer::sparse::{SparseColMat, Triplet};
 
-use super::{CpMethod, ThetaEdge};
+use super::{CpMethod, Damping, ThetaEdge};
 
 /// A zero incoming sum is replaced by this in the denominator of `W` (the paper's choice).
 const ZERO_SUM: f64 = 1e-10;
@@ -40,12 +40,15 @@ pub(super) struct System {
     start: Vec<usize>,
     col: Vec<usize>,
     w: Vec<f64>,
+    /// Per entry of `W`, whether damping scales it: every entry, or ([`Damping::Loops`]) those
+    /// on a cycle (both blocks in one strongly connected component).
+    damps: Vec<bool>,
     /// Right-hand side: an exit's incoming θΔ sum, 0 elsewhere.
     rhs: Vec<f64>,
 }
 
 impl System {
-    pub(super) fn build(blocks: usize, edges: &[ThetaEdge]) -> System {
+    pub(super) fn build(blocks: usize, edges: &[ThetaEdge], damping: Damping) -> System {
         let mut incoming = vec![0.0; blocks];
         let mut magnitude = vec![0.0; blocks];
         let mut present = vec![false; blocks];
@@ -89,6 +92,16 @@ impl System {
                 *slot += 1;
             }
         }
+        let damps = match damping {
+            Damping::Whole => vec![true; w.len()],
+            Damping::Loops => {
+                let scc = strongly_connected(&start, &col);
+                (0..block.len())
+                    .flat_map(|r| (start[r]..start[r + 1]).map(move |i| (r, i)))
+                    .map(|(r, i)| scc[r] == scc[col[i]])
+                    .collect()
+            }
+        };
         let exit: Vec<bool> = block.iter().map(|&b| outgoing[b] == 0).collect();
         let rhs = block
             .iter()
@@ -104,6 +117,7 @@ impl System {
             start,
             col,
             w,
+            damps,
             rhs,
         }
     }
@@ -112,48 +126,58 @@ impl System {
         self.block.len()
     }
 
-    /// `(col, w)` of row `r`.
-    fn row(&self, r: usize) -> impl Iterator<Item = (usize, f64)> + '_ {
+    /// `(col, w)` of row `r`, with the entries damping scales multiplied by `factor`: the row
+    /// of `W_factor`, which is `W` at factor 1.
+    fn row(&self, r: usize, factor: f64) -> impl Iterator<Item = (usize, f64)> + '_ {
         let range = self.start[r]..self.start[r + 1];
-        self.col[range.clone()]
-            .iter()
-            .copied()
-            .zip(self.w[range].iter().copied())
+        range.map(move |i| (self.col[i], if self.damps[i] { factor * self.w[i] } else { self.w[i] }))
     }
 
-    /// `I − factor·W` as a sparse matrix; the pattern does not depend on `factor`.
+    /// `I − W_factor` as a sparse matrix; the pattern does not depend on `factor`.
     fn matrix(&self, factor: f64) -> Result<SparseColMat<usize, f64>, String> {
         let mut triplets = Vec::with_capacity(self.rows() + self.w.len());
         for r in 0..self.rows() {
             triplets.push(Triplet::new(r, r, 1.0));
-            triplets.extend(self.row(r).map(|(c, w)| Triplet::new(r, c, -factor * w)));
+            triplets.extend(self.row(r, factor).map(|(c, w)| Triplet::new(r, c, -w)));
         }
         SparseColMat::try_new_from_triplets(self.rows(), self.rows(), &triplets).map_err(|e| format!("{e:?}"))
     }
 
-    /// `W·x`.
-    fn apply_w(&self, x: &[f64]) -> Vec<f64> {
+    /// `W_factor·x`.
+    fn apply(&self, factor: f64, x: &[f64]) -> Vec<f64> {
         (0..self.rows())
-            .map(|r| self.row(r).map(|(c, w)| w * x[c]).sum())
+            .map(|r| self.row(r, factor).map(|(c, w)| w * x[c]).sum())
             .collect()
     }
 
-    /// `max |(I − factor·W)·x − b|`.
-    pub(super) fn max_residual(&self, factor: f64, x: &[f64]) -> f64 {
-        let wx = self.apply_w(x);
+    /// `W_d·x`, `W_d` the entries damping scales: `d/dε` of `(I − W_{1−ε})` is `W_d`.
+    fn apply_damped(&self, x: &[f64]) -> Vec<f64> {
         (0..self.rows())
-            .map(|r| (x[r] - factor * wx[r] - self.rhs[r]).abs())
+            .map(|r| {
+                (self.start[r]..self.start[r + 1])
+                    .filter(|&i| self.damps[i])
+                    .map(|i| self.w[i] * x[self.col[i]])
+                    .sum()
+            })
+            .collect()
+    }
+
+    /// `max |(I − W_factor)·x − b|`.
+    pub(super) fn max_residual(&self, factor: f64, x: &[f64]) -> f64 {
+        let wx = self.apply(factor, x);
+        (0..self.rows())
+            .map(|r| (x[r] - wx[r] - self.rhs[r]).abs())
             .fold(0.0, f64::max)
     }
 
-    /// Normwise backward error `‖r‖∞ / (‖A‖∞·‖x‖∞ + ‖b‖∞)` of `x` for `A = I − factor·W`.
+    /// Normwise backward error `‖r‖∞ / (‖A‖∞·‖x‖∞ + ‖b‖∞)` of `x` for `A = I − W_factor`.
     fn backward_error(&self, factor: f64, x: &[f64]) -> f64 {
         let residual = self.max_residual(factor, x);
         if residual.is_nan() {
             return f64::INFINITY;
         }
         let norm_a = (0..self.rows())
-            .map(|r| 1.0 + factor * self.row(r).map(|(_, w)| w.abs()).sum::<f64>())
+            .map(|r| 1.0 + self.row(r, factor).map(|(_, w)| w.abs()).sum::<f64>())
             .fold(0.0, f64::max);
         let (norm_x, norm_b) = (max_abs(x), max_abs(&self.rhs));
         if residual == 0.0 {
@@ -165,6 +189,63 @@ impl System {
             residual / norm_b
         }
     }
+}
+
+/// The strongly connected component of every node of a graph in compressed rows (node `r`'s
+/// successors are `col[start[r]..start[r + 1]]`), numbered from 0 (Tarjan's algorithm, without
+/// recursion: a function's CFG can be thousands of blocks deep).
+fn strongly_connected(start: &[usize], col: &[usize]) -> Vec<usize> {
+    const UNSEEN: usize = usize::MAX;
+    let n = start.len() - 1;
+    let (mut index, mut low) = (vec![UNSEEN; n], vec![0; n]);
+    let mut on_stack = vec![false; n];
+    let (mut stack, mut component) = (Vec::new(), vec![UNSEEN; n]);
+    let (mut next_index, mut next_component) = (0, 0);
+    // The depth-first path: a node and the position of its next successor to visit.
+    let mut path: Vec<(usize, usize)> = Vec::new();
+    for root in 0..n {
+        if index[root] != UNSEEN {
+            continue;
+        }
+        path.push((root, start[root]));
+        index[root] = next_index;
+        low[root] = next_index;
+        next_index += 1;
+        stack.push(root);
+        on_stack[root] = true;
+        while let Some(&mut (v, ref mut i)) = path.last_mut() {
+            if *i < start[v + 1] {
+                let w = col[*i];
+                *i += 1;
+                if index[w] == UNSEEN {
+                    index[w] = next_index;
+                    low[w] = next_index;
+                    next_index += 1;
+                    stack.push(w);
+                    on_stack[w] = true;
+                    path.push((w, start[w]));
+                } else if on_stack[w] {
+                    low[v] = low[v].min(index[w]);
+                }
+                continue;
+            }
+            path.pop();
+            if let Some(&(parent, _)) = path.last() {
+                low[parent] = low[parent].min(low[v]);
+            }
+            if low[v] == index[v] {
+                while let Some(w) = stack.pop() {
+                    on_stack[w] = false;
+                    component[w] = next_component;
+                    if w == v {
+                        break;
+                    }
+                }
+                next_component += 1;
+            }
+        }
+    }
+    component
 }
 
 fn max_abs(v: &[f64]) -> f64 {
@@ -265,7 +346,7 @@ fn check_sensitivity(system: &System, solved: Solved) -> Result<Solved, Trouble>
     if norm_x == 0.0 {
         return Ok(solved);
     }
-    let dx = lu_solve(&solved.lu, &system.apply_w(&solved.x));
+    let dx = lu_solve(&solved.lu, &system.apply_damped(&solved.x));
     let norm_dx = dx.iter().fold(
         0.0f64,
         |m, v| if v.is_finite() { m.max(v.abs()) } else { f64::INFINITY },
@@ -315,6 +396,7 @@ mod tests {
             start: vec![0, 1, 3, 3],
             col: vec![1, 0, 2],
             w: vec![1.0, 1.0 - 1e-14, 1.0],
+            damps: vec![true; 3],
             rhs: vec![0.0, 0.0, 1.0],
         };
         let (x, method) = solve_system(&system);
@@ -330,5 +412,41 @@ mod tests {
         let (x, method) = undamped_fallback(&system, &Trouble::Factorisation("test".into()));
         assert_eq!(x, system.rhs);
         assert!(matches!(method, CpMethod::Damped { factor: 0.0, .. }));
+    }
+
+    #[test]
+    fn strongly_connected_components() {
+        // 0 → 1 → 2 → 1, 2 → 3, 3 → 3 (a self-loop), 4 alone.
+        let (start, col) = (vec![0, 1, 2, 4, 5, 5], vec![1, 2, 1, 3, 3]);
+        let c = strongly_connected(&start, &col);
+        assert_eq!(c[1], c[2]);
+        let distinct: std::collections::BTreeSet<usize> = [c[0], c[1], c[3], c[4]].into();
+        assert_eq!(distinct.len(), 4, "{c:?}");
+    }
+
+    #[test]
+    fn loop_damping_scales_only_the_loop() {
+        // 0 → 1, 1 ⇄ 2, 2 → 3 (exit). Every test enters the loop (θΔ(0 → 1) = 0), so the back
+        // edge brings all of 1's incoming suspiciousness: singular. Whole damping scales
+        // 2 → 3 too, loop damping only 1 → 2 and 2 → 1.
+        let edges = [
+            (None, 0, 0.0),
+            (Some(0), 1, 0.0),
+            (Some(1), 2, 0.5),
+            (Some(2), 1, 0.5),
+            (Some(2), 3, 0.5),
+        ]
+        .map(|(from, to, theta)| ThetaEdge { from, to, theta });
+        let whole = System::build(4, &edges, Damping::Whole);
+        let loops = System::build(4, &edges, Damping::Loops);
+        assert_eq!(whole.damps, vec![true; 4]);
+        // Rows: 0 → 1; 1 → 2; 2 → 1, 2 → 3.
+        assert_eq!(loops.damps, vec![false, true, true, false]);
+        let (xw, mw) = solve_system(&whole);
+        let (xl, ml) = solve_system(&loops);
+        assert!(matches!(mw, CpMethod::Damped { .. }) && matches!(ml, CpMethod::Damped { .. }));
+        // BR2 = 0.9·BR1 + f·0.5, BR1 = 0.9·BR2: BR2 = f·0.5 / 0.19.
+        assert!((xw[2] - 0.45 / 0.19).abs() < 1e-9, "{xw:?}");
+        assert!((xl[2] - 0.5 / 0.19).abs() < 1e-9, "{xl:?}");
     }
 }

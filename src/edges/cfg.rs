@@ -121,6 +121,9 @@ impl Rows {
 #[derive(Debug, Default, Clone, PartialEq)]
 pub struct Blocks {
     pub cfg: Cfg,
+    /// Per block, the entry blocks of the functions it calls directly (indirect calls and
+    /// functions of other objects have none), as rows of a [`Cfg`].
+    pub calls: Cfg,
     /// Per block, its address.
     pub address: Vec<u64>,
     /// Per block, its flag (index in the PC table); `None` for a pruned block.
@@ -154,6 +157,8 @@ impl Blocks {
         // `succ[succ_start[r]..succ_start[r + 1]]`.
         let is_end = |i: usize| words[i] == 0 && !relocated.get(i).copied().unwrap_or(false);
         let (mut rec_addr, mut succ_start, mut succ) = (Vec::new(), vec![0u32], Vec::new());
+        // Likewise the callees' addresses: `callee[callee_start[r]..callee_start[r + 1]]`.
+        let (mut callee_start, mut callee) = (vec![0u32], Vec::new());
         let mut i = 0;
         while i < words.len() {
             rec_addr.push(words[i]);
@@ -162,9 +167,10 @@ impl Blocks {
                 succ.push(words[i]);
                 i += 1;
             }
-            // The successors' null, the callees (not needed), and theirs.
+            // The successors' null, the callees, and theirs.
             i += 1;
             while i < words.len() && !is_end(i) {
+                callee.push(words[i]);
                 i += 1;
             }
             if i >= words.len() {
@@ -172,6 +178,7 @@ impl Blocks {
             }
             i += 1;
             succ_start.push(succ.len() as u32);
+            callee_start.push(callee.len() as u32);
         }
         // `NO` and `EMPTY` (no record, a deleted block) have no successors.
         let succs_of = |r: u32| match r {
@@ -366,11 +373,50 @@ impl Blocks {
             start.push(targets.len() as u32);
         }
         out.cfg = Cfg::from_rows(start, targets);
+        // A callee is named by its function's address, which is its entry block's.
+        let entry_at: HashMap<u64, u32> = out
+            .functions
+            .iter()
+            .filter(|&&(_, count)| count > 0)
+            .map(|&(first, _)| (out.address[first as usize], first))
+            .filter(|&(address, _)| address != DELETED)
+            .collect();
+        let (mut start, mut targets) = (Vec::with_capacity(source.len() + 1), Vec::new());
+        start.push(0);
+        for &r in &source {
+            if r != NO && r != EMPTY {
+                row.clear();
+                let callees = &callee[callee_start[r as usize] as usize..callee_start[r as usize + 1] as usize];
+                row.extend(callees.iter().filter_map(|a| entry_at.get(a).copied()));
+                row.sort_unstable();
+                row.dedup();
+                targets.extend_from_slice(&row);
+            }
+            start.push(targets.len() as u32);
+        }
+        out.calls = Cfg::from_rows(start, targets);
         if out.flag.iter().any(Option::is_none) {
             out.idom = out.dominators();
         }
         Ok(out)
     }
+    /// The calls a test made, given which blocks ran: `(a, entry)` when block `a` calls the
+    /// function starting at `entry` and both ran, in order. Which call reached the callee is not
+    /// recorded, so a function called from several blocks that ran counts as called by each.
+    pub fn calls_taken(&self, ran: &[bool]) -> Vec<(u32, u32)> {
+        let mut out = Vec::new();
+        for a in (0..self.len() as u32).filter(|&a| ran[a as usize]) {
+            out.extend(
+                self.calls
+                    .successors(a)
+                    .iter()
+                    .filter(|&&c| ran[c as usize])
+                    .map(|&c| (a, c)),
+            );
+        }
+        out
+    }
+
     pub fn len(&self) -> usize {
         self.address.len()
     }
@@ -634,6 +680,39 @@ mod tests {
         assert_eq!(cfg.preds, vec![0, 1, 2]);
         // Without the mark, the callee's zero ends the record early and the table is garbled.
         assert!(parse(&words, &[false; 14], &pcs).is_err());
+    }
+
+    #[test]
+    fn calls_lead_to_the_callees_entry_blocks() {
+        // f: 0x10 → 0x20; g: 0x40. f's 0x10 calls g, itself, an indirect target (-1) and a
+        // library function (0, relocated); g's 0x40 calls f.
+        let pcs = [0x10, 0x20, 0x40];
+        let words = [
+            0x10,
+            0x20,
+            0,
+            0x40,
+            0x10,
+            u64::MAX,
+            0,
+            0, //
+            0x20,
+            0,
+            0, //
+            0x40,
+            0,
+            0x10,
+            0,
+        ];
+        let mut relocated = [false; 15];
+        relocated[6] = true;
+        let b = Blocks::parse(&words, &relocated, &pcs, &[true, false, true]).unwrap();
+        assert_eq!(b.calls.successors(0), &[0, 2]);
+        assert!(b.calls.successors(1).is_empty());
+        assert_eq!(b.calls.successors(2), &[0]);
+        // A call counts when the caller and the callee's entry both ran.
+        assert_eq!(b.calls_taken(&[true, true, true]), vec![(0, 0), (0, 2), (2, 0)]);
+        assert_eq!(b.calls_taken(&[true, true, false]), vec![(0, 0)]);
     }
 
     #[test]

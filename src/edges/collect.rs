@@ -215,6 +215,13 @@ impl<'a> Collector<'a> {
                 }
             }
         }
+        // Calls between the workspace's functions: edges into an entry block, which no edge
+        // within a function enters ([`EdgeSpectra::is_call`]).
+        for (from, to) in binary.graph.calls_taken(&ran) {
+            if let (Some(from), Some(to)) = (binary.ids[from as usize], binary.ids[to as usize]) {
+                out.push(Edge { from: Some(from), to });
+            }
+        }
         Ok(())
     }
 

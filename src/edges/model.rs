@@ -22,7 +22,7 @@ impl BlockId {
     }
 }
 
-/// A control-flow edge of the dynamic CFG.
+/// A control-flow edge of the dynamic CFG, or a call ([`EdgeSpectra::is_call`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Edge {
     /// `None`: the virtual edge into a function's entry block.
@@ -289,6 +289,13 @@ impl EdgeSpectra {
         names.sort_unstable();
         names.dedup();
         names
+    }
+
+    /// Whether `edge` is a call: it enters a function's entry block (index 0) from a block,
+    /// which no edge within a function does (an entry block has no predecessor). A call from
+    /// block `a` to function `f` is counted for a test that ran both `a` and `f`'s entry.
+    pub fn is_call(&self, edge: Edge) -> bool {
+        edge.from.is_some() && self.blocks[edge.to.index()].index == 0
     }
 
     /// The block an edge comes from (`None` for an entry edge) and the block it leads to.

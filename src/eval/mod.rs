@@ -325,7 +325,7 @@ impl HtModel {
                     link(w[0], w[1]);
                 }
             }
-            for &edge in &e.edges {
+            for &edge in e.edges.iter().filter(|&&edge| !e.is_call(edge)) {
                 let (Some(from), to) = e.ends(edge) else {
                     continue;
                 };
@@ -398,8 +398,8 @@ pub fn evaluate_with(
     measures: &[&'static Measure],
     settings: &Settings,
 ) -> EvalReport {
-    let needs_cp = measures.iter().any(|m| m.needs_edges());
-    let analysis = Analysis::prepared(spectra, lines, settings.opts.group, needs_cp, settings.tie_break);
+    let cp: Vec<_> = measures.iter().filter_map(|m| m.cp_variant()).collect();
+    let analysis = Analysis::prepared(spectra, lines, settings.opts.group, &cp, settings.tie_break);
     let located = locate(spectra, faults);
     let faulty: HashSet<usize> = located.iter().flat_map(|f| f.units.iter().copied()).collect();
 

@@ -82,6 +82,8 @@ impl Cloning {
     }
 }
 
+use crate::cp::CpVariant;
+
 /// How a measure is computed.
 #[derive(Clone, Copy)]
 pub enum Kind {
@@ -94,7 +96,7 @@ pub enum Kind {
     /// `cl` with updating: an inspection order that refutes the top unit and recomputes.
     CausalLikelihoodUpdating,
     /// CP: block scores propagated over the control-flow edge profiles (needs edges).
-    Propagation,
+    Propagation(CpVariant),
     /// The named base measure's ranking with the lines where a failing test's operation
     /// panicked moved first ([`stack_base`] resolves the name).
     StackFirst(&'static str),
@@ -119,15 +121,23 @@ impl Measure {
     pub fn is_probability(&self) -> bool {
         match self.kind {
             Kind::CausalLikelihood | Kind::FaultLikelihood | Kind::CausalLikelihoodUpdating => true,
-            Kind::Spectrum(_) | Kind::Propagation => false,
+            Kind::Spectrum(_) | Kind::Propagation(_) => false,
             Kind::StackFirst(base) => stack_base(base).is_probability(),
+        }
+    }
+
+    /// The CP variant the measure is, if it is one.
+    pub fn cp_variant(&self) -> Option<CpVariant> {
+        match self.kind {
+            Kind::Propagation(v) => Some(v),
+            _ => None,
         }
     }
 
     /// Whether the measure needs control-flow edge profiles, not only the line matrix.
     pub fn needs_edges(&self) -> bool {
         match self.kind {
-            Kind::Propagation => true,
+            Kind::Propagation(_) => true,
             Kind::Spectrum(_) | Kind::CausalLikelihood | Kind::FaultLikelihood | Kind::CausalLikelihoodUpdating => {
                 false
             }
@@ -173,15 +183,47 @@ pub static DORIC: &[Measure] = &[
 ];
 
 /// Measures over the control-flow graph (CP: Zhang, Chan, Tse, Jiang & Wang).
-pub static CFG: &[Measure] = &[Measure {
-    name: "cp",
-    aliases: &["capturing-propagation"],
-    formula: "BR(b) = sum over edges b->c of BR(c) d(b->c) / (sum of d into c), exit blocks: sum of d into them; d = (theta_fail - theta_pass) / (theta_fail + theta_pass) per CFG edge; a line takes its best block's BR",
-    citation: "Zhang, Chan, Tse, Jiang & Wang, 'Capturing propagation of infected program states', ESEC/FSE 2009",
-    group: None,
-    cloning: None,
-    kind: Kind::Propagation,
-}];
+pub static CFG: &[Measure] = &[
+    Measure {
+        name: "cp",
+        aliases: &["capturing-propagation"],
+        formula: "BR(b) = sum over edges b->c of BR(c) d(b->c) / (sum of d into c), exit blocks: sum of d into them; d = (theta_fail - theta_pass) / (theta_fail + theta_pass) per CFG edge; a line takes its best block's BR",
+        citation: CP_CITATION,
+        group: None,
+        cloning: None,
+        kind: Kind::Propagation(CpVariant::PAPER),
+    },
+    Measure {
+        name: "cp-loops",
+        aliases: &[],
+        formula: "cp, with a singular function's damping applied only to the edges on its loops (strongly connected components)",
+        citation: CP_CITATION,
+        group: None,
+        cloning: None,
+        kind: Kind::Propagation(CpVariant::ALL[1]),
+    },
+    Measure {
+        name: "cp-calls",
+        aliases: &[],
+        formula: "cp over the dynamic CFG with call edges: a block that calls a function is a predecessor of its entry block (d of the call from the tests that ran both)",
+        citation: CP_CITATION,
+        group: None,
+        cloning: None,
+        kind: Kind::Propagation(CpVariant::ALL[2]),
+    },
+    Measure {
+        name: "cp-calls-loops",
+        aliases: &[],
+        formula: "cp-calls, with damping applied only to the edges on loops and recursion (strongly connected components)",
+        citation: CP_CITATION,
+        group: None,
+        cloning: None,
+        kind: Kind::Propagation(CpVariant::ALL[3]),
+    },
+];
+
+const CP_CITATION: &str =
+    "Zhang, Chan, Tse, Jiang & Wang, 'Capturing propagation of infected program states', ESEC/FSE 2009";
 
 /// A stack-first ranking over the base measure of that name.
 macro_rules! stack_first {

@@ -32,16 +32,18 @@ pub fn emit_with(spectra: &Spectra, out: &ReportConfig, sources: Prefetch) -> an
     } = at_granularity(spectra, out, &mut converted, sources)?;
     let opts = out.options.clone();
     require_edges(spectra, &out.measures)?;
-    let needs_cp = out.measures.iter().any(|m| m.needs_edges());
-    let analysis = Analysis::prepared(spectra, lines, opts.group, needs_cp, out.tie_break);
+    let cp: Vec<_> = out.measures.iter().filter_map(|m| m.cp_variant()).collect();
+    let analysis = Analysis::prepared(spectra, lines, opts.group, &cp, out.tie_break);
     let summary = report::Summary::of(&analysis);
     let changed = match &out.diff_base {
         Some(rev) => Some(changed_entries(&analysis, rev)?),
         None => None,
     };
     let mut rankings = rank_all(&analysis, out, changed.as_deref());
-    if rankings.iter().any(|r| r.measure.needs_edges()) {
-        warn_cp(&analysis);
+    for r in &rankings {
+        if let Some(variant) = r.measure.cp_variant() {
+            warn_cp(&analysis, r.measure, variant);
+        }
     }
     if out.order == Order::Ht {
         order_by_ht(&analysis, &mut rankings, &opts, out.ht);
@@ -254,9 +256,9 @@ fn order_by_ht(analysis: &Analysis, rankings: &mut [Ranking], opts: &Options, ht
 }
 
 /// Says how CP's system was solved when it was not solved exactly.
-fn warn_cp(analysis: &Analysis) {
+fn warn_cp(analysis: &Analysis, measure: &Measure, variant: crate::cp::CpVariant) {
     let analysis = analysis.lines();
-    if let Some((sol, _)) = analysis.cp()
+    if let Some((sol, _)) = analysis.cp(variant)
         && let crate::cp::CpMethod::Damped { factor, reason } = &sol.method
     {
         let names = analysis
@@ -267,7 +269,8 @@ fn warn_cp(analysis: &Analysis) {
         let shown = names.iter().take(5).copied().collect::<Vec<_>>().join(", ");
         let more = names.len().saturating_sub(5);
         ui::note(format!(
-            "cp: {reason} (factor {factor}). Damped: {shown}{}",
+            "{}: {reason} (factor {factor}). Damped: {shown}{}",
+            measure.name,
             if more > 0 {
                 format!(" and {more} more")
             } else {

@@ -78,9 +78,9 @@ struct JsonCfg<'a> {
 }
 
 impl<'a> JsonCfg<'a> {
-    fn of(a: &'a Analysis) -> Option<Self> {
+    fn of(a: &'a Analysis, variant: crate::cp::CpVariant) -> Option<Self> {
         let a = a.lines();
-        let (sol, _) = a.cp()?;
+        let (sol, _) = a.cp(variant)?;
         let e = a.spectra.edges.as_ref()?;
         let (method, damping_factor) = match &sol.method {
             crate::cp::CpMethod::Exact => ("exact", None),
@@ -209,7 +209,7 @@ pub fn json<'a>(a: &'a Analysis, rankings: &[Ranking], view: &View<'a>) -> Strin
                 formula: r.measure.formula,
                 changed_in_top: view.changed_in_top(r),
                 ht_order: r.ht.as_ref(),
-                cfg: if r.measure.needs_edges() { JsonCfg::of(a) } else { None },
+                cfg: r.measure.cp_variant().and_then(|v| JsonCfg::of(a, v)),
                 units: r.entries.iter().map(|x| json_entry(a, view, x)).collect(),
             })
             .collect(),

@@ -23,7 +23,7 @@ pub fn trials() -> Vec<Trial> {
 /// Line-level transitions of the recorded edges: within a block, each line to the next in
 /// address order; across an edge, the last line of one block to the first line of the next
 /// (blocks with no line of their own are passed through). Keyed by function; a function's
-/// first line is `start -> line`.
+/// first line is `start -> line`. Calls between non-test functions are `calls: f -> g`.
 fn transitions(spectra: &Spectra, file: &str) -> BTreeSet<String> {
     let e = spectra.edges.as_ref().expect("edges recorded");
     let line = |u: UnitId| {
@@ -36,7 +36,7 @@ fn transitions(spectra: &Spectra, file: &str) -> BTreeSet<String> {
         .map(|b| b.lines.iter().filter_map(|&u| line(u)).collect())
         .collect();
     let mut succ: HashMap<Option<u32>, Vec<u32>> = HashMap::new();
-    for edge in &e.edges {
+    for edge in e.edges.iter().filter(|&&edge| !e.is_call(edge)) {
         succ.entry(edge.from.map(|f| f.0)).or_default().push(edge.to.0);
     }
     // The first lines reached from block `b`'s exit, through blocks with no lines.
@@ -62,6 +62,14 @@ fn transitions(spectra: &Spectra, file: &str) -> BTreeSet<String> {
         f.strip_prefix("fixture_edges::").unwrap_or(f).to_string()
     };
     let mut out = BTreeSet::new();
+    let ours =
+        |b: usize| e.blocks[b].function.starts_with("fixture_edges::") && !e.blocks[b].function.contains("tests::");
+    for &edge in e.edges.iter().filter(|&&edge| e.is_call(edge)) {
+        let from = edge.from.expect("a call has a caller").index();
+        if ours(from) && ours(edge.to.index()) {
+            out.insert(format!("calls: {} -> {}", name(from), name(edge.to.index())));
+        }
+    }
     for (b, ls) in lines.iter().enumerate() {
         if !e.blocks[b].function.starts_with("fixture_edges::") || e.blocks[b].function.contains("tests::") {
             continue;
@@ -90,23 +98,14 @@ fn transitions(spectra: &Spectra, file: &str) -> BTreeSet<String> {
 }
 
 /// Every edge the tests of `fixtures/edges` took, and only those: the hand-written list in
-/// `tests/edges.expected`, and no edge between two functions.
+/// `tests/edges.expected`, and no edge between two functions but calls.
 fn recorded_exactly() -> Result {
     let tmp = copy_fixture("edges");
     let out = sfl(&["--format", "json"], tmp.path());
     check(out.status.code() == Some(3), || show(&out))?;
     let spectra = Spectra::load(&tmp.path().join("target/sfl/spectra.json"))?;
     let e = spectra.edges.as_ref().ok_or("no edges saved")?;
-    for &edge in &e.edges {
-        if let (Some(a), b) = e.ends(edge) {
-            check(a.function == b.function, || {
-                format!(
-                    "edge between functions: {} #{} -> {} #{}",
-                    a.function, a.index, b.function, b.index
-                )
-            })?;
-        }
-    }
+    check_calls(e)?;
     let got = transitions(&spectra, "src/lib.rs");
     let text = std::fs::read_to_string(root().join("tests/edges.expected"))?;
     let want: BTreeSet<String> = text
@@ -123,7 +122,7 @@ fn recorded_exactly() -> Result {
 }
 
 /// Every test that ran, crashed and timed-out ones included, has its edges recorded, and every
-/// edge stays within one function.
+/// edge stays within one function or is a call.
 pub fn cover_every_test(dir: &Path) -> Result {
     let spectra = Spectra::load(&dir.join("target/sfl/spectra.json"))?;
     let e = spectra.edges.as_ref().ok_or("no edges saved")?;
@@ -135,11 +134,26 @@ pub fn cover_every_test(dir: &Path) -> Result {
             format!("{} {} ({:?}) has no edges", test.binary, test.name, test.outcome)
         })?;
     }
+    check_calls(e)
+}
+
+/// Every edge stays within one function, but calls, which enter a function's entry block.
+fn check_calls(e: &cargo_sfl::edges::EdgeSpectra) -> Result {
+    let entries: BTreeSet<usize> = e.edges.iter().filter(|x| x.is_entry()).map(|x| x.to.index()).collect();
     for &edge in &e.edges {
         if let (Some(a), b) = e.ends(edge) {
-            check(a.function == b.function, || {
-                format!("edge {} -> {}", a.function, b.function)
-            })?;
+            if e.is_call(edge) {
+                check(entries.contains(&edge.to.index()), || {
+                    format!("call {} -> {} #{}, not its entry", a.function, b.function, b.index)
+                })?;
+            } else {
+                check(a.function == b.function, || {
+                    format!(
+                        "edge between functions: {} #{} -> {} #{}",
+                        a.function, a.index, b.function, b.index
+                    )
+                })?;
+            }
         }
     }
     Ok(())

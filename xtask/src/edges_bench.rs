@@ -51,7 +51,7 @@ pub fn run_bench(
         let e = spectra.edges.as_ref().context("no edges saved")?;
         let (fail, pass) = (spectra.failing_mask(), spectra.passing_mask());
         let t = Instant::now();
-        let sol = cargo_sfl::cp::solve_edges(e, &fail, &pass);
+        let sol = cargo_sfl::cp::solve_edges(e, &fail, &pass, cargo_sfl::cp::CpVariant::PAPER);
         let solve_ms = t.elapsed().as_secs_f64() * 1e3;
         rows.push(CrateRow {
             name: name.clone(),
@@ -71,7 +71,7 @@ pub fn run_bench(
         let (edges, f, p) = cargo_sfl::cp::synthetic(size, 7);
         let build = t.elapsed().as_secs_f64();
         let t = Instant::now();
-        let sol = cargo_sfl::cp::solve(size, &edges, f, p);
+        let sol = cargo_sfl::cp::solve(size, &edges, f, p, cargo_sfl::cp::Damping::Whole);
         let solve = t.elapsed().as_secs_f64();
         synthetic.push((size, edges.len(), build, solve, method(&sol.method), sol.residual));
         size *= 10;
