@@ -143,7 +143,7 @@ pub struct Analysis<'a> {
     total_f: u32,
     /// CP's block scores and per-unit scores per variant ([`CpVariant::index`]), each solved on
     /// first use.
-    cp: [std::sync::OnceLock<Option<(crate::cp::CpSolution, Vec<Option<f64>>)>>; 4],
+    cp: [std::sync::OnceLock<Option<(crate::cp::CpSolution, Vec<Option<f64>>)>>; CpVariant::COUNT],
     /// Per unit, the evidence that orders an entry's lines (`--tie-break evidence`).
     ties: Option<Vec<Tie>>,
     /// Per unit, the failing tests whose operation panicked there
@@ -164,7 +164,7 @@ impl<'a> Analysis<'a> {
     /// tell them apart (the other measures then score the parts alike: tied entries, same line
     /// ranks).
     pub fn with_cp(spectra: &'a Spectra, group: bool, split_by_cp: &[CpVariant]) -> Self {
-        let cp: [std::sync::OnceLock<_>; 4] = Default::default();
+        let cp: [std::sync::OnceLock<_>; CpVariant::COUNT] = Default::default();
         let unit_cp: Vec<&Vec<Option<f64>>> = split_by_cp
             .iter()
             .filter_map(|&v| {

@@ -92,24 +92,15 @@ impl CpVariant {
         calls: false,
         damping: Damping::Whole,
     };
-    /// Every variant, in [`CpVariant::index`] order.
-    pub const ALL: [CpVariant; 4] = [
-        CpVariant::PAPER,
-        CpVariant {
-            calls: false,
-            damping: Damping::Loops,
-        },
-        CpVariant {
-            calls: true,
-            damping: Damping::Whole,
-        },
-        CpVariant {
-            calls: true,
-            damping: Damping::Loops,
-        },
-    ];
+    /// Along calls too, a singular component damped on its cycles only: `cp`.
+    pub const INTERPROCEDURAL: CpVariant = CpVariant {
+        calls: true,
+        damping: Damping::Loops,
+    };
+    /// How many variants there are ([`CpVariant::index`] is below it).
+    pub const COUNT: usize = 4;
 
-    /// Its position in [`CpVariant::ALL`].
+    /// A number of its own, below [`CpVariant::COUNT`].
     pub fn index(self) -> usize {
         usize::from(self.calls) * 2 + usize::from(self.damping == Damping::Loops)
     }
@@ -695,6 +686,46 @@ mod tests {
             }
         }
         assert!(exact >= 40, "only {exact} of 80 exact");
+    }
+
+    #[test]
+    fn calls_pass_the_callees_suspiciousness_to_the_calling_block() {
+        use crate::edges::{Block, BlockId, Edge};
+        let block = |function: &str, index| Block {
+            function: function.into(),
+            index,
+            lines: Vec::new(),
+        };
+        // f: block 0 (entry) → 1 (exit), and 0 calls g; g: block 2 (entry, exit). Tests 0 and
+        // 1 fail, 2 and 3 pass; the failing tests and test 2 call g.
+        let blocks = vec![block("f", 0), block("f", 1), block("g", 0)];
+        let edge = |from: Option<u32>, to| Edge {
+            from: from.map(BlockId),
+            to: BlockId(to),
+        };
+        let all = vec![edge(None, 0), edge(Some(0), 1)];
+        let calling = [all.clone(), vec![edge(Some(0), 2), edge(None, 2)]].concat();
+        let e = EdgeSpectra::from_tests(blocks, 4, &[calling.clone(), calling.clone(), calling, all]);
+        assert!(e.is_call(Edge {
+            from: Some(BlockId(0)),
+            to: BlockId(2)
+        }));
+        assert!(!e.is_call(Edge {
+            from: Some(BlockId(0)),
+            to: BlockId(1)
+        }));
+        let mut failing = BitSet::new(4);
+        failing.insert(0);
+        failing.insert(1);
+        let mut passing = BitSet::new(4);
+        passing.insert(2);
+        passing.insert(3);
+        // θΔ(0 → 1) = 0, θΔ(0 → g) = θΔ(entry of g) = (1 − 1/2)/(1 + 1/2) = 1/3.
+        let intra = solve_edges(&e, &failing, &passing, CpVariant::PAPER);
+        assert_close(&intra.br, &[0.0, 0.0, 1.0 / 3.0], 1e-12);
+        // With the call, g's entry has two incoming edges of 1/3: block 0 takes half its BR.
+        let inter = solve_edges(&e, &failing, &passing, CpVariant::INTERPROCEDURAL);
+        assert_close(&inter.br, &[1.0 / 3.0, 0.0, 2.0 / 3.0], 1e-12);
     }
 
     #[test]
