@@ -151,10 +151,7 @@ fn cached(dir: &Path) -> BTreeMap<String, Record> {
         .fold(BTreeMap::new(), |mut by_id, r| {
             // A version run again (e.g. for edge profiles) has two records: keep the one whose
             // spectra have edges.
-            let has_edges = |r: &Record| {
-                std::fs::read_to_string(dir.join(format!("{}.spectra.json", r.id)))
-                    .is_ok_and(|t| t.contains("\"edges\":{"))
-            };
+            let has_edges = |r: &Record| saved_with_edges(&dir.join(format!("{}.spectra.json", r.id)));
             let key = identity(&r.mutations);
             let keep_old = by_id
                 .get(&key)
@@ -164,6 +161,12 @@ fn cached(dir: &Path) -> BTreeMap<String, Record> {
             }
             by_id
         })
+}
+
+/// Whether saved spectra have edge profiles: inline (`"edges":{…}`, older files) or deflated
+/// (`"edges_deflated":"…"`).
+fn saved_with_edges(spectra: &Path) -> bool {
+    std::fs::read_to_string(spectra).is_ok_and(|t| t.contains("\"edges\":{") || t.contains("\"edges_deflated\":\""))
 }
 
 impl Runner {
@@ -182,8 +185,7 @@ impl Runner {
         if let Some(r) = known.get(&key) {
             // Versions run before edge profiles existed are run again (for cp).
             let spectra = self.cache.join(krate).join(format!("{}.spectra.json", r.id));
-            let stale =
-                r.status == "failing" && !std::fs::read_to_string(&spectra).is_ok_and(|t| t.contains("\"edges\":{"));
+            let stale = r.status == "failing" && !saved_with_edges(&spectra);
             if !stale {
                 return Ok(r.clone());
             }
