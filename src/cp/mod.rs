@@ -92,7 +92,7 @@ impl CpVariant {
         calls: false,
         damping: Damping::Whole,
     };
-    /// Along calls too, a singular component damped on its cycles only: `cp`.
+    /// Along calls too, a singular component damped on its cycles only: `cp-calls`.
     pub const INTERPROCEDURAL: CpVariant = CpVariant {
         calls: true,
         damping: Damping::Loops,

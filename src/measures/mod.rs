@@ -182,26 +182,26 @@ pub static DORIC: &[Measure] = &[
     },
 ];
 
-/// Measures over the control-flow graph (CP: Zhang, Chan, Tse, Jiang & Wang). `cp` propagates
-/// along calls too and damps only loops; `cp-intra` is the paper's, within functions.
+/// Measures over the control-flow graph (CP: Zhang, Chan, Tse, Jiang & Wang). `cp` is the
+/// paper's, within functions; `cp-calls` propagates along calls too and damps only loops.
 pub static CFG: &[Measure] = &[
     Measure {
         name: "cp",
         aliases: &["capturing-propagation"],
-        formula: "BR(b) = sum over edges b->c of BR(c) d(b->c) / (sum of d into c), exit blocks: sum of d into them; d = (theta_fail - theta_pass) / (theta_fail + theta_pass) per edge of the dynamic CFG, calls included (a block that calls a function precedes its entry block; counted for the tests that ran both); a singular system is damped on its loops only; a line takes its best block's BR",
-        citation: CP_CITATION,
-        group: None,
-        cloning: None,
-        kind: Kind::Propagation(CpVariant::INTERPROCEDURAL),
-    },
-    Measure {
-        name: "cp-intra",
-        aliases: &["cp-paper"],
-        formula: "cp as the paper defines it: edges within functions only (each function's entry block has one virtual incoming edge), a singular function damped whole",
+        formula: "BR(b) = sum over edges b->c of BR(c) d(b->c) / (sum of d into c), exit blocks: sum of d into them; d = (theta_fail - theta_pass) / (theta_fail + theta_pass) per CFG edge; a line takes its best block's BR",
         citation: CP_CITATION,
         group: None,
         cloning: None,
         kind: Kind::Propagation(CpVariant::PAPER),
+    },
+    Measure {
+        name: "cp-calls",
+        aliases: &["cp-interprocedural"],
+        formula: "cp over the dynamic CFG with calls: a block that calls a function precedes its entry block (d of the call from the tests that ran both), and a singular system is damped on its loops only",
+        citation: CP_CITATION,
+        group: None,
+        cloning: None,
+        kind: Kind::Propagation(CpVariant::INTERPROCEDURAL),
     },
 ];
 
