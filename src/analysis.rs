@@ -115,6 +115,9 @@ impl Key {
 /// code at it.
 type Split = (Vec<Option<u64>>, u32);
 
+/// CP's block solution and every unit's score.
+pub type CpScores = (crate::cp::CpSolution, Vec<Option<f64>>);
+
 /// A group's score under one measure.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Scored {
@@ -143,7 +146,7 @@ pub struct Analysis<'a> {
     total_f: u32,
     /// CP's block scores and per-unit scores per variant ([`CpVariant::index`]), each solved on
     /// first use.
-    cp: [std::sync::OnceLock<Option<(crate::cp::CpSolution, Vec<Option<f64>>)>>; CpVariant::COUNT],
+    cp: [std::sync::OnceLock<Option<CpScores>>; CpVariant::COUNT],
     /// Per unit, the evidence that orders an entry's lines (`--tie-break evidence`).
     ties: Option<Vec<Tie>>,
     /// Per unit, the failing tests whose operation panicked there
@@ -476,7 +479,7 @@ impl<'a> Analysis<'a> {
 
     /// CP's solution over the edge profiles (solved once per variant, on first use); `None`
     /// without edges.
-    pub fn cp(&self, variant: CpVariant) -> Option<&(crate::cp::CpSolution, Vec<Option<f64>>)> {
+    pub fn cp(&self, variant: CpVariant) -> Option<&CpScores> {
         self.cp[variant.index()]
             .get_or_init(|| solve_cp(self.spectra, variant))
             .as_ref()
@@ -571,7 +574,7 @@ impl<'a> Analysis<'a> {
 }
 
 /// CP over the spectra's edges: the block solution and every unit's score.
-fn solve_cp(spectra: &Spectra, variant: CpVariant) -> Option<(crate::cp::CpSolution, Vec<Option<f64>>)> {
+fn solve_cp(spectra: &Spectra, variant: CpVariant) -> Option<CpScores> {
     let e = spectra.edges.as_ref()?;
     let solution = crate::cp::solve_edges(e, &spectra.failing_mask(), &spectra.passing_mask(), variant);
     let mut units = crate::cp::unit_scores(e, &solution, spectra.units.len());
