@@ -64,7 +64,11 @@ struct JsonRanking<'a> {
 #[derive(Serialize)]
 struct JsonCfg<'a> {
     blocks: usize,
+    /// Traversed edges within functions.
     edges: usize,
+    /// Calls between the workspace's functions the measure propagates along (`cp-calls`; 0
+    /// for `cp`).
+    calls: usize,
     blocks_solved: usize,
     exit_blocks: usize,
     /// `exact`, or `damped` (a singular component's propagation ratios were scaled down).
@@ -87,9 +91,11 @@ impl<'a> JsonCfg<'a> {
             crate::cp::CpMethod::Damped { factor, .. } => ("damped", Some(*factor)),
         };
         let damped_functions = e.function_names(&sol.damped_blocks);
+        let calls = e.edges.iter().filter(|&&x| e.is_call(x)).count();
         Some(JsonCfg {
             blocks: e.blocks.len(),
-            edges: e.edges.len(),
+            edges: e.edges.len() - calls,
+            calls: if variant.calls { calls } else { 0 },
             blocks_solved: sol.blocks_solved,
             exit_blocks: sol.exit_blocks,
             method,

@@ -215,11 +215,23 @@ fn schedule() -> Result {
             show(&out)
         )
     })?;
+    check(cfg["calls"] == 0, || format!("cp propagates along calls: {cfg}"))?;
     let mut report_args = vec!["report"];
     report_args.extend(args);
     let again = sfl(&report_args, tmp.path());
     check(again.stdout == out.stdout, || {
         format!("report differs:\n{}", show(&again))
+    })?;
+    // cp-calls: the tests' calls into the program are edges of its system too.
+    let calls = sfl(&["report", "-m", "cp-calls", "--format", "json"], tmp.path());
+    check(calls.status.code() == Some(0), || show(&calls))?;
+    let report: Value = serde_json::from_slice(&calls.stdout)?;
+    let cfg = &report["rankings"][0]["cfg"];
+    check(cfg["calls"].as_u64().is_some_and(|c| c > 0), || {
+        format!("cp-calls without calls: {cfg}")
+    })?;
+    check(line_rank(&report, "cp-calls", &file, line).is_some(), || {
+        format!("cp-calls does not rank {file}:{line}")
     })
 }
 
