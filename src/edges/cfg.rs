@@ -400,6 +400,7 @@ impl Blocks {
         }
         Ok(out)
     }
+
     /// The calls a test made, given which blocks ran: `(a, entry)` when block `a` calls the
     /// function starting at `entry` and both ran, in order. Which call reached the callee is not
     /// recorded, so a function called from several blocks that ran counts as called by each.
@@ -687,23 +688,13 @@ mod tests {
         // f: 0x10 → 0x20; g: 0x40. f's 0x10 calls g, itself, an indirect target (-1) and a
         // library function (0, relocated); g's 0x40 calls f.
         let pcs = [0x10, 0x20, 0x40];
-        let words = [
-            0x10,
-            0x20,
-            0,
-            0x40,
-            0x10,
-            u64::MAX,
-            0,
-            0, //
-            0x20,
-            0,
-            0, //
-            0x40,
-            0,
-            0x10,
-            0,
-        ];
+        // One record per block: its address, successors, 0, callees, 0.
+        let words: Vec<u64> = [
+            &[0x10, 0x20, 0, 0x40, 0x10, u64::MAX, 0, 0][..],
+            &[0x20, 0, 0],
+            &[0x40, 0, 0x10, 0],
+        ]
+        .concat();
         let mut relocated = [false; 15];
         relocated[6] = true;
         let b = Blocks::parse(&words, &relocated, &pcs, &[true, false, true]).unwrap();
