@@ -255,9 +255,21 @@ fn order_by_ht(analysis: &Analysis, rankings: &mut [Ranking], opts: &Options, ht
     }
 }
 
-/// Says how CP's system was solved when it was not solved exactly.
+/// Says how CP's system was solved when it was not solved exactly, and when a CP that
+/// propagates along calls has none to propagate along.
 fn warn_cp(analysis: &Analysis, measure: &Measure, variant: crate::cp::CpVariant) {
     let analysis = analysis.lines();
+    if variant.calls
+        && let Some(e) = &analysis.spectra.edges
+        && !e.edges.iter().any(|&x| e.is_call(x))
+    {
+        ui::note(format!(
+            "{}: the edge profiles hold no calls (saved by a cargo sfl from before calls were recorded, \
+             or no function of the workspace calls another), so it propagates within functions only; \
+             run `cargo sfl` again to record them",
+            measure.name
+        ));
+    }
     if let Some((sol, _)) = analysis.cp(variant)
         && let crate::cp::CpMethod::Damped { factor, reason } = &sol.method
     {

@@ -232,7 +232,26 @@ fn schedule() -> Result {
     })?;
     check(line_rank(&report, "cp-calls", &file, line).is_some(), || {
         format!("cp-calls does not rank {file}:{line}")
-    })
+    })?;
+    // Spectra saved before calls were recorded: cp-calls says it has none to propagate along.
+    let path = tmp.path().join("target/sfl/spectra.json");
+    let mut old = Spectra::load(&path)?;
+    let e = old.edges.as_mut().ok_or("no edges saved")?;
+    let keep: Vec<bool> = e.edges.iter().map(|&x| !e.is_call(x)).collect();
+    let mut k = keep.iter();
+    e.edges.retain(|_| *k.next().expect("one flag per edge"));
+    let mut k = keep.iter();
+    e.coverage.retain(|_| *k.next().expect("one flag per edge"));
+    let saved = tmp.path().join("old-spectra.json");
+    old.save(&saved)?;
+    let saved = saved.to_string_lossy();
+    let without = sfl(&["report", "-m", "cp-calls", "--spectra", &saved], tmp.path());
+    check_exit(
+        &without,
+        0,
+        &without.stderr,
+        &["cp-calls: the edge profiles hold no calls"],
+    )
 }
 
 /// `--no-edges` builds without edge instrumentation, saves no edges, and then `-m cp` is a
