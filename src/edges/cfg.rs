@@ -180,10 +180,14 @@ impl Blocks {
             succ_start.push(succ.len() as u32);
             callee_start.push(callee.len() as u32);
         }
-        // `NO` and `EMPTY` (no record, a deleted block) have no successors.
+        // `NO` and `EMPTY` (no record, a deleted block) have no successors and call nothing.
         let succs_of = |r: u32| match r {
             NO | EMPTY => &[][..],
             r => &succ[succ_start[r as usize] as usize..succ_start[r as usize + 1] as usize],
+        };
+        let callees_of = |r: u32| match r {
+            NO | EMPTY => &[][..],
+            r => &callee[callee_start[r as usize] as usize..callee_start[r as usize + 1] as usize],
         };
         // Addresses interned: the records' and the flagged blocks'.
         let mut ids: HashMap<u64, u32> = HashMap::default();
@@ -350,14 +354,8 @@ impl Blocks {
             Record::Flagged(b) => Some(block_of_flag[b as usize]),
             Record::Pruned(k) => keep(k).then_some(block_of_pruned[k as usize]),
         };
-        let (mut start, mut targets) = (Vec::with_capacity(source.len() + 1), Vec::new());
-        start.push(0);
-        // One block's successors, reused from block to block.
-        let mut row: Vec<u32> = Vec::new();
-        for (from, &r) in source.iter().enumerate() {
-            let from = from as u32;
-            row.clear();
-            for a in succs_of(r) {
+        out.cfg = Cfg::sorted_rows(source.len(), |from, row| {
+            for a in succs_of(source[from as usize]) {
                 let Some(&id) = ids.get(a) else { continue };
                 let mut there = at_address.get(id as usize).iter().filter_map(|&rec| block_of(rec));
                 let Some(head) = there.next() else { continue };
@@ -367,12 +365,7 @@ impl Blocks {
                     head
                 });
             }
-            row.sort_unstable();
-            row.dedup();
-            targets.extend_from_slice(&row);
-            start.push(targets.len() as u32);
-        }
-        out.cfg = Cfg::from_rows(start, targets);
+        });
         // A callee is named by its function's address, which is its entry block's.
         let entry_at: HashMap<u64, u32> = out
             .functions
@@ -381,20 +374,13 @@ impl Blocks {
             .map(|&(first, _)| (out.address[first as usize], first))
             .filter(|&(address, _)| address != DELETED)
             .collect();
-        let (mut start, mut targets) = (Vec::with_capacity(source.len() + 1), Vec::new());
-        start.push(0);
-        for &r in &source {
-            if r != NO && r != EMPTY {
-                row.clear();
-                let callees = &callee[callee_start[r as usize] as usize..callee_start[r as usize + 1] as usize];
-                row.extend(callees.iter().filter_map(|a| entry_at.get(a).copied()));
-                row.sort_unstable();
-                row.dedup();
-                targets.extend_from_slice(&row);
-            }
-            start.push(targets.len() as u32);
-        }
-        out.calls = Cfg::from_rows(start, targets);
+        out.calls = Cfg::sorted_rows(source.len(), |b, row| {
+            row.extend(
+                callees_of(source[b as usize])
+                    .iter()
+                    .filter_map(|a| entry_at.get(a).copied()),
+            );
+        });
         if out.flag.iter().any(Option::is_none) {
             out.idom = out.dominators();
         }
@@ -404,18 +390,14 @@ impl Blocks {
     /// The calls a test made, given which blocks ran: `(a, entry)` when block `a` calls the
     /// function starting at `entry` and both ran, in order. Which call reached the callee is not
     /// recorded, so a function called from several blocks that ran counts as called by each.
-    pub fn calls_taken(&self, ran: &[bool]) -> Vec<(u32, u32)> {
-        let mut out = Vec::new();
-        for a in (0..self.len() as u32).filter(|&a| ran[a as usize]) {
-            out.extend(
-                self.calls
-                    .successors(a)
-                    .iter()
-                    .filter(|&&c| ran[c as usize])
-                    .map(|&c| (a, c)),
-            );
-        }
-        out
+    pub fn calls_taken<'a>(&'a self, ran: &'a [bool]) -> impl Iterator<Item = (u32, u32)> + 'a {
+        (0..self.len() as u32).filter(|&a| ran[a as usize]).flat_map(move |a| {
+            self.calls
+                .successors(a)
+                .iter()
+                .filter(|&&c| ran[c as usize])
+                .map(move |&c| (a, c))
+        })
     }
 
     pub fn len(&self) -> usize {
@@ -549,6 +531,23 @@ impl Cfg {
         let (mut start, mut targets) = (vec![0], Vec::new());
         for l in lists {
             targets.extend(l);
+            start.push(targets.len() as u32);
+        }
+        Cfg::from_rows(start, targets)
+    }
+
+    /// `blocks` rows, each filled by `fill(block, row)`, then sorted and deduplicated.
+    fn sorted_rows(blocks: usize, mut fill: impl FnMut(u32, &mut Vec<u32>)) -> Cfg {
+        let (mut start, mut targets) = (Vec::with_capacity(blocks + 1), Vec::new());
+        start.push(0);
+        // One block's row, reused from block to block.
+        let mut row: Vec<u32> = Vec::new();
+        for b in 0..blocks as u32 {
+            row.clear();
+            fill(b, &mut row);
+            row.sort_unstable();
+            row.dedup();
+            targets.extend_from_slice(&row);
             start.push(targets.len() as u32);
         }
         Cfg::from_rows(start, targets)
@@ -702,8 +701,9 @@ mod tests {
         assert!(b.calls.successors(1).is_empty());
         assert_eq!(b.calls.successors(2), &[0]);
         // A call counts when the caller and the callee's entry both ran.
-        assert_eq!(b.calls_taken(&[true, true, true]), vec![(0, 0), (0, 2), (2, 0)]);
-        assert_eq!(b.calls_taken(&[true, true, false]), vec![(0, 0)]);
+        let taken = |ran: &[bool]| b.calls_taken(ran).collect::<Vec<_>>();
+        assert_eq!(taken(&[true, true, true]), vec![(0, 0), (0, 2), (2, 0)]);
+        assert_eq!(taken(&[true, true, false]), vec![(0, 0)]);
     }
 
     #[test]

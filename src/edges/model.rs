@@ -298,6 +298,11 @@ impl EdgeSpectra {
         edge.from.is_some() && self.blocks[edge.to.index()].index == 0
     }
 
+    /// How many of the edges are calls ([`EdgeSpectra::is_call`]).
+    pub fn calls(&self) -> usize {
+        self.edges.iter().filter(|&&e| self.is_call(e)).count()
+    }
+
     /// The block an edge comes from (`None` for an entry edge) and the block it leads to.
     pub fn ends(&self, edge: Edge) -> (Option<&Block>, &Block) {
         (

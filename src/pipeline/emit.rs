@@ -261,7 +261,7 @@ fn warn_cp(analysis: &Analysis, measure: &Measure, variant: crate::cp::CpVariant
     let analysis = analysis.lines();
     if variant.calls
         && let Some(e) = &analysis.spectra.edges
-        && !e.edges.iter().any(|&x| e.is_call(x))
+        && e.calls() == 0
     {
         ui::note(format!(
             "{}: the edge profiles hold no calls (saved by a cargo sfl from before calls were recorded, \

@@ -91,7 +91,7 @@ impl<'a> JsonCfg<'a> {
             crate::cp::CpMethod::Damped { factor, .. } => ("damped", Some(*factor)),
         };
         let damped_functions = e.function_names(&sol.damped_blocks);
-        let calls = e.edges.iter().filter(|&&x| e.is_call(x)).count();
+        let calls = e.calls();
         Some(JsonCfg {
             blocks: e.blocks.len(),
             edges: e.edges.len() - calls,

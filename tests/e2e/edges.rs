@@ -237,11 +237,14 @@ fn schedule() -> Result {
     let path = tmp.path().join("target/sfl/spectra.json");
     let mut old = Spectra::load(&path)?;
     let e = old.edges.as_mut().ok_or("no edges saved")?;
-    let keep: Vec<bool> = e.edges.iter().map(|&x| !e.is_call(x)).collect();
-    let mut k = keep.iter();
-    e.edges.retain(|_| *k.next().expect("one flag per edge"));
-    let mut k = keep.iter();
-    e.coverage.retain(|_| *k.next().expect("one flag per edge"));
+    let (edges, coverage) = e
+        .edges
+        .iter()
+        .zip(&e.coverage)
+        .filter(|(x, _)| !e.is_call(**x))
+        .map(|(x, c)| (*x, c.clone()))
+        .unzip();
+    (e.edges, e.coverage) = (edges, coverage);
     let saved = tmp.path().join("old-spectra.json");
     old.save(&saved)?;
     let saved = saved.to_string_lossy();
