@@ -151,7 +151,10 @@ pub fn interrupted() -> bool {
 pub fn kill_tests_on_interrupt() {
     let _ = ctrlc::set_handler(|| {
         INTERRUPTED.store(true, Ordering::SeqCst);
-        let groups = RUNNING.lock().map(|g| g.clone()).unwrap_or_default();
+        // Held until the process exits: a test being started now is either in the list already
+        // or never starts ([`run_captured_leaking`] spawns under this lock).
+        let running = RUNNING.lock();
+        let groups = running.as_ref().map(|g| g.to_vec()).unwrap_or_default();
         for leader in &groups {
             crate::platform::kill_group(*leader);
         }
@@ -188,15 +191,15 @@ pub(crate) fn run_captured_leaking(
     cmd.stdin(Stdio::null()).stdout(out.try_clone()?).stderr(out);
     crate::platform::own_process_group(&mut cmd);
     let start = Instant::now();
-    let mut child: Child = cmd.spawn()?;
+    // Spawned and listed under the lock an interrupt kills the list under, so no test starts
+    // unseen between the two (the interrupt exits the process, which would orphan it).
+    let mut child: Child = {
+        let mut running = RUNNING.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let child = cmd.spawn()?;
+        running.push(child.id());
+        child
+    };
     let leader = child.id();
-    if let Ok(mut running) = RUNNING.lock() {
-        running.push(leader);
-    }
-    // Started as an interrupt took its list of groups to kill: no process outlives the run.
-    if interrupted() {
-        crate::platform::kill_group(leader);
-    }
     let status = match child.wait_timeout(timeout)? {
         Some(s) => Some(s),
         None => {
