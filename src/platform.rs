@@ -134,6 +134,20 @@ pub fn relocated_words(obj: &object::File, which: Section) -> Result<Option<Word
     Ok(Some(words))
 }
 
+/// Fills `buf` from `file` at `offset`, without moving a shared cursor.
+#[cfg(unix)]
+pub fn read_exact_at(file: &std::fs::File, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
+    std::os::unix::fs::FileExt::read_exact_at(file, buf, offset)
+}
+
+#[cfg(not(unix))]
+pub fn read_exact_at(file: &std::fs::File, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut file = file;
+    file.seek(SeekFrom::Start(offset))?;
+    file.read_exact(buf)
+}
+
 /// The environment variable the dynamic loader searches for shared libraries (a test binary
 /// linked against the toolchain's `libstd` dylib finds it through this).
 pub fn loader_path_var() -> &'static str {

@@ -9,10 +9,13 @@ use std::borrow::Cow;
 use std::num::NonZeroU32;
 use std::path::Path;
 
+use std::cell::OnceCell;
+
 use object::{Object, ObjectSection, ObjectSymbol};
 use rustc_hash::FxHashMap as HashMap;
 
 use super::cfg::{Blocks, CfgError, DELETED};
+use super::dwarf::{Source, UnitTables, Units};
 use crate::platform::{self, Section};
 
 type Reader<'a> = gimli::EndianSlice<'a, gimli::RunTimeEndian>;
@@ -51,6 +54,8 @@ pub enum MapError {
     NoEntry,
     #[error("the PC table has unrelocated entries (a relocation format cargo sfl does not read)")]
     Unrelocated,
+    #[error("cannot read the debug information: {0}")]
+    DebugSection(std::io::Error),
     #[error("cannot read DWARF: {0}")]
     Dwarf(gimli::Error),
     #[error("cannot read the line table: {0}")]
@@ -95,17 +100,31 @@ impl EdgeMap {
         EdgeMap::open_for(path, relative, None)
     }
 
-    /// [`EdgeMap::parse_for`] of the binary at `path`.
+    /// [`EdgeMap::parse_for`] of the binary at `path`. Only the sections it needs are read
+    /// from the file (a debug executable is mostly code and debug information that no block
+    /// of this run maps to).
     pub fn open_for(
         path: &Path,
         relative: &dyn Fn(&Path) -> Option<String>,
         ran: Option<&[bool]>,
     ) -> Result<EdgeMap, MapError> {
-        let data = std::fs::read(path).map_err(|source| MapError::Io {
+        EdgeMap::open_reading(path, relative, ran, LineReader::Units)
+    }
+
+    /// [`EdgeMap::open_for`] with the given reader of line tables (both give the same map).
+    pub fn open_reading(
+        path: &Path,
+        relative: &dyn Fn(&Path) -> Option<String>,
+        ran: Option<&[bool]>,
+        reader: LineReader,
+    ) -> Result<EdgeMap, MapError> {
+        let io = |source| MapError::Io {
             path: path.to_path_buf(),
             source,
-        })?;
-        EdgeMap::parse_for(&data, relative, ran)
+        };
+        let file = std::fs::File::open(path).map_err(io)?;
+        let image = sparse_image(&file).map_err(io)?;
+        EdgeMap::read(&image, Source::File(&file), relative, ran, reader)
     }
 
     /// [`EdgeMap::open`] on the binary's bytes.
@@ -122,6 +141,17 @@ impl EdgeMap {
         data: &[u8],
         relative: &dyn Fn(&Path) -> Option<String>,
         ran: Option<&[bool]>,
+    ) -> Result<EdgeMap, MapError> {
+        EdgeMap::read(data, Source::Bytes(data), relative, ran, LineReader::Units)
+    }
+
+    /// The map of the binary `data`; `source` reads the debug sections `data` may leave out.
+    fn read(
+        data: &[u8],
+        source: Source<'_>,
+        relative: &dyn Fn(&Path) -> Option<String>,
+        ran: Option<&[bool]>,
+        reader: LineReader,
     ) -> Result<EdgeMap, MapError> {
         let obj = object::File::parse(data).map_err(MapError::NotAnObject)?;
         // The flags' section also holds the runtime's page of padding: at least one flag per block.
@@ -142,8 +172,26 @@ impl EdgeMap {
         let graph = control_flow(&obj, &pcs)?;
         let blocks = graph.len();
         let symbols = text_symbols(&obj);
-        let sections = dwarf_sections(&obj);
-        let ctx = dwarf_context(&sections, &obj)?;
+        // The whole DWARF, read only if needed: no unit index, or inlined frames to resolve.
+        let sections = OnceCell::new();
+        let whole = OnceCell::new();
+        let context = || -> Result<&addr2line::Context<Reader<'_>>, MapError> {
+            if whole.get().is_none() {
+                let sections = match sections.get() {
+                    Some(s) => s,
+                    None => {
+                        let read = dwarf_sections(&obj, source).map_err(MapError::DebugSection)?;
+                        sections.get_or_init(|| read)
+                    }
+                };
+                let _ = whole.set(dwarf_context(sections, &obj)?);
+            }
+            Ok(whole.get().expect("set"))
+        };
+        let units = match reader {
+            LineReader::Units => Units::new(&obj, source),
+            LineReader::Addr2line => None,
+        };
         let mut entry = vec![false; blocks];
         for &(first, count) in &graph.functions {
             if count > 0 {
@@ -187,12 +235,21 @@ impl EdgeMap {
             .filter(|(_, wanted)| **wanted)
             .map(|(s, _)| s.map(|s| (s.0, end_of(s))))
             .collect();
-        let mut rows = LineRows::read(
-            &ctx,
-            ranges.as_deref().unwrap_or(&[(0, u64::MAX)]),
-            relative,
-            &mut map.files,
-        )?;
+        let ranges = ranges.as_deref().unwrap_or(&[(0, u64::MAX)]);
+        // A unit the targeted reader cannot read (a form it does not know, say) sends the
+        // whole map to addr2line, which reports what is wrong if anything is.
+        let mut tables = units.as_ref().map(UnitTables::new);
+        let by_unit = tables
+            .as_mut()
+            .and_then(|tables| LineRows::by_unit(tables, ranges, relative, &mut map.files).ok());
+        let mut rows = match by_unit {
+            Some(rows) => rows,
+            None => {
+                tables = None;
+                map.files.clear();
+                LineRows::read(context()?, ranges, relative, &mut map.files)?
+            }
+        };
         for (k, &first) in entries.iter().enumerate() {
             let end = first + functions[k].1 as usize;
             if !wanted[k] {
@@ -226,7 +283,11 @@ impl EdgeMap {
                     .filter(|&b| map.lines[b].is_empty() && address[b] != DELETED)
                     .collect();
                 for b in bare {
-                    if let Some(line) = rows.inlined_at(&ctx, address[b], relative, &mut map.files) {
+                    let locations = match tables.as_mut().and_then(|t| t.locations(address[b])) {
+                        Some(locations) => locations,
+                        None => frames(context()?, address[b]),
+                    };
+                    if let Some(line) = rows.first_ours(locations, relative, &mut map.files) {
                         map.lines[b] = vec![line];
                     }
                 }
@@ -240,6 +301,62 @@ impl EdgeMap {
         }
         Ok(map)
     }
+}
+
+/// Sections no block is mapped through, skipped by [`sparse_image`]: code and data, unwind
+/// tables, the coverage map, and the debug sections [`Units`] reads in part (`.debug_info`,
+/// `.debug_line`, `.debug_str`) or that are never read (locations, ranges: read only by the
+/// whole-DWARF reader, which reads the sections it needs itself).
+fn skipped(name: &str) -> bool {
+    const SKIP: [&str; 9] = [
+        ".text",
+        ".rodata",
+        ".eh_frame",
+        ".eh_frame_hdr",
+        ".gcc_except_table",
+        ".data",
+        ".data.rel.ro",
+        ".bss",
+        ".tbss",
+    ];
+    SKIP.contains(&name)
+        || name.starts_with("__llvm_cov")
+        || name.starts_with("__llvm_prf")
+        || (name.starts_with(".debug_") && !matches!(name, ".debug_aranges" | ".debug_abbrev"))
+}
+
+/// The binary's bytes with the [`skipped`] sections left as zeros: what an executable that
+/// runs one test needs is a tenth of it (a 10 MB doctest executable), and zero pages that are
+/// never touched cost neither a read nor a page fault. Compressed sections are read whole.
+fn sparse_image(file: &std::fs::File) -> std::io::Result<Vec<u8>> {
+    let len = file.metadata()?.len();
+    let mut holes: Vec<(u64, u64)> = Vec::new();
+    {
+        let cache = object::ReadCache::new(file);
+        if let Ok(obj) = object::File::parse(&cache) {
+            for section in obj.sections() {
+                let plain = section
+                    .compressed_file_range()
+                    .is_ok_and(|r| r.format == object::CompressionFormat::None);
+                if let (true, Ok(name), Some((offset, size))) = (plain, section.name(), section.file_range())
+                    && skipped(name)
+                    && offset.checked_add(size).is_some_and(|end| end <= len)
+                {
+                    holes.push((offset, offset + size));
+                }
+            }
+        }
+    }
+    holes.sort_unstable();
+    let mut image = vec![0u8; usize::try_from(len).map_err(|_| std::io::Error::other("file too large"))?];
+    let mut at = 0u64;
+    for (start, end) in holes.into_iter().chain([(len, len)]) {
+        if start > at {
+            platform::read_exact_at(file, &mut image[at as usize..start as usize], at)?;
+        }
+        at = at.max(end);
+    }
+    Ok(image)
 }
 
 /// The `(pc, flags)` pairs, relocated as the loader would.
@@ -287,16 +404,21 @@ fn demangled(mangled: &str) -> String {
     format!("{:#}", rustc_demangle::demangle(mangled))
 }
 
-/// The binary's DWARF sections, borrowed from its bytes (inflated only when compressed): no
-/// copy of the debug information, which is most of a debug build's size.
-fn dwarf_sections<'data>(obj: &object::File<'data>) -> gimli::DwarfSections<Cow<'data, [u8]>> {
-    let load = |id: gimli::SectionId| -> Result<Cow<'data, [u8]>, gimli::Error> {
-        Ok(obj
-            .section_by_name(id.name())
-            .and_then(|s| s.uncompressed_data().ok())
-            .unwrap_or(Cow::Borrowed(&[])))
-    };
-    gimli::DwarfSections::load(load).expect("loading sections cannot fail")
+/// The binary's DWARF sections: inflated when compressed (the image holds those), else read
+/// through `source` (a sparse image leaves them out).
+fn dwarf_sections<'data>(
+    obj: &object::File<'data>,
+    source: Source<'data>,
+) -> std::io::Result<gimli::DwarfSections<Cow<'data, [u8]>>> {
+    gimli::DwarfSections::load(|id: gimli::SectionId| -> std::io::Result<Cow<'data, [u8]>> {
+        let Some(section) = obj.section_by_name(id.name()) else {
+            return Ok(Cow::Borrowed(&[]));
+        };
+        match (section.compressed_file_range(), section.file_range()) {
+            (Ok(r), Some((offset, size))) if r.format == object::CompressionFormat::None => source.read(offset, size),
+            _ => Ok(section.uncompressed_data().unwrap_or(Cow::Borrowed(&[]))),
+        }
+    })
 }
 
 fn dwarf_context<'a>(
@@ -324,32 +446,34 @@ struct LineRows {
 }
 
 impl LineRows {
-    /// The rows of the address ranges `ranges`.
+    /// The rows of the address ranges `ranges`, through addr2line (the whole DWARF).
     fn read(
         ctx: &addr2line::Context<Reader<'_>>,
         ranges: &[(u64, u64)],
         relative: &dyn Fn(&Path) -> Option<String>,
         names: &mut Vec<String>,
     ) -> Result<LineRows, MapError> {
-        let mut judged: HashMap<String, Option<u32>> = HashMap::default();
-        let mut ids = HashMap::default();
-        let mut rows = Vec::new();
+        let mut rows = RowJudge::new(relative, names);
         for &(lo, hi) in ranges {
             for (addr, len, loc) in ctx.find_location_range(lo, hi).map_err(MapError::LineTable)? {
-                let ours = match (loc.file, loc.line.and_then(NonZeroU32::new)) {
-                    (Some(f), Some(line)) => judged
-                        .entry(f.to_string())
-                        .or_insert_with(|| relative(Path::new(f)).map(|rel| intern(rel, names, &mut ids)))
-                        .map(|file| (file, line)),
-                    _ => None,
-                };
-                rows.push((addr, len, ours));
+                rows.push(addr, len, loc.file, loc.line.unwrap_or(0));
             }
         }
-        rows.sort_by_key(|r| r.0);
-        // Ranges that touch share a boundary row.
-        rows.dedup();
-        Ok(LineRows { rows, ids })
+        Ok(rows.finish())
+    }
+
+    /// [`LineRows::read`] from only the units that hold the ranges.
+    fn by_unit(
+        tables: &mut UnitTables,
+        ranges: &[(u64, u64)],
+        relative: &dyn Fn(&Path) -> Option<String>,
+        names: &mut Vec<String>,
+    ) -> Result<LineRows, gimli::Error> {
+        let mut rows = RowJudge::new(relative, names);
+        for &(lo, hi) in ranges {
+            tables.rows(lo, hi, |addr, len, file, line| rows.push(addr, len, file, line))?;
+        }
+        Ok(rows.finish())
     }
 
     /// Our lines of the code in `[lo, hi)` in address order (repeats in a row merged): the row
@@ -375,26 +499,91 @@ impl LineRows {
         out
     }
 
-    /// The innermost inlining frame at `addr` that is the workspace's code.
-    fn inlined_at(
+    /// The first of `locations` (an address's, innermost first) that is the workspace's code.
+    fn first_ours(
         &mut self,
-        ctx: &addr2line::Context<Reader<'_>>,
-        addr: u64,
+        locations: Vec<(Option<String>, u32)>,
         relative: &dyn Fn(&Path) -> Option<String>,
         names: &mut Vec<String>,
     ) -> Option<(u32, u32)> {
-        let mut frames = ctx.find_frames(addr).skip_all_loads().ok()?;
-        while let Ok(Some(frame)) = frames.next() {
-            if let Some(loc) = frame.location
-                && let (Some(f), Some(l)) = (loc.file, loc.line)
-                && l > 0
-                && let Some(rel) = relative(Path::new(f))
-            {
-                return Some((intern(rel, names, &mut self.ids), l));
-            }
-        }
-        None
+        locations.into_iter().find_map(|(file, line)| {
+            let rel = relative(Path::new(file.as_deref()?)).filter(|_| line > 0)?;
+            Some((intern(rel, names, &mut self.ids), line))
+        })
     }
+}
+
+/// The source locations of the frames at `addr`, innermost first, through addr2line.
+fn frames(ctx: &addr2line::Context<Reader<'_>>, addr: u64) -> Vec<(Option<String>, u32)> {
+    let mut out = Vec::new();
+    if let Ok(mut frames) = ctx.find_frames(addr).skip_all_loads() {
+        while let Ok(Some(frame)) = frames.next() {
+            let loc = frame.location.as_ref();
+            out.push((
+                loc.and_then(|l| l.file).map(str::to_string),
+                loc.and_then(|l| l.line).unwrap_or(0),
+            ));
+        }
+    }
+    out
+}
+
+/// Builds [`LineRows`], judging each file ours or not once.
+struct RowJudge<'a> {
+    relative: &'a dyn Fn(&Path) -> Option<String>,
+    names: &'a mut Vec<String>,
+    judged: HashMap<String, Option<u32>>,
+    ids: HashMap<String, u32>,
+    rows: Vec<Row>,
+}
+
+impl<'a> RowJudge<'a> {
+    fn new(relative: &'a dyn Fn(&Path) -> Option<String>, names: &'a mut Vec<String>) -> Self {
+        RowJudge {
+            relative,
+            names,
+            judged: HashMap::default(),
+            ids: HashMap::default(),
+            rows: Vec::new(),
+        }
+    }
+
+    /// A row of `len` bytes at `addr` on `line` (0: none) of `file`.
+    fn push(&mut self, addr: u64, len: u64, file: Option<&str>, line: u32) {
+        let ours = match (file, NonZeroU32::new(line)) {
+            (Some(f), Some(line)) => {
+                let file = match self.judged.get(f) {
+                    Some(&j) => j,
+                    None => {
+                        let j = (self.relative)(Path::new(f)).map(|rel| intern(rel, self.names, &mut self.ids));
+                        self.judged.insert(f.to_string(), j);
+                        j
+                    }
+                };
+                file.map(|file| (file, line))
+            }
+            _ => None,
+        };
+        self.rows.push((addr, len, ours));
+    }
+
+    fn finish(self) -> LineRows {
+        let mut rows = self.rows;
+        rows.sort_by_key(|r| r.0);
+        // Ranges that touch share a boundary row.
+        rows.dedup();
+        LineRows { rows, ids: self.ids }
+    }
+}
+
+/// How [`EdgeMap::open_reading`] reads line tables.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LineReader {
+    /// Only the compilation units that hold the functions read (found through
+    /// `.debug_aranges`); the whole DWARF when the binary has no such index.
+    Units,
+    /// Every unit, through addr2line.
+    Addr2line,
 }
 
 /// The id of a workspace-relative file.

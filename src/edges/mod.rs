@@ -25,6 +25,7 @@
 //! updates made plain while a test runs on one thread. CP itself is in [`crate::cp`].
 
 pub mod cfg;
+mod dwarf;
 pub mod collect;
 pub mod instrument;
 pub mod map;

@@ -17,6 +17,10 @@ pub fn trials() -> Vec<Trial> {
         Trial::test("cp::schedule", schedule),
         Trial::test("edges::counts_exact_with_threads", counts_exact_with_threads),
         Trial::test("edges::one_test_executables_read_for_their_test", one_test_executables),
+        Trial::test(
+            "edges::line_tables_read_by_unit_as_addr2line_reads_them",
+            line_tables_by_unit,
+        ),
     ]
 }
 
@@ -357,6 +361,74 @@ fn exact_counts(d: &Path, n: u64) -> Result {
     check(checked == 2, || format!("{checked} of 2 tests' profiles were kept"))
 }
 
+/// The profiles `--keep-profiles` kept in `d`, and the test binaries that wrote them.
+fn kept_binaries(d: &Path) -> Result<(Vec<cargo_sfl::pipeline::KeptProfile>, Vec<PathBuf>)> {
+    let index: Vec<cargo_sfl::pipeline::KeptProfile> =
+        serde_json::from_slice(&std::fs::read(d.join("target/sfl/profiles/index.json"))?)?;
+    let paths = index
+        .iter()
+        .map(|k| k.binary_path.clone())
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    Ok((index, paths))
+}
+
+/// The fixture at `d`'s own files, relative to it (as cargo sfl names them).
+fn fixture_files(d: &Path) -> impl Fn(&Path) -> Option<String> + Sync + '_ {
+    move |p: &Path| -> Option<String> {
+        let rel = if p.is_absolute() { p.strip_prefix(d).ok()? } else { p };
+        rel.starts_with("src").then(|| rel.to_string_lossy().into_owned())
+    }
+}
+
+/// The line tables read from only the compilation units that hold the code (what cargo sfl
+/// does) give every block of every test binary, doctests included, the lines addr2line gives
+/// reading the whole DWARF, inlined frames included.
+fn line_tables_by_unit() -> Result {
+    use cargo_sfl::edges::map::{EdgeMap, LineReader};
+    let tmp = copy_fixture("doctest-2021");
+    let d = tmp.path();
+    let out = sfl(&["--keep-profiles", "--format", "json", "-m", "ochiai"], d);
+    check(out.status.code() == Some(0), || show(&out))?;
+    let (_, paths) = kept_binaries(d)?;
+    let relative = fixture_files(d);
+    let (mut lines, mut ours) = (0, 0);
+    for path in &paths {
+        let by_unit = EdgeMap::open_reading(path, &relative, None, LineReader::Units)?;
+        let whole = EdgeMap::open_reading(path, &relative, None, LineReader::Addr2line)?;
+        let named = |m: &EdgeMap| -> Vec<(String, bool, Vec<Vec<(String, u32)>>)> {
+            m.functions
+                .iter()
+                .map(|f| {
+                    let blocks = (f.first..f.first + f.blocks)
+                        .map(|b| {
+                            m.lines[b as usize]
+                                .iter()
+                                .map(|&(file, line)| (m.files[file as usize].clone(), line))
+                                .collect()
+                        })
+                        .collect();
+                    (f.name.clone(), f.ours, blocks)
+                })
+                .collect()
+        };
+        let (a, b) = (named(&by_unit), named(&whole));
+        check(a == b, || {
+            let first = a.iter().zip(&b).find(|(x, y)| x != y);
+            format!("{}: the readers differ, first at {first:#?}", path.display())
+        })?;
+        lines += by_unit.lines.iter().map(Vec::len).sum::<usize>();
+        ours += by_unit.functions.iter().filter(|f| f.ours).count();
+    }
+    check(paths.len() >= 4 && ours > 0 && lines > 0, || {
+        format!(
+            "{} binaries, {ours} functions of the fixture, {lines} block lines",
+            paths.len()
+        )
+    })
+}
+
 /// An executable that runs one test (each doctest is its own) is read only for the functions
 /// that test ran: the edges it gives are the ones reading the whole executable gives, for every
 /// test of `fixtures/doctest-2021`, doctests and unit tests alike.
@@ -365,18 +437,8 @@ fn one_test_executables() -> Result {
     let d = tmp.path();
     let out = sfl(&["--keep-profiles", "--format", "json", "-m", "ochiai"], d);
     check(out.status.code() == Some(0), || show(&out))?;
-    let index: Vec<cargo_sfl::pipeline::KeptProfile> =
-        serde_json::from_slice(&std::fs::read(d.join("target/sfl/profiles/index.json"))?)?;
-    let paths: Vec<PathBuf> = index
-        .iter()
-        .map(|k| k.binary_path.clone())
-        .collect::<BTreeSet<_>>()
-        .into_iter()
-        .collect();
-    let relative = |p: &Path| -> Option<String> {
-        let rel = if p.is_absolute() { p.strip_prefix(d).ok()? } else { p };
-        rel.starts_with("src").then(|| rel.to_string_lossy().into_owned())
-    };
+    let (index, paths) = kept_binaries(d)?;
+    let relative = fixture_files(d);
     let (whole, alone) = (
         cargo_sfl::edges::Collector::new(&paths, &relative),
         cargo_sfl::edges::Collector::new(&paths, &relative),
