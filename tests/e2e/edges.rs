@@ -397,7 +397,9 @@ fn line_tables_by_unit() -> Result {
     for path in &paths {
         let by_unit = EdgeMap::open_reading(path, &relative, None, LineReader::Units)?;
         let whole = EdgeMap::open_reading(path, &relative, None, LineReader::Addr2line)?;
-        let named = |m: &EdgeMap| -> Vec<(String, bool, Vec<Vec<(String, u32)>>)> {
+        // Per function: its name, whether it is the fixture's, and each block's lines.
+        type Named = Vec<(String, bool, Vec<Vec<(String, u32)>>)>;
+        let named = |m: &EdgeMap| -> Named {
             m.functions
                 .iter()
                 .map(|f| {
