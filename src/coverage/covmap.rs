@@ -48,7 +48,7 @@ impl Counter {
 }
 
 /// Region kinds, numbered as LLVM numbers them (the order matters when sorting).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum RegionKind {
     Code = 0,
     Expansion = 1,

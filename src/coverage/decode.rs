@@ -4,7 +4,9 @@
 //! file); [`BinaryCoverage::decode`] then runs once per profile, in the worker that ran the test.
 
 use std::collections::HashMap;
+use std::hash::{Hash, Hasher};
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 
 use super::covmap::{self, Counter, CovFunction, CoverageMap};
 use super::lines::{FileLayout, RegionRef};
@@ -20,8 +22,10 @@ pub struct BinaryCoverage {
     /// First index of each function's regions in the flat region-count vector.
     region_base: Vec<u32>,
     total_regions: usize,
-    /// (global file index, layout) for every file that has regions.
-    layouts: Vec<(u32, FileLayout)>,
+    /// Every file that has regions: its index in `map.files`, its layout (whose group members
+    /// are the file's slots, shared with other binaries with the same regions there) and
+    /// each slot's flat region index in this binary.
+    layouts: Vec<(u32, Arc<SharedLayout>, Vec<u32>)>,
     /// Flat region index → (index into `layouts`, group), for regions whose counts count.
     region_group: Vec<Option<(u32, u32)>>,
 }
@@ -34,15 +38,30 @@ impl BinaryCoverage {
     /// read from the file: a test executable is mostly code and debug information, which the
     /// coverage map never needs (8 MB for 100 KB of map in a doctest executable).
     pub fn open(path: &Path) -> Result<Self, DecodeError> {
+        BinaryCoverage::open_sharing(path, &Layouts::default())
+    }
+
+    /// [`BinaryCoverage::open`], taking the layouts of files whose regions another binary
+    /// already laid out from `shared` (and adding its own).
+    pub fn open_sharing(path: &Path, shared: &Layouts) -> Result<Self, DecodeError> {
         let file = std::fs::File::open(path).map_err(|source| DecodeError::Io {
             path: path.to_path_buf(),
             source,
         })?;
         let info = covmap::read_binary(&object::ReadCache::new(file))?;
-        Ok(Self::from_map(path.to_path_buf(), info.build_id, info.map))
+        Ok(Self::from_map_sharing(
+            path.to_path_buf(),
+            info.build_id,
+            info.map,
+            shared,
+        ))
     }
 
     pub fn from_map(path: PathBuf, build_id: Option<Vec<u8>>, map: CoverageMap) -> Self {
+        BinaryCoverage::from_map_sharing(path, build_id, map, &Layouts::default())
+    }
+
+    fn from_map_sharing(path: PathBuf, build_id: Option<Vec<u8>>, map: CoverageMap, shared: &Layouts) -> Self {
         let by_name = map.functions.iter().enumerate().map(|(i, f)| (f.name_ref, i)).collect();
         let mut region_base = Vec::with_capacity(map.functions.len());
         let mut total = 0usize;
@@ -50,12 +69,12 @@ impl BinaryCoverage {
             region_base.push(total as u32);
             total += f.regions.len();
         }
-        let layouts = build_layouts(&map, &region_base, &vec![true; map.functions.len()]);
+        let layouts = shared.lay_out(&map, &region_base);
         let mut region_group = vec![None; total];
-        for (li, (_, layout)) in layouts.iter().enumerate() {
-            for (g, group) in layout.groups.iter().enumerate() {
+        for (li, (_, shared, slots)) in layouts.iter().enumerate() {
+            for (g, group) in shared.layout.groups.iter().enumerate() {
                 for &m in &group.members {
-                    region_group[m as usize] = Some((li as u32, g as u32));
+                    region_group[slots[m as usize] as usize] = Some((li as u32, g as u32));
                 }
             }
         }
@@ -73,16 +92,19 @@ impl BinaryCoverage {
 
     /// Every mapped line (count or not) per file: the units this binary can report.
     pub fn mapped_lines(&self) -> FileLines {
-        let zeros = vec![0u64; self.total_regions];
         self.layouts
             .iter()
-            .map(|(file, layout)| {
-                let mut out = Vec::new();
-                layout.line_counts(&zeros, false, &mut out);
-                (*file, out)
-            })
-            .filter(|(_, l)| !l.is_empty())
+            .map(|(file, shared, _)| (*file, shared.mapped.iter().map(|&l| (l, 0)).collect()))
+            .filter(|(_, l): &(u32, Vec<(u32, u64)>)| !l.is_empty())
             .collect()
+    }
+
+    /// Per file with regions: its index in `map.files`, its layout's id in the [`Layouts`] it
+    /// was opened with (the same id for the same regions in another binary), its mapped lines.
+    pub fn layout_ids(&self) -> impl Iterator<Item = (u32, usize, &[u32])> + '_ {
+        self.layouts
+            .iter()
+            .map(|(file, shared, _)| (*file, shared.id, shared.mapped.as_slice()))
     }
 
     /// Decodes a profile. `covered_only` keeps only lines that ran (what the matrix needs);
@@ -154,19 +176,22 @@ impl BinaryCoverage {
         for &(r, v) in &ran {
             counts[r as usize] = v;
         }
-        let rebuilt;
-        let layouts = if all_active {
-            &self.layouts
-        } else {
-            rebuilt = build_layouts(&self.map, &self.region_base, &active);
-            &rebuilt
-        };
         let mut out = Vec::new();
-        for (file, layout) in layouts {
+        let mut push = |file: u32, layout: &FileLayout, counts: &[u64]| {
             let mut lines = Vec::new();
-            layout.line_counts(&counts, covered_only, &mut lines);
+            layout.line_counts(counts, covered_only, &mut lines);
             if !lines.is_empty() {
-                out.push((*file, lines));
+                out.push((file, lines));
+            }
+        };
+        if all_active {
+            for (file, shared, slots) in &self.layouts {
+                let by_slot: Vec<u64> = slots.iter().map(|&r| counts[r as usize]).collect();
+                push(*file, &shared.layout, &by_slot);
+            }
+        } else {
+            for (file, layout) in build_layouts(&self.map, &self.region_base, &active) {
+                push(file, &layout, &counts);
             }
         }
         Ok(out)
@@ -184,10 +209,10 @@ impl BinaryCoverage {
         groups.dedup();
         let mut out: FileLines = Vec::new();
         for chunk in groups.chunk_by(|a, b| a.0 == b.0) {
-            let (file, layout) = &self.layouts[chunk[0].0 as usize];
+            let (file, shared, _) = &self.layouts[chunk[0].0 as usize];
             let mut lines: Vec<u32> = chunk
                 .iter()
-                .flat_map(|&(_, g)| layout.group_lines[g as usize].iter().copied())
+                .flat_map(|&(_, g)| shared.layout.group_lines[g as usize].iter().copied())
                 .collect();
             if lines.is_empty() {
                 continue;
@@ -294,6 +319,108 @@ fn build_layouts(map: &CoverageMap, region_base: &[u32], active: &[bool]) -> Vec
     let mut layouts: Vec<(u32, FileLayout)> = per_file.into_iter().map(|(f, rs)| (f, FileLayout::new(rs))).collect();
     layouts.sort_by_key(|(f, _)| *f);
     layouts
+}
+
+/// A file's layout, built once for every binary whose regions in that file are the same.
+pub struct SharedLayout {
+    /// Numbered as first built.
+    pub id: usize,
+    /// Group members are the file's slots: its functions' regions there, the functions in
+    /// the order of their fingerprints, each function's regions in its own order.
+    pub layout: FileLayout,
+    /// Every mapped line of the file.
+    pub mapped: Vec<u32>,
+}
+
+/// File layouts shared by the binaries of a run. A library's doctests are one executable each,
+/// each with the whole library's coverage map: its files have the same regions in every one
+/// of them (only the files of the generic code a doctest instantiates differ), so each file is
+/// laid out once, not once per doctest. Region indices differ between binaries (functions come
+/// in another order), so a layout counts in slots and each binary maps its slots to its own
+/// regions.
+#[derive(Default)]
+pub struct Layouts {
+    by_key: Mutex<HashMap<(String, Vec<u64>), Arc<SharedLayout>>>,
+}
+
+impl Layouts {
+    /// The layout of every file of `map` with regions, and each one's slots as flat region
+    /// indices (`region_base`: each function's first).
+    fn lay_out(&self, map: &CoverageMap, region_base: &[u32]) -> Vec<(u32, Arc<SharedLayout>, Vec<u32>)> {
+        // Per file, each function's regions there, with the function's fingerprint.
+        let mut per_file: HashMap<u32, Vec<(u64, usize)>> = HashMap::new();
+        for (fi, f) in map.functions.iter().enumerate() {
+            let mut files: Vec<u32> = f
+                .regions
+                .iter()
+                .filter_map(|r| f.files.get(r.file_id as usize).copied())
+                .collect();
+            files.sort_unstable();
+            files.dedup();
+            for file in files {
+                let mut h = std::collections::hash_map::DefaultHasher::new();
+                (f.name_ref, f.func_hash).hash(&mut h);
+                for r in f
+                    .regions
+                    .iter()
+                    .filter(|r| f.files.get(r.file_id as usize) == Some(&file))
+                {
+                    (r.line_start, r.col_start, r.line_end, r.col_end, r.kind).hash(&mut h);
+                }
+                per_file.entry(file).or_default().push((h.finish(), fi));
+            }
+        }
+        let mut out: Vec<(u32, Arc<SharedLayout>, Vec<u32>)> = per_file
+            .into_iter()
+            .map(|(file, mut functions)| {
+                // Functions with one fingerprint have the same regions here: their order
+                // among themselves changes no group.
+                functions.sort_unstable_by_key(|&(print, _)| print);
+                let mut slots = Vec::new();
+                let mut regions = Vec::new();
+                for &(_, fi) in &functions {
+                    let f = &map.functions[fi];
+                    for (k, r) in f.regions.iter().enumerate() {
+                        if f.files.get(r.file_id as usize) == Some(&file) {
+                            regions.push(RegionRef {
+                                start: (r.line_start, r.col_start),
+                                end: (r.line_end, r.col_end),
+                                kind: r.kind,
+                                index: slots.len() as u32,
+                            });
+                            slots.push(region_base[fi] + k as u32);
+                        }
+                    }
+                }
+                let key = (
+                    map.files[file as usize].to_string_lossy().into_owned(),
+                    functions.iter().map(|&(print, _)| print).collect(),
+                );
+                let known = self.by_key.lock().expect("not poisoned").get(&key).cloned();
+                // Built outside the lock: other binaries lay their files out meanwhile.
+                let shared = known.unwrap_or_else(|| {
+                    let layout = FileLayout::new(regions);
+                    let mut mapped = Vec::new();
+                    layout.line_counts(&vec![0; slots.len()], false, &mut mapped);
+                    let mut by_key = self.by_key.lock().expect("not poisoned");
+                    let id = by_key.len();
+                    by_key
+                        .entry(key)
+                        .or_insert_with(|| {
+                            Arc::new(SharedLayout {
+                                id,
+                                layout,
+                                mapped: mapped.into_iter().map(|(line, _)| line).collect(),
+                            })
+                        })
+                        .clone()
+                });
+                (file, shared, slots)
+            })
+            .collect();
+        out.sort_by_key(|(file, _, _)| *file);
+        out
+    }
 }
 
 pub fn hex(bytes: &[u8]) -> String {

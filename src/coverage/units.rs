@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex};
 
 use rustc_hash::FxHashMap as HashMap;
 
-use super::decode::{BinaryCoverage, hex};
+use super::decode::{BinaryCoverage, Layouts, hex};
 use super::profraw::RawProfile;
 use crate::error::DecodeError;
 use crate::per_binary::{BinaryError, PerBinary};
@@ -102,7 +102,7 @@ pub struct SortedUnits {
 pub struct BinaryUnits {
     cov: BinaryCoverage,
     /// `line_units[file][line]`: the unit of that line (None: the map has no region there).
-    line_units: Vec<Vec<Option<UnitId>>>,
+    line_units: Vec<Arc<Vec<Option<UnitId>>>>,
     /// Workspace-relative path per file (None: not the workspace's code).
     rel: Vec<Option<String>>,
 }
@@ -127,6 +127,10 @@ pub struct LineDecoder<'a> {
     binaries: PerBinary<BinaryUnits, DecodeError>,
     relative: &'a (dyn Fn(&Path) -> Option<String> + Sync),
     units: Mutex<UnitTable>,
+    /// Files laid out once for all binaries (a library's doctest executables share most).
+    layouts: Layouts,
+    /// Per shared layout (by id): the unit of each of its lines, for the workspace's files.
+    layout_units: Mutex<HashMap<usize, Arc<Vec<Option<UnitId>>>>>,
 }
 
 impl<'a> LineDecoder<'a> {
@@ -137,6 +141,8 @@ impl<'a> LineDecoder<'a> {
             binaries: PerBinary::new(paths),
             relative,
             units: Mutex::new(UnitTable::default()),
+            layouts: Layouts::default(),
+            layout_units: Mutex::new(HashMap::default()),
         }
     }
 
@@ -155,7 +161,7 @@ impl<'a> LineDecoder<'a> {
     }
 
     fn prepare(&self, path: &Path) -> Result<BinaryUnits, DecodeError> {
-        let cov = BinaryCoverage::open(path)?;
+        let cov = BinaryCoverage::open_sharing(path, &self.layouts)?;
         let rel: Vec<Option<String>> = cov.map.files.iter().map(|f| (self.relative)(f)).collect();
         if let Some(elsewhere) = built_elsewhere(&cov.map.files, &rel) {
             crate::ui::warn(format!(
@@ -167,18 +173,25 @@ impl<'a> LineDecoder<'a> {
                 elsewhere.display()
             ));
         }
-        let mut line_units = vec![Vec::new(); cov.map.files.len()];
+        // Each shared layout's lines are interned once, whichever binary met it first.
+        let none = Arc::new(Vec::new());
+        let mut line_units = vec![none; cov.map.files.len()];
+        let mut by_layout = self.layout_units.lock().expect("not poisoned");
         let mut table = self.units.lock().expect("not poisoned");
-        for (file, lines) in cov.mapped_lines() {
+        for (file, id, lines) in cov.layout_ids() {
             let Some(path) = &rel[file as usize] else { continue };
-            let max = lines.iter().map(|l| l.0).max().unwrap_or(0) as usize;
-            let of_file = &mut line_units[file as usize];
-            of_file.resize(max + 1, None);
-            let f = table.file(path);
-            for (line, _) in lines {
-                of_file[line as usize] = Some(table.intern_in(f, path, line));
-            }
+            let units = by_layout.entry(id).or_insert_with(|| {
+                let max = lines.iter().copied().max().unwrap_or(0) as usize;
+                let mut of_file = vec![None; if lines.is_empty() { 0 } else { max + 1 }];
+                let f = table.file(path);
+                for &line in lines {
+                    of_file[line as usize] = Some(table.intern_in(f, path, line));
+                }
+                Arc::new(of_file)
+            });
+            line_units[file as usize] = units.clone();
         }
+        drop(by_layout);
         for f in cov.map.functions.iter().filter(|f| !f.dummy) {
             let own = f.regions.iter().filter(|r| r.file_id == 0);
             let (Some(start), Some(end)) = (own.clone().map(|r| r.line_start).min(), own.map(|r| r.line_end).max())
