@@ -340,8 +340,11 @@ pub struct SharedLayout {
 /// regions.
 #[derive(Default)]
 pub struct Layouts {
-    by_key: Mutex<HashMap<(String, Vec<u64>), Arc<SharedLayout>>>,
+    by_key: Mutex<HashMap<LayoutKey, Arc<SharedLayout>>>,
 }
+
+/// A file's path and the fingerprints of the functions with regions in it, sorted.
+type LayoutKey = (String, Vec<u64>);
 
 impl Layouts {
     /// The layout of every file of `map` with regions, and each one's slots as flat region
