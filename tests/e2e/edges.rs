@@ -384,13 +384,24 @@ fn fixture_files(d: &Path) -> impl Fn(&Path) -> Option<String> + Sync + '_ {
 
 /// The line tables read from only the compilation units that hold the code (what cargo sfl
 /// does) give every block of every test binary, doctests included, the lines addr2line gives
-/// reading the whole DWARF, inlined frames included.
+/// reading the whole DWARF, inlined frames included: in a debug build, and in a release build
+/// (`--release`), where the fixture's code is inlined.
 fn line_tables_by_unit() -> Result {
-    use cargo_sfl::edges::map::{EdgeMap, LineReader};
     let tmp = copy_fixture("doctest-2021");
     let d = tmp.path();
-    let out = sfl(&["--keep-profiles", "--format", "json", "-m", "ochiai"], d);
-    check(out.status.code() == Some(0), || show(&out))?;
+    for profile in [&[][..], &["--release"][..]] {
+        let mut args = vec!["--keep-profiles", "--format", "json", "-m", "ochiai"];
+        args.extend_from_slice(profile);
+        let out = sfl(&args, d);
+        check(out.status.code() == Some(0), || show(&out))?;
+        same_lines_by_unit(d)?;
+    }
+    Ok(())
+}
+
+/// [`line_tables_by_unit`] on the binaries of the last run in `d`.
+fn same_lines_by_unit(d: &Path) -> Result {
+    use cargo_sfl::edges::map::{EdgeMap, LineReader};
     let (_, paths) = kept_binaries(d)?;
     let relative = fixture_files(d);
     let (mut lines, mut ours) = (0, 0);
