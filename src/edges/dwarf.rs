@@ -104,18 +104,11 @@ impl UnitLines {
                 break;
             }
             let next = s.rows.get(row + 1).map_or(s.end, |r| r.0);
-            each(
-                address,
-                next - address,
-                self.files.get(file as usize).map(String::as_str),
-                line,
-            );
+            each(address, next - address, self.file(file), line);
             row += 1;
         }
     }
-}
 
-impl UnitLines {
     /// The file and line (0: none) of the row that covers `probe`, as addr2line's
     /// `find_location` finds it.
     pub fn location(&self, probe: u64) -> Option<(Option<&str>, u32)> {
@@ -155,16 +148,15 @@ impl UnitInlines {
         if !holds(&self.functions) {
             return Vec::new();
         }
-        let mut chain: Vec<&Inlined> = Vec::new();
-        // Each depth's inlined code that holds `probe`, outermost first, while the chain holds.
-        while let Some(next) = self
-            .inlined
-            .iter()
-            .find(|i| i.depth as usize == chain.len() && holds(&i.ranges))
-        {
-            chain.push(next);
-        }
-        chain.iter().rev().map(|i| (i.call_file, i.call_line)).collect()
+        // The inlined code that holds `probe`, outermost first, while each depth has one (the
+        // first in the unit's order, as addr2line's search finds it).
+        let mut holding: Vec<&Inlined> = self.inlined.iter().filter(|i| holds(&i.ranges)).collect();
+        holding.sort_by_key(|i| i.depth);
+        holding.dedup_by_key(|i| i.depth);
+        let chain = holding.iter().enumerate().take_while(|&(d, i)| i.depth as usize == d);
+        let mut sites: Vec<(Option<u64>, u32)> = chain.map(|(_, i)| (i.call_file, i.call_line)).collect();
+        sites.reverse();
+        sites
     }
 }
 
@@ -259,10 +251,14 @@ impl<'a> Units<'a> {
         }
     }
 
-    /// The line table of the unit at `offset` in `.debug_info`.
-    pub fn lines(&self, offset: usize) -> Result<UnitLines, gimli::Error> {
-        let unit_bytes = self.unit_bytes(self.info, offset as u64)?;
-        let info = gimli::DebugInfo::from(Slice::new(&unit_bytes, self.endian));
+    /// The bytes of the unit at `offset` in `.debug_info`.
+    pub fn unit(&self, offset: usize) -> Result<Cow<'a, [u8]>, gimli::Error> {
+        self.unit_bytes(self.info, offset as u64)
+    }
+
+    /// The line table of the unit whose bytes ([`Units::unit`]) are `unit_bytes`.
+    pub fn lines(&self, unit_bytes: &[u8]) -> Result<UnitLines, gimli::Error> {
+        let info = gimli::DebugInfo::from(Slice::new(unit_bytes, self.endian));
         let header = info.header_from_offset(DebugInfoOffset(0))?;
         let abbrevs = header.abbreviations(&gimli::DebugAbbrev::new(&self.abbrev, self.endian))?;
         let mut entries = header.entries_raw(&abbrevs, None)?;
@@ -346,11 +342,11 @@ impl<'a> Units<'a> {
         Ok(UnitLines { files, sequences })
     }
 
-    /// The functions of the unit at `offset` and the code inlined into them. DWARF 5 range
-    /// lists and address indices are not read here (an error: the caller asks addr2line).
-    pub fn inlines(&self, offset: usize) -> Result<UnitInlines, gimli::Error> {
-        let unit_bytes = self.unit_bytes(self.info, offset as u64)?;
-        let info = gimli::DebugInfo::from(Slice::new(&unit_bytes, self.endian));
+    /// The functions of the unit whose bytes are `unit_bytes` and the code inlined into them.
+    /// DWARF 5 range lists and address indices are not read here (an error: the caller asks
+    /// addr2line).
+    pub fn inlines(&self, unit_bytes: &[u8]) -> Result<UnitInlines, gimli::Error> {
+        let info = gimli::DebugInfo::from(Slice::new(unit_bytes, self.endian));
         let header = info.header_from_offset(DebugInfoOffset(0))?;
         let unsupported = || gimli::Error::UnsupportedAttributeForm(gimli::constants::DW_FORM_rnglistx);
         if header.version() >= 5 {
@@ -421,7 +417,8 @@ impl<'a> Units<'a> {
         Ok(out)
     }
 
-    /// The ranges of a DWARF 4 range list at `offset` in `.debug_ranges`.
+    /// The ranges of a DWARF 4 range list at `offset` in `.debug_ranges`, read a chunk of
+    /// entries at a time.
     fn ranges_v4(
         &self,
         offset: u64,
@@ -430,45 +427,50 @@ impl<'a> Units<'a> {
         out: &mut Vec<(u64, u64)>,
     ) -> Result<(), gimli::Error> {
         let eof = || gimli::Error::UnexpectedEof(gimli::ReaderOffsetId(offset));
-        let width = u64::from(address_size);
-        let max = if address_size >= 8 {
+        let width = usize::from(address_size);
+        if width == 0 || width > 8 {
+            return Err(gimli::Error::UnsupportedAddressSize(address_size));
+        }
+        let max = if width == 8 {
             u64::MAX
         } else {
             (1u64 << (8 * width)) - 1
         };
         let mut at = offset;
         loop {
-            if at.checked_add(2 * width).is_none_or(|end| end > self.ranges_v4.size) {
+            let left = self.ranges_v4.size.checked_sub(at).ok_or_else(eof)?;
+            let len = left.min(64 * 2 * width as u64) / (2 * width as u64) * (2 * width as u64);
+            if len == 0 {
                 return Err(eof());
             }
-            let pair = self
-                .source
-                .read(self.ranges_v4.offset + at, 2 * width)
-                .map_err(|_| eof())?;
-            let word = |b: &[u8]| {
-                let mut v = [0u8; 8];
-                match self.endian {
-                    RunTimeEndian::Little => {
-                        v[..b.len()].copy_from_slice(b);
-                        u64::from_le_bytes(v)
-                    }
-                    RunTimeEndian::Big => {
-                        v[8 - b.len()..].copy_from_slice(b);
-                        u64::from_be_bytes(v)
+            let chunk = self.source.read(self.ranges_v4.offset + at, len).map_err(|_| eof())?;
+            at += len;
+            for pair in chunk.chunks_exact(2 * width) {
+                match (self.uint(&pair[..width]), self.uint(&pair[width..])) {
+                    (0, 0) => return Ok(()),
+                    (b, e) if b == max => base = e,
+                    (b, e) => {
+                        let (b, e) = (base.wrapping_add(b), base.wrapping_add(e));
+                        if b < e {
+                            out.push((b, e));
+                        }
                     }
                 }
-            };
-            let (begin, end) = (word(&pair[..width as usize]), word(&pair[width as usize..]));
-            at += 2 * width;
-            match (begin, end) {
-                (0, 0) => return Ok(()),
-                (b, e) if b == max => base = e,
-                (b, e) => {
-                    let (b, e) = (base.wrapping_add(b), base.wrapping_add(e));
-                    if b < e {
-                        out.push((b, e));
-                    }
-                }
+            }
+        }
+    }
+
+    /// An unsigned integer of up to 8 bytes in the binary's byte order.
+    fn uint(&self, b: &[u8]) -> u64 {
+        let mut v = [0u8; 8];
+        match self.endian {
+            RunTimeEndian::Little => {
+                v[..b.len()].copy_from_slice(b);
+                u64::from_le_bytes(v)
+            }
+            RunTimeEndian::Big => {
+                v[8 - b.len()..].copy_from_slice(b);
+                u64::from_be_bytes(v)
             }
         }
     }
@@ -501,23 +503,11 @@ impl<'a> Units<'a> {
             }
             self.source.read(place.offset + at, len).map_err(|_| eof())
         };
-        let head = read(offset, 4)?;
-        let mut word = [0u8; 4];
-        word.copy_from_slice(&head);
-        let length = match self.endian {
-            RunTimeEndian::Little => u32::from_le_bytes(word),
-            RunTimeEndian::Big => u32::from_be_bytes(word),
-        };
+        let length = self.uint(&read(offset, 4)?);
         let total = if length == 0xffff_ffff {
-            let mut long = [0u8; 8];
-            long.copy_from_slice(&read(offset + 4, 8)?);
-            let long = match self.endian {
-                RunTimeEndian::Little => u64::from_le_bytes(long),
-                RunTimeEndian::Big => u64::from_be_bytes(long),
-            };
-            long.checked_add(12).ok_or_else(eof)?
+            self.uint(&read(offset + 4, 8)?).checked_add(12).ok_or_else(eof)?
         } else {
-            u64::from(length) + 4
+            length + 4
         };
         read(offset, total)
     }
@@ -545,6 +535,8 @@ impl<'a> Units<'a> {
 /// The units read so far of one binary: line tables, and inlined code when asked for.
 pub struct UnitTables<'u, 'a> {
     units: &'u Units<'a>,
+    /// Each unit's bytes, read once for its line table and its inlined code.
+    bytes: HashMap<usize, Cow<'a, [u8]>>,
     lines: HashMap<usize, UnitLines>,
     inlines: HashMap<usize, Option<UnitInlines>>,
 }
@@ -553,6 +545,7 @@ impl<'u, 'a> UnitTables<'u, 'a> {
     pub fn new(units: &'u Units<'a>) -> Self {
         UnitTables {
             units,
+            bytes: HashMap::default(),
             lines: HashMap::default(),
             inlines: HashMap::default(),
         }
@@ -561,10 +554,20 @@ impl<'u, 'a> UnitTables<'u, 'a> {
     /// The line table of unit `unit`, read on first use.
     pub fn lines(&mut self, unit: usize) -> Result<&UnitLines, gimli::Error> {
         if !self.lines.contains_key(&unit) {
-            let table = self.units.lines(unit)?;
+            let units = self.units;
+            let table = units.lines(self.unit(unit)?)?;
             self.lines.insert(unit, table);
         }
         Ok(&self.lines[&unit])
+    }
+
+    /// Unit `unit`'s bytes, read on first use.
+    fn unit(&mut self, unit: usize) -> Result<&[u8], gimli::Error> {
+        if !self.bytes.contains_key(&unit) {
+            let bytes = self.units.unit(unit)?;
+            self.bytes.insert(unit, bytes);
+        }
+        Ok(&self.bytes[&unit])
     }
 
     /// The rows of `[lo, hi)` from every unit with code there (see [`UnitLines::rows`]).
@@ -592,7 +595,8 @@ impl<'u, 'a> UnitTables<'u, 'a> {
             return Some(Vec::new());
         };
         if !self.inlines.contains_key(&unit) {
-            let inlines = self.units.inlines(unit).ok();
+            let units = self.units;
+            let inlines = self.unit(unit).and_then(|bytes| units.inlines(bytes)).ok();
             self.inlines.insert(unit, inlines);
         }
         let sites = self.inlines[&unit].as_ref()?.call_sites(probe);

@@ -6,10 +6,9 @@
 //! recognised as one.
 
 use std::borrow::Cow;
+use std::cell::OnceCell;
 use std::num::NonZeroU32;
 use std::path::Path;
-
-use std::cell::OnceCell;
 
 use object::{Object, ObjectSection, ObjectSymbol};
 use rustc_hash::FxHashMap as HashMap;
@@ -177,14 +176,10 @@ impl EdgeMap {
         let whole = OnceCell::new();
         let context = || -> Result<&addr2line::Context<Reader<'_>>, MapError> {
             if whole.get().is_none() {
-                let sections = match sections.get() {
-                    Some(s) => s,
-                    None => {
-                        let read = dwarf_sections(&obj, source).map_err(MapError::DebugSection)?;
-                        sections.get_or_init(|| read)
-                    }
-                };
-                let _ = whole.set(dwarf_context(sections, &obj)?);
+                if sections.get().is_none() {
+                    let _ = sections.set(dwarf_sections(&obj, source).map_err(MapError::DebugSection)?);
+                }
+                let _ = whole.set(dwarf_context(sections.get().expect("set"), &obj)?);
             }
             Ok(whole.get().expect("set"))
         };
@@ -305,8 +300,8 @@ impl EdgeMap {
 
 /// Sections no block is mapped through, skipped by [`sparse_image`]: code and data, unwind
 /// tables, the coverage map, and the debug sections [`Units`] reads in part (`.debug_info`,
-/// `.debug_line`, `.debug_str`) or that are never read (locations, ranges: read only by the
-/// whole-DWARF reader, which reads the sections it needs itself).
+/// `.debug_line`, `.debug_str`, `.debug_ranges`) or never (locations). The whole-DWARF reader
+/// reads the sections it needs itself, through [`Source`].
 fn skipped(name: &str) -> bool {
     const SKIP: [&str; 9] = [
         ".text",
