@@ -315,6 +315,9 @@ fn build_doctests(
     cmd.env(crate::doctest::RUSTDOC_WRAPPER_ENV, rustdoc())
         .env("RUSTDOC", &exe)
         .env(crate::doctest::DIR_ENV, &base);
+    if select.standalone_doctests {
+        cmd.env(crate::doctest::STANDALONE_ENV, "1");
+    }
     let status = stream(cmd, "doctests", script_env, |_| {})?;
     let suites = match crate::doctest::read_suites(&base) {
         Some(s) if !s.is_empty() || status.success() => s,

@@ -168,6 +168,12 @@ pub struct SelectionArgs {
     /// Do not run doctests (they run by default when no target is selected, as with `cargo test`).
     #[arg(long, help_heading = "Target selection")]
     pub no_doctests: bool,
+    /// Build each doctest as an executable of its own, as `cargo test --doc` does before edition
+    /// 2024. By default a library's doctests are merged into one executable wherever rustdoc can
+    /// merge them (each still runs in its own process), which builds and decodes them several
+    /// times faster; use this when a doctest depends on being a crate of its own.
+    #[arg(long, help_heading = "Target selection")]
+    pub standalone_doctests: bool,
 
     /// Space or comma separated list of features to activate.
     #[arg(short = 'F', long, value_name = "FEATURES", help_heading = "Feature selection")]
@@ -265,6 +271,7 @@ impl From<SelectionArgs> for config::Selection {
             target_dir: s.target_dir,
             doc: s.doc,
             no_doctests: s.no_doctests,
+            standalone_doctests: s.standalone_doctests,
         }
     }
 }

@@ -67,6 +67,8 @@ pub struct Selection {
     pub doc: bool,
     /// `--no-doctests`: no doctests even when the selection has libraries.
     pub no_doctests: bool,
+    /// `--standalone-doctests`: one executable per doctest, never merged.
+    pub standalone_doctests: bool,
 }
 
 impl Selection {

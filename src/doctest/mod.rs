@@ -1,8 +1,10 @@
 //! Doctests as tests like any other: rustdoc compiles them with coverage and keeps the
 //! executables (`--persist-doctests`), with cargo-sfl standing in for rustdoc (cargo's `RUSTDOC`)
 //! and for the tool that would run them (`--test-runtool`), so that nothing runs while building;
-//! the pipeline then runs each doctest in its own process. When rustdoc cannot do that, the
-//! doctests are run plainly by `cargo test --doc` and reported without coverage.
+//! the pipeline then runs each doctest in its own process. A library's doctests are merged into
+//! one executable wherever rustdoc can merge them, in every edition (`--standalone-doctests`:
+//! never). When rustdoc cannot do that, the doctests are run plainly by `cargo test --doc` and
+//! reported without coverage.
 
 pub mod parse;
 
@@ -15,6 +17,8 @@ use crate::spectra::{Outcome, TestRecord};
 
 /// Set, to the rustdoc to run, when cargo runs cargo-sfl as `RUSTDOC`.
 pub const RUSTDOC_WRAPPER_ENV: &str = "CARGO_SFL_RUSTDOC";
+/// Set for `--standalone-doctests`: rustdoc builds one executable per doctest.
+pub(crate) const STANDALONE_ENV: &str = "CARGO_SFL_STANDALONE_DOCTESTS";
 /// Where each crate's doctests are persisted (`<dir>/<crate name>/`).
 pub(crate) const DIR_ENV: &str = "CARGO_SFL_DOCTEST_DIR";
 /// cargo-sfl's first argument when rustdoc runs it as `--test-runtool`.
@@ -118,7 +122,12 @@ pub fn rustdoc_wrapper() -> ! {
     let dir = Path::new(&base).join(&crate_name);
     // rustdoc recompiles every doctest each time; when nothing it reads has changed, the
     // doctests kept last time are these doctests.
-    let key = build_key(&real, &args);
+    let merge = if std::env::var_os(STANDALONE_ENV).is_some() {
+        "no"
+    } else {
+        "auto"
+    };
+    let key = build_key(&real, &args, merge);
     if let Ok(kept) = std::fs::read_to_string(dir.join(BUILT_FROM))
         && let Some((kept_key, code)) = kept.rsplit_once('\n')
         && kept_key == key
@@ -146,7 +155,14 @@ pub fn rustdoc_wrapper() -> ! {
     // Every doctest by name on its own line: libtest turns terse (dots) on its own for large
     // suites, which would hide the names.
     cmd.args(["--test-args", "--format=pretty"]);
-    cmd.args(["-Z", "unstable-options", "--persist-doctests"])
+    cmd.args(["-Z", "unstable-options"]);
+    // Merged as edition 2024 merges them, whatever the crate's edition: one executable for all
+    // the doctests that can share one (rustdoc builds the rest alone), so one build and one
+    // coverage map instead of one per doctest. Each still runs in its own process.
+    if merges(&real) {
+        cmd.arg(format!("--merge-doctests={merge}"));
+    }
+    cmd.arg("--persist-doctests")
         .arg(&dir)
         .arg("--test-runtool")
         .arg(me)
@@ -173,7 +189,7 @@ pub fn rustdoc_wrapper() -> ! {
 /// name (the crate's root source and, through `--extern`, the libraries it links, its own
 /// among them: cargo rebuilds that one whenever any of its sources, included files too,
 /// changes). MD5 over all of it, in hex.
-fn build_key(rustdoc: &OsString, args: &[OsString]) -> String {
+fn build_key(rustdoc: &OsString, args: &[OsString], merge: &str) -> String {
     use md5::{Digest, Md5};
     let mut h = Md5::new();
     let stamp = |path: &Path| {
@@ -183,7 +199,7 @@ fn build_key(rustdoc: &OsString, args: &[OsString]) -> String {
             .map(|m| format!("{}:{:?}", m.len(), m.modified().ok()))
     };
     let rustdoc_path = Path::new(rustdoc);
-    h.update(format!("{rustdoc:?} {:?}\n", stamp(rustdoc_path)));
+    h.update(format!("{rustdoc:?} {:?} merge={merge}\n", stamp(rustdoc_path)));
     if let Some(rt) = std::env::var_os(crate::edges::RUNTIME_ENV) {
         h.update(format!("runtime {rt:?} {:?}\n", stamp(Path::new(&rt))));
     }
@@ -193,6 +209,16 @@ fn build_key(rustdoc: &OsString, args: &[OsString]) -> String {
         h.update(format!("{text}\t{:?}\n", stamp(Path::new(file))));
     }
     h.finalize().iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Whether `rustdoc` takes `--merge-doctests` (unstable, from Rust 1.95); without it an older
+/// toolchain's doctests are built as their edition says.
+fn merges(rustdoc: &OsString) -> bool {
+    Command::new(rustdoc)
+        .args(["-Z", "unstable-options", "--help"])
+        .env("RUSTC_BOOTSTRAP", "1")
+        .output()
+        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).contains("--merge-doctests"))
 }
 
 /// Entry point when rustdoc runs cargo-sfl as its `--test-runtool` (`cargo-sfl RUNTOOL_ARG
@@ -226,7 +252,12 @@ pub fn read_suites(base: &Path) -> Option<Vec<DocSuite>> {
     crates.sort();
     for dir in crates {
         let output = std::fs::read_to_string(dir.join(OUTPUT)).ok()?;
-        if !output.lines().any(|l| l.starts_with("running ")) {
+        // "running N tests" heads the standalone doctests' results; a crate whose doctests all
+        // merged into one runner gets only rustdoc's closing summary.
+        if !output
+            .lines()
+            .any(|l| l.starts_with("running ") || l.starts_with("all doctests ran in "))
+        {
             return None;
         }
         let crate_name = dir.file_name()?.to_string_lossy().into_owned();

@@ -1,6 +1,7 @@
-//! Doctests: a crate whose only failing test is a doctest (edition 2021, one executable per
-//! doctest; edition 2024, merged doctests run one by one) is localised from the doctests'
-//! coverage; `--no-doctests` leaves them out, `--doc` runs only them, and a rustdoc that cannot
+//! Doctests: a crate whose only failing test is a doctest is localised from the doctests'
+//! coverage, whether its doctests are merged into one executable (the default, in every
+//! edition) or built one executable each (`--standalone-doctests`), and each runs in its own
+//! process; `--no-doctests` leaves them out, `--doc` runs only them, and a rustdoc that cannot
 //! keep its doctests still has them run and reported, without coverage.
 
 use libtest_mimic::Trial;
@@ -10,10 +11,11 @@ use crate::support::{Result, check, check_exit, copy_fixture, faults, lib_crate,
 
 pub fn trials() -> Vec<Trial> {
     let mut trials = Vec::new();
-    for edition in ["2021", "2024"] {
+    for (edition, standalone) in [("2021", false), ("2024", false), ("2021", true)] {
+        let suffix = if standalone { "_standalone" } else { "" };
         trials.push(Trial::test(
-            format!("doctests::only_a_doctest_fails_{edition}"),
-            move || only_a_doctest_fails(edition),
+            format!("doctests::only_a_doctest_fails_{edition}{suffix}"),
+            move || only_a_doctest_fails(edition, standalone),
         ));
     }
     trials.extend([
@@ -23,6 +25,7 @@ pub fn trials() -> Vec<Trial> {
         Trial::test("doctests::kept_until_their_sources_change", kept_until_changed),
         Trial::test("doctests::quiet_runs_find_them_too", quiet_run),
         Trial::test("doctests::of_a_cdylib_and_rlib_library", cdylib_library),
+        Trial::test("doctests::all_merged_into_one_executable", all_merged),
     ]);
     trials
 }
@@ -44,11 +47,22 @@ fn tests(report: &Value) -> Vec<(String, String, String)> {
         .collect()
 }
 
-fn only_a_doctest_fails(edition: &str) -> Result {
+fn only_a_doctest_fails(edition: &str, standalone: bool) -> Result {
     let tmp = copy_fixture(&format!("doctest-{edition}"));
     let dir = tmp.path();
-    let out = sfl(&["--format", "json", "-m", "ochiai"], dir);
+    let mut args = vec!["--format", "json", "-m", "ochiai"];
+    if standalone {
+        args.push("--standalone-doctests");
+    }
+    let out = sfl(&args, dir);
     check(out.status.code() == Some(0), || show(&out))?;
+    // Merged: one executable for the doctests that run (compile_fail ones are built alone).
+    let kept = dir.join(format!("target/sfl/doctests/fixture_doctest_{edition}"));
+    let merged = kept.join(format!("merged_doctest_{edition}_0/rust_out")).is_file();
+    let alone = kept.join("src_lib_rs_5_0/rust_out").is_file();
+    check(merged != standalone && alone == standalone, || {
+        format!("standalone {standalone}: merged executable {merged}, the failing doctest's own {alone}")
+    })?;
     let report = json(&out)?;
     let binary = format!("fixture-doctest-{edition}::doctest/fixture_doctest_{edition}");
     let all = tests(&report);
@@ -200,7 +214,8 @@ fn kept_until_changed() -> Result {
     let dir = tmp.path();
     let first = sfl(&["--doc", "--no-edges"], dir);
     check(first.status.code() == Some(0), || show(&first))?;
-    let exe = dir.join("target/sfl/lines-only/doctests/fixture_doctest_2021/src_lib_rs_5_0/rust_out");
+    let kept = dir.join("target/sfl/lines-only/doctests/fixture_doctest_2021");
+    let exe = kept.join("merged_doctest_2021_0/rust_out");
     let built = std::fs::metadata(&exe).and_then(|m| m.modified());
     check(built.is_ok(), || format!("no {}", exe.display()))?;
     let again = sfl(&["--doc", "--no-edges"], dir);
@@ -209,6 +224,12 @@ fn kept_until_changed() -> Result {
         std::fs::metadata(&exe).and_then(|m| m.modified()).ok() == built.ok(),
         || "an unchanged doctest was rebuilt".to_string(),
     )?;
+    // Asked for one executable per doctest, they are built again that way.
+    let alone = sfl(&["--doc", "--no-edges", "--standalone-doctests"], dir);
+    check(alone.status.code() == Some(0), || show(&alone))?;
+    check(kept.join("src_lib_rs_5_0/rust_out").is_file() && !exe.exists(), || {
+        format!("--standalone-doctests kept the merged build\n{}", show(&alone))
+    })?;
     // The failing doctest now expects what the code returns: the run has no failing test.
     let lib = dir.join("src/lib.rs");
     let text = std::fs::read_to_string(&lib)?;
@@ -253,7 +274,8 @@ fn cdylib_library() -> Result {
     check(all.iter().any(|t| t.1 == "tests::small" && t.2 == "passed"), || {
         format!("{all:?}")
     })?;
-    // The fault (line 7) is among Ochiai's first, and CP had edges to work with.
+    // The fault (line 7) is among Ochiai's first (alone when the doctest's merged, tied with a
+    // line its own executable's code spills onto when not), and CP had edges to work with.
     let ranking = |m: &str| {
         report["rankings"]
             .as_array()
@@ -264,10 +286,55 @@ fn cdylib_library() -> Result {
     let ochiai = ranking("ochiai");
     let first: Vec<&Value> = ochiai["units"]
         .as_array()
-        .map(|u| u.iter().filter(|u| u["rank"] == 1.5).collect())
+        .map(|u| {
+            u.iter()
+                .filter(|u| u["rank"].as_f64().is_some_and(|r| r <= 1.5))
+                .collect()
+        })
         .unwrap_or_default();
     check(first.iter().any(|u| u["line"] == 7), || format!("{ochiai}"))?;
     let cfg = &ranking("cp")["cfg"];
     check(cfg["edges"].as_u64().is_some_and(|e| e > 0), || format!("cp: {cfg}"))?;
     Ok(())
+}
+
+/// A library whose doctests all merge (none is `compile_fail`, which is built alone): rustdoc
+/// reports no "running N tests" of standalone doctests, only its closing summary, and the
+/// doctests are still found, run and localised with coverage.
+fn all_merged() -> Result {
+    let tmp = lib_crate(
+        "merged",
+        "",
+        "/// ```\n/// assert_eq!(merged::clamp(150), 100);\n/// ```\n\
+         ///\n/// ```\n/// assert_eq!(merged::clamp(40), 40);\n/// ```\n\
+         pub fn clamp(x: u32) -> u32 {\n    if x > 100 {\n        return x;\n    }\n    x\n}\n\n\
+         /// ```\n/// assert_eq!(merged::twice(2), 4);\n/// ```\n\
+         pub fn twice(x: u32) -> u32 {\n    x * 2\n}\n",
+    )?;
+    let dir = tmp.path();
+    let out = sfl(&["--format", "json", "-m", "ochiai"], dir);
+    check(out.status.code() == Some(0), || show(&out))?;
+    check(
+        !String::from_utf8_lossy(&out.stderr).contains("without coverage"),
+        || show(&out),
+    )?;
+    check(
+        dir.join("target/sfl/doctests/merged/merged_doctest_2021_0/rust_out")
+            .is_file(),
+        || format!("no merged executable\n{}", show(&out)),
+    )?;
+    let report = json(&out)?;
+    let all = tests(&report);
+    let failing: Vec<_> = all.iter().filter(|t| t.2 == "failed").collect();
+    check(
+        all.len() == 3 && failing.len() == 1 && failing[0].1 == "src/lib.rs - clamp (line 1)",
+        || format!("{all:?}\n{}", show(&out)),
+    )?;
+    // The faulty `return x;` (line 10) is ranked first from the doctests' coverage.
+    let top = &report["rankings"][0]["units"][0];
+    let lines: Vec<u64> = std::iter::once(top)
+        .chain(top["members"].as_array().into_iter().flatten())
+        .filter_map(|m| m["line"].as_u64())
+        .collect();
+    check(lines.contains(&10), || format!("top entry {top:#}"))
 }

@@ -390,7 +390,15 @@ fn line_tables_by_unit() -> Result {
     let tmp = copy_fixture("doctest-2021");
     let d = tmp.path();
     for profile in [&[][..], &["--release"][..]] {
-        let mut args = vec!["--keep-profiles", "--format", "json", "-m", "ochiai"];
+        // One executable per doctest: more binaries, each linking the whole library.
+        let mut args = vec![
+            "--keep-profiles",
+            "--standalone-doctests",
+            "--format",
+            "json",
+            "-m",
+            "ochiai",
+        ];
         args.extend_from_slice(profile);
         let out = sfl(&args, d);
         check(out.status.code() == Some(0), || show(&out))?;
@@ -448,7 +456,17 @@ fn same_lines_by_unit(d: &Path) -> Result {
 fn one_test_executables() -> Result {
     let tmp = copy_fixture("doctest-2021");
     let d = tmp.path();
-    let out = sfl(&["--keep-profiles", "--format", "json", "-m", "ochiai"], d);
+    let out = sfl(
+        &[
+            "--keep-profiles",
+            "--standalone-doctests",
+            "--format",
+            "json",
+            "-m",
+            "ochiai",
+        ],
+        d,
+    );
     check(out.status.code() == Some(0), || show(&out))?;
     let (index, paths) = kept_binaries(d)?;
     let relative = fixture_files(d);
