@@ -26,8 +26,14 @@ pub fn run(cfg: &RunConfig) -> anyhow::Result<i32> {
     if cfg.execution.no_edges {
         emit::refuse_edge_measures(&cfg.report.measures)?;
     }
-    let collected = collect(cfg)?;
-    emit_with(&collected.spectra, &cfg.report, collected.sources)
+    let Collected {
+        spectra,
+        sources,
+        saving,
+    } = collect(cfg)?;
+    let reported = emit_with(&spectra, &cfg.report, sources);
+    saving.wait()?;
+    reported
 }
 
 /// `cargo sfl report`: re-rank saved spectra (`spectra`, or the workspace's last run).
@@ -103,9 +109,10 @@ pub fn eval(cfg: &EvalConfig) -> anyhow::Result<i32> {
     crate::faults::check_against(&faults, &root)
         .map_err(|e| SflError::Usage(format!("{}: {e}", cfg.faults.display())))?;
     let (spectra, sources) = match &cfg.spectra {
-        Some(path) => (read_here(load(path)?, &root), Prefetch::default()),
+        Some(path) => (std::sync::Arc::new(read_here(load(path)?, &root)), Prefetch::default()),
         None => {
             let collected = collect(&cfg.run)?;
+            collected.saving.wait()?;
             (collected.spectra, collected.sources)
         }
     };
