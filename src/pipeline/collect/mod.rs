@@ -413,12 +413,14 @@ impl Session<'_> {
             self.jobs,
             |i, bin| {
                 std::thread::scope(|s| {
-                    // The block table (DWARF) is the slowest to read. With fewer binaries than
-                    // slots it is read on a thread of its own (a slot would idle); otherwise the
+                    // The block table (DWARF) is the slowest to read. With no more binaries than
+                    // slots it is read on a thread of its own (a slot would idle once its binary
+                    // is done, and binaries differ in size: a library's unit tests and its
+                    // merged doctests, say); otherwise the
                     // binaries are read `jobs` at a time, one thing after another, which bounds
                     // the memory (itertools: 229 MiB peak, against 313 with a thread each).
                     // Errors are reported per test when its profiles are decoded.
-                    let beside = self.built.tests.len() < self.jobs;
+                    let beside = self.built.tests.len() <= self.jobs;
                     // A standalone doctest's executable runs that doctest alone: its blocks are
                     // read once it has run, for the functions it ran (`Collector::decode`).
                     let one_doctest = bin
