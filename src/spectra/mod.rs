@@ -362,13 +362,23 @@ impl Spectra {
         }
         // Write then rename, so a crash never leaves a half-written file behind.
         let tmp = path.with_extension("json.tmp");
-        std::fs::write(&tmp, self.to_bytes())?;
+        // Streamed to the file: the text is never whole in memory (the run's report may be
+        // computed meanwhile).
+        let mut out = std::io::BufWriter::new(std::fs::File::create(&tmp)?);
+        serde_json::to_writer(&mut out, &self.saved())?;
+        std::io::Write::flush(&mut out)?;
+        drop(out);
         std::fs::rename(&tmp, path)
     }
 
     /// The saved file's bytes (schema [`SCHEMA`]).
     pub fn to_bytes(&self) -> Vec<u8> {
-        let saved = SavedSpectra {
+        serde_json::to_vec(&self.saved()).expect("spectra serialise")
+    }
+
+    /// What is saved, in the file's shape.
+    fn saved(&self) -> SavedSpectra {
+        SavedSpectra {
             schema: SCHEMA.to_string(),
             workspace_root: self.workspace_root.clone(),
             build: self.build.clone(),
@@ -382,9 +392,8 @@ impl Spectra {
             units: self.units.iter().map(|u| (u.file.clone(), u.line)).collect(),
             coverage: self.coverage.iter().map(BitSet::to_hex).collect(),
             edges: None,
-            edges_deflated: self.edges.as_ref().map(|e| crate::edges::deflate_saved(&e.to_saved())),
-        };
-        serde_json::to_vec(&saved).expect("spectra serialise")
+            edges_deflated: self.edges.as_ref().map(crate::edges::deflate_saved),
+        }
     }
 
     /// Reads saved spectra; the error says what is wrong in words.

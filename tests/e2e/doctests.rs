@@ -11,7 +11,7 @@ use crate::support::{Result, check, check_exit, copy_fixture, faults, lib_crate,
 
 pub fn trials() -> Vec<Trial> {
     let mut trials = Vec::new();
-    for (edition, standalone) in [("2021", false), ("2024", false), ("2021", true)] {
+    for (edition, standalone) in [("2021", false), ("2024", false), ("2021", true), ("2024", true)] {
         let suffix = if standalone { "_standalone" } else { "" };
         trials.push(Trial::test(
             format!("doctests::only_a_doctest_fails_{edition}{suffix}"),
