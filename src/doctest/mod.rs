@@ -517,6 +517,37 @@ mod tests {
         );
     }
 
+    /// rustdoc's output for a crate whose doctests all merged has no "running N tests", only
+    /// its closing summary: that crate was tested, unlike one whose rustdoc refused the options.
+    #[test]
+    fn a_crate_whose_doctests_all_merged_is_read() {
+        let tmp = tempfile::tempdir().unwrap();
+        let base = tmp.path();
+        let krate = base.join("k");
+        let m = krate.join("merged_doctest_2021_0");
+        touch(&m.join("rust_out"));
+        touch(&m.join(RUNNABLE));
+        touch(&krate.join(THIS_RUN));
+        std::fs::write(
+            m.join("doctest_runner_2021.rs"),
+            "x\nmod __doctest_0 {\nconst TEST: T = T::new_doctest(\n\"src/lib.rs - a (line 3)\", false, \"src/lib.rs\", 3, false, false,\n}\n\
+             tests.push(__doctest_0::TEST);\n",
+        )
+        .unwrap();
+        let output = krate.join(OUTPUT);
+        std::fs::write(
+            &output,
+            "all doctests ran in 0.64s; merged doctests compilation took 0.64s\n",
+        )
+        .unwrap();
+        let suites = read_suites(base).expect("a tested crate");
+        assert_eq!(suites.len(), 1);
+        assert_eq!(suites[0].tests.len(), 1);
+        // Nothing tested at all: rustdoc stopped before testing (it refused an option).
+        std::fs::write(&output, "error: Unrecognized option: 'persist-doctests'\n").unwrap();
+        assert!(read_suites(base).is_none());
+    }
+
     #[test]
     fn a_rustdoc_that_refused_the_options_is_not_trusted() {
         let tmp = tempfile::tempdir().unwrap();
