@@ -293,6 +293,16 @@ fn counts_exact_with_threads() -> Result {
          \x20       x + 1\n\
          \x20   }}\n\
          }}\n\
+         /// ```\n\
+         /// let run = || (0..{N}u64).map(threads::step).sum::<u64>();\n\
+         /// let (a, b) = (std::thread::spawn(run), std::thread::spawn(run));\n\
+         /// assert_eq!(a.join().unwrap(), b.join().unwrap());\n\
+         /// ```\n\
+         ///\n\
+         /// ```\n\
+         /// assert!((0..{N}u64).map(threads::step).sum::<u64>() > 0);\n\
+         /// ```\n\
+         pub fn steps() {{}}\n\
          #[cfg(test)]\n\
          mod tests {{\n\
          \x20   fn run() -> u64 {{ (0..{N}u64).map(super::step).sum() }}\n\
@@ -310,28 +320,31 @@ fn counts_exact_with_threads() -> Result {
     );
     let dir = lib_crate("threads", "", &lib)?;
     let d = dir.path();
-    // Both builds link the runtime: with edge profiles (the default) and without.
-    for extra in [&[][..], &["--no-edges"][..]] {
-        let mut args = vec!["--keep-profiles", "--no-doctests"];
+    // Both builds link the runtime: with edge profiles (the default) and without. The
+    // doctests run from their merged runner, on its main thread (one of them spawns two more).
+    for extra in [&["--no-doctests"][..], &["--no-doctests", "--no-edges"][..], &[][..]] {
+        let mut args = vec!["--keep-profiles"];
         args.extend_from_slice(extra);
         let out = sfl(&args, d);
         check(out.status.code() == Some(1) || out.status.success(), || show(&out))?;
-        exact_counts(d, N).map_err(|e| format!("{args:?}: {e:?}"))?;
+        let doctests = !extra.contains(&"--no-doctests");
+        exact_counts(d, N, doctests).map_err(|e| format!("{args:?}: {e:?}"))?;
     }
     Ok(())
 }
 
-/// The kept profiles of `two_threads` and `one_thread` count every one of the `n` steps per
-/// thread, and their executable's counter updates were relaxed.
-fn exact_counts(d: &Path, n: u64) -> Result {
+/// The kept profiles of `two_threads` and `one_thread` (and with `doctests`, of the two
+/// doctests of `steps`, on lines 8 and 14) count every one of the `n` steps per thread, and
+/// their executable's counter updates were relaxed.
+fn exact_counts(d: &Path, n: u64, doctests: bool) -> Result {
     let target = d.join("target/sfl");
     let index: Vec<cargo_sfl::pipeline::KeptProfile> =
         serde_json::from_slice(&std::fs::read(target.join("profiles/index.json"))?)?;
     let mut checked = 0;
     for kept in &index {
         let runs = match kept.name.as_str() {
-            "tests::two_threads" => 2 * n,
-            "tests::one_thread" => n,
+            "tests::two_threads" | "src/lib.rs - steps (line 8)" => 2 * n,
+            "tests::one_thread" | "src/lib.rs - steps (line 14)" => n,
             _ => continue,
         };
         let sites = std::fs::read(cargo_sfl::edges::relax::sites_path(&kept.binary_path))?;
@@ -358,7 +371,10 @@ fn exact_counts(d: &Path, n: u64) -> Result {
         }
         checked += 1;
     }
-    check(checked == 2, || format!("{checked} of 2 tests' profiles were kept"))
+    let want = if doctests { 4 } else { 2 };
+    check(checked == want, || {
+        format!("{checked} of {want} tests' profiles were kept")
+    })
 }
 
 /// The profiles `--keep-profiles` kept in `d`, and the test binaries that wrote them.

@@ -394,14 +394,23 @@ impl Session<'_> {
         let list_dirs: Vec<PathBuf> = (0..n).map(|i| self.scratch.join(format!("list{i}"))).collect();
         // Counter updates are rewritten before any listing starts: a process forked while an
         // executable is being written holds it open for writing until it execs, and running that
-        // executable then fails ("text file busy"). Doctests are many small executables, rarely
+        // executable then fails ("text file busy"). A merged doctest runner runs its doctest on
+        // its main thread: relaxed too. Standalone doctests are many small executables, rarely
         // CPU-bound: left atomic.
         crate::run::parallel(
             &self.built.tests,
             self.jobs,
-            |_, bin| {
-                if bin.doctests.is_none() {
-                    relax_counters(&bin.path);
+            |_, bin| match &bin.doctests {
+                None => relax_counters(&bin.path),
+                Some(suite) => {
+                    let mut runners: Vec<&Path> = suite
+                        .tests
+                        .iter()
+                        .filter(|t| t.index.is_some())
+                        .map(|t| t.exe.as_path())
+                        .collect();
+                    runners.dedup();
+                    runners.into_iter().for_each(relax_counters);
                 }
             },
             |_, ()| {},
