@@ -158,8 +158,10 @@ pub fn rustdoc_wrapper() -> ! {
     cmd.args(["-Z", "unstable-options"]);
     // Merged as edition 2024 merges them, whatever the crate's edition: one executable for all
     // the doctests that can share one (rustdoc builds the rest alone), so one build and one
-    // coverage map instead of one per doctest. Each still runs in its own process.
-    if merges(&real) {
+    // coverage map instead of one per doctest. Each still runs in its own process. (Not when
+    // the project's RUSTDOCFLAGS already say how.)
+    let said = args.iter().any(|a| a.to_string_lossy().starts_with("--merge-doctests"));
+    if !said && merges(&real) {
         cmd.arg(format!("--merge-doctests={merge}"));
     }
     cmd.arg("--persist-doctests")
