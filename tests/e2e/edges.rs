@@ -398,6 +398,17 @@ fn fixture_files(d: &Path) -> impl Fn(&Path) -> Option<String> + Sync + '_ {
     }
 }
 
+/// Runs that keep their profiles, with one executable per doctest (more binaries, each
+/// linking the whole library, each read for its one test).
+const KEPT_STANDALONE: [&str; 6] = [
+    "--keep-profiles",
+    "--standalone-doctests",
+    "--format",
+    "json",
+    "-m",
+    "ochiai",
+];
+
 /// The line tables read from only the compilation units that hold the code (what cargo sfl
 /// does) give every block of every test binary, doctests included, the lines addr2line gives
 /// reading the whole DWARF, inlined frames included: in a debug build, and in a release build
@@ -406,15 +417,7 @@ fn line_tables_by_unit() -> Result {
     let tmp = copy_fixture("doctest-2021");
     let d = tmp.path();
     for profile in [&[][..], &["--release"][..]] {
-        // One executable per doctest: more binaries, each linking the whole library.
-        let mut args = vec![
-            "--keep-profiles",
-            "--standalone-doctests",
-            "--format",
-            "json",
-            "-m",
-            "ochiai",
-        ];
+        let mut args = KEPT_STANDALONE.to_vec();
         args.extend_from_slice(profile);
         let out = sfl(&args, d);
         check(out.status.code() == Some(0), || show(&out))?;
@@ -472,17 +475,7 @@ fn same_lines_by_unit(d: &Path) -> Result {
 fn one_test_executables() -> Result {
     let tmp = copy_fixture("doctest-2021");
     let d = tmp.path();
-    let out = sfl(
-        &[
-            "--keep-profiles",
-            "--standalone-doctests",
-            "--format",
-            "json",
-            "-m",
-            "ochiai",
-        ],
-        d,
-    );
+    let out = sfl(&KEPT_STANDALONE, d);
     check(out.status.code() == Some(0), || show(&out))?;
     let (index, paths) = kept_binaries(d)?;
     let relative = fixture_files(d);

@@ -409,6 +409,7 @@ impl Session<'_> {
                         .filter(|t| t.index.is_some())
                         .map(|t| t.exe.as_path())
                         .collect();
+                    runners.sort_unstable();
                     runners.dedup();
                     runners.into_iter().for_each(relax_counters);
                 }
@@ -425,9 +426,9 @@ impl Session<'_> {
                     // The block table (DWARF) is the slowest to read. With no more binaries than
                     // slots it is read on a thread of its own (a slot would idle once its binary
                     // is done, and binaries differ in size: a library's unit tests and its
-                    // merged doctests, say); otherwise the
-                    // binaries are read `jobs` at a time, one thing after another, which bounds
-                    // the memory (itertools: 229 MiB peak, against 313 with a thread each).
+                    // merged doctests, say); otherwise the binaries are read `jobs` at a time,
+                    // one thing after another, which bounds the memory (itertools: 229 MiB
+                    // peak, against 313 with a thread each).
                     // Errors are reported per test when its profiles are decoded.
                     let beside = self.built.tests.len() <= self.jobs;
                     // A standalone doctest's executable runs that doctest alone: its blocks are
@@ -519,7 +520,6 @@ fn kept_index(outcomes: &[JobOutcome], jobs: &[Job], built: &Built) -> Vec<KeptP
         .collect()
 }
 
-/// Saves the spectra (the workspace's file, and `--save-spectra`) and the kept profiles' index.
 /// Where [`save`] writes: owned, for the thread that saves.
 struct SaveTo {
     main: PathBuf,
@@ -540,6 +540,7 @@ impl SaveTo {
     }
 }
 
+/// Saves the spectra (the workspace's file, and `--save-spectra`) and the kept profiles' index.
 fn save(spectra: &Spectra, to: &SaveTo, kept: Option<Vec<KeptProfile>>) -> anyhow::Result<()> {
     let main = &to.main;
     let output = |path: &Path| {
