@@ -48,6 +48,9 @@ pub struct Workspace {
     /// the two kinds of build must not share one).
     pub build_dir: PathBuf,
     pub members: Vec<Package>,
+    /// The members a plain `cargo test` in a virtual workspace tests (`default-members`, or
+    /// every member).
+    default_members: Vec<cargo_metadata::PackageId>,
 }
 
 impl Workspace {
@@ -60,6 +63,11 @@ impl Workspace {
         }
         let meta = cmd.exec().map_err(|e| SflError::Metadata(e.to_string()))?;
         let members: Vec<Package> = meta.workspace_packages().into_iter().cloned().collect();
+        let default_members = if meta.workspace_default_members.is_available() {
+            meta.workspace_default_members.iter().cloned().collect()
+        } else {
+            members.iter().map(|m| m.id.clone()).collect()
+        };
         let target_dir = match target_dir {
             Some(d) => std::path::absolute(d).map_err(|e| SflError::Setup(format!("bad --target-dir: {e}")))?,
             None => meta.target_directory.as_std_path().join("sfl"),
@@ -70,7 +78,48 @@ impl Workspace {
             target_dir,
             cargo_target_dir: meta.target_directory.into_std_path_buf(),
             members,
+            default_members,
         })
+    }
+
+    /// The members cargo selects for `select`, as cargo does: `--package` names (a spec's name
+    /// part, globs left to cargo and taken as matching), `--workspace` less `--exclude`, else
+    /// the package whose manifest is the one given (or the one above the current directory),
+    /// else the default members.
+    pub fn selected(&self, select: &Selection) -> Vec<&Package> {
+        if !select.package.is_empty() {
+            let named = |m: &&Package| {
+                select.package.iter().any(|spec| {
+                    let name = spec.split(['@', ':']).next().unwrap_or(spec);
+                    name.contains(['*', '?', '[']) || name == m.name.as_str()
+                })
+            };
+            return self.members.iter().filter(named).collect();
+        }
+        if select.workspace {
+            return self
+                .members
+                .iter()
+                .filter(|m| !select.exclude.iter().any(|e| e == m.name.as_str()))
+                .collect();
+        }
+        let manifest = match &select.manifest_path {
+            Some(p) => std::path::absolute(p).ok(),
+            None => std::env::current_dir()
+                .ok()
+                .and_then(|d| d.ancestors().map(|a| a.join("Cargo.toml")).find(|m| m.is_file())),
+        };
+        let same =
+            |a: &Path, b: &Path| a == b || a.canonicalize().ok().is_some_and(|a| b.canonicalize().ok() == Some(a));
+        if let Some(m) = manifest
+            && let Some(p) = self.members.iter().find(|p| same(p.manifest_path.as_std_path(), &m))
+        {
+            return vec![p];
+        }
+        self.members
+            .iter()
+            .filter(|m| self.default_members.contains(&m.id))
+            .collect()
     }
 
     /// The path of `file` relative to the workspace root, if it belongs to a member package
@@ -154,7 +203,9 @@ pub fn build(ws: &Workspace, select: &Selection, runtime: Option<&Runtime>) -> R
             return Err(SflError::BuildFailed);
         }
     }
-    if select.doctests() {
+    // cargo refuses `test --doc` when no selected package has a library (a binary-only crate).
+    let libraries = select.doc || ws.selected(select).iter().any(|p| p.targets.iter().any(is_library));
+    if select.doctests() && libraries {
         build_doctests(ws, select, runtime, &mut built, &mut script_env)?;
     }
     built.tests.sort_by(|a, b| a.id.cmp(&b.id));

@@ -56,18 +56,40 @@ pub fn decoder_matches_llvm_cov(dir: &Path) -> Result {
         check(!kept.profiles.is_empty(), || {
             format!("{} {}: no profile kept", kept.binary, kept.name)
         })?;
-        let cov = match binaries.entry(kept.binary_path.clone()) {
-            std::collections::btree_map::Entry::Occupied(o) => o.into_mut(),
-            std::collections::btree_map::Entry::Vacant(v) => v.insert(BinaryCoverage::open(&kept.binary_path)?),
-        };
         let mut ran_lines = BTreeSet::new();
         for profile in &kept.profiles {
-            let ours: BTreeMap<PathBuf, Vec<(u32, u64)>> = cov
-                .decode(&std::fs::read(profile)?, false)?
+            // A test that runs another executable of the build (`CARGO_BIN_EXE_*`) leaves a
+            // profile of that executable too: each profile is read against its own binary.
+            let bytes = std::fs::read(profile)?;
+            let mut owner = None;
+            for exe in std::iter::once(kept.binary_path.clone()).chain(executables(&target.join("debug"))) {
+                let cov = match binaries.entry(exe.clone()) {
+                    std::collections::btree_map::Entry::Occupied(o) => o.into_mut(),
+                    std::collections::btree_map::Entry::Vacant(v) => match BinaryCoverage::open(&exe) {
+                        Ok(c) => v.insert(c),
+                        Err(_) => continue,
+                    },
+                };
+                if let Ok(decoded) = cov.decode(&bytes, false) {
+                    owner = Some((exe, decoded));
+                    break;
+                }
+            }
+            let Some((exe, decoded)) = owner else {
+                return Err(format!(
+                    "{} {}: no binary of the build owns {}",
+                    kept.binary,
+                    kept.name,
+                    profile.display()
+                )
+                .into());
+            };
+            let cov = &binaries[&exe];
+            let ours: BTreeMap<PathBuf, Vec<(u32, u64)>> = decoded
                 .into_iter()
                 .map(|(f, l)| (cov.map.files[f as usize].clone(), l))
                 .collect();
-            let theirs = llvm_cov_lines(&kept.binary_path, profile, dir)?;
+            let theirs = llvm_cov_lines(&exe, profile, dir)?;
             check(ours == theirs, || {
                 format!(
                     "{} {}: decoder differs from llvm-cov\nours:   {ours:?}\ntheirs: {theirs:?}",
@@ -99,4 +121,18 @@ pub fn decoder_matches_llvm_cov(dir: &Path) -> Result {
         })?;
     }
     check(compared > 0, || "no lines compared".into())
+}
+
+/// The executables directly in `dir` (cargo's uplifted binaries: what `CARGO_BIN_EXE_*` names).
+fn executables(dir: &Path) -> Vec<PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    let mut out: Vec<PathBuf> = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.is_file() && p.metadata().is_ok_and(|m| m.permissions().mode() & 0o111 != 0))
+        .collect();
+    out.sort();
+    out
 }
