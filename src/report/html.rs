@@ -80,7 +80,7 @@ fn data(a: &Analysis, rankings: &[Ranking], view: &View) -> Value {
         })
         .collect();
 
-    let groups = groups(a, view, &fail, &pass, &position);
+    let groups = groups(a, view, &fail, &pass, &position, &file_index);
 
     // ρ_k of each failing test: units it runs (all of them, as cl counts them).
     let mut rho = vec![0usize; failing.len()];
@@ -121,11 +121,24 @@ fn data(a: &Analysis, rankings: &[Ranking], view: &View) -> Value {
 
 /// Each group: its label, units, counts, the failing tests (positions in `failing`) and the
 /// first passing tests that ran it.
-fn groups(a: &Analysis, view: &View, fail: &BitSet, pass: &BitSet, position: &BTreeMap<usize, usize>) -> Vec<Value> {
+fn groups(
+    a: &Analysis,
+    view: &View,
+    fail: &BitSet,
+    pass: &BitSet,
+    position: &BTreeMap<usize, usize>,
+    file_index: &BTreeMap<&str, usize>,
+) -> Vec<Value> {
     let s = a.spectra;
     a.groups
         .iter()
-        .map(|g| {
+        .enumerate()
+        .map(|(i, g)| {
+            // The line the other reports lead with: [file, line] (none for imported units).
+            let lead = s.units[a.lead(i)].name().is_none().then(|| {
+                let unit = &s.units[a.lead(i)];
+                json!([file_index[unit.file.as_str()], unit.line])
+            });
             let col = &s.coverage[g.units[0]];
             let fails: Vec<usize> = col.ones_and(fail).map(|t| position[&t]).collect();
             let passes: Vec<usize> = col.ones_and(pass).collect();
@@ -138,14 +151,22 @@ fn groups(a: &Analysis, view: &View, fail: &BitSet, pass: &BitSet, position: &BT
                     .map(|(file, name, at)| format!("{name} {file}:{at}"))
                     .collect::<Vec<_>>()
                     .join(", "),
+                // The lead line's file first.
                 None => spans(&g.units, &s.units)
                     .iter()
+                    .filter(|fs| fs.file == s.units[a.lead(i)].file)
+                    .chain(
+                        spans(&g.units, &s.units)
+                            .iter()
+                            .filter(|fs| fs.file != s.units[a.lead(i)].file),
+                    )
                     .map(|fs| format!("{}:{}", fs.file, fs.runs()))
                     .collect::<Vec<_>>()
                     .join(" "),
             };
             json!({
                 "label": label,
+                "lead": lead,
                 "units": g.units,
                 "ef": g.counts.ef, "ep": g.counts.ep, "nf": g.counts.nf, "np": g.counts.np,
                 "fail": fails,

@@ -212,8 +212,14 @@ fn human_ranking(out: &mut String, a: &Analysis, r: &Ranking, view: &View, sourc
         shown.len(),
         r.entries.len()
     );
-    // Files in the order of their best-ranked entry; entries in rank order within a file.
-    let file_of = |x: &Ranked| units[a.groups[x.group].units[0]].file.as_str();
+    // Files in the order of their best-ranked entry; entries in rank order within a file. An
+    // entry is shown at its lead line (or, at function granularity, its first function), so
+    // it goes under that line's own file.
+    let shown_unit = |x: &Ranked| match view.function(a, a.groups[x.group].units[0]) {
+        Some(_) => a.groups[x.group].units[0],
+        None => a.lead(x.group),
+    };
+    let file_of = |x: &Ranked| units[shown_unit(x)].file.as_str();
     let named = |x: &Ranked| units[a.groups[x.group].units[0]].name().is_some();
     let mut files: Vec<&str> = Vec::new();
     for x in shown.iter().filter(|x| !named(x)) {
@@ -228,7 +234,7 @@ fn human_ranking(out: &mut String, a: &Analysis, r: &Ranking, view: &View, sourc
             let group = &a.groups[x.group].units;
             let (location, src) = match view.function(a, group[0]) {
                 Some(_) => function_entry(a, view, group),
-                None => line_entry(a, group, a.lead(x.group), sources),
+                None => line_entry(a, group, shown_unit(x), sources),
             };
             let text = line(x, &location, &src);
             let text = if x.rank <= 1.0 {
@@ -347,19 +353,16 @@ fn function_entry(a: &Analysis, view: &View, group: &[usize]) -> (String, String
     (format!("{}:{span}", file(group[0])), src)
 }
 
-/// The other lines of an entry in short: spans in the lead line's `file` bare, others prefixed
-/// with their file; cut to 60 characters.
+/// The other lines of an entry in short: spans in the lead line's `file` first and bare, then
+/// the others prefixed with their file; cut to 60 characters.
 fn alike(file: &str, others: &[usize], units: &[Unit]) -> String {
-    let all: Vec<String> = spans(others, units)
+    let spans = spans(others, units);
+    let own = spans.iter().filter(|fs| fs.file == file).map(|fs| fs.runs());
+    let elsewhere = spans
         .iter()
-        .map(|fs| {
-            if fs.file == file {
-                fs.runs()
-            } else {
-                format!("{}:{}", fs.file, fs.runs())
-            }
-        })
-        .collect();
+        .filter(|fs| fs.file != file)
+        .map(|fs| format!("{}:{}", fs.file, fs.runs()));
+    let all: Vec<String> = own.chain(elsewhere).collect();
     cut(&all.join(", "))
 }
 

@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 use libtest_mimic::Trial;
 use serde_json::Value;
 
-use crate::support::{Result, check, copy_fixture, faults, sfl, show};
+use crate::support::{Result, check, copy_fixture, faults, human_agrees_with_json, sfl, show};
 use crate::{edges, oracle};
 
 /// Every failing test of every fixture: fixture, test binary, test name, outcome. Every other
@@ -32,6 +32,7 @@ const FAILING: &str = "
     panic           fixture-panic                   tests::one_element           failed
     panic           fixture-panic                   tests::three_elements        failed
     bin-only        fixture-bin-only::cli           shouts_short                 failed
+    two-files       fixture-two-files               tests::negatives_count_as_zero failed
 ";
 
 /// The default ranking, and the best rank it must give every fixture's fault.
@@ -157,6 +158,46 @@ fn fixture_trial(e: &Expect) -> Result {
             })?;
         }
     }
+    reports_lead_alike(dir, &report)?;
     edges::cover_every_test(dir)?;
     oracle::decoder_matches_llvm_cov(dir)
+}
+
+/// The human and SARIF reports of the saved run show each entry at the line the JSON report
+/// leads it with, in that line's own file.
+fn reports_lead_alike(dir: &std::path::Path, report: &Value) -> Result {
+    let measures = [
+        "report",
+        "-m",
+        DEFAULT,
+        "-m",
+        "ochiai",
+        "-m",
+        "tarantula",
+        "-m",
+        "dstar",
+        "-m",
+        "naish2",
+    ];
+    let human = sfl(&measures, dir);
+    human_agrees_with_json(&String::from_utf8_lossy(&human.stdout), report)?;
+    let sarif = sfl(&[&measures[..], &["--format", "sarif"]].concat(), dir);
+    let sarif: Value = serde_json::from_slice(&sarif.stdout).map_err(|e| format!("bad SARIF: {e}"))?;
+    for ranking in report["rankings"].as_array().unwrap() {
+        let rule = format!("sfl/{}", ranking["measure"].as_str().unwrap());
+        let results = sarif["runs"][0]["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|r| r["ruleId"] == rule.as_str());
+        for (result, entry) in results.zip(ranking["units"].as_array().unwrap()) {
+            let at = &result["locations"][0]["physicalLocation"];
+            let uri = at["artifactLocation"]["uri"].as_str().unwrap_or_default();
+            check(
+                uri.ends_with(entry["file"].as_str().unwrap_or("?")) && at["region"]["startLine"] == entry["line"],
+                || format!("{rule}: SARIF points at {at}, the JSON entry leads with {entry}"),
+            )?;
+        }
+    }
+    Ok(())
 }

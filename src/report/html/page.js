@@ -6,9 +6,10 @@ const rho = D.rho.slice();
 const $ = (id) => document.getElementById(id);
 const esc = (s) => String(s).replace(/[&<>"]/g, (c) => ({"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;"}[c]));
 
+// The line an entry is shown at: its lead line, as in the other reports.
 function firstLine(g) {
-  const unit = D.units.find((x) => x && x[2] === g);
-  return unit ? {file: D.files[unit[0]].path, line: unit[1], src: (D.files[unit[0]].lines[unit[1] - 1] || "").trim()} : {file: "", line: 0, src: D.groups[g].label};
+  const lead = D.groups[g].lead;
+  return lead ? {file: D.files[lead[0]].path, line: lead[1], src: (D.files[lead[0]].lines[lead[1] - 1] || "").trim()} : {file: "", line: 0, src: D.groups[g].label};
 }
 
 // Doric's cl of group g under the current rho (log space; matches src/analysis.rs).

@@ -272,7 +272,7 @@ fn result(a: &Analysis, r: &Ranking, rule_index: usize, x: &Ranked, at: &Place, 
     if x.changed {
         text.push_str(&format!(" This {noun} changed in the change under test."));
     }
-    let (location, alike) = locations(a, group, at);
+    let (location, alike) = locations(a, x.group, at);
     let mut related_locations = at.related.to_vec();
     related_locations.extend(alike);
     let code_flows = code_flows(a, group, at.prefix);
@@ -356,11 +356,17 @@ fn fingerprint(a: &Analysis, m: &Measure, group: &[usize], sources: &mut Sources
     hex(&md5.finalize())
 }
 
-/// The entry's location (its first span of lines, or an imported unit's name) and its other
-/// spans as related locations, numbered after the failing tests.
-fn locations(a: &Analysis, group: &[usize], at: &Place) -> (Location, Vec<Location>) {
+/// The entry's location (its lead line, the one the other reports lead with; at function
+/// granularity its first function; or an imported unit's name) and the rest of its spans as
+/// related locations, numbered after the failing tests.
+fn locations(a: &Analysis, g: usize, at: &Place) -> (Location, Vec<Location>) {
     let units = &a.spectra.units;
-    let first = &units[group[0]];
+    let group = &a.groups[g].units;
+    let lead = match at.view.function(a, group[0]) {
+        Some(_) => group[0],
+        None => a.lead(g),
+    };
+    let first = &units[lead];
     if let Some(name) = first.name() {
         let location = Location {
             logical_locations: vec![LogicalLocation {
@@ -371,15 +377,12 @@ fn locations(a: &Analysis, group: &[usize], at: &Place) -> (Location, Vec<Locati
         };
         return (location, Vec::new());
     }
-    let all = at.view.spans(a, group);
-    // The group starts in the first file with its first span.
-    let head = all[0].spans[0];
+    let own = at.view.spans(a, &[lead]);
+    let (file, head) = (own[0].file, own[0].spans[0]);
+    let rest: Vec<usize> = group.iter().copied().filter(|&u| u != lead).collect();
     let mut others = Vec::new();
-    for fs in &all {
+    for fs in &at.view.spans(a, &rest) {
         for span in &fs.spans {
-            if fs.file == first.file && span.start == first.line {
-                continue;
-            }
             others.push(Location {
                 id: Some(at.related.len() + others.len() + 1),
                 message: Some(Message::text(format!(
@@ -392,10 +395,10 @@ fn locations(a: &Analysis, group: &[usize], at: &Place) -> (Location, Vec<Locati
         }
     }
     let location = Location {
-        physical_location: Some(physical(at.prefix, &first.file, lines(first.line, head.end))),
+        physical_location: Some(physical(at.prefix, file, lines(head.start, head.end))),
         logical_locations: at
             .view
-            .function(a, group[0])
+            .function(a, lead)
             .map(|(name, _)| LogicalLocation {
                 fully_qualified_name: name.to_string(),
                 kind: Some("function"),
@@ -460,7 +463,8 @@ mod tests {
 
     #[test]
     fn a_result_serialises_in_sarif_key_order_with_its_other_spans_related() {
-        // Lines 1-3 and 5 run exactly alike (one entry); line 4 is run by the passing test only.
+        // Lines 1-3 and 5 run exactly alike (one entry, led by line 1: the result points at it
+        // alone); line 4 is run by the passing test only.
         let s = matrix(&["11101-", "00010+"]);
         let a = Analysis::new(&s, true);
         let r = rank(&a, find("ochiai").unwrap(), &Options::default());
@@ -484,9 +488,13 @@ mod tests {
             "ruleIndex": 0,
             "level": "warning",
             "message": {"text": "Suspicious line: ochiai score 1.0000 (rank 1 of 1 entries). Run by 1 of 1 failing tests and 0 of 1 passing tests. 3 more lines run exactly alike and cannot be told apart."},
-            "locations": [{"physicalLocation": file(1, 3)}],
+            "locations": [{"physicalLocation": file(1, 1)}],
             "relatedLocations": [{
                 "id": 1,
+                "message": {"text": "Runs exactly like the reported line."},
+                "physicalLocation": file(2, 3),
+            }, {
+                "id": 2,
                 "message": {"text": "Runs exactly like the reported line."},
                 "physicalLocation": file(5, 5),
             }],
