@@ -22,8 +22,12 @@ use crate::spectra::FunctionSpan;
 pub struct FileSyntax {
     /// Lines of `#[test]`-like functions, `#[cfg(test)]` items and doc comments (doctests).
     pub test_ranges: Vec<(u32, u32)>,
-    /// `#[cfg(test)] mod name;`: test modules whose body is in another file.
+    /// `#[cfg(test)] mod name;`: test modules whose body is in another file (and every
+    /// `mod name;` of a file that is test code as a whole).
     pub test_modules: Vec<String>,
+    /// The file opens with `#![cfg(test)]`: all of it is test code, whoever declares it
+    /// (a plain `mod test;` whose file says it is a test module).
+    pub test_file: bool,
     /// Functions, closures and macros, in source order.
     pub items: Vec<Named>,
 }
@@ -52,6 +56,15 @@ impl FileSyntax {
         let file = syn::parse_file(text).ok()?;
         let mut v = Visitor::default();
         v.visit_file(&file);
+        if file.attrs.iter().any(is_cfg_test) {
+            v.out.test_file = true;
+            v.out
+                .test_modules
+                .extend(file.items.iter().filter_map(|item| match item {
+                    syn::Item::Mod(m) if m.content.is_none() => Some(m.ident.to_string()),
+                    _ => None,
+                }));
+        }
         Some(v.out)
     }
 

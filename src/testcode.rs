@@ -43,7 +43,9 @@ impl TestCode {
                 continue;
             }
             let Some(syntax) = parsed.file(rel) else { continue };
-            if !syntax.test_ranges.is_empty() {
+            if syntax.test_file {
+                out.whole_files.insert(rel.to_string());
+            } else if !syntax.test_ranges.is_empty() {
                 out.ranges.insert(rel.to_string(), syntax.test_ranges.clone());
             }
             for name in &syntax.test_modules {
@@ -178,6 +180,23 @@ mod tests {
         assert!(t.contains("testkit/src/lib.rs", 1));
         assert!(!t.contains("core/src/lib.rs", 1) && !t.contains("app/src/lib.rs", 1));
         assert!(test_support_dirs(&dir.path().join("no-such-dir")).is_empty());
+    }
+
+    /// A module file that opens with `#![cfg(test)]` is test code though its parent declares
+    /// it with a plain `mod test;`, and so are the module files it declares.
+    #[test]
+    fn a_file_that_says_cfg_test_is_test_code() {
+        let dir = tempfile::tempdir().unwrap();
+        let src = dir.path().join("src");
+        std::fs::create_dir_all(src.join("pool/test")).unwrap();
+        std::fs::write(src.join("lib.rs"), "mod pool;\n").unwrap();
+        std::fs::write(src.join("pool/mod.rs"), "mod test;\npub fn run() {}\n").unwrap();
+        std::fs::write(src.join("pool/test.rs"), "#![cfg(test)]\nmod helpers;\nfn spawn() {}\n").unwrap();
+        std::fs::write(src.join("pool/test/helpers.rs"), "pub fn wait() {}\n").unwrap();
+        let files = ["src/lib.rs", "src/pool/mod.rs", "src/pool/test.rs", "src/pool/test/helpers.rs"];
+        let t = TestCode::find(dir.path(), &files);
+        assert!(t.contains("src/pool/test.rs", 3) && t.contains("src/pool/test/helpers.rs", 1));
+        assert!(!t.contains("src/pool/mod.rs", 2) && !t.contains("src/lib.rs", 1));
     }
 
     #[test]

@@ -35,6 +35,10 @@ const FAILING: &str = "
     two-files       fixture-two-files               tests::negatives_count_as_zero failed
 ";
 
+/// Files of test code that no ranking may show (fixture, file): a module file that says
+/// `#![cfg(test)]` itself, declared by a plain `mod name;`.
+const NEVER_RANKED: &[(&str, &str)] = &[("two-files", "src/checks.rs")];
+
 /// The default ranking, and the best rank it must give every fixture's fault.
 const DEFAULT: &str = "stack-ochiai";
 const DEFAULT_FAULT_RANK: f64 = 1.0;
@@ -156,6 +160,15 @@ fn fixture_trial(e: &Expect) -> Result {
             check(u["score"].as_f64().is_some_and(f64::is_finite), || {
                 format!("non-finite score {u}")
             })?;
+            let lines = std::iter::once(u).chain(u["members"].as_array().into_iter().flatten());
+            for m in lines {
+                check(
+                    !NEVER_RANKED
+                        .iter()
+                        .any(|&(f, file)| f == e.fixture && m["file"] == file),
+                    || format!("{}: test code ranked: {m}", ranking["measure"]),
+                )?;
+            }
         }
     }
     reports_lead_alike(dir, &report)?;
