@@ -192,6 +192,7 @@ pub struct Built {
 /// instrumentation when it says so), then, when the selection includes doctests, has rustdoc
 /// build and keep those ([`crate::doctest`]); cargo's diagnostics go to the terminal.
 pub fn build(ws: &Workspace, select: &Selection, runtime: Option<&Runtime>) -> Result<Built, SflError> {
+    forget_other_roots(ws, select)?;
     let mut built = Built::default();
     let mut script_env = HashMap::new();
     if !select.doc {
@@ -216,6 +217,86 @@ pub fn build(ws: &Workspace, select: &Selection, runtime: Option<&Runtime>) -> R
             .extend(script_env.get(&ws.members[t.package].id).cloned().unwrap_or_default());
     }
     Ok(built)
+}
+
+/// Where a profile directory of the build records the workspace root its crates were built
+/// from (`target/sfl/debug/.sfl-workspace-root`): it goes when the directory goes.
+const ROOT_STAMP: &str = ".sfl-workspace-root";
+
+/// Makes cargo rebuild the workspace's own crates when the build directory holds them as built
+/// from another root: a workspace copied or moved with its target directory (a restored CI
+/// cache, a moved checkout). cargo would reuse them, since it fingerprints a path package by
+/// paths relative to the workspace and by modification times, which a copy keeps; but their
+/// coverage maps, line tables and panic locations name the old root's files, so not one line
+/// would be recognised as this workspace's. Only the members are cleaned (`cargo clean -p`):
+/// dependencies name no workspace file and stay built. A profile directory without the record
+/// (built by an older cargo sfl) is cleaned alike; one that does not exist has nothing to clean.
+fn forget_other_roots(ws: &Workspace, select: &Selection) -> Result<(), SflError> {
+    let profile_dir = ws.build_dir.join(if select.release { "release" } else { "debug" });
+    let stamp = profile_dir.join(ROOT_STAMP);
+    let root = ws.root.as_os_str().as_encoded_bytes();
+    let setup = |what: String| SflError::Setup(what);
+    match std::fs::read(&stamp) {
+        Ok(recorded) if recorded == root => return Ok(()),
+        Ok(recorded) => {
+            crate::ui::status(
+                "Rebuilding",
+                format!(
+                    "the workspace's crates: {} holds them as built at {}, a copy of this workspace at another path",
+                    ws.build_dir.display(),
+                    String::from_utf8_lossy(&recorded)
+                ),
+            );
+            clean_members(ws, select, &profile_dir)?;
+        }
+        Err(_) if profile_dir.join(".fingerprint").is_dir() => {
+            crate::ui::detail(format!(
+                "{} does not say where the workspace's crates were built: rebuilding them",
+                profile_dir.display()
+            ));
+            clean_members(ws, select, &profile_dir)?;
+        }
+        Err(_) => {}
+    }
+    std::fs::create_dir_all(&profile_dir)
+        .and_then(|()| std::fs::write(&stamp, root))
+        .map_err(|e| setup(format!("cannot write {}: {e}", stamp.display())))
+}
+
+/// `cargo clean -p` of every member in `profile_dir`'s profile of the build directory; if cargo
+/// cannot, the whole profile directory goes (dependencies are rebuilt too).
+fn clean_members(ws: &Workspace, select: &Selection, profile_dir: &Path) -> Result<(), SflError> {
+    let mut cmd = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
+    cmd.arg("clean").arg("--target-dir").arg(&ws.build_dir);
+    if let Some(p) = &select.manifest_path {
+        cmd.arg("--manifest-path").arg(p);
+    }
+    if select.release {
+        cmd.arg("--release");
+    }
+    for m in &ws.members {
+        cmd.arg("-p").arg(m.name.as_str());
+    }
+    match cmd.stdin(Stdio::null()).output() {
+        Ok(out) if out.status.success() => Ok(()),
+        failed => {
+            let why = match failed {
+                Ok(out) => String::from_utf8_lossy(&out.stderr).trim_end().to_string(),
+                Err(e) => e.to_string(),
+            };
+            crate::ui::warn(format!(
+                "`cargo clean -p` of the workspace's crates failed ({why}): removing {} instead",
+                profile_dir.display()
+            ));
+            match std::fs::remove_dir_all(profile_dir) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(SflError::Setup(format!(
+                    "cannot remove {}, built from another copy of the workspace: {e}",
+                    profile_dir.display()
+                ))),
+                _ => Ok(()),
+            }
+        }
+    }
 }
 
 /// `cargo <args>` for the instrumented build: our target dir, the selection, cargo-sfl as the

@@ -21,7 +21,8 @@ pub mod exit {
     pub const BAD_SPECTRA: i32 = 5;
     /// `--fail-on`: some reported entry reached the suspicion threshold (the report was written).
     pub const SUSPICION: i32 = 6;
-    /// `eval`: no known fault is on a line any test ran (the report says which faults).
+    /// `eval`: no known fault is on a line any test ran (the report says which faults). A run
+    /// or a report: tests failed but ran no line that can be ranked (the error says why).
     pub const UNLOCALISABLE: i32 = 7;
     /// An output file could not be written (`-o`, `--save-spectra`, the HTML page's directory).
     pub const OUTPUT: i32 = 74;

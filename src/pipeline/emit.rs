@@ -24,6 +24,7 @@ pub fn emit(spectra: &Spectra, out: &ReportConfig) -> anyhow::Result<i32> {
 
 /// [`emit`] with the sources a run parsed while its tests ran.
 pub fn emit_with(spectra: &Spectra, out: &ReportConfig, sources: Prefetch) -> anyhow::Result<i32> {
+    let whole = spectra;
     let mut converted = Default::default();
     let Prepared {
         spectra,
@@ -61,10 +62,43 @@ pub fn emit_with(spectra: &Spectra, out: &ReportConfig, sources: Prefetch) -> an
     if summary.failing() == 0 {
         return Ok(exit::NO_FAILING_TESTS);
     }
+    // Failing tests and not one entry: an empty ranking would read as "nothing suspicious".
+    if summary.entries == 0 {
+        ui::error(why_unranked(whole, out));
+        return Ok(exit::UNLOCALISABLE);
+    }
     match out.fail_on {
         Some(threshold) => Ok(fail_on(&analysis, &rankings, threshold)),
         None => Ok(exit::REPORTED),
     }
+}
+
+/// Why a report with failing tests would rank nothing, in words and with what to do, judged
+/// from the whole matrix (`spectra`, before timed-out tests and test code are left out): no
+/// line of the workspace's code at all, none run by a failing test, or only test code.
+fn why_unranked(spectra: &Spectra, out: &ReportConfig) -> String {
+    if spectra.units.is_empty() {
+        return "no test's coverage names a line of this workspace's code, so nothing can be ranked \
+                (the warnings above say why: e.g. test binaries built from a copy of the workspace at \
+                another path, or spectra from another workspace). Delete cargo sfl's target directory \
+                (target/sfl by default) and run again"
+            .into();
+    }
+    let failing = spectra.mask(|o| o.is_failing() || (out.count_timeouts && o == Outcome::TimedOut));
+    let ran = spectra.coverage.iter().filter(|c| c.count_and(&failing) > 0).count();
+    if ran == 0 {
+        return "no failing test ran a line of this workspace's code (did their processes die before \
+                writing their profiles? the warnings above say which profiles could not be read), so \
+                nothing can be ranked; run the failing tests with `cargo test` to see how they end"
+            .into();
+    }
+    if out.include_test_code {
+        return format!("none of the {ran} lines the failing tests ran can be ranked at this granularity");
+    }
+    format!(
+        "the failing tests ran only test code ({ran} lines, left out of the ranking), so nothing \
+         else can be ranked: pass --include-test-code to rank test code too"
+    )
 }
 
 /// The matrix a report ranks, as [`at_granularity`] prepares it.

@@ -332,7 +332,8 @@ impl Spectra {
     pub fn passing_mask(&self) -> BitSet {
         self.mask(|o| o == Outcome::Passed)
     }
-    fn mask(&self, pred: impl Fn(Outcome) -> bool) -> BitSet {
+    /// Tests whose outcome satisfies `pred`.
+    pub fn mask(&self, pred: impl Fn(Outcome) -> bool) -> BitSet {
         let mut m = BitSet::new(self.tests.len());
         for (i, t) in self.tests.iter().enumerate() {
             if pred(t.outcome) {

@@ -17,6 +17,10 @@ pub fn trials() -> Vec<Trial> {
             selection_errors_before_building,
         ),
         Trial::test("exit::crate_without_tests", crate_without_tests),
+        Trial::test(
+            "exit::failing_tests_ran_only_test_code",
+            failing_tests_ran_only_test_code,
+        ),
     ]
 }
 
@@ -74,6 +78,27 @@ fn crate_without_tests() -> Result {
         &out.stderr,
         &["the 1 tests selected are all #[ignore]d", "--include-ignored"],
     )
+}
+
+/// A failing test that runs only test code leaves nothing to rank: an error saying so and how to
+/// rank test code (exit 7), not an empty report; with `--include-test-code` it is ranked.
+fn failing_tests_ran_only_test_code() -> Result {
+    let tmp = lib_crate(
+        "onlytests",
+        "",
+        "pub fn f() -> u8 { 1 }\n\n#[cfg(test)]\nmod tests {\n    #[test]\n    fn wrong() {\n        let x = 1;\n        \
+         assert_eq!(x, 2);\n    }\n    #[test]\n    fn right() {\n        assert_eq!(super::f(), 1);\n    }\n}\n",
+    )?;
+    let dir = tmp.path();
+    let out = sfl(&["--no-edges", "--no-doctests"], dir);
+    check_exit(
+        &out,
+        7,
+        &out.stderr,
+        &["the failing tests ran only test code", "--include-test-code"],
+    )?;
+    let out = sfl(&["report", "--include-test-code"], dir);
+    check_exit(&out, 0, &out.stdout, &["src/lib.rs"])
 }
 
 /// A fixture that does not compile: exit code 101 and the compiler's diagnostics.

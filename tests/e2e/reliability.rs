@@ -34,32 +34,103 @@ pub fn trials() -> Vec<Trial> {
             interrupt_kills_running_tests,
         ),
         Trial::test(
+            "reliability::a_copied_workspace_ranks_as_before",
+            a_copied_workspace_ranks_as_before,
+        ),
+        Trial::test(
             "reliability::a_build_of_another_copy_is_named",
             a_build_of_another_copy_is_named,
         ),
     ]
 }
 
-/// A workspace copied with its target directory (modification times kept, so cargo reuses the
-/// build): the binaries' coverage maps name the first copy's files, none of this one's. That
-/// is said, instead of a silent report with no lines.
+/// `cp -a` of `from`'s contents, its target directory among them (modification times kept, so
+/// cargo would take the build as up to date), into a fresh temp dir.
+fn copy_with_target_dir(from: &Path) -> Result<tempfile::TempDir> {
+    let to = tempfile::tempdir()?;
+    let copy = Command::new("cp")
+        .arg("-a")
+        .arg(from.join("."))
+        .arg(to.path())
+        .status()?;
+    check(copy.success(), || "cp -a failed".into())?;
+    Ok(to)
+}
+
+/// What a JSON report says that does not depend on where the workspace is or how long tests
+/// took: the summary, the tests (outcome, message, stack) and the rankings.
+fn path_free(report: &Value) -> Value {
+    let mut tests = report["tests"].clone();
+    for t in tests.as_array_mut().into_iter().flatten() {
+        t.as_object_mut().map(|t| t.remove("duration_ms"));
+    }
+    serde_json::json!({
+        "summary": report["summary"],
+        "tests": tests,
+        "rankings": report["rankings"],
+    })
+}
+
+/// A workspace copied with its target directory (a restored CI cache, a moved checkout): cargo
+/// would reuse the binaries, whose coverage maps and line tables name the first copy's files.
+/// The copy's crates are rebuilt, so the second run ranks exactly as the first, the fault
+/// (src/lib.rs:16) first.
+fn a_copied_workspace_ranks_as_before() -> Result {
+    let first = copy_fixture("minmax");
+    let out = sfl(&["--format", "json"], first.path());
+    check(out.status.code() == Some(0), || show(&out))?;
+    let before: Value = serde_json::from_slice(&out.stdout)?;
+    let second = copy_with_target_dir(first.path())?;
+    let out = sfl(&["--format", "json"], second.path());
+    check(out.status.code() == Some(0), || show(&out))?;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    check(
+        stderr.contains("Rebuilding") && stderr.contains(&*first.path().to_string_lossy()),
+        || show(&out),
+    )?;
+    let after: Value = serde_json::from_slice(&out.stdout)?;
+    let top = &after["rankings"][0]["units"][0];
+    check(
+        top["file"] == "src/lib.rs" && top["line"] == 16 && top["rank"] == 1.0,
+        || format!("the fault is not ranked first: {top}\n{}", show(&out)),
+    )?;
+    check(path_free(&before) == path_free(&after), || {
+        format!("the copy ranks otherwise:\n{before:#}\n---\n{after:#}")
+    })?;
+    // Built here now: the next run reuses the build.
+    let out = sfl(&["--no-doctests"], second.path());
+    check(
+        out.status.code() == Some(0) && !String::from_utf8_lossy(&out.stderr).contains("Rebuilding"),
+        || show(&out),
+    )
+}
+
+/// Binaries built from another copy that the build directory's record of its workspace root
+/// does not reveal (here: the record rewritten to claim this copy) are named, and a run whose
+/// failing tests thus rank nothing is an error that says what to do (exit 7), never an empty
+/// report.
 fn a_build_of_another_copy_is_named() -> Result {
     let first = copy_fixture("minmax");
     let out = sfl(&["--no-doctests"], first.path());
     check(out.status.code() == Some(0), || show(&out))?;
-    let second = tempfile::tempdir()?;
-    let copy = Command::new("cp")
-        .arg("-a")
-        .arg(first.path().join("."))
-        .arg(second.path())
-        .status()?;
-    check(copy.success(), || "cp -a failed".into())?;
+    let second = copy_with_target_dir(first.path())?;
+    std::fs::write(
+        second.path().join("target/sfl/debug/.sfl-workspace-root"),
+        second.path().as_os_str().as_encoded_bytes(),
+    )?;
     let out = sfl(&["--no-doctests"], second.path());
     let stderr = String::from_utf8_lossy(&out.stderr);
+    check_exit(
+        &out,
+        7,
+        &out.stderr,
+        &[
+            "names none of this workspace's files",
+            "no test's coverage names a line of this workspace's code",
+        ],
+    )?;
     check(
-        stderr.contains("names none of this workspace's files")
-            && stderr.contains(&*first.path().to_string_lossy())
-            && stderr.contains("delete cargo sfl's target directory"),
+        stderr.contains(&*first.path().to_string_lossy()) && stderr.contains("Delete cargo sfl's target directory"),
         || show(&out),
     )
 }
