@@ -573,6 +573,57 @@ impl<'a> Analysis<'a> {
     }
 }
 
+/// The analyses a set of measures ranks, so that no measure's entries depend on what else was
+/// asked: one whose groups are the lines of identical coverage (every measure but CP's), and
+/// one per CP variant among the measures, whose groups CP's own scores also split (lines CP
+/// tells apart are its entries, not the others').
+pub struct Analyses<'a> {
+    base: Analysis<'a>,
+    cp: Vec<(CpVariant, Analysis<'a>)>,
+}
+
+impl<'a> Analyses<'a> {
+    /// [`Analysis::prepared`] for `measures`: the base analysis, and one per CP variant.
+    pub fn prepared(
+        spectra: &'a Spectra,
+        lines: Option<&'a Spectra>,
+        group: bool,
+        measures: &[&Measure],
+        tie_break: TieBreak,
+    ) -> Self {
+        let mut variants: Vec<CpVariant> = Vec::new();
+        for v in measures.iter().filter_map(|m| m.cp_variant()) {
+            if !variants.contains(&v) {
+                variants.push(v);
+            }
+        }
+        Analyses {
+            base: Analysis::prepared(spectra, lines, group, &[], tie_break),
+            cp: variants
+                .into_iter()
+                .map(|v| (v, Analysis::prepared(spectra, lines, group, &[v], tie_break)))
+                .collect(),
+        }
+    }
+
+    /// The analysis of every measure but CP's: what the summary counts.
+    pub fn base(&self) -> &Analysis<'a> {
+        &self.base
+    }
+
+    /// The analysis whose groups `m` ranks.
+    pub fn of(&self, m: &Measure) -> &Analysis<'a> {
+        m.cp_variant()
+            .and_then(|v| self.cp.iter().find(|(w, _)| *w == v))
+            .map_or(&self.base, |(_, a)| a)
+    }
+
+    /// Every analysis, the base first.
+    pub fn all(&self) -> impl Iterator<Item = &Analysis<'a>> {
+        std::iter::once(&self.base).chain(self.cp.iter().map(|(_, a)| a))
+    }
+}
+
 /// CP over the spectra's edges: the block solution and every unit's score.
 fn solve_cp(spectra: &Spectra, variant: CpVariant) -> Option<CpScores> {
     let e = spectra.edges.as_ref()?;

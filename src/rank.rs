@@ -44,6 +44,9 @@ impl Ranked {
 /// One measure's ranking.
 pub struct Ranking<'m> {
     pub measure: &'m Measure,
+    /// The analysis whose groups the entries are: each measure ranks the groups formed for it
+    /// (CP's split by its own scores), so no measure's entries depend on what else was asked.
+    pub analysis: &'m Analysis<'m>,
     pub entries: Vec<Ranked>,
     /// With `--order ht`: how the hitting times were obtained.
     pub ht: Option<crate::hitting::Method>,
@@ -53,7 +56,8 @@ impl Ranking<'_> {
     /// Re-orders the entries by expected hitting time (earliest first; ties keep score
     /// order) and reassigns both mid-ranks. `log_times[g]` is the logarithm of group g's time
     /// (deep entries' times exceed the largest double).
-    pub fn order_by_time(&mut self, analysis: &Analysis, log_times: &[f64], method: crate::hitting::Method) {
+    pub fn order_by_time(&mut self, log_times: &[f64], method: crate::hitting::Method) {
+        let analysis = self.analysis;
         for x in &mut self.entries {
             x.expected_time = Some(log_times[x.group].exp());
         }
@@ -66,15 +70,21 @@ impl Ranking<'_> {
 }
 
 /// Ranks every group of `analysis` by `measure`.
-pub fn rank<'m>(analysis: &Analysis, measure: &'m Measure, opts: &Options) -> Ranking<'m> {
+pub fn rank<'m>(analysis: &'m Analysis<'m>, measure: &'m Measure, opts: &Options) -> Ranking<'m> {
     rank_only(analysis, measure, opts, None)
 }
 
 /// Ranks the groups with `keep[g]` (all when `None`) by `measure`.
-pub fn rank_only<'m>(analysis: &Analysis, measure: &'m Measure, opts: &Options, keep: Option<&[bool]>) -> Ranking<'m> {
+pub fn rank_only<'m>(
+    analysis: &'m Analysis<'m>,
+    measure: &'m Measure,
+    opts: &Options,
+    keep: Option<&[bool]>,
+) -> Ranking<'m> {
     let scored = analysis.score(measure, opts);
     Ranking {
         measure,
+        analysis,
         entries: rank_filtered(analysis, &scored, keep),
         ht: None,
     }

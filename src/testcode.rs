@@ -193,7 +193,12 @@ mod tests {
         std::fs::write(src.join("pool/mod.rs"), "mod test;\npub fn run() {}\n").unwrap();
         std::fs::write(src.join("pool/test.rs"), "#![cfg(test)]\nmod helpers;\nfn spawn() {}\n").unwrap();
         std::fs::write(src.join("pool/test/helpers.rs"), "pub fn wait() {}\n").unwrap();
-        let files = ["src/lib.rs", "src/pool/mod.rs", "src/pool/test.rs", "src/pool/test/helpers.rs"];
+        let files = [
+            "src/lib.rs",
+            "src/pool/mod.rs",
+            "src/pool/test.rs",
+            "src/pool/test/helpers.rs",
+        ];
         let t = TestCode::find(dir.path(), &files);
         assert!(t.contains("src/pool/test.rs", 3) && t.contains("src/pool/test/helpers.rs", 1));
         assert!(!t.contains("src/pool/mod.rs", 2) && !t.contains("src/lib.rs", 1));

@@ -77,8 +77,11 @@ impl DocSuite {
                 r.message = message.clone();
                 // Every report shows a test's message; this one says why the test has no row
                 // of coverage.
+                let compiled_but_compile_fail = message.as_deref().is_some_and(|m| m.contains("marked `compile_fail`"));
                 let why = if !self.coverage {
                     Some("run plainly by `cargo test --doc`: rustdoc could not keep its doctests")
+                } else if outcome.is_failing() && compiled_but_compile_fail {
+                    Some("a `compile_fail` doctest that compiled runs nothing")
                 } else if outcome.is_failing() {
                     Some("the doctest did not build")
                 } else {
@@ -453,7 +456,7 @@ mod tests {
                       test src/lib.rs - e (line 30) ... ignored\n\nfailures:\n\n\
                       ---- src/lib.rs - b (line 9) stdout ----\nTest executable succeeded, but it's marked `should_panic`.\n\
                       ---- src/lib.rs - c (line 12) stdout ----\nerror[E0425]: cannot find value `x`\n\nfailures:\n";
-        let s = suite(dir, output, "k".into());
+        let mut s = suite(dir, output, "k".into());
         assert_eq!(
             s.tests,
             [
@@ -491,6 +494,14 @@ mod tests {
         );
         assert!(message.ends_with("cannot find value `x`"), "{message}");
         assert!(recs[1].warnings.is_empty());
+        // A `compile_fail` doctest that compiled did build: its note says what happened.
+        s.recorded[0].2 = Some("Test compiled successfully, but it's marked `compile_fail`.".to_string());
+        let message = s.records("k::doctest/k")[0].message.clone().unwrap();
+        assert!(
+            message.starts_with("no coverage: a `compile_fail` doctest that compiled runs nothing"),
+            "{message}"
+        );
+        assert!(!message.contains("did not build"), "{message}");
     }
 
     #[test]

@@ -22,7 +22,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 
 use serde::Serialize;
 
-use crate::analysis::{Analysis, Key, Options, Scored};
+use crate::analysis::{Analyses, Analysis, Key, Options, Scored};
 use crate::evidence::TieBreak;
 use crate::faults::Fault;
 use crate::hitting::{Chain, ChainSpec, Method, hitting_times, ht_rank};
@@ -398,13 +398,22 @@ pub fn evaluate_with(
     measures: &[&'static Measure],
     settings: &Settings,
 ) -> EvalReport {
-    let cp: Vec<_> = measures.iter().filter_map(|m| m.cp_variant()).collect();
-    let analysis = Analysis::prepared(spectra, lines, settings.opts.group, &cp, settings.tie_break);
+    // Each measure ranks the groups formed for it (CP's split by its own scores), so no
+    // measure's numbers depend on what else is evaluated; an HT model per analysis.
+    let analyses = Analyses::prepared(spectra, lines, settings.opts.group, measures, settings.tie_break);
+    let analysis = analyses.base();
     let located = locate(spectra, faults);
     let faulty: HashSet<usize> = located.iter().flat_map(|f| f.units.iter().copied()).collect();
 
-    let model = HtModel::new(spectra, &analysis);
-    let faulty_locs: HashSet<usize> = faulty.iter().filter_map(|u| model.loc.get(u).copied()).collect();
+    let models: Vec<(&Analysis, HtModel)> = analyses.all().map(|a| (a, HtModel::new(spectra, a))).collect();
+    let model_of = |a: &Analysis| {
+        &models
+            .iter()
+            .find(|(b, _)| std::ptr::eq(a, *b))
+            .expect("every analysis has a model")
+            .1
+    };
+    let model = model_of(analysis);
 
     let results = if faulty.is_empty() {
         Vec::new()
@@ -412,9 +421,12 @@ pub fn evaluate_with(
         measures
             .iter()
             .filter_map(|m| {
+                let analysis = analyses.of(m);
+                let model = model_of(analysis);
+                let faulty_locs: HashSet<usize> = faulty.iter().filter_map(|u| model.loc.get(u).copied()).collect();
                 let scored = analysis.score(m, &settings.opts);
-                let mut metrics = metrics(&line_keys(&analysis, &scored), &faulty)?;
-                let entries = entry_metrics(&model, &scored, &faulty_locs)?;
+                let mut metrics = metrics(&line_keys(analysis, &scored), &faulty)?;
+                let entries = entry_metrics(model, &scored, &faulty_locs)?;
                 let mut ht = None;
                 if settings.ht {
                     let (times, method) = model.times(&scored, settings.p_jump, settings.exact_limit, settings.walks);

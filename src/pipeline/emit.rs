@@ -7,7 +7,7 @@ use std::path::Path;
 
 use anyhow::Context;
 
-use crate::analysis::{Analysis, Options};
+use crate::analysis::{Analyses, Analysis, Options};
 use crate::config::{Granularity, HtParams, Order, ReportConfig};
 use crate::error::{SflError, exit};
 use crate::measures::Measure;
@@ -33,21 +33,24 @@ pub fn emit_with(spectra: &Spectra, out: &ReportConfig, sources: Prefetch) -> an
     } = at_granularity(spectra, out, &mut converted, sources)?;
     let opts = out.options.clone();
     require_edges(spectra, &out.measures)?;
-    let cp: Vec<_> = out.measures.iter().filter_map(|m| m.cp_variant()).collect();
-    let analysis = Analysis::prepared(spectra, lines, opts.group, &cp, out.tie_break);
-    let summary = report::Summary::of(&analysis);
-    let changed = match &out.diff_base {
-        Some(rev) => Some(changed_entries(&analysis, rev)?),
+    let analyses = Analyses::prepared(spectra, lines, opts.group, &out.measures, out.tie_break);
+    let analysis = analyses.base();
+    let summary = report::Summary::of(analysis);
+    let changes = match &out.diff_base {
+        Some(rev) => Some(
+            crate::diff::changed_since(Path::new(&spectra.workspace_root), rev)
+                .map_err(|e| SflError::DiffBase(e.to_string()))?,
+        ),
         None => None,
     };
-    let mut rankings = rank_all(&analysis, out, changed.as_deref());
+    let mut rankings = rank_all(&analyses, out, changes.as_ref());
     for r in &rankings {
         if let Some(variant) = r.measure.cp_variant() {
-            warn_cp(&analysis, r.measure, variant);
+            warn_cp(r.analysis, r.measure, variant);
         }
     }
     if out.order == Order::Ht {
-        order_by_ht(&analysis, &mut rankings, &opts, out.ht);
+        order_by_ht(&analyses, &mut rankings, &opts, out.ht);
     }
     let view = report::View {
         opts,
@@ -55,7 +58,7 @@ pub fn emit_with(spectra: &Spectra, out: &ReportConfig, sources: Prefetch) -> an
         diff_base: out.diff_base.as_deref(),
         function_names: function_names.as_deref(),
     };
-    write_report(out, &analysis, &rankings, &view)?;
+    write_report(out, analysis, &rankings, &view)?;
     if summary.failing() > 0 && summary.failing() == summary.ranked() {
         ui::note("every test failed, so no passing test tells lines apart; rankings rest on failing coverage alone");
     }
@@ -68,7 +71,7 @@ pub fn emit_with(spectra: &Spectra, out: &ReportConfig, sources: Prefetch) -> an
         return Ok(exit::UNLOCALISABLE);
     }
     match out.fail_on {
-        Some(threshold) => Ok(fail_on(&analysis, &rankings, threshold)),
+        Some(threshold) => Ok(fail_on(&rankings, threshold)),
         None => Ok(exit::REPORTED),
     }
 }
@@ -86,6 +89,28 @@ fn why_unranked(spectra: &Spectra, out: &ReportConfig) -> String {
     }
     let failing = spectra.mask(|o| o.is_failing() || (out.count_timeouts && o == Outcome::TimedOut));
     let ran = spectra.coverage.iter().filter(|c| c.count_and(&failing) > 0).count();
+    // Failing tests recorded without coverage say why in a warning (a doctest run plainly, a
+    // doctest that did not build, a `compile_fail` doctest that compiled).
+    let uncovered: Vec<&str> = spectra
+        .tests
+        .iter()
+        .enumerate()
+        .filter(|(t, _)| failing.contains(*t))
+        .filter_map(|(_, r)| {
+            r.warnings
+                .iter()
+                .find(|w| w.starts_with("no coverage"))
+                .map(String::as_str)
+        })
+        .collect();
+    if ran == 0 && !uncovered.is_empty() && uncovered.len() == failing.count_and(&failing) as usize {
+        return format!(
+            "the failing tests have no coverage ({}), so nothing can be ranked: fix what they say and run again",
+            uncovered[0]
+                .trim_start_matches("no coverage: ")
+                .trim_end_matches(", so it adds nothing to the ranking")
+        );
+    }
     if ran == 0 {
         return "no failing test ran a line of this workspace's code (did their processes die before \
                 writing their profiles? the warnings above say which profiles could not be read), so \
@@ -234,12 +259,10 @@ pub(super) fn refuse_edge_measures(measures: &[&Measure]) -> Result<(), SflError
     }
 }
 
-/// `--diff-base`: per entry (ambiguity group), whether it touches a line changed since `rev`.
-fn changed_entries(analysis: &Analysis, rev: &str) -> Result<Vec<bool>, SflError> {
+/// `--diff-base`: per entry (ambiguity group) of `analysis`, whether it touches a changed line.
+fn changed_entries(analysis: &Analysis, changes: &crate::diff::Changes) -> Vec<bool> {
     let spectra = analysis.spectra;
-    let changes = crate::diff::changed_since(Path::new(&spectra.workspace_root), rev)
-        .map_err(|e| SflError::DiffBase(e.to_string()))?;
-    Ok(analysis
+    analysis
         .groups
         .iter()
         .map(|g| {
@@ -247,17 +270,24 @@ fn changed_entries(analysis: &Analysis, rev: &str) -> Result<Vec<bool>, SflError
                 .iter()
                 .any(|&u| changes.contains(&spectra.units[u].file, spectra.units[u].line))
         })
-        .collect())
+        .collect()
 }
 
-/// A ranking per measure, entries marked as changed (and, with `--only-changed`, only those).
-fn rank_all<'m>(analysis: &Analysis, out: &'m ReportConfig, changed: Option<&[bool]>) -> Vec<Ranking<'m>> {
-    let keep = if out.only_changed { changed } else { None };
+/// A ranking per measure, each of the groups formed for it, entries marked as changed (and,
+/// with `--only-changed`, only those).
+fn rank_all<'m>(
+    analyses: &'m Analyses<'m>,
+    out: &'m ReportConfig,
+    changes: Option<&crate::diff::Changes>,
+) -> Vec<Ranking<'m>> {
     out.measures
         .iter()
         .map(|&m| {
+            let analysis = analyses.of(m);
+            let changed = changes.map(|c| changed_entries(analysis, c));
+            let keep = if out.only_changed { changed.as_deref() } else { None };
             let mut r = rank_only(analysis, m, &out.options, keep);
-            if let Some(c) = changed {
+            if let Some(c) = &changed {
                 for x in &mut r.entries {
                     x.changed = c[x.group];
                 }
@@ -268,24 +298,33 @@ fn rank_all<'m>(analysis: &Analysis, out: &'m ReportConfig, changed: Option<&[bo
 }
 
 /// `--order ht`: each ranking in the order the HT_Rank model expects a person to reach its
-/// entries.
-fn order_by_ht(analysis: &Analysis, rankings: &mut [Ranking], opts: &Options, ht: HtParams) {
-    let model = crate::eval::HtModel::new(analysis.spectra, analysis);
-    for r in rankings {
-        let scored = analysis.score(r.measure, opts);
-        let (log_times, method) = model.times(&scored, ht.p_jump, ht.exact_limit, ht.walks);
-        // An entry is reached when its first line is.
-        let group_times: Vec<f64> = analysis
-            .groups
-            .iter()
-            .map(|g| {
-                g.units
-                    .iter()
-                    .map(|u| log_times[model.loc[u]])
-                    .fold(f64::INFINITY, f64::min)
-            })
+/// entries (one model per analysis the rankings rank).
+fn order_by_ht(analyses: &Analyses, rankings: &mut [Ranking], opts: &Options, ht: HtParams) {
+    for analysis in analyses.all() {
+        let mine: Vec<&mut Ranking> = rankings
+            .iter_mut()
+            .filter(|r| std::ptr::eq(r.analysis, analysis))
             .collect();
-        r.order_by_time(analysis, &group_times, method);
+        if mine.is_empty() {
+            continue;
+        }
+        let model = crate::eval::HtModel::new(analysis.spectra, analysis);
+        for r in mine {
+            let scored = analysis.score(r.measure, opts);
+            let (log_times, method) = model.times(&scored, ht.p_jump, ht.exact_limit, ht.walks);
+            // An entry is reached when its first line is.
+            let group_times: Vec<f64> = analysis
+                .groups
+                .iter()
+                .map(|g| {
+                    g.units
+                        .iter()
+                        .map(|u| log_times[model.loc[u]])
+                        .fold(f64::INFINITY, f64::min)
+                })
+                .collect();
+            r.order_by_time(&group_times, method);
+        }
     }
 }
 
@@ -327,8 +366,8 @@ fn warn_cp(analysis: &Analysis, measure: &Measure, variant: crate::cp::CpVariant
 }
 
 /// `--fail-on`: the exit code, after saying which reported entries reached the threshold.
-fn fail_on(analysis: &Analysis, rankings: &[Ranking], threshold: f64) -> i32 {
-    let hits = fail_on_hits(analysis, rankings, threshold);
+fn fail_on(rankings: &[Ranking], threshold: f64) -> i32 {
+    let hits = fail_on_hits(rankings, threshold);
     if hits.is_empty() {
         return exit::REPORTED;
     }
@@ -342,8 +381,7 @@ fn fail_on(analysis: &Analysis, rankings: &[Ranking], threshold: f64) -> i32 {
 }
 
 /// Every reported entry whose score reaches `threshold`, as "measure score at file:line".
-fn fail_on_hits(analysis: &Analysis, rankings: &[Ranking], threshold: f64) -> Vec<String> {
-    let (spectra, groups) = (analysis.spectra, &analysis.groups);
+fn fail_on_hits(rankings: &[Ranking], threshold: f64) -> Vec<String> {
     rankings
         .iter()
         .flat_map(|r| {
@@ -351,7 +389,8 @@ fn fail_on_hits(analysis: &Analysis, rankings: &[Ranking], threshold: f64) -> Ve
                 .iter()
                 .filter(|x| x.shown_score().is_some_and(|s| s >= threshold))
                 .map(move |x| {
-                    let u = &spectra.units[groups[x.group].units[0]];
+                    // At the line the reports lead the entry with.
+                    let u = &r.analysis.spectra.units[r.analysis.lead(x.group)];
                     format!(
                         "{} {} at {}:{}",
                         r.measure.name,
@@ -416,6 +455,7 @@ pub(super) fn write_output(path: Option<&Path>, text: &str) -> anyhow::Result<()
 mod tests {
     use super::*;
     use crate::config::Format;
+    use crate::evidence::TieBreak;
     use crate::spectra::tests::doric_minmax;
 
     fn config(measures: &[&str]) -> ReportConfig {
@@ -448,20 +488,20 @@ mod tests {
     fn fail_on_reports_every_entry_at_or_above_the_threshold() {
         let s = doric_minmax();
         let out = config(&["ochiai", "tarantula"]);
-        let analysis = Analysis::new(&s, true);
-        let rankings = rank_all(&analysis, &out, None);
+        let analyses = Analyses::prepared(&s, None, true, &out.measures, TieBreak::Code);
+        let rankings = rank_all(&analyses, &out, None);
         // Line 3 is run by every failing test and no passing one: 1 under both measures.
-        let hits = fail_on_hits(&analysis, &rankings, 1.0);
+        let hits = fail_on_hits(&rankings, 1.0);
         assert_eq!(hits.len(), 2, "{hits:?}");
         assert!(
             hits[0].starts_with("ochiai ") && hits[0].ends_with(" at src/lib.rs:3"),
             "{hits:?}"
         );
         assert!(hits[1].starts_with("tarantula "), "{hits:?}");
-        assert_eq!(fail_on(&analysis, &rankings, 1.0), exit::SUSPICION);
-        assert!(fail_on_hits(&analysis, &rankings, 1.5).is_empty());
-        assert_eq!(fail_on(&analysis, &rankings, 1.5), exit::REPORTED);
-        let lower = fail_on_hits(&analysis, &rankings, 0.0);
+        assert_eq!(fail_on(&rankings, 1.0), exit::SUSPICION);
+        assert!(fail_on_hits(&rankings, 1.5).is_empty());
+        assert_eq!(fail_on(&rankings, 1.5), exit::REPORTED);
+        let lower = fail_on_hits(&rankings, 0.0);
         assert!(lower.len() > hits.len(), "{lower:?}");
     }
 
@@ -470,11 +510,18 @@ mod tests {
         let s = doric_minmax();
         let mut out = config(&["ochiai"]);
         out.only_changed = true;
-        let analysis = Analysis::new(&s, true);
-        let changed: Vec<bool> = analysis.groups.iter().map(|g| !g.units.contains(&2)).collect();
-        let rankings = rank_all(&analysis, &out, Some(&changed));
+        let analyses = Analyses::prepared(&s, None, true, &out.measures, TieBreak::Code);
+        // Every line changed but those of the entry holding unit 2 (src/lib.rs:3).
+        let analysis = analyses.base();
+        let kept = analysis.groups.iter().find(|g| g.units.contains(&2)).unwrap();
+        let mut changes = crate::diff::Changes::default();
+        for (u, unit) in s.units.iter().enumerate().filter(|(u, _)| !kept.units.contains(u)) {
+            changes.lines.entry(unit.file.clone()).or_default().insert(unit.line);
+            assert_ne!(u, 2);
+        }
+        let rankings = rank_all(&analyses, &out, Some(&changes));
         assert!(rankings[0].entries.iter().all(|x| x.changed));
-        assert!(fail_on_hits(&analysis, &rankings, 1.0).is_empty());
+        assert!(fail_on_hits(&rankings, 1.0).is_empty());
     }
 
     #[test]

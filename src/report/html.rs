@@ -80,7 +80,7 @@ fn data(a: &Analysis, rankings: &[Ranking], view: &View) -> Value {
         })
         .collect();
 
-    let groups = groups(a, view, &fail, &pass, &position, &file_index);
+    let shared = groups(a, view, &fail, &pass, &position, &file_index);
 
     // ρ_k of each failing test: units it runs (all of them, as cl counts them).
     let mut rho = vec![0usize; failing.len()];
@@ -105,17 +105,29 @@ fn data(a: &Analysis, rankings: &[Ranking], view: &View) -> Value {
         "rho": rho,
         "files": files_json,
         "units": units,
-        "groups": groups,
-        "rankings": rankings.iter().map(|r| json!({
-            "measure": r.measure.name,
-            "formula": r.measure.formula,
-            "citation": r.measure.citation,
-            "probability": r.measure.is_probability(),
-            "entries": r.entries.iter().map(|x| json!({
-                "g": x.group, "score": x.shown_score(), "log10": x.log10, "rank": x.rank,
-                "certain": x.certain, "changed": x.changed, "panicked": x.panicked,
-            })).collect::<Vec<_>>(),
-        })).collect::<Vec<_>>(),
+        "groups": shared,
+        "rankings": rankings.iter().map(|r| {
+            let mut ranking = json!({
+                "measure": r.measure.name,
+                "formula": r.measure.formula,
+                "citation": r.measure.citation,
+                "probability": r.measure.is_probability(),
+                "entries": r.entries.iter().map(|x| json!({
+                    "g": x.group, "score": x.shown_score(), "log10": x.log10, "rank": x.rank,
+                    "certain": x.certain, "changed": x.changed, "panicked": x.panicked,
+                })).collect::<Vec<_>>(),
+            });
+            // A measure whose groups are its own (CP's, split by its scores) carries them, each
+            // with the shared group it is part of (what "not the bug" refutes).
+            if !std::ptr::eq(r.analysis, a) {
+                let mut own = groups(r.analysis, view, &fail, &pass, &position, &file_index);
+                for (g, value) in own.iter_mut().enumerate() {
+                    value["base"] = json!(group_of[r.analysis.groups[g].units[0]]);
+                }
+                ranking["groups"] = json!(own);
+            }
+            ranking
+        }).collect::<Vec<_>>(),
     })
 }
 

@@ -147,14 +147,14 @@ pub fn human(a: &Analysis, rankings: &[Ranking], view: &View) -> String {
     out.push_str(&timed_out_tests(spectra));
     let mut sources = Sources::new(Path::new(&spectra.workspace_root));
     for r in rankings {
-        human_ranking(&mut out, a, r, view, &mut sources);
+        human_ranking(&mut out, r, view, &mut sources);
     }
-    footer(&mut out, a, rankings, view);
+    footer(&mut out, rankings, view);
     out
 }
 
 /// What the marks and counts of the listed entries mean.
-fn footer(out: &mut String, a: &Analysis, rankings: &[Ranking], view: &View) {
+fn footer(out: &mut String, rankings: &[Ranking], view: &View) {
     let mut blank = "\n";
     if rankings.iter().any(|r| r.entries.iter().any(|x| x.tied > 1)) {
         let _ = writeln!(
@@ -179,12 +179,12 @@ fn footer(out: &mut String, a: &Analysis, rankings: &[Ranking], view: &View) {
         blank = "";
     }
     // The explanation speaks of lines: a report of imported units only goes without it.
-    let units = &a.spectra.units;
     let lists_lines = rankings.iter().any(|r| {
+        let a = r.analysis;
         r.entries
             .iter()
             .take(view.top)
-            .any(|x| units[a.groups[x.group].units[0]].name().is_none())
+            .any(|x| a.spectra.units[a.groups[x.group].units[0]].name().is_none())
     });
     if lists_lines {
         let _ = writeln!(
@@ -195,7 +195,8 @@ fn footer(out: &mut String, a: &Analysis, rankings: &[Ranking], view: &View) {
     }
 }
 
-fn human_ranking(out: &mut String, a: &Analysis, r: &Ranking, view: &View, sources: &mut Sources) {
+fn human_ranking(out: &mut String, r: &Ranking, view: &View, sources: &mut Sources) {
+    let a = r.analysis;
     let top = view.top;
     let units = &a.spectra.units;
     let shown = &r.entries[..top.min(r.entries.len())];

@@ -215,8 +215,8 @@ pub fn json<'a>(a: &'a Analysis, rankings: &[Ranking], view: &View<'a>) -> Strin
                 formula: r.measure.formula,
                 changed_in_top: view.changed_in_top(r),
                 ht_order: r.ht.as_ref(),
-                cfg: r.measure.cp_variant().and_then(|v| JsonCfg::of(a, v)),
-                units: r.entries.iter().map(|x| json_entry(a, view, x)).collect(),
+                cfg: r.measure.cp_variant().and_then(|v| JsonCfg::of(r.analysis, v)),
+                units: r.entries.iter().map(|x| json_entry(r.analysis, view, x)).collect(),
             })
             .collect(),
     };

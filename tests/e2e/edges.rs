@@ -15,6 +15,7 @@ pub fn trials() -> Vec<Trial> {
         Trial::test("edges::recorded_exactly", recorded_exactly),
         Trial::test("edges::no_edges", no_edges),
         Trial::test("cp::schedule", schedule),
+        Trial::test("cp::leaves_other_measures_alone", leaves_other_measures_alone),
         Trial::test("edges::counts_exact_with_threads", counts_exact_with_threads),
         Trial::test("edges::one_test_executables_read_for_their_test", one_test_executables),
         Trial::test(
@@ -182,6 +183,67 @@ fn line_rank(report: &Value, measure: &str, file: &str, line: u64) -> Option<f64
 /// The paper's motivating example: CP ranks the faulty line strictly better than Tarantula
 /// and Ochiai with default flags (test code is left out, as the paper ranks only the program);
 /// `report` re-runs CP from the saved edges with the same result.
+/// Asking for CP (which splits its own entries by its scores) changes no other measure's
+/// entries, in the report or in `eval`: each measure's groups are its own.
+fn leaves_other_measures_alone() -> Result {
+    for fixture in ["minmax", "schedule"] {
+        let tmp = copy_fixture(fixture);
+        let dir = tmp.path();
+        let run = sfl(&["-q"], dir);
+        check(run.status.code() == Some(0), || show(&run))?;
+        let ranking = |extra: &[&str]| -> Result<Value> {
+            let mut args = vec!["report", "--format", "json", "--top", "500", "-m", "ochiai"];
+            args.extend(extra);
+            let out = sfl(&args, dir);
+            check(out.status.code() == Some(0), || show(&out))?;
+            let report: Value = serde_json::from_slice(&out.stdout)?;
+            Ok(report["rankings"][0].clone())
+        };
+        let alone = ranking(&[])?;
+        check(alone["measure"] == "ochiai", || format!("{alone}"))?;
+        for cp in ["cp", "cp-calls"] {
+            let with = ranking(&["-m", cp])?;
+            check(with == alone, || {
+                format!(
+                    "{fixture}: ochiai's entries change with -m {cp}:
+alone {alone:#}
+with  {with:#}"
+                )
+            })?;
+        }
+        let eval = |extra: &[&str]| -> Result<Value> {
+            let spectra = dir.join("target/sfl/spectra.json");
+            let faults = dir.join("faults.toml");
+            let mut args = vec!["eval", "--format", "json", "--no-ht", "-m", "ochiai"];
+            args.extend(extra);
+            args.extend([
+                "--faults",
+                faults.to_str().unwrap(),
+                "--spectra",
+                spectra.to_str().unwrap(),
+            ]);
+            let out = sfl(&args, dir);
+            check(out.status.code() == Some(0), || show(&out))?;
+            let report: Value = serde_json::from_slice(&out.stdout)?;
+            Ok(report["measures"]
+                .as_array()
+                .and_then(|m| m.iter().find(|m| m["measure"] == "ochiai"))
+                .cloned()
+                .unwrap_or_default())
+        };
+        let alone = eval(&[])?;
+        let with = eval(&["-m", "cp"])?;
+        check(alone.is_object() && with == alone, || {
+            format!(
+                "{fixture}: ochiai's eval changes with -m cp:
+alone {alone:#}
+with  {with:#}"
+            )
+        })?;
+    }
+    Ok(())
+}
+
 fn schedule() -> Result {
     let tmp = copy_fixture("schedule");
     let args = [

@@ -6,10 +6,11 @@ const rho = D.rho.slice();
 const $ = (id) => document.getElementById(id);
 const esc = (s) => String(s).replace(/[&<>"]/g, (c) => ({"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;"}[c]));
 
-// The line an entry is shown at: its lead line, as in the other reports.
-function firstLine(g) {
-  const lead = D.groups[g].lead;
-  return lead ? {file: D.files[lead[0]].path, line: lead[1], src: (D.files[lead[0]].lines[lead[1] - 1] || "").trim()} : {file: "", line: 0, src: D.groups[g].label};
+// The line an entry is shown at: its lead line, as in the other reports. `grp` is a group of
+// the shared table or of a ranking's own (CP's, split by its scores).
+function firstLine(grp) {
+  const lead = grp.lead;
+  return lead ? {file: D.files[lead[0]].path, line: lead[1], src: (D.files[lead[0]].lines[lead[1] - 1] || "").trim()} : {file: "", line: 0, src: grp.label};
 }
 
 // Doric's cl of group g under the current rho (log space; matches src/analysis.rs).
@@ -54,17 +55,20 @@ function render() {
   const r = ranking();
   $("formula").textContent = r.formula;
   $("scorehead").textContent = r.probability ? "probability" : "score";
+  const groups = r.groups || D.groups;
   const rows = r.entries.slice(0, 50).map((e) => {
-    const g = D.groups[e.g];
-    const f = firstLine(e.g);
+    const g = groups[e.g];
+    const f = firstLine(g);
+    // "not the bug" refutes the shared group this entry is part of.
+    const shared = g.base === undefined ? e.g : g.base;
     const more = g.units.length > 1 ? ` <span class="muted">(+${g.units.length - 1} lines alike)</span>` : "";
     const tags = (e.panicked ? '<span class="tag panicked" title="a failing test panicked on this line\'s own operation">panicked</span>' : "") +
       (e.certain ? '<span class="tag certain">certain</span>' : "") + (e.changed ? '<span class="tag changed">changed</span>' : "");
     const anchor = f.file ? `#L-${encodeURIComponent(f.file)}-${f.line}` : "#";
-    return `<tr class="${e.rank <= 1 ? "top" : ""}" data-loc="${esc(g.label)}" data-group="${e.g}">` +
+    return `<tr class="${e.rank <= 1 ? "top" : ""}" data-loc="${esc(g.label)}" data-group="${shared}">` +
       `<td>${e.rank}</td><td>${fmtScore(r, e)}${tags}</td><td class="loc"><a href="${anchor}">${esc(g.label)}</a></td>` +
       `<td>${g.ef}</td><td>${g.ep}</td><td><code>${esc(f.src)}</code>${more}</td>` +
-      `<td><button class="refute" data-group="${e.g}">not the bug</button></td></tr>`;
+      `<td><button class="refute" data-group="${shared}">not the bug</button></td></tr>`;
   });
   document.querySelector("#ranking tbody").innerHTML = rows.join("");
   for (const b of document.querySelectorAll("button.refute")) b.onclick = () => refute(Number(b.dataset.group));

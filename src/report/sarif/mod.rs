@@ -127,7 +127,7 @@ pub fn sarif<'a>(a: &Analysis, rankings: &[Ranking], view: &'a View<'a>) -> Stri
     let mut results = Vec::new();
     for (rule_index, r) in rankings.iter().enumerate() {
         for x in r.entries.iter().take(view.top) {
-            results.push(result(a, r, rule_index, x, &at, &mut sources));
+            results.push(result(r, rule_index, x, &at, &mut sources));
         }
     }
     let log = Log {
@@ -236,7 +236,8 @@ struct Place<'a> {
     view: &'a View<'a>,
 }
 
-fn result(a: &Analysis, r: &Ranking, rule_index: usize, x: &Ranked, at: &Place, sources: &mut Sources) -> SarifResult {
+fn result(r: &Ranking, rule_index: usize, x: &Ranked, at: &Place, sources: &mut Sources) -> SarifResult {
+    let a = r.analysis;
     let group = &a.groups[x.group].units;
     let m = r.measure;
     let c = x.counts;
@@ -442,7 +443,7 @@ mod tests {
             view: &view,
         };
         let mut sources = Sources::new(Path::new("/nonexistent"));
-        let got = serde_json::to_value(result(&a, &r, 0, &r.entries[0], &at, &mut sources)).unwrap();
+        let got = serde_json::to_value(result(&r, 0, &r.entries[0], &at, &mut sources)).unwrap();
         assert!(
             got["message"]["text"]
                 .as_str()
@@ -475,7 +476,7 @@ mod tests {
             view: &view,
         };
         let mut sources = Sources::new(Path::new("/nonexistent"));
-        let got = result(&a, &r, 0, &r.entries[0], &at, &mut sources);
+        let got = result(&r, 0, &r.entries[0], &at, &mut sources);
         let fingerprint = fingerprint(&a, r.measure, &a.groups[0].units, &mut sources);
         let file = |start: u32, end: u32| {
             serde_json::json!({
