@@ -303,10 +303,13 @@ pub fn run_test(
         elapsed: duration,
         leaked,
     } = run_captured_leaking(cmd, &dir.join("output.txt"), timeout, limits.leak_timeout)?;
-    let (mut outcome, signal, mut message) = match doctest {
+    let (mut outcome, signal, message) = match doctest {
         Some(doc) => classify_doctest(status, &output, timeout, doc.should_panic),
         None => classify(status, &output, timeout, job.name.as_deref()),
     };
+    // A test's own colours (assert_cmd's and pretty_assertions' diffs) are terminal codes, not
+    // text: no report format, nor `--color never`, should carry them.
+    let mut message = message.map(|m| console::strip_ansi_codes(&m).into_owned());
     if leaked && limits.leak_fails && outcome == Outcome::Passed {
         outcome = Outcome::Failed;
         message = Some(format!(

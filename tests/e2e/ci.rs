@@ -8,7 +8,7 @@ use std::process::Command;
 use libtest_mimic::Trial;
 use serde_json::Value;
 
-use crate::support::{Result, check, check_exit, copy_fixture, root, sfl, show};
+use crate::support::{Result, check, check_exit, copy_fixture, lib_crate, root, sfl, show};
 
 pub fn trials() -> Vec<Trial> {
     vec![
@@ -131,5 +131,22 @@ fn terminal_quiet_and_color() -> Result {
     check(
         err.contains("PASSED") && err.contains("FAILED") && err.contains("Finished"),
         || show(&verbose),
-    )
+    )?;
+    // A test that colours its own failure message (assert_cmd, pretty_assertions): no report
+    // carries its terminal codes, whatever --color says.
+    let colourful = lib_crate(
+        "colourful",
+        "",
+        "pub fn double(x: u32) -> u32 {\n    x * 3\n}\n\n#[test]\nfn doubles() {\n             let got = double(2);\n    if got != 4 {\n        panic!(\"\\x1b[31mgot {got}\\x1b[0m, expected 4\");\n    }\n}\n",
+    )?;
+    for args in [&["--color", "never"][..], &["--format", "json"][..]] {
+        let out = sfl(args, colourful.path());
+        check(out.status.code() == Some(0), || show(&out))?;
+        check(!out.stdout.contains(&0x1b), || show(&out))?;
+        check(
+            String::from_utf8_lossy(&out.stdout).contains("got 6, expected 4"),
+            || show(&out),
+        )?;
+    }
+    Ok(())
 }
