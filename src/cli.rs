@@ -116,8 +116,14 @@ pub struct RunArgs {
 
 impl RunArgs {
     pub fn into_config(self) -> RunConfig {
+        let mut selection: config::Selection = self.select.into();
+        // `cargo test NAME` runs no doctests (only `cargo test --doc NAME` filters them: cargo
+        // issue 6981), and cargo sfl runs what cargo test runs.
+        if self.filter.is_some() && !selection.doc {
+            selection.no_doctests = true;
+        }
         RunConfig {
-            selection: self.select.into(),
+            selection,
             execution: self.exec.into(),
             filter: self.filter,
             nextest: crate::nextest::Options {

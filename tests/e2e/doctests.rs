@@ -159,7 +159,26 @@ fn doc_only() -> Result {
     check(all.iter().all(|t| t.0.contains("::doctest/")), || format!("{all:?}"))?;
     check(all.iter().any(|t| t.2 == "failed"), || format!("{all:?}"))?;
     let clash = sfl(&["--doc", "--lib"], tmp.path());
-    check_exit(&clash, 2, &clash.stderr, &["--doc"])
+    check_exit(&clash, 2, &clash.stderr, &["--doc"])?;
+    // As `cargo test NAME` (cargo issue 6981): a name filter runs no doctest, `--doc NAME` does.
+    let named = sfl(&["percent", "--format", "json"], tmp.path());
+    let ran = tests(&json(&named)?);
+    check(
+        !ran.is_empty()
+            && ran
+                .iter()
+                .all(|t| !t.0.contains("::doctest/") && t.1.contains("percent")),
+        || format!("{ran:?}\n{}", show(&named)),
+    )?;
+    let doc_named = sfl(&["--doc", "percent", "--format", "json"], tmp.path());
+    let ran = tests(&json(&doc_named)?);
+    check(
+        !ran.is_empty()
+            && ran
+                .iter()
+                .all(|t| t.0.contains("::doctest/") && t.1.contains("percent")),
+        || format!("{ran:?}\n{}", show(&doc_named)),
+    )
 }
 
 /// A rustdoc that refuses `--persist-doctests` (as one without it would): the doctests run
