@@ -131,13 +131,23 @@ fn module_files(file: &Path, name: &str) -> Vec<PathBuf> {
     vec![base.join(format!("{name}.rs")), base.join(name).join("mod.rs")]
 }
 
-/// The matrix without the lines that are test code (how every report ranks by default), and
-/// how many lines were left out. Sources are read through `parsed` (rooted at the workspace).
-pub fn without_test_code(spectra: &Spectra, parsed: &mut Parsed) -> (Spectra, usize) {
+/// Per unit of `spectra`, whether it is test code, found in the sources read through `parsed`
+/// (rooted at the workspace): what the collect saves with the spectra (`SourceFacts`).
+pub fn test_units(spectra: &Spectra, parsed: &mut Parsed) -> Vec<bool> {
     let mut files: Vec<&str> = spectra.units.iter().map(|u| u.file.as_str()).collect();
     files.dedup();
     let tests = TestCode::find_in(parsed, &files);
-    let keep: Vec<bool> = spectra.units.iter().map(|u| !tests.contains(&u.file, u.line)).collect();
+    spectra.units.iter().map(|u| tests.contains(&u.file, u.line)).collect()
+}
+
+/// The matrix without the lines that are test code (how every report ranks by default), and
+/// how many lines were left out: as the spectra's saved facts say, or (spectra saved without
+/// them) as the sources read through `parsed` say.
+pub fn without_test_code(spectra: &Spectra, parsed: &mut Parsed) -> (Spectra, usize) {
+    let keep: Vec<bool> = match &spectra.facts {
+        Some(f) => (0..spectra.units.len()).map(|u| !f.test_code.contains(u)).collect(),
+        None => test_units(spectra, parsed).into_iter().map(|t| !t).collect(),
+    };
     let left_out = keep.iter().filter(|k| !**k).count();
     (spectra.retain_units(&keep), left_out)
 }
@@ -193,7 +203,12 @@ mod tests {
         std::fs::write(src.join("pool/mod.rs"), "mod test;\npub fn run() {}\n").unwrap();
         std::fs::write(src.join("pool/test.rs"), "#![cfg(test)]\nmod helpers;\nfn spawn() {}\n").unwrap();
         std::fs::write(src.join("pool/test/helpers.rs"), "pub fn wait() {}\n").unwrap();
-        let files = ["src/lib.rs", "src/pool/mod.rs", "src/pool/test.rs", "src/pool/test/helpers.rs"];
+        let files = [
+            "src/lib.rs",
+            "src/pool/mod.rs",
+            "src/pool/test.rs",
+            "src/pool/test/helpers.rs",
+        ];
         let t = TestCode::find(dir.path(), &files);
         assert!(t.contains("src/pool/test.rs", 3) && t.contains("src/pool/test/helpers.rs", 1));
         assert!(!t.contains("src/pool/mod.rs", 2) && !t.contains("src/lib.rs", 1));
