@@ -24,8 +24,11 @@
 //!   compound assignment or an index, the constructs most fixes change (Pan, Kim and
 //!   Whitehead, "Toward an understanding of bug fix patterns").
 //!
-//! All are read from what a run already has (the saved backtraces, the functions' spans and the
-//! source files), so they cost nothing to collect.
+//! All are read from what a run already has (the saved backtraces, the functions' spans, and
+//! each line's kind and operators, read from the sources when the tests were collected and saved
+//! with the spectra: `spectra::SourceFacts`), so they cost nothing to collect and a saved file
+//! orders its lines the same wherever it is read. Spectra saved before those facts (schema v2
+//! and v1) read the lines from the sources where they are used ([`line_facts`]).
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -216,33 +219,61 @@ fn without_literals(text: &str) -> String {
     out
 }
 
+/// What a line's text says about it: its kind and whether it operates. A line without text
+/// (an unreadable file, an imported unit) is behavioural and does not operate.
+pub fn read_line(text: Option<&str>) -> (LineKind, bool) {
+    (
+        text.map_or(LineKind::Behavioural, line_kind),
+        text.is_some_and(operates),
+    )
+}
+
+/// Per unit of `spectra`, its kind and whether it operates: from the facts saved with the
+/// spectra, else ([`read_line`]) from the unit's source under the workspace root.
+pub fn line_facts(spectra: &Spectra) -> Vec<(LineKind, bool)> {
+    match &spectra.facts {
+        Some(f) => (0..spectra.units.len())
+            .map(|u| {
+                let kind = if f.structural.contains(u) {
+                    LineKind::Structural
+                } else {
+                    LineKind::Behavioural
+                };
+                (kind, f.operates.contains(u))
+            })
+            .collect(),
+        None => texts(spectra).iter().map(|t| read_line(t.as_deref())).collect(),
+    }
+}
+
 /// Per unit of `spectra`, the evidence that orders it within its group.
 pub fn ties(spectra: &Spectra) -> Vec<Tie> {
     let mut function_lines = vec![0u32; spectra.functions.len()];
     for f in spectra.unit_function.iter().flatten() {
         function_lines[*f as usize] += 1;
     }
-    let texts = texts(spectra);
-    let reach = operation_panic_reach(spectra, &texts);
+    let lines = line_facts(spectra);
+    let kinds: Vec<LineKind> = lines.iter().map(|l| l.0).collect();
+    let reach = operation_panic_reach(spectra, &kinds);
     stack_weights(spectra)
         .into_iter()
         .enumerate()
         .map(|(u, stack)| {
-            let text = texts[u].as_deref();
+            let (kind, operates) = lines[u];
             Tie {
                 stack,
                 near: match reach[u] {
                     0 => 0.0,
                     r => 1.0 / f64::from(r),
                 },
-                kind: text.map_or(LineKind::Behavioural, line_kind),
+                kind,
                 prior: spectra
                     .unit_function
                     .get(u)
                     .copied()
                     .flatten()
                     .map_or(0.0, |f| 1.0 / f64::from(function_lines[f as usize])),
-                operates: text.is_some_and(operates),
+                operates,
             }
         })
         .collect()
@@ -283,7 +314,7 @@ pub fn operation_panic_points(spectra: &Spectra) -> Vec<u32> {
 }
 
 /// Per unit, how a person reading upwards from an operation panic meets it: `1 + d` for a
-/// behavioural line ([`line_kind`]; `texts` are the units' sources) `d` lines above the point
+/// behavioural line (`kinds`: each unit's [`line_kind`]) `d` lines above the point
 /// where a failing test's operation panicked ([`operation_panic_points`]; 1 for the point
 /// itself), in the same function, run by that test; 0 for every other line. The nearest panic
 /// counts when several reach a line.
@@ -293,7 +324,7 @@ pub fn operation_panic_points(spectra: &Spectra) -> Vec<u32> {
 /// subtraction). Moving these lines ahead of other entries cost more on injected faults than
 /// it gained on real panics (bench-results/stack-evidence.md), so they order lines within an
 /// entry only.
-pub fn operation_panic_reach(spectra: &Spectra, texts: &[Option<String>]) -> Vec<u32> {
+pub fn operation_panic_reach(spectra: &Spectra, kinds: &[LineKind]) -> Vec<u32> {
     let mut reach = vec![0u32; spectra.units.len()];
     let sites = panic_sites(spectra, is_operation_panic);
     if sites.is_empty() {
@@ -303,9 +334,7 @@ pub fn operation_panic_reach(spectra: &Spectra, texts: &[Option<String>]) -> Vec
     let mut by_function: HashMap<u32, Vec<usize>> = HashMap::new();
     for (u, f) in spectra.unit_function.iter().enumerate() {
         if let Some(f) = f
-            && texts[u]
-                .as_deref()
-                .is_none_or(|t| line_kind(t) == LineKind::Behavioural)
+            && kinds[u] == LineKind::Behavioural
         {
             by_function.entry(*f).or_default().push(u);
         }
@@ -406,7 +435,8 @@ pub fn operation_panic(message: &str) -> bool {
 }
 
 /// Each unit's source line, reading each file once; `None` for units of unreadable files and
-/// imported units (which name no line): behavioural, not operating.
+/// imported units (which name no line): behavioural, not operating. Only for spectra without
+/// saved facts.
 fn texts(spectra: &Spectra) -> Vec<Option<String>> {
     let root = Path::new(&spectra.workspace_root);
     let mut files: HashMap<&str, Option<Vec<String>>> = HashMap::new();
@@ -586,16 +616,17 @@ mod tests {
         // Test 0 runs lines 1, 3, 4, 5 and 6; functions are lines 1-5 and 6-7; line 1 is `fn`.
         let mut s = matrix(&["1011110-", "1111111+"]);
         s.set_functions(lib_functions(&[(1, 5), (6, 7)]));
-        let mut texts = vec![Some("    let x = v[i] + 1;".to_string()); 7];
-        texts[0] = Some("fn f(v: &[u8], i: usize) -> u8 {".into());
-        assert_eq!(operation_panic_reach(&s, &texts), [0; 7]);
+        let mut texts = vec!["    let x = v[i] + 1;"; 7];
+        texts[0] = "fn f(v: &[u8], i: usize) -> u8 {";
+        let kinds = |texts: &[&str]| texts.iter().map(|t| line_kind(t)).collect::<Vec<_>>();
+        assert_eq!(operation_panic_reach(&s, &kinds(&texts)), [0; 7]);
         s.tests[0].stack = vec![frame(4), frame(6)];
         s.tests[0].message = Some("panicked at src/lib.rs:4:9:\nattempt to add with overflow".into());
-        assert_eq!(operation_panic_reach(&s, &texts), [0, 0, 2, 1, 0, 0, 0]);
-        texts[0] = Some("    let n = v.len();".into());
-        assert_eq!(operation_panic_reach(&s, &texts), [4, 0, 2, 1, 0, 0, 0]);
+        assert_eq!(operation_panic_reach(&s, &kinds(&texts)), [0, 0, 2, 1, 0, 0, 0]);
+        texts[0] = "    let n = v.len();";
+        assert_eq!(operation_panic_reach(&s, &kinds(&texts)), [4, 0, 2, 1, 0, 0, 0]);
         s.tests[0].message = Some("panicked at src/lib.rs:4:9:\nassertion failed: x > 0".into());
-        assert_eq!(operation_panic_reach(&s, &texts), [0; 7]);
+        assert_eq!(operation_panic_reach(&s, &kinds(&texts)), [0; 7]);
     }
 
     /// Only failing tests whose panic the operation raised count for the stack-first rankings;

@@ -131,13 +131,23 @@ fn module_files(file: &Path, name: &str) -> Vec<PathBuf> {
     vec![base.join(format!("{name}.rs")), base.join(name).join("mod.rs")]
 }
 
-/// The matrix without the lines that are test code (how every report ranks by default), and
-/// how many lines were left out. Sources are read through `parsed` (rooted at the workspace).
-pub fn without_test_code(spectra: &Spectra, parsed: &mut Parsed) -> (Spectra, usize) {
+/// Per unit of `spectra`, whether it is test code, found in the sources read through `parsed`
+/// (rooted at the workspace): what the collect saves with the spectra (`SourceFacts`).
+pub fn test_units(spectra: &Spectra, parsed: &mut Parsed) -> Vec<bool> {
     let mut files: Vec<&str> = spectra.units.iter().map(|u| u.file.as_str()).collect();
     files.dedup();
     let tests = TestCode::find_in(parsed, &files);
-    let keep: Vec<bool> = spectra.units.iter().map(|u| !tests.contains(&u.file, u.line)).collect();
+    spectra.units.iter().map(|u| tests.contains(&u.file, u.line)).collect()
+}
+
+/// The matrix without the lines that are test code (how every report ranks by default), and
+/// how many lines were left out: as the spectra's saved facts say, or (spectra saved without
+/// them) as the sources read through `parsed` say.
+pub fn without_test_code(spectra: &Spectra, parsed: &mut Parsed) -> (Spectra, usize) {
+    let keep: Vec<bool> = match &spectra.facts {
+        Some(f) => (0..spectra.units.len()).map(|u| !f.test_code.contains(u)).collect(),
+        None => test_units(spectra, parsed).into_iter().map(|t| !t).collect(),
+    };
     let left_out = keep.iter().filter(|k| !**k).count();
     (spectra.retain_units(&keep), left_out)
 }

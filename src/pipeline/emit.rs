@@ -14,23 +14,18 @@ use crate::measures::Measure;
 use crate::rank::{Ranking, rank_only};
 use crate::report;
 use crate::spectra::{Outcome, Spectra};
-use crate::syntax::{Parsed, Prefetch};
+use crate::syntax::Parsed;
 use crate::ui;
 
 /// Ranks and writes the report; returns the exit code.
 pub fn emit(spectra: &Spectra, out: &ReportConfig) -> anyhow::Result<i32> {
-    emit_with(spectra, out, Prefetch::default())
-}
-
-/// [`emit`] with the sources a run parsed while its tests ran.
-pub fn emit_with(spectra: &Spectra, out: &ReportConfig, sources: Prefetch) -> anyhow::Result<i32> {
     let whole = spectra;
     let mut converted = Default::default();
     let Prepared {
         spectra,
         lines,
         names: function_names,
-    } = at_granularity(spectra, out, &mut converted, sources)?;
+    } = at_granularity(spectra, out, &mut converted)?;
     let opts = out.options.clone();
     require_edges(spectra, &out.measures)?;
     let analyses = Analyses::prepared(spectra, lines, opts.group, &out.measures, out.tie_break);
@@ -139,17 +134,16 @@ pub(super) struct Prepared<'a> {
 }
 
 /// The matrix as the report options want it: without test code (unless `--include-test-code`) and
-/// at the requested granularity; at function granularity, with each unit's function name (the
-/// source is parsed once for both) and the lines kept beside. `converted` holds what had to be
-/// made (the lines, then the functions).
+/// at the requested granularity; at function granularity, with each unit's function name and
+/// the lines kept beside. Test code and names are the spectra's saved facts; only spectra saved
+/// without them (schema v2 and v1, imported) have their sources parsed here, once for both.
+/// `converted` holds what had to be made (the lines, then the functions).
 pub(super) fn at_granularity<'a>(
     spectra: &'a Spectra,
     out: &ReportConfig,
     converted: &'a mut [Option<Spectra>; 2],
-    sources: Prefetch,
 ) -> Result<Prepared<'a>, SflError> {
     let mut parsed = Parsed::new(Path::new(&spectra.workspace_root));
-    parsed.absorb(sources);
     let mut owned = timed_out(spectra, out.count_timeouts);
     if !out.include_test_code {
         owned = Some(without_test_code(owned.as_ref().unwrap_or(spectra), &mut parsed));
@@ -172,8 +166,20 @@ pub(super) fn at_granularity<'a>(
         ));
     }
     let functions = function_slot.insert(lines.by_function());
+    let names = match &lines.facts {
+        Some(_) => functions
+            .functions
+            .iter()
+            .map(|f| {
+                lines
+                    .function_name(f)
+                    .map_or_else(|| format!("<fn at line {}>", f.start), str::to_string)
+            })
+            .collect(),
+        None => parsed.function_names(&functions.functions),
+    };
     Ok(Prepared {
-        names: Some(parsed.function_names(&functions.functions)),
+        names: Some(names),
         spectra: functions,
         lines: Some(lines),
     })
@@ -540,9 +546,7 @@ mod tests {
         let mut out = config(&[]);
         out.count_timeouts = true;
         let mut converted = Default::default();
-        let ranked = at_granularity(&s, &out, &mut converted, Prefetch::default())
-            .unwrap()
-            .spectra;
+        let ranked = at_granularity(&s, &out, &mut converted).unwrap().spectra;
         assert_eq!(ranked.tests[0].outcome, Outcome::Failed);
     }
 
@@ -552,13 +556,11 @@ mod tests {
         let mut out = config(&[]);
         let mut converted = Default::default();
         assert!(std::ptr::eq(
-            at_granularity(&s, &out, &mut converted, Prefetch::default())
-                .unwrap()
-                .spectra,
+            at_granularity(&s, &out, &mut converted).unwrap().spectra,
             &s
         ));
         out.granularity = Granularity::Function;
-        let err = at_granularity(&s, &out, &mut converted, Prefetch::default()).unwrap_err();
+        let err = at_granularity(&s, &out, &mut converted).unwrap_err();
         assert!(matches!(err, SflError::Usage(_)));
         assert!(
             err.to_string()

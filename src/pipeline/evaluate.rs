@@ -6,21 +6,15 @@ use crate::error::exit;
 use crate::faults::Fault;
 use crate::measures::Measure;
 use crate::spectra::Spectra;
-use crate::syntax::Prefetch;
 use crate::ui;
 
 use super::emit::{Prepared, at_granularity, require_edges, write_output};
 
 /// Scores the measures on `spectra` against `faults`, writes the report, returns the exit code.
-pub(super) fn evaluate(
-    spectra: &Spectra,
-    faults: Vec<Fault>,
-    cfg: &EvalConfig,
-    sources: Prefetch,
-) -> anyhow::Result<i32> {
+pub(super) fn evaluate(spectra: &Spectra, faults: Vec<Fault>, cfg: &EvalConfig) -> anyhow::Result<i32> {
     let out = &cfg.run.report;
     let mut converted = Default::default();
-    let Prepared { spectra, lines, .. } = at_granularity(spectra, out, &mut converted, sources)?;
+    let Prepared { spectra, lines, .. } = at_granularity(spectra, out, &mut converted)?;
     // At function granularity a fault is the functions that contain its lines.
     let faults: Vec<Fault> = if out.granularity == Granularity::Function {
         faults

@@ -10,13 +10,12 @@ mod progress;
 use std::path::{Path, PathBuf};
 
 pub use collect::{Collected, KeptProfile, collect};
-pub use emit::{emit, emit_with};
+pub use emit::emit;
 
 use crate::build::Workspace;
 use crate::config::{EvalConfig, Format, ListFormat, ReportConfig, RunConfig};
 use crate::error::{SflError, exit};
 use crate::spectra::{EdgeProfiles, Spectra};
-use crate::syntax::Prefetch;
 use crate::ui;
 
 /// `cargo sfl [OPTIONS] [FILTER]`.
@@ -26,12 +25,8 @@ pub fn run(cfg: &RunConfig) -> anyhow::Result<i32> {
     if cfg.execution.no_edges {
         emit::refuse_edge_measures(&cfg.report.measures)?;
     }
-    let Collected {
-        spectra,
-        sources,
-        saving,
-    } = collect(cfg)?;
-    let reported = emit_with(&spectra, &cfg.report, sources);
+    let Collected { spectra, saving } = collect(cfg)?;
+    let reported = emit(&spectra, &cfg.report);
     saving.wait()?;
     reported
 }
@@ -58,7 +53,7 @@ pub fn report(spectra: Option<&Path>, manifest_path: Option<&Path>, cfg: &Report
     } else {
         EdgeProfiles::Skip
     };
-    emit(&read_here(load_with(&path, edges)?, &root), cfg)
+    emit(&read_here(load_with(&path, edges)?, &root, &path), cfg)
 }
 
 /// `cargo sfl analyze --gzoltar DIR`: rank an imported matrix.
@@ -87,7 +82,11 @@ pub fn merge(
     allow_partial: bool,
     cfg: &ReportConfig,
 ) -> anyhow::Result<i32> {
-    let merged = read_here(merge_shards(files, allow_partial)?, &local_root(None)?);
+    let what = match files {
+        [one] => one.clone(),
+        _ => PathBuf::from("the merged shards"),
+    };
+    let merged = read_here(merge_shards(files, allow_partial)?, &local_root(None)?, &what);
     if let Some(out) = save_spectra {
         merged.save(out).map_err(|source| SflError::Output {
             what: "the spectra",
@@ -108,15 +107,15 @@ pub fn eval(cfg: &EvalConfig) -> anyhow::Result<i32> {
     let root = local_root(cfg.run.selection.manifest_path.as_deref())?;
     crate::faults::check_against(&faults, &root)
         .map_err(|e| SflError::Usage(format!("{}: {e}", cfg.faults.display())))?;
-    let (spectra, sources) = match &cfg.spectra {
-        Some(path) => (std::sync::Arc::new(read_here(load(path)?, &root)), Prefetch::default()),
+    let spectra = match &cfg.spectra {
+        Some(path) => std::sync::Arc::new(read_here(load(path)?, &root, path)),
         None => {
             let collected = collect(&cfg.run)?;
             collected.saving.wait()?;
-            (collected.spectra, collected.sources)
+            collected.spectra
         }
     };
-    evaluate::evaluate(&spectra, faults, cfg, sources)
+    evaluate::evaluate(&spectra, faults, cfg)
 }
 
 /// Reads saved spectra (their edge profiles too).
@@ -146,9 +145,11 @@ fn local_root(manifest_path: Option<&Path>) -> Result<PathBuf, SflError> {
     }
 }
 
-/// Saved spectra, their source lines read from `root` (see [`local_root`]); says so when the
-/// file was recorded under another root.
-fn read_here(mut spectra: Spectra, root: &Path) -> Spectra {
+/// Saved spectra (from `file`), their code shown from `root` (see [`local_root`]) where it is
+/// the code they were recorded from ([`Spectra::check_sources`]); says so when the file was
+/// recorded under another root, when code is not shown and why, and when the file predates the
+/// saved source facts (then the ranking reads test code and line evidence from `root`).
+fn read_here(mut spectra: Spectra, root: &Path, file: &Path) -> Spectra {
     if Path::new(&spectra.workspace_root) != root {
         ui::note(format!(
             "the spectra were recorded in {}; reading source lines from {}",
@@ -157,7 +158,62 @@ fn read_here(mut spectra: Spectra, root: &Path) -> Spectra {
         ));
         spectra.workspace_root = root.to_string_lossy().into_owned();
     }
+    if spectra.facts.is_none() {
+        ui::note(format!(
+            "{} was saved by an older cargo sfl (schema {} or {}) and lacks the source facts of {}              (test code, line kinds and operators, function names, per-file digests): they are read              from the sources in {}, so the ranking may depend on the directory it is made in; run              `cargo sfl` again to save them",
+            file.display(),
+            crate::spectra::SCHEMA_V2,
+            crate::spectra::SCHEMA_V1,
+            crate::spectra::SCHEMA,
+            root.display()
+        ));
+    }
+    let hidden = spectra.check_sources(root);
+    if !hidden.is_empty() {
+        ui::note(hidden_note(&hidden, root, spectra.facts.is_some()));
+    }
     spectra
+}
+
+/// Why some files' code is not shown.
+fn hidden_note(hidden: &crate::spectra::Hidden, root: &Path, ranked_from_facts: bool) -> String {
+    let list = |files: &[String]| {
+        let shown: Vec<&str> = files.iter().take(3).map(String::as_str).collect();
+        match files.len() {
+            n @ 4.. => format!("{} and {} more", shown.join(", "), n - 3),
+            _ => shown.join(", "),
+        }
+    };
+    let mut why = Vec::new();
+    if hidden.unrecorded {
+        why.push("the spectra record no digest of their sources to check them against".to_string());
+    } else {
+        if !hidden.missing.is_empty() {
+            why.push(format!("{} not in {}", list(&hidden.missing), root.display()));
+        }
+        if !hidden.changed.is_empty() {
+            why.push(format!(
+                "{} in {} differ from the sources the spectra were recorded from (their digest does not match)",
+                list(&hidden.changed),
+                root.display()
+            ));
+        }
+    }
+    format!(
+        "code text is not shown for {} source file{}: {}{}",
+        hidden.missing.len() + hidden.changed.len(),
+        if hidden.missing.len() + hidden.changed.len() == 1 {
+            ""
+        } else {
+            "s"
+        },
+        why.join("; "),
+        if ranked_from_facts {
+            "; the ranking does not depend on it (it uses the facts saved with the spectra)"
+        } else {
+            ""
+        }
+    )
 }
 
 /// The shards' spectra merged into one matrix, saying which shards they were.

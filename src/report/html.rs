@@ -51,7 +51,10 @@ fn data(a: &Analysis, rankings: &[Ranking], view: &View) -> Value {
     let files_json: Vec<Value> = files
         .iter()
         .map(|(f, _)| {
-            let text = std::fs::read_to_string(root.join(f)).unwrap_or_default();
+            let text = match s.may_show(f) {
+                true => std::fs::read_to_string(root.join(f)).unwrap_or_default(),
+                false => String::new(),
+            };
             json!({"path": f, "lines": text.lines().collect::<Vec<_>>()})
         })
         .collect();

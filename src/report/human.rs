@@ -2,7 +2,6 @@
 //! measure's top entries grouped by file with their source lines.
 
 use std::fmt::Write as _;
-use std::path::Path;
 
 use super::{Sources, Summary, View, fmt_score, spans};
 use crate::analysis::{Analysis, Options};
@@ -145,7 +144,7 @@ pub fn human(a: &Analysis, rankings: &[Ranking], view: &View) -> String {
     out.push('\n');
     out.push_str(&failing_tests(spectra));
     out.push_str(&timed_out_tests(spectra));
-    let mut sources = Sources::new(Path::new(&spectra.workspace_root));
+    let mut sources = Sources::of(spectra);
     for r in rankings {
         human_ranking(&mut out, r, view, &mut sources);
     }

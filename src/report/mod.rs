@@ -229,9 +229,12 @@ pub(crate) fn test_label(t: &TestRecord) -> String {
     format!("{} {}", t.binary, t.name)
 }
 
-/// Reads source lines on demand (files relative to the workspace root).
+/// Reads source lines on demand (files relative to the workspace root), only those of files a
+/// report may show (`Spectra::may_show`: a loaded file's sources only where they match their
+/// recorded digest).
 pub(crate) struct Sources<'a> {
     root: &'a Path,
+    spectra: Option<&'a crate::spectra::Spectra>,
     files: HashMap<String, Option<Vec<String>>>,
 }
 
@@ -239,13 +242,25 @@ impl<'a> Sources<'a> {
     pub(crate) fn new(root: &'a Path) -> Self {
         Sources {
             root,
+            spectra: None,
             files: HashMap::new(),
         }
     }
 
+    /// The sources of `spectra`, from its workspace root.
+    pub(crate) fn of(spectra: &'a crate::spectra::Spectra) -> Self {
+        Sources {
+            spectra: Some(spectra),
+            ..Sources::new(Path::new(&spectra.workspace_root))
+        }
+    }
+
     pub(crate) fn line(&mut self, file: &str, line: u32) -> Option<&str> {
-        let root = self.root;
+        let (root, spectra) = (self.root, self.spectra);
         let lines = self.files.entry(file.to_string()).or_insert_with(|| {
+            if spectra.is_some_and(|s| !s.may_show(file)) {
+                return None;
+            }
             std::fs::read_to_string(root.join(file))
                 .ok()
                 .map(|t| t.lines().map(str::to_string).collect())

@@ -1,6 +1,6 @@
 //! Why saved spectra cannot be read, or shards cannot be merged.
 
-use super::{SCHEMA, SCHEMA_V1};
+use super::{SCHEMA, SCHEMA_V1, SCHEMA_V2};
 use crate::edges::SavedEdgesError;
 
 /// Why saved spectra cannot be read, or shards cannot be merged.
@@ -10,7 +10,7 @@ pub enum SpectraError {
     Io(#[from] std::io::Error),
     #[error("not JSON: {0}")]
     NotJson(serde_json::Error),
-    #[error("schema is {0:?}, this cargo-sfl reads {SCHEMA:?} and {SCHEMA_V1:?}")]
+    #[error("schema is {0:?}, this cargo-sfl reads {SCHEMA:?}, {SCHEMA_V2:?} and {SCHEMA_V1:?}")]
     OtherSchema(String),
     #[error("no \"schema\" field: not a cargo-sfl spectra file")]
     NoSchema,
@@ -20,6 +20,8 @@ pub enum SpectraError {
     RowCount { units: usize, rows: usize },
     #[error("coverage row {row} is not a bitset over {tests} tests")]
     NotABitset { row: usize, tests: usize },
+    #[error("facts: {0}")]
+    Facts(String),
     #[error("edges: {0}")]
     Edges(#[from] SavedEdgesError),
     #[error("no shards to merge")]

@@ -82,10 +82,12 @@ impl Spectra {
             traversed.push(e);
         }
         let n = tests.len();
+        let facts = SourceFacts::merged(&shards, &index);
         let mut merged = Spectra::from_tests(first.workspace_root.clone(), tests, units, &covered);
         merged.build = first.build.clone();
         merged.set_functions(shards.iter().flat_map(|s| s.functions.iter().cloned()).collect());
         merged.edges = blocks.map(|b| EdgeSpectra::from_tests(b, n, &traversed));
+        merged.facts = facts;
         Ok(merged)
     }
 }

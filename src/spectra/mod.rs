@@ -12,13 +12,18 @@ use crate::edges::{Block, BlockId, Edge, EdgeSpectra, SavedEdges};
 use crate::measures::Counts;
 
 mod error;
+mod facts;
 mod merge;
 
 pub use error::SpectraError;
+pub use facts::{Hidden, SourceFacts, file_digest, sources_digest};
 
 /// Version tag of the saved-spectra file; bump on any incompatible change.
-pub const SCHEMA: &str = "cargo-sfl-spectra/v2";
-/// The previous schema, still read: edge profiles as plain JSON (`edges`).
+pub const SCHEMA: &str = "cargo-sfl-spectra/v3";
+/// The previous schema, still read: no source facts (`facts`), so test code, line evidence and
+/// function names are read from the sources where the file is used.
+pub const SCHEMA_V2: &str = "cargo-sfl-spectra/v2";
+/// The first schema, still read: edge profiles as plain JSON (`edges`), no source facts.
 pub const SCHEMA_V1: &str = "cargo-sfl-spectra/v1";
 
 /// How a test ended.
@@ -213,6 +218,14 @@ pub struct Spectra {
     /// Control-flow edge profiles over the same tests (absent with `--no-edges` and for
     /// imported matrices).
     pub edges: Option<EdgeSpectra>,
+    /// What the ranking needs from the sources, from the sources that were built (absent in
+    /// imported matrices and files saved before schema v3: then they are read where the file
+    /// is used).
+    pub facts: Option<SourceFacts>,
+    /// The source files whose code a report may show (not saved): `None`, all of them (a run's
+    /// own); for a loaded file, those that match their recorded digest
+    /// ([`Spectra::check_sources`]).
+    pub shown_sources: Option<std::collections::BTreeSet<String>>,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -239,6 +252,9 @@ struct SavedSpectra {
     /// are most of a run's data (function names repeat per block) and only CP reads them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     edges_deflated: Option<String>,
+    /// Schema v3: the source facts ([`SourceFacts`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    facts: Option<facts::SavedFacts>,
 }
 
 /// Just the schema, read before the rest.
@@ -288,7 +304,14 @@ impl Spectra {
             functions: Vec::new(),
             unit_function: Vec::new(),
             edges: None,
+            facts: None,
+            shown_sources: None,
         }
+    }
+
+    /// The name the sources gave a function when the tests were collected.
+    pub fn function_name(&self, f: &FunctionSpan) -> Option<&str> {
+        self.facts.as_ref()?.function_names.get(f).map(String::as_str)
     }
 
     /// Each unit's position, by `(file, line)`.
@@ -394,6 +417,7 @@ impl Spectra {
             coverage: self.coverage.iter().map(BitSet::to_hex).collect(),
             edges: None,
             edges_deflated: self.edges.as_ref().map(crate::edges::deflate_saved),
+            facts: self.facts.as_ref().map(|f| f.to_saved(&self.functions)),
         }
     }
 
@@ -417,12 +441,14 @@ impl Spectra {
     pub fn parse_with(bytes: &[u8], edges: EdgeProfiles) -> Result<Self, SpectraError> {
         // One pass when the file is good; the schema is read on its own only to say why not.
         let saved = match serde_json::from_slice::<SavedSpectra>(bytes) {
-            Ok(saved) if matches!(saved.schema.as_str(), SCHEMA | SCHEMA_V1) => saved,
+            Ok(saved) if matches!(saved.schema.as_str(), SCHEMA | SCHEMA_V2 | SCHEMA_V1) => saved,
             Ok(saved) => return Err(SpectraError::OtherSchema(saved.schema)),
             Err(malformed) => {
                 let head: Head = serde_json::from_slice(bytes).map_err(SpectraError::NotJson)?;
                 return Err(match head.schema {
-                    Some(s) if s == SCHEMA || s == SCHEMA_V1 => SpectraError::Malformed(malformed),
+                    Some(s) if [SCHEMA, SCHEMA_V2, SCHEMA_V1].contains(&s.as_str()) => {
+                        SpectraError::Malformed(malformed)
+                    }
                     Some(other) => SpectraError::OtherSchema(other),
                     None => SpectraError::NoSchema,
                 });
@@ -441,11 +467,15 @@ impl Spectra {
             .enumerate()
             .map(|(i, h)| BitSet::from_hex(h, n).ok_or(SpectraError::NotABitset { row: i, tests: n }))
             .collect::<Result<Vec<_>, _>>()?;
-        let functions = saved
+        let functions: Vec<FunctionSpan> = saved
             .functions
             .into_iter()
             .map(|(file, start, end)| FunctionSpan { file, start, end })
             .collect();
+        let facts = saved
+            .facts
+            .map(|f| SourceFacts::from_saved(f, saved.units.len(), &functions))
+            .transpose()?;
         let saved_edges = match (edges, saved.edges, saved.edges_deflated) {
             (EdgeProfiles::Skip, ..) => None,
             (EdgeProfiles::Load, Some(plain), _) => Some(plain),
@@ -461,6 +491,8 @@ impl Spectra {
             partition: saved.partition,
             functions: Vec::new(),
             unit_function: Vec::new(),
+            facts,
+            shown_sources: None,
             workspace_root: saved.workspace_root,
             tests: saved.tests,
             units: saved
@@ -547,6 +579,8 @@ impl Spectra {
                 .edges
                 .as_ref()
                 .map(|e| e.map_units(|u| self.unit_function[u.index()].map(UnitId))),
+            facts: self.facts.as_ref().map(|f| f.for_functions(self.functions.len())),
+            shown_sources: self.shown_sources.clone(),
         }
     }
 
@@ -578,6 +612,8 @@ impl Spectra {
             functions: Vec::new(),
             unit_function: Vec::new(),
             edges: self.edges.as_ref().map(|e| e.map_units(|u| new_id[u.index()])),
+            facts: self.facts.as_ref().map(|f| f.retain(keep)),
+            shown_sources: self.shown_sources.clone(),
         };
         out.set_functions(self.functions.clone());
         out
@@ -814,7 +850,7 @@ pub(crate) mod tests {
         let path = dir.path().join("s.json");
         s.save(&path).unwrap();
         let text = std::fs::read_to_string(&path).unwrap();
-        assert!(text.contains("\"schema\":\"cargo-sfl-spectra/v2\"") && text.contains("\"edges_deflated\":\""));
+        assert!(text.contains("\"schema\":\"cargo-sfl-spectra/v3\"") && text.contains("\"edges_deflated\":\""));
         assert_eq!(Spectra::load(&path).unwrap().edges, s.edges);
         assert_eq!(Spectra::load_with(&path, EdgeProfiles::Skip).unwrap().edges, None);
         // Skipped edges are not even inflated: garbage there does not matter, until asked for.

@@ -1,6 +1,7 @@
 //! End-to-end tests: the real `cargo-sfl` binary on the faulty fixtures and the report formats,
 //! one libtest-mimic trial per fixture or behaviour, each in its own copy of its fixture.
 
+mod anywhere;
 mod ci;
 mod doctests;
 mod edges;
@@ -27,6 +28,7 @@ fn main() {
         retries::trials(),
         formats::trials(),
         shards::trials(),
+        anywhere::trials(),
         ci::trials(),
         eval::trials(),
         edges::trials(),

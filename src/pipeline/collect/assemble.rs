@@ -6,9 +6,10 @@ use std::collections::HashMap;
 use std::path::Path;
 
 use super::run::JobOutcome;
-use crate::coverage::{SortedUnits, hex};
+use crate::coverage::SortedUnits;
 use crate::edges::Edge;
-use crate::spectra::{BuildInfo, Spectra, TestRecord, UnitId};
+use crate::spectra::{BuildInfo, SourceFacts, Spectra, TestRecord, UnitId, file_digest, sources_digest};
+use crate::syntax::Parsed;
 use crate::ui;
 
 /// The matrix of every test over the interned units; `edges` decodes the edge matrix when
@@ -81,27 +82,56 @@ pub(crate) fn rustc_version() -> String {
         .unwrap_or_else(|e| format!("unknown ({e})"))
 }
 
-/// The toolchain and a digest of the units' source files (what shards must agree on).
-pub(crate) fn build_info(root: &Path, spectra: &Spectra, rustc: String) -> BuildInfo {
-    use md5::{Digest, Md5};
-    let mut files: Vec<&str> = spectra.units.iter().map(|u| u.file.as_str()).collect();
-    files.dedup();
-    let mut md5 = Md5::new();
-    for f in files {
-        md5.update(f.as_bytes());
-        md5.update([0]);
-        match std::fs::read(root.join(f)) {
-            Ok(bytes) => {
-                md5.update((bytes.len() as u64).to_le_bytes());
-                md5.update(&bytes);
-            }
-            Err(_) => md5.update(b"(missing)"),
+/// What the spectra record of the sources that were built, each file read once: the build
+/// information (the toolchain and a digest over the units' source files, what shards must
+/// agree on) and the source facts rankings read instead of the sources (test code, each line's
+/// kind and operators, function names, each file's digest). `parsed` holds the files parsed
+/// while the tests ran.
+pub(crate) fn describe_sources(root: &Path, spectra: &mut Spectra, rustc: String, parsed: &mut Parsed) {
+    let files: Vec<String> = spectra.source_files().into_iter().map(str::to_string).collect();
+    let read: Vec<Option<Vec<u8>>> = files.iter().map(|f| std::fs::read(root.join(f)).ok()).collect();
+    let sources = sources_digest(files.iter().map(String::as_str).zip(read.iter().map(|b| b.as_deref())));
+    let mut facts = SourceFacts::new(spectra.units.len());
+    for (u, test) in crate::testcode::test_units(spectra, parsed).into_iter().enumerate() {
+        if test {
+            facts.test_code.insert(u);
         }
     }
-    BuildInfo {
-        rustc,
-        sources: hex(&md5.finalize()),
+    let lines: HashMap<&str, Vec<&str>> = files
+        .iter()
+        .zip(&read)
+        .filter_map(|(f, bytes)| {
+            Some((
+                f.as_str(),
+                std::str::from_utf8(bytes.as_deref()?).ok()?.lines().collect(),
+            ))
+        })
+        .collect();
+    for (u, unit) in spectra.units.iter().enumerate() {
+        let text = lines
+            .get(unit.file.as_str())
+            .and_then(|l| l.get((unit.line as usize).checked_sub(1)?).copied());
+        let (kind, operates) = crate::evidence::read_line(text);
+        if kind == crate::evidence::LineKind::Structural {
+            facts.structural.insert(u);
+        }
+        if operates {
+            facts.operates.insert(u);
+        }
     }
+    facts.function_names = spectra
+        .functions
+        .iter()
+        .cloned()
+        .zip(parsed.function_names(&spectra.functions))
+        .collect();
+    facts.digests = files
+        .iter()
+        .zip(&read)
+        .filter_map(|(f, bytes)| Some((f.clone(), file_digest(bytes.as_deref()?))))
+        .collect();
+    spectra.build = Some(BuildInfo { rustc, sources });
+    spectra.facts = Some(facts);
 }
 
 #[cfg(test)]

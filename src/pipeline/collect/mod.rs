@@ -18,7 +18,7 @@ use plan::plan;
 use run::JobOutcome;
 
 use crate::build::{self, Built, Workspace};
-use crate::config::{Execution, Granularity, RunConfig, Selection};
+use crate::config::{Execution, RunConfig, Selection};
 use crate::coverage::LineDecoder;
 use crate::edges::Collector;
 use crate::error::SflError;
@@ -26,7 +26,7 @@ use crate::list::{self, Listing};
 use crate::nextest::{BinaryInfo, Flags, Nextest};
 use crate::run::Job;
 use crate::spectra::{Outcome, Spectra};
-use crate::syntax::Prefetch;
+use crate::syntax::{Parsed, Prefetch};
 use crate::ui;
 
 /// Written next to kept profiles (`--keep-profiles`), for the decoder oracle and debugging.
@@ -102,12 +102,9 @@ pub fn collect(cfg: &RunConfig) -> anyhow::Result<Collected> {
     };
     let prep_started = Instant::now();
     let listings = session.list_all();
-    // The report reads the workspace's sources for test code and function names: they are
-    // parsed while the tests run, from the files the coverage maps name.
-    let report = &cfg.report;
-    let sources = if report.include_test_code && report.granularity != Granularity::Function {
-        Prefetch::default()
-    } else {
+    // The spectra save what rankings read from the sources (test code, function names): they
+    // are parsed while the tests run, from the files the coverage maps name.
+    let sources = {
         let mut files = coverage.files();
         files.retain(|f| !crate::testcode::is_test_path(f));
         files.sort();
@@ -168,7 +165,9 @@ pub fn collect(cfg: &RunConfig) -> anyhow::Result<Collected> {
     let kept = exec.keep_profiles.then(|| kept_index(&outcomes, &plan.jobs, &built));
     let mut spectra = assemble::assemble(&ws.root, coverage.finish(), outcomes, plan.recorded, edges);
     let rustc = rustc.join().unwrap_or_else(|_| "unknown".into());
-    spectra.build = Some(assemble::build_info(&ws.root, &spectra, rustc));
+    let mut parsed = Parsed::new(&ws.root);
+    parsed.absorb(sources);
+    assemble::describe_sources(&ws.root, &mut spectra, rustc, &mut parsed);
     spectra.partition = exec.partition.map(|p| p.to_string());
     // Saved while the report is written (serialising and writing the spectra took 50 ms of a
     // 1.3 s run on regex-syntax, with one core idle); the lock is held until they are saved.
@@ -186,18 +185,13 @@ pub fn collect(cfg: &RunConfig) -> anyhow::Result<Collected> {
         saving.wait()?;
         return Err(SflError::NoTests(why).into());
     }
-    Ok(Collected {
-        spectra,
-        sources,
-        saving,
-    })
+    Ok(Collected { spectra, saving })
 }
 
-/// What [`collect`] hands the report: the spectra, the sources parsed while the tests ran, and
-/// the saving of the spectra, under way.
+/// What [`collect`] hands the report: the spectra (with their source facts) and the saving of
+/// the spectra, under way.
 pub struct Collected {
     pub spectra: Arc<Spectra>,
-    pub sources: Prefetch,
     pub saving: Saving,
 }
 

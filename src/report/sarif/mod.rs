@@ -111,7 +111,7 @@ pub fn sarif<'a>(a: &Analysis, rankings: &[Ranking], view: &'a View<'a>) -> Stri
     let spectra = a.spectra;
     let workspace = Path::new(&spectra.workspace_root);
     let (repo, prefix) = repository_root(workspace);
-    let mut sources = Sources::new(workspace);
+    let mut sources = Sources::of(spectra);
     let failing: Vec<&TestRecord> = spectra.tests.iter().filter(|t| t.outcome.is_failing()).collect();
     // Failing tests, as related locations shared by every result.
     let related: Vec<Location> = failing

@@ -54,13 +54,13 @@ impl Seeds {
             elf: read(d.join("minmax.elf"))?,
             edges: EDGES.iter().map(|n| read(d.join(n))).collect::<Result<_>>()?,
             spectra: {
-                // The committed seed (schema v1 when it was made: edges as plain JSON), and the
-                // same spectra as saved today (v2: edges deflated), so both paths are fuzzed.
-                let v1 = read(d.join("minmax.spectra.json"))?;
-                let v2 = cargo_sfl::spectra::Spectra::parse(&v1)
-                    .map_err(anyhow::Error::msg)?
-                    .to_bytes();
-                vec![v1, v2]
+                // The committed seed (an older schema: no source facts), the same spectra as
+                // saved today, and with source facts (v3), so every path is fuzzed.
+                let old = read(d.join("minmax.spectra.json"))?;
+                let mut spectra = cargo_sfl::spectra::Spectra::parse(&old).map_err(anyhow::Error::msg)?;
+                let now = spectra.to_bytes();
+                spectra.facts = Some(seed_facts(&spectra));
+                vec![old, now, spectra.to_bytes()]
             },
             gzoltar: [
                 read(gz.join("spectra.csv"))?,
@@ -178,4 +178,29 @@ fn cut_binary(binary: &Path, d: &Path, work: &Path) -> Result<()> {
         bail!("objcopy failed: {}", String::from_utf8_lossy(&out.stderr));
     }
     Ok(())
+}
+
+/// Source facts over a seed's units and functions: some units test code, structural or
+/// operating, every function named, every file with a digest.
+fn seed_facts(s: &cargo_sfl::spectra::Spectra) -> cargo_sfl::spectra::SourceFacts {
+    use cargo_sfl::spectra::{SourceFacts, file_digest};
+    let mut facts = SourceFacts::new(s.units.len());
+    for u in 0..s.units.len() {
+        match u % 3 {
+            0 => facts.test_code.insert(u),
+            1 => facts.structural.insert(u),
+            _ => facts.operates.insert(u),
+        }
+    }
+    facts.function_names = s
+        .functions
+        .iter()
+        .map(|f| (f.clone(), format!("f{}", f.start)))
+        .collect();
+    facts.digests = s
+        .source_files()
+        .into_iter()
+        .map(|f| (f.to_string(), file_digest(f.as_bytes())))
+        .collect();
+    facts
 }

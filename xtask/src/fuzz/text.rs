@@ -42,7 +42,10 @@ impl Target for SpectraTarget {
     fn run(&self, input: &[u8]) -> Verdict {
         match Spectra::parse(input) {
             Ok(s) => {
-                std::hint::black_box((s.counts(), s.by_function()));
+                let keep: Vec<bool> = (0..s.units.len())
+                    .map(|u| s.facts.as_ref().is_none_or(|f| !f.test_code.contains(u)))
+                    .collect();
+                std::hint::black_box((s.counts(), s.by_function(), s.retain_units(&keep)));
                 Verdict::Decoded
             }
             Err(e) => {
