@@ -336,6 +336,9 @@ value_enums! {
         Sarif,
         /// A self-contained HTML page written into the --output directory.
         Html,
+        /// One `file:line:column: severity: message` line per top entry, for editors' quickfix
+        /// lists and problem matchers.
+        Short,
     }
     /// `--order`.
     Order => config::Order { Score, Ht }

@@ -100,7 +100,7 @@ pub fn merge(
 /// `cargo sfl eval`: how well every measure localises the known faults.
 pub fn eval(cfg: &EvalConfig) -> anyhow::Result<i32> {
     let faults = crate::faults::load(&cfg.faults).map_err(|e| SflError::Usage(e.to_string()))?;
-    if matches!(cfg.run.report.format, Format::Sarif | Format::Html) {
+    if matches!(cfg.run.report.format, Format::Sarif | Format::Html | Format::Short) {
         return Err(SflError::Usage("cargo sfl eval writes --format human or json".into()).into());
     }
     // Checked before anything runs: a mistyped fault must not cost a whole run.

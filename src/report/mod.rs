@@ -18,6 +18,7 @@ mod html;
 mod human;
 mod json;
 pub mod sarif;
+mod short;
 
 pub use human::{failing_tests, human, no_failures};
 pub use json::json;
@@ -32,6 +33,7 @@ pub enum Format {
     Json,
     Sarif,
     Html,
+    Short,
 }
 
 /// A rendered report; writing it is the caller's business.
@@ -51,6 +53,7 @@ pub fn render(format: Format, a: &Analysis, rankings: &[Ranking], view: &View) -
         Format::Human => Rendered::Text(human(a, rankings, view)),
         Format::Json => Rendered::Text(json(a, rankings, view)),
         Format::Sarif => Rendered::Text(sarif::sarif(a, rankings, view)),
+        Format::Short => Rendered::Text(short::short(a, rankings, view)),
         Format::Html => Rendered::Page {
             file_name: html::FILE_NAME,
             html: html::page(a, rankings, view),

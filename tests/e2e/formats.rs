@@ -32,6 +32,12 @@ fn snapshots() -> Result {
     let help = sfl(&["--help"], tmp.path());
     let catalogue = sfl(&["measures"], tmp.path());
     let sarif = sfl(&["report", "--format", "sarif", "--top", "2"], tmp.path());
+    let short = sfl(
+        &["report", "--format", "short", "-m", "ochiai", "-m", "naish2"],
+        tmp.path(),
+    );
+    check(short.status.success(), || show(&short))?;
+    short_lines_lead_as_json(&String::from_utf8_lossy(&short.stdout), tmp.path())?;
     let imported = sfl(
         &[
             "analyze",
@@ -74,11 +80,51 @@ fn snapshots() -> Result {
             "minmax_sarif",
             redact(&sarif.stdout).replace(env!("CARGO_PKG_VERSION"), "[VERSION]")
         );
+        insta::assert_snapshot!("minmax_short", redact(&short.stdout));
         insta::assert_snapshot!(
             "gzoltar_minmax_human",
             redact(&imported.stdout).replace(&repo, "[REPO]")
         );
     });
+    Ok(())
+}
+
+/// Every `--format short` line is `file:line:column: severity: message`, in the order of the
+/// JSON report's entries, each at the line the JSON report leads that entry with.
+fn short_lines_lead_as_json(short: &str, dir: &std::path::Path) -> Result {
+    let json = sfl(&["report", "--format", "json", "-m", "ochiai", "-m", "naish2"], dir);
+    let report: serde_json::Value = serde_json::from_slice(&json.stdout)?;
+    let want: Vec<(String, u64, String)> = report["rankings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|r| {
+            let measure = r["measure"].as_str().unwrap().to_string();
+            r["units"].as_array().unwrap().iter().take(10).map(move |u| {
+                (
+                    u["file"].as_str().unwrap().to_string(),
+                    u["line"].as_u64().unwrap(),
+                    measure.clone(),
+                )
+            })
+        })
+        .collect();
+    let lines: Vec<&str> = short.lines().collect();
+    check(lines.len() == want.len(), || {
+        format!("{} lines, {} entries:\n{short}", lines.len(), want.len())
+    })?;
+    for (line, (file, n, measure)) in lines.iter().zip(&want) {
+        let mut parts = line.splitn(5, ':');
+        let (f, l, c, severity, message) = (parts.next(), parts.next(), parts.next(), parts.next(), parts.next());
+        check(
+            f == Some(file.as_str())
+                && l.and_then(|l| l.parse::<u64>().ok()) == Some(*n)
+                && c.is_some_and(|c| c.parse::<u32>().is_ok_and(|c| c >= 1))
+                && matches!(severity, Some(" warning" | " note"))
+                && message.is_some_and(|m| m.starts_with(&format!(" {measure} rank "))),
+            || format!("{line:?} is not {file}:{n} under {measure}"),
+        )?;
+    }
     Ok(())
 }
 

@@ -1,0 +1,103 @@
+//! `--format short`: one `file:line:column: severity: message` line per reported entry, the
+//! shape compilers print and that editors' quickfix lists (Vim's `errorformat`, Emacs's
+//! compilation mode) and VS Code's problem matchers read. Each line is an entry's lead line (the
+//! one every other report shows it at), `warning` for the top-ranked entries and `note` for the
+//! rest; the message names the measure, the rank, the score and the counts.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use crate::analysis::Analysis;
+use crate::rank::Ranking;
+
+use super::{Sources, View, fmt_score};
+
+/// The short report: the top entries of each ranking, one line each, nothing else (no failing
+/// tests, no summary: a quickfix list wants locations).
+pub fn short(a: &Analysis, rankings: &[Ranking], view: &View) -> String {
+    let root = Path::new(&a.spectra.workspace_root);
+    let here = std::env::current_dir().ok();
+    let mut sources = Sources::of(a.spectra);
+    let mut out = String::new();
+    for r in rankings {
+        let ra = r.analysis;
+        let total_f = r.entries.first().map_or(0.0, |x| x.counts.ef + x.counts.nf);
+        let total_p = r.entries.first().map_or(0.0, |x| x.counts.ep + x.counts.np);
+        for x in r.entries.iter().take(view.top) {
+            let group = &ra.groups[x.group].units;
+            let (lead, name) = match view.function(ra, group[0]) {
+                Some((name, _)) => (group[0], Some(name)),
+                None => (ra.lead(x.group), None),
+            };
+            let unit = &ra.spectra.units[lead];
+            // Imported units name no file: nothing an editor can jump to.
+            if unit.name().is_some() {
+                continue;
+            }
+            let column = sources
+                .line(&unit.file, unit.line)
+                .and_then(|text| text.find(|c: char| !c.is_whitespace()))
+                .map_or(1, |i| i + 1);
+            let severity = if x.rank <= 1.0 { "warning" } else { "note" };
+            let subject = name.map_or_else(String::new, |n| format!("{n}: "));
+            let _ = write!(
+                out,
+                "{}:{}:{column}: {severity}: {subject}{} rank {} of {}, {} {}, run by {} of {} failing and {} of {} passing tests",
+                shown_path(root, &unit.file, here.as_deref()),
+                unit.line,
+                r.measure.name,
+                x.rank,
+                r.entries.len(),
+                if r.measure.is_probability() {
+                    "probability"
+                } else {
+                    "score"
+                },
+                fmt_score(r.measure, x),
+                x.counts.ef,
+                total_f,
+                x.counts.ep,
+                total_p,
+            );
+            if x.panicked {
+                out.push_str("; a failing test panicked on its own operation");
+            }
+            if group.len() > 1 {
+                let noun = view.unit_noun();
+                let _ = write!(out, "; {} more {noun}s run exactly alike", group.len() - 1);
+            }
+            out.push('\n');
+        }
+    }
+    out
+}
+
+/// `file` (relative to the workspace `root`) as an editor run in `here` finds it: relative to
+/// `here` when it is inside, else absolute.
+fn shown_path(root: &Path, file: &str, here: Option<&Path>) -> String {
+    let full: PathBuf = root.join(file);
+    match here.and_then(|h| full.strip_prefix(h).ok()) {
+        Some(rel) => rel.to_string_lossy().into_owned(),
+        None => full.to_string_lossy().into_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_are_relative_to_the_current_directory_when_inside_it() {
+        let root = Path::new("/ws");
+        assert_eq!(shown_path(root, "src/lib.rs", Some(Path::new("/ws"))), "src/lib.rs");
+        assert_eq!(
+            shown_path(root, "core/src/lib.rs", Some(Path::new("/ws/core"))),
+            "src/lib.rs"
+        );
+        assert_eq!(
+            shown_path(root, "src/lib.rs", Some(Path::new("/elsewhere"))),
+            "/ws/src/lib.rs"
+        );
+        assert_eq!(shown_path(root, "src/lib.rs", None), "/ws/src/lib.rs");
+    }
+}
