@@ -256,6 +256,11 @@ pub struct ExecutionArgs {
     /// Also write the spectra to this file (one per shard, for `cargo sfl merge`).
     #[arg(long, value_name = "FILE")]
     pub save_spectra: Option<PathBuf>,
+    /// Write the test run as JUnit XML to this file (outcomes, durations, failure messages;
+    /// flaky and timed-out tests marked as nextest marks them). Without it, the nextest
+    /// profile's `junit.path` is honoured.
+    #[arg(long, value_name = "FILE")]
+    pub junit: Option<PathBuf>,
 }
 
 impl From<SelectionArgs> for config::Selection {
@@ -294,6 +299,7 @@ impl From<ExecutionArgs> for config::Execution {
             keep_profiles: e.keep_profiles,
             partition: e.partition,
             save_spectra: e.save_spectra,
+            junit: e.junit,
         }
     }
 }

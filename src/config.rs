@@ -103,6 +103,8 @@ pub struct Execution {
     pub keep_profiles: bool,
     pub partition: Option<Partition>,
     pub save_spectra: Option<PathBuf>,
+    /// `--junit FILE`: the run as JUnit XML.
+    pub junit: Option<PathBuf>,
 }
 
 /// What a test may take under plain `cargo test` before it counts as hanging (nextest's

@@ -141,6 +141,23 @@ impl Nextest {
         Ok(nx)
     }
 
+    /// Where the profile in force asks for a JUnit report (`[profile.NAME.junit] path`), as
+    /// nextest places it: `<cargo's target dir>/nextest/<profile>/<path>`. `None` when the
+    /// workspace has no configuration or no profile of the chain names a path.
+    pub fn junit_path(ws: &Workspace, opts: &Options) -> Result<Option<PathBuf>, NextestError> {
+        let path = match &opts.config {
+            Some(p) => p.clone(),
+            None => match Some(ws.root.join(CONFIG_PATH)).filter(|p| p.is_file()) {
+                Some(p) => p,
+                None => return Ok(None),
+            },
+        };
+        let file = read(&path)?;
+        let name = opts.profile.clone().unwrap_or_else(|| "default".into());
+        let junit = junit_of(&file, &name, &path)?;
+        Ok(junit.map(|j| ws.cargo_target_dir.join("nextest").join(&name).join(j)))
+    }
+
     /// Takes profile `name` of `file` (read from `path`) with what it inherits.
     fn apply(
         &mut self,
@@ -387,6 +404,13 @@ fn read(path: &Path) -> Result<File, NextestError> {
     toml::from_str(&text).map_err(|e| bad(e.to_string().trim_end().replace('\n', " ")))
 }
 
+/// The JUnit path of profile `name`: its own, else the nearest it inherits.
+fn junit_of(file: &File, name: &str, path: &Path) -> Result<Option<String>, NextestError> {
+    Ok(chain(file, name, path)?
+        .into_iter()
+        .find_map(|(_, p)| p.junit.as_ref().and_then(|j| j.path.clone())))
+}
+
 /// The profile `name` and those it inherits from, nearest first, ending with `default`.
 fn chain<'f>(file: &'f File, name: &str, path: &Path) -> Result<Vec<(String, &'f Profile)>, NextestError> {
     static EMPTY: std::sync::LazyLock<Profile> = std::sync::LazyLock::new(Profile::default);
@@ -447,7 +471,7 @@ fn platform_matches(p: &model::Platform) -> bool {
 fn unhonoured(file: &File, chain: &[(String, &Profile)]) -> Vec<String> {
     let why = |key: &str| match key {
         "status-level" | "final-status-level" | "failure-output" | "success-output" => "cargo sfl reports its own way",
-        "junit" => "no JUnit report",
+        "report-name" | "store-success-output" | "store-failure-output" => "the JUnit report is cargo sfl's own",
         "fail-fast" => "every test runs: the ranking needs them all",
         "flaky-result" => "a flaky test is always ranked as failing",
         "scripts" | "script" | "experimental" => "setup and wrapper scripts are not run",
@@ -461,6 +485,9 @@ fn unhonoured(file: &File, chain: &[(String, &Profile)]) -> Vec<String> {
     let mut out: Vec<String> = file.other.keys().map(|k| format!("{k} ({})", why(k))).collect();
     for (name, p) in chain {
         out.extend(p.other.keys().map(|k| format!("profile.{name}.{k} ({})", why(k))));
+        if let Some(j) = &p.junit {
+            out.extend(j.other.keys().map(|k| format!("profile.{name}.junit.{k} ({})", why(k))));
+        }
         if let Some(model::Retries::Policy { other, .. }) = &p.retries {
             out.extend(
                 other

@@ -31,6 +31,18 @@ pub struct Profile {
     pub leak_timeout: Option<LeakTimeout>,
     #[serde(default)]
     pub overrides: Vec<Override>,
+    pub junit: Option<Junit>,
+    #[serde(flatten)]
+    pub other: BTreeMap<String, toml::Value>,
+}
+
+/// `[profile.NAME.junit]`: where nextest writes its JUnit report (`path`, under
+/// `<target-dir>/nextest/<profile>/`); its other keys (`report-name`, stored output) are kept
+/// by name.
+#[derive(Deserialize, Default, Debug, Clone)]
+#[serde(rename_all = "kebab-case")]
+pub struct Junit {
+    pub path: Option<String>,
     #[serde(flatten)]
     pub other: BTreeMap<String, toml::Value>,
 }

@@ -61,10 +61,20 @@ fn a_profile_inherits_from_default_and_its_overrides_come_first() {
             fail: true
         })
     );
+    // The JUnit report is written where the profile says (`--junit` writes one too).
     assert!(
-        nx.ignored.iter().any(|k| k.starts_with("profile.ci.junit")),
+        !nx.ignored.iter().any(|k| k.starts_with("profile.ci.junit")),
         "{:?}",
         nx.ignored
+    );
+    let file: File = toml::from_str(CONFIG).unwrap();
+    let path = Path::new("/ws/.config/nextest.toml");
+    assert_eq!(junit_of(&file, "ci", path).unwrap().as_deref(), Some("junit.xml"));
+    assert_eq!(junit_of(&file, "default", path).unwrap(), None);
+    let inheriting: File = toml::from_str(&format!("{CONFIG}\n[profile.nightly]\ninherits = \"ci\"\n")).unwrap();
+    assert_eq!(
+        junit_of(&inheriting, "nightly", path).unwrap().as_deref(),
+        Some("junit.xml")
     );
     assert!(
         nx.ignored.iter().any(|k| k.starts_with("profile.default.fail-fast")),

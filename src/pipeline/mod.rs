@@ -9,6 +9,8 @@ mod progress;
 
 use std::path::{Path, PathBuf};
 
+use anyhow::Context as _;
+
 pub use collect::{Collected, KeptProfile, collect};
 pub use emit::emit;
 
@@ -26,9 +28,33 @@ pub fn run(cfg: &RunConfig) -> anyhow::Result<i32> {
         emit::refuse_edge_measures(&cfg.report.measures)?;
     }
     let Collected { spectra, saving } = collect(cfg)?;
+    write_junit(cfg, &spectra)?;
     let reported = emit(&spectra, &cfg.report);
     saving.wait()?;
     reported
+}
+
+/// `--junit FILE`, else the nextest profile's `junit.path`: the run as JUnit XML.
+fn write_junit(cfg: &RunConfig, spectra: &Spectra) -> anyhow::Result<()> {
+    let path = match &cfg.execution.junit {
+        Some(p) => p.clone(),
+        None => {
+            let ws = Workspace::load(
+                cfg.selection.manifest_path.as_deref(),
+                cfg.selection.target_dir.as_deref(),
+            )?;
+            match crate::nextest::Nextest::junit_path(&ws, &cfg.nextest)? {
+                Some(p) => p,
+                None => return Ok(()),
+            }
+        }
+    };
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    }
+    std::fs::write(&path, crate::report::junit(spectra)).with_context(|| format!("cannot write {}", path.display()))?;
+    ui::status("Wrote", format!("the test run as JUnit XML to {}", path.display()));
+    Ok(())
 }
 
 /// `cargo sfl report`: re-rank saved spectra (`spectra`, or the workspace's last run).

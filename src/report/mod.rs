@@ -17,11 +17,13 @@ pub mod catalogue;
 mod html;
 mod human;
 mod json;
+mod junit;
 pub mod sarif;
 mod short;
 
 pub use human::{failing_tests, human, no_failures};
 pub use json::json;
+pub use junit::junit;
 
 /// Schema tag of the JSON report.
 pub const SCHEMA: &str = "cargo-sfl/v1";

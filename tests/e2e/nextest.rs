@@ -18,6 +18,7 @@ pub fn trials() -> Vec<Trial> {
             same_outcomes_as_cargo_nextest,
         ),
         Trial::test("nextest::overrides_time_out_and_retry", overrides_time_out_and_retry),
+        Trial::test("junit::read_by_a_junit_reader", junit_read_by_a_junit_reader),
         Trial::test(
             "nextest::filtersets_select_what_nextest_lists",
             filtersets_select_what_nextest_lists,
@@ -176,6 +177,63 @@ fn overrides_time_out_and_retry() -> Result {
         sfl_outcomes(&spectra).values().collect::<Vec<_>>() == ["failed"] && runs == 1,
         || format!("{spectra:#}\n{}", show(&out)),
     )
+}
+
+/// `--junit FILE` and the nextest profile's `junit.path` write the run as JUnit XML that a JUnit
+/// reader (Python's junitparser, installed by .ci/setup) reads: every test, failures typed as
+/// nextest types them, the flaky test passing with its failed run as a `flakyFailure`.
+fn junit_read_by_a_junit_reader() -> Result {
+    let tmp = copy_fixture("nextest-config");
+    let dir = tmp.path();
+    let config = dir.join(".config/nextest.toml");
+    let mut text = std::fs::read_to_string(&config)?;
+    text.push_str("\n[profile.ci]\njunit = { path = \"junit.xml\" }\n");
+    std::fs::write(&config, text)?;
+    let (out, spectra) = sfl_spectra(dir, &["-j", "2", "--nextest-profile", "ci"])?;
+    let by_profile = dir.join("target/nextest/ci/junit.xml");
+    check(by_profile.is_file(), || {
+        format!("no {}\n{}", by_profile.display(), show(&out))
+    })?;
+    let flag = dir.join("reports/run.xml");
+    let (out, _) = sfl_spectra(dir, &["-j", "2", "--junit", flag.to_str().unwrap()])?;
+    check(flag.is_file(), || show(&out))?;
+    let tests = spectra["tests"].as_array().map_or(0, Vec::len);
+    for xml in [&by_profile, &flag] {
+        let read = junit_reader(xml)?;
+        let lines: std::collections::BTreeMap<&str, &str> = read.lines().filter_map(|l| l.split_once('\t')).collect();
+        check(lines.len() == tests, || {
+            format!("{tests} tests, the reader saw:\n{read}")
+        })?;
+        for (name, want) in [
+            ("tests::percent_over", "failure:test failure"),
+            ("slow_test", "failure:test timeout"),
+            ("flaky_once", "passed"),
+            ("a_writer", "passed"),
+        ] {
+            check(lines.get(name) == Some(&want), || {
+                format!("{name}: want {want}, read:\n{read}")
+            })?;
+        }
+        let raw = std::fs::read_to_string(xml)?;
+        check(raw.matches("<flakyFailure").count() == 1, || raw.clone())?;
+    }
+    Ok(())
+}
+
+/// Each test case of a JUnit file as junitparser reads it: `name<TAB>passed|skipped|kind:type`.
+fn junit_reader(xml: &Path) -> Result<String> {
+    let script = "import sys\nfrom junitparser import JUnitXml\n\
+        for suite in JUnitXml.fromfile(sys.argv[1]):\n    for case in suite:\n        \
+        r = case.result\n        \
+        print(case.name + '\\t' + ('passed' if not r else r[0]._tag + ':' + str(r[0].type)))\n";
+    let python = crate::support::tool("SFL_PYTHONPATH", "python")?;
+    let out = std::process::Command::new("python3")
+        .args(["-c", script])
+        .arg(xml)
+        .env("PYTHONPATH", python)
+        .output()?;
+    check(out.status.success(), || format!("junitparser: {}", show(&out)))?;
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
 /// The tests `cargo nextest list` selects with `-E` (and a name filter).
