@@ -186,7 +186,10 @@ fn read_here(mut spectra: Spectra, root: &Path, file: &Path) -> Spectra {
     }
     if spectra.facts.is_none() {
         ui::note(format!(
-            "{} was saved by an older cargo sfl (schema {} or {}) and lacks the source facts of {}              (test code, line kinds and operators, function names, per-file digests): they are read              from the sources in {}, so the ranking may depend on the directory it is made in; run              `cargo sfl` again to save them",
+            "{} was saved by an older cargo sfl (schema {} or {}) and lacks the source facts of {} \
+             (test code, line kinds and operators, function names, per-file digests): they are read \
+             from the sources in {}, so the ranking may depend on the directory it is made in; run \
+             `cargo sfl` again to save them",
             file.display(),
             crate::spectra::SCHEMA_V2,
             crate::spectra::SCHEMA_V1,
