@@ -143,178 +143,38 @@ impl Blocks {
     /// addresses: a doctest executable has 15,000 blocks and a test binary 50,000, and a list
     /// (or a hash-map entry) per block made this most of reading a binary's blocks.
     pub fn parse(words: &[u64], relocated: &[bool], pcs: &[u64], entry: &[bool]) -> Result<Blocks, CfgError> {
+        let functions = PcFunctions::of(pcs.len(), entry);
+        let table = Table::read(words, relocated)?;
+        let ids = Interned::new(&table, pcs);
+        let matched = Matched::new(&table, &ids, &functions, pcs)?;
+        let keep = matched.kept_pruned(&table, &ids);
+        let (mut out, numbered) = Blocks::number(&functions, &matched, &keep, &table, pcs);
+        out.cfg = numbered.successors(&table, &ids, &matched, &keep);
+        out.calls = out.calls_by_address(&table, &numbered.source);
+        if out.flag.iter().any(Option::is_none) {
+            out.idom = out.dominators();
+        }
+        Ok(out)
+    }
+
+    /// Numbers the blocks function by function in the function's block order, so a build
+    /// without pruning numbers its blocks the same: a function's flagged blocks in PC-table
+    /// order, each pruned block it keeps (`keep`) where its record lies among them. Deleted
+    /// blocks (no record) keep their place in the PC table's order. Fills in each block's
+    /// address and flag, and the functions.
+    fn number(
+        functions: &PcFunctions,
+        matched: &Matched,
+        keep: &[bool],
+        table: &Table,
+        pcs: &[u64],
+    ) -> (Blocks, Numbered) {
         let n = pcs.len();
-        // The PC table's functions: each entry starts one.
-        let mut function_of = vec![0u32; n];
-        let mut starts: Vec<u32> = Vec::new();
-        for (i, f) in function_of.iter_mut().enumerate() {
-            if entry.get(i).copied().unwrap_or(false) || starts.is_empty() {
-                starts.push(i as u32);
-            }
-            *f = starts.len() as u32 - 1;
-        }
-        // The records: record `r` is at `rec_addr[r]`, its successors' addresses are
-        // `succ[succ_start[r]..succ_start[r + 1]]`.
-        let is_end = |i: usize| words[i] == 0 && !relocated.get(i).copied().unwrap_or(false);
-        let (mut rec_addr, mut succ_start, mut succ) = (Vec::new(), vec![0u32], Vec::new());
-        // Likewise the callees' addresses: `callee[callee_start[r]..callee_start[r + 1]]`.
-        let (mut callee_start, mut callee) = (vec![0u32], Vec::new());
-        let mut i = 0;
-        while i < words.len() {
-            rec_addr.push(words[i]);
-            i += 1;
-            while i < words.len() && !is_end(i) {
-                succ.push(words[i]);
-                i += 1;
-            }
-            // The successors' null, the callees, and theirs.
-            i += 1;
-            while i < words.len() && !is_end(i) {
-                callee.push(words[i]);
-                i += 1;
-            }
-            if i >= words.len() {
-                return Err(CfgError::Truncated);
-            }
-            i += 1;
-            succ_start.push(succ.len() as u32);
-            callee_start.push(callee.len() as u32);
-        }
-        // `NO` and `EMPTY` (no record, a deleted block) have no successors and call nothing.
-        let succs_of = |r: u32| match r {
-            NO | EMPTY => &[][..],
-            r => &succ[succ_start[r as usize] as usize..succ_start[r as usize + 1] as usize],
-        };
-        let callees_of = |r: u32| match r {
-            NO | EMPTY => &[][..],
-            r => &callee[callee_start[r as usize] as usize..callee_start[r as usize + 1] as usize],
-        };
-        // Addresses interned: the records' and the flagged blocks'.
-        let mut ids: HashMap<u64, u32> = HashMap::default();
-        ids.reserve(rec_addr.len());
-        let mut intern = |a: u64| {
-            let next = ids.len() as u32;
-            *ids.entry(a).or_insert(next)
-        };
-        let rec_id: Vec<u32> = rec_addr.iter().map(|&a| intern(a)).collect();
-        let pc_id: Vec<u32> = pcs
-            .iter()
-            .map(|&pc| if pc == DELETED { NO } else { intern(pc) })
-            .collect();
-        let addresses = ids.len();
-        // Flagged blocks by address. In an optimised build two blocks can end up at one address
-        // (the code of one was merged away); their records come in the PC table's order, and a
-        // successor at such an address is taken to be the first of them.
-        let at_pc = Rows::group(
-            addresses,
-            pc_id
-                .iter()
-                .enumerate()
-                .filter(|(_, id)| **id != NO)
-                .map(|(b, &id)| (id, b as u32)),
-        );
-        // A pruned block with no code of its own (it only falls through) shares its address
-        // with the block after it. Where an address has more records than flagged blocks, such a
-        // record (its only successor is its own address) is the pruned one.
-        let mut surplus = vec![0u32; addresses];
-        for &id in &rec_id {
-            surplus[id as usize] += 1;
-        }
-        for (id, extra) in surplus.iter_mut().enumerate() {
-            *extra = extra.saturating_sub(at_pc.get(id).len() as u32);
-        }
-        // Per function, its deleted flagged blocks (no address, no record of their own but a
-        // record at the deleted address, in order); `taken_deleted[f]` of them are placed.
-        let deleted = Rows::group(
-            starts.len(),
-            (0..n as u32)
-                .filter(|&b| pcs[b as usize] == DELETED)
-                .map(|b| (function_of[b as usize], b)),
-        );
-        let mut taken_deleted = vec![0u32; starts.len()];
-        let mut seen = vec![0u32; addresses];
-        // Per flagged block, its record (`NO`: none; `EMPTY`: deleted, no successors).
-        let mut flagged = vec![NO; n];
-        // Unflagged blocks: their records.
-        let mut pruned: Vec<u32> = Vec::new();
-        // Records as `(function, record)` and `(address, record)` in the table's order.
-        let mut of_function: Vec<(u32, u32)> = Vec::new();
-        let mut of_address: Vec<(u32, u32)> = Vec::new();
-        let mut current: Option<u32> = None;
-        for r in 0..rec_addr.len() as u32 {
-            let address = rec_addr[r as usize];
-            if address == DELETED {
-                // A deleted flagged block keeps its place in the function (the function's
-                // deleted blocks in order); a deleted block without a flag is no block.
-                if let Some(f) = current
-                    && let Some(&b) = deleted.get(f as usize).get(taken_deleted[f as usize] as usize)
-                {
-                    taken_deleted[f as usize] += 1;
-                    flagged[b as usize] = EMPTY;
-                    of_function.push((f, Record::flagged(b)));
-                }
-                continue;
-            }
-            let id = rec_id[r as usize];
-            let falls_through = succs_of(r) == [address];
-            let block = if surplus[id as usize] > 0 && falls_through {
-                surplus[id as usize] -= 1;
-                None
-            } else {
-                seen[id as usize] += 1;
-                at_pc.get(id as usize).get(seen[id as usize] as usize - 1).copied()
-            };
-            match block {
-                Some(b) => {
-                    // A function's records are contiguous: the flagged ones say whose they are.
-                    let f = function_of[b as usize];
-                    current = Some(f);
-                    if flagged[b as usize] == NO {
-                        flagged[b as usize] = r;
-                        of_function.push((f, Record::flagged(b)));
-                        of_address.push((id, Record::flagged(b)));
-                    }
-                }
-                None => {
-                    if let Some(f) = current {
-                        let k = Record::pruned(pruned.len() as u32);
-                        of_function.push((f, k));
-                        of_address.push((id, k));
-                        pruned.push(r);
-                    }
-                }
-            }
-        }
-        let missing = flagged
-            .iter()
-            .zip(pcs)
-            .filter(|(r, pc)| **r == NO && **pc != DELETED)
-            .count();
-        if missing > 0 {
-            return Err(CfgError::Missing(missing));
-        }
-        // An unflagged block with no successor that is no block's only successor was not
-        // pruned: it starts with `unreachable` and never runs (and without pruning it is no
-        // block either). Edges into it are left out.
-        let mut only_successor = vec![false; addresses];
-        for &r in flagged.iter().chain(&pruned) {
-            if let [a] = succs_of(r)
-                && let Some(&id) = ids.get(a)
-            {
-                only_successor[id as usize] = true;
-            }
-        }
-        let keep = |k: u32| {
-            let r = pruned[k as usize];
-            !succs_of(r).is_empty() || only_successor[rec_id[r as usize] as usize]
-        };
-        // Number the blocks function by function in the function's block order, so a build
-        // without pruning numbers its blocks the same. Deleted blocks (no record) keep their
-        // place in the PC table's order.
-        let by_function = Rows::group(starts.len(), of_function.into_iter());
+        let starts = &functions.starts;
+        let by_function = Rows::group(starts.len(), matched.of_function.iter().copied());
         let mut out = Blocks::default();
         let mut block_of_flag = vec![NO; n];
-        let mut block_of_pruned = vec![NO; pruned.len()];
+        let mut block_of_pruned = vec![NO; matched.pruned.len()];
         // Per block, its record (`NO` or `EMPTY`: no successors).
         let mut source: Vec<u32> = Vec::with_capacity(n);
         for (f, &first) in starts.iter().enumerate() {
@@ -327,7 +187,7 @@ impl Blocks {
                         block_of_flag[next as usize] = out.address.len() as u32;
                         out.address.push(pcs[next as usize]);
                         out.flag.push(Some(next));
-                        source.push(flagged[next as usize]);
+                        source.push(matched.flagged[next as usize]);
                     }
                     next += 1;
                 }
@@ -335,11 +195,12 @@ impl Blocks {
             for &rec in by_function.get(f) {
                 match Record::of(rec) {
                     Record::Flagged(b) => flag_upto(&mut out, &mut source, b + 1),
-                    Record::Pruned(k) if keep(k) => {
+                    Record::Pruned(k) if keep[k as usize] => {
+                        let r = matched.pruned[k as usize];
                         block_of_pruned[k as usize] = out.address.len() as u32;
-                        out.address.push(rec_addr[pruned[k as usize] as usize]);
+                        out.address.push(table.address[r as usize]);
                         out.flag.push(None);
-                        source.push(pruned[k as usize]);
+                        source.push(r);
                     }
                     Record::Pruned(_) => {}
                 }
@@ -347,44 +208,32 @@ impl Blocks {
             flag_upto(&mut out, &mut source, end);
             out.functions.push((begin, out.address.len() as u32 - begin));
         }
-        // A successor's address is the first block there in layout order (one with no code of
-        // its own falls through to the next), other than the block itself when it is one of them.
-        let at_address = Rows::group(addresses, of_address.into_iter());
-        let block_of = |rec: u32| match Record::of(rec) {
-            Record::Flagged(b) => Some(block_of_flag[b as usize]),
-            Record::Pruned(k) => keep(k).then_some(block_of_pruned[k as usize]),
+        let numbered = Numbered {
+            block_of_flag,
+            block_of_pruned,
+            source,
         };
-        out.cfg = Cfg::sorted_rows(source.len(), |from, row| {
-            for a in succs_of(source[from as usize]) {
-                let Some(&id) = ids.get(a) else { continue };
-                let mut there = at_address.get(id as usize).iter().filter_map(|&rec| block_of(rec));
-                let Some(head) = there.next() else { continue };
-                row.push(if head == from {
-                    there.next().unwrap_or(head)
-                } else {
-                    head
-                });
-            }
-        });
-        // A callee is named by its function's address, which is its entry block's.
-        let entry_at: HashMap<u64, u32> = out
+        (out, numbered)
+    }
+
+    /// Per block, the entry blocks of the functions its record calls. A callee is named by its
+    /// function's address, which is its entry block's.
+    fn calls_by_address(&self, table: &Table, source: &[u32]) -> Cfg {
+        let entry_at: HashMap<u64, u32> = self
             .functions
             .iter()
             .filter(|&&(_, count)| count > 0)
-            .map(|&(first, _)| (out.address[first as usize], first))
+            .map(|&(first, _)| (self.address[first as usize], first))
             .filter(|&(address, _)| address != DELETED)
             .collect();
-        out.calls = Cfg::sorted_rows(source.len(), |b, row| {
+        Cfg::sorted_rows(source.len(), |b, row| {
             row.extend(
-                callees_of(source[b as usize])
+                table
+                    .callees(source[b as usize])
                     .iter()
                     .filter_map(|a| entry_at.get(a).copied()),
             );
-        });
-        if out.flag.iter().any(Option::is_none) {
-            out.idom = out.dominators();
-        }
-        Ok(out)
+        })
     }
 
     /// The calls a test made, given which blocks ran: `(a, entry)` when block `a` calls the
@@ -522,6 +371,318 @@ impl Blocks {
             }
         }
         ran
+    }
+}
+
+/// The PC table's functions: each entry starts one.
+struct PcFunctions {
+    /// Per PC-table block, its function.
+    function_of: Vec<u32>,
+    /// Per function, its first PC-table block.
+    starts: Vec<u32>,
+}
+
+impl PcFunctions {
+    /// The functions of `n` blocks, `entry[i]` marking a function's first block (the first
+    /// block starts one in any case).
+    fn of(n: usize, entry: &[bool]) -> PcFunctions {
+        let mut function_of = vec![0u32; n];
+        let mut starts: Vec<u32> = Vec::new();
+        for (i, f) in function_of.iter_mut().enumerate() {
+            if entry.get(i).copied().unwrap_or(false) || starts.is_empty() {
+                starts.push(i as u32);
+            }
+            *f = starts.len() as u32 - 1;
+        }
+        PcFunctions { function_of, starts }
+    }
+}
+
+/// The control-flow table's records: record `r` is at `address[r]`, its successors' addresses
+/// are `succ[succ_start[r]..succ_start[r + 1]]`, and likewise the callees' addresses are
+/// `callee[callee_start[r]..callee_start[r + 1]]`.
+struct Table {
+    address: Vec<u64>,
+    succ_start: Vec<u32>,
+    succ: Vec<u64>,
+    callee_start: Vec<u32>,
+    callee: Vec<u64>,
+}
+
+impl Table {
+    /// Splits the table's words into records (`relocated` marks the words the loader fills in,
+    /// which are never a record's null).
+    fn read(words: &[u64], relocated: &[bool]) -> Result<Table, CfgError> {
+        let is_end = |i: usize| words[i] == 0 && !relocated.get(i).copied().unwrap_or(false);
+        let mut table = Table {
+            address: Vec::new(),
+            succ_start: vec![0],
+            succ: Vec::new(),
+            callee_start: vec![0],
+            callee: Vec::new(),
+        };
+        let mut i = 0;
+        while i < words.len() {
+            table.address.push(words[i]);
+            i += 1;
+            while i < words.len() && !is_end(i) {
+                table.succ.push(words[i]);
+                i += 1;
+            }
+            // The successors' null, the callees, and theirs.
+            i += 1;
+            while i < words.len() && !is_end(i) {
+                table.callee.push(words[i]);
+                i += 1;
+            }
+            if i >= words.len() {
+                return Err(CfgError::Truncated);
+            }
+            i += 1;
+            table.succ_start.push(table.succ.len() as u32);
+            table.callee_start.push(table.callee.len() as u32);
+        }
+        Ok(table)
+    }
+
+    fn len(&self) -> usize {
+        self.address.len()
+    }
+
+    /// Record `r`'s successors' addresses. `NO` and `EMPTY` (no record, a deleted block) have
+    /// no successors.
+    fn successors(&self, r: u32) -> &[u64] {
+        match r {
+            NO | EMPTY => &[][..],
+            r => &self.succ[self.succ_start[r as usize] as usize..self.succ_start[r as usize + 1] as usize],
+        }
+    }
+
+    /// Record `r`'s callees' addresses. `NO` and `EMPTY` call nothing.
+    fn callees(&self, r: u32) -> &[u64] {
+        match r {
+            NO | EMPTY => &[][..],
+            r => &self.callee[self.callee_start[r as usize] as usize..self.callee_start[r as usize + 1] as usize],
+        }
+    }
+}
+
+/// Addresses interned: the records' and the flagged blocks'.
+struct Interned {
+    ids: HashMap<u64, u32>,
+    /// Per record, its address's id.
+    record: Vec<u32>,
+    /// Per PC-table block, its address's id (`NO` for a deleted block).
+    pc: Vec<u32>,
+}
+
+impl Interned {
+    fn new(table: &Table, pcs: &[u64]) -> Interned {
+        let mut ids: HashMap<u64, u32> = HashMap::default();
+        ids.reserve(table.len());
+        let mut intern = |a: u64| {
+            let next = ids.len() as u32;
+            *ids.entry(a).or_insert(next)
+        };
+        let record: Vec<u32> = table.address.iter().map(|&a| intern(a)).collect();
+        let pc: Vec<u32> = pcs
+            .iter()
+            .map(|&pc| if pc == DELETED { NO } else { intern(pc) })
+            .collect();
+        Interned { ids, record, pc }
+    }
+
+    /// Number of distinct addresses.
+    fn count(&self) -> usize {
+        self.ids.len()
+    }
+}
+
+/// The records matched to the blocks they describe.
+struct Matched {
+    /// Per flagged block, its record (`NO`: none; `EMPTY`: deleted, no successors).
+    flagged: Vec<u32>,
+    /// Unflagged blocks: their records.
+    pruned: Vec<u32>,
+    /// Records as `(function, record)` in the table's order ([`Record`] encoded).
+    of_function: Vec<(u32, u32)>,
+    /// Records as `(address, record)` in the table's order.
+    of_address: Vec<(u32, u32)>,
+}
+
+impl Matched {
+    /// Matches each record to a flagged block at its address, or takes it for a pruned block;
+    /// every flagged block that is not deleted must get one (`CfgError::Missing`).
+    fn new(table: &Table, ids: &Interned, functions: &PcFunctions, pcs: &[u64]) -> Result<Matched, CfgError> {
+        let n = pcs.len();
+        let function_of = &functions.function_of;
+        let at_pc = flagged_by_address(ids);
+        let mut surplus = surplus_records(ids, &at_pc);
+        let deleted = deleted_by_function(functions, pcs);
+        // Per function, how many of its deleted flagged blocks are placed.
+        let mut taken_deleted = vec![0u32; functions.starts.len()];
+        // Per address, how many of its flagged blocks have a record.
+        let mut seen = vec![0u32; ids.count()];
+        let mut m = Matched {
+            flagged: vec![NO; n],
+            pruned: Vec::new(),
+            of_function: Vec::new(),
+            of_address: Vec::new(),
+        };
+        let mut current: Option<u32> = None;
+        for r in 0..table.len() as u32 {
+            let address = table.address[r as usize];
+            if address == DELETED {
+                // A deleted flagged block keeps its place in the function (the function's
+                // deleted blocks in order); a deleted block without a flag is no block.
+                if let Some(f) = current
+                    && let Some(&b) = deleted.get(f as usize).get(taken_deleted[f as usize] as usize)
+                {
+                    taken_deleted[f as usize] += 1;
+                    m.flagged[b as usize] = EMPTY;
+                    m.of_function.push((f, Record::flagged(b)));
+                }
+                continue;
+            }
+            let id = ids.record[r as usize];
+            let falls_through = table.successors(r) == [address];
+            let block = if surplus[id as usize] > 0 && falls_through {
+                surplus[id as usize] -= 1;
+                None
+            } else {
+                seen[id as usize] += 1;
+                at_pc.get(id as usize).get(seen[id as usize] as usize - 1).copied()
+            };
+            match block {
+                Some(b) => {
+                    // A function's records are contiguous: the flagged ones say whose they are.
+                    let f = function_of[b as usize];
+                    current = Some(f);
+                    if m.flagged[b as usize] == NO {
+                        m.flagged[b as usize] = r;
+                        m.of_function.push((f, Record::flagged(b)));
+                        m.of_address.push((id, Record::flagged(b)));
+                    }
+                }
+                None => {
+                    if let Some(f) = current {
+                        let k = Record::pruned(m.pruned.len() as u32);
+                        m.of_function.push((f, k));
+                        m.of_address.push((id, k));
+                        m.pruned.push(r);
+                    }
+                }
+            }
+        }
+        m.all_flagged_matched(pcs)?;
+        Ok(m)
+    }
+
+    /// Every flagged block that is not deleted has a record.
+    fn all_flagged_matched(&self, pcs: &[u64]) -> Result<(), CfgError> {
+        let missing = self
+            .flagged
+            .iter()
+            .zip(pcs)
+            .filter(|(r, pc)| **r == NO && **pc != DELETED)
+            .count();
+        match missing {
+            0 => Ok(()),
+            missing => Err(CfgError::Missing(missing)),
+        }
+    }
+
+    /// Per pruned record, whether it is a block. An unflagged block with no successor that is
+    /// no block's only successor was not pruned: it starts with `unreachable` and never runs
+    /// (and without pruning it is no block either). Edges into it are left out.
+    fn kept_pruned(&self, table: &Table, ids: &Interned) -> Vec<bool> {
+        let mut only_successor = vec![false; ids.count()];
+        for &r in self.flagged.iter().chain(&self.pruned) {
+            if let [a] = table.successors(r)
+                && let Some(&id) = ids.ids.get(a)
+            {
+                only_successor[id as usize] = true;
+            }
+        }
+        self.pruned
+            .iter()
+            .map(|&r| !table.successors(r).is_empty() || only_successor[ids.record[r as usize] as usize])
+            .collect()
+    }
+}
+
+/// Flagged blocks by address. In an optimised build two blocks can end up at one address (the
+/// code of one was merged away); their records come in the PC table's order, and a successor at
+/// such an address is taken to be the first of them.
+fn flagged_by_address(ids: &Interned) -> Rows {
+    Rows::group(
+        ids.count(),
+        ids.pc
+            .iter()
+            .enumerate()
+            .filter(|(_, id)| **id != NO)
+            .map(|(b, &id)| (id, b as u32)),
+    )
+}
+
+/// Per address, how many more records it has than flagged blocks (`at_pc`). A pruned block
+/// with no code of its own (it only falls through) shares its address with the block after it.
+/// Where an address has more records than flagged blocks, such a record (its only successor is
+/// its own address) is the pruned one.
+fn surplus_records(ids: &Interned, at_pc: &Rows) -> Vec<u32> {
+    let mut surplus = vec![0u32; ids.count()];
+    for &id in &ids.record {
+        surplus[id as usize] += 1;
+    }
+    for (id, extra) in surplus.iter_mut().enumerate() {
+        *extra = extra.saturating_sub(at_pc.get(id).len() as u32);
+    }
+    surplus
+}
+
+/// Per function, its deleted flagged blocks (no address, no record of their own but a record at
+/// the deleted address, in order).
+fn deleted_by_function(functions: &PcFunctions, pcs: &[u64]) -> Rows {
+    Rows::group(
+        functions.starts.len(),
+        (0..pcs.len() as u32)
+            .filter(|&b| pcs[b as usize] == DELETED)
+            .map(|b| (functions.function_of[b as usize], b)),
+    )
+}
+
+/// The blocks as [`Blocks::number`] numbered them.
+struct Numbered {
+    /// Per flagged block (PC-table index), its block.
+    block_of_flag: Vec<u32>,
+    /// Per pruned record, its block (`NO`: not kept).
+    block_of_pruned: Vec<u32>,
+    /// Per block, its record (`NO` or `EMPTY`: no successors).
+    source: Vec<u32>,
+}
+
+impl Numbered {
+    /// Each block's successors. A successor's address is the first block there in layout
+    /// order (one with no code of its own falls through to the next), other than the block
+    /// itself when it is one of them.
+    fn successors(&self, table: &Table, ids: &Interned, matched: &Matched, keep: &[bool]) -> Cfg {
+        let at_address = Rows::group(ids.count(), matched.of_address.iter().copied());
+        let block_of = |rec: u32| match Record::of(rec) {
+            Record::Flagged(b) => Some(self.block_of_flag[b as usize]),
+            Record::Pruned(k) => keep[k as usize].then_some(self.block_of_pruned[k as usize]),
+        };
+        Cfg::sorted_rows(self.source.len(), |from, row| {
+            for a in table.successors(self.source[from as usize]) {
+                let Some(&id) = ids.ids.get(a) else { continue };
+                let mut there = at_address.get(id as usize).iter().filter_map(|&rec| block_of(rec));
+                let Some(head) = there.next() else { continue };
+                row.push(if head == from {
+                    there.next().unwrap_or(head)
+                } else {
+                    head
+                });
+            }
+        })
     }
 }
 

@@ -153,23 +153,7 @@ impl EdgeMap {
         reader: LineReader,
     ) -> Result<EdgeMap, MapError> {
         let obj = object::File::parse(data).map_err(MapError::NotAnObject)?;
-        // The flags' section also holds the runtime's page of padding: at least one flag per block.
-        let flags = platform::section(&obj, Section::SancovFlags)
-            .ok_or(MapError::NoFlags {
-                section: Section::SancovFlags.name_in(&obj),
-            })?
-            .size() as usize;
-        let pcs = pc_table(&obj)?;
-        let blocks = pcs.len() / 2;
-        if blocks > flags {
-            return Err(MapError::PcCount { entries: blocks, flags });
-        }
-        if blocks > 0 && pcs[1] & 1 == 0 {
-            return Err(MapError::NoEntry);
-        }
-        let flag_count = blocks;
-        let graph = control_flow(&obj, &pcs)?;
-        let blocks = graph.len();
+        let (flags, graph) = blocks(&obj)?;
         let symbols = text_symbols(&obj);
         // The whole DWARF, read only if needed: no unit index, or inlined frames to resolve.
         let sections = OnceCell::new();
@@ -187,115 +171,208 @@ impl EdgeMap {
             LineReader::Units => Units::new(&obj, source),
             LineReader::Addr2line => None,
         };
+        let mut map = EdgeMap::of_blocks(flags, graph);
+        let wanted = map.wanted(ran);
+        let syms = map.function_symbols(&symbols);
+        let ranges = line_ranges(&syms, &wanted);
+        let ranges = ranges.as_deref().unwrap_or(&[(0, u64::MAX)]);
+        let mut tables = units.as_ref().map(UnitTables::new);
+        let mut rows = map.line_rows(&mut tables, ranges, relative, &context)?;
+        for (k, sym) in syms.iter().enumerate() {
+            let function = if wanted[k] {
+                map.map_function(k, *sym, &mut rows, &mut tables, relative, &context)?
+            } else {
+                map.unmapped_function(k)
+            };
+            map.functions.push(function);
+        }
+        Ok(map)
+    }
+
+    /// The map of `graph`'s blocks (`flags` of them in the PC table), with no lines and no
+    /// functions yet.
+    fn of_blocks(flags: usize, graph: Blocks) -> EdgeMap {
+        let blocks = graph.len();
         let mut entry = vec![false; blocks];
         for &(first, count) in &graph.functions {
             if count > 0 {
                 entry[first as usize] = true;
             }
         }
-        let mut map = EdgeMap {
+        EdgeMap {
             blocks,
-            flags: flag_count,
+            flags,
             graph,
             entry,
             lines: vec![Vec::new(); blocks],
             ..EdgeMap::default()
-        };
-        let (address, functions) = (&map.graph.address, &map.graph.functions);
-        let entries: Vec<usize> = functions.iter().map(|&(first, _)| first as usize).collect();
-        let ran_blocks = ran.map(|flags| map.graph.ran(flags));
-        let wanted: Vec<bool> = functions
+        }
+    }
+
+    /// Per function, whether it is mapped: with `ran` (the flags of one process's run), only
+    /// the functions with a block that ran; else all.
+    fn wanted(&self, ran: Option<&[bool]>) -> Vec<bool> {
+        let ran_blocks = ran.map(|flags| self.graph.ran(flags));
+        self.graph
+            .functions
             .iter()
             .map(|&(first, count)| {
                 ran_blocks
                     .as_ref()
                     .is_none_or(|r| r[first as usize..(first + count) as usize].contains(&true))
             })
-            .collect();
-        // Each function's symbol (name, and its end), looked up once.
-        let syms: Vec<Option<&(u64, u64, &str)>> = entries
+            .collect()
+    }
+
+    /// Each function's symbol (name, and its end), looked up once.
+    fn function_symbols<'s, 'data>(&self, symbols: &'s [Symbol<'data>]) -> Vec<Option<&'s Symbol<'data>>> {
+        self.graph
+            .functions
             .iter()
-            .map(|&first| {
-                let pc = address[first];
+            .map(|&(first, _)| {
+                let pc = self.graph.address[first as usize];
                 symbols.binary_search_by(|s| s.0.cmp(&pc)).ok().map(|i| &symbols[i])
             })
-            .collect();
-        let end_of = |s: &(u64, u64, &str)| s.0.saturating_add(s.1.max(1));
-        // Only the instrumented functions' rows are read: the line programs of the rest (std,
-        // dependencies: most of a small doctest executable) are never parsed. A function
-        // without a symbol to bound it means the whole table.
-        let ranges: Option<Vec<(u64, u64)>> = syms
-            .iter()
-            .zip(&wanted)
-            .filter(|(_, wanted)| **wanted)
-            .map(|(s, _)| s.map(|s| (s.0, end_of(s))))
-            .collect();
-        let ranges = ranges.as_deref().unwrap_or(&[(0, u64::MAX)]);
-        // A unit the targeted reader cannot read (a form it does not know, say) sends the
-        // whole map to addr2line, which reports what is wrong if anything is.
-        let mut tables = units.as_ref().map(UnitTables::new);
+            .collect()
+    }
+
+    /// The line-table rows of `ranges`, read by unit when `tables` can, else through addr2line
+    /// (`tables` is then dropped). A unit the targeted reader cannot read (a form it does not
+    /// know, say) sends the whole map to addr2line, which reports what is wrong if anything is.
+    fn line_rows<'c, 'r: 'c>(
+        &mut self,
+        tables: &mut Option<UnitTables<'_, '_>>,
+        ranges: &[(u64, u64)],
+        relative: &dyn Fn(&Path) -> Option<String>,
+        context: &dyn Fn() -> Result<&'c addr2line::Context<Reader<'r>>, MapError>,
+    ) -> Result<LineRows, MapError> {
         let by_unit = tables
             .as_mut()
-            .and_then(|tables| LineRows::by_unit(tables, ranges, relative, &mut map.files).ok());
-        let mut rows = match by_unit {
-            Some(rows) => rows,
+            .and_then(|tables| LineRows::by_unit(tables, ranges, relative, &mut self.files).ok());
+        match by_unit {
+            Some(rows) => Ok(rows),
             None => {
-                tables = None;
-                map.files.clear();
-                LineRows::read(context()?, ranges, relative, &mut map.files)?
+                *tables = None;
+                self.files.clear();
+                LineRows::read(context()?, ranges, relative, &mut self.files)
             }
-        };
-        for (k, &first) in entries.iter().enumerate() {
-            let end = first + functions[k].1 as usize;
-            if !wanted[k] {
-                map.functions.push(Function {
-                    name: String::new(),
-                    first: first as u32,
-                    blocks: (end - first) as u32,
-                    ours: false,
-                });
-                continue;
-            }
-            let entry_pc = address[first];
-            let name = syms[k].map_or_else(|| format!("<function at {entry_pc:#x}>"), |s| demangled(s.2));
-            let fn_end = syms[k].map_or(u64::MAX, end_of);
-            // Block ranges: each block runs to the next block's start within the function.
-            let mut order: Vec<usize> = (first..end).filter(|&i| address[i] != DELETED).collect();
-            order.sort_by_key(|&i| address[i]);
-            for (j, &b) in order.iter().enumerate() {
-                let lo = address[b];
-                let hi = order
-                    .get(j + 1)
-                    .map_or(fn_end, |&n| address[n])
-                    .max(lo.saturating_add(1));
-                map.lines[b] = rows.lines(lo, hi);
-            }
-            let ours = (first..end).any(|b| !map.lines[b].is_empty());
-            // Our function's blocks of code inlined from elsewhere (std in a release build)
-            // take the line of the innermost inlining frame that is ours.
-            if ours {
-                let bare: Vec<usize> = (first..end)
-                    .filter(|&b| map.lines[b].is_empty() && address[b] != DELETED)
-                    .collect();
-                for b in bare {
-                    let locations = match tables.as_mut().and_then(|t| t.locations(address[b])) {
-                        Some(locations) => locations,
-                        None => frames(context()?, address[b]),
-                    };
-                    if let Some(line) = rows.first_ours(locations, relative, &mut map.files) {
-                        map.lines[b] = vec![line];
-                    }
-                }
-            }
-            map.functions.push(Function {
-                name,
-                first: first as u32,
-                blocks: (end - first) as u32,
-                ours,
-            });
         }
-        Ok(map)
     }
+
+    /// Function `k` left out of a run's map ([`EdgeMap::parse_for`]): no name, not ours.
+    fn unmapped_function(&self, k: usize) -> Function {
+        let (first, blocks) = self.graph.functions[k];
+        Function {
+            name: String::new(),
+            first,
+            blocks,
+            ours: false,
+        }
+    }
+
+    /// Maps function `k`'s blocks to lines and names it (`sym`: its symbol, if any).
+    fn map_function<'c, 'r: 'c>(
+        &mut self,
+        k: usize,
+        sym: Option<&Symbol<'_>>,
+        rows: &mut LineRows,
+        tables: &mut Option<UnitTables<'_, '_>>,
+        relative: &dyn Fn(&Path) -> Option<String>,
+        context: &dyn Fn() -> Result<&'c addr2line::Context<Reader<'r>>, MapError>,
+    ) -> Result<Function, MapError> {
+        let (first, count) = self.graph.functions[k];
+        let (first, end) = (first as usize, (first + count) as usize);
+        let address = &self.graph.address;
+        let entry_pc = address[first];
+        let name = sym.map_or_else(|| format!("<function at {entry_pc:#x}>"), |s| demangled(s.2));
+        let fn_end = sym.map_or(u64::MAX, end_of);
+        // Block ranges: each block runs to the next block's start within the function.
+        let mut order: Vec<usize> = (first..end).filter(|&i| address[i] != DELETED).collect();
+        order.sort_by_key(|&i| address[i]);
+        for (j, &b) in order.iter().enumerate() {
+            let lo = address[b];
+            let hi = order
+                .get(j + 1)
+                .map_or(fn_end, |&n| address[n])
+                .max(lo.saturating_add(1));
+            self.lines[b] = rows.lines(lo, hi);
+        }
+        let ours = (first..end).any(|b| !self.lines[b].is_empty());
+        if ours {
+            self.inlined_lines(first..end, rows, tables, relative, context)?;
+        }
+        Ok(Function {
+            name,
+            first: first as u32,
+            blocks: count,
+            ours,
+        })
+    }
+
+    /// Our function's blocks of code inlined from elsewhere (std in a release build) take the
+    /// line of the innermost inlining frame that is ours.
+    fn inlined_lines<'c, 'r: 'c>(
+        &mut self,
+        blocks: std::ops::Range<usize>,
+        rows: &mut LineRows,
+        tables: &mut Option<UnitTables<'_, '_>>,
+        relative: &dyn Fn(&Path) -> Option<String>,
+        context: &dyn Fn() -> Result<&'c addr2line::Context<Reader<'r>>, MapError>,
+    ) -> Result<(), MapError> {
+        let bare: Vec<usize> = blocks
+            .filter(|&b| self.lines[b].is_empty() && self.graph.address[b] != DELETED)
+            .collect();
+        for b in bare {
+            let address = self.graph.address[b];
+            let locations = match tables.as_mut().and_then(|t| t.locations(address)) {
+                Some(locations) => locations,
+                None => frames(context()?, address),
+            };
+            if let Some(line) = rows.first_ours(locations, relative, &mut self.files) {
+                self.lines[b] = vec![line];
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A function symbol: `(address, size, mangled name)`.
+type Symbol<'data> = (u64, u64, &'data str);
+
+/// Where a symbol's code ends (at least one byte past its start).
+fn end_of(s: &Symbol<'_>) -> u64 {
+    s.0.saturating_add(s.1.max(1))
+}
+
+/// The address ranges whose line-table rows are read: only the wanted functions'. The line
+/// programs of the rest (std, dependencies: most of a small doctest executable) are never
+/// parsed. A function without a symbol to bound it means the whole table (`None`).
+fn line_ranges(syms: &[Option<&Symbol<'_>>], wanted: &[bool]) -> Option<Vec<(u64, u64)>> {
+    syms.iter()
+        .zip(wanted)
+        .filter(|(_, wanted)| **wanted)
+        .map(|(s, _)| s.map(|s| (s.0, end_of(s))))
+        .collect()
+}
+
+/// The number of the PC table's entries (the runtime's flags, checked against the flags'
+/// section) and the binary's blocks. The flags' section also holds the runtime's page of
+/// padding: at least one flag per block.
+fn blocks(obj: &object::File) -> Result<(usize, Blocks), MapError> {
+    let flags = platform::section(obj, Section::SancovFlags)
+        .ok_or(MapError::NoFlags {
+            section: Section::SancovFlags.name_in(obj),
+        })?
+        .size() as usize;
+    let pcs = pc_table(obj)?;
+    let blocks = pcs.len() / 2;
+    if blocks > flags {
+        return Err(MapError::PcCount { entries: blocks, flags });
+    }
+    if blocks > 0 && pcs[1] & 1 == 0 {
+        return Err(MapError::NoEntry);
+    }
+    Ok((blocks, control_flow(obj, &pcs)?))
 }
 
 /// Sections no block is mapped through, skipped by [`sparse_image`]: code and data, unwind
@@ -383,8 +460,8 @@ fn control_flow(obj: &object::File, pcs: &[u64]) -> Result<Blocks, MapError> {
 /// Function symbols `(address, size, mangled name)`, sorted by address. Names are demangled
 /// only for the functions looked up ([`demangled`]): most symbols of a binary are std's and
 /// the dependencies', never instrumented.
-fn text_symbols<'data>(obj: &object::File<'data>) -> Vec<(u64, u64, &'data str)> {
-    let mut out: Vec<(u64, u64, &str)> = obj
+fn text_symbols<'data>(obj: &object::File<'data>) -> Vec<Symbol<'data>> {
+    let mut out: Vec<Symbol<'data>> = obj
         .symbols()
         .filter(|s| s.kind() == object::SymbolKind::Text && s.address() != 0)
         .filter_map(|s| Some((s.address(), s.size(), s.name().ok()?)))

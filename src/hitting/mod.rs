@@ -14,6 +14,9 @@
 //! time (the paper's estimator) remain for chains above `--exact-limit`.
 
 mod gth;
+mod model;
+
+pub use model::HtModel;
 
 use crate::analysis::Key;
 

@@ -14,7 +14,7 @@ pub use filter::{BinaryInfo, Selector};
 pub use model::Leak;
 
 use crate::build::Workspace;
-use model::{File, Profile};
+use model::{File, Profile, ValueError};
 
 /// Where nextest keeps a workspace's configuration.
 pub const CONFIG_PATH: &str = ".config/nextest.toml";
@@ -76,6 +76,16 @@ pub struct JobSettings {
     pub limits: crate::run::Limits,
     pub retries: u32,
     pub needs: crate::schedule::Needs,
+}
+
+/// Why an override cannot be used: its filter does not compile (the error names the
+/// filterset), or a value in it is wrong (the caller names the override and the file).
+#[derive(Debug, thiserror::Error)]
+enum OverrideError {
+    #[error(transparent)]
+    Filterset(NextestError),
+    #[error(transparent)]
+    Value(#[from] ValueError),
 }
 
 /// An override with its filter compiled.
@@ -195,14 +205,14 @@ impl Nextest {
         nx.leak = first(&|p| p.leak_timeout.is_some())
             .map(|p| p.leak_timeout.as_ref().expect("set").resolve())
             .transpose()
-            .map_err(&bad)?;
+            .map_err(|e| bad(e.to_string()))?;
         // The selected profile's overrides come first, then those of what it inherits from.
         for (pname, profile) in &chain {
             for (k, o) in profile.overrides.iter().enumerate() {
                 let origin = format!("profile.{pname}.overrides[{k}]");
                 let compiled = nx.compile_override(o, &origin, compile).map_err(|e| match e {
-                    Err(why) => bad(format!("{origin}: {why}")),
-                    Ok(e) => e,
+                    OverrideError::Value(why) => bad(format!("{origin}: {why}")),
+                    OverrideError::Filterset(e) => e,
                 })?;
                 nx.overrides.push(compiled);
             }
@@ -225,19 +235,18 @@ impl Nextest {
         Ok(())
     }
 
-    /// Compiles one override: `Err(Err(why))` for a bad value in it.
-    #[allow(clippy::type_complexity)]
+    /// Compiles one override.
     fn compile_override(
         &self,
         o: &model::Override,
         origin: &str,
         compile: &mut dyn FnMut(&str, FiltersetKind, &str) -> Result<CompiledExpr, NextestError>,
-    ) -> Result<Override, Result<NextestError, String>> {
+    ) -> Result<Override, OverrideError> {
         if o.filter.is_none() && o.platform.is_none() {
-            return Err(Err("an override needs `filter` or `platform`".into()));
+            return Err(ValueError::OverrideMatchesNothing.into());
         }
         let filter = match &o.filter {
-            Some(f) => Some(compile(f, FiltersetKind::Test, origin).map_err(Ok)?),
+            Some(f) => Some(compile(f, FiltersetKind::Test, origin).map_err(OverrideError::Filterset)?),
             None => None,
         };
         let group = match &o.test_group {
@@ -247,7 +256,7 @@ impl Nextest {
                 self.groups
                     .iter()
                     .position(|(name, _)| name == g)
-                    .ok_or_else(|| Err(format!("test-group `{g}` is not defined under [test-groups]")))?,
+                    .ok_or_else(|| ValueError::UnknownGroup(g.clone()))?,
             ),
         };
         Ok(Override {
@@ -255,14 +264,9 @@ impl Nextest {
             platform: o.platform.as_ref().is_none_or(platform_matches),
             group,
             retries: o.retries.as_ref().map(|r| r.count()),
-            timeout: o
-                .slow_timeout
-                .as_ref()
-                .map(|s| s.terminate())
-                .transpose()
-                .map_err(Err)?,
+            timeout: o.slow_timeout.as_ref().map(|s| s.terminate()).transpose()?,
             threads: o.threads_required.clone(),
-            leak: o.leak_timeout.as_ref().map(|l| l.resolve()).transpose().map_err(Err)?,
+            leak: o.leak_timeout.as_ref().map(|l| l.resolve()).transpose()?,
         })
     }
 

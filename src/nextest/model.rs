@@ -6,6 +6,27 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
+/// A value in the configuration that cargo sfl cannot use; the caller says which key held it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ValueError {
+    #[error("0 threads (must be a positive or negative number)")]
+    ZeroThreads,
+    #[error("`{0}` (expected a number or \"num-cpus\")")]
+    Threads(String),
+    #[error("threads-required = 0 (must be at least 1)")]
+    ZeroThreadsRequired,
+    #[error("threads-required = \"{0}\" (expected a number, \"num-cpus\" or \"num-test-threads\")")]
+    ThreadsRequired(String),
+    #[error("leak-timeout result = \"{0}\" (expected \"pass\" or \"fail\")")]
+    LeakResult(String),
+    #[error("`{0}` is not a duration (e.g. \"60s\", \"1m 30s\", \"500ms\")")]
+    Duration(String),
+    #[error("an override needs `filter` or `platform`")]
+    OverrideMatchesNothing,
+    #[error("test-group `{0}` is not defined under [test-groups]")]
+    UnknownGroup(String),
+}
+
 /// The whole file.
 #[derive(Deserialize, Default, Debug)]
 #[serde(rename_all = "kebab-case")]
@@ -100,13 +121,13 @@ pub enum Threads {
 }
 
 impl Threads {
-    pub fn resolve(&self, cpus: usize) -> Result<usize, String> {
+    pub fn resolve(&self, cpus: usize) -> Result<usize, ValueError> {
         match self {
-            Threads::Count(0) => Err("0 threads (must be a positive or negative number)".into()),
+            Threads::Count(0) => Err(ValueError::ZeroThreads),
             Threads::Count(n) if *n > 0 => Ok(*n as usize),
             Threads::Count(n) => Ok((cpus as i64 + n).max(1) as usize),
             Threads::Named(s) if s == "num-cpus" => Ok(cpus),
-            Threads::Named(s) => Err(format!("`{s}` (expected a number or \"num-cpus\")")),
+            Threads::Named(s) => Err(ValueError::Threads(s.clone())),
         }
     }
 }
@@ -121,17 +142,13 @@ pub enum ThreadsRequired {
 
 impl ThreadsRequired {
     /// Slots a test takes out of `test_threads`, as nextest caps it.
-    pub fn resolve(&self, cpus: usize, test_threads: usize) -> Result<usize, String> {
+    pub fn resolve(&self, cpus: usize, test_threads: usize) -> Result<usize, ValueError> {
         let n = match self {
-            ThreadsRequired::Count(0) => return Err("threads-required = 0 (must be at least 1)".into()),
+            ThreadsRequired::Count(0) => return Err(ValueError::ZeroThreadsRequired),
             ThreadsRequired::Count(n) => *n,
             ThreadsRequired::Named(s) if s == "num-cpus" => cpus,
             ThreadsRequired::Named(s) if s == "num-test-threads" => test_threads,
-            ThreadsRequired::Named(s) => {
-                return Err(format!(
-                    "threads-required = \"{s}\" (expected a number, \"num-cpus\" or \"num-test-threads\")"
-                ));
-            }
+            ThreadsRequired::Named(s) => return Err(ValueError::ThreadsRequired(s.clone())),
         };
         Ok(n.clamp(1, test_threads.max(1)))
     }
@@ -154,7 +171,7 @@ pub enum SlowTimeout {
 impl SlowTimeout {
     /// When the test is killed: `period × terminate-after`; `None` when nextest would only
     /// call it slow and let it run.
-    pub fn terminate(&self) -> Result<Option<Duration>, String> {
+    pub fn terminate(&self) -> Result<Option<Duration>, ValueError> {
         match self {
             SlowTimeout::Period(p) => parse_duration(p).map(|_| None),
             SlowTimeout::Table {
@@ -185,7 +202,7 @@ pub struct Leak {
 }
 
 impl LeakTimeout {
-    pub fn resolve(&self) -> Result<Leak, String> {
+    pub fn resolve(&self) -> Result<Leak, ValueError> {
         match self {
             LeakTimeout::Period(p) => Ok(Leak {
                 period: parse_duration(p)?,
@@ -196,11 +213,7 @@ impl LeakTimeout {
                 fail: match result.as_deref() {
                     None | Some("pass") => false,
                     Some("fail") => true,
-                    Some(other) => {
-                        return Err(format!(
-                            "leak-timeout result = \"{other}\" (expected \"pass\" or \"fail\")"
-                        ));
-                    }
+                    Some(other) => return Err(ValueError::LeakResult(other.to_string())),
                 },
             }),
         }
@@ -219,8 +232,8 @@ pub enum Platform {
 }
 
 /// A duration as nextest writes them (humantime): `"60s"`, `"1m 30s"`, `"500ms"`, `"2h"`.
-pub fn parse_duration(s: &str) -> Result<Duration, String> {
-    let bad = || format!("`{s}` is not a duration (e.g. \"60s\", \"1m 30s\", \"500ms\")");
+pub fn parse_duration(s: &str) -> Result<Duration, ValueError> {
+    let bad = || ValueError::Duration(s.to_string());
     let mut total = Duration::ZERO;
     let mut rest = s.trim();
     if rest.is_empty() {

@@ -314,7 +314,7 @@ fn order_by_ht(analyses: &Analyses, rankings: &mut [Ranking], opts: &Options, ht
         if mine.is_empty() {
             continue;
         }
-        let model = crate::eval::HtModel::new(analysis.spectra, analysis);
+        let model = crate::hitting::HtModel::new(analysis.spectra, analysis);
         for r in mine {
             let scored = analysis.score(r.measure, opts);
             let (log_times, method) = model.times(&scored, ht.p_jump, ht.exact_limit, ht.walks);

@@ -17,7 +17,7 @@ use serde::{Deserialize, Serialize};
 use plan::plan;
 use run::JobOutcome;
 
-use crate::build::{self, Built, Workspace};
+use crate::build::{self, Built, TestBinary, Workspace};
 use crate::config::{Execution, RunConfig, Selection};
 use crate::coverage::LineDecoder;
 use crate::edges::Collector;
@@ -58,6 +58,8 @@ struct Session<'a> {
     groups: Vec<usize>,
     /// Processes at once (slots).
     jobs: usize,
+    /// cargo sfl's own flags, which win over the nextest profile.
+    flags: Flags,
     keep: bool,
     /// How long each test took in the last run (it orders the longest first).
     last: plan::Durations,
@@ -73,7 +75,7 @@ pub fn collect(cfg: &RunConfig) -> anyhow::Result<Collected> {
         cfg.selection.target_dir.as_deref(),
     )?;
     check_packages(&ws, &cfg.selection.package)?;
-    let (nextest, flags) = nextest_setup(&ws, cfg)?;
+    let nextest = nextest_setup(&ws, cfg)?;
     // Held until the spectra are saved: everything below writes into the target dir.
     let lock = lock::DirLock::acquire(&ws.target_dir, |dir| {
         ui::status("Blocking", format!("waiting for lock on {}", dir.display()))
@@ -85,64 +87,12 @@ pub fn collect(cfg: &RunConfig) -> anyhow::Result<Collected> {
     let binaries = built.tests.iter().map(|t| t.path.clone());
     let coverage = LineDecoder::new(binaries.chain(built.others.iter().cloned()).collect(), &relative);
     let edges = (!exec.no_edges).then(|| Collector::new(coverage.paths(), &relative));
-    let session = Session {
-        ws: &ws,
-        built: &built,
-        coverage: &coverage,
-        edges: edges.as_ref(),
-        scratch: &scratch,
-        release: cfg.selection.release,
-        timeout: exec.timeout(),
-        timeout_note: exec.timeout_note(),
-        settings: Vec::new(),
-        groups: nextest.groups.iter().map(|(_, n)| *n).collect(),
-        jobs: nextest.jobs(&flags),
-        keep: exec.keep_profiles,
-        last: plan::load_durations(&durations_path(&ws)),
-    };
+    let mut session = Session::new(&ws, &built, &coverage, edges.as_ref(), &scratch, cfg, &nextest);
     let prep_started = Instant::now();
     let listings = session.list_all();
-    // The spectra save what rankings read from the sources (test code, function names): they
-    // are parsed while the tests run, from the files the coverage maps name.
-    let sources = {
-        let mut files = coverage.files();
-        files.retain(|f| !crate::testcode::is_test_path(f));
-        files.sort();
-        Prefetch::start(ws.root.clone(), files)
-    };
-    let infos: Vec<BinaryInfo> = built.tests.iter().map(|b| BinaryInfo::new(&ws, b)).collect();
-    let plan = plan(
-        &built.tests,
-        listings,
-        cfg.filter.as_deref(),
-        &|b, name| nextest.selector.selects(&infos[b], name),
-        exec.include_ignored,
-        exec.partition.as_ref(),
-    );
-    let mut session = session;
-    session.settings = plan
-        .jobs
-        .iter()
-        .map(|j| {
-            let name = j.name.as_deref().unwrap_or("main");
-            nextest.job(&infos[j.binary], name, &flags, session.timeout, session.jobs)
-        })
-        .collect();
-    if let Some(p) = &exec.partition {
-        ui::status(
-            "Partition",
-            format!("{p}: {} of {} tests", plan.jobs.len(), plan.selected),
-        );
-    }
-    // An empty shard still saves its (empty) spectra, so that `merge` sees every shard.
-    // (Doctests the build already decided, e.g. ones that do not compile, are results too.)
-    let decided = plan.recorded.iter().any(|r| r.outcome.ran());
-    let nothing = (plan.jobs.is_empty() && !decided).then(|| nothing_to_run(&plan, cfg));
-    if let Some(why) = &nothing
-        && !(exec.partition.is_some() && plan.selected > 0)
-    {
-        return Err(SflError::NoTests(why.clone()).into());
-    }
+    let sources = prefetch_sources(&ws, &coverage);
+    let plan = session.plan(listings, cfg, &nextest);
+    let nothing = nothing_planned(&plan, cfg)?;
     ui::status(
         "Listed",
         format!(
@@ -151,41 +101,53 @@ pub fn collect(cfg: &RunConfig) -> anyhow::Result<Collected> {
             prep_started.elapsed().as_secs_f64() * 1e3
         ),
     );
-    let (mut journal, done) = resume(&session, cfg, &plan.jobs)?;
-    let outcomes = if plan.jobs.is_empty() {
-        Vec::new()
-    } else {
-        session.run_all(&plan.jobs, done, |o| journal.keep(o, &coverage, edges.as_ref()))
-    };
-    // A test that could not even be started is no result: saving it as failed would overwrite
-    // good spectra with a broken matrix.
-    if let Some(e) = not_run(&outcomes) {
-        return Err(e.into());
-    }
+    let (journal, outcomes) = session.run_planned(cfg, &plan.jobs)?;
     let kept = exec.keep_profiles.then(|| kept_index(&outcomes, &plan.jobs, &built));
-    let mut spectra = assemble::assemble(&ws.root, coverage.finish(), outcomes, plan.recorded, edges);
-    let rustc = rustc.join().unwrap_or_else(|_| "unknown".into());
-    let mut parsed = Parsed::new(&ws.root);
-    parsed.absorb(sources);
-    assemble::describe_sources(&ws.root, &mut spectra, rustc, &mut parsed);
-    spectra.partition = exec.partition.map(|p| p.to_string());
-    // Saved while the report is written (serialising and writing the spectra took 50 ms of a
-    // 1.3 s run on regex-syntax, with one core idle); the lock is held until they are saved.
-    let spectra = Arc::new(spectra);
-    let saving = {
-        let (spectra, to) = (Arc::clone(&spectra), SaveTo::new(&ws, exec, scratch.clone()));
-        Saving(std::thread::spawn(move || {
-            save(&spectra, &to, kept)?;
-            journal.finish();
-            drop(lock);
-            Ok(())
-        }))
+    let spectra = {
+        let mut spectra = assemble::assemble(&ws.root, coverage.finish(), outcomes, plan.recorded, edges);
+        let rustc = rustc.join().unwrap_or_else(|_| "unknown".into());
+        let mut parsed = Parsed::new(&ws.root);
+        parsed.absorb(sources);
+        assemble::describe_sources(&ws.root, &mut spectra, rustc, &mut parsed);
+        spectra.partition = exec.partition.map(|p| p.to_string());
+        Arc::new(spectra)
     };
+    let saving = Saving::start(
+        Arc::clone(&spectra),
+        SaveTo::new(&ws, exec, scratch.clone()),
+        kept,
+        journal,
+        lock,
+    );
     if let Some(why) = nothing {
         saving.wait()?;
         return Err(SflError::NoTests(why).into());
     }
     Ok(Collected { spectra, saving })
+}
+
+/// The spectra save what rankings read from the sources (test code, function names): they are
+/// parsed while the tests run, from the files the coverage maps name.
+fn prefetch_sources(ws: &Workspace, coverage: &LineDecoder) -> Prefetch {
+    let mut files = coverage.files();
+    files.retain(|f| !crate::testcode::is_test_path(f));
+    files.sort();
+    Prefetch::start(ws.root.clone(), files)
+}
+
+/// Why there is nothing to run, when the plan holds no job: an error, unless this is a
+/// partition's empty share of selected tests (`Some(why)`: its empty spectra are still saved,
+/// so that `merge` sees every shard, and then it is the run's error). Doctests the build already
+/// decided, e.g. ones that do not compile, are results too.
+fn nothing_planned(plan: &plan::Plan, cfg: &RunConfig) -> Result<Option<String>, SflError> {
+    let decided = plan.recorded.iter().any(|r| r.outcome.ran());
+    let nothing = (plan.jobs.is_empty() && !decided).then(|| nothing_to_run(plan, cfg));
+    if let Some(why) = &nothing
+        && !(cfg.execution.partition.is_some() && plan.selected > 0)
+    {
+        return Err(SflError::NoTests(why.clone()));
+    }
+    Ok(nothing)
 }
 
 /// What [`collect`] hands the report: the spectra (with their source facts) and the saving of
@@ -199,6 +161,24 @@ pub struct Collected {
 pub struct Saving(std::thread::JoinHandle<anyhow::Result<()>>);
 
 impl Saving {
+    /// Saves `spectra` on a thread of its own (serialising and writing them took 50 ms of a
+    /// 1.3 s run on regex-syntax, with one core idle, while the report is written), then ends
+    /// the journal; the target dir's `lock` is held until they are saved.
+    fn start(
+        spectra: Arc<Spectra>,
+        to: SaveTo,
+        kept: Option<Vec<KeptProfile>>,
+        journal: journal::Journal,
+        lock: lock::DirLock,
+    ) -> Saving {
+        Saving(std::thread::spawn(move || {
+            save(&spectra, &to, kept)?;
+            journal.finish();
+            drop(lock);
+            Ok(())
+        }))
+    }
+
     /// Waits until the spectra are saved; a failure to save them is the run's error.
     pub fn wait(self) -> anyhow::Result<()> {
         self.0
@@ -209,7 +189,7 @@ impl Saving {
 
 /// Reads the nextest configuration and compiles `-E` before the build (a mistake in either is
 /// reported at once), warns about what is not honoured and says what is.
-fn nextest_setup(ws: &Workspace, cfg: &RunConfig) -> Result<(Nextest, Flags), SflError> {
+fn nextest_setup(ws: &Workspace, cfg: &RunConfig) -> Result<Nextest, SflError> {
     let exec = &cfg.execution;
     if cfg.selection.doc && !cfg.nextest.filtersets.is_empty() {
         return Err(SflError::Usage(
@@ -225,15 +205,19 @@ fn nextest_setup(ws: &Workspace, cfg: &RunConfig) -> Result<(Nextest, Flags), Sf
             nextest.ignored.join(", ")
         ));
     }
-    let flags = Flags {
+    if let Some(line) = nextest.describe(&ws.root, &own_flags(exec)) {
+        ui::status("Nextest", line);
+    }
+    Ok(nextest)
+}
+
+/// cargo sfl's flags that win over the nextest profile.
+fn own_flags(exec: &Execution) -> Flags {
+    Flags {
         jobs: exec.jobs,
         retries: exec.retries,
         timeout: exec.test_timeout,
-    };
-    if let Some(line) = nextest.describe(&ws.root, &flags) {
-        ui::status("Nextest", line);
     }
-    Ok((nextest, flags))
 }
 
 /// `dir`, emptied (what an earlier run left there is not this run's).
@@ -378,19 +362,116 @@ fn relax_counters(exe: &Path) {
     }
 }
 
-impl Session<'_> {
+impl<'a> Session<'a> {
+    /// The session of one collect, before its jobs are planned (no per-job settings yet).
+    fn new(
+        ws: &'a Workspace,
+        built: &'a Built,
+        coverage: &'a LineDecoder<'a>,
+        edges: Option<&'a Collector<'a>>,
+        scratch: &'a Path,
+        cfg: &RunConfig,
+        nextest: &Nextest,
+    ) -> Self {
+        let exec = &cfg.execution;
+        let flags = own_flags(exec);
+        Session {
+            ws,
+            built,
+            coverage,
+            edges,
+            scratch,
+            release: cfg.selection.release,
+            timeout: exec.timeout(),
+            timeout_note: exec.timeout_note(),
+            settings: Vec::new(),
+            groups: nextest.groups.iter().map(|(_, n)| *n).collect(),
+            jobs: nextest.jobs(&flags),
+            flags,
+            keep: exec.keep_profiles,
+            last: plan::load_durations(&durations_path(ws)),
+        }
+    }
+
+    /// Plans the jobs from the listings (filter, `-E`, ignored tests, partition) and gives each
+    /// its settings (flags, then the nextest profile), saying which share a partition took.
+    fn plan(&mut self, listings: Vec<Listing>, cfg: &RunConfig, nextest: &Nextest) -> plan::Plan {
+        let exec = &cfg.execution;
+        let infos: Vec<BinaryInfo> = self.built.tests.iter().map(|b| BinaryInfo::new(self.ws, b)).collect();
+        let plan = plan(
+            &self.built.tests,
+            listings,
+            cfg.filter.as_deref(),
+            &|b, name| nextest.selector.selects(&infos[b], name),
+            exec.include_ignored,
+            exec.partition.as_ref(),
+        );
+        self.settings = plan
+            .jobs
+            .iter()
+            .map(|j| {
+                let name = j.name.as_deref().unwrap_or("main");
+                nextest.job(&infos[j.binary], name, &self.flags, self.timeout, self.jobs)
+            })
+            .collect();
+        if let Some(p) = &exec.partition {
+            ui::status(
+                "Partition",
+                format!("{p}: {} of {} tests", plan.jobs.len(), plan.selected),
+            );
+        }
+        plan
+    }
+
+    /// Runs the jobs an interrupted run did not finish ([`resume`]), each outcome kept in the
+    /// journal as it arrives. A test that could not even be started is no result: saving it as
+    /// failed would overwrite good spectra with a broken matrix.
+    fn run_planned(&self, cfg: &RunConfig, jobs: &[Job]) -> anyhow::Result<(journal::Journal, Vec<JobOutcome>)> {
+        let (mut journal, done) = resume(self, cfg, jobs)?;
+        let outcomes = if jobs.is_empty() {
+            Vec::new()
+        } else {
+            self.run_all(jobs, done, |o| journal.keep(o, self.coverage, self.edges))
+        };
+        if let Some(e) = not_run(&outcomes) {
+            return Err(e.into());
+        }
+        Ok((journal, outcomes))
+    }
+
     /// Lists every binary's tests (their counter updates made plain first, [`relax_counters`]),
     /// and reads its coverage map and block table meanwhile (once per binary). A binary that
     /// cannot be listed is run as one test, with a warning.
     fn list_all(&self) -> Vec<Listing> {
+        self.relax_all();
         let n = self.built.tests.len();
         let mut listings: Vec<Option<Result<Listing, list::ListError>>> = (0..n).map(|_| None).collect();
-        let list_dirs: Vec<PathBuf> = (0..n).map(|i| self.scratch.join(format!("list{i}"))).collect();
-        // Counter updates are rewritten before any listing starts: a process forked while an
-        // executable is being written holds it open for writing until it execs, and running that
-        // executable then fails ("text file busy"). A merged doctest runner runs its doctest on
-        // its main thread: relaxed too. Standalone doctests are many small executables, rarely
-        // CPU-bound: left atomic.
+        let listing_bar = ui::spinner("Listing", format!("0/{n} test binaries"));
+        let mut listed = 0;
+        crate::run::parallel(
+            &self.built.tests,
+            self.jobs,
+            |i, bin| self.list_reading(i, bin),
+            |i, r| {
+                listed += 1;
+                listing_bar.set_message(format!("{listed}/{n} test binaries (and their coverage maps)"));
+                listings[i] = Some(r);
+            },
+        );
+        listing_bar.finish_and_clear();
+        listings
+            .into_iter()
+            .enumerate()
+            .map(|(b, listing)| self.runnable(b, listing.expect("every binary listed")))
+            .collect()
+    }
+
+    /// Makes every binary's counter updates plain. They are rewritten before any listing
+    /// starts: a process forked while an executable is being written holds it open for writing
+    /// until it execs, and running that executable then fails ("text file busy"). A merged
+    /// doctest runner runs its doctest on its main thread: relaxed too. Standalone doctests are
+    /// many small executables, rarely CPU-bound: left atomic.
+    fn relax_all(&self) {
         crate::run::parallel(
             &self.built.tests,
             self.jobs,
@@ -410,79 +491,71 @@ impl Session<'_> {
             },
             |_, ()| {},
         );
-        let listing_bar = ui::spinner("Listing", format!("0/{n} test binaries"));
-        let mut listed = 0;
-        crate::run::parallel(
-            &self.built.tests,
-            self.jobs,
-            |i, bin| {
-                std::thread::scope(|s| {
-                    // The block table (DWARF) is the slowest to read. With no more binaries than
-                    // slots it is read on a thread of its own (a slot would idle once its binary
-                    // is done, and binaries differ in size: a library's unit tests and its
-                    // merged doctests, say); otherwise the binaries are read `jobs` at a time,
-                    // one thing after another, which bounds the memory (itertools: 229 MiB
-                    // peak, against 313 with a thread each).
-                    // Errors are reported per test when its profiles are decoded.
-                    let beside = self.built.tests.len() <= self.jobs;
-                    // A standalone doctest's executable runs that doctest alone: its blocks are
-                    // read once it has run, for the functions it ran (`Collector::decode`).
-                    let one_doctest = bin
-                        .doctests
-                        .as_ref()
-                        .is_some_and(|d| d.tests.iter().filter(|t| t.exe == bin.path).count() == 1);
-                    let blocks = self.edges.filter(|_| !one_doctest);
-                    let edges = blocks.filter(|_| beside).map(|e| s.spawn(move || e.prepare(i)));
-                    let _ = std::fs::create_dir_all(&list_dirs[i]);
-                    let r = list::list(
-                        bin,
-                        &self.ws.members[bin.package],
-                        &self.ws.build_dir,
-                        self.release,
-                        &list_dirs[i],
-                        self.timeout,
-                    );
-                    let _ = std::fs::remove_dir_all(&list_dirs[i]);
-                    let _ = self.coverage.binary(i);
-                    match (edges, blocks) {
-                        (Some(thread), _) => thread.join().expect("reading a block table"),
-                        (None, Some(e)) => e.prepare(i),
-                        (None, None) => {}
-                    }
-                    r
-                })
-            },
-            |i, r| {
-                listed += 1;
-                listing_bar.set_message(format!("{listed}/{n} test binaries (and their coverage maps)"));
-                listings[i] = Some(r);
-            },
-        );
-        listing_bar.finish_and_clear();
-        let binaries = &self.built.tests;
-        listings
-            .into_iter()
-            .enumerate()
-            .map(|(b, listing)| match listing.expect("every binary listed") {
-                Ok(l) => l,
-                // Only a `harness = false` target may not understand `--list`: it is run
-                // once. A libtest binary that cannot list its tests cannot run them either.
-                Err(e) if binaries[b].custom_harness => {
-                    ui::warn(format!(
-                        "cannot list the tests of {}: {e}; running it as one test",
-                        binaries[b].id
-                    ));
-                    Listing::whole()
-                }
-                Err(e) => {
-                    ui::error(format!(
-                        "cannot list the tests of {}: {e}; its tests are not run",
-                        binaries[b].id
-                    ));
-                    Listing::default()
-                }
-            })
-            .collect()
+    }
+
+    /// Lists binary `i`'s tests, reading its coverage map and (unless it is a standalone
+    /// doctest's) its block table meanwhile. Errors reading either are reported per test when
+    /// its profiles are decoded.
+    fn list_reading(&self, i: usize, bin: &TestBinary) -> Result<Listing, list::ListError> {
+        std::thread::scope(|s| {
+            // The block table (DWARF) is the slowest to read. With no more binaries than
+            // slots it is read on a thread of its own (a slot would idle once its binary
+            // is done, and binaries differ in size: a library's unit tests and its
+            // merged doctests, say); otherwise the binaries are read `jobs` at a time,
+            // one thing after another, which bounds the memory (itertools: 229 MiB
+            // peak, against 313 with a thread each).
+            let beside = self.built.tests.len() <= self.jobs;
+            // A standalone doctest's executable runs that doctest alone: its blocks are
+            // read once it has run, for the functions it ran (`Collector::decode`).
+            let one_doctest = bin
+                .doctests
+                .as_ref()
+                .is_some_and(|d| d.tests.iter().filter(|t| t.exe == bin.path).count() == 1);
+            let blocks = self.edges.filter(|_| !one_doctest);
+            let edges = blocks.filter(|_| beside).map(|e| s.spawn(move || e.prepare(i)));
+            let list_dir = self.scratch.join(format!("list{i}"));
+            let _ = std::fs::create_dir_all(&list_dir);
+            let r = list::list(
+                bin,
+                &self.ws.members[bin.package],
+                &self.ws.build_dir,
+                self.release,
+                &list_dir,
+                self.timeout,
+            );
+            let _ = std::fs::remove_dir_all(&list_dir);
+            let _ = self.coverage.binary(i);
+            match (edges, blocks) {
+                (Some(thread), _) => thread.join().expect("reading a block table"),
+                (None, Some(e)) => e.prepare(i),
+                (None, None) => {}
+            }
+            r
+        })
+    }
+
+    /// What is run of binary `b`, given its listing. Only a `harness = false` target may not
+    /// understand `--list`: it is run once. A libtest binary that cannot list its tests cannot
+    /// run them either.
+    fn runnable(&self, b: usize, listing: Result<Listing, list::ListError>) -> Listing {
+        let binary = &self.built.tests[b];
+        match listing {
+            Ok(l) => l,
+            Err(e) if binary.custom_harness => {
+                ui::warn(format!(
+                    "cannot list the tests of {}: {e}; running it as one test",
+                    binary.id
+                ));
+                Listing::whole()
+            }
+            Err(e) => {
+                ui::error(format!(
+                    "cannot list the tests of {}: {e}; its tests are not run",
+                    binary.id
+                ));
+                Listing::default()
+            }
+        }
     }
 }
 
