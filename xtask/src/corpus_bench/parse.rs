@@ -21,6 +21,8 @@ pub struct Section {
     pub origin: Origin,
     /// `test NAME ... RESULT` lines in order, the name as cargo sfl spells it.
     pub tests: Vec<(String, Outcome)>,
+    /// The doctests among `tests` that are only compiled (`no_run`, `compile_fail`).
+    pub compile_only: Vec<String>,
     /// cargo said `error: test failed` for this executable (a failing test or a process that
     /// did not exit successfully).
     pub failed: bool,
@@ -51,6 +53,7 @@ pub fn cargo_test_sections(output: &str) -> Vec<Section> {
                     stem: stem.to_string(),
                 },
                 tests: Vec::new(),
+                compile_only: Vec::new(),
                 failed: false,
             });
         } else if let Some(krate) = trimmed.strip_prefix("Doc-tests ") {
@@ -59,6 +62,7 @@ pub fn cargo_test_sections(output: &str) -> Vec<Section> {
                     krate: krate.trim().to_string(),
                 },
                 tests: Vec::new(),
+                compile_only: Vec::new(),
                 failed: false,
             });
         } else if trimmed.starts_with("error: test failed") {
@@ -76,10 +80,17 @@ pub fn cargo_test_sections(output: &str) -> Vec<Section> {
                 _ => continue,
             };
             let name = match section.origin {
-                Origin::Doc { .. } => [" - compile fail", " - compile", " - should panic"]
-                    .iter()
-                    .find_map(|s| name.strip_suffix(s))
-                    .unwrap_or(name),
+                Origin::Doc { .. } => {
+                    let compiled = [" - compile fail", " - compile"]
+                        .iter()
+                        .find_map(|s| name.strip_suffix(s));
+                    if let Some(n) = compiled {
+                        section.compile_only.push(n.to_string());
+                    }
+                    compiled
+                        .or_else(|| name.strip_suffix(" - should panic"))
+                        .unwrap_or(name)
+                }
                 Origin::Binary { .. } if name.contains(['/', ' ']) => continue,
                 Origin::Binary { .. } => name,
             };
