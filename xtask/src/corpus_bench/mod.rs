@@ -69,7 +69,7 @@ const CORPUS: &[Crate] = &[
         "3.5.2",
         &["harness = false targets", "no_run doctests"],
         &[],
-        "src/lib.rs",
+        "src/platform/unix/mod.rs",
     ),
     krate(
         "url",
@@ -193,10 +193,15 @@ pub fn run(only: &[String], output_dir: &Path) -> Result<()> {
     let work = root.join("target/bench/corpus");
     std::fs::create_dir_all(&work)?;
     let mut rows = Vec::new();
-    for c in CORPUS
-        .iter()
-        .filter(|c| only.is_empty() || only.iter().any(|o| o == c.name))
-    {
+    // The corpus's order, or the order of `--crate`.
+    let chosen: Vec<&Crate> = if only.is_empty() {
+        CORPUS.iter().collect()
+    } else {
+        only.iter()
+            .filter_map(|o| CORPUS.iter().find(|c| c.name == o))
+            .collect()
+    };
+    for c in chosen {
         eprintln!("== {} {}", c.name, c.version);
         let row = match run_crate(c, &sfl, &work) {
             Ok(row) => row,
@@ -683,7 +688,7 @@ fn inject_fault(c: &Crate, sfl: &Path, manifest: &Path, problems: &mut Vec<Strin
         let mut tried = Vec::new();
         for (line, mutated) in fault_candidates(&pristine).into_iter().take(FAULT_CANDIDATES) {
             std::fs::write(&path, with_line(&pristine, line, &mutated))?;
-            let ran = cargo_test(c, manifest, Duration::from_secs(300))?;
+            let ran = cargo_test(c, manifest, Duration::from_secs(120))?;
             let failing = parse::cargo_test_sections(&ran.output)
                 .iter()
                 .any(|s| s.failed || s.tests.iter().any(|t| t.1 == "failed"));
