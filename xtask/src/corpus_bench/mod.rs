@@ -313,8 +313,11 @@ fn run_merged(cmd: &mut Command, limit: Duration) -> Result<Ran> {
     Ok(Ran { code, output, secs })
 }
 
-/// The workspace members' targets (`cargo metadata`, no dependencies).
-fn targets(dir: &Path) -> Result<(Vec<Target>, BTreeSet<(String, String)>)> {
+/// (package, target name) of every `harness = false` target.
+type CustomHarness = BTreeSet<(String, String)>;
+
+/// The workspace members' targets (`cargo metadata`, no dependencies) and the custom harnesses.
+fn targets(dir: &Path) -> Result<(Vec<Target>, CustomHarness)> {
     let out = cargo(dir)
         .args(["metadata", "--format-version", "1", "--no-deps"])
         .output()?;
@@ -323,8 +326,7 @@ fn targets(dir: &Path) -> Result<(Vec<Target>, BTreeSet<(String, String)>)> {
     }
     let meta: Value = serde_json::from_slice(&out.stdout)?;
     let mut targets = Vec::new();
-    // (package, target name) of every `harness = false` target.
-    let mut custom = BTreeSet::new();
+    let mut custom = CustomHarness::new();
     for p in meta["packages"].as_array().context("metadata packages")? {
         let package = p["name"].as_str().unwrap_or_default().to_string();
         for t in p["targets"].as_array().into_iter().flatten() {
@@ -354,7 +356,7 @@ fn targets(dir: &Path) -> Result<(Vec<Target>, BTreeSet<(String, String)>)> {
 fn cargo_outcomes(
     output: &str,
     targets: &[Target],
-    custom: &BTreeSet<(String, String)>,
+    custom: &CustomHarness,
     differences: &mut Vec<Value>,
     mismatches: &mut Vec<Value>,
 ) -> BTreeMap<(String, String), &'static str> {
