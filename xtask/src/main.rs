@@ -1,11 +1,13 @@
 //! Project chores: `cargo xtask bench collect` (the collection benchmark) and
 //! `cargo xtask bench measures` (every measure on a large synthetic matrix),
 //! `cargo xtask bench edges` (edge recording's cost, CP's solve time), `bench ht`, `bench faults`,
-//! `bench panic4r` (real panics from the Panic4R data set); `cargo xtask fuzz` (the decoders of
+//! `bench panic4r` (real panics from the Panic4R data set), `bench corpus` (parity with `cargo test`
+//! on published crates of many shapes); `cargo xtask fuzz` (the decoders of
 //! untrusted input under structure-aware mutation); `cargo xtask soak` (repeated runs with random
 //! kills of test processes).
 
 mod collect_bench;
+mod corpus_bench;
 mod edges_bench;
 mod edges_compare;
 mod faults_bench;
@@ -64,6 +66,17 @@ enum Bench {
         #[arg(long)]
         eval_only: bool,
         /// Where faults.md and faults.json go.
+        #[arg(long, default_value = "bench-results")]
+        output_dir: PathBuf,
+    },
+    /// Parity with `cargo test --no-fail-fast` on published crates of many shapes: per-test
+    /// outcomes (doctests included), the human report against the JSON report, exit codes, wall
+    /// times, and one injected fault's rank per crate: bench-results/corpus.md and corpus.json.
+    Corpus {
+        /// Only these crates (by name).
+        #[arg(long = "crate")]
+        crates: Vec<String>,
+        /// Where corpus.md and corpus.json go.
         #[arg(long, default_value = "bench-results")]
         output_dir: PathBuf,
     },
@@ -155,6 +168,7 @@ fn main() -> Result<()> {
             eval_only,
             output_dir: root().join(output_dir),
         }),
+        Xtask::Bench(Bench::Corpus { crates, output_dir }) => corpus_bench::run(&crates, &root().join(output_dir)),
         Xtask::Bench(Bench::Panic4r(args)) => panic4r_bench::run_bench(&args),
         Xtask::Soak(args) => soak::run(&args),
         Xtask::Fuzz(args) => fuzz::run(&args),

@@ -1,0 +1,889 @@
+//! `cargo xtask bench corpus`: cargo sfl against `cargo test --no-fail-fast` on published crates
+//! of many shapes. Per crate: every test's outcome under both (doctests included, names
+//! mapped), the human report against the JSON report, both exit codes and wall times; then
+//! one injected fault and its rank. Written to bench-results/corpus.md and corpus.json.
+//!
+//! Every crate is a copy under target/bench/corpus/NAME-VERSION (its own workspace, its
+//! lockfile generated once and kept); all of them build into target/bench/corpus/target so
+//! dependencies shared between crates are built once.
+
+mod parse;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::Read;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+use serde_json::{Value, json};
+
+use parse::{Origin, Target};
+
+/// One crate of the corpus.
+struct Crate {
+    name: &'static str,
+    version: &'static str,
+    /// Published crates assembled into one workspace (members), instead of `name` alone.
+    members: &'static [(&'static str, &'static str)],
+    /// The shapes it stands for, checked against its sources.
+    shapes: &'static [&'static str],
+    /// Extra flags for both `cargo test` and `cargo sfl`.
+    flags: &'static [&'static str],
+    /// The file (from the workspace root) whose first fault-revealing mutation is injected.
+    fault_file: &'static str,
+}
+
+const fn krate(
+    name: &'static str,
+    version: &'static str,
+    shapes: &'static [&'static str],
+    flags: &'static [&'static str],
+    fault_file: &'static str,
+) -> Crate {
+    Crate {
+        name,
+        version,
+        members: &[],
+        shapes,
+        flags,
+        fault_file,
+    }
+}
+
+const CORPUS: &[Crate] = &[
+    krate(
+        "thiserror",
+        "2.0.21",
+        &[
+            "build.rs",
+            "proc-macro dependency",
+            "#[ignore] (trybuild UI test, nightly only)",
+        ],
+        &[],
+        "src/lib.rs",
+    ),
+    krate(
+        "ctrlc",
+        "3.5.2",
+        &["harness = false targets", "no_run doctests"],
+        &[],
+        "src/platform/unix/mod.rs",
+    ),
+    krate(
+        "url",
+        "2.5.8",
+        &["harness = false target (WPT)", "no_run doctests"],
+        &[],
+        "src/parser.rs",
+    ),
+    krate(
+        "similar",
+        "2.7.0",
+        &["insta snapshots", "feature-gated tests (--all-features)"],
+        &["--all-features"],
+        "src/algorithms/myers.rs",
+    ),
+    krate(
+        "rayon-core",
+        "1.13.0",
+        &["build.rs", "#[should_panic]", "#[ignore]", "compile_fail doctests"],
+        &[],
+        "src/registry.rs",
+    ),
+    krate(
+        "bitflags",
+        "2.13.2",
+        &["many doctests", "examples"],
+        &[],
+        "src/traits.rs",
+    ),
+    krate(
+        "anyhow",
+        "1.0.104",
+        &["build.rs", "#[ignore] (trybuild UI test, nightly only)"],
+        &[],
+        "src/ensure.rs",
+    ),
+    krate(
+        "csv",
+        "1.4.0",
+        &["examples run by tests", "no_run doctests"],
+        &[],
+        "src/byte_record.rs",
+    ),
+    krate("semver", "1.0.28", &["integration tests only"], &[], "src/eval.rs"),
+    krate("itoa", "1.0.18", &["tiny: two tests"], &[], "src/lib.rs"),
+    krate("memchr", "2.8.3", &["quickcheck"], &[], "src/arch/all/memchr.rs"),
+    krate(
+        "byteorder",
+        "1.5.0",
+        &["quickcheck", "#[should_panic]"],
+        &[],
+        "src/lib.rs",
+    ),
+    krate(
+        "pulldown-cmark",
+        "0.13.6",
+        &["over 1,000 tests", "build.rs", "binary and library"],
+        &[],
+        "src/scanners.rs",
+    ),
+    krate(
+        "smallvec",
+        "1.16.5",
+        &["#[should_panic]", "compile_fail doctests"],
+        &[],
+        "src/lib.rs",
+    ),
+    krate("either", "1.19.0", &["#[should_panic]"], &[], "src/lib.rs"),
+    krate(
+        "ryu",
+        "1.0.23",
+        &["#[ignore] (exhaustive test behind a cfg)", "randomized tests (rand)"],
+        &[],
+        "src/pretty/mod.rs",
+    ),
+    krate(
+        "unicode-width",
+        "0.2.3",
+        &["generated tables, no dev-dependencies"],
+        &[],
+        "src/lookup.rs",
+    ),
+    krate("heck", "0.5.0", &["unit tests per module only"], &[], "src/lib.rs"),
+    krate(
+        "indexmap",
+        "2.14.2",
+        &["quickcheck", "#[should_panic]"],
+        &[],
+        "src/inner.rs",
+    ),
+    krate(
+        "static_assertions",
+        "1.1.0",
+        &["compile_fail doctests only"],
+        &[],
+        "src/const_assert.rs",
+    ),
+    Crate {
+        name: "glob+strsim",
+        version: "0.3.4+0.11.1",
+        members: &[("glob", "0.3.4"), ("strsim", "0.11.1")],
+        shapes: &["workspace of several members (glob 0.3.4 and strsim 0.11.1 assembled under target/bench)"],
+        flags: &["--workspace"],
+        fault_file: "strsim/src/lib.rs",
+    },
+];
+
+/// The differences between the two tools that DESIGN.md and the README document: listed, not
+/// mismatches.
+const HARNESS_FALSE: &str = "a `harness = false` target is one test, `main`, under cargo sfl";
+
+const COMPILE_ONLY: &str = "a `no_run` or `compile_fail` doctest that passes its compile check runs no code: not a test \
+                            under cargo sfl (README, doctests)";
+
+/// Mutations tried in turn per crate until one makes a test fail.
+const FAULT_CANDIDATES: usize = 6;
+
+pub fn run(only: &[String], output_dir: &Path) -> Result<()> {
+    let root = crate::root();
+    let sfl = crate::build_sfl()?;
+    let work = root.join("target/bench/corpus");
+    std::fs::create_dir_all(&work)?;
+    let mut rows = Vec::new();
+    // The corpus's order, or the order of `--crate`.
+    let chosen: Vec<&Crate> = if only.is_empty() {
+        CORPUS.iter().collect()
+    } else {
+        only.iter()
+            .filter_map(|o| CORPUS.iter().find(|c| c.name == o))
+            .collect()
+    };
+    for c in chosen {
+        eprintln!("== {} {}", c.name, c.version);
+        let row = match run_crate(c, &sfl, &work) {
+            Ok(row) => row,
+            Err(e) => json!({
+                "name": c.name, "version": c.version, "shapes": c.shapes,
+                "error": format!("{e:#}"), "mismatches": [], "report_consistent": null,
+            }),
+        };
+        eprintln!("{}", summary_line(&row));
+        rows.push(row);
+        // Written after every crate, so an interrupted run keeps what it found.
+        write_results(&rows, output_dir, false)?;
+    }
+    write_results(&rows, output_dir, true)
+}
+
+/// Lays out the crate (or the workspace of its members) under `work`: its manifest path.
+fn lay_out(c: &Crate, work: &Path) -> Result<PathBuf> {
+    let dir = if c.members.is_empty() {
+        crate::fetch_crate(c.name, c.version, work)?
+    } else {
+        let dir = work.join(c.name.replace('+', "-"));
+        if !dir.join("Cargo.toml").exists() {
+            let mut members = Vec::new();
+            for (name, version) in c.members {
+                let src = crate::fetch_crate(name, version, &work.join("members"))?;
+                crate::copy_tree(&src, &dir.join(name))?;
+                // A member must not be a workspace root of its own.
+                let manifest = dir.join(name).join("Cargo.toml");
+                let text = std::fs::read_to_string(&manifest)?;
+                std::fs::write(&manifest, text.replace("\n[workspace]\n", "\n"))?;
+                members.push(format!("{name:?}"));
+            }
+            std::fs::write(
+                dir.join("Cargo.toml"),
+                format!("[workspace]\nresolver = \"2\"\nmembers = [{}]\n", members.join(", ")),
+            )?;
+        }
+        dir
+    };
+    if !dir.join("Cargo.lock").exists() {
+        crate::run(cargo(&dir).arg("generate-lockfile"))?;
+    }
+    Ok(dir.join("Cargo.toml"))
+}
+
+/// Where every crate of the corpus builds.
+fn target_dir() -> PathBuf {
+    crate::root().join("target/bench/corpus/target")
+}
+
+fn cargo(dir: &Path) -> Command {
+    let mut c = Command::new(env!("CARGO"));
+    c.current_dir(dir)
+        .env("CARGO_TARGET_DIR", target_dir())
+        .env("CARGO_TERM_COLOR", "never");
+    c
+}
+
+fn sfl_cmd(sfl: &Path, dir: &Path) -> Command {
+    let mut c = Command::new(sfl);
+    c.arg("sfl")
+        .current_dir(dir)
+        .env("CARGO_TARGET_DIR", target_dir())
+        .env("CARGO_TERM_COLOR", "never");
+    c
+}
+
+/// A command's exit code, merged stdout and stderr, and wall time; killed (with the processes
+/// it started) after `limit`, then the code is `None`.
+struct Ran {
+    code: Option<i32>,
+    output: String,
+    secs: f64,
+}
+
+fn run_merged(cmd: &mut Command, limit: Duration) -> Result<Ran> {
+    let (mut reader, writer) = std::io::pipe()?;
+    cmd.stdout(writer.try_clone()?)
+        .stderr(writer)
+        .stdin(Stdio::null())
+        .process_group(0);
+    let start = Instant::now();
+    let mut child = cmd.spawn().with_context(|| format!("cannot run {cmd:?}"))?;
+    // The command keeps copies of the pipe's write end: only the child's may remain.
+    let program = format!("{cmd:?}");
+    let _ = std::mem::replace(cmd, Command::new("true"));
+    let reading = std::thread::spawn(move || {
+        let mut out = Vec::new();
+        let _ = reader.read_to_end(&mut out);
+        String::from_utf8_lossy(&out).into_owned()
+    });
+    let code = loop {
+        if let Some(status) = child.try_wait()? {
+            break status.code();
+        }
+        if start.elapsed() > limit {
+            eprintln!("   killed after {limit:?}: {program}");
+            let _ = Command::new("kill")
+                .args(["-KILL", &format!("-{}", child.id())])
+                .status();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let secs = start.elapsed().as_secs_f64();
+    let output = reading.join().unwrap_or_default();
+    Ok(Ran { code, output, secs })
+}
+
+/// (package, target name) of every `harness = false` target.
+type CustomHarness = BTreeSet<(String, String)>;
+
+/// The workspace members' targets (`cargo metadata`, no dependencies) and the custom harnesses.
+fn targets(dir: &Path) -> Result<(Vec<Target>, CustomHarness)> {
+    let out = cargo(dir)
+        .args(["metadata", "--format-version", "1", "--no-deps"])
+        .output()?;
+    if !out.status.success() {
+        bail!("cargo metadata failed: {}", String::from_utf8_lossy(&out.stderr));
+    }
+    let meta: Value = serde_json::from_slice(&out.stdout)?;
+    let mut targets = Vec::new();
+    let mut custom = CustomHarness::new();
+    for p in meta["packages"].as_array().context("metadata packages")? {
+        let package = p["name"].as_str().unwrap_or_default().to_string();
+        for t in p["targets"].as_array().into_iter().flatten() {
+            targets.push(Target {
+                package: package.clone(),
+                kind: t["kind"][0].as_str().unwrap_or_default().to_string(),
+                name: t["name"].as_str().unwrap_or_default().to_string(),
+                src_path: t["src_path"].as_str().unwrap_or_default().to_string(),
+            });
+        }
+        let manifest: toml::Table =
+            std::fs::read_to_string(p["manifest_path"].as_str().unwrap_or_default())?.parse()?;
+        for kind in ["test", "bin", "example", "bench"] {
+            for t in manifest.get(kind).and_then(|v| v.as_array()).into_iter().flatten() {
+                if t.get("harness").and_then(toml::Value::as_bool) == Some(false)
+                    && let Some(name) = t.get("name").and_then(toml::Value::as_str)
+                {
+                    custom.insert((package.clone(), name.to_string()));
+                }
+            }
+        }
+    }
+    Ok((targets, custom))
+}
+
+/// What `cargo test` ran: outcome per (binary id, test name), and the documented differences.
+fn cargo_outcomes(
+    output: &str,
+    targets: &[Target],
+    custom: &CustomHarness,
+    differences: &mut Vec<Value>,
+    mismatches: &mut Vec<Value>,
+) -> BTreeMap<(String, String), &'static str> {
+    let mut outcomes = BTreeMap::new();
+    for section in parse::cargo_test_sections(output) {
+        let Some((id, target)) = parse::binary_id(&section.origin, targets) else {
+            mismatches.push(json!({"section": format!("{:?}", section.origin), "reason": "no target of the workspace matches this cargo test section"}));
+            continue;
+        };
+        let is_custom = matches!(section.origin, Origin::Binary { .. })
+            && custom.contains(&(target.package.clone(), target.name.clone()));
+        if is_custom {
+            let outcome = if section.failed { "failed" } else { "passed" };
+            differences.push(json!({
+                "binary": id, "difference": HARNESS_FALSE,
+                "cargo_test_lines": section.tests.len(), "outcome": outcome,
+            }));
+            outcomes.insert((id, "main".to_string()), outcome);
+            continue;
+        }
+        for (name, outcome) in section.tests {
+            if outcome == "passed" && section.compile_only.contains(&name) {
+                differences.push(json!({"binary": id, "test": name, "difference": COMPILE_ONLY}));
+                continue;
+            }
+            outcomes.insert((id.clone(), name), outcome);
+        }
+    }
+    outcomes
+}
+
+fn sfl_outcomes(report: &Value) -> BTreeMap<(String, String), String> {
+    report["tests"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|t| {
+            (
+                (
+                    t["binary"].as_str().unwrap_or_default().to_string(),
+                    t["name"].as_str().unwrap_or_default().to_string(),
+                ),
+                t["outcome"].as_str().unwrap_or_default().to_string(),
+            )
+        })
+        .collect()
+}
+
+/// Every per-test difference between the two runs; none is documented but `harness = false`
+/// (handled when cargo test's outcomes are read).
+fn compare(cargo: &BTreeMap<(String, String), &'static str>, sfl: &BTreeMap<(String, String), String>) -> Vec<Value> {
+    let keys: BTreeSet<&(String, String)> = cargo.keys().chain(sfl.keys()).collect();
+    let mut out = Vec::new();
+    for key in keys {
+        let (binary, test) = key;
+        match (cargo.get(key), sfl.get(key)) {
+            (Some(a), Some(b)) if a == b => {}
+            (Some(a), Some(b)) => out.push(json!({"binary": binary, "test": test, "cargo_test": a, "cargo_sfl": b, "reason": "different outcomes"})),
+            (Some(a), None) => out.push(json!({"binary": binary, "test": test, "cargo_test": a, "reason": "run by cargo test, not by cargo sfl"})),
+            (None, Some(b)) => out.push(json!({"binary": binary, "test": test, "cargo_sfl": b, "reason": "run by cargo sfl, not by cargo test"})),
+            (None, None) => {}
+        }
+    }
+    out
+}
+
+/// The human report's entries against the JSON report's first entries, per measure:
+/// `Ok(false)` with the differences when they disagree, `Ok(true)` when they agree, `None` when
+/// there is no ranking to compare.
+fn report_agrees(human: &str, report: &Value, problems: &mut Vec<String>) -> Option<bool> {
+    let shown = parse::human_entries(human);
+    if shown.is_empty() {
+        return None;
+    }
+    let mut ok = true;
+    for (measure, mut entries) in shown {
+        let Some(ranking) = report["rankings"]
+            .as_array()
+            .and_then(|r| r.iter().find(|r| r["measure"] == measure.as_str()))
+        else {
+            problems.push(format!("{measure}: no JSON ranking"));
+            ok = false;
+            continue;
+        };
+        let mut want: Vec<(String, u64)> = ranking["units"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .take(entries.len())
+            .map(|u| {
+                (
+                    u["file"].as_str().unwrap_or_default().to_string(),
+                    u["line"].as_u64().unwrap_or(0),
+                )
+            })
+            .collect();
+        entries.sort();
+        want.sort();
+        if entries != want {
+            problems.push(format!(
+                "{measure}: the human report shows {entries:?}, the JSON leads with {want:?}"
+            ));
+            ok = false;
+        }
+    }
+    Some(ok)
+}
+
+/// Runs cargo sfl with a JSON report and saved spectra, then the human report of those spectra.
+struct SflOutcome {
+    code: Option<i32>,
+    secs: f64,
+    report: Value,
+    human: String,
+    output: String,
+}
+
+fn run_sfl(sfl: &Path, c: &Crate, manifest: &Path, tag: &str) -> Result<SflOutcome> {
+    let dir = manifest.parent().unwrap();
+    let out_dir = target_dir().join("corpus-reports");
+    std::fs::create_dir_all(&out_dir)?;
+    let json_path = out_dir.join(format!("{}-{tag}.json", c.name));
+    let spectra = out_dir.join(format!("{}-{tag}.spectra.json", c.name));
+    let _ = std::fs::remove_file(&json_path);
+    let mut cmd = sfl_cmd(sfl, dir);
+    cmd.args(["--format", "json", "--rerun", "--test-timeout", "120", "-o"])
+        .arg(&json_path)
+        .arg("--save-spectra")
+        .arg(&spectra)
+        .arg("--manifest-path")
+        .arg(manifest)
+        .args(c.flags);
+    let ran = run_merged(&mut cmd, Duration::from_secs(1800))?;
+    let report: Value = std::fs::read(&json_path)
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok())
+        .unwrap_or(Value::Null);
+    let human = if spectra.exists() {
+        let out = sfl_cmd(sfl, dir)
+            .args(["report", "--color", "never", "--spectra"])
+            .arg(&spectra)
+            .arg("--manifest-path")
+            .arg(manifest)
+            .output()?;
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    } else {
+        String::new()
+    };
+    Ok(SflOutcome {
+        code: ran.code,
+        secs: ran.secs,
+        report,
+        human,
+        output: ran.output,
+    })
+}
+
+fn cargo_test(c: &Crate, manifest: &Path, limit: Duration) -> Result<Ran> {
+    let dir = manifest.parent().unwrap();
+    let mut cmd = cargo(dir);
+    cmd.args(["test", "--no-fail-fast", "--manifest-path"])
+        .arg(manifest)
+        .args(c.flags);
+    run_merged(&mut cmd, limit)
+}
+
+fn run_crate(c: &Crate, sfl: &Path, work: &Path) -> Result<Value> {
+    let manifest = lay_out(c, work)?;
+    let dir = manifest.parent().unwrap().to_path_buf();
+    restore_fault(&dir, c)?;
+    let (targets, custom) = targets(&dir)?;
+    // Warm builds: the plain one for cargo test, the instrumented one for cargo sfl (a name
+    // filter no test has; the run then finds no test to run).
+    let mut warm = cargo(&dir);
+    warm.args(["test", "--no-run", "--manifest-path"])
+        .arg(&manifest)
+        .args(c.flags);
+    crate::run(&mut warm)?;
+    let _ = run_merged(
+        sfl_cmd(sfl, &dir)
+            .args(["xtask-corpus-warm-up-no-such-test", "--no-doctests", "--manifest-path"])
+            .arg(&manifest)
+            .args(c.flags),
+        Duration::from_secs(3600),
+    )?;
+
+    eprintln!("   cargo test");
+    let plain = cargo_test(c, &manifest, Duration::from_secs(1800))?;
+    std::fs::write(
+        target_dir().join(format!("corpus-reports-{}-cargo-test.log", c.name)),
+        &plain.output,
+    )?;
+    eprintln!("   cargo sfl");
+    let run = run_sfl(sfl, c, &manifest, "pristine")?;
+    std::fs::write(
+        target_dir().join(format!("corpus-reports-{}-sfl.log", c.name)),
+        &run.output,
+    )?;
+    if run.report.is_null() {
+        bail!(
+            "cargo sfl wrote no JSON report (exit {:?}):\n{}",
+            run.code,
+            tail(&run.output)
+        );
+    }
+
+    let mut differences = Vec::new();
+    let mut mismatches = Vec::new();
+    let cargo_tests = cargo_outcomes(&plain.output, &targets, &custom, &mut differences, &mut mismatches);
+    let sfl_tests = sfl_outcomes(&run.report);
+    mismatches.extend(compare(&cargo_tests, &sfl_tests));
+    let mut problems = Vec::new();
+    let pristine_consistent = report_agrees(&run.human, &run.report, &mut problems);
+    // cargo test fails exactly when cargo sfl finds failing tests (0) rather than none (3).
+    let exit_consistent = matches!((plain.code, run.code), (Some(0), Some(3)) | (Some(101), Some(0)));
+
+    eprintln!("   fault");
+    let fault = inject_fault(c, sfl, &manifest, &mut problems);
+    let fault_consistent = fault
+        .as_ref()
+        .ok()
+        .and_then(|f| f.get("report_consistent").and_then(Value::as_bool));
+    let report_consistent = match (pristine_consistent, fault_consistent) {
+        (None, None) => Value::Null,
+        (a, b) => json!(a.unwrap_or(true) && b.unwrap_or(true)),
+    };
+    Ok(json!({
+        "name": c.name,
+        "version": c.version,
+        "shapes": c.shapes,
+        "flags": c.flags,
+        "tests_cargo": cargo_tests.len(),
+        "tests_sfl": sfl_tests.len(),
+        "failed_cargo": cargo_tests.values().filter(|o| **o == "failed").count(),
+        "failed_sfl": sfl_tests.values().filter(|o| *o != "passed" && *o != "ignored").count(),
+        "mismatches": mismatches,
+        "documented_differences": differences,
+        "report_consistent": report_consistent,
+        "report_problems": problems,
+        "exit_code": {"cargo_test": plain.code, "cargo_sfl": run.code},
+        "exit_consistent": exit_consistent,
+        "wall_cargo_s": round(plain.secs),
+        "wall_sfl_s": round(run.secs),
+        "fault": match fault { Ok(f) => f, Err(e) => json!({"error": format!("{e:#}")}) },
+    }))
+}
+
+fn round(x: f64) -> f64 {
+    (x * 100.0).round() / 100.0
+}
+
+fn tail(s: &str) -> String {
+    let lines: Vec<&str> = s.lines().collect();
+    lines[lines.len().saturating_sub(30)..].join("\n")
+}
+
+/// A mutation: negate a comparison, swap `&&`/`||`, `true`/`false`, `is_some`/`is_none`.
+const MUTATIONS: &[(&str, &str)] = &[
+    (" == ", " != "),
+    (" != ", " == "),
+    (" <= ", " > "),
+    (" >= ", " < "),
+    (" < ", " >= "),
+    (" > ", " <= "),
+    (" && ", " || "),
+    (" || ", " && "),
+    (".is_some()", ".is_none()"),
+    (".is_none()", ".is_some()"),
+    ("(true)", "(false)"),
+    (" true", " false"),
+    (" false", " true"),
+];
+
+/// Candidate mutations of `text`, in line order: (1-based line, mutated line). Comments and
+/// everything from the first `#[cfg(test)]` on are left alone.
+fn fault_candidates(text: &str) -> Vec<(usize, String)> {
+    let mut out = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        let code = line.trim_start();
+        if code.starts_with("#[cfg(test)]") {
+            break;
+        }
+        if code.starts_with("//") || code.starts_with("/*") || code.starts_with('*') || code.starts_with("#[") {
+            continue;
+        }
+        // Leave string literals alone: only text before a quote is mutated.
+        let end = line.find('"').unwrap_or(line.len());
+        let mutated = MUTATIONS.iter().find_map(|(from, to)| {
+            let at = line[..end].find(from)?;
+            Some(format!("{}{to}{}", &line[..at], &line[at + from.len()..]))
+        });
+        if let Some(m) = mutated {
+            out.push((i + 1, m));
+        }
+    }
+    out
+}
+
+fn with_line(text: &str, line: usize, new: &str) -> String {
+    let mut out: Vec<&str> = text.lines().collect();
+    out[line - 1] = new;
+    let mut s = out.join("\n");
+    if text.ends_with('\n') {
+        s.push('\n');
+    }
+    s
+}
+
+/// The pristine copy of the fault file, kept while a mutant is in place.
+fn backup(dir: &Path, c: &Crate) -> PathBuf {
+    dir.join(format!("{}.corpus-orig", c.fault_file))
+}
+
+/// Puts the pristine fault file back if an interrupted run left a mutant.
+fn restore_fault(dir: &Path, c: &Crate) -> Result<()> {
+    let b = backup(dir, c);
+    if b.exists() {
+        std::fs::rename(&b, dir.join(c.fault_file))?;
+    }
+    Ok(())
+}
+
+/// Tries the file's mutations in order under `cargo test` until one makes a test fail, runs
+/// cargo sfl on that mutant and reads the mutated line's rank; restores the file.
+fn inject_fault(c: &Crate, sfl: &Path, manifest: &Path, problems: &mut Vec<String>) -> Result<Value> {
+    let dir = manifest.parent().unwrap();
+    let path = dir.join(c.fault_file);
+    let pristine = std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
+    std::fs::copy(&path, backup(dir, c))?;
+    let result = (|| -> Result<Value> {
+        let mut tried = Vec::new();
+        for (line, mutated) in fault_candidates(&pristine).into_iter().take(FAULT_CANDIDATES) {
+            std::fs::write(&path, with_line(&pristine, line, &mutated))?;
+            let ran = cargo_test(c, manifest, Duration::from_secs(120))?;
+            let failing = parse::cargo_test_sections(&ran.output)
+                .iter()
+                .any(|s| s.failed || s.tests.iter().any(|t| t.1 == "failed"));
+            let built = !ran.output.contains("error: could not compile");
+            tried.push(json!({"line": line, "built": built, "fails_a_test": failing && built, "timed_out": ran.code.is_none()}));
+            if !(failing && built) || ran.code.is_none() {
+                continue;
+            }
+            eprintln!("   fault at {}:{line}: {}", c.fault_file, mutated.trim());
+            let run = run_sfl(sfl, c, manifest, "fault")?;
+            let consistent = report_agrees(&run.human, &run.report, problems);
+            let rank = fault_rank(&run.report, c.fault_file, line as u64);
+            return Ok(json!({
+                "file": c.fault_file,
+                "line": line,
+                "mutation": mutated.trim(),
+                "rank": rank,
+                "top1": rank.is_some_and(|r| r <= 1.0),
+                "top5": rank.is_some_and(|r| r <= 5.0),
+                "top10": rank.is_some_and(|r| r <= 10.0),
+                "exit_code": run.code,
+                "wall_sfl_s": round(run.secs),
+                "report_consistent": consistent,
+                "tried": tried,
+            }));
+        }
+        Ok(
+            json!({"file": c.fault_file, "line": null, "rank": null, "error": "no candidate mutation made a test fail", "tried": tried}),
+        )
+    })();
+    std::fs::write(&path, &pristine)?;
+    let _ = std::fs::remove_file(backup(dir, c));
+    result
+}
+
+/// The rank of the entry holding `file:line` in the default measure's ranking (`stack-ochiai`).
+fn fault_rank(report: &Value, file: &str, line: u64) -> Option<f64> {
+    let ranking = report["rankings"]
+        .as_array()?
+        .iter()
+        .find(|r| r["measure"] == "stack-ochiai")?;
+    let at = |u: &Value| u["file"] == file && u["line"].as_u64() == Some(line);
+    ranking["units"]
+        .as_array()?
+        .iter()
+        .find(|u| at(u) || u["members"].as_array().is_some_and(|m| m.iter().any(at)))
+        .and_then(|u| u["rank"].as_f64())
+}
+
+fn summary_line(row: &Value) -> String {
+    if let Some(e) = row["error"].as_str() {
+        return format!("   {}: error: {e}", row["name"].as_str().unwrap_or_default());
+    }
+    format!(
+        "   tests {} / {}, {} mismatches, report consistent {}, exits {}/{}, wall {}s / {}s, fault rank {}",
+        row["tests_cargo"],
+        row["tests_sfl"],
+        row["mismatches"].as_array().map_or(0, Vec::len),
+        row["report_consistent"],
+        row["exit_code"]["cargo_test"],
+        row["exit_code"]["cargo_sfl"],
+        row["wall_cargo_s"],
+        row["wall_sfl_s"],
+        row["fault"]["rank"],
+    )
+}
+
+fn write_results(rows: &[Value], output_dir: &Path, print: bool) -> Result<()> {
+    let mut md = String::from(
+        "# Corpus: cargo sfl against `cargo test --no-fail-fast` on published crates\n\n\
+         Produced by `cargo xtask bench corpus`. Each crate is a copy under target/bench/corpus \
+         with its lockfile kept; both tools build into target/bench/corpus/target. Wall times are \
+         the whole commands after a warm-up build of each (`cargo test --no-run`; `cargo sfl` with a \
+         name filter no test has), so they include running the tests and compiling doctests, not \
+         building dependencies. Tests are counted per tool, doctests included; a `harness = false` \
+         target is one test under cargo sfl (documented, not a mismatch). The fault is the first \
+         mutation of the named file (a negated comparison, `&&`/`||`, `true`/`false`, \
+         `is_some`/`is_none`) that makes a test fail under cargo test; its rank is under \
+         `stack-ochiai`.\n\n\
+         | crate | version | shapes | tests (cargo test / cargo sfl) | mismatches | documented differences | report consistent | exit codes (test / sfl) | wall s (test / sfl, ratio) | fault | rank |\n\
+         |---|---|---|---|---|---|---|---|---|---|---|\n",
+    );
+    let mut ratios = Vec::new();
+    let (mut top1, mut top5, mut top10, mut faults) = (0, 0, 0, 0);
+    for r in rows {
+        if let Some(e) = r["error"].as_str() {
+            md.push_str(&format!(
+                "| {} | {} | {} | error: {} | | | | | | | |\n",
+                r["name"].as_str().unwrap_or_default(),
+                r["version"].as_str().unwrap_or_default(),
+                shapes(r),
+                e.lines().next().unwrap_or_default().replace('|', "\\|"),
+            ));
+            continue;
+        }
+        let (wc, ws) = (
+            r["wall_cargo_s"].as_f64().unwrap_or(0.0),
+            r["wall_sfl_s"].as_f64().unwrap_or(0.0),
+        );
+        if wc > 0.0 {
+            ratios.push(ws / wc);
+        }
+        let f = &r["fault"];
+        let rank = f["rank"].as_f64();
+        if f["line"].is_u64() {
+            faults += 1;
+            top1 += usize::from(rank.is_some_and(|r| r <= 1.0));
+            top5 += usize::from(rank.is_some_and(|r| r <= 5.0));
+            top10 += usize::from(rank.is_some_and(|r| r <= 10.0));
+        }
+        md.push_str(&format!(
+            "| {} | {} | {} | {} / {} | {} | {} | {} | {} / {} | {:.1} / {:.1} ({:.1}×) | {} | {} |\n",
+            r["name"].as_str().unwrap_or_default(),
+            r["version"].as_str().unwrap_or_default(),
+            shapes(r),
+            r["tests_cargo"],
+            r["tests_sfl"],
+            r["mismatches"].as_array().map_or(0, Vec::len),
+            r["documented_differences"].as_array().map_or(0, Vec::len),
+            match r["report_consistent"].as_bool() {
+                Some(true) => "yes",
+                Some(false) => "**no**",
+                None => "no ranking",
+            },
+            r["exit_code"]["cargo_test"],
+            r["exit_code"]["cargo_sfl"],
+            wc,
+            ws,
+            if wc > 0.0 { ws / wc } else { 0.0 },
+            match f["line"].as_u64() {
+                Some(l) => format!(
+                    "{}:{l} `{}`",
+                    f["file"].as_str().unwrap_or_default(),
+                    f["mutation"].as_str().unwrap_or_default().replace('|', "\\|")
+                ),
+                None => f["error"].as_str().unwrap_or("none").to_string(),
+            },
+            rank.map_or("not ranked".to_string(), |r| format!("{r}")),
+        ));
+    }
+    ratios.sort_by(f64::total_cmp);
+    let median = ratios.get(ratios.len() / 2).copied().unwrap_or(0.0);
+    let mismatches: usize = rows
+        .iter()
+        .map(|r| r["mismatches"].as_array().map_or(0, Vec::len))
+        .sum();
+    let consistent = rows.iter().filter(|r| r["report_consistent"] == true).count();
+    let inconsistent = rows.iter().filter(|r| r["report_consistent"] == false).count();
+    let shapes_covered: BTreeSet<&str> = rows
+        .iter()
+        .flat_map(|r| r["shapes"].as_array().into_iter().flatten().filter_map(Value::as_str))
+        .collect();
+    let summary = format!(
+        "{} crates, {} shapes; {mismatches} undocumented mismatches; reports consistent in {consistent}, \
+         inconsistent in {inconsistent}; median wall-time ratio (cargo sfl / cargo test) {median:.1}×; \
+         injected faults {faults}: top-1 {top1}, top-5 {top5}, top-10 {top10}",
+        rows.len(),
+        shapes_covered.len(),
+    );
+    md.push_str(&format!("\n{summary}.\n"));
+    for r in rows {
+        let list = |key: &str| r[key].as_array().cloned().unwrap_or_default();
+        let (m, p) = (list("mismatches"), list("report_problems"));
+        if m.is_empty() && p.is_empty() {
+            continue;
+        }
+        md.push_str(&format!(
+            "\n## {} {}\n\n",
+            r["name"].as_str().unwrap_or_default(),
+            r["version"].as_str().unwrap_or_default()
+        ));
+        for x in m.iter().chain(&p) {
+            md.push_str(&format!("- {x}\n"));
+        }
+    }
+    std::fs::create_dir_all(output_dir)?;
+    std::fs::write(output_dir.join("corpus.md"), &md)?;
+    std::fs::write(
+        output_dir.join("corpus.json"),
+        serde_json::to_string_pretty(&json!({"crates": rows, "summary": summary}))?,
+    )?;
+    if print {
+        println!("{md}");
+    }
+    Ok(())
+}
+
+fn shapes(r: &Value) -> String {
+    r["shapes"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .collect::<Vec<_>>()
+        .join("; ")
+}

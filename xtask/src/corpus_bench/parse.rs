@@ -1,0 +1,296 @@
+//! Reading what `cargo test` and cargo sfl print: cargo test's per-binary sections and test
+//! lines, the mapping of a section to cargo sfl's binary id, and the human report's entries.
+
+use std::collections::BTreeMap;
+
+/// A test's outcome as both tools name it (cargo sfl's JSON spelling).
+pub type Outcome = &'static str;
+
+/// Where a section of `cargo test`'s output comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Origin {
+    /// `Running [unittests ]SRC (…/deps/STEM-HASH)`: a test executable of a target.
+    Binary { src: String, stem: String },
+    /// `Doc-tests CRATE`: the doctests of the library whose crate name is CRATE.
+    Doc { krate: String },
+}
+
+/// One test executable's (or one library's doctests') part of `cargo test`'s output.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Section {
+    pub origin: Origin,
+    /// `test NAME ... RESULT` lines in order, the name as cargo sfl spells it.
+    pub tests: Vec<(String, Outcome)>,
+    /// The doctests among `tests` that are only compiled (`no_run`, `compile_fail`).
+    pub compile_only: Vec<String>,
+    /// cargo said `error: test failed` for this executable (a failing test or a process that
+    /// did not exit successfully).
+    pub failed: bool,
+}
+
+/// Splits `cargo test --no-fail-fast`'s merged stdout and stderr into sections.
+///
+/// In a test executable's section, a `test … ... ok` line whose name has a `/` or a space is
+/// not libtest's (a test name is a Rust path) but a line a test printed itself, such as
+/// trybuild's `test tests/ui/x.rs ... ok`; it is skipped. A doctest's name loses rustdoc's
+/// ` - compile fail`, ` - compile` or ` - should panic` suffix, as cargo sfl names it.
+pub fn cargo_test_sections(output: &str) -> Vec<Section> {
+    let mut sections: Vec<Section> = Vec::new();
+    for line in output.lines() {
+        let trimmed = line.trim();
+        if let Some(rest) = trimmed.strip_prefix("Running ") {
+            let rest = rest.strip_prefix("unittests ").unwrap_or(rest);
+            let Some((src, exe)) = rest.rsplit_once(" (") else {
+                continue;
+            };
+            let exe = exe.trim_end_matches(')');
+            let file = exe.rsplit(['/', '\\']).next().unwrap_or(exe);
+            let file = file.strip_suffix(".exe").unwrap_or(file);
+            let stem = file.rsplit_once('-').map_or(file, |(s, _)| s);
+            sections.push(Section {
+                origin: Origin::Binary {
+                    src: src.to_string(),
+                    stem: stem.to_string(),
+                },
+                tests: Vec::new(),
+                compile_only: Vec::new(),
+                failed: false,
+            });
+        } else if let Some(krate) = trimmed.strip_prefix("Doc-tests ") {
+            sections.push(Section {
+                origin: Origin::Doc {
+                    krate: krate.trim().to_string(),
+                },
+                tests: Vec::new(),
+                compile_only: Vec::new(),
+                failed: false,
+            });
+        } else if trimmed.starts_with("error: test failed") {
+            if let Some(s) = sections.last_mut() {
+                s.failed = true;
+            }
+        } else if let Some(rest) = line.strip_prefix("test ")
+            && let Some((name, result)) = rest.rsplit_once(" ... ")
+            && let Some(section) = sections.last_mut()
+        {
+            let outcome = match result.trim() {
+                "ok" => "passed",
+                "FAILED" => "failed",
+                r if r.starts_with("ignored") => "ignored",
+                _ => continue,
+            };
+            let name = match section.origin {
+                Origin::Doc { .. } => {
+                    let compiled = [" - compile fail", " - compile"]
+                        .iter()
+                        .find_map(|s| name.strip_suffix(s));
+                    if let Some(n) = compiled {
+                        section.compile_only.push(n.to_string());
+                    }
+                    compiled
+                        .or_else(|| name.strip_suffix(" - should panic"))
+                        .unwrap_or(name)
+                }
+                Origin::Binary { .. } if name.contains(['/', ' ']) => continue,
+                Origin::Binary { .. } => name,
+            };
+            section.tests.push((name.to_string(), outcome));
+        }
+    }
+    sections
+}
+
+/// A cargo target of a workspace member, as `cargo metadata` describes it.
+#[derive(Debug, Clone)]
+pub struct Target {
+    pub package: String,
+    /// The first of the target's kinds (`lib`, `proc-macro`, `bin`, `test`, `example`, …).
+    pub kind: String,
+    pub name: String,
+    pub src_path: String,
+}
+
+/// cargo sfl's id of the binary that ran a section's tests (`pkg` for a library's unit tests,
+/// `pkg::NAME` for integration test NAME, `pkg::KIND/NAME` otherwise, `pkg::doctest/LIB`), and
+/// the target it belongs to; `None` when no target matches.
+pub fn binary_id<'t>(origin: &Origin, targets: &'t [Target]) -> Option<(String, &'t Target)> {
+    let crate_name = |t: &Target| t.name.replace('-', "_");
+    let is_lib = |t: &Target| {
+        matches!(
+            t.kind.as_str(),
+            "lib" | "rlib" | "dylib" | "cdylib" | "staticlib" | "proc-macro"
+        )
+    };
+    match origin {
+        Origin::Doc { krate } => {
+            let t = targets.iter().find(|t| is_lib(t) && crate_name(t) == *krate)?;
+            Some((format!("{}::doctest/{}", t.package, t.name), t))
+        }
+        Origin::Binary { src, stem } => {
+            let named: Vec<&Target> = targets.iter().filter(|t| crate_name(t) == *stem).collect();
+            let src = src.replace('\\', "/");
+            let t = named
+                .iter()
+                .find(|t| t.src_path.replace('\\', "/").ends_with(&format!("/{src}")))
+                .or(named.first())?;
+            let id = match t.kind.as_str() {
+                _ if is_lib(t) => t.package.clone(),
+                "test" => format!("{}::{}", t.package, t.name),
+                kind => format!("{}::{kind}/{}", t.package, t.name),
+            };
+            Some((id, t))
+        }
+    }
+}
+
+/// The entries the human report shows, per measure: `(file, line)` of each `rank …  LINE | code`
+/// line, under the last 2-space-indented file heading.
+pub fn human_entries(human: &str) -> BTreeMap<String, Vec<(String, u64)>> {
+    let mut shown: BTreeMap<String, Vec<(String, u64)>> = BTreeMap::new();
+    let mut measure: Option<String> = None;
+    let mut file = String::new();
+    for line in human.lines() {
+        if let Some(rest) = line.strip_prefix("Most suspicious lines by ") {
+            let m = rest.split([' ', ',']).next().unwrap_or_default().to_string();
+            shown.entry(m.clone()).or_default();
+            measure = Some(m);
+        } else if line.starts_with("  ") && !line.starts_with("   ") && !line.trim_start().starts_with('…') {
+            file = line.trim().to_string();
+        } else if line.trim_start().starts_with("rank ")
+            && let Some((head, _)) = line.split_once(" | ")
+            && let Some(m) = &measure
+            && let Some(n) = head.split_whitespace().last().and_then(|n| n.parse().ok())
+        {
+            shown.entry(m.clone()).or_default().push((file.clone(), n));
+        }
+    }
+    shown
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const OUTPUT: &str = "\
+   Compiling x v0.1.0 (/w/x)
+    Finished `test` profile [unoptimized + debuginfo] target(s) in 1.2s
+     Running unittests src/lib.rs (target/debug/deps/my_crate-0123abcd)
+
+running 3 tests
+test tests::a ... ok
+test tests::b ... FAILED
+test tests::c ... ignored, needs network
+
+failures:
+test result: FAILED. 1 passed; 1 failed; 1 ignored; 0 measured; 0 filtered out
+
+error: test failed, to rerun pass `--lib`
+     Running tests/compiletest.rs (target/debug/deps/compiletest-feedbeef)
+
+running 1 test
+test tests/ui/bad.rs ... ok
+test ui ... ok
+     Running tests/main/mod.rs (target/debug/deps/main-00ff)
+whatever a custom harness prints
+error: test failed, to rerun pass `--test main`
+     Running unittests src/main.rs (target/debug/deps/my_crate-77)
+
+running 0 tests
+   Doc-tests my_crate
+
+running 3 tests
+test src/lib.rs - f (line 5) ... ok
+test src/lib.rs - g (line 9) - compile fail ... ok
+test src/lib.rs - h (line 12) - compile ... ok
+";
+
+    fn targets() -> Vec<Target> {
+        let t = |kind: &str, name: &str, src: &str| Target {
+            package: "my-crate".into(),
+            kind: kind.into(),
+            name: name.into(),
+            src_path: format!("/w/x/{src}"),
+        };
+        vec![
+            t("lib", "my-crate", "src/lib.rs"),
+            t("bin", "my-crate", "src/main.rs"),
+            t("test", "compiletest", "tests/compiletest.rs"),
+            t("test", "main", "tests/main/mod.rs"),
+        ]
+    }
+
+    #[test]
+    fn sections_and_test_lines() {
+        let s = cargo_test_sections(OUTPUT);
+        assert_eq!(s.len(), 5);
+        assert_eq!(
+            s[0].tests,
+            [
+                ("tests::a".into(), "passed"),
+                ("tests::b".into(), "failed"),
+                ("tests::c".into(), "ignored")
+            ]
+        );
+        assert!(s[0].failed);
+        // trybuild's own line is not a test of the binary.
+        assert_eq!(s[1].tests, [("ui".to_string(), "passed")]);
+        assert!(!s[1].failed);
+        assert!(s[2].tests.is_empty() && s[2].failed);
+        assert_eq!(
+            s[4].origin,
+            Origin::Doc {
+                krate: "my_crate".into()
+            }
+        );
+        let names: Vec<&str> = s[4].tests.iter().map(|t| t.0.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "src/lib.rs - f (line 5)",
+                "src/lib.rs - g (line 9)",
+                "src/lib.rs - h (line 12)"
+            ]
+        );
+    }
+
+    #[test]
+    fn sections_map_to_cargo_sfl_binary_ids() {
+        let t = targets();
+        let ids: Vec<String> = cargo_test_sections(OUTPUT)
+            .iter()
+            .map(|s| binary_id(&s.origin, &t).unwrap().0)
+            .collect();
+        assert_eq!(
+            ids,
+            [
+                "my-crate",
+                "my-crate::compiletest",
+                "my-crate::main",
+                "my-crate::bin/my-crate",
+                "my-crate::doctest/my-crate"
+            ]
+        );
+    }
+
+    #[test]
+    fn human_report_entries_under_their_files() {
+        let human = "\
+Most suspicious lines by stack-ochiai (1 failing test of 4):
+  src/a.rs
+    rank 1    12 | if x < y {
+    rank 2     3 | let z = 1;
+  src/b.rs
+    rank 2    40 | return;
+      … 2 more lines
+Most suspicious lines by ochiai, among 3 lines:
+  src/b.rs
+    rank 1    40 | return;
+";
+        let e = human_entries(human);
+        assert_eq!(
+            e["stack-ochiai"],
+            [("src/a.rs".into(), 12), ("src/a.rs".into(), 3), ("src/b.rs".into(), 40)]
+        );
+        assert_eq!(e["ochiai"], [("src/b.rs".to_string(), 40)]);
+    }
+}
