@@ -77,6 +77,13 @@ impl SflArgs {
                 report: m.output.into_config(),
             },
             Some(Command::Eval(e)) => Task::Eval(Box::new(e.into_config())),
+            Some(Command::Explain(e)) => Task::Explain {
+                location: e.location,
+                spectra: e.spectra,
+                manifest_path: e.manifest_path,
+                measures_asked: !e.output.measure.is_empty(),
+                report: e.output.into_config(),
+            },
         }
     }
 }
@@ -93,6 +100,9 @@ pub enum Command {
     Eval(Box<EvalArgs>),
     /// Combine the spectra of shards (`--partition K/N --save-spectra FILE`) and report on the whole.
     Merge(MergeArgs),
+    /// Why a line ranks where it does: its entry and the lines tied with it, its scores, the
+    /// tests that ran it and did not, backtraces through it, and what would tell its entry apart.
+    Explain(ExplainArgs),
 }
 
 #[derive(Args, Debug)]
@@ -528,6 +538,26 @@ pub struct ReportArgs {
     pub manifest_path: Option<PathBuf>,
     #[command(flatten)]
     pub output: OutputArgs,
+}
+
+#[derive(Args, Debug)]
+pub struct ExplainArgs {
+    /// The line to explain, as `FILE:LINE` with FILE relative to the workspace root (as the
+    /// reports print it), e.g. `src/lib.rs:16`.
+    #[arg(value_name = "FILE:LINE", value_parser = parse_location)]
+    pub location: (String, u32),
+    /// Saved spectra to read [default: <target-dir>/sfl/spectra.json of the workspace].
+    #[arg(long, value_name = "FILE")]
+    pub spectra: Option<PathBuf>,
+    /// Path to Cargo.toml (to find the default spectra file and the source lines).
+    #[arg(long, value_name = "PATH")]
+    pub manifest_path: Option<PathBuf>,
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+fn parse_location(s: &str) -> Result<(String, u32), String> {
+    crate::explain::parse_location(s)
 }
 
 #[derive(Args, Debug)]

@@ -32,6 +32,15 @@ pub enum Task {
     },
     /// `cargo sfl eval`.
     Eval(Box<EvalConfig>),
+    /// `cargo sfl explain FILE:LINE`.
+    Explain {
+        location: (String, u32),
+        spectra: Option<PathBuf>,
+        manifest_path: Option<PathBuf>,
+        /// `-m` was given (else a few classic measures beside the default).
+        measures_asked: bool,
+        report: ReportConfig,
+    },
 }
 
 /// Collect the spectra, then report on them.

@@ -46,6 +46,7 @@ pub mod diff;
 
 // Reporting and evaluating.
 pub mod report;
+pub mod explain;
 pub mod eval;
 pub mod faults;
 pub mod hitting;

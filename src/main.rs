@@ -44,6 +44,19 @@ fn main() {
             report,
         } => pipeline::merge(&files, save_spectra.as_deref(), allow_partial, &report),
         Task::Eval(e) => pipeline::eval(&e),
+        Task::Explain {
+            location,
+            spectra,
+            manifest_path,
+            measures_asked,
+            report,
+        } => pipeline::explain(
+            &location,
+            spectra.as_deref(),
+            manifest_path.as_deref(),
+            measures_asked,
+            &report,
+        ),
     };
     let code = match result {
         Ok(code) => code,

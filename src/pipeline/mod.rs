@@ -59,6 +59,61 @@ fn write_junit(cfg: &RunConfig, spectra: &Spectra) -> anyhow::Result<()> {
 
 /// `cargo sfl report`: re-rank saved spectra (`spectra`, or the workspace's last run).
 pub fn report(spectra: Option<&Path>, manifest_path: Option<&Path>, cfg: &ReportConfig) -> anyhow::Result<i32> {
+    emit(&load_saved(spectra, manifest_path, &cfg.measures)?, cfg)
+}
+
+/// The measures `explain` shows when none is asked for: the default and a few classic ones.
+const EXPLAIN_MEASURES: &[&str] = &[crate::measures::DEFAULT, "ochiai", "tarantula", "dstar2", "cl"];
+
+/// `cargo sfl explain FILE:LINE`: why a line of the saved spectra ranks where it does.
+pub fn explain(
+    location: &(String, u32),
+    spectra: Option<&Path>,
+    manifest_path: Option<&Path>,
+    measures_asked: bool,
+    cfg: &ReportConfig,
+) -> anyhow::Result<i32> {
+    if !matches!(cfg.format, Format::Human | Format::Json) {
+        return Err(SflError::Usage("cargo sfl explain writes --format human or json".into()).into());
+    }
+    let mut cfg = cfg.clone();
+    if !measures_asked {
+        cfg.measures = EXPLAIN_MEASURES
+            .iter()
+            .map(|m| crate::measures::find(m).expect("a measure of the catalogue"))
+            .collect();
+    }
+    cfg.granularity = crate::config::Granularity::Line;
+    let whole = load_saved(spectra, manifest_path, &cfg.measures)?;
+    if cfg.measures.iter().any(|m| m.needs_edges()) && whole.edges.is_none() {
+        cfg.measures.retain(|m| !m.needs_edges());
+    }
+    let mut converted = Default::default();
+    let prepared = emit::at_granularity(&whole, &cfg, &mut converted)?;
+    let analyses =
+        crate::analysis::Analyses::prepared(prepared.spectra, None, cfg.options.group, &cfg.measures, cfg.tie_break);
+    let rankings = crate::explain::rankings(&analyses, &cfg.measures, &cfg.options);
+    let (file, line) = location;
+    let e = crate::explain::explain(&whole, prepared.spectra, &analyses, &rankings, file, *line);
+    let text = match cfg.format {
+        Format::Json => crate::explain::json(&e),
+        _ => crate::explain::human(&e),
+    };
+    emit::write_output(cfg.output.as_deref(), &text)?;
+    Ok(if e.not_ranked.is_some() {
+        exit::UNLOCALISABLE
+    } else {
+        exit::REPORTED
+    })
+}
+
+/// Saved spectra (`spectra`, or the workspace's last run), their edge profiles only when one of
+/// `measures` needs them, their code read from the local workspace ([`read_here`]).
+fn load_saved(
+    spectra: Option<&Path>,
+    manifest_path: Option<&Path>,
+    measures: &[&crate::measures::Measure],
+) -> anyhow::Result<Spectra> {
     let (path, root) = match spectra {
         Some(p) => (p.to_path_buf(), local_root(manifest_path)?),
         None => {
@@ -74,12 +129,12 @@ pub fn report(spectra: Option<&Path>, manifest_path: Option<&Path>, cfg: &Report
         .into());
     }
     // Edge profiles are most of a saved file and only CP reads them.
-    let edges = if cfg.measures.iter().any(|m| m.needs_edges()) {
+    let edges = if measures.iter().any(|m| m.needs_edges()) {
         EdgeProfiles::Load
     } else {
         EdgeProfiles::Skip
     };
-    emit(&read_here(load_with(&path, edges)?, &root, &path), cfg)
+    Ok(read_here(load_with(&path, edges)?, &root, &path))
 }
 
 /// `cargo sfl analyze --gzoltar DIR`: rank an imported matrix.

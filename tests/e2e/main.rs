@@ -7,6 +7,7 @@ mod doctests;
 mod edges;
 mod eval;
 mod exits;
+mod explain;
 mod fixtures;
 mod formats;
 mod nextest;
@@ -31,6 +32,7 @@ fn main() {
         anywhere::trials(),
         ci::trials(),
         eval::trials(),
+        explain::trials(),
         edges::trials(),
         stacks::trials(),
         doctests::trials(),

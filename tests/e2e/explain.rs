@@ -1,0 +1,74 @@
+//! `cargo sfl explain FILE:LINE` on the saved spectra of a fixture run.
+
+use libtest_mimic::Trial;
+use serde_json::Value;
+
+use crate::support::{Result, check, check_exit, copy_fixture, sfl, show};
+
+pub fn trials() -> Vec<Trial> {
+    vec![Trial::test("explain::minmax", minmax)]
+}
+
+/// minmax's fault (line 16) is run by the three failing tests and neither passing test; line 9
+/// shares its entry with 12 others that no test tells apart; test code and non-lines are not
+/// ranked, and say why.
+fn minmax() -> Result {
+    let tmp = copy_fixture("minmax");
+    let dir = tmp.path();
+    let run = sfl(&["-q"], dir);
+    check(run.status.code() == Some(0), || show(&run))?;
+
+    let human = sfl(&["explain", "src/lib.rs:16"], dir);
+    check(human.status.code() == Some(0), || show(&human))?;
+    let text = String::from_utf8_lossy(&human.stdout);
+    for want in [
+        "failing tests that ran it (3): fixture-minmax tests::t1, fixture-minmax tests::t2, fixture-minmax tests::t3",
+        "passing tests that did not (2): fixture-minmax tests::t4, fixture-minmax tests::t5",
+        "stack-ochiai",
+        "rank 1 of 4 entries",
+    ] {
+        check(text.contains(want), || format!("no {want:?} in:\n{text}"))?;
+    }
+
+    let json = |args: &[&str]| -> Result<Value> {
+        let mut all = vec!["explain", "--format", "json"];
+        all.extend(args);
+        let out = sfl(&all, dir);
+        Ok(serde_json::from_slice(&out.stdout).map_err(|e| format!("{e}\n{}", show(&out)))?)
+    };
+    let fault = json(&["src/lib.rs:16"])?;
+    check(fault["schema"] == "cargo-sfl-explain/v1", || format!("{fault:#}"))?;
+    check(
+        fault["ef"] == 3 && fault["ep"] == 0 && fault["nf"] == 0 && fault["np"] == 2,
+        || format!("{fault:#}"),
+    )?;
+    check(
+        fault["tests"]["failing_ran"].as_array().map_or(0, Vec::len) == 3,
+        || format!("{fault:#}"),
+    )?;
+
+    let tied = json(&["src/lib.rs:9", "-m", "ochiai"])?;
+    let entry = tied["entry"].as_array().map_or(0, Vec::len);
+    let lines = tied["separation"]["indistinguishable"].as_array().map_or(0, Vec::len);
+    let closest = tied["separation"]["closest_passing"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    check(entry == 13 && lines == 13 && !closest.is_empty(), || {
+        format!("{tied:#}")
+    })?;
+    check(
+        closest[0]["test"].as_str().is_some_and(|t| t.contains("tests::t")),
+        || format!("{tied:#}"),
+    )?;
+    check(tied["measures"].as_array().map_or(0, Vec::len) == 1, || {
+        format!("{tied:#}")
+    })?;
+
+    let test_code = sfl(&["explain", "src/lib.rs:30"], dir);
+    check_exit(&test_code, 7, &test_code.stdout, &["not ranked: it is test code"])?;
+    let blank = sfl(&["explain", "src/lib.rs:5"], dir);
+    check_exit(&blank, 7, &blank.stdout, &["not ranked: no test binary's coverage map"])?;
+    let bad = sfl(&["explain", "src/lib.rs"], dir);
+    check_exit(&bad, 2, &bad.stderr, &["is not FILE:LINE"])
+}
