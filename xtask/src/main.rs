@@ -242,6 +242,18 @@ pub(crate) fn sfl_run(sfl: &Path, manifest: &Path, extra: &[&str]) -> Result<Sfl
 }
 
 /// Downloads a published crate through cargo (crates.io) and unpacks it as its own workspace.
+/// Where `cargo fetch` unpacked `name` `version`: `$CARGO_HOME/registry/src/<index>/name-version`.
+fn unpacked(name: &str, version: &str) -> Option<PathBuf> {
+    let home = std::env::var_os("CARGO_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cargo")))?;
+    std::fs::read_dir(home.join("registry/src"))
+        .ok()?
+        .flatten()
+        .map(|index| index.path().join(format!("{name}-{version}")))
+        .find(|dir| dir.join("Cargo.toml").is_file())
+}
+
 fn fetch_crate(name: &str, version: &str, work: &Path) -> Result<PathBuf> {
     let dst = work.join(format!("{name}-{version}"));
     if dst.join("Cargo.toml").exists() {
@@ -262,15 +274,20 @@ fn fetch_crate(name: &str, version: &str, work: &Path) -> Result<PathBuf> {
         .current_dir(&probe)
         .output()?;
     let meta: serde_json::Value = serde_json::from_slice(&out.stdout)?;
-    let manifest = meta["packages"]
+    let listed = meta["packages"]
         .as_array()
         .context("metadata")?
         .iter()
         .find(|p| p["name"] == name)
         .and_then(|p| p["manifest_path"].as_str())
-        .context("crate not in metadata")?
-        .to_string();
-    copy_tree(Path::new(&manifest).parent().unwrap(), &dst)?;
+        .map(|m| Path::new(m).parent().unwrap().to_path_buf());
+    // A crate without a library (a binary-only CLI) is fetched but left out of the metadata
+    // ("ignoring invalid dependency"): it is where cargo unpacked it.
+    let source = match listed {
+        Some(dir) => dir,
+        None => unpacked(name, version).context("crate neither in metadata nor unpacked by cargo fetch")?,
+    };
+    copy_tree(&source, &dst)?;
     // Make the unpacked crate its own workspace root.
     let mut toml = std::fs::read_to_string(dst.join("Cargo.toml"))?;
     if !toml.contains("[workspace]") {

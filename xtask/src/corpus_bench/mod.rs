@@ -54,6 +54,13 @@ const fn krate(
 
 const CORPUS: &[Crate] = &[
     krate(
+        "sd",
+        "1.0.0",
+        &["binary-only with CLI tests (assert_cmd)", "insta snapshots", "proptest"],
+        &[],
+        "src/replacer/mod.rs",
+    ),
+    krate(
         "thiserror",
         "2.0.21",
         &[
