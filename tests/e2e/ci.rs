@@ -1,6 +1,6 @@
-//! What CI relies on: the documented GitHub workflow's localisation step on a real repository,
-//! the `--diff-base`/`--only-changed` filter and the `--fail-on` gate, and terminal output
-//! (`-q` for logs, `--color` for ANSI codes, `-v` for progress).
+//! What CI relies on: the GitHub Action's steps (action.yml) on a real repository, the
+//! `--diff-base`/`--only-changed` filter and the `--fail-on` gate, and terminal output (`-q`
+//! for logs, `--color` for ANSI codes, `-v` for progress).
 
 use std::path::Path;
 use std::process::Command;
@@ -12,16 +12,18 @@ use crate::support::{Result, check, check_exit, copy_fixture, lib_crate, root, s
 
 pub fn trials() -> Vec<Trial> {
     vec![
-        Trial::test("ci::workflow_steps", ci_workflow_steps),
+        Trial::test("ci::action_steps", ci_action_steps),
         Trial::test("terminal::quiet_and_color", terminal_quiet_and_color),
     ]
 }
 
-/// The `run: |` script of the workflow step with this name in docs/github-workflow.yml.
-fn workflow_step(name: &str) -> Result<String> {
-    let text = std::fs::read_to_string(root().join("docs/github-workflow.yml"))?;
+/// The `run: |` script of the step named `name` in `file` (a workflow or action.yml).
+fn step_script(file: &Path, name: &str) -> Result<String> {
+    let text = std::fs::read_to_string(file)?;
     let mut lines = text.lines().skip_while(|l| l.trim() != format!("- name: {name}"));
-    lines.next().ok_or_else(|| format!("no step {name:?}"))?;
+    lines
+        .next()
+        .ok_or_else(|| format!("no step {name:?} in {}", file.display()))?;
     let mut lines = lines.skip_while(|l| l.trim() != "run: |");
     let run = lines.next().ok_or("the step has no `run: |` block")?;
     let indent = run.len() - run.trim_start().len() + 2;
@@ -42,10 +44,39 @@ fn git(dir: &Path, args: &[&str]) -> Result {
     check(out.status.success(), || show(&out))
 }
 
-/// The workflow's "Localise the fault" step on a fixture repository: commit a correct minmax,
-/// introduce the fault as the change under test, run the step with `SFL_BASE=HEAD`, and check
-/// what it leaves for the upload and comment steps; then `--only-changed` and `--fail-on`.
-fn ci_workflow_steps() -> Result {
+/// Runs the step `name` of action.yml in `dir` as the runner would: bash, the step's inputs in
+/// its environment, `GITHUB_OUTPUT` a file, cargo-sfl on the PATH (so its install is skipped).
+fn action_step(dir: &Path, name: &str, env: &[(&str, &str)]) -> Result<std::process::Output> {
+    let bin_dir = Path::new(env!("CARGO_BIN_EXE_cargo-sfl"))
+        .parent()
+        .unwrap()
+        .to_path_buf();
+    let path = std::env::join_paths(
+        std::iter::once(bin_dir).chain(std::env::split_paths(&std::env::var_os("PATH").unwrap())),
+    )?;
+    let mut cmd = Command::new("bash");
+    cmd.args([
+        "-e",
+        "-o",
+        "pipefail",
+        "-c",
+        &step_script(&root().join("action.yml"), name)?,
+    ])
+    .env("PATH", path)
+    .env("GITHUB_OUTPUT", dir.join("github-output"))
+    .env("GITHUB_ACTION_PATH", root())
+    .current_dir(dir);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    Ok(cmd.output()?)
+}
+
+/// action.yml's steps on a fixture repository: commit a correct minmax, introduce the fault as
+/// the change under test, run the steps with the diff base `HEAD`, and check what they leave for
+/// the upload and comment steps and how the job ends (with and without `fail-on`); with the
+/// fault fixed the job passes and reports nothing. Then `--only-changed` and `--fail-on` by hand.
+fn ci_action_steps() -> Result {
     let tmp = copy_fixture("minmax");
     let dir = tmp.path();
     let lib = dir.join("src/lib.rs");
@@ -59,20 +90,16 @@ fn ci_workflow_steps() -> Result {
     git(dir, &["commit", "-q", "-m", "correct minmax"])?;
     std::fs::write(&lib, &faulty)?;
 
-    let bin_dir = Path::new(env!("CARGO_BIN_EXE_cargo-sfl"))
-        .parent()
-        .unwrap()
-        .to_path_buf();
-    let path = std::env::join_paths(
-        std::iter::once(bin_dir).chain(std::env::split_paths(&std::env::var_os("PATH").unwrap())),
-    )?;
-    let out = Command::new("bash")
-        .args(["-euo", "pipefail", "-c", &workflow_step("Localise the fault")?])
-        .env("SFL_BASE", "HEAD")
-        .env("PATH", path)
-        .current_dir(dir)
-        .output()?;
+    let install = action_step(dir, "Install cargo-sfl", &[])?;
+    check(install.status.success(), || show(&install))?;
+    let inputs = [("SFL_BASE", "HEAD"), ("SFL_TOP", "10"), ("SFL_ARGS", "")];
+    let out = action_step(dir, "Run the tests and localise", &inputs)?;
     check(out.status.success(), || show(&out))?;
+    let outputs = std::fs::read_to_string(dir.join("github-output"))?;
+    check(
+        outputs.contains("failed=true") && outputs.contains("sarif=sfl.sarif"),
+        || outputs.clone(),
+    )?;
 
     let sarif: Value = serde_json::from_slice(&std::fs::read(dir.join("sfl.sarif"))?)?;
     let top = &sarif["runs"][0]["results"][0];
@@ -90,6 +117,13 @@ fn ci_workflow_steps() -> Result {
         md.contains("changed") && md.contains("1 of these 4 entries touch lines changed since HEAD"),
         || md.clone(),
     )?;
+    // The job fails: always without a threshold; with one, only when a changed line reaches it.
+    for (fail_on, code) in [("", 1), ("0.9", 1), ("1.5", 0)] {
+        let end = action_step(dir, "Fail the job", &[("SFL_BASE", "HEAD"), ("SFL_FAIL_ON", fail_on)])?;
+        check(end.status.code() == Some(code), || {
+            format!("fail-on {fail_on:?}: {}", show(&end))
+        })?;
+    }
 
     // Only the changed line is ranked; it reaches --fail-on 0.9 (exit 6) but not 1.5 (exit 0).
     let only = sfl(
@@ -103,14 +137,17 @@ fn ci_workflow_steps() -> Result {
         dir,
     );
     check_exit(&gate, 6, &gate.stderr, &["src/lib.rs:16"])?;
-    let pass = sfl(
-        &["report", "--diff-base", "HEAD", "--only-changed", "--fail-on", "1.5"],
-        dir,
-    );
-    check(pass.status.code() == Some(0), || show(&pass))?;
     // A revision git does not know is a usage error.
     let bad = sfl(&["report", "--diff-base", "no-such-rev"], dir);
-    check(bad.status.code() == Some(2), || show(&bad))
+    check(bad.status.code() == Some(2), || show(&bad))?;
+
+    // Fixed: every test passes, the job passes and reports nothing.
+    std::fs::write(&lib, &fixed)?;
+    std::fs::remove_file(dir.join("github-output"))?;
+    let green = action_step(dir, "Run the tests and localise", &inputs)?;
+    check(green.status.success(), || show(&green))?;
+    let outputs = std::fs::read_to_string(dir.join("github-output"))?;
+    check(outputs.trim() == "failed=false", || outputs.clone())
 }
 
 /// `-q` leaves only the report (stderr empty); `--color always|never` controls ANSI codes.
