@@ -4,7 +4,7 @@
 //! `bench panic4r` (real panics from the Panic4R data set), `bench corpus` (parity with `cargo test`
 //! on published crates of many shapes); `cargo xtask fuzz` (the decoders of
 //! untrusted input under structure-aware mutation); `cargo xtask soak` (repeated runs with random
-//! kills of test processes).
+//! kills of test processes); `cargo xtask readme` (the README's sample report, regenerated).
 
 mod collect_bench;
 mod corpus_bench;
@@ -15,6 +15,7 @@ mod fuzz;
 mod ht_bench;
 mod measures_bench;
 mod panic4r_bench;
+mod readme;
 mod soak;
 
 use std::path::{Path, PathBuf};
@@ -36,6 +37,13 @@ enum Xtask {
     /// Fuzz the decoders of files cargo sfl did not write (raw profiles, coverage maps, edge
     /// files, saved spectra, GZoltar input, faults files) with mutated real inputs.
     Fuzz(fuzz::Args),
+    /// Regenerate the README's sample report: the demo command's standard output on
+    /// fixtures/minmax, between the `sample-report` marker comments.
+    Readme {
+        /// Only check that the sample is up to date (exit 1 if not); write nothing.
+        #[arg(long)]
+        check: bool,
+    },
 }
 
 #[derive(Subcommand)]
@@ -172,6 +180,7 @@ fn main() -> Result<()> {
         Xtask::Bench(Bench::Panic4r(args)) => panic4r_bench::run_bench(&args),
         Xtask::Soak(args) => soak::run(&args),
         Xtask::Fuzz(args) => fuzz::run(&args),
+        Xtask::Readme { check } => readme::run(check),
     }
 }
 

@@ -184,12 +184,12 @@ const CORPUS: &[Crate] = &[
     },
 ];
 
-/// The differences between the two tools that DESIGN.md and the README document: listed, not
+/// The differences between the two tools that DESIGN.md and the user guide document: listed, not
 /// mismatches.
 const HARNESS_FALSE: &str = "a `harness = false` target is one test, `main`, under cargo sfl";
 
 const COMPILE_ONLY: &str = "a `no_run` or `compile_fail` doctest that passes its compile check runs no code: not a test \
-                            under cargo sfl (README, doctests)";
+                            under cargo sfl (docs/guide/doctests.md)";
 
 /// Mutations tried in turn per crate until one makes a test fail.
 const FAULT_CANDIDATES: usize = 6;

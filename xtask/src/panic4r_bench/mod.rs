@@ -22,7 +22,7 @@ mod run;
 
 use run::Record;
 
-/// The long help of `cargo xtask bench panic4r` (the README says the same).
+/// The long help of `cargo xtask bench panic4r` (docs/guide/eval-and-benchmarks.md says the same).
 pub const ABOUT: &str = "Real bugs: run cargo sfl on the reproducible panics of Panic4R and evaluate every measure.
 
 Get the data with `git clone https://github.com/cardigan1008/panic4r` (a few very large files may be \
