@@ -3,6 +3,7 @@
 
 mod anywhere;
 mod ci;
+mod docs;
 mod doctests;
 mod edges;
 mod eval;
@@ -37,6 +38,7 @@ fn main() {
         stacks::trials(),
         doctests::trials(),
         nextest::trials(),
+        docs::trials(),
     ]
     .into_iter()
     .flatten()
