@@ -5,7 +5,7 @@
 
 use std::path::PathBuf;
 
-/// Process exit codes (also documented in README.md).
+/// Process exit codes (also documented in docs/guide/exit-codes-and-bad-input.md).
 pub mod exit {
     /// Failing tests were found and a report was written.
     pub const REPORTED: i32 = 0;

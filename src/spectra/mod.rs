@@ -88,7 +88,7 @@ pub struct TestRecord {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub attempts: Vec<Attempt>,
     /// It failed, then passed on a retry. It stays in the failing set with the failing run's
-    /// coverage: that run is evidence of the fault (see README, "Flaky tests").
+    /// coverage: that run is evidence of the fault (see docs/guide/reference.md, flaky tests).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub flaky: bool,
 }

@@ -16,6 +16,7 @@ mod ht_bench;
 mod measures_bench;
 mod panic4r_bench;
 mod readme;
+mod screenshots;
 mod soak;
 
 use std::path::{Path, PathBuf};
@@ -37,6 +38,9 @@ enum Xtask {
     /// Fuzz the decoders of files cargo sfl did not write (raw profiles, coverage maps, edge
     /// files, saved spectra, GZoltar input, faults files) with mutated real inputs.
     Fuzz(fuzz::Args),
+    /// The guide's pictures of the terminal and HTML reports (docs/guide/img/), made from a run
+    /// on fixtures/minmax by headless Chromium.
+    Screenshots,
     /// Regenerate the README's sample report: the demo command's standard output on
     /// fixtures/minmax, between the `sample-report` marker comments.
     Readme {
@@ -181,6 +185,7 @@ fn main() -> Result<()> {
         Xtask::Soak(args) => soak::run(&args),
         Xtask::Fuzz(args) => fuzz::run(&args),
         Xtask::Readme { check } => readme::run(check),
+        Xtask::Screenshots => screenshots::run(),
     }
 }
 
