@@ -79,10 +79,10 @@ impl SflArgs {
             Some(Command::Eval(e)) => Task::Eval(Box::new(e.into_config())),
             Some(Command::Explain(e)) => Task::Explain {
                 location: e.location,
-                spectra: e.spectra,
-                manifest_path: e.manifest_path,
-                measures_asked: !e.output.measure.is_empty(),
-                report: e.output.into_config(),
+                spectra: e.saved.spectra,
+                manifest_path: e.saved.manifest_path,
+                measures_asked: !e.saved.output.measure.is_empty(),
+                report: e.saved.output.into_config(),
             },
         }
     }
@@ -546,14 +546,9 @@ pub struct ExplainArgs {
     /// reports print it), e.g. `src/lib.rs:16`.
     #[arg(value_name = "FILE:LINE", value_parser = parse_location)]
     pub location: (String, u32),
-    /// Saved spectra to read [default: <target-dir>/sfl/spectra.json of the workspace].
-    #[arg(long, value_name = "FILE")]
-    pub spectra: Option<PathBuf>,
-    /// Path to Cargo.toml (to find the default spectra file and the source lines).
-    #[arg(long, value_name = "PATH")]
-    pub manifest_path: Option<PathBuf>,
+    /// The saved spectra and how to report, as for `report`.
     #[command(flatten)]
-    pub output: OutputArgs,
+    pub saved: ReportArgs,
 }
 
 fn parse_location(s: &str) -> Result<(String, u32), String> {

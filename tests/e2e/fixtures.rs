@@ -39,6 +39,20 @@ const FAILING: &str = "
 /// `#![cfg(test)]` itself, declared by a plain `mod name;`.
 const NEVER_RANKED: &[(&str, &str)] = &[("two-files", "src/checks.rs")];
 
+/// The measures every fixture is ranked by: the default and four others.
+const MEASURES: [&str; 10] = [
+    "-m",
+    DEFAULT,
+    "-m",
+    "ochiai",
+    "-m",
+    "tarantula",
+    "-m",
+    "dstar",
+    "-m",
+    "naish2",
+];
+
 /// The default ranking, and the best rank it must give every fixture's fault.
 const DEFAULT: &str = "stack-ochiai";
 const DEFAULT_FAULT_RANK: f64 = 1.0;
@@ -81,23 +95,11 @@ fn fixture_trial(e: &Expect) -> Result {
     let tmp = copy_fixture(e.fixture);
     let dir = tmp.path();
     let out = sfl(
-        &[
-            "--format",
-            "json",
-            "--keep-profiles",
-            "--test-timeout",
-            "3",
-            "-m",
-            DEFAULT,
-            "-m",
-            "ochiai",
-            "-m",
-            "tarantula",
-            "-m",
-            "dstar",
-            "-m",
-            "naish2",
-        ],
+        &["--format", "json", "--keep-profiles", "--test-timeout", "3"]
+            .iter()
+            .chain(&MEASURES)
+            .copied()
+            .collect::<Vec<_>>(),
         dir,
     );
     check(out.status.code() == Some(0), || show(&out))?;
@@ -179,19 +181,7 @@ fn fixture_trial(e: &Expect) -> Result {
 /// The human and SARIF reports of the saved run show each entry at the line the JSON report
 /// leads it with, in that line's own file.
 fn reports_lead_alike(dir: &std::path::Path, report: &Value) -> Result {
-    let measures = [
-        "report",
-        "-m",
-        DEFAULT,
-        "-m",
-        "ochiai",
-        "-m",
-        "tarantula",
-        "-m",
-        "dstar",
-        "-m",
-        "naish2",
-    ];
+    let measures: Vec<&str> = std::iter::once("report").chain(MEASURES).collect();
     let human = sfl(&measures, dir);
     human_agrees_with_json(&String::from_utf8_lossy(&human.stdout), report)?;
     let sarif = sfl(&[&measures[..], &["--format", "sarif"]].concat(), dir);
