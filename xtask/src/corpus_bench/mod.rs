@@ -307,8 +307,10 @@ fn run_merged(cmd: &mut Command, limit: Duration) -> Result<Ran> {
         }
         if start.elapsed() > limit {
             eprintln!("   killed after {limit:?}: {program}");
+            // `--` first: without it procps's kill reads the negative process-group id as a
+            // signal, kills nothing, and the wait below never ends.
             let _ = Command::new("kill")
-                .args(["-KILL", &format!("-{}", child.id())])
+                .args(["-s", "KILL", "--", &format!("-{}", child.id())])
                 .status();
             let _ = child.wait();
             break None;
