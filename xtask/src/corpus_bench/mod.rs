@@ -208,6 +208,10 @@ pub fn run(only: &[String], output_dir: &Path) -> Result<()> {
             .filter_map(|o| CORPUS.iter().find(|c| c.name == o))
             .collect()
     };
+    // With `--crate`, the other crates keep the rows of the last run (in corpus order).
+    if !only.is_empty() {
+        rows = saved_rows(output_dir);
+    }
     for c in chosen {
         eprintln!("== {} {}", c.name, c.version);
         let row = match run_crate(c, &sfl, &work) {
@@ -218,7 +222,11 @@ pub fn run(only: &[String], output_dir: &Path) -> Result<()> {
             }),
         };
         eprintln!("{}", summary_line(&row));
-        rows.push(row);
+        match rows.iter().position(|r| r["name"] == c.name) {
+            Some(i) => rows[i] = row,
+            None => rows.push(row),
+        }
+        rows.sort_by_key(|r| CORPUS.iter().position(|c| r["name"] == c.name).unwrap_or(usize::MAX));
         // Written after every crate, so an interrupted run keeps what it found.
         write_results(&rows, output_dir, false)?;
     }
@@ -765,6 +773,15 @@ fn summary_line(row: &Value) -> String {
         row["wall_sfl_s"],
         row["fault"]["rank"],
     )
+}
+
+/// The rows of the last run's corpus.json (none when there is none).
+fn saved_rows(output_dir: &Path) -> Vec<Value> {
+    std::fs::read(output_dir.join("corpus.json"))
+        .ok()
+        .and_then(|b| serde_json::from_slice::<Value>(&b).ok())
+        .and_then(|v| v["crates"].as_array().cloned())
+        .unwrap_or_default()
 }
 
 fn write_results(rows: &[Value], output_dir: &Path, print: bool) -> Result<()> {

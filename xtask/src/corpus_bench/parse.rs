@@ -91,8 +91,14 @@ pub fn cargo_test_sections(output: &str) -> Vec<Section> {
                         .or_else(|| name.strip_suffix(" - should panic"))
                         .unwrap_or(name)
                 }
-                Origin::Binary { .. } if name.contains(['/', ' ']) => continue,
-                Origin::Binary { .. } => name,
+                // libtest marks a `#[should_panic]` test `name - should panic`.
+                Origin::Binary { .. } => {
+                    let name = name.strip_suffix(" - should panic").unwrap_or(name);
+                    if name.contains(['/', ' ']) {
+                        continue;
+                    }
+                    name
+                }
             };
             section.tests.push((name.to_string(), outcome));
         }
@@ -176,10 +182,11 @@ mod tests {
     Finished `test` profile [unoptimized + debuginfo] target(s) in 1.2s
      Running unittests src/lib.rs (target/debug/deps/my_crate-0123abcd)
 
-running 3 tests
+running 4 tests
 test tests::a ... ok
 test tests::b ... FAILED
 test tests::c ... ignored, needs network
+test tests::d - should panic ... ok
 
 failures:
 test result: FAILED. 1 passed; 1 failed; 1 ignored; 0 measured; 0 filtered out
@@ -228,7 +235,8 @@ test src/lib.rs - h (line 12) - compile ... ok
             [
                 ("tests::a".into(), "passed"),
                 ("tests::b".into(), "failed"),
-                ("tests::c".into(), "ignored")
+                ("tests::c".into(), "ignored"),
+                ("tests::d".into(), "passed")
             ]
         );
         assert!(s[0].failed);
