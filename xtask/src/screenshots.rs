@@ -39,7 +39,7 @@ pub fn run() -> Result<()> {
     let img = root.join(OUT);
     std::fs::create_dir_all(&img)?;
     let profile = work.join("chromium-profile");
-    screenshot(&terminal, &img.join("terminal-report.png"), (1100, 640), &profile)?;
+    screenshot(&terminal, &img.join("terminal-report.png"), (1500, 680), &profile)?;
     screenshot(
         &page.join("index.html"),
         &img.join("html-report.png"),
