@@ -125,6 +125,10 @@ impl Workspace {
     /// The path of `file` relative to the workspace root, if it belongs to a member package
     /// (and is not generated into a target directory).
     pub fn relative(&self, file: &Path) -> Option<String> {
+        // `tests/../src/x.rs` (a `#[path]` module, a macro's `include!`) is `src/x.rs`: one
+        // line is one unit whichever way the compiler reached it, and a saved file names no `..`.
+        let normal = lexically_normal(file);
+        let file = normal.as_path();
         let in_member = self
             .members
             .iter()
@@ -144,6 +148,28 @@ impl Workspace {
     pub fn spectra_path(&self) -> PathBuf {
         self.target_dir.join("spectra.json")
     }
+}
+
+/// `path` with `.` and `..` components resolved lexically (no symbolic link is followed: the
+/// compiler named the file this way, and the workspace's paths are compared as names).
+fn lexically_normal(path: &Path) -> PathBuf {
+    use std::path::Component;
+    let mut out = PathBuf::new();
+    for c in path.components() {
+        match c {
+            Component::CurDir => {}
+            Component::ParentDir => match out.components().next_back() {
+                Some(Component::Normal(_)) => {
+                    out.pop();
+                }
+                // `/..` is `/`.
+                Some(Component::RootDir | Component::Prefix(_)) => {}
+                _ => out.push(".."),
+            },
+            other => out.push(other),
+        }
+    }
+    out
 }
 
 /// One test executable produced by the build.
@@ -735,6 +761,19 @@ fn should_instrument(args: &[OsString]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// ryu's tests include the library's modules with `#[path = "../src/…"]`: the coverage map
+    /// names `tests/../src/d2s.rs`, which is `src/d2s.rs`.
+    #[test]
+    fn paths_are_made_relative_after_resolving_dot_dot() {
+        assert_eq!(
+            lexically_normal(Path::new("/w/tests/../src/d2s.rs")),
+            Path::new("/w/src/d2s.rs")
+        );
+        assert_eq!(lexically_normal(Path::new("/w/./a/b/../../c.rs")), Path::new("/w/c.rs"));
+        assert_eq!(lexically_normal(Path::new("../x.rs")), Path::new("../x.rs"));
+        assert_eq!(lexically_normal(Path::new("/../x.rs")), Path::new("/x.rs"));
+    }
 
     #[test]
     fn shared_libraries_are_recognised() {

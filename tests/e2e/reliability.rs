@@ -14,6 +14,10 @@ pub fn trials() -> Vec<Trial> {
     vec![
         Trial::test("reliability::concurrent_runs_take_turns", concurrent_runs_take_turns),
         Trial::test("reliability::exit_0_in_a_test_fails_it", exit_0_in_a_test_fails_it),
+        Trial::test(
+            "reliability::path_modules_are_the_crate_files",
+            path_modules_are_the_crate_files,
+        ),
         Trial::test("reliability::unusable_numbers_exit_2", unusable_numbers_exit_2),
         Trial::test(
             "reliability::spectra_outside_the_workspace_refused",
@@ -502,4 +506,48 @@ fn interrupt_kills_running_tests() -> Result {
         .filter(|c| c.contains(dir.to_str().unwrap()) && c.contains("trim_indent_tab"))
         .collect();
     check(left.is_empty(), || format!("left running: {left:?}"))
+}
+
+/// An integration test that includes a library module with `#[path = "../src/…"]` (as ryu's
+/// tests do): the coverage map names `tests/../src/digits.rs`, which is `src/digits.rs`. Its
+/// lines are the library's units (not test code under `tests/`), and the saved spectra load
+/// again (a unit naming `..` would be refused as outside the workspace).
+fn path_modules_are_the_crate_files() -> Result {
+    let tmp = lib_crate(
+        "pathmod",
+        "",
+        "pub mod digits;\n\n#[test]\nfn lib_counts() {\n    assert_eq!(digits::count(100), 3);\n}\n",
+    )?;
+    let dir = tmp.path();
+    std::fs::write(
+        dir.join("src/digits.rs"),
+        "pub fn count(mut n: u32) -> u32 {\n    let mut d = 1;\n    while n > 10 {\n        n /= 10;\n        d += 1;\n    }\n    d\n}\n",
+    )?;
+    std::fs::create_dir_all(dir.join("tests"))?;
+    std::fs::write(
+        dir.join("tests/included.rs"),
+        "#[path = \"../src/digits.rs\"]\nmod digits;\n\n#[test]\nfn ten_has_two_digits() {\n    assert_eq!(digits::count(10), 2);\n}\n",
+    )?;
+    let run = sfl(&["--format", "json"], dir);
+    check(run.status.code() == Some(0), || show(&run))?;
+    let again = sfl(&["report", "--format", "json"], dir);
+    check(again.status.code() == Some(0), || show(&again))?;
+    let report: Value = serde_json::from_slice(&again.stdout)?;
+    let units = report["rankings"][0]["units"].as_array().cloned().unwrap_or_default();
+    let files: Vec<&str> = units
+        .iter()
+        .flat_map(|u| std::iter::once(u).chain(u["members"].as_array().into_iter().flatten()))
+        .filter_map(|u| u["file"].as_str())
+        .collect();
+    check(!files.is_empty() && files.iter().all(|f| *f == "src/digits.rs"), || {
+        format!("{files:?}")
+    })?;
+    // `while n > 10` is the fault: run by the failing test, it ranks first.
+    check(
+        units[0]["line"] == 3
+            || units[0]["members"]
+                .as_array()
+                .is_some_and(|m| m.iter().any(|u| u["line"] == 3)),
+        || format!("{:#}", units[0]),
+    )
 }
