@@ -375,6 +375,34 @@ fn cut(list: &str) -> String {
     }
 }
 
+/// Per ranking of a human report, its measure and the (file, line) of each entry shown.
+pub type Shown = Vec<(String, Vec<(String, u32)>)>;
+
+/// The entries a human report shows, read back from its text: per ranking (in report order,
+/// named by its measure), the file heading and line number of each entry shown. What the tests
+/// and the corpus benchmark check the report against the JSON with; an entry line without a
+/// line number is an error.
+pub fn shown_entries(human: &str) -> Result<Shown, String> {
+    let mut shown: Shown = Vec::new();
+    let mut file = String::new();
+    for line in human.lines() {
+        if let Some(rest) = line.strip_prefix("Most suspicious lines by ") {
+            let measure = rest.split([' ', ',']).next().unwrap_or_default().to_string();
+            shown.push((measure, Vec::new()));
+        } else if line.starts_with("  ") && !line.starts_with("   ") && !line.trim_start().starts_with('…') {
+            file = line.trim().to_string();
+        } else if line.trim_start().starts_with("rank ")
+            && let Some((head, _)) = line.split_once(" | ")
+            && let Some(ranking) = shown.last_mut()
+        {
+            let number = head.split_whitespace().last().unwrap_or_default();
+            let n = number.parse().map_err(|_| format!("no line number in {line:?}"))?;
+            ranking.1.push((file.clone(), n));
+        }
+    }
+    Ok(shown)
+}
+
 /// The report when no test failed: a coverage summary (and the timed-out tests, if any).
 pub fn no_failures(a: &Analysis) -> String {
     let sum = Summary::of(a);
@@ -410,5 +438,34 @@ fn fmt_rank(r: f64) -> String {
         format!("{r:.0}")
     } else {
         format!("{r:.1}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shown_entries_are_read_under_their_files() {
+        let human = "\
+Most suspicious lines by stack-ochiai (1 failing test of 4):
+  src/a.rs
+    rank 1    12 | if x < y {
+    rank 2     3 | let z = 1;
+  src/b.rs
+    rank 2    40 | return;
+  … and 2 more entries tied at rank 2
+Most suspicious lines by ochiai, among 3 lines:
+  src/b.rs
+    rank 1    40 | return;
+";
+        let e = shown_entries(human).unwrap();
+        assert_eq!(e[0].0, "stack-ochiai");
+        assert_eq!(
+            e[0].1,
+            [("src/a.rs".into(), 12), ("src/a.rs".into(), 3), ("src/b.rs".into(), 40)]
+        );
+        assert_eq!(e[1], ("ochiai".to_string(), vec![("src/b.rs".to_string(), 40)]));
+        assert!(shown_entries("Most suspicious lines by x\n  f\n    rank 1  x | y\n").is_err());
     }
 }

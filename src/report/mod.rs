@@ -2,7 +2,7 @@
 //! summary, the conventions, source lines, scores and line spans as text) lives here, each
 //! format in its own module.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::fmt;
 use std::path::Path;
 
@@ -21,7 +21,7 @@ mod junit;
 pub mod sarif;
 mod short;
 
-pub use human::{failing_tests, human, no_failures};
+pub use human::{failing_tests, human, no_failures, shown_entries};
 pub use json::json;
 pub use junit::junit;
 
@@ -156,12 +156,7 @@ impl Summary {
     pub fn of(a: &Analysis) -> Self {
         let s = a.spectra;
         let count = |o: Outcome| s.tests.iter().filter(|t| t.outcome == o).count();
-        let files: HashSet<&str> = s
-            .units
-            .iter()
-            .filter(|u| u.name().is_none())
-            .map(|u| u.file.as_str())
-            .collect();
+        let files = s.source_files().len();
         Summary {
             tests: s.tests.len(),
             passed: count(Outcome::Passed),
@@ -175,7 +170,7 @@ impl Summary {
             failing_units: a.groups.iter().map(|g| g.units.len()).sum(),
             entries: a.groups.len(),
             all_failing_core: a.core_units(),
-            files: files.len(),
+            files,
         }
     }
 

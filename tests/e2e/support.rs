@@ -166,23 +166,7 @@ pub fn standard_rank(report: &Value, measure: &str) -> Value {
 /// line's own file: per ranking, the (file, line) of each shown entry equals the `file` and
 /// `line` of the JSON ranking's first entries, as many as were shown.
 pub fn human_agrees_with_json(human: &str, json: &Value) -> Result {
-    let mut shown: Vec<(String, Vec<(String, u32)>)> = Vec::new();
-    let mut file = String::new();
-    for line in human.lines() {
-        if let Some(rest) = line.strip_prefix("Most suspicious lines by ") {
-            let measure = rest.split([' ', ',']).next().unwrap_or_default().to_string();
-            shown.push((measure, Vec::new()));
-        } else if line.starts_with("  ") && !line.starts_with("   ") && !line.trim_start().starts_with('…') {
-            file = line.trim().to_string();
-        } else if line.trim_start().starts_with("rank ")
-            && let Some((head, _)) = line.split_once(" | ")
-            && let Some(ranking) = shown.last_mut()
-        {
-            let number = head.split_whitespace().last().unwrap_or_default();
-            let n = number.parse().map_err(|_| format!("no line number in {line:?}"))?;
-            ranking.1.push((file.clone(), n));
-        }
-    }
+    let shown = cargo_sfl::report::shown_entries(human)?;
     check(!shown.is_empty(), || {
         format!("no ranking in the human report:\n{human}")
     })?;

@@ -444,10 +444,14 @@ fn compare(cargo: &BTreeMap<(String, String), &'static str>, sfl: &BTreeMap<(Str
 /// `Ok(false)` with the differences when they disagree, `Ok(true)` when they agree, `None` when
 /// there is no ranking to compare.
 fn report_agrees(human: &str, report: &Value, problems: &mut Vec<String>) -> Option<bool> {
-    let shown = parse::human_entries(human);
-    if shown.is_empty() {
-        return None;
-    }
+    let shown = match cargo_sfl::report::shown_entries(human) {
+        Ok(shown) if !shown.is_empty() => shown,
+        Ok(_) => return None,
+        Err(e) => {
+            problems.push(e);
+            return Some(false);
+        }
+    };
     let mut ok = true;
     for (measure, mut entries) in shown {
         let Some(ranking) = report["rankings"]
@@ -458,7 +462,7 @@ fn report_agrees(human: &str, report: &Value, problems: &mut Vec<String>) -> Opt
             ok = false;
             continue;
         };
-        let mut want: Vec<(String, u64)> = ranking["units"]
+        let mut want: Vec<(String, u32)> = ranking["units"]
             .as_array()
             .into_iter()
             .flatten()
@@ -466,7 +470,7 @@ fn report_agrees(human: &str, report: &Value, problems: &mut Vec<String>) -> Opt
             .map(|u| {
                 (
                     u["file"].as_str().unwrap_or_default().to_string(),
-                    u["line"].as_u64().unwrap_or(0),
+                    u["line"].as_u64().map_or(0, |l| l as u32),
                 )
             })
             .collect();

@@ -1,7 +1,5 @@
 //! Reading what `cargo test` and cargo sfl print: cargo test's per-binary sections and test
-//! lines, the mapping of a section to cargo sfl's binary id, and the human report's entries.
-
-use std::collections::BTreeMap;
+//! lines, the mapping of a section to cargo sfl's binary id (the human report is read by `cargo_sfl::report::shown_entries`).
 
 /// A test's outcome as both tools name it (cargo sfl's JSON spelling).
 pub type Outcome = &'static str;
@@ -149,30 +147,6 @@ pub fn binary_id<'t>(origin: &Origin, targets: &'t [Target]) -> Option<(String, 
     }
 }
 
-/// The entries the human report shows, per measure: `(file, line)` of each `rank …  LINE | code`
-/// line, under the last 2-space-indented file heading.
-pub fn human_entries(human: &str) -> BTreeMap<String, Vec<(String, u64)>> {
-    let mut shown: BTreeMap<String, Vec<(String, u64)>> = BTreeMap::new();
-    let mut measure: Option<String> = None;
-    let mut file = String::new();
-    for line in human.lines() {
-        if let Some(rest) = line.strip_prefix("Most suspicious lines by ") {
-            let m = rest.split([' ', ',']).next().unwrap_or_default().to_string();
-            shown.entry(m.clone()).or_default();
-            measure = Some(m);
-        } else if line.starts_with("  ") && !line.starts_with("   ") && !line.trim_start().starts_with('…') {
-            file = line.trim().to_string();
-        } else if line.trim_start().starts_with("rank ")
-            && let Some((head, _)) = line.split_once(" | ")
-            && let Some(m) = &measure
-            && let Some(n) = head.split_whitespace().last().and_then(|n| n.parse().ok())
-        {
-            shown.entry(m.clone()).or_default().push((file.clone(), n));
-        }
-    }
-    shown
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -278,27 +252,5 @@ test src/lib.rs - h (line 12) - compile ... ok
                 "my-crate::doctest/my-crate"
             ]
         );
-    }
-
-    #[test]
-    fn human_report_entries_under_their_files() {
-        let human = "\
-Most suspicious lines by stack-ochiai (1 failing test of 4):
-  src/a.rs
-    rank 1    12 | if x < y {
-    rank 2     3 | let z = 1;
-  src/b.rs
-    rank 2    40 | return;
-      … 2 more lines
-Most suspicious lines by ochiai, among 3 lines:
-  src/b.rs
-    rank 1    40 | return;
-";
-        let e = human_entries(human);
-        assert_eq!(
-            e["stack-ochiai"],
-            [("src/a.rs".into(), 12), ("src/a.rs".into(), 3), ("src/b.rs".into(), 40)]
-        );
-        assert_eq!(e["ochiai"], [("src/b.rs".to_string(), 40)]);
     }
 }
