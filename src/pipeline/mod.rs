@@ -38,6 +38,14 @@ pub fn run(cfg: &RunConfig) -> anyhow::Result<i32> {
 fn write_junit(cfg: &RunConfig, spectra: &Spectra) -> anyhow::Result<()> {
     let path = match &cfg.execution.junit {
         Some(p) => p.clone(),
+        // Only a nextest configuration can ask for one: without one, no `cargo metadata` again.
+        None if cfg.nextest.config.is_none()
+            && !Path::new(&spectra.workspace_root)
+                .join(crate::nextest::CONFIG_PATH)
+                .is_file() =>
+        {
+            return Ok(());
+        }
         None => {
             let ws = Workspace::load(
                 cfg.selection.manifest_path.as_deref(),
