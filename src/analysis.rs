@@ -155,6 +155,9 @@ pub struct Analysis<'a> {
     /// At function granularity ([`Analysis::by_best_line`]): the same run's line analysis, whose
     /// best line of each function gives the function its key.
     by_line: Option<Box<Analysis<'a>>>,
+    /// Per unit, the combined ranking's score, when this analysis' groups are split by it
+    /// ([`Analysis::with_combined`]).
+    combined: Option<Vec<Option<f64>>>,
 }
 
 impl<'a> Analysis<'a> {
@@ -167,6 +170,22 @@ impl<'a> Analysis<'a> {
     /// tell them apart (the other measures then score the parts alike: tied entries, same line
     /// ranks).
     pub fn with_cp(spectra: &'a Spectra, group: bool, split_by_cp: &[CpVariant]) -> Self {
+        Self::split(spectra, group, split_by_cp, None)
+    }
+
+    /// The analysis the combined ranking ranks: groups split by each line's combined score
+    /// (computed over `with_cp(spectra, group, &[])`), so an entry's lines share one score.
+    pub fn with_combined(spectra: &'a Spectra, group: bool, tie_break: TieBreak) -> Self {
+        let scores = crate::combined::scores(
+            &Self::with_cp(spectra, group, &[]),
+            crate::combined::Weights::committed(),
+        );
+        let mut a = Self::split(spectra, group, &[], Some(&scores)).with_tie_break(tie_break);
+        a.combined = Some(scores);
+        a
+    }
+
+    fn split(spectra: &'a Spectra, group: bool, split_by_cp: &[CpVariant], by_score: Option<&[Option<f64>]>) -> Self {
         let cp: [std::sync::OnceLock<_>; CpVariant::COUNT] = Default::default();
         let unit_cp: Vec<&Vec<Option<f64>>> = split_by_cp
             .iter()
@@ -182,7 +201,13 @@ impl<'a> Analysis<'a> {
         // the line's own operation, is its own entry (with the lines of equal coverage that as
         // many tests point at): the stack-first rankings move it, not its group.
         let points = crate::evidence::operation_panic_points(spectra);
-        let split = |u: usize| (cp_key(u), points[u]);
+        let split = |u: usize| {
+            let mut key = cp_key(u);
+            if let Some(s) = by_score {
+                key.push(s[u].map(f64::to_bits));
+            }
+            (key, points[u])
+        };
         let fail = spectra.failing_mask();
         let pass = spectra.passing_mask();
         let failing: Vec<usize> = (0..spectra.tests.len()).filter(|&t| fail.contains(t)).collect();
@@ -243,6 +268,7 @@ impl<'a> Analysis<'a> {
             ties: None,
             points,
             by_line: None,
+            combined: None,
         };
         a.certain = (0..a.groups.len())
             .map(|g| a.fail_tests(g).iter().any(|&k| a.rho[k as usize] == 1.0))
@@ -423,6 +449,7 @@ impl<'a> Analysis<'a> {
             Kind::CausalLikelihoodUpdating => self.cl_updating(opts.update_bound),
             Kind::Propagation(variant) => self.propagation(variant),
             Kind::StackFirst(base) => return self.stack_first(crate::measures::stack_base(base), opts),
+            Kind::Combined => self.combined_scores(),
         };
         if opts.optimise {
             self.optimise(m, &mut scored);
@@ -475,6 +502,30 @@ impl<'a> Analysis<'a> {
             scored[g].key = key;
         }
         scored
+    }
+
+    /// The combined ranking per group: its lines' best combined score (one score, when the
+    /// groups are split by it: [`Analysis::with_combined`]).
+    fn combined_scores(&self) -> Vec<Scored> {
+        let computed;
+        let units = match &self.combined {
+            Some(s) => s,
+            None => {
+                computed = crate::combined::scores(self, crate::combined::Weights::committed());
+                &computed
+            }
+        };
+        self.groups
+            .iter()
+            .map(|g| {
+                let v = g.units.iter().filter_map(|&u| units[u]).fold(f64::MIN, f64::max);
+                Scored {
+                    key: Key::score(v),
+                    score: v,
+                    log10: None,
+                }
+            })
+            .collect()
     }
 
     /// CP's solution over the edge profiles (solved once per variant, on first use); `None`
@@ -580,6 +631,8 @@ impl<'a> Analysis<'a> {
 pub struct Analyses<'a> {
     base: Analysis<'a>,
     cp: Vec<(CpVariant, Analysis<'a>)>,
+    /// The combined ranking's, when it is among the measures.
+    combined: Option<Analysis<'a>>,
 }
 
 impl<'a> Analyses<'a> {
@@ -597,12 +650,20 @@ impl<'a> Analyses<'a> {
                 variants.push(v);
             }
         }
+        let combined = measures
+            .iter()
+            .any(|m| matches!(m.kind, Kind::Combined))
+            .then(|| match lines {
+                None => Analysis::with_combined(spectra, group, tie_break),
+                Some(lines) => Analysis::by_best_line(spectra, Analysis::with_combined(lines, group, tie_break)),
+            });
         Analyses {
             base: Analysis::prepared(spectra, lines, group, &[], tie_break),
             cp: variants
                 .into_iter()
                 .map(|v| (v, Analysis::prepared(spectra, lines, group, &[v], tie_break)))
                 .collect(),
+            combined,
         }
     }
 
@@ -613,6 +674,11 @@ impl<'a> Analyses<'a> {
 
     /// The analysis whose groups `m` ranks.
     pub fn of(&self, m: &Measure) -> &Analysis<'a> {
+        if matches!(m.kind, Kind::Combined)
+            && let Some(a) = &self.combined
+        {
+            return a;
+        }
         m.cp_variant()
             .and_then(|v| self.cp.iter().find(|(w, _)| *w == v))
             .map_or(&self.base, |(_, a)| a)
@@ -620,7 +686,9 @@ impl<'a> Analyses<'a> {
 
     /// Every analysis, the base first.
     pub fn all(&self) -> impl Iterator<Item = &Analysis<'a>> {
-        std::iter::once(&self.base).chain(self.cp.iter().map(|(_, a)| a))
+        std::iter::once(&self.base)
+            .chain(self.cp.iter().map(|(_, a)| a))
+            .chain(self.combined.as_ref())
     }
 }
 

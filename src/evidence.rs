@@ -325,8 +325,18 @@ pub fn operation_panic_points(spectra: &Spectra) -> Vec<u32> {
 /// it gained on real panics (bench-results/stack-evidence.md), so they order lines within an
 /// entry only.
 pub fn operation_panic_reach(spectra: &Spectra, kinds: &[LineKind]) -> Vec<u32> {
+    panic_reach(spectra, kinds, is_operation_panic)
+}
+
+/// [`operation_panic_reach`] from every failing test's panic point ([`panic_points`]), an
+/// explicit check's (`unwrap`, `assert!`) included: what the combined ranking weighs.
+pub fn any_panic_reach(spectra: &Spectra, kinds: &[LineKind]) -> Vec<u32> {
+    panic_reach(spectra, kinds, |_| true)
+}
+
+fn panic_reach(spectra: &Spectra, kinds: &[LineKind], keep: impl Fn(&crate::spectra::TestRecord) -> bool) -> Vec<u32> {
     let mut reach = vec![0u32; spectra.units.len()];
-    let sites = panic_sites(spectra, is_operation_panic);
+    let sites = panic_sites(spectra, keep);
     if sites.is_empty() {
         return reach;
     }

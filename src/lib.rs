@@ -41,6 +41,7 @@ pub mod cp;
 pub mod syntax;
 pub mod testcode;
 pub mod evidence;
+pub mod combined;
 pub mod rank;
 pub mod diff;
 

@@ -100,6 +100,9 @@ pub enum Kind {
     /// The named base measure's ranking with the lines where a failing test's operation
     /// panicked moved first ([`stack_base`] resolves the name).
     StackFirst(&'static str),
+    /// A linear score over coverage, backtrace and line evidence, with committed weights
+    /// ([`crate::combined`]).
+    Combined,
 }
 
 /// A named measure with its formula and source.
@@ -121,7 +124,7 @@ impl Measure {
     pub fn is_probability(&self) -> bool {
         match self.kind {
             Kind::CausalLikelihood | Kind::FaultLikelihood | Kind::CausalLikelihoodUpdating => true,
-            Kind::Spectrum(_) | Kind::Propagation(_) => false,
+            Kind::Spectrum(_) | Kind::Propagation(_) | Kind::Combined => false,
             Kind::StackFirst(base) => stack_base(base).is_probability(),
         }
     }
@@ -138,9 +141,11 @@ impl Measure {
     pub fn needs_edges(&self) -> bool {
         match self.kind {
             Kind::Propagation(_) => true,
-            Kind::Spectrum(_) | Kind::CausalLikelihood | Kind::FaultLikelihood | Kind::CausalLikelihoodUpdating => {
-                false
-            }
+            Kind::Spectrum(_)
+            | Kind::CausalLikelihood
+            | Kind::FaultLikelihood
+            | Kind::CausalLikelihoodUpdating
+            | Kind::Combined => false,
             Kind::StackFirst(base) => stack_base(base).needs_edges(),
         }
     }
@@ -245,12 +250,28 @@ pub static STACK_FIRST: &[Measure] = &[
     stack_first!("stack-cl", "cl"),
 ];
 
+/// The combined ranking ([`crate::combined`]).
+pub static COMBINED: &[Measure] = &[Measure {
+    name: "combined",
+    aliases: &["learned"],
+    formula: "w . x over each line's features: Ochiai's score and level, the shares of failing and passing tests that ran it, its weight on failing tests' backtraces, whether a panic (an operation's own) is there, its distance above one, its kind, its function's size, whether it operates, and whether the block below it scores higher; w fitted with leave-one-crate-out cross-validation (cargo xtask fit)",
+    citation: "Zou, Liang, Xiong, Ernst & Zhang, 'An empirical study of fault localization families and their combinations', IEEE TSE 2019; Wu, Zhang, Cheung & Kim, 'CrashLocator', ISSTA 2014",
+    group: None,
+    cloning: None,
+    kind: Kind::Combined,
+}];
+
 /// The default measure.
 pub const DEFAULT: &str = "stack-ochiai";
 
 /// Every measure: the spectrum catalogue, then Doric's, then CP, then the stack-first rankings.
 pub fn all() -> impl Iterator<Item = &'static Measure> {
-    catalogue::SPECTRUM.iter().chain(DORIC).chain(CFG).chain(STACK_FIRST)
+    catalogue::SPECTRUM
+        .iter()
+        .chain(DORIC)
+        .chain(CFG)
+        .chain(STACK_FIRST)
+        .chain(COMBINED)
 }
 
 /// Looks a measure up by name or alias (case-insensitive, `_` read as `-`).

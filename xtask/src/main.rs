@@ -11,6 +11,7 @@ mod corpus_bench;
 mod edges_bench;
 mod edges_compare;
 mod faults_bench;
+mod fit;
 mod fuzz;
 mod ht_bench;
 mod measures_bench;
@@ -38,6 +39,9 @@ enum Xtask {
     /// Fuzz the decoders of files cargo sfl did not write (raw profiles, coverage maps, edge
     /// files, saved spectra, GZoltar input, faults files) with mutated real inputs.
     Fuzz(fuzz::Args),
+    /// Fit the combined ranking's weights on both benchmarks' cached runs, with leave-one-crate-out
+    /// cross-validation: bench-results/combined.md and combined.json (`--write`: the weights too).
+    Fit(fit::Args),
     /// The guide's pictures of the terminal and HTML reports (docs/guide/img/), made from a run
     /// on fixtures/minmax by headless Chromium.
     Screenshots,
@@ -186,6 +190,7 @@ fn main() -> Result<()> {
         Xtask::Fuzz(args) => fuzz::run(&args),
         Xtask::Readme { check } => readme::run(check),
         Xtask::Screenshots => screenshots::run(),
+        Xtask::Fit(args) => fit::run(&args),
     }
 }
 

@@ -20,6 +20,7 @@ use std::time::Instant;
 
 use anyhow::{Result, bail};
 use cargo_sfl::faults::Fault;
+use cargo_sfl::spectra::Spectra;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -124,6 +125,62 @@ pub fn apply(text: &str, muts: &[&Mutation]) -> Option<(String, Vec<Vec<u32>>)> 
     Some((out, lines))
 }
 
+/// Line `line` of a mutated file in the original file's coordinates (`muts`: that file's
+/// mutations): lines above a mutation keep their number, the lines of a replacement map onto
+/// the mutation's original lines (the last one takes the rest), and lines below move back by
+/// what the replacements above them removed.
+pub fn original_line(line: u32, muts: &[&Mutation]) -> u32 {
+    let mut sorted = muts.to_vec();
+    sorted.sort_by_key(|m| m.start);
+    let (mut offset, l) = (0i64, i64::from(line));
+    for m in sorted {
+        let added = m.replacement.matches('\n').count() as i64;
+        let start = i64::from(m.start.0) + offset;
+        if l < start {
+            break;
+        }
+        if l <= start + added {
+            return (i64::from(m.start.0) + (l - start)).min(i64::from(m.end.0)) as u32;
+        }
+        offset += added - i64::from(m.end.0 - m.start.0);
+    }
+    (l - offset) as u32
+}
+
+/// The spectra with each mutated file's line facts (kind, operators) read from the original
+/// text in `pristine`: what a ranking that reads lines sees of a real bug, whose text is not
+/// cargo-mutants' replacement (`Some(-1)`, `!`, a body on the signature line). Coverage,
+/// backtraces and everything else stay the mutant's run's.
+pub fn with_original_text(spectra: &Spectra, pristine: &Path, muts: &[Mutation]) -> Spectra {
+    let mut out = spectra.clone();
+    let Some(facts) = out.facts.as_mut() else {
+        return out;
+    };
+    let mut files: Vec<&str> = muts.iter().map(|m| m.file.as_str()).collect();
+    files.dedup();
+    for file in files {
+        let Ok(text) = std::fs::read_to_string(pristine.join(file)) else {
+            continue;
+        };
+        let lines: Vec<&str> = text.lines().collect();
+        let here: Vec<&Mutation> = muts.iter().filter(|m| m.file == file).collect();
+        for (u, unit) in spectra.units.iter().enumerate().filter(|(_, x)| x.file == file) {
+            let original = lines.get(original_line(unit.line, &here) as usize - 1).copied();
+            let (kind, operates) = cargo_sfl::evidence::read_line(original);
+            match kind {
+                cargo_sfl::evidence::LineKind::Structural => facts.structural.insert(u),
+                cargo_sfl::evidence::LineKind::Behavioural => facts.structural.remove(u),
+            }
+            if operates {
+                facts.operates.insert(u);
+            } else {
+                facts.operates.remove(u);
+            }
+        }
+    }
+    out
+}
+
 struct Runner {
     sfl: PathBuf,
     cache: PathBuf,
@@ -132,6 +189,13 @@ struct Runner {
 /// A version's identity: its mutations, whatever the file it is cached in is called.
 fn identity(muts: &[Mutation]) -> String {
     serde_json::to_string(muts).expect("mutations serialise")
+}
+
+/// Every cached record of a crate (one per distinct version), in id order.
+pub fn cached_records(dir: &Path) -> Vec<Record> {
+    let mut records: Vec<Record> = cached(dir).into_values().collect();
+    records.sort_by(|a, b| a.id.cmp(&b.id));
+    records
 }
 
 /// Every cached record of a crate, by identity.
@@ -429,6 +493,19 @@ mod tests {
             genre: String::new(),
             function: String::new(),
         }
+    }
+
+    /// A body replaced by one line moves the lines below it up; the original coordinates undo it.
+    #[test]
+    fn mutated_lines_map_back_to_the_original_text() {
+        let body = m((2, 15), (5, 2), "{ 0 }");
+        let op = m((8, 7), (8, 9), "!=");
+        let both = [&body, &op];
+        // Line 1 is above; line 2 is the replaced body; mutated line 5 was original line 8.
+        assert_eq!([1, 2, 3, 5].map(|l| original_line(l, &both)), [1, 2, 6, 8]);
+        assert_eq!(original_line(7, &[&op]), 7);
+        let grown = m((3, 1), (3, 9), "a\nb\nc");
+        assert_eq!([3, 4, 5, 6].map(|l| original_line(l, &[&grown])), [3, 3, 3, 4]);
     }
 
     #[test]

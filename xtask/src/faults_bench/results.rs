@@ -12,7 +12,7 @@ use cargo_sfl::faults::Fault;
 use cargo_sfl::spectra::Spectra;
 use serde_json::{Value, json};
 
-use super::{Mutation, Record, cached, dirs, mutate, restore};
+use super::{Mutation, dirs, mutate, restore};
 
 /// Sums of each metric per measure, for one fault count.
 #[derive(Default)]
@@ -22,6 +22,41 @@ struct Sums {
     measure_versions: BTreeMap<&'static str, usize>,
     by_measure: BTreeMap<&'static str, [f64; METRICS.len()]>,
     ht_versions: BTreeMap<&'static str, usize>,
+}
+
+impl Sums {
+    /// Adds one version's line and function results.
+    fn add(&mut self, report: &cargo_sfl::eval::EvalReport, by_function: &cargo_sfl::eval::EvalReport) {
+        self.versions += 1;
+        for m in &report.measures {
+            let x = &m.metrics;
+            *self.measure_versions.entry(m.measure).or_default() += 1;
+            let e = self.by_measure.entry(m.measure).or_insert([0.0; METRICS.len()]);
+            let function_top = |n: &str| {
+                let m = by_function.measures.iter().find(|f| f.measure == m.measure);
+                m.map_or(0.0, |f| f64::from(u8::from(f.metrics.top[n])))
+            };
+            let vals = [
+                x.standard_rank,
+                x.exam,
+                f64::from(u8::from(x.top["1"])),
+                f64::from(u8::from(x.top["3"])),
+                f64::from(u8::from(x.top["5"])),
+                f64::from(u8::from(x.top["10"])),
+                x.accuracy,
+                x.ht_rank.unwrap_or(0.0),
+                x.steimann_rank,
+                function_top("1"),
+                function_top("5"),
+            ];
+            for (acc, v) in e.iter_mut().zip(vals) {
+                *acc += v;
+            }
+            if x.ht_rank.is_some() {
+                *self.ht_versions.entry(m.measure).or_default() += 1;
+            }
+        }
+    }
 }
 
 /// Evaluates every cached version as `cargo sfl eval` would by default: the version's mutated
@@ -43,6 +78,8 @@ pub(super) fn evaluate_all(work_root: &Path, crates: &[(&str, &str)], out_dir: &
     };
     let (without_ht, with_ht) = (settings(false), settings(true));
     let mut by_k: BTreeMap<usize, Sums> = BTreeMap::new();
+    // The same, with the mutated files' line facts read from the original text.
+    let mut by_k_original: BTreeMap<usize, Sums> = BTreeMap::new();
     let mut status_counts: BTreeMap<String, usize> = BTreeMap::new();
     let mut crate_names = Vec::new();
     // Per version, the default's, Ochiai's and the baseline's metrics (faults-versions.json).
@@ -51,8 +88,7 @@ pub(super) fn evaluate_all(work_root: &Path, crates: &[(&str, &str)], out_dir: &
         let dir = cache.join(name);
         let (pristine, work) = dirs(work_root, name, version)?;
         // One record per distinct version (identity = its mutations).
-        let mut records: Vec<Record> = cached(&dir).into_values().collect();
-        records.sort_by(|a, b| a.id.cmp(&b.id));
+        let records = super::cached_records(&dir);
         if records.is_empty() {
             continue;
         }
@@ -111,7 +147,6 @@ pub(super) fn evaluate_all(work_root: &Path, crates: &[(&str, &str)], out_dir: &
                 continue;
             }
             let sums = by_k.entry(r.mutations.len()).or_default();
-            sums.versions += 1;
             for m in report.measures.iter().filter(|m| PER_VERSION.contains(&m.measure)) {
                 let function = by_function.measures.iter().find(|f| f.measure == m.measure);
                 per_version.push(json!({
@@ -126,41 +161,23 @@ pub(super) fn evaluate_all(work_root: &Path, crates: &[(&str, &str)], out_dir: &
                     "function_top1": function.is_some_and(|f| f.metrics.top["1"]),
                 }));
             }
-            for m in &report.measures {
-                let x = &m.metrics;
-                *sums.measure_versions.entry(m.measure).or_default() += 1;
-                let e = sums.by_measure.entry(m.measure).or_insert([0.0; METRICS.len()]);
-                let function_top = |n: &str| {
-                    let m = by_function.measures.iter().find(|f| f.measure == m.measure);
-                    m.map_or(0.0, |f| f64::from(u8::from(f.metrics.top[n])))
-                };
-                let vals = [
-                    x.standard_rank,
-                    x.exam,
-                    f64::from(u8::from(x.top["1"])),
-                    f64::from(u8::from(x.top["3"])),
-                    f64::from(u8::from(x.top["5"])),
-                    f64::from(u8::from(x.top["10"])),
-                    x.accuracy,
-                    x.ht_rank.unwrap_or(0.0),
-                    x.steimann_rank,
-                    function_top("1"),
-                    function_top("5"),
-                ];
-                for (acc, v) in e.iter_mut().zip(vals) {
-                    *acc += v;
-                }
-                if x.ht_rank.is_some() {
-                    *sums.ht_versions.entry(m.measure).or_default() += 1;
-                }
-            }
+            sums.add(&report, &by_function);
+            // The same version with each line's text facts read from the original source.
+            let original = ranked(&super::with_original_text(&saved, &pristine, &r.mutations), &work);
+            let report = evaluate(&original, &r.faults, &usable, &without_ht);
+            let functions = original.by_function();
+            let by_function = evaluate_with(&functions, Some(&original), &function_faults, &usable, &without_ht);
+            by_k_original
+                .entry(r.mutations.len())
+                .or_default()
+                .add(&report, &by_function);
         }
     }
     let eval_seconds = started.elapsed().as_secs_f64();
     write_results(
         out_dir,
         &crate_names,
-        &by_k,
+        (&by_k, &by_k_original),
         &status_counts,
         collect_seconds,
         eval_seconds,
@@ -373,10 +390,65 @@ fn section(md: &mut String, k: usize, sums: &Sums) -> Value {
     json!({"versions": sums.versions, "best": best.measure, "ochiai_standard_rank": ochiai, "measures": json_rows})
 }
 
+/// The rankings the original-text table shows.
+const ORIGINAL_TEXT_ROWS: [&str; 7] = [
+    cargo_sfl::measures::DEFAULT,
+    "combined",
+    "stack-gp13",
+    "ochiai",
+    "gp13",
+    "dstar2",
+    cargo_sfl::eval::PANIC_STACK,
+];
+
+/// The same versions with the mutated files' line facts (kind, operators) read from the
+/// original text: a table of the main rankings, and the default's metrics for the JSON.
+fn original_text_section(md: &mut String, sums: &Sums) -> Value {
+    let rows = rows(sums);
+    let _ = writeln!(
+        md,
+        "### The same {} versions, original text in place\n\nCoverage and backtraces are the mutant's run's; each line's kind and operators are read from the \
+         original source, as for a real bug (cargo-mutants' replacement text, such as a body on the signature line, is not what a real bug looks like).\n",
+        sums.versions
+    );
+    let _ = writeln!(
+        md,
+        "| measure | std rank | top-1 | top-3 | top-5 | top-10 | fn top-1 | fn top-5 |"
+    );
+    let _ = writeln!(md, "|---|---:|---:|---:|---:|---:|---:|---:|");
+    for name in ORIGINAL_TEXT_ROWS {
+        if let Some(r) = rows.iter().find(|r| r.measure == name) {
+            let v = r.means;
+            let _ = writeln!(
+                md,
+                "| {name} | {:.2} | {:.0}% | {:.0}% | {:.0}% | {:.0}% | {:.0}% | {:.0}% |",
+                v[0],
+                100.0 * v[2],
+                100.0 * v[3],
+                100.0 * v[4],
+                100.0 * v[5],
+                100.0 * v[9],
+                100.0 * v[10]
+            );
+        }
+    }
+    let _ = writeln!(md);
+    let default = rows.iter().find(|r| r.measure == cargo_sfl::measures::DEFAULT);
+    let mut obj = serde_json::Map::new();
+    obj.insert("measure".into(), json!(cargo_sfl::measures::DEFAULT));
+    obj.insert("versions".into(), json!(sums.versions));
+    if let Some(d) = default {
+        for (i, name) in METRICS.iter().enumerate().filter(|(i, _)| *i != 7) {
+            obj.insert((*name).into(), json!(d.means[i]));
+        }
+    }
+    Value::Object(obj)
+}
+
 fn write_results(
     out_dir: &Path,
     crates: &[String],
-    by_k: &BTreeMap<usize, Sums>,
+    (by_k, by_k_original): (&BTreeMap<usize, Sums>, &BTreeMap<usize, Sums>),
     statuses: &BTreeMap<String, usize>,
     collect_seconds: f64,
     eval_seconds: f64,
@@ -384,7 +456,11 @@ fn write_results(
     let mut md = preamble(crates, by_k, statuses, collect_seconds, eval_seconds);
     let mut json_k = serde_json::Map::new();
     for (k, sums) in by_k {
-        json_k.insert(k.to_string(), section(&mut md, *k, sums));
+        let mut section = section(&mut md, *k, sums);
+        if let Some(original) = by_k_original.get(k) {
+            section["original_text"] = original_text_section(&mut md, original);
+        }
+        json_k.insert(k.to_string(), section);
     }
     let json = json!({
         "schema": "cargo-sfl-faults-bench/v2",

@@ -21,6 +21,7 @@ mod report;
 mod run;
 
 use run::Record;
+pub use run::cached as cached_record;
 
 /// The long help of `cargo xtask bench panic4r` (docs/guide/eval-and-benchmarks.md says the same).
 pub const ABOUT: &str = "Real bugs: run cargo sfl on the reproducible panics of Panic4R and evaluate every measure.

@@ -1,0 +1,456 @@
+//! `cargo xtask fit`: fits the combined ranking's weights (`src/combined-weights.json`) on the
+//! cached runs of both benchmarks, and measures what they are worth with leave-one-crate-out
+//! cross-validation: for each crate, weights fitted on every other crate rank that crate's
+//! versions. Writes bench-results/combined.md and combined.json.
+//!
+//! - Injected faults (`bench faults`, single-fault versions): each line's text facts (kind,
+//!   operators) come from the crate's original text ([`faults_bench::with_original_text`]), so
+//!   the weights learn nothing from cargo-mutants' replacement text.
+//! - Real panics (`bench panic4r`, reproduced bugs).
+//!
+//! A crate in both benchmarks (strsim, textwrap, smallvec) is held out of both at once. The fit
+//! maximises the mean of top-1, top-3, top-5 and top-10 at line level, each benchmark weighing
+//! half, by coordinate ascent from the stack-first ranking's weights (Ochiai, operation panics
+//! first).
+
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, bail};
+use cargo_sfl::analysis::{Analysis, Key, Options, Tier};
+use cargo_sfl::combined::{FEATURES, MEANINGS, N, features};
+use cargo_sfl::evidence::{Tie, TieBreak};
+use cargo_sfl::spectra::Spectra;
+use serde_json::json;
+
+use crate::{faults_bench, panic4r_bench, root};
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// Where the benchmarks' caches are (faults/ and panic4r/ under it).
+    #[arg(long, default_value = "target/bench")]
+    pub bench_dir: PathBuf,
+    /// Where combined.md and combined.json go (relative to the repository).
+    #[arg(long, default_value = "bench-results")]
+    pub output_dir: PathBuf,
+    /// Write the weights fitted on every crate to src/combined-weights.json.
+    #[arg(long)]
+    pub write: bool,
+}
+
+/// Which benchmark a version comes from.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Debug)]
+enum Source {
+    Faults,
+    Panic4r,
+}
+
+impl Source {
+    fn name(self) -> &'static str {
+        match self {
+            Source::Faults => "faults (original text)",
+            Source::Panic4r => "panic4r",
+        }
+    }
+}
+
+/// One faulty version, reduced to what ranking it needs.
+struct Version {
+    source: Source,
+    krate: String,
+    /// Per ranked line: its features, its evidence (what orders equal scores), its function,
+    /// whether it is faulty.
+    rows: Vec<[f64; N]>,
+    ties: Vec<Tie>,
+    function: Vec<Option<u32>>,
+    faulty: Vec<bool>,
+    /// Per measure compared against, the line keys of the ranked lines.
+    baselines: Vec<(&'static str, Vec<Key>)>,
+}
+
+/// The measures the combined ranking is compared with.
+const BASELINES: [&str; 2] = [cargo_sfl::measures::DEFAULT, "ochiai"];
+
+/// Line and function metrics of one ranking of one version.
+#[derive(Clone, Copy, Default, Debug)]
+struct Scores {
+    top: [f64; 4],
+    fn_top: [f64; 2],
+    std_rank: f64,
+}
+
+const TOP: [f64; 4] = [1.0, 3.0, 5.0, 10.0];
+
+/// Where the best faulty item sits among `keys` (Steimann's expected position and the Standard
+/// Rank Score), as `cargo sfl eval` counts.
+fn position<K: PartialOrd + Copy>(keys: &[K], faulty: &[bool]) -> Option<(f64, f64)> {
+    let best = keys
+        .iter()
+        .zip(faulty)
+        .filter(|(_, f)| **f)
+        .map(|(k, _)| *k)
+        .reduce(|a, b| if b > a { b } else { a })?;
+    let (mut higher, mut tied, mut tied_faulty) = (0.0, 0.0, 0.0);
+    for (k, f) in keys.iter().zip(faulty) {
+        if *k > best {
+            higher += 1.0;
+        } else if *k == best {
+            tied += 1.0;
+            tied_faulty += f64::from(u8::from(*f));
+        }
+    }
+    Some((higher + (tied + 1.0) / (tied_faulty + 1.0), higher + tied / 2.0))
+}
+
+impl Version {
+    /// Metrics of a ranking given as one key per ranked line.
+    fn scores(&self, keys: &[Key]) -> Scores {
+        let mut s = Scores::default();
+        if let Some((at, std)) = position(keys, &self.faulty) {
+            s.std_rank = std;
+            for (i, n) in TOP.iter().enumerate() {
+                s.top[i] = f64::from(u8::from(at <= *n));
+            }
+        }
+        // Functions, each ranked by its best line.
+        let mut best: BTreeMap<u32, (Key, bool)> = BTreeMap::new();
+        for ((k, f), faulty) in keys.iter().zip(&self.function).zip(&self.faulty) {
+            let Some(f) = f else { continue };
+            let e = best.entry(*f).or_insert((*k, false));
+            if *k > e.0 {
+                e.0 = *k;
+            }
+            e.1 |= *faulty;
+        }
+        let (fk, ff): (Vec<Key>, Vec<bool>) = best.into_values().unzip();
+        if let Some((at, _)) = position(&fk, &ff) {
+            s.fn_top = [f64::from(u8::from(at <= 1.0)), f64::from(u8::from(at <= 5.0))];
+        }
+        s
+    }
+
+    fn combined_keys(&self, w: &[f64; N]) -> Vec<Key> {
+        self.rows
+            .iter()
+            .zip(&self.ties)
+            .map(|(x, t)| Key {
+                tier: Tier::Score,
+                value: x.iter().zip(w).map(|(x, w)| x * w).sum(),
+                tie: *t,
+            })
+            .collect()
+    }
+
+    /// The fit's objective on this version: the mean of its top-N indicators, computed on
+    /// scores alone (evidence ties are rare once lines carry their own score).
+    fn objective(&self, w: &[f64; N]) -> f64 {
+        let scores: Vec<f64> = self
+            .rows
+            .iter()
+            .map(|x| x.iter().zip(w).map(|(x, w)| x * w).sum())
+            .collect();
+        match position(&scores, &self.faulty) {
+            Some((at, _)) => TOP.iter().filter(|n| at <= **n).count() as f64 / TOP.len() as f64,
+            None => 0.0,
+        }
+    }
+}
+
+/// A version from saved spectra, its known faults, as `cargo sfl` ranks it by default (test
+/// code left out).
+fn version(source: Source, krate: &str, spectra: &Spectra, faults: &[cargo_sfl::faults::Fault]) -> Option<Version> {
+    let mut parsed = cargo_sfl::syntax::Parsed::new(Path::new(&spectra.workspace_root));
+    let spectra = cargo_sfl::testcode::without_test_code(spectra, &mut parsed).0;
+    let faulty: HashSet<usize> = cargo_sfl::eval::locate(&spectra, faults)
+        .iter()
+        .flat_map(|f| f.units.iter().copied())
+        .collect();
+    let a = Analysis::new(&spectra, true).with_tie_break(TieBreak::Evidence);
+    let f = features(&a);
+    let faulty_rows: Vec<bool> = f.units.iter().map(|u| faulty.contains(u)).collect();
+    if !faulty_rows.contains(&true) {
+        return None;
+    }
+    let ties = f.units.iter().map(|&u| a.tie(u).unwrap_or(Tie::NONE)).collect();
+    let baselines = BASELINES
+        .iter()
+        .map(|name| {
+            let m = cargo_sfl::measures::find(name).expect("a baseline of the catalogue");
+            let keys = cargo_sfl::eval::line_keys(&a, &a.score(m, &Options::default()));
+            (
+                *name,
+                f.units
+                    .iter()
+                    .map(|&u| keys[u].expect("a ranked line has a key"))
+                    .collect(),
+            )
+        })
+        .collect();
+    Some(Version {
+        source,
+        krate: krate.to_string(),
+        function: f
+            .units
+            .iter()
+            .map(|&u| spectra.unit_function.get(u).copied().flatten())
+            .collect(),
+        rows: f.rows,
+        ties,
+        faulty: faulty_rows,
+        baselines,
+    })
+}
+
+/// Every single-fault version of `bench faults`' cache, with the original text's line facts.
+fn faults_versions(bench: &Path) -> Result<Vec<Version>> {
+    let mut out = Vec::new();
+    for (name, release) in faults_bench::CRATES {
+        let dir = bench.join("faults").join(name);
+        if !dir.is_dir() {
+            continue;
+        }
+        let pristine = crate::fetch_crate(name, release, &bench.join("src"))?;
+        for r in faults_bench::cached_records(&dir) {
+            if r.status != "failing" || r.mutations.len() != 1 {
+                continue;
+            }
+            let spectra = Spectra::load(&dir.join(format!("{}.spectra.json", r.id))).map_err(anyhow::Error::msg)?;
+            let original = faults_bench::with_original_text(&spectra, &pristine, &r.mutations);
+            out.extend(version(Source::Faults, name, &original, &r.faults));
+        }
+    }
+    Ok(out)
+}
+
+/// Every reproduced bug of `bench panic4r`'s cache.
+fn panic4r_versions(bench: &Path) -> Result<Vec<Version>> {
+    let mut out = Vec::new();
+    let Ok(entries) = std::fs::read_dir(bench.join("panic4r")) else {
+        return Ok(out);
+    };
+    let mut dirs: Vec<PathBuf> = entries.flatten().map(|e| e.path()).collect();
+    dirs.sort();
+    for dir in dirs {
+        let Some(r) = panic4r_bench::cached_record(&dir) else {
+            continue;
+        };
+        if !r.reproduced {
+            continue;
+        }
+        let spectra = Spectra::load(&dir.join("spectra.json")).map_err(anyhow::Error::msg)?;
+        let faults = cargo_sfl::faults::load(&dir.join("faults.toml")).with_context(|| dir.display().to_string())?;
+        out.extend(version(Source::Panic4r, &r.krate, &spectra, &faults));
+    }
+    Ok(out)
+}
+
+/// Mean objective over `versions`, each benchmark weighing half (a benchmark absent weighs 0).
+fn objective(versions: &[&Version], w: &[f64; N]) -> f64 {
+    let mut sums: BTreeMap<Source, (f64, f64)> = BTreeMap::new();
+    for v in versions {
+        let e = sums.entry(v.source).or_default();
+        e.0 += v.objective(w);
+        e.1 += 1.0;
+    }
+    sums.values().map(|(s, n)| s / n).sum::<f64>() / sums.len().max(1) as f64
+}
+
+/// The weights of the default ranking, the start of every fit: Ochiai, operation panics first.
+fn start() -> [f64; N] {
+    let mut w = [0.0; N];
+    w[0] = 1.0;
+    w[FEATURES
+        .iter()
+        .position(|f| *f == "operation_panic_point")
+        .expect("a feature")] = 2.0;
+    w
+}
+
+/// Coordinate ascent: each weight in turn moves by the step that improves the objective most,
+/// until no step improves it.
+fn fit(versions: &[&Version]) -> [f64; N] {
+    const STEPS: [f64; 12] = [-2.0, -1.0, -0.5, -0.25, -0.1, -0.05, 0.05, 0.1, 0.25, 0.5, 1.0, 2.0];
+    let mut w = start();
+    let mut best = objective(versions, &w);
+    for _ in 0..8 {
+        let mut improved = false;
+        for i in 0..N {
+            let mut choice = None;
+            for step in STEPS {
+                let mut c = w;
+                c[i] += step;
+                let v = objective(versions, &c);
+                if v > best + 1e-12 {
+                    best = v;
+                    choice = Some(c);
+                }
+            }
+            if let Some(c) = choice {
+                w = c;
+                improved = true;
+            }
+        }
+        if !improved {
+            break;
+        }
+    }
+    w
+}
+
+/// Sums of [`Scores`] per benchmark and ranking.
+#[derive(Default)]
+struct Table {
+    sums: BTreeMap<(Source, String), (Scores, usize)>,
+}
+
+impl Table {
+    fn add(&mut self, v: &Version, ranking: &str, s: Scores) {
+        let e = self.sums.entry((v.source, ranking.to_string())).or_default();
+        for i in 0..4 {
+            e.0.top[i] += s.top[i];
+        }
+        for i in 0..2 {
+            e.0.fn_top[i] += s.fn_top[i];
+        }
+        e.0.std_rank += s.std_rank;
+        e.1 += 1;
+    }
+
+    fn mean(&self, source: Source, ranking: &str) -> Option<(Scores, usize)> {
+        let (s, n) = self.sums.get(&(source, ranking.to_string()))?;
+        let d = *n as f64;
+        Some((
+            Scores {
+                top: s.top.map(|x| x / d),
+                fn_top: s.fn_top.map(|x| x / d),
+                std_rank: s.std_rank / d,
+            },
+            *n,
+        ))
+    }
+}
+
+const CV: &str = "combined (leave-one-crate-out)";
+const IN_SAMPLE: &str = "combined (fitted on all, in-sample)";
+
+pub fn run(args: &Args) -> Result<()> {
+    let root = root();
+    let bench = root.join(&args.bench_dir);
+    let started = std::time::Instant::now();
+    let mut versions = faults_versions(&bench)?;
+    versions.extend(panic4r_versions(&bench)?);
+    eprintln!("fit: read the cached runs in {:.1} s", started.elapsed().as_secs_f64());
+    if versions.is_empty() {
+        bail!(
+            "no cached versions under {}: run `cargo xtask bench faults` and `cargo xtask bench panic4r` first",
+            bench.display()
+        );
+    }
+    let crates: BTreeSet<String> = versions.iter().map(|v| v.krate.clone()).collect();
+    eprintln!(
+        "fit: {} versions ({} injected, {} real) over {} crates",
+        versions.len(),
+        versions.iter().filter(|v| v.source == Source::Faults).count(),
+        versions.iter().filter(|v| v.source == Source::Panic4r).count(),
+        crates.len()
+    );
+    let mut table = Table::default();
+    let mut folds: Vec<(String, [f64; N])> = Vec::new();
+    for held in &crates {
+        let train: Vec<&Version> = versions.iter().filter(|v| &v.krate != held).collect();
+        let w = fit(&train);
+        for v in versions.iter().filter(|v| &v.krate == held) {
+            table.add(v, CV, v.scores(&v.combined_keys(&w)));
+        }
+        eprintln!("fit: held out {held}");
+        folds.push((held.clone(), w));
+    }
+    let all: Vec<&Version> = versions.iter().collect();
+    let w = fit(&all);
+    for v in &versions {
+        table.add(v, IN_SAMPLE, v.scores(&v.combined_keys(&w)));
+        for (name, keys) in &v.baselines {
+            table.add(v, name, v.scores(keys));
+        }
+    }
+    write_results(&root.join(&args.output_dir), &table, &w, &folds, &crates)?;
+    if args.write {
+        let text = serde_json::to_string_pretty(&json!({
+            "features": FEATURES,
+            "weights": w,
+            "fitted_by": "cargo xtask fit --write",
+        }))?;
+        std::fs::write(root.join("src/combined-weights.json"), text + "\n")?;
+        eprintln!("fit: wrote src/combined-weights.json");
+    }
+    Ok(())
+}
+
+fn write_results(
+    out: &Path,
+    table: &Table,
+    w: &[f64; N],
+    folds: &[(String, [f64; N])],
+    crates: &BTreeSet<String>,
+) -> Result<()> {
+    let rankings = [CV, BASELINES[0], BASELINES[1], IN_SAMPLE];
+    let mut md = String::from("# `cargo xtask fit`: the combined ranking\n\n");
+    let _ = writeln!(
+        md,
+        "Weights fitted by coordinate ascent on the mean of line top-1/3/5/10 (each benchmark half), \
+         scored with leave-one-crate-out cross-validation over {} crates: each crate's versions are \
+         ranked by weights fitted on the other crates' versions. Injected faults are single-fault \
+         versions of `bench faults`, their lines' text facts read from the original source; real \
+         bugs are the reproduced bugs of `bench panic4r`. Functions rank by their best line.\n",
+        crates.len()
+    );
+    let mut json_rows = Vec::new();
+    for source in [Source::Faults, Source::Panic4r] {
+        let Some((_, n)) = table.mean(source, CV) else { continue };
+        let _ = writeln!(md, "## {} ({n} versions)\n", source.name());
+        md.push_str("| ranking | std rank | top-1 | top-3 | top-5 | top-10 | fn top-1 | fn top-5 |\n");
+        md.push_str("|---|---:|---:|---:|---:|---:|---:|---:|\n");
+        for r in rankings {
+            let Some((s, _)) = table.mean(source, r) else { continue };
+            let pct = |x: f64| format!("{:.0}%", 100.0 * x);
+            let _ = writeln!(
+                md,
+                "| {r} | {:.2} | {} | {} | {} | {} | {} | {} |",
+                s.std_rank,
+                pct(s.top[0]),
+                pct(s.top[1]),
+                pct(s.top[2]),
+                pct(s.top[3]),
+                pct(s.fn_top[0]),
+                pct(s.fn_top[1])
+            );
+            json_rows.push(json!({
+                "benchmark": source.name(), "ranking": r, "versions": n, "standard_rank": s.std_rank,
+                "top1": s.top[0], "top3": s.top[1], "top5": s.top[2], "top10": s.top[3],
+                "function_top1": s.fn_top[0], "function_top5": s.fn_top[1],
+            }));
+        }
+        md.push('\n');
+    }
+    md.push_str("## The weights fitted on every crate (`src/combined-weights.json`)\n\n| feature | weight | meaning |\n|---|---:|---|\n");
+    for i in 0..N {
+        let _ = writeln!(md, "| {} | {:.2} | {} |", FEATURES[i], w[i], MEANINGS[i]);
+    }
+    md.push_str("\n## Per fold (held-out crate: its weights)\n\n");
+    let _ = writeln!(md, "| held out | {} |", FEATURES.join(" | "));
+    let _ = writeln!(md, "|---|{}", "---:|".repeat(N));
+    for (c, fw) in folds {
+        let cells: Vec<String> = fw.iter().map(|x| format!("{x:.2}")).collect();
+        let _ = writeln!(md, "| {c} | {} |", cells.join(" | "));
+    }
+    std::fs::create_dir_all(out)?;
+    std::fs::write(out.join("combined.md"), md)?;
+    let weights: HashMap<&str, f64> = FEATURES.iter().copied().zip(w.iter().copied()).collect();
+    std::fs::write(
+        out.join("combined.json"),
+        serde_json::to_string_pretty(&json!({ "rows": json_rows, "weights": weights, "folds": folds.len() }))?,
+    )?;
+    eprintln!("fit: wrote {}", out.join("combined.md").display());
+    Ok(())
+}
