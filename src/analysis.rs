@@ -31,6 +31,9 @@ pub struct Options {
     pub update_bound: usize,
     /// Merge units with identical coverage into one entry.
     pub group: bool,
+    /// When failing tests form independent clusters ([`crate::clusters`]), rank each cluster
+    /// against the passing tests and interleave the rankings.
+    pub clusters: bool,
 }
 
 impl Default for Options {
@@ -41,6 +44,7 @@ impl Default for Options {
             optimise: false,
             update_bound: 20,
             group: true,
+            clusters: false,
         }
     }
 }
@@ -454,7 +458,41 @@ impl<'a> Analysis<'a> {
         if opts.optimise {
             self.optimise(m, &mut scored);
         }
+        if opts.clusters
+            && let Some(c) = crate::clusters::failure_clusters(self.spectra)
+        {
+            self.interleave(m, opts, &c, &mut scored);
+        }
         scored
+    }
+
+    /// Each group keyed by the best position it reaches in any cluster's own ranking under `m`
+    /// (ties there stay ties): the first entries of every cluster come first, then the second
+    /// ones. The scores shown stay the pooled ranking's.
+    fn interleave(&self, m: &Measure, opts: &Options, c: &crate::clusters::Clusters, scored: &mut [Scored]) {
+        let single = Options {
+            clusters: false,
+            ..opts.clone()
+        };
+        let mut best = vec![f64::INFINITY; self.groups.len()];
+        for i in 0..c.clusters.len() {
+            let spectra = c.spectra_of(self.spectra, i);
+            let mut sub = Analysis::with_cp(&spectra, true, &[]);
+            sub.ties = self.ties.clone();
+            let ranked = crate::rank::rank_scored(&sub, &sub.score(m, &single));
+            let mut rank_of_unit = vec![f64::INFINITY; spectra.units.len()];
+            for r in &ranked {
+                for &u in &sub.groups[r.group].units {
+                    rank_of_unit[u] = r.rank;
+                }
+            }
+            for (g, group) in self.groups.iter().enumerate() {
+                best[g] = best[g].min(rank_of_unit[group.units[0]]);
+            }
+        }
+        for (s, b) in scored.iter_mut().zip(best) {
+            s.key = Key::score(-b);
+        }
     }
 
     /// Opt_w: a unit run by every failing test scores `np + 2` in a tier above all others;

@@ -402,6 +402,11 @@ pub struct OutputArgs {
     /// List every line on its own instead of merging lines with identical coverage.
     #[arg(long)]
     pub no_group: bool,
+    /// When the failing tests fall into clusters that share no line that passing tests miss and
+    /// no backtrace line (two bugs, or an unrelated failure), rank each cluster against the
+    /// passing tests and interleave the rankings (Jones, Bowring & Harrold's parallel debugging).
+    #[arg(long)]
+    pub clusters: bool,
     /// Mark entries on lines changed since this git revision (committed or not), and count
     /// how many of the top N were changed.
     #[arg(long, value_name = "REV")]
@@ -461,6 +466,7 @@ impl OutputArgs {
                 optimise: self.optimise,
                 update_bound: self.update_bound,
                 group: !self.no_group,
+                clusters: self.clusters,
             },
             top: self.top,
             format,

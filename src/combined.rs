@@ -30,9 +30,11 @@ pub const FEATURES: [&str; N] = [
     "ochiai",
     "ochiai_level",
     "failing_share",
+    "every_failing",
     "only_failing",
     "passing_share",
     "stack",
+    "stack_function",
     "panic_point",
     "operation_panic_point",
     "above_operation_panic",
@@ -44,16 +46,18 @@ pub const FEATURES: [&str; N] = [
 ];
 
 /// How many features a line has.
-pub const N: usize = 14;
+pub const N: usize = 16;
 
 /// What each feature is, for `--help`, DESIGN.md and the fit's report.
 pub const MEANINGS: [&str; N] = [
     "Ochiai's score of the line's coverage: ef / sqrt((ef + nf)(ef + ep))",
     "1 / (1 + k): k distinct Ochiai scores rank above the line's",
     "the share of failing tests that ran the line: ef / (ef + nf)",
+    "1 when every failing test ran the line",
     "1 when no passing test ran the line",
     "the share of passing tests that ran the line: ep / (ep + np)",
     "the line's weight on failing tests' backtraces, Σ 1 / (1 + depth), over the failing tests",
+    "the same for the line's function: Σ over failing tests of 1 / (1 + depth) of the function's first frame, over the failing tests",
     "1 when a failing test's backtrace first enters ranked code at the line",
     "1 when a failing test's own operation panicked on the line (index, overflow, a std check)",
     "1 / (1 + d) for a line d lines above an operation panic in its function, run by that test",
@@ -96,6 +100,7 @@ pub fn features(a: &Analysis) -> LineFeatures {
     levels.sort_by(|x, y| y.total_cmp(x));
     levels.dedup();
     let guard = guards(a, &ochiai, &kinds);
+    let stack_functions = stack_function_weights(a);
 
     let reach = |r: u32| if r == 0 { 0.0 } else { 1.0 / f64::from(r) };
     let mut out = LineFeatures::default();
@@ -110,9 +115,13 @@ pub fn features(a: &Analysis) -> LineFeatures {
                 o,
                 1.0 / (1.0 + level as f64),
                 crate::measures::div(c.ef, c.ef + c.nf),
+                f64::from(u8::from(c.nf == 0.0)),
                 f64::from(u8::from(c.ep == 0.0)),
                 crate::measures::div(c.ep, c.ep + c.np),
                 (t.stack / failing).min(1.0),
+                s.unit_function.get(u).copied().flatten().map_or(0.0, |f| {
+                    (stack_functions.get(&f).copied().unwrap_or(0.0) / failing).min(1.0)
+                }),
                 f64::from(u8::from(points[u] > 0)),
                 f64::from(u8::from(op_points[u] > 0)),
                 reach(op_reach[u]),
@@ -125,6 +134,31 @@ pub fn features(a: &Analysis) -> LineFeatures {
         }
     }
     out
+}
+
+/// Per function, Σ over failing tests of `1 / (1 + depth)` of the function's first frame on the
+/// test's backtrace (depth counted over frames on ranked lines, innermost 0).
+fn stack_function_weights(a: &Analysis) -> HashMap<u32, f64> {
+    let s = a.spectra;
+    let unit = s.unit_index();
+    let mut w: HashMap<u32, f64> = HashMap::new();
+    for &t in &a.failing {
+        let mut seen = Vec::new();
+        let mut depth = 0;
+        for f in &s.tests[t].stack {
+            let Some(&u) = unit.get(&(f.file.as_str(), f.line)) else {
+                continue;
+            };
+            if let Some(Some(func)) = s.unit_function.get(u)
+                && !seen.contains(func)
+            {
+                seen.push(*func);
+                *w.entry(*func).or_default() += 1.0 / f64::from(1 + depth);
+            }
+            depth += 1;
+        }
+    }
+    w
 }
 
 /// Per unit: whether the next ranked behavioural line of its function (in the same file, below
@@ -227,7 +261,7 @@ mod tests {
         assert_eq!(row(2)[1], 1.0);
         assert!(row(1)[1] < 1.0);
         for u in [1, 2, 3] {
-            assert_eq!(row(u)[5..10], [0.0; 5]);
+            assert_eq!(row(u)[6..12], [0.0; 6]);
         }
         // u1 is run by no failing test: not ranked.
         assert!(!f.units.contains(&0));
@@ -268,6 +302,7 @@ mod tests {
         assert_eq!(col("operation_panic_point"), [0.0, 0.0, 1.0, 0.0]);
         assert_eq!(col("above_operation_panic"), [1.0 / 3.0, 0.5, 1.0, 0.0]);
         assert_eq!(col("stack"), [0.0, 0.0, 1.0, 0.0]);
+        assert_eq!(col("stack_function"), [1.0; 4]);
     }
 
     #[test]

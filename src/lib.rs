@@ -42,6 +42,7 @@ pub mod syntax;
 pub mod testcode;
 pub mod evidence;
 pub mod combined;
+pub mod clusters;
 pub mod rank;
 pub mod diff;
 

@@ -474,6 +474,7 @@ mod tests {
                 optimise: false,
                 update_bound: 20,
                 group: true,
+                clusters: false,
             },
             top: 10,
             format: Format::Human,

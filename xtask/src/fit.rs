@@ -65,9 +65,16 @@ struct Version {
     ties: Vec<Tie>,
     function: Vec<Option<u32>>,
     faulty: Vec<bool>,
+    /// The lines the fit learns from: the faulty ones, every line with backtrace evidence,
+    /// and the [`TRAIN_LINES`] best by the default ranking (the rest are far from the top
+    /// whatever the weights, and only slow the fit down).
+    train: Vec<usize>,
     /// Per measure compared against, the line keys of the ranked lines.
     baselines: Vec<(&'static str, Vec<Key>)>,
 }
+
+/// How many of a version's best lines under the default ranking the fit learns from.
+const TRAIN_LINES: usize = 300;
 
 /// The measures the combined ranking is compared with.
 const BASELINES: [&str; 2] = [cargo_sfl::measures::DEFAULT, "ochiai"];
@@ -141,20 +148,6 @@ impl Version {
             })
             .collect()
     }
-
-    /// The fit's objective on this version: the mean of its top-N indicators, computed on
-    /// scores alone (evidence ties are rare once lines carry their own score).
-    fn objective(&self, w: &[f64; N]) -> f64 {
-        let scores: Vec<f64> = self
-            .rows
-            .iter()
-            .map(|x| x.iter().zip(w).map(|(x, w)| x * w).sum())
-            .collect();
-        match position(&scores, &self.faulty) {
-            Some((at, _)) => TOP.iter().filter(|n| at <= **n).count() as f64 / TOP.len() as f64,
-            None => 0.0,
-        }
-    }
 }
 
 /// A version from saved spectra, its known faults, as `cargo sfl` ranks it by default (test
@@ -173,7 +166,7 @@ fn version(source: Source, krate: &str, spectra: &Spectra, faults: &[cargo_sfl::
         return None;
     }
     let ties = f.units.iter().map(|&u| a.tie(u).unwrap_or(Tie::NONE)).collect();
-    let baselines = BASELINES
+    let baselines: Vec<(&'static str, Vec<Key>)> = BASELINES
         .iter()
         .map(|name| {
             let m = cargo_sfl::measures::find(name).expect("a baseline of the catalogue");
@@ -187,8 +180,24 @@ fn version(source: Source, krate: &str, spectra: &Spectra, faults: &[cargo_sfl::
             )
         })
         .collect();
+    let default_keys: &Vec<Key> = &baselines[0].1;
+    let mut order: Vec<usize> = (0..f.units.len()).collect();
+    order.sort_by(|&x, &y| {
+        default_keys[y]
+            .partial_cmp(&default_keys[x])
+            .unwrap_or(std::cmp::Ordering::Equal)
+    });
+    let evidence = |i: usize| f.rows[i][6..12].iter().any(|x| *x != 0.0);
+    let mut train: Vec<usize> = order
+        .iter()
+        .enumerate()
+        .filter(|&(pos, &i)| pos < TRAIN_LINES || faulty_rows[i] || evidence(i))
+        .map(|(_, &i)| i)
+        .collect();
+    train.sort_unstable();
     Some(Version {
         source,
+        train,
         krate: krate.to_string(),
         function: f
             .units
@@ -245,15 +254,42 @@ fn panic4r_versions(bench: &Path) -> Result<Vec<Version>> {
     Ok(out)
 }
 
-/// Mean objective over `versions`, each benchmark weighing half (a benchmark absent weighs 0).
-fn objective(versions: &[&Version], w: &[f64; N]) -> f64 {
-    let mut sums: BTreeMap<Source, (f64, f64)> = BTreeMap::new();
+/// How strongly the fit pulls weights towards 0 (L2): keeps the weights of rare features
+/// small, so that a crate with an unusual feature does not decide them.
+const RIDGE: f64 = 0.01;
+
+/// The fit's loss and its gradient: per version, the softmax cross-entropy of the faulty lines
+/// (`ln Σ_all e^s − ln Σ_faulty e^s`, small when the faulty lines outscore the rest), each
+/// benchmark weighing half, plus `RIDGE/2 ‖w‖²`.
+fn loss(versions: &[&Version], w: &[f64; N]) -> (f64, [f64; N]) {
+    let mut count: BTreeMap<Source, f64> = BTreeMap::new();
     for v in versions {
-        let e = sums.entry(v.source).or_default();
-        e.0 += v.objective(w);
-        e.1 += 1.0;
+        *count.entry(v.source).or_default() += 1.0;
     }
-    sums.values().map(|(s, n)| s / n).sum::<f64>() / sums.len().max(1) as f64
+    let sources = count.len() as f64;
+    let mut total = RIDGE / 2.0 * w.iter().map(|x| x * x).sum::<f64>();
+    let mut grad: [f64; N] = w.map(|x| RIDGE * x);
+    for v in versions {
+        let weight = 1.0 / (count[&v.source] * sources);
+        let rows: Vec<&[f64; N]> = v.train.iter().map(|&i| &v.rows[i]).collect();
+        let faulty: Vec<bool> = v.train.iter().map(|&i| v.faulty[i]).collect();
+        let scores: Vec<f64> = rows.iter().map(|x| x.iter().zip(w).map(|(x, w)| x * w).sum()).collect();
+        let top = scores.iter().copied().fold(f64::MIN, f64::max);
+        let e: Vec<f64> = scores.iter().map(|s| (s - top).exp()).collect();
+        let z: f64 = e.iter().sum();
+        let zf: f64 = e.iter().zip(&faulty).filter(|(_, f)| **f).map(|(e, _)| e).sum();
+        if zf <= 0.0 {
+            continue;
+        }
+        total += weight * (z.ln() - zf.ln());
+        for ((x, e), f) in rows.iter().zip(&e).zip(&faulty) {
+            let coef = e / z - if *f { e / zf } else { 0.0 };
+            for k in 0..N {
+                grad[k] += weight * coef * x[k];
+            }
+        }
+    }
+    (total, grad)
 }
 
 /// The weights of the default ranking, the start of every fit: Ochiai, operation panics first.
@@ -267,32 +303,32 @@ fn start() -> [f64; N] {
     w
 }
 
-/// Coordinate ascent: each weight in turn moves by the step that improves the objective most,
-/// until no step improves it.
+/// Gradient descent on [`loss`] with a backtracking line search, from [`start`].
 fn fit(versions: &[&Version]) -> [f64; N] {
-    const STEPS: [f64; 12] = [-2.0, -1.0, -0.5, -0.25, -0.1, -0.05, 0.05, 0.1, 0.25, 0.5, 1.0, 2.0];
     let mut w = start();
-    let mut best = objective(versions, &w);
-    for _ in 0..8 {
-        let mut improved = false;
-        for i in 0..N {
-            let mut choice = None;
-            for step in STEPS {
-                let mut c = w;
-                c[i] += step;
-                let v = objective(versions, &c);
-                if v > best + 1e-12 {
-                    best = v;
-                    choice = Some(c);
-                }
-            }
-            if let Some(c) = choice {
-                w = c;
-                improved = true;
-            }
-        }
-        if !improved {
+    let (mut value, mut grad) = loss(versions, &w);
+    let mut step = 1.0;
+    for _ in 0..300 {
+        let norm: f64 = grad.iter().map(|g| g * g).sum();
+        if norm < 1e-12 {
             break;
+        }
+        loop {
+            let next: [f64; N] = std::array::from_fn(|k| w[k] - step * grad[k]);
+            let (v, g) = loss(versions, &next);
+            if v <= value - 0.5 * step * norm {
+                let gain = value - v;
+                (w, value, grad) = (next, v, g);
+                step *= 2.0;
+                if gain < 1e-9 {
+                    return w;
+                }
+                break;
+            }
+            step /= 2.0;
+            if step < 1e-9 {
+                return w;
+            }
         }
     }
     w
@@ -357,14 +393,30 @@ pub fn run(args: &Args) -> Result<()> {
     );
     let mut table = Table::default();
     let mut folds: Vec<(String, [f64; N])> = Vec::new();
-    for held in &crates {
-        let train: Vec<&Version> = versions.iter().filter(|v| &v.krate != held).collect();
-        let w = fit(&train);
-        for v in versions.iter().filter(|v| &v.krate == held) {
-            table.add(v, CV, v.scores(&v.combined_keys(&w)));
+    // One fold per crate, fitted on as many threads as there are cores.
+    let held: Vec<&String> = crates.iter().collect();
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let fitted = std::sync::Mutex::new(Vec::new());
+    std::thread::scope(|scope| {
+        for _ in 0..std::thread::available_parallelism().map_or(1, |n| n.get()) {
+            scope.spawn(|| {
+                loop {
+                    let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    let Some(held) = held.get(i) else { break };
+                    let train: Vec<&Version> = versions.iter().filter(|v| &v.krate != *held).collect();
+                    let w = fit(&train);
+                    eprintln!("fit: held out {held}");
+                    fitted.lock().expect("no fold panicked").push(((*held).clone(), w));
+                }
+            });
         }
-        eprintln!("fit: held out {held}");
-        folds.push((held.clone(), w));
+    });
+    folds.extend(fitted.into_inner().expect("no fold panicked"));
+    folds.sort_by(|a, b| a.0.cmp(&b.0));
+    for (held, w) in &folds {
+        for v in versions.iter().filter(|v| &v.krate == held) {
+            table.add(v, CV, v.scores(&v.combined_keys(w)));
+        }
     }
     let all: Vec<&Version> = versions.iter().collect();
     let w = fit(&all);

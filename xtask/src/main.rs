@@ -215,6 +215,17 @@ fn bench_crates(fixtures_only: bool) -> Result<(PathBuf, Vec<(String, PathBuf)>)
     Ok((sfl, crates))
 }
 
+/// Kills a child started in a process group of its own, with everything in the group, and
+/// reaps it.
+fn kill_group(child: &mut std::process::Child) {
+    // `--` first: without it procps's kill reads the negative process-group id as a signal,
+    // kills nothing, and the wait below never ends.
+    let _ = Command::new("kill")
+        .args(["-s", "KILL", "--", &format!("-{}", child.id())])
+        .status();
+    let _ = child.wait();
+}
+
 /// Builds cargo sfl in release mode; the path of the binary.
 fn build_sfl() -> Result<PathBuf> {
     let root = root();

@@ -315,12 +315,7 @@ fn run_merged(cmd: &mut Command, limit: Duration) -> Result<Ran> {
         }
         if start.elapsed() > limit {
             eprintln!("   killed after {limit:?}: {program}");
-            // `--` first: without it procps's kill reads the negative process-group id as a
-            // signal, kills nothing, and the wait below never ends.
-            let _ = Command::new("kill")
-                .args(["-s", "KILL", "--", &format!("-{}", child.id())])
-                .status();
-            let _ = child.wait();
+            crate::kill_group(&mut child);
             break None;
         }
         std::thread::sleep(Duration::from_millis(50));

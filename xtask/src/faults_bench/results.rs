@@ -77,6 +77,13 @@ pub(super) fn evaluate_all(work_root: &Path, crates: &[(&str, &str)], out_dir: &
         tie_break: Default::default(),
     };
     let (without_ht, with_ht) = (settings(false), settings(true));
+    let with_clusters = Settings {
+        opts: cargo_sfl::analysis::Options {
+            clusters: true,
+            ..Default::default()
+        },
+        ..settings(false)
+    };
     let mut by_k: BTreeMap<usize, Sums> = BTreeMap::new();
     // The same, with the mutated files' line facts read from the original text.
     let mut by_k_original: BTreeMap<usize, Sums> = BTreeMap::new();
@@ -138,7 +145,30 @@ pub(super) fn evaluate_all(work_root: &Path, crates: &[(&str, &str)], out_dir: &
                     ..f.clone()
                 })
                 .collect();
-            let by_function = evaluate_with(&functions, Some(&spectra), &function_faults, &usable, &without_ht);
+            let mut by_function = evaluate_with(&functions, Some(&spectra), &function_faults, &usable, &without_ht);
+            // The main rankings again with independent clusters of failing tests interleaved.
+            let clustered: Vec<_> = CLUSTERED
+                .iter()
+                .filter_map(|(m, _)| cargo_sfl::measures::find(m))
+                .collect();
+            let renamed = |mut e: cargo_sfl::eval::EvalReport| {
+                for m in &mut e.measures {
+                    if let Some((_, name)) = CLUSTERED.iter().find(|(b, _)| *b == m.measure) {
+                        m.measure = name;
+                    }
+                }
+                e.measures
+            };
+            report
+                .measures
+                .extend(renamed(evaluate(&spectra, &r.faults, &clustered, &with_clusters)));
+            by_function.measures.extend(renamed(evaluate_with(
+                &functions,
+                Some(&spectra),
+                &function_faults,
+                &clustered,
+                &with_clusters,
+            )));
             restore(&pristine, &work, &muts)?;
             if report.measures.is_empty() {
                 *status_counts
@@ -164,9 +194,19 @@ pub(super) fn evaluate_all(work_root: &Path, crates: &[(&str, &str)], out_dir: &
             sums.add(&report, &by_function);
             // The same version with each line's text facts read from the original source.
             let original = ranked(&super::with_original_text(&saved, &pristine, &r.mutations), &work);
-            let report = evaluate(&original, &r.faults, &usable, &without_ht);
+            let mut report = evaluate(&original, &r.faults, &usable, &without_ht);
+            report
+                .measures
+                .extend(renamed(evaluate(&original, &r.faults, &clustered, &with_clusters)));
             let functions = original.by_function();
-            let by_function = evaluate_with(&functions, Some(&original), &function_faults, &usable, &without_ht);
+            let mut by_function = evaluate_with(&functions, Some(&original), &function_faults, &usable, &without_ht);
+            by_function.measures.extend(renamed(evaluate_with(
+                &functions,
+                Some(&original),
+                &function_faults,
+                &clustered,
+                &with_clusters,
+            )));
             by_k_original
                 .entry(r.mutations.len())
                 .or_default()
@@ -194,6 +234,13 @@ pub(super) fn evaluate_all(work_root: &Path, crates: &[(&str, &str)], out_dir: &
 /// The measures whose HT_Rank the benchmark reports (on every version): the default, the best
 /// of the spectrum families on these benchmarks, Doric's cl, and CP.
 const HT_MEASURES: [&str; 5] = ["ochiai", "dstar2", "tarantula", "cl", "cp"];
+
+/// The rankings evaluated again with `--clusters`, and the name of that row.
+const CLUSTERED: [(&str, &str); 3] = [
+    (cargo_sfl::measures::DEFAULT, "default --clusters"),
+    ("combined", "combined --clusters"),
+    ("ochiai", "ochiai --clusters"),
+];
 
 /// The rankings whose metrics `faults-versions.json` gives for every version: the default,
 /// Ochiai and the panic-stack baseline, the three the goal compares.
@@ -391,9 +438,10 @@ fn section(md: &mut String, k: usize, sums: &Sums) -> Value {
 }
 
 /// The rankings the original-text table shows.
-const ORIGINAL_TEXT_ROWS: [&str; 7] = [
+const ORIGINAL_TEXT_ROWS: [&str; 8] = [
     cargo_sfl::measures::DEFAULT,
     "combined",
+    "combined --clusters",
     "stack-gp13",
     "ochiai",
     "gp13",

@@ -74,7 +74,17 @@ impl Runner<'_> {
         let spectra = dir.join("spectra.json");
         let _ = std::fs::remove_file(&spectra);
         let mut lockfile = if p.had_lockfile { "kept" } else { "generated" };
-        let mut out = self.sfl_once(dir, p, &spectra)?;
+        let mut out = self.sfl_once(dir, p, &spectra, false)?;
+        let mut notes = p.notes.clone();
+        if out.code == Some(101) && !out.log.contains("network failure") {
+            // Some suites build only with every feature (syn's tests stop a build without
+            // them with "Hello! You want: cargo test --release --all-features").
+            let all = self.sfl_once(dir, p, &spectra, true)?;
+            if all.code != Some(101) {
+                notes.push("its tests build only with --all-features".into());
+                out = all;
+            }
+        }
         if p.had_lockfile && matches!(out.code, Some(101 | 96)) {
             // Old lockfiles pin dependencies that today's compiler rejects: update and retry.
             let up = Command::new(env!("CARGO"))
@@ -83,14 +93,14 @@ impl Runner<'_> {
                 .output()?;
             if up.status.success() {
                 lockfile = "updated";
-                out = self.sfl_once(dir, p, &spectra)?;
+                out = self.sfl_once(dir, p, &spectra, false)?;
             }
         }
         std::fs::write(dir.join("sfl.log"), &out.log)?;
         let mut r = Record::failed(bug, krate, String::new());
         r.package = p.manifest.krate.clone();
         r.lockfile = lockfile.to_string();
-        r.notes = p.notes.clone();
+        r.notes = notes;
         r.seconds = started.elapsed().as_secs_f64();
         r.reason = match out.code {
             None => format!("cargo sfl did not finish within {} s", self.timeout.as_secs()),
@@ -129,7 +139,7 @@ impl Runner<'_> {
         }
     }
 
-    fn sfl_once(&self, dir: &Path, p: &Prepared, spectra: &Path) -> Result<Outcome> {
+    fn sfl_once(&self, dir: &Path, p: &Prepared, spectra: &Path, all_features: bool) -> Result<Outcome> {
         // Shared by the bugs of one snapshot: their dependencies are built once.
         let target = dir.with_file_name(format!("target-{}", p.snapshot_name));
         if !self.builds.borrow().contains(&target) {
@@ -143,10 +153,12 @@ impl Runner<'_> {
             .arg(p.crate_dir.join("Cargo.toml"))
             .arg("--target-dir")
             .arg(&target);
-        if !p.manifest.features.is_empty() {
+        if all_features {
+            cmd.arg("--all-features");
+        } else if !p.manifest.features.is_empty() {
             cmd.arg("--features").arg(p.manifest.features.join(","));
         }
-        if !p.manifest.default_features {
+        if !p.manifest.default_features && !all_features {
             cmd.arg("--no-default-features");
         }
         // Old crates deny lints that today's compiler has added: warnings only.
@@ -173,11 +185,7 @@ fn run_with_timeout(cmd: &mut Command, limit: Duration) -> Result<Option<i32>> {
         }
         if started.elapsed() > limit {
             // The whole group: cargo, rustc and the tests it started.
-            let _ = Command::new("kill")
-                .arg("-KILL")
-                .arg(format!("-{}", child.id()))
-                .status();
-            let _ = child.wait();
+            crate::kill_group(&mut child);
             return Ok(None);
         }
         std::thread::sleep(Duration::from_millis(500));
