@@ -76,6 +76,16 @@ pub struct Evidence {
     pub operates: bool,
 }
 
+/// One feature's part in the line's combined score ([`crate::combined`]).
+#[derive(Serialize, Debug)]
+pub struct Contribution {
+    pub feature: &'static str,
+    pub value: f64,
+    pub weight: f64,
+    /// `value × weight`.
+    pub contribution: f64,
+}
+
 /// A passing test and how near it comes to running only part of the entry.
 #[derive(Serialize, Debug)]
 pub struct Closest {
@@ -120,6 +130,10 @@ pub struct Explanation {
     pub evidence: Option<Evidence>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub separation: Option<Separation>,
+    /// With the combined ranking among the measures: what each feature added to its score,
+    /// largest part first.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub combined: Vec<Contribution>,
 }
 
 /// Explains `file:line` of `ranked` (the matrix as reports rank it: test code left out), whose
@@ -147,6 +161,7 @@ pub fn explain(
         frames: Vec::new(),
         evidence: None,
         separation: None,
+        combined: Vec::new(),
     };
     let Some(&u) = ranked.unit_index().get(&(file, line)) else {
         out.not_ranked = Some(match whole.unit_index().get(&(file, line)) {
@@ -216,9 +231,39 @@ pub fn explain(
             operates: t.operates,
         });
     }
+    if rankings
+        .iter()
+        .any(|r| matches!(r.measure.kind, crate::measures::Kind::Combined))
+    {
+        out.combined = contributions(base, u);
+    }
     if ordered.len() > 1 {
         out.separation = Some(separation(ranked, &ordered, &label, &place));
     }
+    out
+}
+
+/// Unit `u`'s features under the committed weights, largest part of its score first (features
+/// that add nothing left out).
+fn contributions(base: &crate::analysis::Analysis, u: usize) -> Vec<Contribution> {
+    let f = crate::combined::features(base);
+    let w = crate::combined::Weights::committed();
+    let Some(i) = f.units.iter().position(|&v| v == u) else {
+        return Vec::new();
+    };
+    let mut out: Vec<Contribution> = crate::combined::FEATURES
+        .iter()
+        .zip(f.rows[i])
+        .zip(&w.weights)
+        .map(|((feature, value), weight)| Contribution {
+            feature,
+            value,
+            weight: *weight,
+            contribution: value * weight,
+        })
+        .filter(|c| c.contribution != 0.0)
+        .collect();
+    out.sort_by(|a, b| b.contribution.abs().total_cmp(&a.contribution.abs()));
     out
 }
 
@@ -388,6 +433,20 @@ pub fn human(e: &Explanation) -> String {
             ev.function_prior,
             if ev.operates { "operates" } else { "no operator" }
         );
+    }
+    if !e.combined.is_empty() {
+        let total: f64 = e.combined.iter().map(|c| c.contribution).sum();
+        let parts: Vec<String> = e
+            .combined
+            .iter()
+            .map(|c| {
+                format!(
+                    "{} {:.3} x {:.2} = {:+.3}",
+                    c.feature, c.value, c.weight, c.contribution
+                )
+            })
+            .collect();
+        let _ = writeln!(out, "  combined score {total:.3}: {}", parts.join(", "));
     }
     if let Some(sep) = &e.separation {
         let _ = writeln!(out, "  to tell its entry's lines apart: {}", sep.advice);
