@@ -254,7 +254,7 @@ pub static STACK_FIRST: &[Measure] = &[
 pub static COMBINED: &[Measure] = &[Measure {
     name: "combined",
     aliases: &["learned"],
-    formula: "w . x over each line's features: Ochiai's score and level, the shares of failing and passing tests that ran it, its weight on failing tests' backtraces, whether a panic (an operation's own) is there, its distance above one, its kind, its function's size, whether it operates, and whether the block below it scores higher; w fitted with leave-one-crate-out cross-validation (cargo xtask fit)",
+    formula: "a weighted sum of each line's coverage, backtrace and text features (cargo sfl explain shows them; weights fitted by cargo xtask fit)",
     citation: "Zou, Liang, Xiong, Ernst & Zhang, 'An empirical study of fault localization families and their combinations', IEEE TSE 2019; Wu, Zhang, Cheung & Kim, 'CrashLocator', ISSTA 2014",
     group: None,
     cloning: None,

@@ -17,6 +17,40 @@ use crate::spectra::{Outcome, Spectra};
 use crate::syntax::Parsed;
 use crate::ui;
 
+/// With `--clusters`: says whether the failing tests looked independent, and which fell
+/// together.
+fn note_clusters(spectra: &Spectra) {
+    let Some(c) = crate::clusters::failure_clusters(spectra) else {
+        ui::note(
+            "--clusters: the failing tests share lines that passing tests miss or backtrace lines; ranked together",
+        );
+        return;
+    };
+    let names = |tests: &[usize]| {
+        let shown: Vec<String> = tests
+            .iter()
+            .take(4)
+            .map(|&t| report::test_label(&spectra.tests[t]))
+            .collect();
+        match tests.len() {
+            n if n > 4 => format!("{} and {} more", shown.join(", "), n - 4),
+            _ => shown.join(", "),
+        }
+    };
+    let mut text = format!(
+        "the failures look independent: {} clusters of failing tests share no line that passing tests miss and no \
+         backtrace line, so each was ranked against the passing tests and the rankings interleaved",
+        c.clusters.len()
+    );
+    for (i, tests) in c.clusters.iter().enumerate() {
+        text.push_str(&format!("\n  cluster {}: {}", i + 1, names(tests)));
+    }
+    if !c.shared.is_empty() {
+        text.push_str(&format!("\n  in every cluster: {}", names(&c.shared)));
+    }
+    ui::note(text);
+}
+
 /// Ranks and writes the report; returns the exit code.
 pub fn emit(spectra: &Spectra, out: &ReportConfig) -> anyhow::Result<i32> {
     let whole = spectra;
@@ -54,6 +88,9 @@ pub fn emit(spectra: &Spectra, out: &ReportConfig) -> anyhow::Result<i32> {
         function_names: function_names.as_deref(),
     };
     write_report(out, analysis, &rankings, &view)?;
+    if out.options.clusters {
+        note_clusters(spectra);
+    }
     if summary.failing() > 0 && summary.failing() == summary.ranked() {
         ui::note("every test failed, so no passing test tells lines apart; rankings rest on failing coverage alone");
     }

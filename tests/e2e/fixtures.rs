@@ -33,6 +33,10 @@ const FAILING: &str = "
     panic           fixture-panic                   tests::three_elements        failed
     bin-only        fixture-bin-only::cli           shouts_short                 failed
     two-files       fixture-two-files               tests::negatives_count_as_zero failed
+    two-bugs        fixture-two-bugs                tests::freezing              failed
+    two-bugs        fixture-two-bugs                tests::boiling               failed
+    two-bugs        fixture-two-bugs                tests::body                  failed
+    two-bugs        fixture-two-bugs                tests::one_element           failed
 ";
 
 /// Files of test code that no ranking may show (fixture, file): a module file that says

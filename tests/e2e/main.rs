@@ -3,6 +3,7 @@
 
 mod anywhere;
 mod ci;
+mod clusters;
 mod docs;
 mod doctests;
 mod edges;
@@ -36,6 +37,7 @@ fn main() {
         explain::trials(),
         edges::trials(),
         stacks::trials(),
+        clusters::trials(),
         doctests::trials(),
         nextest::trials(),
         docs::trials(),
