@@ -13,12 +13,13 @@ pub fn human() -> String {
     let all: Vec<&Measure> = crate::measures::all().collect();
     let _ = writeln!(
         out,
-        "{} measures ({} spectrum-based, {} from Doric, {} over control-flow edges, {} with panic stacks first). Default: {}.\n",
+        "{} measures ({} spectrum-based, {} from Doric, {} over control-flow edges, {} with panic stacks first, {} combining them). Default: {}.\n",
         all.len(),
         crate::measures::catalogue::SPECTRUM.len(),
         crate::measures::DORIC.len(),
         crate::measures::CFG.len(),
         crate::measures::STACK_FIRST.len(),
+        crate::measures::COMBINED.len(),
         crate::measures::DEFAULT
     );
     for m in all {
