@@ -398,7 +398,7 @@ impl<'a> Analysis<'a> {
             .sum()
     }
 
-    /// Seed 003's Algorithm 1 over the failing tests: starting from the first, add a failing
+    /// Algorithm 1 of Landsberg, Sun & Kroening's single-fault-optimal study, over the failing tests: starting from the first, add a failing
     /// test that misses some unit run by every test chosen so far, until none does. The chosen
     /// tests pin the all-failing core down as tightly as all failing tests together. Returns
     /// test indices.

@@ -446,7 +446,7 @@ mod tests {
         }
     }
 
-    /// Seed 004, Fig. 1: CP ranks b2 (the fault) first.
+    /// Zhang et al.'s CP paper, Fig. 1: CP ranks b2 (the fault) first.
     #[test]
     fn seed_004_figure_1() {
         let all = [1, 2, 3, 4, 5, 6, 7];

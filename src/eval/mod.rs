@@ -445,7 +445,7 @@ mod tests {
         metrics(&line_keys(&a, &scored), &faulty.iter().copied().collect()).unwrap()
     }
 
-    /// Seed 003's minmax, fault C4. Naish-I scores C1..C5 = 2.125, -0.375, 0.75, 2.875, 0.625:
+    /// The minmax of Landsberg, Sun & Kroening's single-fault-optimal study, fault C4. Naish-I scores C1..C5 = 2.125, -0.375, 0.75, 2.875, 0.625:
     /// C4 is alone at the top of 5 executed lines.
     #[test]
     fn naish2_finds_the_single_fault_optimal_fault_first() {

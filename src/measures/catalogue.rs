@@ -77,7 +77,7 @@ macro_rules! catalogue {
 }
 
 catalogue! {
-    // ---- Seed 001's 33 formulas, by Xie et al.'s groups -------------------------------------
+    // ---- The cloning study's 33 formulas (Zhang et al.), by Xie et al.'s groups ----------------
     naish1 "naish1" ["op1", "opt"] Some("ER1"), Some(Preserved),
         "-1 if ef < F, else np",
         "Naish, Lee & Ramamohanarao, 'A model for spectra-based software diagnosis', TOSEM 20(3), 2011",

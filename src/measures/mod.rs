@@ -481,7 +481,7 @@ mod tests {
         ] {
             assert!(find(n).is_some(), "{n} missing");
         }
-        // Seed 001's 33 formulas with Xie et al.'s groups and the proven cloning classes.
+        // The cloning study's 33 formulas with Xie et al.'s groups and the proven cloning classes.
         let tagged: Vec<&Measure> = all.iter().copied().filter(|m| m.cloning.is_some()).collect();
         assert_eq!(tagged.len(), 33);
         let in_group = |g: &str| tagged.iter().filter(|m| m.group == Some(g)).count();

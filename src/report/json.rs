@@ -13,7 +13,7 @@ struct JsonReport<'a> {
     schema: &'static str,
     workspace_root: &'a str,
     summary: Summary,
-    /// Seed 003's Algorithm 1: failing tests that pin the all-failing core down.
+    /// Algorithm 1 of Landsberg, Sun & Kroening's single-fault-optimal study: failing tests that pin the all-failing core down.
     core_tests: Vec<String>,
     conventions: Conventions,
     #[serde(skip_serializing_if = "Option::is_none")]
