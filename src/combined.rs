@@ -10,7 +10,7 @@
 //! (injected faults and real panics) with leave-one-crate-out cross-validation, committed as
 //! data (`combined-weights.json`). Learning to rank from several families of evidence is what
 //! Zou, Liang, Xiong, Ernst and Zhang ("An empirical study of fault localization families and
-//! their combinations") and Li, Li, Xiong, Zhang and Zhang ("DeepFL") found to beat every
+//! their combinations") and Li, Li, Zhang and Zhang ("DeepFL") found to beat every
 //! single family; this is its smallest form, a linear ranker whose every weight can be read.
 //!
 //! Every feature is read from what a run saves (coverage, backtraces and panic messages, each

@@ -258,10 +258,11 @@ fn panic4r_versions(bench: &Path) -> Result<Vec<Version>> {
 /// small, so that a crate with an unusual feature does not decide them.
 const RIDGE: f64 = 0.01;
 
-/// The fit's loss and its gradient: per version, the softmax cross-entropy of the faulty lines
-/// (`ln Σ_all e^s − ln Σ_faulty e^s`, small when the faulty lines outscore the rest), each
-/// benchmark weighing half, plus `RIDGE/2 ‖w‖²`.
-fn loss(versions: &[&Version], w: &[f64; N]) -> (f64, [f64; N]) {
+/// The fit's loss, gradient and Hessian: per version, the softmax cross-entropy of the faulty
+/// lines (`ln Σ_all e^s − ln Σ_faulty e^s`, small when the faulty lines outscore the rest), each
+/// benchmark weighing half, plus `RIDGE/2 ‖w‖²`. The Hessian of a version is the covariance of its
+/// features under the softmax over all lines less that over its faulty lines.
+fn loss(versions: &[&Version], w: &[f64; N]) -> (f64, [f64; N], [[f64; N]; N]) {
     let mut count: BTreeMap<Source, f64> = BTreeMap::new();
     for v in versions {
         *count.entry(v.source).or_default() += 1.0;
@@ -269,6 +270,10 @@ fn loss(versions: &[&Version], w: &[f64; N]) -> (f64, [f64; N]) {
     let sources = count.len() as f64;
     let mut total = RIDGE / 2.0 * w.iter().map(|x| x * x).sum::<f64>();
     let mut grad: [f64; N] = w.map(|x| RIDGE * x);
+    let mut hess = [[0.0; N]; N];
+    for (k, row) in hess.iter_mut().enumerate() {
+        row[k] = RIDGE;
+    }
     for v in versions {
         let weight = 1.0 / (count[&v.source] * sources);
         let rows: Vec<&[f64; N]> = v.train.iter().map(|&i| &v.rows[i]).collect();
@@ -282,14 +287,58 @@ fn loss(versions: &[&Version], w: &[f64; N]) -> (f64, [f64; N]) {
             continue;
         }
         total += weight * (z.ln() - zf.ln());
+        // First and second moments under both distributions.
+        let (mut mp, mut mq) = ([0.0; N], [0.0; N]);
+        let (mut sp, mut sq) = ([[0.0; N]; N], [[0.0; N]; N]);
         for ((x, e), f) in rows.iter().zip(&e).zip(&faulty) {
-            let coef = e / z - if *f { e / zf } else { 0.0 };
-            for k in 0..N {
-                grad[k] += weight * coef * x[k];
+            let p = e / z;
+            let q = if *f { e / zf } else { 0.0 };
+            for a in 0..N {
+                mp[a] += p * x[a];
+                mq[a] += q * x[a];
+                for b in a..N {
+                    sp[a][b] += p * x[a] * x[b];
+                    sq[a][b] += q * x[a] * x[b];
+                }
+            }
+        }
+        for a in 0..N {
+            grad[a] += weight * (mp[a] - mq[a]);
+            for b in a..N {
+                let h = weight * ((sp[a][b] - mp[a] * mp[b]) - (sq[a][b] - mq[a] * mq[b]));
+                hess[a][b] += h;
+                if a != b {
+                    hess[b][a] += h;
+                }
             }
         }
     }
-    (total, grad)
+    (total, grad, hess)
+}
+
+/// Solves `m x = r` by Gaussian elimination with partial pivoting; `None` when singular.
+fn solve(mut m: [[f64; N]; N], mut r: [f64; N]) -> Option<[f64; N]> {
+    for c in 0..N {
+        let p = (c..N).max_by(|&a, &b| m[a][c].abs().total_cmp(&m[b][c].abs()))?;
+        if m[p][c].abs() < 1e-14 {
+            return None;
+        }
+        m.swap(c, p);
+        r.swap(c, p);
+        for row in c + 1..N {
+            let f = m[row][c] / m[c][c];
+            for k in c..N {
+                m[row][k] -= f * m[c][k];
+            }
+            r[row] -= f * r[c];
+        }
+    }
+    let mut x = [0.0; N];
+    for c in (0..N).rev() {
+        let s: f64 = (c + 1..N).map(|k| m[c][k] * x[k]).sum();
+        x[c] = (r[c] - s) / m[c][c];
+    }
+    Some(x)
 }
 
 /// The weights of the default ranking, the start of every fit: Ochiai, operation panics first.
@@ -303,31 +352,33 @@ fn start() -> [f64; N] {
     w
 }
 
-/// Gradient descent on [`loss`] with a backtracking line search, from [`start`].
+/// Damped Newton steps on [`loss`] from [`start`] (Levenberg–Marquardt: the damping grows until
+/// a step lowers the loss, and shrinks after one does), until the loss stops falling.
 fn fit(versions: &[&Version]) -> [f64; N] {
     let mut w = start();
-    let (mut value, mut grad) = loss(versions, &w);
-    let mut step = 1.0;
-    for _ in 0..300 {
-        let norm: f64 = grad.iter().map(|g| g * g).sum();
-        if norm < 1e-12 {
-            break;
+    let (mut value, mut grad, mut hess) = loss(versions, &w);
+    let mut damping = 1e-3;
+    for _ in 0..100 {
+        let mut damped = hess;
+        for (k, row) in damped.iter_mut().enumerate() {
+            row[k] += damping;
         }
-        loop {
-            let next: [f64; N] = std::array::from_fn(|k| w[k] - step * grad[k]);
-            let (v, g) = loss(versions, &next);
-            if v <= value - 0.5 * step * norm {
+        let step = solve(damped, grad.map(|g| -g));
+        let next = step.map(|d| std::array::from_fn(|k| w[k] + d[k]));
+        match next.map(|n: [f64; N]| (n, loss(versions, &n))) {
+            Some((n, (v, g, h))) if v < value => {
                 let gain = value - v;
-                (w, value, grad) = (next, v, g);
-                step *= 2.0;
-                if gain < 1e-9 {
-                    return w;
+                (w, value, grad, hess) = (n, v, g, h);
+                damping = (damping / 10.0).max(1e-9);
+                if gain < 1e-10 {
+                    break;
                 }
-                break;
             }
-            step /= 2.0;
-            if step < 1e-9 {
-                return w;
+            _ => {
+                damping *= 10.0;
+                if damping > 1e9 {
+                    break;
+                }
             }
         }
     }
