@@ -180,10 +180,7 @@ impl<'a> Analysis<'a> {
     /// The analysis the combined ranking ranks: groups split by each line's combined score
     /// (computed over `with_cp(spectra, group, &[])`), so an entry's lines share one score.
     pub fn with_combined(spectra: &'a Spectra, group: bool, tie_break: TieBreak) -> Self {
-        let scores = crate::combined::scores(
-            &Self::with_cp(spectra, group, &[]),
-            crate::combined::Weights::committed(),
-        );
+        let scores = crate::combined::scores(&Self::with_cp(spectra, group, &[]), &crate::combined::Weights::active());
         let mut a = Self::split(spectra, group, &[], Some(&scores)).with_tie_break(tie_break);
         a.combined = Some(scores);
         a
@@ -549,7 +546,7 @@ impl<'a> Analysis<'a> {
         let units = match &self.combined {
             Some(s) => s,
             None => {
-                computed = crate::combined::scores(self, crate::combined::Weights::committed());
+                computed = crate::combined::scores(self, &crate::combined::Weights::active());
                 &computed
             }
         };

@@ -599,6 +599,10 @@ pub struct EvalArgs {
     /// Skip HT_Rank.
     #[arg(long)]
     pub no_ht: bool,
+    /// Rank the combined measure by these weights (as `cargo xtask fit` writes them) instead of
+    /// the built-in ones: how a crate is scored with weights fitted without it.
+    #[arg(long, value_name = "FILE")]
+    pub weights: Option<PathBuf>,
     #[command(flatten)]
     pub run: RunArgs,
 }
@@ -617,6 +621,7 @@ impl EvalArgs {
             spectra: self.spectra,
             sort_by: self.sort_by.into(),
             ht: !self.no_ht,
+            weights: self.weights,
             measures: asked.then(|| run.report.measures.clone()),
             run,
         }

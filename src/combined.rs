@@ -197,7 +197,43 @@ pub struct Weights {
     pub weights: Vec<f64>,
 }
 
+thread_local! {
+    /// Weights that replace the committed ones on this thread ([`with_weights`]).
+    static OVERRIDE: std::cell::RefCell<Option<Weights>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Runs `f` with `w` in place of the committed weights on this thread: how an evaluation ranks
+/// a crate by weights fitted without it (`cargo sfl eval --weights`, the benchmarks'
+/// cross-validation).
+pub fn with_weights<R>(w: Weights, f: impl FnOnce() -> R) -> R {
+    let before = replace_weights(Some(w));
+    let out = f();
+    replace_weights(before);
+    out
+}
+
+/// Puts `w` in place of the committed weights on this thread (`None`: the committed ones
+/// again) and returns what was in place.
+pub fn replace_weights(w: Option<Weights>) -> Option<Weights> {
+    OVERRIDE.with(|o| o.replace(w))
+}
+
 impl Weights {
+    /// The weights in force: [`with_weights`]' on this thread, else the committed ones.
+    pub fn active() -> Weights {
+        OVERRIDE
+            .with(|o| o.borrow().clone())
+            .unwrap_or_else(|| Self::committed().clone())
+    }
+
+    /// Reads weights written by `cargo xtask fit`, checked against the features.
+    pub fn load(path: &std::path::Path) -> Result<Weights, String> {
+        let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+        let w: Weights = serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+        w.check().map_err(|e| format!("{}: {e}", path.display()))?;
+        Ok(w)
+    }
+
     /// The committed weights (`src/combined-weights.json`).
     pub fn committed() -> &'static Weights {
         static W: std::sync::OnceLock<Weights> = std::sync::OnceLock::new();
@@ -303,6 +339,15 @@ mod tests {
         assert_eq!(col("above_operation_panic"), [1.0 / 3.0, 0.5, 1.0, 0.0]);
         assert_eq!(col("stack"), [0.0, 0.0, 1.0, 0.0]);
         assert_eq!(col("stack_function"), [1.0; 4]);
+    }
+
+    #[test]
+    fn weights_can_be_replaced_on_one_thread() {
+        let mut w = Weights::committed().clone();
+        w.weights = vec![0.5; N];
+        let inside = with_weights(w.clone(), Weights::active);
+        assert_eq!(inside.weights, w.weights);
+        assert_eq!(Weights::active().weights, Weights::committed().weights);
     }
 
     #[test]

@@ -458,6 +458,8 @@ pub struct EvalConfig {
     pub sort_by: SortBy,
     /// Compute HT_Rank (with `run.report.ht`).
     pub ht: bool,
+    /// The combined ranking's weights, in place of the built-in ones.
+    pub weights: Option<PathBuf>,
     /// The measures asked for; `None`: every measure the spectra support.
     pub measures: Option<Vec<&'static Measure>>,
     pub run: RunConfig,

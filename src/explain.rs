@@ -247,7 +247,7 @@ pub fn explain(
 /// that add nothing left out).
 fn contributions(base: &crate::analysis::Analysis, u: usize) -> Vec<Contribution> {
     let f = crate::combined::features(base);
-    let w = crate::combined::Weights::committed();
+    let w = &crate::combined::Weights::active();
     let Some(i) = f.units.iter().position(|&v| v == u) else {
         return Vec::new();
     };

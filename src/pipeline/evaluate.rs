@@ -40,7 +40,14 @@ pub(super) fn evaluate(spectra: &Spectra, faults: Vec<Fault>, cfg: &EvalConfig) 
         ht: cfg.ht,
         tie_break: out.tie_break,
     };
-    let report = crate::eval::evaluate_with(spectra, lines, &faults, &measures, &settings);
+    let run = || crate::eval::evaluate_with(spectra, lines, &faults, &measures, &settings);
+    let report = match &cfg.weights {
+        Some(path) => {
+            let w = crate::combined::Weights::load(path).map_err(crate::error::SflError::Usage)?;
+            crate::combined::with_weights(w, run)
+        }
+        None => run(),
+    };
     let text = match out.format {
         Format::Json => crate::eval::json(&report),
         _ => crate::eval::human(&report, cfg.sort_by),

@@ -419,6 +419,17 @@ impl Table {
 }
 
 const CV: &str = "combined (leave-one-crate-out)";
+
+/// The file (next to combined.md) with each held-out crate's weights.
+pub const FOLDS: &str = "combined-folds.json";
+
+/// The weights fitted without `krate` (read from the benchmark results), if the fit held it out.
+pub fn fold_weights(out_dir: &Path, krate: &str) -> Option<cargo_sfl::combined::Weights> {
+    let text = std::fs::read_to_string(out_dir.join(FOLDS)).ok()?;
+    let all: BTreeMap<String, serde_json::Value> = serde_json::from_str(&text).ok()?;
+    let w: cargo_sfl::combined::Weights = serde_json::from_value(all.get(krate)?.clone()).ok()?;
+    w.check().ok().map(|()| w)
+}
 const IN_SAMPLE: &str = "combined (fitted on all, in-sample)";
 
 pub fn run(args: &Args) -> Result<()> {
@@ -549,6 +560,12 @@ fn write_results(
     }
     std::fs::create_dir_all(out)?;
     std::fs::write(out.join("combined.md"), md)?;
+    // Each held-out crate's weights: the benchmarks rank a crate's versions by them.
+    let by_crate: BTreeMap<&str, serde_json::Value> = folds
+        .iter()
+        .map(|(c, fw)| (c.as_str(), json!({ "features": FEATURES, "weights": fw })))
+        .collect();
+    std::fs::write(out.join(FOLDS), serde_json::to_string_pretty(&by_crate)? + "\n")?;
     let weights: HashMap<&str, f64> = FEATURES.iter().copied().zip(w.iter().copied()).collect();
     std::fs::write(
         out.join("combined.json"),

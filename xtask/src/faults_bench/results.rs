@@ -85,6 +85,7 @@ pub(super) fn evaluate_all(work_root: &Path, crates: &[(&str, &str)], out_dir: &
         ..settings(false)
     };
     let mut by_k: BTreeMap<usize, Sums> = BTreeMap::new();
+    let mut cross_validated = false;
     // The same, with the mutated files' line facts read from the original text.
     let mut by_k_original: BTreeMap<usize, Sums> = BTreeMap::new();
     let mut status_counts: BTreeMap<String, usize> = BTreeMap::new();
@@ -100,6 +101,11 @@ pub(super) fn evaluate_all(work_root: &Path, crates: &[(&str, &str)], out_dir: &
             continue;
         }
         crate_names.push(format!("{name} {version}"));
+        // The combined ranking ranks this crate by weights fitted without it, when the fit
+        // held it out (cross-validation).
+        let fold = crate::fit::fold_weights(out_dir, name);
+        cross_validated |= fold.is_some();
+        let before = cargo_sfl::combined::replace_weights(fold);
         for r in records {
             collect_seconds += r.seconds;
             *status_counts
@@ -212,6 +218,7 @@ pub(super) fn evaluate_all(work_root: &Path, crates: &[(&str, &str)], out_dir: &
                 .or_default()
                 .add(&report, &by_function);
         }
+        cargo_sfl::combined::replace_weights(before);
     }
     let eval_seconds = started.elapsed().as_secs_f64();
     write_results(
@@ -220,7 +227,7 @@ pub(super) fn evaluate_all(work_root: &Path, crates: &[(&str, &str)], out_dir: &
         (&by_k, &by_k_original),
         &status_counts,
         collect_seconds,
-        eval_seconds,
+        (eval_seconds, cross_validated),
     )?;
     // One version's row per line: small, and a re-run's diff shows which versions moved.
     let rows: Vec<String> = per_version.iter().map(Value::to_string).collect();
@@ -499,9 +506,19 @@ fn write_results(
     (by_k, by_k_original): (&BTreeMap<usize, Sums>, &BTreeMap<usize, Sums>),
     statuses: &BTreeMap<String, usize>,
     collect_seconds: f64,
-    eval_seconds: f64,
+    (eval_seconds, cross_validated): (f64, bool),
 ) -> Result<()> {
     let mut md = preamble(crates, by_k, statuses, collect_seconds, eval_seconds);
+    let _ = writeln!(
+        md,
+        "{}\n",
+        if cross_validated {
+            "The combined ranking is cross-validated: each crate's versions are ranked by the weights fitted without that crate \
+             (`bench-results/combined-folds.json`, written by `cargo xtask fit`)."
+        } else {
+            "The combined ranking uses the committed weights, fitted on these versions (no `combined-folds.json`): its rows are in-sample."
+        }
+    );
     let mut json_k = serde_json::Map::new();
     for (k, sums) in by_k {
         let mut section = section(&mut md, *k, sums);

@@ -194,11 +194,34 @@ fn evaluate(
         let (spectra, faults) = (run::spectra_path(&dir), dir.join("faults.toml"));
         let root = report::workspace_root(&spectra);
         let spectra = (spectra.as_path(), root.as_deref());
-        match report::eval(sfl, spectra, &faults, &[])? {
+        // The combined ranking ranks this crate by weights fitted without it (cross-validation),
+        // when the fit held it out.
+        let weights = cache.join(format!("weights-{}.json", r.krate));
+        let mut extra: Vec<String> = Vec::new();
+        if let Some(w) = crate::fit::fold_weights(out_dir, &r.krate) {
+            std::fs::write(
+                &weights,
+                serde_json::json!({"features": w.features, "weights": w.weights}).to_string(),
+            )?;
+            extra = vec!["--weights".into(), weights.display().to_string()];
+        }
+        let with = |more: &[&str]| -> Vec<String> {
+            extra
+                .iter()
+                .cloned()
+                .chain(more.iter().map(|m| m.to_string()))
+                .collect()
+        };
+        let eval = |more: &[&str]| {
+            let args = with(more);
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            report::eval(sfl, spectra, &faults, &args)
+        };
+        match eval(&[])? {
             Some(line) => sums.add(&report::Evals {
                 line,
-                function: report::eval(sfl, spectra, &faults, &["--granularity", "function"])?,
-                with_tests: report::eval(sfl, spectra, &faults, &["--include-test-code"])?,
+                function: eval(&["--granularity", "function"])?,
+                with_tests: eval(&["--include-test-code"])?,
             }),
             None => unlocalisable.push(format!("{}: no test ran a fix line", r.bug)),
         }

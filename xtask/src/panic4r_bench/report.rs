@@ -221,6 +221,11 @@ fn markdown(s: &Summary, reproduced: &[&Record], rows: &[(&str, [f64; M])], defa
     if !s.not_run.is_empty() {
         let _ = writeln!(md, "Not run yet (no cached run): {}.\n", s.not_run.join(", "));
     }
+    let _ = writeln!(
+        md,
+        "The combined ranking ranks each bug by the weights fitted without its crate when `cargo xtask fit` held the crate \
+         out (`bench-results/combined-folds.json`), else by the committed weights.\n"
+    );
     if !rows.is_empty() {
         let get = |name: &str| rows.iter().find(|r| r.0 == name);
         let best = rows[0];
