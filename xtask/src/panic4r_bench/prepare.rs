@@ -233,11 +233,15 @@ fn edit_crate_manifest(snapshot: &Path, crate_dir: &Path, m: &TriggerManifest, n
     let has_workspace = |d: &Path| {
         std::fs::read_to_string(d.join("Cargo.toml")).is_ok_and(|t| t.lines().any(|l| l.trim() == "[workspace]"))
     };
-    let covered = crate_dir
+    let covering = crate_dir
         .ancestors()
         .skip(1)
         .take_while(|d| d.starts_with(snapshot))
-        .any(has_workspace);
+        .find(|d| has_workspace(d));
+    let covered = covering.is_some();
+    if let Some(root) = covering {
+        only_member(root, crate_dir, notes)?;
+    }
     if !covered && !text.lines().any(|l| l.trim() == "[workspace]") {
         text.push_str("\n[workspace]\n");
     }
@@ -247,6 +251,27 @@ fn edit_crate_manifest(snapshot: &Path, crate_dir: &Path, m: &TriggerManifest, n
         "\n[[test]]\nname = \"{TRIGGER}\"\npath = \"tests/{TRIGGER}.rs\"\n"
     ));
     std::fs::write(&path, text)?;
+    Ok(())
+}
+
+/// Makes the crate the workspace's only member: the other members (a fuzz crate, benchmarks,
+/// examples with dependencies of their own) need not build or even resolve today, and cargo
+/// resolves every member's dependencies before it builds any. Path dependencies stay members.
+fn only_member(root: &Path, crate_dir: &Path, notes: &mut Vec<String>) -> Result<()> {
+    let path = root.join("Cargo.toml");
+    let mut doc: toml::Table = toml::from_str(&std::fs::read_to_string(&path)?).context("workspace Cargo.toml")?;
+    let Some(ws) = doc.get_mut("workspace").and_then(toml::Value::as_table_mut) else {
+        return Ok(());
+    };
+    let rel = crate_dir.strip_prefix(root)?.to_string_lossy().into_owned();
+    let members = toml::Value::Array(vec![toml::Value::String(rel.clone())]);
+    if ws.get("members") == Some(&members) {
+        return Ok(());
+    }
+    ws.insert("members".into(), members);
+    ws.remove("default-members");
+    std::fs::write(&path, toml::to_string(&doc)?)?;
+    notes.push(format!("made {rel} the workspace's only member"));
     Ok(())
 }
 
@@ -295,6 +320,28 @@ fn write_faults(bug_dir: &Path, dir: &Path, (snapshot, krate, ws): (&Path, &Path
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A member of a bigger workspace becomes its only member; its path dependencies stay.
+    #[test]
+    fn the_crate_becomes_the_workspace_only_member() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        std::fs::write(
+            root.join("Cargo.toml"),
+            "[workspace]\nmembers = [\"lib\", \"fuzz\"]\ndefault-members = [\"lib\"]\n[workspace.package]\nversion = \"1.0.0\"\n",
+        )
+        .unwrap();
+        let mut notes = Vec::new();
+        only_member(root, &root.join("lib"), &mut notes).unwrap();
+        let doc: toml::Table = toml::from_str(&std::fs::read_to_string(root.join("Cargo.toml")).unwrap()).unwrap();
+        assert_eq!(
+            doc["workspace"]["members"].as_array().unwrap(),
+            &[toml::Value::from("lib")]
+        );
+        assert!(doc["workspace"].get("default-members").is_none());
+        assert_eq!(doc["workspace"]["package"]["version"].as_str(), Some("1.0.0"));
+        assert_eq!(notes, ["made lib the workspace's only member"]);
+    }
 
     #[test]
     fn perfect_locations_become_one_fault_per_file() {
