@@ -417,12 +417,12 @@ pub struct ReportConfig {
 /// The measures the HTML page offers when none is asked for (it switches between them).
 const HTML_MEASURES: &[&str] = &[
     crate::measures::DEFAULT,
+    "stack-ochiai",
     "ochiai",
     "dstar2",
     "tarantula",
     "naish2",
     "cl",
-    "fault-likelihood",
 ];
 
 /// A measure name no measure has.
@@ -530,11 +530,11 @@ mod tests {
         );
         assert_eq!(
             names(ReportConfig::resolve_measures(&[], Format::Json).unwrap()),
-            ["stack-ochiai"]
+            ["combined"]
         );
         assert_eq!(
             names(ReportConfig::resolve_measures(&[], Format::Html).unwrap())[..2],
-            ["stack-ochiai", "ochiai"]
+            ["combined", "stack-ochiai"]
         );
         assert_eq!(ReportConfig::resolve_measures(&[], Format::Html).unwrap().len(), 7);
         assert!(ReportConfig::resolve_measures(&["nope".into()], Format::Human).is_err());

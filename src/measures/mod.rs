@@ -262,7 +262,7 @@ pub static COMBINED: &[Measure] = &[Measure {
 }];
 
 /// The default measure.
-pub const DEFAULT: &str = "stack-ochiai";
+pub const DEFAULT: &str = "combined";
 
 /// Every measure: the spectrum catalogue, then Doric's, then CP, then the stack-first rankings.
 pub fn all() -> impl Iterator<Item = &'static Measure> {

@@ -71,7 +71,14 @@ pub fn report(spectra: Option<&Path>, manifest_path: Option<&Path>, cfg: &Report
 }
 
 /// The measures `explain` shows when none is asked for: the default and a few classic ones.
-const EXPLAIN_MEASURES: &[&str] = &[crate::measures::DEFAULT, "ochiai", "tarantula", "dstar2", "cl"];
+const EXPLAIN_MEASURES: &[&str] = &[
+    crate::measures::DEFAULT,
+    "stack-ochiai",
+    "ochiai",
+    "tarantula",
+    "dstar2",
+    "cl",
+];
 
 /// `cargo sfl explain FILE:LINE`: why a line of the saved spectra ranks where it does.
 pub fn explain(

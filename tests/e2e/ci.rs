@@ -114,18 +114,21 @@ fn ci_action_steps() -> Result {
     )?;
     let md = std::fs::read_to_string(dir.join("sfl.md"))?;
     check(
-        md.contains("changed") && md.contains("1 of these 4 entries touch lines changed since HEAD"),
+        md.contains("changed") && md.contains("1 of these") && md.contains("entries touch lines changed since HEAD"),
         || md.clone(),
     )?;
-    // The job fails: always without a threshold; with one, only when a changed line reaches it.
-    for (fail_on, code) in [("", 1), ("0.9", 1), ("1.5", 0)] {
+    // The job fails: always without a threshold; with one, only when a changed line reaches it
+    // (thresholds below and above the changed line's score, in the default measure's units).
+    let score = report["rankings"][0]["units"][0]["score"].as_f64().unwrap_or(f64::NAN);
+    let (below, above) = (format!("{}", score * 0.9), format!("{}", score * 1.5));
+    for (fail_on, code) in [("", 1), (below.as_str(), 1), (above.as_str(), 0)] {
         let end = action_step(dir, "Fail the job", &[("SFL_BASE", "HEAD"), ("SFL_FAIL_ON", fail_on)])?;
         check(end.status.code() == Some(code), || {
             format!("fail-on {fail_on:?}: {}", show(&end))
         })?;
     }
 
-    // Only the changed line is ranked; it reaches --fail-on 0.9 (exit 6) but not 1.5 (exit 0).
+    // Only the changed line is ranked; it reaches --fail-on below its score (exit 6).
     let only = sfl(
         &["report", "--diff-base", "HEAD", "--only-changed", "--format", "json"],
         dir,
@@ -133,7 +136,7 @@ fn ci_action_steps() -> Result {
     let v: Value = serde_json::from_slice(&only.stdout)?;
     check(v["rankings"][0]["units"].as_array().unwrap().len() == 1, || show(&only))?;
     let gate = sfl(
-        &["report", "--diff-base", "HEAD", "--only-changed", "--fail-on", "0.9"],
+        &["report", "--diff-base", "HEAD", "--only-changed", "--fail-on", &below],
         dir,
     );
     check_exit(&gate, 6, &gate.stderr, &["src/lib.rs:16"])?;

@@ -34,7 +34,10 @@ fn tie_break_by_evidence() -> Result {
     check(code == 5.5 && evidence == 3.0, || {
         format!("code {code}, evidence {evidence}")
     })?;
-    let report = sfl(&["report", "--tie-break", "evidence", "--format", "json"], dir);
+    let report = sfl(
+        &["report", "--tie-break", "evidence", "--format", "json", "-m", "ochiai"],
+        dir,
+    );
     let v: Value = serde_json::from_slice(&report.stdout)?;
     let lead = &v["rankings"][0]["units"][0]["line"];
     check(lead == 23, || {

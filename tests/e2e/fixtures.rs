@@ -48,18 +48,24 @@ const MEASURES: [&str; 10] = [
     "-m",
     DEFAULT,
     "-m",
+    "stack-ochiai",
+    "-m",
     "ochiai",
     "-m",
     "tarantula",
     "-m",
     "dstar",
-    "-m",
-    "naish2",
 ];
 
-/// The default ranking, and the best rank it must give every fixture's fault.
-const DEFAULT: &str = "stack-ochiai";
-const DEFAULT_FAULT_RANK: f64 = 1.0;
+/// The default ranking.
+const DEFAULT: &str = "combined";
+
+/// The rank each of these rankings must give every fixture's fault, at worst. stack-ochiai puts
+/// it first everywhere; the combined ranking, whose weights were fitted on the benchmarks and not
+/// on the fixtures, may put a condition directly above the faulty statement first (in
+/// `workspace`, `if p > 100 {` above `return p;`: the guard is as likely a fix as the statement
+/// it guards), so it must rank the fault within the first two entries.
+const FAULT_RANK_AT_WORST: [(&str, f64); 2] = [("stack-ochiai", 1.0), (DEFAULT, 2.0)];
 
 /// What a fixture must produce: its failing tests as (binary, name, outcome).
 struct Expect {
@@ -157,9 +163,9 @@ fn fixture_trial(e: &Expect) -> Result {
             .map(|u| u["rank"].as_f64().unwrap())
             .fold(f64::INFINITY, f64::min);
         check(best.is_finite(), || format!("{}: fault not ranked", ranking["measure"]))?;
-        if ranking["measure"] == DEFAULT {
-            check(best == DEFAULT_FAULT_RANK, || {
-                format!("{DEFAULT} ranks the fault {best}, expected {DEFAULT_FAULT_RANK}")
+        if let Some((name, worst)) = FAULT_RANK_AT_WORST.iter().find(|(m, _)| ranking["measure"] == *m) {
+            check(best <= *worst, || {
+                format!("{name} ranks the fault {best}, expected at most {worst}")
             })?;
         }
         for u in units {

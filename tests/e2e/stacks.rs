@@ -44,11 +44,14 @@ fn panic_in_library_code() -> Result {
         || format!("code {code:#}\nevidence {evidence:#}"),
     )?;
 
-    // The default ranking (stack-ochiai) puts the panicking line first, alone, marked as such;
-    // the human report says why.
-    let default = sfl(&["report", "--format", "json"], dir);
-    check(default.status.success(), || show(&default))?;
-    let report: Value = serde_json::from_slice(&default.stdout)?;
+    // stack-ochiai puts the panicking line first, alone, marked as such; the human report says
+    // why. The default (combined) puts it first too, by its weights.
+    let stack = sfl(
+        &["report", "--format", "json", "-m", "stack-ochiai", "-m", "combined"],
+        dir,
+    );
+    check(stack.status.success(), || show(&stack))?;
+    let report: Value = serde_json::from_slice(&stack.stdout)?;
     let first = &report["rankings"][0]["units"][0];
     check(
         report["rankings"][0]["measure"] == "stack-ochiai"
@@ -58,7 +61,12 @@ fn panic_in_library_code() -> Result {
             && first["members"].is_null(),
         || format!("{:#}", report["rankings"][0]),
     )?;
-    let human = sfl(&["report", "--color", "never"], dir);
+    let combined = &report["rankings"][1];
+    check(
+        combined["measure"] == "combined" && combined["units"][0]["line"] == 11 && combined["units"][0]["rank"] == 1.0,
+        || format!("{combined:#}"),
+    )?;
+    let human = sfl(&["report", "--color", "never", "-m", "stack-ochiai"], dir);
     let text = String::from_utf8_lossy(&human.stdout);
     check(
         text.contains(" panicked ") && text.contains("(panicked: a failing test panicked on this line's own operation"),

@@ -742,12 +742,12 @@ fn inject_fault(c: &Crate, sfl: &Path, manifest: &Path, problems: &mut Vec<Strin
     result
 }
 
-/// The rank of the entry holding `file:line` in the default measure's ranking (`stack-ochiai`).
+/// The rank of the entry holding `file:line` in the default measure's ranking.
 fn fault_rank(report: &Value, file: &str, line: u64) -> Option<f64> {
     let ranking = report["rankings"]
         .as_array()?
         .iter()
-        .find(|r| r["measure"] == "stack-ochiai")?;
+        .find(|r| r["measure"] == cargo_sfl::measures::DEFAULT)?;
     let at = |u: &Value| u["file"] == file && u["line"].as_u64() == Some(line);
     ranking["units"]
         .as_array()?
@@ -794,7 +794,7 @@ fn write_results(rows: &[Value], output_dir: &Path, print: bool) -> Result<()> {
          target is one test under cargo sfl (documented, not a mismatch). The fault is the first \
          mutation of the named file (a negated comparison, `&&`/`||`, `true`/`false`, \
          `is_some`/`is_none`) that makes a test fail under cargo test; its rank is under \
-         `stack-ochiai`.\n\n\
+         the default ranking.\n\n\
          | crate | version | shapes | tests (cargo test / cargo sfl) | mismatches | documented differences | report consistent | exit codes (test / sfl) | wall s (test / sfl, ratio) | fault | rank |\n\
          |---|---|---|---|---|---|---|---|---|---|---|\n",
     );
