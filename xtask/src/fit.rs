@@ -77,7 +77,7 @@ struct Version {
 const TRAIN_LINES: usize = 300;
 
 /// The measures the combined ranking is compared with.
-const BASELINES: [&str; 2] = [cargo_sfl::measures::DEFAULT, "ochiai"];
+const BASELINES: [&str; 2] = ["stack-ochiai", "ochiai"];
 
 /// Line and function metrics of one ranking of one version.
 #[derive(Clone, Copy, Default, Debug)]
@@ -179,6 +179,14 @@ fn version(source: Source, krate: &str, spectra: &Spectra, faults: &[cargo_sfl::
                     .collect(),
             )
         })
+        .chain(std::iter::once({
+            // Where the backtraces first enter ranked code, every other line at the bottom.
+            let keys = cargo_sfl::eval::stack_keys(&spectra);
+            (
+                cargo_sfl::eval::PANIC_STACK,
+                f.units.iter().map(|&u| keys[u].unwrap_or(Key::UNRANKED)).collect(),
+            )
+        }))
         .collect();
     let default_keys: &Vec<Key> = &baselines[0].1;
     let mut order: Vec<usize> = (0..f.units.len()).collect();
@@ -508,7 +516,7 @@ fn write_results(
     folds: &[(String, [f64; N])],
     crates: &BTreeSet<String>,
 ) -> Result<()> {
-    let rankings = [CV, BASELINES[0], BASELINES[1], IN_SAMPLE];
+    let rankings = [CV, BASELINES[0], BASELINES[1], cargo_sfl::eval::PANIC_STACK, IN_SAMPLE];
     let mut md = String::from("# `cargo xtask fit`: the combined ranking\n\n");
     let _ = writeln!(
         md,
