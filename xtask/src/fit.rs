@@ -333,10 +333,11 @@ fn solve(mut m: [[f64; N]; N], mut r: [f64; N]) -> Option<[f64; N]> {
         }
         m.swap(c, p);
         r.swap(c, p);
+        let pivot = m[c];
         for row in c + 1..N {
-            let f = m[row][c] / m[c][c];
-            for k in c..N {
-                m[row][k] -= f * m[c][k];
+            let f = m[row][c] / pivot[c];
+            for (x, p) in m[row][c..].iter_mut().zip(&pivot[c..]) {
+                *x -= f * p;
             }
             r[row] -= f * r[c];
         }
