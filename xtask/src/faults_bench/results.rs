@@ -244,8 +244,8 @@ const HT_MEASURES: [&str; 5] = ["ochiai", "dstar2", "tarantula", "cl", "cp"];
 
 /// The rankings evaluated again with `--clusters`, and the name of that row.
 const CLUSTERED: [(&str, &str); 3] = [
-    (cargo_sfl::measures::DEFAULT, "default --clusters"),
     ("combined", "combined --clusters"),
+    ("stack-ochiai", "stack-ochiai --clusters"),
     ("ochiai", "ochiai --clusters"),
 ];
 
@@ -445,12 +445,14 @@ fn section(md: &mut String, k: usize, sums: &Sums) -> Value {
 }
 
 /// The rankings the original-text table shows.
-const ORIGINAL_TEXT_ROWS: [&str; 8] = [
-    cargo_sfl::measures::DEFAULT,
+const ORIGINAL_TEXT_ROWS: [&str; 10] = [
     "combined",
     "combined --clusters",
+    "stack-ochiai",
+    "stack-ochiai --clusters",
     "stack-gp13",
     "ochiai",
+    "ochiai --clusters",
     "gp13",
     "dstar2",
     cargo_sfl::eval::PANIC_STACK,
