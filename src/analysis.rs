@@ -685,13 +685,10 @@ impl<'a> Analyses<'a> {
                 variants.push(v);
             }
         }
-        let combined = measures
-            .iter()
-            .any(|m| matches!(m.kind, Kind::Combined))
-            .then(|| match lines {
-                None => Analysis::with_combined(spectra, group, tie_break),
-                Some(lines) => Analysis::by_best_line(spectra, Analysis::with_combined(lines, group, tie_break)),
-            });
+        let combined = measures.iter().any(|m| m.is_combined()).then(|| match lines {
+            None => Analysis::with_combined(spectra, group, tie_break),
+            Some(lines) => Analysis::by_best_line(spectra, Analysis::with_combined(lines, group, tie_break)),
+        });
         Analyses {
             base: Analysis::prepared(spectra, lines, group, &[], tie_break),
             cp: variants
@@ -709,7 +706,7 @@ impl<'a> Analyses<'a> {
 
     /// The analysis whose groups `m` ranks.
     pub fn of(&self, m: &Measure) -> &Analysis<'a> {
-        if matches!(m.kind, Kind::Combined)
+        if m.is_combined()
             && let Some(a) = &self.combined
         {
             return a;

@@ -58,8 +58,8 @@ pub const MEANINGS: [&str; N] = [
     "the share of passing tests that ran the line: ep / (ep + np)",
     "the line's weight on failing tests' backtraces, Σ 1 / (1 + depth), over the failing tests",
     "the same for the line's function: Σ over failing tests of 1 / (1 + depth) of the function's first frame, over the failing tests",
-    "1 when a failing test's backtrace first enters ranked code at the line",
-    "1 when a failing test's own operation panicked on the line (index, overflow, a std check)",
+    "the share of failing tests whose backtrace first enters ranked code at the line",
+    "the share of failing tests whose own operation panicked on the line (index, overflow, a std check)",
     "1 / (1 + d) for a line d lines above an operation panic in its function, run by that test",
     "the same for any panic in ranked code (an unwrap, an assert! of the crate's own)",
     "1 when the line only opens or closes a block, declares an item, or is an attribute",
@@ -122,8 +122,8 @@ pub fn features(a: &Analysis) -> LineFeatures {
                 s.unit_function.get(u).copied().flatten().map_or(0.0, |f| {
                     (stack_functions.get(&f).copied().unwrap_or(0.0) / failing).min(1.0)
                 }),
-                f64::from(u8::from(points[u] > 0)),
-                f64::from(u8::from(op_points[u] > 0)),
+                (f64::from(points[u]) / failing).min(1.0),
+                (f64::from(op_points[u]) / failing).min(1.0),
                 reach(op_reach[u]),
                 reach(any_reach[u]),
                 f64::from(u8::from(t.kind == LineKind::Structural)),

@@ -231,10 +231,7 @@ pub fn explain(
             operates: t.operates,
         });
     }
-    if rankings
-        .iter()
-        .any(|r| matches!(r.measure.kind, crate::measures::Kind::Combined))
-    {
+    if rankings.iter().any(|r| r.measure.is_combined()) {
         out.combined = contributions(base, u);
     }
     if ordered.len() > 1 {

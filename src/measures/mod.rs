@@ -120,6 +120,16 @@ pub struct Measure {
 }
 
 impl Measure {
+    /// Whether the measure ranks the combined score (itself, or under panic sites first): it
+    /// ranks the groups split by that score ([`crate::analysis::Analysis::with_combined`]).
+    pub fn is_combined(&self) -> bool {
+        match self.kind {
+            Kind::Combined => true,
+            Kind::StackFirst(base) => stack_base(base).is_combined(),
+            _ => false,
+        }
+    }
+
     /// Whether the measure's score is a probability (Doric's measures).
     pub fn is_probability(&self) -> bool {
         match self.kind {
@@ -248,6 +258,7 @@ pub static STACK_FIRST: &[Measure] = &[
     stack_first!("stack-dstar2", "dstar2"),
     stack_first!("stack-gp13", "gp13"),
     stack_first!("stack-cl", "cl"),
+    stack_first!("stack-combined", "combined"),
 ];
 
 /// The combined ranking ([`crate::combined`]).
