@@ -381,8 +381,9 @@ pub struct OutputArgs {
     #[arg(long, value_name = "N", default_value_t = 10, value_parser = at_least_one)]
     pub top: usize,
     /// Suspiciousness measure(s) to rank by (repeatable; `cargo sfl measures` lists them)
-    /// [default: combined: coverage, backtraces and each line's text, weighed as fitted on the
-    /// project's benchmarks; `cargo sfl explain FILE:LINE` shows the parts].
+    /// [default: stack-combined: the lines where failing tests' own operations panicked, then
+    /// coverage, backtraces and each line's text weighed as fitted on the project's benchmarks;
+    /// `cargo sfl explain FILE:LINE` shows the parts].
     #[arg(long, short = 'm', value_name = "NAME", value_parser = measure_name)]
     pub measure: Vec<String>,
     /// Add 0.5 to ef, ep, nf and np before each formula (the convention of Doric's

@@ -530,11 +530,11 @@ mod tests {
         );
         assert_eq!(
             names(ReportConfig::resolve_measures(&[], Format::Json).unwrap()),
-            ["combined"]
+            ["stack-combined"]
         );
         assert_eq!(
             names(ReportConfig::resolve_measures(&[], Format::Html).unwrap())[..2],
-            ["combined", "stack-ochiai"]
+            ["stack-combined", "stack-ochiai"]
         );
         assert_eq!(ReportConfig::resolve_measures(&[], Format::Html).unwrap().len(), 7);
         assert!(ReportConfig::resolve_measures(&["nope".into()], Format::Human).is_err());

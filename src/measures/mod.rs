@@ -273,7 +273,7 @@ pub static COMBINED: &[Measure] = &[Measure {
 }];
 
 /// The default measure.
-pub const DEFAULT: &str = "combined";
+pub const DEFAULT: &str = "stack-combined";
 
 /// Every measure: the spectrum catalogue, then Doric's, then CP, then the stack-first rankings.
 pub fn all() -> impl Iterator<Item = &'static Measure> {

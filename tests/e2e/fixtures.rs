@@ -58,11 +58,11 @@ const MEASURES: [&str; 10] = [
 ];
 
 /// The default ranking.
-const DEFAULT: &str = "combined";
+const DEFAULT: &str = "stack-combined";
 
 /// The rank each of these rankings must give every fixture's fault, at worst. stack-ochiai puts
-/// it first everywhere; the combined ranking, whose weights were fitted on the benchmarks and not
-/// on the fixtures, may put a condition directly above the faulty statement first (in
+/// it first everywhere; the default (the combined score under panic sites first), whose weights
+/// were fitted on the benchmarks and not on the fixtures, may put a condition directly above the faulty statement first (in
 /// `workspace`, `if p > 100 {` above `return p;`: the guard is as likely a fix as the statement
 /// it guards), so it must rank the fault within the first two entries.
 const FAULT_RANK_AT_WORST: [(&str, f64); 2] = [("stack-ochiai", 1.0), (DEFAULT, 2.0)];
