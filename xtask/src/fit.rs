@@ -163,7 +163,7 @@ impl Version {
         for (k, x) in keys.iter_mut().zip(&self.rows) {
             if x[op] > 0.0 {
                 k.tier = Tier::Stack;
-                k.value = x[op] * span * 2.0 + k.value;
+                k.value += x[op] * span * 2.0;
             }
         }
         keys
