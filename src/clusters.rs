@@ -59,17 +59,12 @@ pub fn failure_clusters(spectra: &Spectra) -> Option<Clusters> {
             link(&mut col.ones_and(&fail), &mut parent);
         }
     }
-    let unit = spectra.unit_index();
     let mut on_stack: Vec<Vec<usize>> = vec![Vec::new(); spectra.units.len()];
-    for (t, test) in spectra.tests.iter().enumerate().filter(|(t, _)| fail.contains(*t)) {
-        for f in &test.stack {
-            if let Some(&u) = unit.get(&(f.file.as_str(), f.line))
-                && on_stack[u].last() != Some(&t)
-            {
-                on_stack[u].push(t);
-            }
+    crate::evidence::ranked_frames(spectra, |t, u, _| {
+        if on_stack[u].last() != Some(&t) {
+            on_stack[u].push(t);
         }
-    }
+    });
     for tests in &on_stack {
         link(&mut tests.iter().copied(), &mut parent);
     }

@@ -84,14 +84,13 @@ pub fn features(a: &Analysis) -> LineFeatures {
     let kinds: Vec<LineKind> = ties.iter().map(|t| t.kind).collect();
     let points = evidence::panic_points(s);
     let op_points = evidence::operation_panic_points(s);
-    let op_reach = evidence::operation_panic_reach(s, &kinds);
     let any_reach = evidence::any_panic_reach(s, &kinds);
     let failing = a.failing.len().max(1) as f64;
 
     let mut ochiai = vec![None; s.units.len()];
     for g in &a.groups {
         let c = g.counts;
-        let v = crate::measures::div(c.ef, ((c.ef + c.nf) * (c.ef + c.ep)).sqrt());
+        let v = crate::measures::catalogue::ochiai(c);
         for &u in &g.units {
             ochiai[u] = Some(v);
         }
@@ -124,7 +123,7 @@ pub fn features(a: &Analysis) -> LineFeatures {
                 }),
                 (f64::from(points[u]) / failing).min(1.0),
                 (f64::from(op_points[u]) / failing).min(1.0),
-                reach(op_reach[u]),
+                t.near,
                 reach(any_reach[u]),
                 f64::from(u8::from(t.kind == LineKind::Structural)),
                 t.prior,
@@ -140,24 +139,20 @@ pub fn features(a: &Analysis) -> LineFeatures {
 /// test's backtrace (depth counted over frames on ranked lines, innermost 0).
 fn stack_function_weights(a: &Analysis) -> HashMap<u32, f64> {
     let s = a.spectra;
-    let unit = s.unit_index();
     let mut w: HashMap<u32, f64> = HashMap::new();
-    for &t in &a.failing {
-        let mut seen = Vec::new();
-        let mut depth = 0;
-        for f in &s.tests[t].stack {
-            let Some(&u) = unit.get(&(f.file.as_str(), f.line)) else {
-                continue;
-            };
-            if let Some(Some(func)) = s.unit_function.get(u)
-                && !seen.contains(func)
-            {
-                seen.push(*func);
-                *w.entry(*func).or_default() += 1.0 / f64::from(1 + depth);
-            }
-            depth += 1;
+    // The functions already counted for the current test (frames come test by test).
+    let mut seen: Vec<u32> = Vec::new();
+    evidence::ranked_frames(s, |_, u, depth| {
+        if depth == 0 {
+            seen.clear();
         }
-    }
+        if let Some(Some(func)) = s.unit_function.get(u)
+            && !seen.contains(func)
+        {
+            seen.push(*func);
+            *w.entry(*func).or_default() += 1.0 / f64::from(1 + depth);
+        }
+    });
     w
 }
 

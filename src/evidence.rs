@@ -282,23 +282,32 @@ pub fn ties(spectra: &Spectra) -> Vec<Tie> {
 /// Per unit, Σ over failing tests of `1 / (1 + depth)` of the unit on the test's backtrace
 /// (depth counted over the test's frames on units, innermost 0; a unit counts once per test).
 fn stack_weights(spectra: &Spectra) -> Vec<f64> {
-    let unit = spectra.unit_index();
     let mut w = vec![0.0; spectra.units.len()];
-    for t in spectra.tests.iter().filter(|t| t.outcome.is_failing()) {
-        let mut depth = 0;
-        let mut seen = Vec::new();
-        for f in &t.stack {
-            let Some(&u) = unit.get(&(f.file.as_str(), f.line)) else {
-                continue;
-            };
-            if !seen.contains(&u) {
-                seen.push(u);
-                w[u] += 1.0 / f64::from(1 + depth);
-            }
-            depth += 1;
+    // The units already counted for the current test (frames come test by test).
+    let mut seen: Vec<usize> = Vec::new();
+    ranked_frames(spectra, |_, u, depth| {
+        if depth == 0 {
+            seen.clear();
+        }
+        if !seen.contains(&u) {
+            seen.push(u);
+            w[u] += 1.0 / f64::from(1 + depth);
+        }
+    });
+    w
+}
+
+/// Calls `visit(test, unit, depth)` for every frame of every failing test's backtrace that is on
+/// a unit, innermost first, test by test; `depth` counts the test's frames on units before it
+/// (innermost 0, so `depth == 0` starts a test).
+pub fn ranked_frames(spectra: &Spectra, mut visit: impl FnMut(usize, usize, u32)) {
+    let unit = spectra.unit_index();
+    for (t, test) in spectra.tests.iter().enumerate().filter(|(_, t)| t.outcome.is_failing()) {
+        let units = test.stack.iter().filter_map(|f| unit.get(&(f.file.as_str(), f.line)));
+        for (depth, &u) in (0u32..).zip(units) {
+            visit(t, u, depth);
         }
     }
-    w
 }
 
 /// Per unit, the number of failing tests whose backtrace first enters ranked code there (their
