@@ -197,26 +197,16 @@ fn evaluate(
         // The combined ranking ranks this crate by weights fitted without it (cross-validation),
         // when the fit held it out.
         let weights = cache.join(format!("weights-{}.json", r.krate));
-        let mut extra: Vec<String> = Vec::new();
+        let weights_arg = weights.display().to_string();
+        let mut extra: Vec<&str> = Vec::new();
         if let Some(w) = crate::fit::fold_weights(out_dir, &r.krate) {
             std::fs::write(
                 &weights,
                 serde_json::json!({"features": w.features, "weights": w.weights}).to_string(),
             )?;
-            extra = vec!["--weights".into(), weights.display().to_string()];
+            extra = vec!["--weights", &weights_arg];
         }
-        let with = |more: &[&str]| -> Vec<String> {
-            extra
-                .iter()
-                .cloned()
-                .chain(more.iter().map(|m| m.to_string()))
-                .collect()
-        };
-        let eval = |more: &[&str]| {
-            let args = with(more);
-            let args: Vec<&str> = args.iter().map(String::as_str).collect();
-            report::eval(sfl, spectra, &faults, &args)
-        };
+        let eval = |more: &[&str]| report::eval(sfl, spectra, &faults, &[extra.as_slice(), more].concat());
         match eval(&[])? {
             Some(line) => sums.add(&report::Evals {
                 line,
