@@ -17,6 +17,8 @@ use crate::error::SflError;
 pub const WRAPPER_ENV: &str = "CARGO_SFL_RUSTC_WRAPPER";
 /// Newline-separated manifest directories of the crates to instrument.
 const INSTRUMENT_DIRS_ENV: &str = "CARGO_SFL_INSTRUMENT_DIRS";
+/// Set for `--mutate`'s plain build: the wrapper caps the members' lints and adds no coverage.
+const PLAIN_ENV: &str = "CARGO_SFL_PLAIN_BUILD";
 /// rustc flags added to the workspace's own crates.
 pub const COVERAGE_FLAGS: &[&str] = &[
     "-C",
@@ -366,6 +368,32 @@ fn instrumented_cargo(
     Ok(cmd)
 }
 
+/// `cargo test --no-run` for `--mutate`'s plain build of a workspace copy: the selection,
+/// `target` as the target dir, JSON messages on stdout, and cargo-sfl as the rustc wrapper
+/// only to cap the members' lints (a mutant's unused value must not fail a
+/// `#![deny(warnings)]` crate): no coverage.
+pub(crate) fn plain_cargo(ws: &Workspace, select: &Selection, target: &Path) -> Result<Command, SflError> {
+    let exe =
+        crate::platform::current_exe().map_err(|e| SflError::Setup(format!("cannot find own executable: {e}")))?;
+    let mut cmd = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
+    cmd.args(["test", "--no-run", "--message-format=json", "--color=never", "--quiet"]);
+    cmd.arg("--target-dir").arg(target);
+    let mut select = select.clone();
+    select.doc = false;
+    cargo_selection_args(&mut cmd, &select);
+    let dirs: Vec<String> = ws
+        .members
+        .iter()
+        .filter_map(|m| m.manifest_path.parent().map(|d| d.to_string()))
+        .collect();
+    cmd.env("RUSTC_WRAPPER", &exe)
+        .env(WRAPPER_ENV, "1")
+        .env(PLAIN_ENV, "1")
+        .env(INSTRUMENT_DIRS_ENV, dirs.join("\n"))
+        .env_remove(crate::edges::RUNTIME_ENV);
+    Ok(cmd)
+}
+
 /// Runs a cargo build, forwarding its stderr above a spinner, handing each artifact of the
 /// JSON stream to `on_artifact` and collecting build scripts' `rustc-env`.
 fn stream(
@@ -419,7 +447,7 @@ fn stream(
 }
 
 /// Records one artifact of the test build: a test binary of a member, or another executable.
-fn add_artifact(ws: &Workspace, built: &mut Built, art: cargo_metadata::Artifact) {
+pub(crate) fn add_artifact(ws: &Workspace, built: &mut Built, art: cargo_metadata::Artifact) {
     let Some(exe) = art.executable else { return };
     if built.tests.iter().any(|t| t.path == exe.as_std_path()) || built.others.iter().any(|o| o == exe.as_std_path()) {
         return;
@@ -698,7 +726,9 @@ pub fn rustc_wrapper() -> ! {
     let rest: Vec<OsString> = args.collect();
     let mut cmd = Command::new(rustc);
     cmd.args(&rest);
-    if should_instrument(&rest) {
+    if should_instrument(&rest) && std::env::var_os(PLAIN_ENV).is_some() {
+        cmd.arg("--cap-lints=allow");
+    } else if should_instrument(&rest) {
         cmd.args(COVERAGE_FLAGS);
         if let Some(rt) = std::env::var_os(crate::edges::RUNTIME_ENV) {
             let edges = std::env::var_os(crate::edges::LINES_ONLY_ENV).is_none();

@@ -271,6 +271,16 @@ pub struct ExecutionArgs {
     /// profile's `junit.path` is honoured.
     #[arg(long, value_name = "FILE")]
     pub junit: Option<PathBuf>,
+    /// Mutation analysis of the top suspects (Metallaxis-FL): mutate the first lines of each
+    /// ranking (operators, conditions, constants, statements) in a copy of the workspace, build
+    /// the mutants into a few plain builds, re-run the failing tests and the passing tests that
+    /// ran each line, and re-order those lines by how their mutants change the failures. Costs
+    /// a few builds and a run per mutant and test.
+    #[arg(long)]
+    pub mutate: bool,
+    /// With --mutate: how many lines of each ranking are mutated.
+    #[arg(long, value_name = "N", default_value_t = crate::mutate::DEFAULT_LINES, requires = "mutate")]
+    pub mutate_lines: usize,
 }
 
 impl From<SelectionArgs> for config::Selection {
@@ -310,6 +320,7 @@ impl From<ExecutionArgs> for config::Execution {
             partition: e.partition,
             save_spectra: e.save_spectra,
             junit: e.junit,
+            mutate: e.mutate.then_some(e.mutate_lines),
         }
     }
 }

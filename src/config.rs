@@ -114,6 +114,9 @@ pub struct Execution {
     pub save_spectra: Option<PathBuf>,
     /// `--junit FILE`: the run as JUnit XML.
     pub junit: Option<PathBuf>,
+    /// `--mutate`: re-order the first N lines of each ranking by mutation analysis
+    /// ([`crate::mutate`]).
+    pub mutate: Option<usize>,
 }
 
 /// What a test may take under plain `cargo test` before it counts as hanging (nextest's

@@ -43,6 +43,7 @@ pub mod testcode;
 pub mod evidence;
 pub mod combined;
 pub mod clusters;
+pub mod mutate;
 pub mod rank;
 pub mod diff;
 

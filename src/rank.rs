@@ -69,6 +69,28 @@ impl Ranking<'_> {
     }
 }
 
+impl Ranking<'_> {
+    /// Re-orders the entries with a key (`keys[i]` of entry `i`) among the places those
+    /// entries hold, highest key first (ties keep their order); entries without a key stay
+    /// where they are. Entries tie only if they tied before and have the same key.
+    pub fn reorder_within(&mut self, keys: &[Option<f64>]) {
+        let places: Vec<usize> = (0..self.entries.len()).filter(|&i| keys[i].is_some()).collect();
+        let mut moved: Vec<usize> = places.clone();
+        moved.sort_by(|&a, &b| keys[b].unwrap_or(0.0).total_cmp(&keys[a].unwrap_or(0.0)));
+        let old = self.entries.clone();
+        let mut new_keys = keys.to_vec();
+        for (&place, &from) in places.iter().zip(&moved) {
+            self.entries[place] = old[from].clone();
+            new_keys[place] = keys[from];
+        }
+        let key_of: std::collections::HashMap<usize, Option<f64>> =
+            self.entries.iter().zip(&new_keys).map(|(x, k)| (x.group, *k)).collect();
+        assign_mid_ranks(self.analysis, &mut self.entries, |a, b| {
+            a.rank == b.rank && key_of[&a.group] == key_of[&b.group]
+        });
+    }
+}
+
 /// Ranks every group of `analysis` by `measure`.
 pub fn rank<'m>(analysis: &'m Analysis<'m>, measure: &'m Measure, opts: &Options) -> Ranking<'m> {
     rank_only(analysis, measure, opts, None)

@@ -53,6 +53,20 @@ fn note_clusters(spectra: &Spectra) {
 
 /// Ranks and writes the report; returns the exit code.
 pub fn emit(spectra: &Spectra, out: &ReportConfig) -> anyhow::Result<i32> {
+    emit_with(spectra, out, None)
+}
+
+/// What `--mutate` runs: the mutation analysis of the asked-for lines.
+pub type Mutator<'a> = dyn Fn(&[(String, u32)]) -> Result<crate::mutate::Mutation, SflError> + 'a;
+
+/// [`emit`] with `--mutate`: the first `lines` lines of each ranking mutated and re-ordered
+/// by `mutator` before the report is written. When the mutation analysis fails, the report
+/// is the plain one, with a warning.
+pub fn emit_mutated(spectra: &Spectra, out: &ReportConfig, lines: usize, mutator: &Mutator) -> anyhow::Result<i32> {
+    emit_with(spectra, out, Some((lines, mutator)))
+}
+
+fn emit_with(spectra: &Spectra, out: &ReportConfig, mutate: Option<(usize, &Mutator)>) -> anyhow::Result<i32> {
     let whole = spectra;
     let mut converted = Default::default();
     let Prepared {
@@ -81,7 +95,25 @@ pub fn emit(spectra: &Spectra, out: &ReportConfig) -> anyhow::Result<i32> {
     if out.order == Order::Ht {
         order_by_ht(&analyses, &mut rankings, &opts, out.ht);
     }
+    let mut mutation = None;
+    if mutate.is_some() && out.granularity != crate::config::Granularity::Line {
+        ui::warn("--mutate re-orders lines: it is not run at --granularity function");
+    }
+    if let Some((lines, mutator)) = mutate
+        && summary.failing() > 0
+        && out.granularity == crate::config::Granularity::Line
+    {
+        match mutator(&crate::mutate::lines_to_mutate(&rankings, lines)) {
+            Ok(m) => {
+                crate::mutate::reorder(&mut rankings, &m);
+                ui::status("Mutated", m.summary());
+                mutation = Some(m);
+            }
+            Err(e) => ui::warn(format!("--mutate failed, so the rankings are not re-ordered: {e}")),
+        }
+    }
     let view = report::View {
+        mutation: mutation.as_ref(),
         opts,
         top: out.top,
         diff_base: out.diff_base.as_deref(),

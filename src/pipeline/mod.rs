@@ -29,7 +29,13 @@ pub fn run(cfg: &RunConfig) -> anyhow::Result<i32> {
     }
     let Collected { spectra, saving } = collect(cfg)?;
     write_junit(cfg, &spectra)?;
-    let reported = emit(&spectra, &cfg.report);
+    let reported = match cfg.execution.mutate {
+        Some(lines) => {
+            let mutator = |asked: &[(String, u32)]| crate::mutate::mutate(cfg, &spectra, asked);
+            emit::emit_mutated(&spectra, &cfg.report, lines, &mutator)
+        }
+        None => emit(&spectra, &cfg.report),
+    };
     saving.wait()?;
     reported
 }

@@ -20,6 +20,9 @@ struct JsonReport<'a> {
     diff_base: Option<&'a str>,
     tests: Vec<JsonTest<'a>>,
     rankings: Vec<JsonRanking<'a>>,
+    /// With --mutate: each mutated line's score, each viable mutant's kills, and the cost.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    mutation: Option<&'a crate::mutate::Mutation>,
 }
 
 #[derive(Serialize)]
@@ -219,6 +222,7 @@ pub fn json<'a>(a: &'a Analysis, rankings: &[Ranking], view: &View<'a>) -> Strin
                 units: r.entries.iter().map(|x| json_entry(r.analysis, view, x)).collect(),
             })
             .collect(),
+        mutation: view.mutation,
     };
     let mut s = serde_json::to_string_pretty(&report).expect("report serialises");
     s.push('\n');

@@ -73,6 +73,8 @@ pub struct View<'a> {
     /// At `--granularity function`: each unit's function name (unit `u` is the spectra's
     /// function `u`, whose extent `Spectra::functions[u]` gives). `None` for lines.
     pub function_names: Option<&'a [String]>,
+    /// `--mutate`'s results, when it ran.
+    pub mutation: Option<&'a crate::mutate::Mutation>,
 }
 
 impl View<'_> {
@@ -365,6 +367,7 @@ mod tests {
             top: 3,
             diff_base: None,
             function_names: None,
+            mutation: None,
         }
     }
 

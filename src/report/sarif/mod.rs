@@ -425,6 +425,7 @@ mod tests {
             top: 10,
             diff_base: None,
             function_names,
+            mutation: None,
         }
     }
 
