@@ -727,7 +727,10 @@ pub fn rustc_wrapper() -> ! {
     let mut cmd = Command::new(rustc);
     cmd.args(&rest);
     if should_instrument(&rest) && std::env::var_os(PLAIN_ENV).is_some() {
-        cmd.arg("--cap-lints=allow");
+        // A cap already given (RUSTFLAGS) stands: rustc refuses two.
+        if !rest.iter().any(|a| a.to_str().is_some_and(|a| a.starts_with("--cap-lints"))) {
+            cmd.arg("--cap-lints=allow");
+        }
     } else if should_instrument(&rest) {
         cmd.args(COVERAGE_FLAGS);
         if let Some(rt) = std::env::var_os(crate::edges::RUNTIME_ENV) {

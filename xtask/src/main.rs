@@ -15,6 +15,7 @@ mod fit;
 mod fuzz;
 mod ht_bench;
 mod measures_bench;
+mod mutate_bench;
 mod panic4r_bench;
 mod readme;
 mod screenshots;
@@ -100,6 +101,9 @@ enum Bench {
     /// --data) and evaluate every measure: bench-results/panic4r.md and panic4r.json.
     #[command(long_about = panic4r_bench::ABOUT)]
     Panic4r(panic4r_bench::Args),
+    /// What `cargo sfl --mutate` gains and costs on a sample of the injected faults and on
+    /// reproduced Panic4R bugs: bench-results/mutate.md and mutate.json.
+    Mutate(mutate_bench::Args),
     /// Test-run time with edge recording against `--no-edges` on the same crates, and CP's
     /// solve time on their CFGs and on synthetic ones up to `--blocks`.
     Edges {
@@ -186,6 +190,7 @@ fn main() -> Result<()> {
         }),
         Xtask::Bench(Bench::Corpus { crates, output_dir }) => corpus_bench::run(&crates, &root().join(output_dir)),
         Xtask::Bench(Bench::Panic4r(args)) => panic4r_bench::run_bench(&args),
+        Xtask::Bench(Bench::Mutate(args)) => mutate_bench::run(&args),
         Xtask::Soak(args) => soak::run(&args),
         Xtask::Fuzz(args) => fuzz::run(&args),
         Xtask::Readme { check } => readme::run(check),

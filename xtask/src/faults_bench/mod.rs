@@ -315,7 +315,7 @@ impl Runner {
 
 /// Writes the mutated files of a version into the working copy; returns the faults (each
 /// mutation's lines in the mutated file), or `None` when a mutation does not apply.
-fn mutate(pristine: &Path, work: &Path, muts: &[&Mutation]) -> Result<Option<Vec<Fault>>> {
+pub(crate) fn mutate(pristine: &Path, work: &Path, muts: &[&Mutation]) -> Result<Option<Vec<Fault>>> {
     let mut by_file: BTreeMap<&str, Vec<&Mutation>> = BTreeMap::new();
     for m in muts {
         by_file.entry(m.file.as_str()).or_default().push(m);
@@ -338,7 +338,7 @@ fn mutate(pristine: &Path, work: &Path, muts: &[&Mutation]) -> Result<Option<Vec
 }
 
 /// Puts the pristine files back into the working copy.
-fn restore(pristine: &Path, work: &Path, muts: &[&Mutation]) -> Result<()> {
+pub(crate) fn restore(pristine: &Path, work: &Path, muts: &[&Mutation]) -> Result<()> {
     for m in muts {
         std::fs::copy(pristine.join(&m.file), work.join(&m.file))?;
     }
@@ -346,7 +346,7 @@ fn restore(pristine: &Path, work: &Path, muts: &[&Mutation]) -> Result<()> {
 }
 
 /// The pristine sources and the working copy of a crate of the benchmark.
-fn dirs(work_root: &Path, name: &str, version: &str) -> Result<(PathBuf, PathBuf)> {
+pub(crate) fn dirs(work_root: &Path, name: &str, version: &str) -> Result<(PathBuf, PathBuf)> {
     let pristine = fetch_crate(name, version, &work_root.join("src"))?;
     let work = work_root.join("faults").join(name).join("work");
     if !work.join("Cargo.toml").exists() {
@@ -368,7 +368,7 @@ fn cargo_mutants(tools: &Path) -> Result<PathBuf> {
 }
 
 /// Evenly spread sample of `n` items (deterministic).
-fn spread<T: Clone>(items: &[T], n: usize) -> Vec<T> {
+pub(crate) fn spread<T: Clone>(items: &[T], n: usize) -> Vec<T> {
     if items.len() <= n {
         return items.to_vec();
     }

@@ -154,6 +154,41 @@ pub fn run_bench(args: &Args) -> Result<()> {
     evaluate(&sfl, &cache, (&records, not_run), &crates, &out_dir)
 }
 
+/// Prepares a reproduced bug again (as its recorded run did: lockfile, features) and hands
+/// `measure` a `cargo sfl` command for it, its manifest and the fix lines; the bug's build
+/// directory is removed afterwards.
+pub fn mutate_bug<T>(
+    sfl: &Path,
+    data: &Path,
+    record: &Record,
+    dir: &Path,
+    measure: impl FnOnce(std::process::Command, &Path, &[(String, u32)]) -> Result<T>,
+) -> Result<T> {
+    let bug_dir = bugs_of(data, &record.krate)
+        .into_iter()
+        .find(|(b, _)| *b == record.bug)
+        .map(|(_, d)| d)
+        .ok_or_else(|| anyhow::anyhow!("{} is not in {}", record.bug, data.display()))?;
+    let p = prepare::prepare(&bug_dir, dir)?;
+    if record.lockfile == "updated" {
+        std::process::Command::new(env!("CARGO"))
+            .arg("update")
+            .current_dir(&p.workspace_root)
+            .output()?;
+    }
+    let all_features = record.notes.iter().any(|n| n.contains("--all-features"));
+    let target = dir.with_file_name(format!("target-mutate-{}", record.bug));
+    let cmd = run::sfl_command(sfl, &p, &target, all_features);
+    let faults = cargo_sfl::faults::load(&dir.join("faults.toml")).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let lines: Vec<(String, u32)> = faults
+        .iter()
+        .flat_map(|f| f.lines.iter().map(|&l| (f.file.clone(), l)))
+        .collect();
+    let got = measure(cmd, &p.crate_dir.join("Cargo.toml"), &lines);
+    let _ = std::fs::remove_dir_all(&target);
+    got
+}
+
 /// One bug: its cached record, or prepared and run now (None: not run, with --eval-only).
 fn attempt(
     runner: &run::Runner,

@@ -145,24 +145,8 @@ impl Runner<'_> {
         if !self.builds.borrow().contains(&target) {
             self.builds.borrow_mut().push(target.clone());
         }
-        let mut cmd = Command::new(self.sfl);
-        cmd.args(["sfl", "--color", "never", "--format", "json", "--test-timeout", "120"])
-            .arg("--save-spectra")
-            .arg(spectra)
-            .arg("--manifest-path")
-            .arg(p.crate_dir.join("Cargo.toml"))
-            .arg("--target-dir")
-            .arg(&target);
-        if all_features {
-            cmd.arg("--all-features");
-        } else if !p.manifest.features.is_empty() {
-            cmd.arg("--features").arg(p.manifest.features.join(","));
-        }
-        if !p.manifest.default_features && !all_features {
-            cmd.arg("--no-default-features");
-        }
-        // Old crates deny lints that today's compiler has added: warnings only.
-        cmd.env("RUSTFLAGS", "--cap-lints=warn");
+        let mut cmd = sfl_command(self.sfl, p, &target, all_features);
+        cmd.arg("--save-spectra").arg(spectra);
         let log_path = dir.join("sfl.log");
         let log = std::fs::File::create(&log_path)?;
         cmd.stdout(Stdio::null()).stderr(log);
@@ -174,8 +158,30 @@ impl Runner<'_> {
     }
 }
 
+/// `cargo sfl` on a prepared bug, JSON report on stdout: its manifest, features and build
+/// directory (`target`), with `--all-features` when the suite builds only so.
+pub fn sfl_command(sfl: &Path, p: &Prepared, target: &Path, all_features: bool) -> Command {
+    let mut cmd = Command::new(sfl);
+    cmd.args(["sfl", "--color", "never", "--format", "json", "--test-timeout", "120"])
+        .arg("--manifest-path")
+        .arg(p.crate_dir.join("Cargo.toml"))
+        .arg("--target-dir")
+        .arg(target);
+    if all_features {
+        cmd.arg("--all-features");
+    } else if !p.manifest.features.is_empty() {
+        cmd.arg("--features").arg(p.manifest.features.join(","));
+    }
+    if !p.manifest.default_features && !all_features {
+        cmd.arg("--no-default-features");
+    }
+    // Old crates deny lints that today's compiler has added: warnings only.
+    cmd.env("RUSTFLAGS", "--cap-lints=warn");
+    cmd
+}
+
 /// The exit code, or None when the command (and its process group) was killed at the limit.
-fn run_with_timeout(cmd: &mut Command, limit: Duration) -> Result<Option<i32>> {
+pub fn run_with_timeout(cmd: &mut Command, limit: Duration) -> Result<Option<i32>> {
     use std::os::unix::process::CommandExt;
     let mut child = cmd.process_group(0).spawn()?;
     let started = Instant::now();
