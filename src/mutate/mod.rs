@@ -212,6 +212,17 @@ pub fn mutate(cfg: &RunConfig, spectra: &Spectra, lines: &[(String, u32)]) -> Re
             }
             let before = alive.len();
             alive = prune(alive, &ranges, &errors, &files, &copy, &mutants);
+            ui::detail(format!(
+                "--mutate: round {}: {} compiler errors ({}); {} of {before} sites left",
+                r + 1,
+                errors.len(),
+                errors
+                    .iter()
+                    .map(|e| format!("{}:{}:{}", e.file.display(), e.line, e.column_start))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                alive.len()
+            ));
             if alive.len() == before || alive.is_empty() {
                 break;
             }

@@ -12,6 +12,7 @@ mod exits;
 mod explain;
 mod fixtures;
 mod formats;
+mod mutate;
 mod nextest;
 mod oracle;
 mod reliability;
@@ -38,6 +39,7 @@ fn main() {
         edges::trials(),
         stacks::trials(),
         clusters::trials(),
+        mutate::trials(),
         doctests::trials(),
         nextest::trials(),
         docs::trials(),
