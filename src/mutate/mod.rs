@@ -139,6 +139,13 @@ fn normalise(message: Option<&str>) -> String {
     out
 }
 
+/// The two passes over a round's mutants.
+#[derive(Clone, Copy)]
+enum Phase {
+    Failing,
+    Passing,
+}
+
 /// A test of the spectra as the plain build runs it.
 struct PlainTest {
     /// Index into `Spectra::tests`.
@@ -255,35 +262,57 @@ pub fn mutate(cfg: &RunConfig, spectra: &Spectra, lines: &[(String, u32)]) -> Re
         }
         let base_fail = baseline.as_ref().expect("set above");
         result.failing_tests = base_fail.len() as u32;
-        // Each mutant: the failing tests, and the passing tests that ran its line.
+        // Each mutant runs the failing tests; one that changes none of them scores 0 whatever
+        // the passing tests do, so only the others run the passing tests that ran their line.
         let units = spectra.unit_index();
         let passing_mask = spectra.passing_mask();
-        let mut runs: Vec<(u32, &PlainTest)> = Vec::new();
+        let mut ids: Vec<(u32, usize)> = Vec::new();
         for s in &alive {
             for &(id, k) in &s.mutants {
                 viable[k] = true;
+                ids.push((id, k));
+            }
+        }
+        for phase in [Phase::Failing, Phase::Passing] {
+            let mut runs: Vec<(u32, &PlainTest)> = Vec::new();
+            for &(id, k) in &ids {
                 let m = &mutants[k];
                 let covered = units
                     .get(&(files[m.0].0.as_str(), m.1.line))
                     .map(|&u| &spectra.coverage[u]);
                 for t in &tests {
-                    let failing = base_fail.contains_key(&t.record);
-                    let passing_here = passing_mask.contains(t.record) && covered.is_some_and(|c| c.contains(t.record));
-                    if failing || passing_here {
+                    let wanted = match phase {
+                        Phase::Failing => base_fail.contains_key(&t.record),
+                        Phase::Passing => {
+                            counts[id as usize - 1].0 > 0
+                                && passing_mask.contains(t.record)
+                                && covered.is_some_and(|c| c.contains(t.record))
+                        }
+                    };
+                    if wanted {
                         runs.push((id, t));
                     }
                 }
             }
-        }
-        spinner.set_message(format!("round {} of {}: {} test runs", r + 1, rounds.len(), runs.len()));
-        let got = run_all(&runs, &built, &copy_ws, &target, &base, cfg);
-        result.runs += runs.len() as u32;
-        for ((id, t), (outcome, message)) in runs.iter().zip(got) {
-            let c = &mut counts[*id as usize - 1];
-            c.2 += 1;
-            match base_fail.get(&t.record) {
-                Some((o, m)) => c.0 += u32::from(*o != outcome || *m != message),
-                None => c.1 += u32::from(outcome != Outcome::Passed),
+            spinner.set_message(format!(
+                "round {} of {}: {} runs of {} tests",
+                r + 1,
+                rounds.len(),
+                runs.len(),
+                match phase {
+                    Phase::Failing => "failing",
+                    Phase::Passing => "passing",
+                }
+            ));
+            let got = run_all(&runs, &built, &copy_ws, &target, &base, cfg);
+            result.runs += runs.len() as u32;
+            for ((id, t), (outcome, message)) in runs.iter().zip(got) {
+                let c = &mut counts[*id as usize - 1];
+                c.2 += 1;
+                match base_fail.get(&t.record) {
+                    Some((o, m)) => c.0 += u32::from(*o != outcome || *m != message),
+                    None => c.1 += u32::from(outcome != Outcome::Passed),
+                }
             }
         }
     }
