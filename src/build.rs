@@ -728,7 +728,10 @@ pub fn rustc_wrapper() -> ! {
     cmd.args(&rest);
     if should_instrument(&rest) && std::env::var_os(PLAIN_ENV).is_some() {
         // A cap already given (RUSTFLAGS) stands: rustc refuses two.
-        if !rest.iter().any(|a| a.to_str().is_some_and(|a| a.starts_with("--cap-lints"))) {
+        if !rest
+            .iter()
+            .any(|a| a.to_str().is_some_and(|a| a.starts_with("--cap-lints")))
+        {
             cmd.arg("--cap-lints=allow");
         }
     } else if should_instrument(&rest) {

@@ -174,11 +174,24 @@ pub fn mutate(cfg: &RunConfig, spectra: &Spectra, lines: &[(String, u32)]) -> Re
     for (f, l) in lines {
         by_file.entry(f.as_str()).or_default().push(*l);
     }
+    // Every crate root of the copy names std as `__sfl_std` (the switch's path), so that
+    // `#![no_std]` crates can read the variable too; on its first line, so no line moves.
+    let roots = crate_roots(&ws);
+    let mut based: BTreeMap<String, String> = BTreeMap::new();
+    for rel in &roots {
+        if let Ok(text) = std::fs::read_to_string(ws.root.join(rel)) {
+            based.insert(rel.clone(), schema::name_std(&text));
+        }
+    }
     let mut files: Vec<(String, String)> = Vec::new();
     let mut mutants: Vec<(usize, Mutant)> = Vec::new();
     for (rel, ls) in &by_file {
-        let Ok(text) = std::fs::read_to_string(ws.root.join(rel)) else {
-            continue;
+        let text = match based.get(*rel) {
+            Some(t) => t.clone(),
+            None => match std::fs::read_to_string(ws.root.join(rel)) {
+                Ok(t) => t,
+                Err(_) => continue,
+            },
         };
         let Some(found) = sites::mutants(&text, ls) else {
             ui::detail(format!("--mutate: syn cannot parse {rel}; its lines are not mutated"));
@@ -187,6 +200,10 @@ pub fn mutate(cfg: &RunConfig, spectra: &Spectra, lines: &[(String, u32)]) -> Re
         let k = files.len();
         files.push((rel.to_string(), text));
         mutants.extend(found.into_iter().map(|m| (k, m)));
+    }
+    for (rel, text) in &based {
+        let path = copy.join(rel);
+        write_if_changed(&path, text).map_err(|e| setup(format!("cannot write {}: {e}", path.display())))?;
     }
     let mut result = Mutation::default();
     let mut counts: Vec<(u32, u32, u32)> = vec![(0, 0, 0); mutants.len()];
@@ -318,8 +335,10 @@ pub fn mutate(cfg: &RunConfig, spectra: &Spectra, lines: &[(String, u32)]) -> Re
     }
     spinner.finish_and_clear();
     // The copy goes back to the original text, so the next run's copy is cheap.
-    for (rel, text) in &files {
-        let _ = write_if_changed(&copy.join(rel), text);
+    for rel in files.iter().map(|(rel, _)| rel).chain(based.keys()) {
+        if let Ok(text) = std::fs::read(ws.root.join(rel)) {
+            let _ = std::fs::write(copy.join(rel), text);
+        }
     }
     let failing = result.failing_tests;
     let mut per_line: BTreeMap<(usize, u32), LineScore> = BTreeMap::new();
@@ -368,6 +387,30 @@ pub fn mutate(cfg: &RunConfig, spectra: &Spectra, lines: &[(String, u32)]) -> Re
         .sort_by(|a, b| (a.file.as_str(), a.line).cmp(&(b.file.as_str(), b.line)));
     result.seconds = started.elapsed().as_secs_f64();
     Ok(result)
+}
+
+/// The workspace-relative source files of the members' library and binary targets.
+fn crate_roots(ws: &Workspace) -> Vec<String> {
+    let mut out: Vec<String> = ws
+        .members
+        .iter()
+        .flat_map(|m| &m.targets)
+        .filter(|t| {
+            t.kind.iter().any(|k| {
+                matches!(
+                    k,
+                    cargo_metadata::TargetKind::Lib
+                        | cargo_metadata::TargetKind::RLib
+                        | cargo_metadata::TargetKind::ProcMacro
+                        | cargo_metadata::TargetKind::Bin
+                )
+            })
+        })
+        .filter_map(|t| ws.relative(t.src_path.as_std_path()))
+        .collect();
+    out.sort();
+    out.dedup();
+    out
 }
 
 /// The copy's manifest: the one asked for (or the workspace root's), at the same place in the

@@ -10,12 +10,26 @@ use super::sites::{Mutant, line_starts};
 /// The variable whose value selects the mutant a test process runs.
 pub const MUTANT_ENV: &str = "CARGO_SFL_MUTANT";
 
+/// The name crate roots give std ([`name_std`]): `#![no_std]` crates have none of their own.
+const STD: &str = "__sfl_std";
+
 /// The expression that reads the selected mutant's number once per site (cached).
 fn switch() -> String {
     format!(
-        "({{ static __SFL_MUTANT: ::std::sync::OnceLock<u32> = ::std::sync::OnceLock::new(); \
-         *__SFL_MUTANT.get_or_init(|| ::std::env::var(\"{MUTANT_ENV}\").ok().and_then(|v| v.parse().ok()).unwrap_or(0)) }})"
+        "({{ static __SFL_MUTANT: ::{STD}::sync::OnceLock<u32> = ::{STD}::sync::OnceLock::new(); \
+         *__SFL_MUTANT.get_or_init(|| ::{STD}::env::var(\"{MUTANT_ENV}\").ok().and_then(|v| v.parse().ok()).unwrap_or(0)) }})"
     )
+}
+
+/// A crate root's text with `extern crate std as __sfl_std;` after its last line: no line
+/// moves. Tests link std, `#![no_std]` or not.
+pub fn name_std(text: &str) -> String {
+    let newline = if text.ends_with('\n') || text.is_empty() {
+        ""
+    } else {
+        "\n"
+    };
+    format!("{text}{newline}#[allow(unused_extern_crates)] extern crate std as {STD};\n")
 }
 
 /// Mutants that replace the same range: one `match` on the switch.
@@ -158,6 +172,16 @@ mod tests {
         assert!(out.contains("{ 2 => {} _ => { f(x); } }\n"), "{out}");
         assert_eq!(&out[ranges[0].0..ranges[0].0 + 7], "(match ");
         assert!(out[ranges[1].0..ranges[1].1].ends_with("f(x); } }"));
+    }
+
+    #[test]
+    fn crate_roots_name_std_without_moving_a_line() {
+        let root = "#![no_std]\n//! Docs.\n\npub fn f() {}";
+        let named = name_std(root);
+        assert_eq!(
+            named,
+            "#![no_std]\n//! Docs.\n\npub fn f() {}\n#[allow(unused_extern_crates)] extern crate std as __sfl_std;\n"
+        );
     }
 
     #[test]
