@@ -335,20 +335,8 @@ fn instrumented_cargo(
     runtime: Option<&Runtime>,
     args: &[&str],
 ) -> Result<Command, SflError> {
-    let exe =
-        crate::platform::current_exe().map_err(|e| SflError::Setup(format!("cannot find own executable: {e}")))?;
-    let mut cmd = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
-    cmd.args(args).arg("--message-format=json-render-diagnostics");
-    cmd.arg("--target-dir").arg(&ws.build_dir);
-    cargo_selection_args(&mut cmd, select);
-    let dirs: Vec<String> = ws
-        .members
-        .iter()
-        .filter_map(|m| m.manifest_path.parent().map(|d| d.to_string()))
-        .collect();
-    cmd.env("RUSTC_WRAPPER", &exe)
-        .env(WRAPPER_ENV, "1")
-        .env(INSTRUMENT_DIRS_ENV, dirs.join("\n"));
+    let mut cmd = wrapped_cargo(ws, select, &ws.build_dir, args)?;
+    cmd.arg("--message-format=json-render-diagnostics");
     match runtime {
         Some(rt) => cmd.env(crate::edges::RUNTIME_ENV, &rt.object),
         None => cmd.env_remove(crate::edges::RUNTIME_ENV),
@@ -373,14 +361,23 @@ fn instrumented_cargo(
 /// only to cap the members' lints (a mutant's unused value must not fail a
 /// `#![deny(warnings)]` crate): no coverage.
 pub(crate) fn plain_cargo(ws: &Workspace, select: &Selection, target: &Path) -> Result<Command, SflError> {
+    let mut select = select.clone();
+    select.doc = false;
+    let mut cmd = wrapped_cargo(ws, &select, target, &["test", "--no-run"])?;
+    cmd.args(["--message-format=json", "--color=never", "--quiet"])
+        .env(PLAIN_ENV, "1")
+        .env_remove(crate::edges::RUNTIME_ENV);
+    Ok(cmd)
+}
+
+/// `cargo <args>` into `target` for the selection, with cargo-sfl as the rustc wrapper of the
+/// workspace's members.
+fn wrapped_cargo(ws: &Workspace, select: &Selection, target: &Path, args: &[&str]) -> Result<Command, SflError> {
     let exe =
         crate::platform::current_exe().map_err(|e| SflError::Setup(format!("cannot find own executable: {e}")))?;
     let mut cmd = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
-    cmd.args(["test", "--no-run", "--message-format=json", "--color=never", "--quiet"]);
-    cmd.arg("--target-dir").arg(target);
-    let mut select = select.clone();
-    select.doc = false;
-    cargo_selection_args(&mut cmd, &select);
+    cmd.args(args).arg("--target-dir").arg(target);
+    cargo_selection_args(&mut cmd, select);
     let dirs: Vec<String> = ws
         .members
         .iter()
@@ -388,9 +385,7 @@ pub(crate) fn plain_cargo(ws: &Workspace, select: &Selection, target: &Path) -> 
         .collect();
     cmd.env("RUSTC_WRAPPER", &exe)
         .env(WRAPPER_ENV, "1")
-        .env(PLAIN_ENV, "1")
-        .env(INSTRUMENT_DIRS_ENV, dirs.join("\n"))
-        .env_remove(crate::edges::RUNTIME_ENV);
+        .env(INSTRUMENT_DIRS_ENV, dirs.join("\n"));
     Ok(cmd)
 }
 

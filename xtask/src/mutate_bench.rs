@@ -74,23 +74,31 @@ pub fn run(args: &Args) -> Result<()> {
                 Some(o) => o,
                 None if args.eval_only => continue,
                 None => {
-                    let (pristine, work) = crate::faults_bench::dirs(&root.join("target/bench"), name, version_of(name))?;
+                    let (pristine, work) =
+                        crate::faults_bench::dirs(&root.join("target/bench"), name, version_of(name))?;
                     let muts: Vec<&crate::faults_bench::Mutation> = r.mutations.iter().collect();
                     let faults = crate::faults_bench::mutate(&pristine, &work, &muts)?.unwrap_or_default();
                     let lines: Vec<(String, u32)> = faults
                         .iter()
                         .flat_map(|f| f.lines.iter().map(|&l| (f.file.clone(), l)))
                         .collect();
-                    let mut cmd = Command::new(&sfl);
-                    cmd.args(["sfl", "-q", "--test-timeout", "10", "--format", "json", "--manifest-path"])
-                        .arg(work.join("Cargo.toml"));
-                    let o = measure(("faults", name, &r.id), (&sfl, cmd), &work.join("Cargo.toml"), &lines, args)?;
+                    let cmd = crate::faults_bench::sfl_command(&sfl, &work);
+                    let o = measure(
+                        ("faults", name, &r.id),
+                        (&sfl, cmd),
+                        &work.join("Cargo.toml"),
+                        &lines,
+                        args,
+                    )?;
                     crate::faults_bench::restore(&pristine, &work, &muts)?;
                     save(&path, &o)?;
                     o
                 }
             };
-            eprintln!("   {:<10} {} before {:?} after {:?} ({:.0}s)", name, o.id, o.before, o.after, o.total_seconds);
+            eprintln!(
+                "   {:<10} {} before {:?} after {:?} ({:.0}s)",
+                name, o.id, o.before, o.after, o.total_seconds
+            );
             all.push(o);
         }
     }
@@ -151,7 +159,16 @@ fn measure(
     let after = json_of(cmd, Duration::from_secs(args.timeout));
     let before = {
         let mut c = Command::new(sfl);
-        c.args(["sfl", "report", "--format", "json", "--color", "never", "--manifest-path"]).arg(manifest);
+        c.args([
+            "sfl",
+            "report",
+            "--format",
+            "json",
+            "--color",
+            "never",
+            "--manifest-path",
+        ])
+        .arg(manifest);
         json_of(c, Duration::from_secs(120))
     };
     o.total_seconds = started.elapsed().as_secs_f64();
@@ -244,7 +261,10 @@ fn panic4r(args: &Args, sfl: &Path, cache: &Path) -> Result<Vec<Outcome>> {
             Some(o) => o,
             None if args.eval_only => continue,
             None => {
-                let data = args.data.as_deref().ok_or_else(|| anyhow::anyhow!("--panic4r needs --data"))?;
+                let data = args
+                    .data
+                    .as_deref()
+                    .ok_or_else(|| anyhow::anyhow!("--panic4r needs --data"))?;
                 let o = crate::panic4r_bench::mutate_bug(sfl, data, &record, &dir, |cmd, manifest, lines| {
                     measure(("panic4r", &record.krate, &bug), (sfl, cmd), manifest, lines, args)
                 })?;
@@ -252,7 +272,10 @@ fn panic4r(args: &Args, sfl: &Path, cache: &Path) -> Result<Vec<Outcome>> {
                 o
             }
         };
-        eprintln!("   {bug:<22} before {:?} after {:?} ({:.0}s) {}", o.before, o.after, o.total_seconds, o.error);
+        eprintln!(
+            "   {bug:<22} before {:?} after {:?} ({:.0}s) {}",
+            o.before, o.after, o.total_seconds, o.error
+        );
         out.push(o);
     }
     Ok(out)
@@ -274,7 +297,10 @@ fn summary(all: &[Outcome], args: &Args) -> (String, Value) {
     md.push_str("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
     let mut json = serde_json::Map::new();
     for bench in ["faults", "panic4r"] {
-        let v: Vec<&Outcome> = all.iter().filter(|o| o.benchmark == bench && o.error.is_empty()).collect();
+        let v: Vec<&Outcome> = all
+            .iter()
+            .filter(|o| o.benchmark == bench && o.error.is_empty())
+            .collect();
         if v.is_empty() {
             continue;
         }

@@ -270,19 +270,9 @@ impl Runner {
         let status = if !ok {
             "error".to_string()
         } else {
-            let out = Command::new(&self.sfl)
-                .args([
-                    "sfl",
-                    "-q",
-                    "--test-timeout",
-                    "10",
-                    "--format",
-                    "json",
-                    "--save-spectra",
-                ])
+            let out = sfl_command(&self.sfl, work)
+                .arg("--save-spectra")
                 .arg(&spectra)
-                .arg("--manifest-path")
-                .arg(work.join("Cargo.toml"))
                 .stdout(Stdio::null())
                 .stderr(Stdio::null())
                 .status()?;
@@ -311,6 +301,22 @@ impl Runner {
         known.insert(key, record.clone());
         Ok(record)
     }
+}
+
+/// `cargo sfl` as the benchmark runs it on a version's working copy (JSON report on stdout).
+pub(crate) fn sfl_command(sfl: &Path, work: &Path) -> Command {
+    let mut cmd = Command::new(sfl);
+    cmd.args([
+        "sfl",
+        "-q",
+        "--test-timeout",
+        "10",
+        "--format",
+        "json",
+        "--manifest-path",
+    ])
+    .arg(work.join("Cargo.toml"));
+    cmd
 }
 
 /// Writes the mutated files of a version into the working copy; returns the faults (each
