@@ -194,6 +194,21 @@ mod tests {
     }
 
     #[test]
+    fn reordering_moves_keyed_entries_among_their_places_only() {
+        // Four single-line entries ranked u0 (wong1 3), u1 (2), u2 (1), u3 (0).
+        let s = matrix(&["111-", "110-", "100-", "000+"]);
+        let a = Analysis::new(&s, true);
+        let mut r = rank(&a, find("wong1").unwrap(), &Options::default());
+        let units = |r: &Ranking| r.entries.iter().map(|x| a.groups[x.group].units[0]).collect::<Vec<_>>();
+        assert_eq!(units(&r), vec![0, 1, 2]);
+        // u0 and u2 have keys (u2's higher): they swap; u1, without one, keeps its place.
+        r.reorder_within(&[Some(0.1), None, Some(0.9)]);
+        assert_eq!(units(&r), vec![2, 1, 0]);
+        let ranks: Vec<f64> = r.entries.iter().map(|x| x.rank).collect();
+        assert_eq!(ranks, vec![1.0, 2.0, 3.0]);
+    }
+
+    #[test]
     fn groups_count_their_lines_in_line_ranks() {
         // u1, u2 identical; u3 alone; u4 identical to nothing.
         let s = matrix(&["1110-", "1100-", "0001+", "0011+"]);
