@@ -18,6 +18,9 @@ pub struct Args {
     /// Single-fault versions per crate of the faults benchmark (spread over its cached ones).
     #[arg(long, default_value_t = 3)]
     pub per_crate: usize,
+    /// Only these crates of the faults benchmark (by name).
+    #[arg(long = "crate")]
+    pub crates: Vec<String>,
     /// Panic4R bugs to run (names such as idna-1; comma-separated); `all` for every reproduced
     /// bug; none by default.
     #[arg(long, value_delimiter = ',')]
@@ -63,6 +66,9 @@ pub fn run(args: &Args) -> Result<()> {
     let sfl = crate::build_sfl()?;
     let mut all = Vec::new();
     for (name, _) in crate::faults_bench::CRATES {
+        if !args.crates.is_empty() && !args.crates.iter().any(|c| c == name) {
+            continue;
+        }
         let dir = root.join("target/bench/faults").join(name);
         let records: Vec<_> = crate::faults_bench::cached_records(&dir)
             .into_iter()
@@ -76,6 +82,8 @@ pub fn run(args: &Args) -> Result<()> {
                 None => {
                     let (pristine, work) =
                         crate::faults_bench::dirs(&root.join("target/bench"), name, version_of(name))?;
+                    // The path the cached builds were made under (target/bench may be a link).
+                    let work = work.canonicalize()?;
                     let muts: Vec<&crate::faults_bench::Mutation> = r.mutations.iter().collect();
                     let faults = crate::faults_bench::mutate(&pristine, &work, &muts)?.unwrap_or_default();
                     let lines: Vec<(String, u32)> = faults
@@ -156,9 +164,15 @@ fn measure(
         error: String::new(),
     };
     cmd.arg("--mutate").arg("--mutate-lines").arg(args.lines.to_string());
+    let log = crate::root()
+        .join("target/bench/mutate/logs")
+        .join(format!("{benchmark}-{krate}-{id}.log"));
+    std::fs::create_dir_all(log.parent().expect("a file"))?;
+    cmd.stderr(std::fs::File::create(&log)?);
     let after = json_of(cmd, Duration::from_secs(args.timeout));
     let before = {
         let mut c = Command::new(sfl);
+        c.stderr(Stdio::null());
         c.args([
             "sfl",
             "report",
@@ -196,7 +210,7 @@ fn measure(
 fn json_of(mut cmd: Command, limit: Duration) -> Result<Value> {
     use std::os::unix::process::CommandExt;
     let out_path = std::env::temp_dir().join(format!("sfl-mutate-bench-{}.json", std::process::id()));
-    cmd.stdout(std::fs::File::create(&out_path)?).stderr(Stdio::null());
+    cmd.stdout(std::fs::File::create(&out_path)?);
     let mut child = cmd.process_group(0).spawn()?;
     let started = Instant::now();
     let status = loop {
@@ -242,7 +256,7 @@ fn position(report: &Value, lines: &[(String, u32)]) -> Option<usize> {
 
 /// The reproduced Panic4R bugs asked for, prepared again and run with `--mutate`.
 fn panic4r(args: &Args, sfl: &Path, cache: &Path) -> Result<Vec<Outcome>> {
-    let bench = crate::root().join("target/bench/panic4r");
+    let bench = crate::root().join("target/bench/panic4r").canonicalize()?;
     let mut out = Vec::new();
     let mut bugs: Vec<String> = std::fs::read_dir(&bench)?
         .flatten()
