@@ -61,7 +61,11 @@ impl Workspace {
         let mut cmd = MetadataCommand::new();
         cmd.no_deps();
         if let Some(p) = manifest_path {
-            cmd.manifest_path(p);
+            // Through a symbolic link, the manifest's path is not the one the compiler records
+            // (it runs in the package's directory, whose path the system gives resolved):
+            // every path of the workspace is taken resolved, so the coverage maps' files are
+            // recognised as its own.
+            cmd.manifest_path(p.canonicalize().unwrap_or_else(|_| p.to_path_buf()));
         }
         let meta = cmd.exec().map_err(|e| SflError::Metadata(e.to_string()))?;
         let members: Vec<Package> = meta.workspace_packages().into_iter().cloned().collect();

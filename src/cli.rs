@@ -286,7 +286,9 @@ pub struct ExecutionArgs {
 impl From<SelectionArgs> for config::Selection {
     fn from(s: SelectionArgs) -> Self {
         config::Selection {
-            manifest_path: s.manifest_path,
+            // Resolved, as the compiler records the sources' paths (see `Workspace::load`), so
+            // cargo's package ids and the workspace's are the same paths.
+            manifest_path: s.manifest_path.map(|p| p.canonicalize().unwrap_or(p)),
             package: s.package,
             workspace: s.workspace,
             exclude: s.exclude,

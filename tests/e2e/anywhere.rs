@@ -11,10 +11,45 @@ use serde_json::Value;
 use crate::support::{Result, check, copy_fixture, sfl, show};
 
 pub fn trials() -> Vec<Trial> {
-    vec![Trial::test(
-        "anywhere::saved_spectra_rank_the_same_in_any_directory",
-        saved_spectra_rank_the_same_in_any_directory,
-    )]
+    vec![
+        Trial::test(
+            "anywhere::saved_spectra_rank_the_same_in_any_directory",
+            saved_spectra_rank_the_same_in_any_directory,
+        ),
+        Trial::test(
+            "anywhere::a_manifest_path_through_a_link_ranks_as_the_real_one",
+            through_a_link,
+        ),
+    ]
+}
+
+/// `--manifest-path` through a symbolic link to the workspace: the compiler records the
+/// resolved path, and the run still recognises its own files (it once ranked nothing).
+fn through_a_link() -> Result {
+    let tmp = copy_fixture("minmax");
+    let links = tempfile::tempdir()?;
+    let link = links.path().join("linked");
+    std::os::unix::fs::symlink(tmp.path(), &link)?;
+    let out = sfl(
+        &[
+            "--format",
+            "json",
+            "--manifest-path",
+            link.join("Cargo.toml").to_str().ok_or("path")?,
+        ],
+        links.path(),
+    );
+    check(out.status.success(), || show(&out))?;
+    let linked = placeless(&out.stdout)?;
+    let direct = sfl(&["report", "--format", "json"], tmp.path());
+    check(direct.status.success(), || show(&direct))?;
+    let direct = placeless(&direct.stdout)?;
+    check(linked["rankings"] == direct["rankings"], || {
+        format!("through the link:\n{linked:#}\ndirect:\n{direct:#}")
+    })?;
+    check(linked["rankings"][0]["units"][0]["line"] == 16, || {
+        format!("{linked:#}")
+    })
 }
 
 /// A JSON report without what depends on where and when it was made: the workspace root and
