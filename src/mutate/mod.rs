@@ -175,7 +175,7 @@ pub fn mutate(cfg: &RunConfig, spectra: &Spectra, lines: &[(String, u32)]) -> Re
         by_file.entry(f.as_str()).or_default().push(*l);
     }
     // Every crate root of the copy names std as `__sfl_std` (the switch's path), so that
-    // `#![no_std]` crates can read the variable too; on its first line, so no line moves.
+    // `#![no_std]` crates can read the variable too; after its last line, so no line moves.
     let roots = crate_roots(&ws);
     let mut based: BTreeMap<String, String> = BTreeMap::new();
     for rel in &roots {
@@ -233,6 +233,17 @@ pub fn mutate(cfg: &RunConfig, spectra: &Spectra, lines: &[(String, u32)]) -> Re
             if errors.is_empty() {
                 built = Some(b);
                 break;
+            }
+            let ours = |e: &CompileError| files.iter().any(|(rel, _)| copy.join(rel) == e.file);
+            if !errors.iter().any(ours) {
+                let e = &errors[0];
+                return Err(setup(format!(
+                    "the copy of the workspace in {} does not build ({}:{}: an error in no mutated file; \
+                     a path dependency outside the workspace, or a file the build reads from outside it?)",
+                    copy.display(),
+                    e.file.display(),
+                    e.line
+                )));
             }
             let before = alive.len();
             alive = prune(alive, &ranges, &errors, &files, &copy, &mutants);
