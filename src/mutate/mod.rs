@@ -163,6 +163,17 @@ pub fn mutate(cfg: &RunConfig, spectra: &Spectra, lines: &[(String, u32)]) -> Re
         cfg.selection.manifest_path.as_deref(),
         cfg.selection.target_dir.as_deref(),
     )?;
+    // Doctests are not rebuilt for the mutants: a run whose failures are all doctests has
+    // nothing to compare.
+    if !spectra
+        .tests
+        .iter()
+        .any(|t| t.outcome.is_failing() && !t.binary.contains("::doctest/"))
+    {
+        return Err(SflError::Setup(
+            "every failing test is a doctest, and the mutants' builds do not rebuild doctests".into(),
+        ));
+    }
     let base = ws.build_dir.join("mutate");
     let copy = base.join("src");
     let setup = |what: String| SflError::Setup(what);
@@ -345,6 +356,13 @@ pub fn mutate(cfg: &RunConfig, spectra: &Spectra, lines: &[(String, u32)]) -> Re
         }
     }
     spinner.finish_and_clear();
+    if baseline.as_ref().is_some_and(HashMap::is_empty) {
+        return Err(SflError::Setup(
+            "no failing test fails on the plain (uninstrumented) build of the workspace's copy, so no mutant \
+             can change a failure"
+                .into(),
+        ));
+    }
     // The copy goes back to the original text, so the next run's copy is cheap.
     for rel in files.iter().map(|(rel, _)| rel).chain(based.keys()) {
         if let Ok(text) = std::fs::read(ws.root.join(rel)) {
