@@ -163,7 +163,14 @@ fn measure(
         total_seconds: 0.0,
         error: String::new(),
     };
-    cmd.arg("--mutate").arg("--mutate-lines").arg(args.lines.to_string());
+    // The run's spectra, for the ranking before mutation (`report --spectra`): a run with its
+    // own --target-dir keeps its default file there.
+    let spectra = std::env::temp_dir().join(format!("sfl-mutate-bench-{}.spectra.json", std::process::id()));
+    cmd.arg("--mutate")
+        .arg("--mutate-lines")
+        .arg(args.lines.to_string())
+        .arg("--save-spectra")
+        .arg(&spectra);
     let log = crate::root()
         .join("target/bench/mutate/logs")
         .join(format!("{benchmark}-{krate}-{id}.log"));
@@ -182,9 +189,12 @@ fn measure(
             "never",
             "--manifest-path",
         ])
-        .arg(manifest);
+        .arg(manifest)
+        .arg("--spectra")
+        .arg(&spectra);
         json_of(c, Duration::from_secs(120))
     };
+    let _ = std::fs::remove_file(&spectra);
     o.total_seconds = started.elapsed().as_secs_f64();
     match (after, before) {
         (Ok(a), Ok(b)) => {
