@@ -713,13 +713,14 @@ fn write_if_changed(path: &Path, text: &str) -> std::io::Result<()> {
 }
 
 /// The lines `--mutate` mutates: the first `per_ranking` lines of each ranking, in order,
-/// without repeats.
+/// without repeats, passing over the entries a stack-first ranking put first (a failing test
+/// panicked on the line's own operation): they keep their places ([`reorder`]).
 pub fn lines_to_mutate(rankings: &[crate::rank::Ranking], per_ranking: usize) -> Vec<(String, u32)> {
     let mut out: Vec<(String, u32)> = Vec::new();
     for r in rankings {
         let spectra = r.analysis.spectra;
         let mut n = 0;
-        'entries: for x in &r.entries {
+        'entries: for x in r.entries.iter().filter(|x| !x.panicked) {
             for &u in &r.analysis.groups[x.group].units {
                 if n == per_ranking {
                     break 'entries;
@@ -736,7 +737,9 @@ pub fn lines_to_mutate(rankings: &[crate::rank::Ranking], per_ranking: usize) ->
 }
 
 /// Re-orders each ranking's mutated entries (an entry's score: its lines' best) by score
-/// among the places they hold.
+/// among the places they hold. Operation panic sites keep theirs: a panic on a line's own
+/// operation is the stronger evidence (every mutant upstream of it changes the panic's
+/// message, so mutants score the lines above it as high as the line itself).
 pub fn reorder(rankings: &mut [crate::rank::Ranking], mutation: &Mutation) {
     for r in rankings {
         let spectra = r.analysis.spectra;
@@ -744,6 +747,9 @@ pub fn reorder(rankings: &mut [crate::rank::Ranking], mutation: &Mutation) {
             .entries
             .iter()
             .map(|x| {
+                if x.panicked {
+                    return None;
+                }
                 r.analysis.groups[x.group]
                     .units
                     .iter()
