@@ -85,6 +85,24 @@ impl Finder<'_> {
         Some((a.line as u32, self.offset(a)?, self.offset(b)?))
     }
 
+    /// Visits a function body (`const`: a const context).
+    fn function(&mut self, constness: bool, visit: impl FnOnce(&mut Self)) {
+        self.in_fn += 1;
+        if constness {
+            self.constant(visit);
+        } else {
+            visit(self);
+        }
+        self.in_fn -= 1;
+    }
+
+    /// Visits a const context.
+    fn constant(&mut self, visit: impl FnOnce(&mut Self)) {
+        self.depth_const += 1;
+        visit(self);
+        self.depth_const -= 1;
+    }
+
     fn active(&self) -> bool {
         self.in_fn > 0 && self.depth_const == 0
     }
@@ -190,62 +208,37 @@ fn integer_neighbours(lit: &syn::LitInt) -> Vec<String> {
 
 impl<'ast> Visit<'ast> for Finder<'_> {
     fn visit_item_fn(&mut self, f: &'ast syn::ItemFn) {
-        let constness = f.sig.constness.is_some();
-        self.depth_const += u32::from(constness);
-        self.in_fn += 1;
-        syn::visit::visit_item_fn(self, f);
-        self.in_fn -= 1;
-        self.depth_const -= u32::from(constness);
+        self.function(f.sig.constness.is_some(), |v| syn::visit::visit_item_fn(v, f));
     }
 
     fn visit_impl_item_fn(&mut self, f: &'ast syn::ImplItemFn) {
-        let constness = f.sig.constness.is_some();
-        self.depth_const += u32::from(constness);
-        self.in_fn += 1;
-        syn::visit::visit_impl_item_fn(self, f);
-        self.in_fn -= 1;
-        self.depth_const -= u32::from(constness);
+        self.function(f.sig.constness.is_some(), |v| syn::visit::visit_impl_item_fn(v, f));
     }
 
     fn visit_trait_item_fn(&mut self, f: &'ast syn::TraitItemFn) {
-        let constness = f.sig.constness.is_some();
-        self.depth_const += u32::from(constness);
-        self.in_fn += 1;
-        syn::visit::visit_trait_item_fn(self, f);
-        self.in_fn -= 1;
-        self.depth_const -= u32::from(constness);
+        self.function(f.sig.constness.is_some(), |v| syn::visit::visit_trait_item_fn(v, f));
     }
 
     fn visit_item_const(&mut self, i: &'ast syn::ItemConst) {
-        self.depth_const += 1;
-        syn::visit::visit_item_const(self, i);
-        self.depth_const -= 1;
+        self.constant(|v| syn::visit::visit_item_const(v, i));
     }
 
     fn visit_item_static(&mut self, i: &'ast syn::ItemStatic) {
-        self.depth_const += 1;
-        syn::visit::visit_item_static(self, i);
-        self.depth_const -= 1;
+        self.constant(|v| syn::visit::visit_item_static(v, i));
     }
 
     fn visit_impl_item_const(&mut self, i: &'ast syn::ImplItemConst) {
-        self.depth_const += 1;
-        syn::visit::visit_impl_item_const(self, i);
-        self.depth_const -= 1;
+        self.constant(|v| syn::visit::visit_impl_item_const(v, i));
     }
 
     fn visit_expr_const(&mut self, e: &'ast syn::ExprConst) {
-        self.depth_const += 1;
-        syn::visit::visit_expr_const(self, e);
-        self.depth_const -= 1;
+        self.constant(|v| syn::visit::visit_expr_const(v, e));
     }
 
     fn visit_expr_repeat(&mut self, e: &'ast syn::ExprRepeat) {
         self.visit_expr(&e.expr);
         // The length is a const context.
-        self.depth_const += 1;
-        self.visit_expr(&e.len);
-        self.depth_const -= 1;
+        self.constant(|v| v.visit_expr(&e.len));
     }
 
     fn visit_type(&mut self, _: &'ast syn::Type) {
