@@ -223,6 +223,9 @@ pub fn mutate(cfg: &RunConfig, spectra: &Spectra, lines: &[(String, u32)]) -> Re
     let rounds = schema::rounds(&mutants);
     let manifest = copy_manifest(&ws, cfg.selection.manifest_path.as_deref(), &copy)?;
     let target = base.join("target");
+    let copy_ws = Workspace::load(Some(&manifest), Some(&target))?;
+    let units = spectra.unit_index();
+    let passing_mask = spectra.passing_mask();
     let mut baseline: Option<HashMap<usize, (Outcome, String)>> = None;
     let spinner = ui::spinner(
         "Mutating",
@@ -232,7 +235,7 @@ pub fn mutate(cfg: &RunConfig, spectra: &Spectra, lines: &[(String, u32)]) -> Re
         let mut alive: Vec<&schema::Site> = round.iter().collect();
         let mut built = None;
         for _ in 0..MAX_BUILDS_PER_ROUND {
-            let ranges = write_round(&copy, &files, &alive, &mutants)?;
+            let written = write_round(&copy, &files, &alive, &mutants)?;
             spinner.set_message(format!(
                 "round {} of {}: building {} sites",
                 r + 1,
@@ -240,7 +243,7 @@ pub fn mutate(cfg: &RunConfig, spectra: &Spectra, lines: &[(String, u32)]) -> Re
                 alive.len()
             ));
             result.builds += 1;
-            let (b, errors) = build_plain(cfg, &manifest, &copy, &target)?;
+            let (b, errors) = build_plain(cfg, (&copy_ws, &manifest), &copy, &target)?;
             if errors.is_empty() {
                 built = Some(b);
                 break;
@@ -257,7 +260,7 @@ pub fn mutate(cfg: &RunConfig, spectra: &Spectra, lines: &[(String, u32)]) -> Re
                 )));
             }
             let before = alive.len();
-            alive = prune(alive, &ranges, &errors, &files, &copy, &mutants);
+            alive = prune(alive, &written, &errors, &files, &copy, &mutants);
             ui::detail(format!(
                 "--mutate: round {}: {} compiler errors ({}); {} of {before} sites left",
                 r + 1,
@@ -280,7 +283,6 @@ pub fn mutate(cfg: &RunConfig, spectra: &Spectra, lines: &[(String, u32)]) -> Re
             ));
             continue;
         };
-        let copy_ws = Workspace::load(Some(&manifest), Some(&target))?;
         let tests = plain_tests(spectra, &built, cfg);
         let failing: Vec<&PlainTest> = tests
             .iter()
@@ -303,8 +305,6 @@ pub fn mutate(cfg: &RunConfig, spectra: &Spectra, lines: &[(String, u32)]) -> Re
         result.failing_tests = base_fail.len() as u32;
         // Each mutant runs the failing tests; one that changes none of them scores 0 whatever
         // the passing tests do, so only the others run the passing tests that ran their line.
-        let units = spectra.unit_index();
-        let passing_mask = spectra.passing_mask();
         let mut ids: Vec<(u32, usize)> = Vec::new();
         for s in &alive {
             for &(id, k) in &s.mutants {
@@ -455,25 +455,37 @@ fn copy_manifest(ws: &Workspace, asked: Option<&Path>, copy: &Path) -> Result<Pa
     Ok(copy.join(rel))
 }
 
+/// A round's files as written: each file's text, and each live site's range in it (in the
+/// order of the live sites).
+struct Written {
+    texts: Vec<String>,
+    ranges: Vec<(usize, usize)>,
+}
+
 /// Writes every file of the round: the schema's text where it has sites, the original
-/// elsewhere. Returns each site's range in its file's new text.
+/// elsewhere.
 fn write_round(
     copy: &Path,
     files: &[(String, String)],
     alive: &[&schema::Site],
     mutants: &[(usize, Mutant)],
-) -> Result<HashMap<*const schema::Site, (usize, usize)>, SflError> {
-    let mut ranges = HashMap::new();
+) -> Result<Written, SflError> {
+    let mut written = Written {
+        texts: Vec::with_capacity(files.len()),
+        ranges: vec![(0, 0); alive.len()],
+    };
     for (k, (rel, text)) in files.iter().enumerate() {
-        let here: Vec<&schema::Site> = alive.iter().copied().filter(|s| s.file == k).collect();
-        let (new, r) = schema::apply(text, &here, mutants);
-        for (s, range) in here.iter().zip(r) {
-            ranges.insert(*s as *const schema::Site, range);
+        let here: Vec<usize> = (0..alive.len()).filter(|&i| alive[i].file == k).collect();
+        let sites: Vec<&schema::Site> = here.iter().map(|&i| alive[i]).collect();
+        let (new, r) = schema::apply(text, &sites, mutants);
+        for (&i, range) in here.iter().zip(r) {
+            written.ranges[i] = range;
         }
         let path = copy.join(rel);
         write_if_changed(&path, &new).map_err(|e| SflError::Setup(format!("cannot write {}: {e}", path.display())))?;
+        written.texts.push(new);
     }
-    Ok(ranges)
+    Ok(written)
 }
 
 /// A compiler error's primary position.
@@ -491,7 +503,7 @@ struct CompileError {
 /// them), else every site of its file.
 fn prune<'a>(
     alive: Vec<&'a schema::Site>,
-    ranges: &HashMap<*const schema::Site, (usize, usize)>,
+    written: &Written,
     errors: &[CompileError],
     files: &[(String, String)],
     copy: &Path,
@@ -502,18 +514,16 @@ fn prune<'a>(
         let Some(k) = files.iter().position(|(rel, _)| copy.join(rel) == e.file) else {
             continue;
         };
-        let Ok(text) = std::fs::read_to_string(&e.file) else {
-            continue;
-        };
+        let text = &written.texts[k];
         let (Some(a), Some(b)) = (
-            schema::offset(&text, e.line, e.column_start),
-            schema::offset(&text, e.line_end, e.column_end),
+            schema::offset(text, e.line, e.column_start),
+            schema::offset(text, e.line_end, e.column_end),
         ) else {
             continue;
         };
         let mut hit = false;
         for (i, s) in alive.iter().enumerate() {
-            let (start, end) = ranges[&(*s as *const schema::Site)];
+            let (start, end) = written.ranges[i];
             if s.file == k && start <= b.max(a + 1) && a < end {
                 drop[i] = true;
                 hit = true;
@@ -528,7 +538,8 @@ fn prune<'a>(
             };
             let any_risky = alive
                 .iter()
-                .any(|s| s.file == k && !drop_contains(&drop, &alive, s) && risky(s));
+                .zip(&drop)
+                .any(|(s, dropped)| s.file == k && !dropped && risky(s));
             for (i, s) in alive.iter().enumerate() {
                 if s.file == k && (!any_risky || risky(s)) {
                     drop[i] = true;
@@ -544,22 +555,17 @@ fn prune<'a>(
         .collect()
 }
 
-fn drop_contains(drop: &[bool], alive: &[&schema::Site], s: &schema::Site) -> bool {
-    alive.iter().position(|x| std::ptr::eq(*x, s)).is_some_and(|i| drop[i])
-}
-
 /// `cargo test --no-run` of the copy without coverage (lints capped: a mutant's unused
 /// variable must not fail a `#![deny(warnings)]` crate); its test binaries and its errors.
 fn build_plain(
     cfg: &RunConfig,
-    manifest: &Path,
+    (copy_ws, manifest): (&Workspace, &Path),
     copy: &Path,
     target: &Path,
 ) -> Result<(Built, Vec<CompileError>), SflError> {
-    let copy_ws = Workspace::load(Some(manifest), Some(target))?;
     let mut select = cfg.selection.clone();
     select.manifest_path = Some(manifest.to_path_buf());
-    let mut cmd = crate::build::plain_cargo(&copy_ws, &select, target)?;
+    let mut cmd = crate::build::plain_cargo(copy_ws, &select, target)?;
     cmd.stdout(Stdio::piped()).stderr(Stdio::null());
     let mut child = cmd
         .spawn()
@@ -569,7 +575,7 @@ fn build_plain(
     let mut errors = Vec::new();
     for msg in Message::parse_stream(BufReader::new(stdout)).map_while(Result::ok) {
         match msg {
-            Message::CompilerArtifact(art) => crate::build::add_artifact(&copy_ws, &mut built, art),
+            Message::CompilerArtifact(art) => crate::build::add_artifact(copy_ws, &mut built, art),
             Message::CompilerMessage(m) if m.message.level == cargo_metadata::diagnostic::DiagnosticLevel::Error => {
                 for s in m.message.spans.iter().filter(|s| s.is_primary) {
                     let f = Path::new(&s.file_name);
@@ -600,7 +606,6 @@ fn build_plain(
             copy.display()
         )));
     }
-    let _ = copy;
     Ok((built, errors))
 }
 
