@@ -62,6 +62,10 @@ impl BitSet {
             })
         })
     }
+    /// Members, in increasing order.
+    pub fn iter(&self) -> impl Iterator<Item = usize> + '_ {
+        self.ones_and(self)
+    }
     /// Little-endian bytes as lowercase hex, trailing zero bytes dropped.
     pub(crate) fn to_hex(&self) -> String {
         let mut bytes: Vec<u8> = self.words.iter().flat_map(|w| w.to_le_bytes()).collect();

@@ -223,7 +223,14 @@ pub struct Built {
 /// Builds the selected tests with coverage (linking `runtime` when given, with edge
 /// instrumentation when it says so), then, when the selection includes doctests, has rustdoc
 /// build and keep those ([`crate::doctest`]); cargo's diagnostics go to the terminal.
-pub fn build(ws: &Workspace, select: &Selection, runtime: Option<&Runtime>) -> Result<Built, SflError> {
+/// `doctests` is asked, once the other tests are built, whether the doctests must be built too
+/// (test selection skips them when it reuses every doctest's row).
+pub fn build(
+    ws: &Workspace,
+    select: &Selection,
+    runtime: Option<&Runtime>,
+    doctests: &mut dyn FnMut(&Built) -> bool,
+) -> Result<Built, SflError> {
     forget_other_roots(ws, select)?;
     let mut built = Built::default();
     let mut script_env = HashMap::new();
@@ -238,7 +245,7 @@ pub fn build(ws: &Workspace, select: &Selection, runtime: Option<&Runtime>) -> R
     }
     // cargo refuses `test --doc` when no selected package has a library (a binary-only crate).
     let libraries = select.doc || ws.selected(select).iter().any(|p| p.targets.iter().any(is_library));
-    if select.doctests() && libraries {
+    if select.doctests() && libraries && doctests(&built) {
         build_doctests(ws, select, runtime, &mut built, &mut script_env)?;
     }
     built.tests.sort_by(|a, b| a.id.cmp(&b.id));

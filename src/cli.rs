@@ -247,10 +247,16 @@ pub struct ExecutionArgs {
     /// [default: the nextest profile's `retries`, else 0]
     #[arg(long, value_name = "N", env = "CARGO_SFL_RETRIES")]
     pub retries: Option<u32>,
-    /// Run every test, even those an interrupted run of the same build and selection already
-    /// finished (by default such a run is resumed: only the rest run).
+    /// Run every test. By default a run re-runs only the tests an edit since the last run can
+    /// affect (those that ran a changed function, failed, or are new) and reuses the other
+    /// tests' coverage, and resumes an interrupted run of the same build.
     #[arg(long)]
     pub rerun: bool,
+    /// Start from spectra saved by another run (e.g. on the base branch, with --save-spectra):
+    /// only the tests that the changes since can affect are run, the rest are reused. Every test
+    /// runs when the toolchain, Cargo.lock, flags or environment differ.
+    #[arg(long, value_name = "FILE", conflicts_with = "rerun")]
+    pub reuse_spectra: Option<PathBuf>,
     /// Do not record control-flow edges: line coverage only (no C compiler needed, faster
     /// tests, but no `cp` measure). Built in a directory of its own.
     #[arg(long)]
@@ -317,6 +323,7 @@ impl From<ExecutionArgs> for config::Execution {
             include_ignored: e.include_ignored,
             retries: e.retries,
             rerun: e.rerun,
+            reuse_spectra: e.reuse_spectra,
             no_edges: e.no_edges,
             keep_profiles: e.keep_profiles,
             partition: e.partition,

@@ -103,8 +103,11 @@ pub struct Execution {
     /// [`Execution::timeout`]'s default for the build.
     pub test_timeout: Option<Duration>,
     pub include_ignored: bool,
-    /// Run every test, even those an interrupted run of the same build already finished.
+    /// Run every test: no test's row is reused from the last run, and an interrupted run is
+    /// not resumed.
     pub rerun: bool,
+    /// `--reuse-spectra FILE`: the run whose rows may be reused (default: the workspace's last).
+    pub reuse_spectra: Option<PathBuf>,
     /// Runs more of a test that did not pass (nextest's `--retries`): flaky if one passes.
     /// `None`: not given (the nextest profile's, else none).
     pub retries: Option<u32>,

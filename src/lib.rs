@@ -24,6 +24,7 @@ pub mod ui;
 
 // Collecting: build → list/run → coverage and edges → spectra.
 pub mod build;
+pub mod select;
 pub mod doctest;
 pub mod list;
 pub mod nextest;

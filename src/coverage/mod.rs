@@ -12,4 +12,4 @@ pub mod profraw;
 pub mod units;
 
 pub use decode::{BinaryCoverage, FileLines, hex};
-pub use units::{LineDecoder, ProfileError, SortedUnits, UnitTable};
+pub use units::{LineDecoder, ProfileError, SortedUnits, UnitTable, function_spans};

@@ -192,20 +192,7 @@ impl<'a> LineDecoder<'a> {
             line_units[file as usize] = units.clone();
         }
         drop(by_layout);
-        for f in cov.map.functions.iter().filter(|f| !f.dummy) {
-            let own = f.regions.iter().filter(|r| r.file_id == 0);
-            let (Some(start), Some(end)) = (own.clone().map(|r| r.line_start).min(), own.map(|r| r.line_end).max())
-            else {
-                continue;
-            };
-            if let Some(Some(path)) = f.files.first().map(|&i| &rel[i as usize]) {
-                table.functions.insert(FunctionSpan {
-                    file: path.clone(),
-                    start,
-                    end,
-                });
-            }
-        }
+        table.functions.extend(spans(&cov.map, &rel));
         Ok(BinaryUnits { cov, line_units, rel })
     }
 
@@ -312,6 +299,40 @@ impl<'a> LineDecoder<'a> {
     pub fn finish(self) -> SortedUnits {
         self.units.into_inner().expect("not poisoned").sorted()
     }
+}
+
+/// The workspace's functions in a coverage map (`rel`: each of its files' workspace-relative
+/// path, `None` when not ours): each function's lines in its own file, closures too.
+fn spans<'m>(
+    map: &'m crate::coverage::covmap::CoverageMap,
+    rel: &'m [Option<String>],
+) -> impl Iterator<Item = FunctionSpan> + 'm {
+    map.functions.iter().filter(|f| !f.dummy).filter_map(|f| {
+        let own = f.regions.iter().filter(|r| r.file_id == 0);
+        let start = own.clone().map(|r| r.line_start).min()?;
+        let end = own.map(|r| r.line_end).max()?;
+        let path = rel.get(*f.files.first()? as usize)?.as_ref()?;
+        Some(FunctionSpan {
+            file: path.clone(),
+            start,
+            end,
+        })
+    })
+}
+
+/// The workspace's functions in the coverage map of the executable at `path`, read on their
+/// own (test selection checks an edit against them before the doctests are built).
+pub fn function_spans(
+    path: &Path,
+    relative: &dyn Fn(&Path) -> Option<String>,
+) -> Result<Vec<FunctionSpan>, DecodeError> {
+    let file = std::fs::File::open(path).map_err(|source| DecodeError::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let info = crate::coverage::covmap::read_binary(&object::ReadCache::new(file))?;
+    let rel: Vec<Option<String>> = info.map.files.iter().map(|f| relative(f)).collect();
+    Ok(spans(&info.map, &rel).collect())
 }
 
 fn file_name(p: &Path) -> String {

@@ -239,6 +239,35 @@ impl<'a> Collector<'a> {
         names.ids.get(&(Arc::from(function), index)).copied()
     }
 
+    /// The id of the block named `(function, index)`; a block no binary read so far has (a
+    /// reused test's, of a binary this run did not build) is added with `lines`.
+    pub fn adopt(&self, function: &str, index: u32, lines: &[(String, u32)]) -> BlockId {
+        let mut names = self.names.lock().expect("not poisoned");
+        let key = (Arc::from(function), index);
+        if let Some(&id) = names.ids.get(&key) {
+            return id;
+        }
+        let lines = lines
+            .iter()
+            .map(|(file, line)| {
+                let next = names.files.len() as u32;
+                let f = *names.file_ids.entry(file.clone()).or_insert(next);
+                if f == next {
+                    names.files.push(file.clone());
+                }
+                (f, *line)
+            })
+            .collect();
+        let id = BlockId(names.blocks.len() as u32);
+        names.blocks.push(NamedBlock {
+            function: key.0.clone(),
+            index,
+            lines,
+        });
+        names.ids.insert(key, id);
+        id
+    }
+
     /// Decodes one test's edge files, turning every problem into a warning on that test.
     /// `single`: as for [`Collector::decode`].
     pub fn decode_test(

@@ -14,9 +14,11 @@ use crate::measures::Counts;
 mod error;
 mod facts;
 mod merge;
+mod snapshot;
 
 pub use error::SpectraError;
 pub use facts::{Hidden, SourceFacts, file_digest, sources_digest};
+pub use snapshot::{FileState, Snapshot, line_hashes};
 
 /// Version tag of the saved-spectra file; bump on any incompatible change.
 pub const SCHEMA: &str = "cargo-sfl-spectra/v3";
@@ -222,6 +224,9 @@ pub struct Spectra {
     /// imported matrices and files saved before schema v3: then they are read where the file
     /// is used).
     pub facts: Option<SourceFacts>,
+    /// What the run saw of the workspace before it built, for the next run's selection of
+    /// tests (absent in imported, merged and older files: the next run then runs every test).
+    pub snapshot: Option<Snapshot>,
     /// The source files whose code a report may show (not saved): `None`, all of them (a run's
     /// own); for a loaded file, those that match their recorded digest
     /// ([`Spectra::check_sources`]).
@@ -255,6 +260,9 @@ struct SavedSpectra {
     /// Schema v3: the source facts ([`SourceFacts`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     facts: Option<facts::SavedFacts>,
+    /// What the run saw before it built ([`Snapshot`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    snapshot: Option<Snapshot>,
 }
 
 /// Just the schema, read before the rest.
@@ -305,6 +313,7 @@ impl Spectra {
             unit_function: Vec::new(),
             edges: None,
             facts: None,
+            snapshot: None,
             shown_sources: None,
         }
     }
@@ -418,6 +427,7 @@ impl Spectra {
             edges: None,
             edges_deflated: self.edges.as_ref().map(crate::edges::deflate_saved),
             facts: self.facts.as_ref().map(|f| f.to_saved(&self.functions)),
+            snapshot: self.snapshot.clone(),
         }
     }
 
@@ -492,6 +502,7 @@ impl Spectra {
             functions: Vec::new(),
             unit_function: Vec::new(),
             facts,
+            snapshot: saved.snapshot,
             shown_sources: None,
             workspace_root: saved.workspace_root,
             tests: saved.tests,
@@ -580,6 +591,7 @@ impl Spectra {
                 .as_ref()
                 .map(|e| e.map_units(|u| self.unit_function[u.index()].map(UnitId))),
             facts: self.facts.as_ref().map(|f| f.for_functions(self.functions.len())),
+            snapshot: None,
             shown_sources: self.shown_sources.clone(),
         }
     }
@@ -613,6 +625,7 @@ impl Spectra {
             unit_function: Vec::new(),
             edges: self.edges.as_ref().map(|e| e.map_units(|u| new_id[u.index()])),
             facts: self.facts.as_ref().map(|f| f.retain(keep)),
+            snapshot: None,
             shown_sources: self.shown_sources.clone(),
         };
         out.set_functions(self.functions.clone());

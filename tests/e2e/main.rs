@@ -17,6 +17,7 @@ mod nextest;
 mod oracle;
 mod reliability;
 mod retries;
+mod select;
 mod shards;
 mod stacks;
 mod support;
@@ -30,6 +31,7 @@ fn main() {
         exits::trials(),
         reliability::trials(),
         retries::trials(),
+        select::trials(),
         formats::trials(),
         shards::trials(),
         anywhere::trials(),

@@ -19,6 +19,7 @@ mod mutate_bench;
 mod panic4r_bench;
 mod readme;
 mod screenshots;
+mod select_bench;
 mod soak;
 
 use std::path::{Path, PathBuf};
@@ -104,6 +105,10 @@ enum Bench {
     /// What `cargo sfl --mutate` gains and costs on a sample of the injected faults and on
     /// reproduced Panic4R bugs: bench-results/mutate.md and mutate.json.
     Mutate(mutate_bench::Args),
+    /// Test selection proven safe and measured: random edits of corpus crates, each run
+    /// selected (from the pristine spectra) and in full, spectra compared test by test, wall
+    /// times against `cargo test` after the same edit: bench-results/select.md and select.json.
+    Select(select_bench::Args),
     /// Test-run time with edge recording against `--no-edges` on the same crates, and CP's
     /// solve time on their CFGs and on synthetic ones up to `--blocks`.
     Edges {
@@ -191,6 +196,7 @@ fn main() -> Result<()> {
         Xtask::Bench(Bench::Corpus { crates, output_dir }) => corpus_bench::run(&crates, &root().join(output_dir)),
         Xtask::Bench(Bench::Panic4r(args)) => panic4r_bench::run_bench(&args),
         Xtask::Bench(Bench::Mutate(args)) => mutate_bench::run(&args),
+        Xtask::Bench(Bench::Select(args)) => select_bench::run(&args),
         Xtask::Soak(args) => soak::run(&args),
         Xtask::Fuzz(args) => fuzz::run(&args),
         Xtask::Readme { check } => readme::run(check),

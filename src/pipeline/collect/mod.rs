@@ -5,6 +5,7 @@ mod assemble;
 mod journal;
 mod lock;
 mod plan;
+mod reuse;
 mod run;
 
 use std::path::{Path, PathBuf};
@@ -80,8 +81,11 @@ pub fn collect(cfg: &RunConfig) -> anyhow::Result<Collected> {
     let lock = lock::DirLock::acquire(&ws.target_dir, |dir| {
         ui::status("Blocking", format!("waiting for lock on {}", dir.display()))
     })?;
-    let rustc = std::thread::spawn(assemble::rustc_version);
-    let built = build_tests(&mut ws, &cfg.selection, exec)?;
+    let rustc = assemble::rustc_version();
+    let snapshot = crate::select::look(&ws, cfg, &rustc);
+    let mut choice = reuse::choose(&ws, cfg, &snapshot)?;
+    let mut doctests_built = true;
+    let built = build_tests(&mut ws, &cfg.selection, exec, &mut choice, &mut doctests_built)?;
     let scratch = fresh_dir(ws.target_dir.join("profiles"))?;
     let relative = |p: &Path| ws.relative(p);
     let binaries = built.tests.iter().map(|t| t.path.clone());
@@ -101,11 +105,18 @@ pub fn collect(cfg: &RunConfig) -> anyhow::Result<Collected> {
             prep_started.elapsed().as_secs_f64() * 1e3
         ),
     );
-    let (journal, outcomes) = session.run_planned(cfg, &plan.jobs)?;
+    let reuse = match &choice {
+        crate::select::Choice::Reuse(r) => Some(&**r),
+        crate::select::Choice::All(_) => None,
+    };
+    let (journal, mut outcomes, reused) = session.run_planned(cfg, &plan.jobs, reuse, doctests_built)?;
     let kept = exec.keep_profiles.then(|| kept_index(&outcomes, &plan.jobs, &built));
+    let mut recorded = plan.recorded;
+    outcomes.extend(reused.doctests);
+    recorded.extend(reused.ignored);
     let spectra = {
-        let mut spectra = assemble::assemble(&ws.root, coverage.finish(), outcomes, plan.recorded, edges);
-        let rustc = rustc.join().unwrap_or_else(|_| "unknown".into());
+        let mut spectra = assemble::assemble(&ws.root, coverage.finish(), outcomes, recorded, edges);
+        spectra.snapshot = Some(snapshot);
         let mut parsed = Parsed::new(&ws.root);
         parsed.absorb(sources);
         assemble::describe_sources(&ws.root, &mut spectra, rustc, &mut parsed);
@@ -319,8 +330,16 @@ fn resume(
 }
 
 /// Builds the workspace's tests (with the edge recorder unless `--no-edges`, in
-/// a directory of its own).
-fn build_tests(ws: &mut Workspace, select: &Selection, exec: &Execution) -> anyhow::Result<Built> {
+/// a directory of its own). With rows to reuse (`choice`), the edit is checked against the
+/// new build's coverage maps, and the doctests are built only when one must run
+/// (`doctests_built` says whether they were); a check that fails makes `choice` run every test.
+fn build_tests(
+    ws: &mut Workspace,
+    select: &Selection,
+    exec: &Execution,
+    choice: &mut crate::select::Choice,
+    doctests_built: &mut bool,
+) -> anyhow::Result<Built> {
     let with_edges = !exec.no_edges;
     if !with_edges {
         ws.build_dir = ws.target_dir.join("lines-only");
@@ -348,7 +367,32 @@ fn build_tests(ws: &mut Workspace, select: &Selection, exec: &Execution) -> anyh
             ws.build_dir.display()
         ),
     );
-    Ok(build::build(ws, select, runtime.as_ref())?)
+    let ws: &Workspace = ws;
+    let relative = |p: &Path| ws.relative(p);
+    let checked = std::cell::Cell::new(false);
+    let check = |built: &Built, choice: &mut crate::select::Choice| -> bool {
+        checked.set(true);
+        let crate::select::Choice::Reuse(reuse) = choice else {
+            return true;
+        };
+        match reuse.doctests_needed(built, &relative) {
+            Ok(needed) => needed,
+            Err(why) => {
+                ui::status("Selecting", format!("every test: {why}"));
+                *choice = crate::select::Choice::All(Some(why));
+                true
+            }
+        }
+    };
+    let built = build::build(ws, select, runtime.as_ref(), &mut |built| {
+        let needed = check(built, choice);
+        *doctests_built = needed;
+        needed
+    })?;
+    if !checked.get() {
+        check(&built, choice);
+    }
+    Ok(built)
 }
 
 /// Makes a test executable's coverage counter updates plain while it runs on one thread
@@ -426,8 +470,38 @@ impl<'a> Session<'a> {
     /// Runs the jobs an interrupted run did not finish ([`resume`]), each outcome kept in the
     /// journal as it arrives. A test that could not even be started is no result: saving it as
     /// failed would overwrite good spectra with a broken matrix.
-    fn run_planned(&self, cfg: &RunConfig, jobs: &[Job]) -> anyhow::Result<(journal::Journal, Vec<JobOutcome>)> {
-        let (mut journal, done) = resume(self, cfg, jobs)?;
+    /// With `reuse`, the jobs whose rows the last run's spectra hold for this edit are not
+    /// run ([`crate::select`]); when the doctests were not built (`doctests_built` false), the
+    /// last run's doctests come back as [`Reused`].
+    fn run_planned(
+        &self,
+        cfg: &RunConfig,
+        jobs: &[Job],
+        reuse: Option<&crate::select::Reuse>,
+        doctests_built: bool,
+    ) -> anyhow::Result<(journal::Journal, Vec<JobOutcome>, Reused)> {
+        let (mut journal, mut done) = resume(self, cfg, jobs)?;
+        let mut reused = Reused::default();
+        if let Some(reuse) = reuse {
+            let ids: Vec<&str> = self.built.tests.iter().map(|t| t.id.as_str()).collect();
+            let (rows, doctests, ignored) = reuse.outcomes(jobs, &ids, doctests_built, self.coverage, self.edges);
+            for (d, row) in done.iter_mut().zip(rows) {
+                if d.is_none() {
+                    *d = row;
+                }
+            }
+            let total = jobs.len() + doctests.len();
+            let run = done.iter().filter(|d| d.is_none()).count();
+            ui::status(
+                "Selected",
+                format!(
+                    "{run} of {total} tests to run; {} reused from the run of {} (--rerun runs them all)",
+                    total - run,
+                    ui::ago(reuse.when)
+                ),
+            );
+            reused = Reused { doctests, ignored };
+        }
         let outcomes = if jobs.is_empty() {
             Vec::new()
         } else {
@@ -436,7 +510,7 @@ impl<'a> Session<'a> {
         if let Some(e) = not_run(&outcomes) {
             return Err(e.into());
         }
-        Ok((journal, outcomes))
+        Ok((journal, outcomes, reused))
     }
 
     /// Lists every binary's tests (their counter updates made plain first, [`relax_counters`]),
@@ -557,6 +631,13 @@ impl<'a> Session<'a> {
             }
         }
     }
+}
+
+/// The last run's doctests, when this run did not build them: every one's row was reused.
+#[derive(Default)]
+struct Reused {
+    doctests: Vec<JobOutcome>,
+    ignored: Vec<crate::spectra::TestRecord>,
 }
 
 /// The error for a run some of whose tests could not be started (a deleted binary, an unwritable

@@ -287,13 +287,13 @@ fn sfl_cmd(sfl: &Path, dir: &Path) -> Command {
 
 /// A command's exit code, merged stdout and stderr, and wall time; killed (with the processes
 /// it started) after `limit`, then the code is `None`.
-struct Ran {
-    code: Option<i32>,
-    output: String,
-    secs: f64,
+pub(crate) struct Ran {
+    pub(crate) code: Option<i32>,
+    pub(crate) output: String,
+    pub(crate) secs: f64,
 }
 
-fn run_merged(cmd: &mut Command, limit: Duration) -> Result<Ran> {
+pub(crate) fn run_merged(cmd: &mut Command, limit: Duration) -> Result<Ran> {
     let (mut reader, writer) = std::io::pipe()?;
     cmd.stdout(writer.try_clone()?)
         .stderr(writer)

@@ -1,0 +1,198 @@
+//! Test selection in a collect ([`crate::select`]): the last run (the workspace's, or
+//! `--reuse-spectra FILE`), what this run must run of it, the check of the edit against the
+//! new build, and the reused rows as job outcomes in this process's ids.
+
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
+
+use super::run::JobOutcome;
+use crate::build::{Built, Workspace};
+use crate::config::RunConfig;
+use crate::coverage::LineDecoder;
+use crate::edges::{Collector, Edge};
+use crate::run::Job;
+use crate::select::{Choice, Reuse, Row};
+use crate::spectra::{EdgeProfiles, Outcome, Snapshot, Spectra, TestRecord};
+use crate::ui;
+
+/// Whether a test binary id is a library's doctests (`pkg::doctest/lib`).
+fn is_doctest(binary: &str) -> bool {
+    binary.contains("::doctest/")
+}
+
+/// The spectra whose rows may be reused: `--reuse-spectra FILE`, else the newer of the
+/// workspace's last run with failures and its last green run.
+fn last_run(ws: &Workspace, cfg: &RunConfig) -> Option<(PathBuf, Result<Spectra, String>)> {
+    let path = match &cfg.execution.reuse_spectra {
+        Some(file) => file.clone(),
+        None => {
+            let main = ws.spectra_path();
+            let green = main.with_file_name("spectra-green.json");
+            let modified = |p: &Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
+            match (modified(&main), modified(&green)) {
+                (_, Some(g)) if modified(&main).is_none_or(|m| g > m) => green,
+                (Some(_), _) => main,
+                _ => return None,
+            }
+        }
+    };
+    let loaded = Spectra::load_with(&path, EdgeProfiles::Load).map_err(|e| e.to_string());
+    Some((path, loaded))
+}
+
+/// What this run does with the last run, said on a status line when it runs every test for
+/// a reason the user may not expect.
+pub(super) fn choose(ws: &Workspace, cfg: &RunConfig, now: &Snapshot) -> Result<Choice, crate::error::SflError> {
+    if cfg.execution.rerun {
+        return Ok(Choice::All(None));
+    }
+    let asked = cfg.execution.reuse_spectra.is_some();
+    let Some((path, loaded)) = last_run(ws, cfg) else {
+        return Ok(Choice::All(None));
+    };
+    let previous = match loaded {
+        Ok(p) => p,
+        // A file the user named must be usable; the workspace's own is only a shortcut.
+        Err(e) if asked => {
+            return Err(crate::error::SflError::Usage(format!(
+                "--reuse-spectra {}: {e}",
+                path.display()
+            )));
+        }
+        Err(e) => {
+            ui::detail(format!(
+                "the last run's spectra ({}) are not usable ({e}): running every test",
+                path.display()
+            ));
+            return Ok(Choice::All(None));
+        }
+    };
+    let choice = crate::select::choose(previous, now, &ws.root);
+    if let Choice::All(Some(why)) = &choice {
+        ui::status("Selecting", format!("every test: {why} since the last run"));
+    }
+    Ok(choice)
+}
+
+impl Reuse {
+    /// Whether the doctests must be built: unless the last run had doctests and every one of
+    /// them may be reused. Asked once the other tests are built: their coverage maps check the
+    /// edit first ([`Reuse::verify`]); a check that fails means every test runs (`Err`).
+    pub(super) fn doctests_needed(
+        &mut self,
+        built: &Built,
+        relative: &dyn Fn(&Path) -> Option<String>,
+    ) -> Result<bool, String> {
+        let mut spans = HashSet::new();
+        for path in built.tests.iter().map(|t| &t.path).chain(&built.others) {
+            match crate::coverage::function_spans(path, relative) {
+                Ok(s) => spans.extend(s),
+                Err(e) => return Err(format!("cannot read the coverage map of {} ({e})", path.display())),
+            }
+        }
+        let demoted = self.verify(&spans)?;
+        if demoted > 0 {
+            ui::detail(format!(
+                "{demoted} more tests run: they ran a function the new build has elsewhere"
+            ));
+        }
+        let mut doctests = self
+            .previous
+            .tests
+            .iter()
+            .zip(&self.reusable)
+            .filter(|(t, _)| is_doctest(&t.binary));
+        let mut any = false;
+        let all_reused = doctests.all(|(t, reused)| {
+            any = true;
+            *reused || t.outcome == Outcome::Ignored
+        });
+        Ok(!(any && all_reused))
+    }
+
+    /// The outcome of every planned job whose row is reused (`None`: it runs), and, when the
+    /// doctests were not built (`doctests_built` false), the last run's doctests: reused rows
+    /// and ignored records.
+    pub(super) fn outcomes(
+        &self,
+        jobs: &[Job],
+        binary_ids: &[&str],
+        doctests_built: bool,
+        coverage: &LineDecoder,
+        edges: Option<&Collector>,
+    ) -> (Vec<Option<JobOutcome>>, Vec<JobOutcome>, Vec<TestRecord>) {
+        let index: HashMap<(&str, String), usize> = self
+            .previous
+            .tests
+            .iter()
+            .enumerate()
+            .map(|(i, t)| ((t.binary.as_str(), self.name_now(&t.name)), i))
+            .collect();
+        let of_job: Vec<Option<usize>> = jobs
+            .iter()
+            .map(|j| {
+                let name = j.name.as_deref().unwrap_or("main");
+                index
+                    .get(&(binary_ids[j.binary], name.to_string()))
+                    .copied()
+                    .filter(|&t| self.reusable[t])
+            })
+            .collect();
+        let wanted: Vec<usize> = of_job.iter().flatten().copied().collect();
+        let mut rows: HashMap<usize, Row> = wanted.iter().copied().zip(self.rows(&wanted)).collect();
+        let done = of_job
+            .iter()
+            .map(|t| t.and_then(|t| rows.remove(&t)).map(|r| outcome(r, coverage, edges)))
+            .collect();
+        let (mut kept, mut ignored) = (Vec::new(), Vec::new());
+        if !doctests_built {
+            let doctests: Vec<usize> = (0..self.previous.tests.len())
+                .filter(|&t| is_doctest(&self.previous.tests[t].binary))
+                .collect();
+            let reused: Vec<usize> = doctests.iter().copied().filter(|&t| self.reusable[t]).collect();
+            kept = self
+                .rows(&reused)
+                .into_iter()
+                .map(|r| outcome(r, coverage, edges))
+                .collect();
+            ignored = doctests
+                .iter()
+                .map(|&t| &self.previous.tests[t])
+                .filter(|t| t.outcome == Outcome::Ignored)
+                .map(|t| TestRecord {
+                    name: self.name_now(&t.name),
+                    ..t.clone()
+                })
+                .collect();
+        }
+        (done, kept, ignored)
+    }
+}
+
+/// A reused row with this process's unit and block ids.
+fn outcome(row: Row, coverage: &LineDecoder, edges: Option<&Collector>) -> JobOutcome {
+    let mut covered = coverage.ids_of(row.lines.iter().map(|(f, l)| (f.as_str(), *l)));
+    covered.sort_unstable();
+    covered.dedup();
+    let mut traversed = Vec::new();
+    if let Some(collector) = edges {
+        let block = |b: &crate::select::BlockRef| collector.adopt(&b.function, b.index, &b.lines);
+        traversed = row
+            .edges
+            .iter()
+            .map(|(from, to)| Edge {
+                from: from.as_ref().map(block),
+                to: block(to),
+            })
+            .collect();
+        traversed.sort_unstable();
+        traversed.dedup();
+    }
+    JobOutcome {
+        record: row.record,
+        covered,
+        profiles: Vec::new(),
+        edges: traversed,
+        not_run: None,
+    }
+}

@@ -1,0 +1,98 @@
+//! What a run saw of the workspace before it built, saved with its spectra: the next run
+//! compares it with what it sees to re-run only the tests an edit can affect
+//! ([`crate::select`]).
+
+use std::collections::BTreeMap;
+
+use base64::Engine;
+use serde::{Deserialize, Serialize};
+
+/// The workspace as a run saw it before it built.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Snapshot {
+    /// When the run started, in seconds since the Unix epoch.
+    pub taken: u64,
+    /// What decides results beyond the packages' files, part by part (`toolchain`,
+    /// `selection`, `env:NAME`, …): a digest each, so the next run can say which changed.
+    pub context: BTreeMap<String, String>,
+    /// Every file of the packages (relative to the workspace root, `/`-separated): Rust
+    /// sources as a hash per line (so an edit is located in its functions), others as a
+    /// digest of their contents.
+    pub files: BTreeMap<String, FileState>,
+}
+
+/// One file of a [`Snapshot`].
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum FileState {
+    /// MD5 of the contents, hex.
+    Digest(String),
+    /// The first 8 bytes of each line's MD5, little-endian, concatenated, base64.
+    Lines(String),
+}
+
+impl FileState {
+    /// A Rust source: a hash per line.
+    pub fn lines(text: &[u8]) -> Self {
+        let mut bytes = Vec::new();
+        for h in line_hashes(text) {
+            bytes.extend_from_slice(&h.to_le_bytes());
+        }
+        FileState::Lines(base64::engine::general_purpose::STANDARD.encode(bytes))
+    }
+
+    /// Any other file: a digest of its contents.
+    pub fn digest(bytes: &[u8]) -> Self {
+        FileState::Digest(super::file_digest(bytes))
+    }
+
+    /// The per-line hashes of a Rust source (`None`: a digest, or not base64).
+    pub fn line_hashes(&self) -> Option<Vec<u64>> {
+        let FileState::Lines(text) = self else { return None };
+        let bytes = base64::engine::general_purpose::STANDARD.decode(text).ok()?;
+        (bytes.len() % 8 == 0).then(|| {
+            bytes
+                .chunks_exact(8)
+                .map(|c| u64::from_le_bytes(c.try_into().expect("8 bytes")))
+                .collect()
+        })
+    }
+}
+
+/// A hash of each line of `text` (lines as [`str::lines`] splits them: `\n` or `\r\n`).
+pub fn line_hashes(text: &[u8]) -> Vec<u64> {
+    use md5::{Digest, Md5};
+    let mut lines: Vec<&[u8]> = text.split(|&b| b == b'\n').collect();
+    if text.ends_with(b"\n") || text.is_empty() {
+        lines.pop();
+    }
+    lines
+        .into_iter()
+        .map(|l| {
+            let l = l.strip_suffix(b"\r").unwrap_or(l);
+            u64::from_le_bytes(Md5::digest(l)[..8].try_into().expect("8 bytes"))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn line_hashes_survive_the_round_trip_and_count_lines_like_str_lines() {
+        let text = b"fn a() {\r\n    1\n}\n";
+        let state = FileState::lines(text);
+        let hashes = state.line_hashes().unwrap();
+        assert_eq!(hashes.len(), std::str::from_utf8(text).unwrap().lines().count());
+        assert_eq!(
+            hashes,
+            line_hashes(b"fn a() {\n    1\n}"),
+            "\\r\\n and a last newline change no line"
+        );
+        assert_ne!(hashes[0], hashes[1]);
+        assert_eq!(FileState::digest(b"x").line_hashes(), None);
+        assert!(line_hashes(b"").is_empty());
+    }
+}

@@ -1,0 +1,137 @@
+//! Test selection: a second run re-runs only the tests an edit can affect, reuses the other
+//! tests' rows (lines moved where the edit moved them), and its spectra equal a full run's;
+//! an edit outside every function, and `--rerun`, run every test; `--reuse-spectra` starts
+//! from a saved file.
+
+use std::path::Path;
+
+use libtest_mimic::Trial;
+
+use crate::support::{Result, check, copy_fixture, sfl, show};
+
+pub fn trials() -> Vec<Trial> {
+    vec![
+        Trial::test(
+            "select::an_edit_reruns_only_the_tests_that_ran_it",
+            an_edit_reruns_only_the_tests_that_ran_it,
+        ),
+        Trial::test(
+            "select::an_edit_outside_functions_or_rerun_runs_every_test",
+            outside_functions_or_rerun,
+        ),
+    ]
+}
+
+/// The "Selected N of M" line's N and M, if the run has one.
+fn selected(out: &std::process::Output) -> Option<(usize, usize)> {
+    let err = String::from_utf8_lossy(&out.stderr);
+    let line = err.lines().map(str::trim).find_map(|l| l.strip_prefix("Selected "))?;
+    let words: Vec<&str> = line.split_whitespace().collect();
+    Some((words.first()?.parse().ok()?, words.get(2)?.parse().ok()?))
+}
+
+fn edit(dir: &Path, from: &str, to: &str) -> Result {
+    let path = dir.join("src/lib.rs");
+    let text = std::fs::read_to_string(&path)?;
+    check(text.contains(from), || format!("{from:?} not in the fixture"))?;
+    std::fs::write(&path, text.replacen(from, to, 1))?;
+    Ok(())
+}
+
+/// The selected run saved at `selected` against a full run of the same sources.
+fn same_as_full(dir: &Path, selected: &Path) -> Result {
+    let full = dir.join("full.json");
+    let out = sfl(&["--rerun", "--save-spectra", full.to_str().unwrap()], dir);
+    check(matches!(out.status.code(), Some(0 | 3)), || show(&out))?;
+    let (a, b) = (
+        cargo_sfl::spectra::Spectra::load(selected)?,
+        cargo_sfl::spectra::Spectra::load(&full)?,
+    );
+    let differences = cargo_sfl::select::differences(&a, &b);
+    check(differences.is_empty(), || {
+        format!("selected and full runs differ: {differences:#?}")
+    })
+}
+
+/// doctest-2021: unit tests `percent_in_range` and `halves`, doctests of `percent` (failing),
+/// `half`, `half_of_even` (should_panic), `double`.
+fn an_edit_reruns_only_the_tests_that_ran_it() -> Result {
+    let tmp = copy_fixture("doctest-2021");
+    let dir = tmp.path();
+    let first = sfl(&[], dir);
+    check(first.status.code() == Some(0), || show(&first))?;
+    check(selected(&first).is_none(), || {
+        format!("a first run selects nothing: {}", show(&first))
+    })?;
+
+    // A statement added to `half`: the tests that ran it run again (the `halves` unit test and
+    // `half`'s doctest), and the failing doctest; the lines below it move one down.
+    edit(
+        dir,
+        "    x / 2\n}\n\n/// Half of an even",
+        "    let x = x;\n    x / 2\n}\n\n/// Half of an even",
+    )?;
+    let sel = dir.join("selected.json");
+    let second = sfl(&["--save-spectra", sel.to_str().unwrap()], dir);
+    check(second.status.code() == Some(0), || show(&second))?;
+    check(selected(&second) == Some((3, 6)), || {
+        format!("3 of 6 tests to run: {}", show(&second))
+    })?;
+    same_as_full(dir, &sel)?;
+
+    // The fault fixed, then an edit of a unit test that no doctest ran: every doctest is
+    // reused, so none is built.
+    edit(dir, "return x; // FAULT: should return top", "return top;")?;
+    let fixed = sfl(&[], dir);
+    check(fixed.status.code() == Some(3), || {
+        format!("no failing test: {}", show(&fixed))
+    })?;
+    edit(
+        dir,
+        "assert_eq!(percent(40), 40);",
+        "let p = percent(40);\n        assert_eq!(p, 40);",
+    )?;
+    let third = sfl(&["--save-spectra", sel.to_str().unwrap()], dir);
+    check(third.status.code() == Some(3), || show(&third))?;
+    check(selected(&third) == Some((1, 6)), || {
+        format!("1 of 6 tests to run: {}", show(&third))
+    })?;
+    check(!String::from_utf8_lossy(&third.stderr).contains("Doc-tests"), || {
+        format!("the doctests were built though none runs: {}", show(&third))
+    })?;
+    same_as_full(dir, &sel)
+}
+
+/// A comment added between two functions runs every test, and says why; `--rerun` runs every
+/// test and says nothing; `--reuse-spectra FILE` starts from that file.
+fn outside_functions_or_rerun() -> Result {
+    let tmp = copy_fixture("doctest-2021");
+    let dir = tmp.path();
+    let base = dir.join("base.json");
+    let first = sfl(&["--save-spectra", base.to_str().unwrap()], dir);
+    check(first.status.code() == Some(0), || show(&first))?;
+    edit(dir, "/// Half of `x`", "// A comment.\n/// Half of `x`")?;
+    let out = sfl(&[], dir);
+    let err = String::from_utf8_lossy(&out.stderr);
+    check(
+        err.contains("Selecting every test: src/lib.rs changed outside a function (line 15)"),
+        || show(&out),
+    )?;
+    let again = sfl(&[], dir);
+    check(selected(&again) == Some((1, 6)), || {
+        format!("only the failing doctest: {}", show(&again))
+    })?;
+    let rerun = sfl(&["--rerun"], dir);
+    check(
+        selected(&rerun).is_none() && !String::from_utf8_lossy(&rerun.stderr).contains("Selecting"),
+        || show(&rerun),
+    )?;
+    // From the file saved before the comment: every test again, for the same reason.
+    let from_base = sfl(&["--reuse-spectra", base.to_str().unwrap()], dir);
+    check(
+        String::from_utf8_lossy(&from_base.stderr).contains("Selecting every test: src/lib.rs changed outside"),
+        || show(&from_base),
+    )?;
+    let missing = sfl(&["--reuse-spectra", "no-such.json"], dir);
+    check(missing.status.code() == Some(2), || show(&missing))
+}

@@ -1,0 +1,569 @@
+//! `cargo xtask bench select`: test selection proven safe and measured. On crates of the corpus
+//! benchmark (each a copy under target/bench/select/NAME), random source edits: mutations
+//! (operators, conditions, constants), removed and added statements, and edits outside every
+//! function. For each edit, from the crate's pristine spectra (`--reuse-spectra`): the selected
+//! run, a full run (`--rerun`) and `cargo test`, each timed; the selected run's spectra must
+//! equal the full run's, test by test (outcome, lines, edges). Tests whose rows differ between
+//! two full runs of the pristine crate (random inputs, timing) are nondeterministic: their
+//! differences are counted apart. Per crate also: a cold run and a warm full run against
+//! `cargo test`. Written to bench-results/select.md and select.json.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use serde::{Deserialize, Serialize};
+
+use crate::corpus_bench::{Ran, run_merged};
+
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// Crates of the corpus benchmark (name-version); default: six quick ones with unit,
+    /// integration and doctests.
+    #[arg(long = "crate")]
+    pub crates: Vec<String>,
+    /// Edits per crate that build (edits that do not compile are drawn again).
+    #[arg(long, default_value_t = 40)]
+    pub edits: usize,
+    /// Seed of the edit sampling.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Warm full runs of each of `cargo sfl` and `cargo test` (alternated; medians).
+    #[arg(long, default_value_t = 3)]
+    pub repeats: usize,
+    /// Only summarise the cached results.
+    #[arg(long)]
+    pub eval_only: bool,
+    #[arg(long, default_value = "bench-results")]
+    pub output_dir: PathBuf,
+}
+
+const DEFAULT: &[&str] = &[
+    "semver-1.0.28",
+    "either-1.19.0",
+    "smallvec-1.16.5",
+    "heck-0.5.0",
+    "bitflags-2.13.2",
+    "indexmap-2.14.2",
+];
+
+/// One edit's result.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+struct Edit {
+    krate: String,
+    file: String,
+    line: u32,
+    kind: String,
+    /// What the edit did (the replaced text and its replacement).
+    change: String,
+    /// Tests the selected run ran, of all.
+    selected: usize,
+    total: usize,
+    /// Why every test ran, when it did.
+    everything: Option<String>,
+    selected_secs: f64,
+    full_secs: f64,
+    cargo_test_secs: f64,
+    /// Differences between the selected and the full run's spectra (nondeterministic tests
+    /// apart).
+    differences: Vec<String>,
+    /// Differences on tests that differ between two full runs of the pristine crate.
+    unstable_differences: usize,
+}
+
+/// One crate's baselines.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+struct CrateRuns {
+    krate: String,
+    cold_sfl_secs: f64,
+    cold_cargo_test_secs: f64,
+    warm_sfl_secs: f64,
+    warm_cargo_test_secs: f64,
+    /// Tests whose rows differ between two full runs of the pristine crate.
+    unstable: Vec<String>,
+    /// Edits that did not compile (drawn again).
+    not_compiling: usize,
+    error: Option<String>,
+}
+
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+struct Results {
+    crates: Vec<CrateRuns>,
+    edits: Vec<Edit>,
+}
+
+pub fn run(args: &Args) -> Result<()> {
+    let root = crate::root();
+    let work = root.join("target/bench/select");
+    std::fs::create_dir_all(&work)?;
+    let cache = work.join("results.json");
+    let mut results: Results = std::fs::read(&cache)
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok())
+        .unwrap_or_default();
+    if !args.eval_only {
+        let sfl = crate::build_sfl()?;
+        let chosen: Vec<String> = if args.crates.is_empty() {
+            DEFAULT.iter().map(|s| s.to_string()).collect()
+        } else {
+            args.crates.clone()
+        };
+        for name in &chosen {
+            eprintln!("== {name}");
+            results.crates.retain(|c| &c.krate != name);
+            results.edits.retain(|e| &e.krate != name);
+            let mut runs = CrateRuns {
+                krate: name.clone(),
+                ..CrateRuns::default()
+            };
+            let mut edits = Vec::new();
+            if let Err(e) = bench_crate(&sfl, &work, name, args, &mut runs, &mut edits) {
+                eprintln!("   {name}: {e:#}");
+                runs.error = Some(format!("{e:#}"));
+            }
+            results.crates.push(runs);
+            results.edits.extend(edits);
+            std::fs::write(&cache, serde_json::to_vec_pretty(&results)?)?;
+        }
+    }
+    write(&results, &root.join(&args.output_dir))
+}
+
+/// The crate's pristine copy and its target dir.
+fn lay_out(work: &Path, name: &str) -> Result<(PathBuf, PathBuf)> {
+    let (crate_name, version) = name.rsplit_once('-').context("crate as name-version")?;
+    let source = crate::fetch_crate(crate_name, version, &crate::root().join("target/bench/corpus"))?;
+    let dir = work.join(name);
+    let _ = std::fs::remove_dir_all(&dir);
+    crate::copy_tree(&source, &dir)?;
+    if !dir.join("Cargo.lock").exists() {
+        crate::run(cargo(&dir, &work.join(format!("{name}.target"))).arg("generate-lockfile"))?;
+    }
+    Ok((dir, work.join(format!("{name}.target"))))
+}
+
+fn cargo(dir: &Path, target: &Path) -> Command {
+    let mut c = Command::new(env!("CARGO"));
+    c.current_dir(dir)
+        .env("CARGO_TARGET_DIR", target)
+        .env("CARGO_TERM_COLOR", "never");
+    c
+}
+
+fn sfl(sfl: &Path, dir: &Path, target: &Path, args: &[&str]) -> Command {
+    let mut c = Command::new(sfl);
+    c.arg("sfl")
+        .args(["--format", "json", "-o", "/dev/null", "--test-timeout", "120"])
+        .args(args)
+        .current_dir(dir)
+        .env("CARGO_TARGET_DIR", target)
+        .env("CARGO_TERM_COLOR", "never");
+    c
+}
+
+const LIMIT: Duration = Duration::from_secs(900);
+
+/// A run of cargo sfl that must have produced spectra: the build failed (`Ok(None)`), or the
+/// run.
+fn sfl_ran(cmd: &mut Command) -> Result<Option<Ran>> {
+    let ran = run_merged(cmd, LIMIT)?;
+    match ran.code {
+        Some(101) => Ok(None),
+        Some(0 | 3 | 6 | 7) => Ok(Some(ran)),
+        _ => anyhow::bail!("cargo sfl failed ({:?}):\n{}", ran.code, ran.output),
+    }
+}
+
+fn load(path: &Path) -> Result<cargo_sfl::spectra::Spectra> {
+    cargo_sfl::spectra::Spectra::load(path).with_context(|| format!("cannot load {}", path.display()))
+}
+
+fn bench_crate(
+    sfl_exe: &Path,
+    work: &Path,
+    name: &str,
+    args: &Args,
+    runs: &mut CrateRuns,
+    edits: &mut Vec<Edit>,
+) -> Result<()> {
+    let (dir, target) = lay_out(work, name)?;
+    let _ = std::fs::remove_dir_all(&target);
+    let spectra = |which: &str| work.join(format!("{name}.{which}.json"));
+    // Cold: nothing built but the registry's sources.
+    runs.cold_cargo_test_secs = run_merged(cargo(&dir, &target).args(["test", "--no-fail-fast"]), LIMIT)?.secs;
+    runs.cold_sfl_secs = sfl_ran(&mut sfl(sfl_exe, &dir, &target, &["--rerun"]))?
+        .context("the pristine crate does not build")?
+        .secs;
+    let (mut warm_sfl, mut warm_test) = (Vec::new(), Vec::new());
+    for i in 0..args.repeats.max(2) {
+        let save = spectra(if i == 0 { "base" } else { "base2" });
+        let save = save.to_string_lossy().into_owned();
+        let ran = sfl_ran(&mut sfl(sfl_exe, &dir, &target, &["--rerun", "--save-spectra", &save]))?.context("build")?;
+        warm_sfl.push(ran.secs);
+        warm_test.push(run_merged(cargo(&dir, &target).args(["test", "--no-fail-fast"]), LIMIT)?.secs);
+    }
+    runs.warm_sfl_secs = median(&mut warm_sfl);
+    runs.warm_cargo_test_secs = median(&mut warm_test);
+    let unstable: Vec<String> = cargo_sfl::select::differences(&load(&spectra("base"))?, &load(&spectra("base2"))?)
+        .into_iter()
+        .filter_map(|d| d.split_once(": ").map(|(t, _)| t.to_string()))
+        .collect();
+    runs.unstable = unstable.clone();
+    runs.unstable.dedup();
+    eprintln!(
+        "   cold {:.1}s vs {:.1}s, warm {:.1}s vs {:.1}s, {} nondeterministic tests",
+        runs.cold_sfl_secs,
+        runs.cold_cargo_test_secs,
+        runs.warm_sfl_secs,
+        runs.warm_cargo_test_secs,
+        runs.unstable.len()
+    );
+    let base = spectra("base").to_string_lossy().into_owned();
+    let (sel_path, full_path) = (spectra("selected"), spectra("full"));
+    let pool = edit_pool(&dir, args.seed ^ seed_of(name))?;
+    let mut done = 0;
+    for edit in pool {
+        if done == args.edits {
+            break;
+        }
+        let path = dir.join(&edit.file);
+        let original = std::fs::read_to_string(&path)?;
+        std::fs::write(&path, &edit.text)?;
+        let result = (|| -> Result<Option<Edit>> {
+            let Some(selected) = sfl_ran(&mut sfl(
+                sfl_exe,
+                &dir,
+                &target,
+                &["--reuse-spectra", &base, "--save-spectra", &sel_path.to_string_lossy()],
+            ))?
+            else {
+                return Ok(None);
+            };
+            let full = sfl_ran(&mut sfl(
+                sfl_exe,
+                &dir,
+                &target,
+                &["--rerun", "--save-spectra", &full_path.to_string_lossy()],
+            ))?
+            .context("the full run did not build what the selected run built")?;
+            let test = run_merged(cargo(&dir, &target).args(["test", "--no-fail-fast"]), LIMIT)?;
+            let (sel, full_spectra) = (load(&sel_path)?, load(&full_path)?);
+            let all = cargo_sfl::select::differences(&sel, &full_spectra);
+            let (unstable_diffs, differences): (Vec<String>, Vec<String>) = all
+                .into_iter()
+                .partition(|d| d.split_once(": ").is_some_and(|(t, _)| unstable.iter().any(|u| u == t)));
+            let (count, everything) = selection(&selected.output);
+            let total = sel.tests.iter().filter(|t| t.outcome.ran()).count();
+            Ok(Some(Edit {
+                krate: name.to_string(),
+                file: edit.file.clone(),
+                line: edit.line,
+                kind: edit.kind.to_string(),
+                change: edit.change.clone(),
+                selected: count.unwrap_or(total),
+                total,
+                everything,
+                selected_secs: selected.secs,
+                full_secs: full.secs,
+                cargo_test_secs: test.secs,
+                differences,
+                unstable_differences: unstable_diffs.len(),
+            }))
+        })();
+        std::fs::write(&path, original)?;
+        match result? {
+            None => runs.not_compiling += 1,
+            Some(e) => {
+                done += 1;
+                eprintln!(
+                    "   {done:>3} {:<18} {}:{} ran {}/{} in {:.1}s (full {:.1}s, cargo test {:.1}s){}",
+                    e.kind,
+                    e.file,
+                    e.line,
+                    e.selected,
+                    e.total,
+                    e.selected_secs,
+                    e.full_secs,
+                    e.cargo_test_secs,
+                    if e.differences.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" DIFFERENCES {:?}", e.differences)
+                    }
+                );
+                edits.push(e);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// How many tests the selected run ran (its "Selected N of M" line), and why every test ran
+/// when it did ("Selecting every test: …").
+fn selection(output: &str) -> (Option<usize>, Option<String>) {
+    for line in output.lines().map(str::trim) {
+        if let Some(rest) = line.strip_prefix("Selecting every test: ") {
+            return (None, Some(rest.to_string()));
+        }
+        if let Some(rest) = line.strip_prefix("Selected ") {
+            return (rest.split_whitespace().next().and_then(|n| n.parse().ok()), None);
+        }
+    }
+    (None, Some("no selection line (no last run to compare with)".into()))
+}
+
+fn seed_of(name: &str) -> u64 {
+    name.bytes()
+        .fold(0xcbf29ce484222325, |h, b| (h ^ b as u64).wrapping_mul(0x100000001b3))
+}
+
+/// A candidate edit: the file's whole new text.
+struct Candidate {
+    file: String,
+    line: u32,
+    kind: &'static str,
+    change: String,
+    text: String,
+}
+
+/// Every edit of the crate's library sources, shuffled and interleaved by kind (mutations,
+/// changed constants, removed statements, added statements), with an edit outside every
+/// function every tenth.
+fn edit_pool(dir: &Path, seed: u64) -> Result<Vec<Candidate>> {
+    let mut by_kind: [Vec<Candidate>; 5] = Default::default();
+    let mut files = Vec::new();
+    rs_files(&dir.join("src"), &mut files);
+    files.sort();
+    for path in files {
+        let text = std::fs::read_to_string(&path)?;
+        let file = path.strip_prefix(dir)?.to_string_lossy().into_owned();
+        let lines: Vec<u32> = (1..=text.lines().count() as u32).collect();
+        let Some(mutants) = cargo_sfl::mutate::sites::mutants(&text, &lines) else {
+            continue;
+        };
+        for m in mutants {
+            let old = &text[m.start..m.end];
+            let mut new = text.clone();
+            new.replace_range(m.start..m.end, &m.replacement);
+            let kind = if m.deletes_statement {
+                3
+            } else if old.trim().chars().next().is_some_and(|c| c.is_ascii_digit()) || old == "true" || old == "false" {
+                1
+            } else {
+                0
+            };
+            let names = ["mutation", "changed constant", "", "removed statement"];
+            by_kind[kind].push(Candidate {
+                file: file.clone(),
+                line: m.line,
+                kind: names[kind],
+                change: format!("`{}` -> `{}`", old.trim(), m.replacement),
+                text: new,
+            });
+            if m.deletes_statement {
+                // A statement added before the one that could be deleted (same indentation).
+                let start = text[..m.start].rfind('\n').map_or(0, |i| i + 1);
+                let indent: String = text[start..]
+                    .chars()
+                    .take_while(|c| c.is_whitespace() && *c != '\n')
+                    .collect();
+                let mut added = text.clone();
+                added.insert_str(start, &format!("{indent}let _sfl_edit = {};\n", m.line));
+                by_kind[2].push(Candidate {
+                    file: file.clone(),
+                    line: m.line,
+                    kind: "added statement",
+                    change: format!("`let _sfl_edit = {};` before line {}", m.line, m.line),
+                    text: added,
+                });
+            }
+        }
+        let mut outside = text.clone();
+        outside.push_str("\n// An edit outside every function.\n");
+        by_kind[4].push(Candidate {
+            file: file.clone(),
+            line: text.lines().count() as u32 + 2,
+            kind: "outside functions",
+            change: "a comment at the end of the file".into(),
+            text: outside,
+        });
+    }
+    let mut rng = seed.max(1);
+    let mut next = move || {
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        rng
+    };
+    for kind in &mut by_kind {
+        for i in (1..kind.len()).rev() {
+            let j = (next() % (i as u64 + 1)) as usize;
+            kind.swap(i, j);
+        }
+    }
+    let mut pool = Vec::new();
+    let mut round = 0;
+    while by_kind.iter().any(|k| !k.is_empty()) {
+        let order: &[usize] = if round % 3 == 2 {
+            &[0, 1, 2, 3, 4]
+        } else {
+            &[0, 1, 2, 3]
+        };
+        for &k in order {
+            if let Some(c) = by_kind[k].pop() {
+                pool.push(c);
+            }
+        }
+        if by_kind[..4].iter().all(Vec::is_empty) {
+            pool.append(&mut by_kind[4]);
+        }
+        round += 1;
+    }
+    Ok(pool)
+}
+
+fn rs_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            rs_files(&p, out);
+        } else if p.extension().is_some_and(|x| x == "rs") {
+            out.push(p);
+        }
+    }
+}
+
+fn median(v: &mut [f64]) -> f64 {
+    if v.is_empty() {
+        return f64::NAN;
+    }
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
+}
+
+fn write(results: &Results, out: &Path) -> Result<()> {
+    std::fs::create_dir_all(out)?;
+    let edits = &results.edits;
+    let differences: usize = edits.iter().map(|e| e.differences.len()).sum();
+    let with_differences = edits.iter().filter(|e| !e.differences.is_empty()).count();
+    let mut per_crate = Vec::new();
+    let mut md = String::from(
+        "# Test selection: `cargo xtask bench select`\n\n\
+         Random source edits of published crates (mutations, changed constants, removed and added \
+         statements, edits outside every function). For each edit, from the pristine crate's \
+         spectra (`--reuse-spectra`), the selected run, a full run (`--rerun`) and `cargo test \
+         --no-fail-fast` after the same edit, each timed in the same script; the selected run's \
+         spectra are compared with the full run's test by test (outcome, lines run, edges taken). \
+         Tests whose rows differ between two full runs of the pristine crate are nondeterministic \
+         (random inputs): their differences are counted apart.\n\n",
+    );
+    md.push_str(
+        "| crate | edits | did not compile | all tests run | tests run (median) | selected run (median s) | `cargo test` (median s) | ratio (median) | differences | nondeterministic tests (differences) | cold vs `cargo test` | warm full vs `cargo test` |\n\
+         |---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+    );
+    for c in &results.crates {
+        let mine: Vec<&Edit> = edits.iter().filter(|e| e.krate == c.krate).collect();
+        let mut ratios: Vec<f64> = mine.iter().map(|e| e.selected_secs / e.cargo_test_secs).collect();
+        let mut sel: Vec<f64> = mine.iter().map(|e| e.selected_secs).collect();
+        let mut test: Vec<f64> = mine.iter().map(|e| e.cargo_test_secs).collect();
+        let mut share: Vec<f64> = mine.iter().map(|e| e.selected as f64).collect();
+        let total = mine.first().map_or(0, |e| e.total);
+        let ratio = median(&mut ratios);
+        per_crate.push(ratio);
+        md.push_str(&format!(
+            "| {} | {} | {} | {} | {:.0} of {} | {:.2} | {:.2} | {:.2}× | {} | {} ({}) | {:.2}× | {:.2}× |{}\n",
+            c.krate,
+            mine.len(),
+            c.not_compiling,
+            mine.iter().filter(|e| e.everything.is_some()).count(),
+            median(&mut share),
+            total,
+            median(&mut sel),
+            median(&mut test),
+            ratio,
+            mine.iter().map(|e| e.differences.len()).sum::<usize>(),
+            c.unstable.len(),
+            mine.iter().map(|e| e.unstable_differences).sum::<usize>(),
+            c.cold_sfl_secs / c.cold_cargo_test_secs,
+            c.warm_sfl_secs / c.warm_cargo_test_secs,
+            c.error
+                .as_ref()
+                .map(|e| format!(" error: {}", e.lines().next().unwrap_or("")))
+                .unwrap_or_default(),
+        ));
+    }
+    let per_crate_median = median(&mut per_crate.iter().copied().filter(|r| r.is_finite()).collect::<Vec<_>>());
+    let mut by_kind = String::from(
+        "\n| edit | edits | all tests run | tests run (median share) | ratio (median) |\n|---|---:|---:|---:|---:|\n",
+    );
+    for kind in [
+        "mutation",
+        "changed constant",
+        "removed statement",
+        "added statement",
+        "outside functions",
+    ] {
+        let mine: Vec<&Edit> = edits.iter().filter(|e| e.kind == kind).collect();
+        let mut share: Vec<f64> = mine.iter().map(|e| e.selected as f64 / e.total.max(1) as f64).collect();
+        let mut ratios: Vec<f64> = mine.iter().map(|e| e.selected_secs / e.cargo_test_secs).collect();
+        by_kind.push_str(&format!(
+            "| {kind} | {} | {} | {:.0}% | {:.2}× |\n",
+            mine.len(),
+            mine.iter().filter(|e| e.everything.is_some()).count(),
+            100.0 * median(&mut share),
+            median(&mut ratios)
+        ));
+    }
+    md.push_str(&by_kind);
+    md.push_str(&format!(
+        "\n**{} edits, {differences} differences** ({with_differences} edits with any) between selected and full runs; \
+         median over crates of the selected run against `cargo test` after the same edit: **{per_crate_median:.2}×**.\n",
+        edits.len()
+    ));
+    let mut reasons: std::collections::BTreeMap<String, usize> = Default::default();
+    for e in edits.iter().filter_map(|e| e.everything.as_ref()) {
+        let general = e.split(" (line").next().unwrap_or(e).to_string();
+        let general = general
+            .split_once(' ')
+            .map_or(general.clone(), |(_, rest)| format!("FILE {rest}"));
+        *reasons.entry(general).or_default() += 1;
+    }
+    if !reasons.is_empty() {
+        md.push_str("\nWhy every test ran:\n\n");
+        for (why, n) in reasons {
+            md.push_str(&format!("- {why}: {n}\n"));
+        }
+    }
+    let failing: Vec<&Edit> = edits.iter().filter(|e| !e.differences.is_empty()).collect();
+    if !failing.is_empty() {
+        md.push_str("\nEdits whose selected run differs from the full run:\n\n");
+        for e in failing.iter().take(20) {
+            md.push_str(&format!(
+                "- {} {}:{} {} ({}): {}\n",
+                e.krate,
+                e.file,
+                e.line,
+                e.kind,
+                e.change,
+                e.differences.join("; ")
+            ));
+        }
+    }
+    std::fs::write(out.join("select.md"), &md)?;
+    let json = serde_json::json!({
+        "edits": edits.len(),
+        "differences": differences,
+        "median_ratio_vs_cargo_test": per_crate_median,
+        "crates": results.crates,
+        "per_edit": edits,
+    });
+    std::fs::write(out.join("select.json"), serde_json::to_vec_pretty(&json)?)?;
+    print!("{md}");
+    Ok(())
+}
