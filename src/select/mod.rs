@@ -476,6 +476,22 @@ impl Reuse {
         Ok(before - self.reusable.iter().filter(|r| **r).count())
     }
 
+    /// The test binaries (by id) of the last run's tests that must run again.
+    pub fn binaries_to_run(&self) -> BTreeSet<&str> {
+        self.previous
+            .tests
+            .iter()
+            .zip(&self.reusable)
+            .filter(|(t, reused)| !**reused && t.outcome.ran())
+            .map(|(t, _)| t.binary.as_str())
+            .collect()
+    }
+
+    /// Whether any source file changed since the last run.
+    pub fn edited(&self) -> bool {
+        !self.moved.is_empty()
+    }
+
     /// A test of the last run as it is named now: a doctest's name says its line
     /// (`src/lib.rs - half (line 18)`), which an edit above it moves.
     pub fn name_now(&self, name: &str) -> String {

@@ -84,8 +84,7 @@ pub fn collect(cfg: &RunConfig) -> anyhow::Result<Collected> {
     let rustc = assemble::rustc_version();
     let snapshot = crate::select::look(&ws, cfg, &rustc);
     let mut choice = reuse::choose(&ws, cfg, &snapshot)?;
-    let mut doctests_built = true;
-    let built = build_tests(&mut ws, &cfg.selection, exec, &mut choice, &mut doctests_built)?;
+    let built = build_tests(&mut ws, &cfg.selection, exec, &mut choice)?;
     let scratch = fresh_dir(ws.target_dir.join("profiles"))?;
     let relative = |p: &Path| ws.relative(p);
     let binaries = built.tests.iter().map(|t| t.path.clone());
@@ -96,7 +95,7 @@ pub fn collect(cfg: &RunConfig) -> anyhow::Result<Collected> {
     let listings = session.list_all();
     let sources = prefetch_sources(&ws, &coverage);
     let plan = session.plan(listings, cfg, &nextest);
-    let nothing = nothing_planned(&plan, cfg)?;
+    let nothing = nothing_planned(&plan, cfg, matches!(choice, crate::select::Choice::Reuse(_)))?;
     ui::status(
         "Listed",
         format!(
@@ -109,7 +108,7 @@ pub fn collect(cfg: &RunConfig) -> anyhow::Result<Collected> {
         crate::select::Choice::Reuse(r) => Some(&**r),
         crate::select::Choice::All(_) => None,
     };
-    let (journal, mut outcomes, reused) = session.run_planned(cfg, &plan.jobs, reuse, doctests_built)?;
+    let (journal, mut outcomes, reused) = session.run_planned(cfg, &plan.jobs, reuse)?;
     let kept = exec.keep_profiles.then(|| kept_index(&outcomes, &plan.jobs, &built));
     let mut recorded = plan.recorded;
     outcomes.extend(reused.doctests);
@@ -149,9 +148,10 @@ fn prefetch_sources(ws: &Workspace, coverage: &LineDecoder) -> Prefetch {
 /// Why there is nothing to run, when the plan holds no job: an error, unless this is a
 /// partition's empty share of selected tests (`Some(why)`: its empty spectra are still saved,
 /// so that `merge` sees every shard, and then it is the run's error). Doctests the build already
-/// decided, e.g. ones that do not compile, are results too.
-fn nothing_planned(plan: &plan::Plan, cfg: &RunConfig) -> Result<Option<String>, SflError> {
-    let decided = plan.recorded.iter().any(|r| r.outcome.ran());
+/// decided, e.g. ones that do not compile, are results too, and so are the rows a run reuses
+/// (`reusing`).
+fn nothing_planned(plan: &plan::Plan, cfg: &RunConfig, reusing: bool) -> Result<Option<String>, SflError> {
+    let decided = reusing || plan.recorded.iter().any(|r| r.outcome.ran());
     let nothing = (plan.jobs.is_empty() && !decided).then(|| nothing_to_run(plan, cfg));
     if let Some(why) = &nothing
         && !(cfg.execution.partition.is_some() && plan.selected > 0)
@@ -331,14 +331,15 @@ fn resume(
 
 /// Builds the workspace's tests (with the edge recorder unless `--no-edges`, in
 /// a directory of its own). With rows to reuse (`choice`), the edit is checked against the
-/// new build's coverage maps, and the doctests are built only when one must run
-/// (`doctests_built` says whether they were); a check that fails makes `choice` run every test.
+/// new build's coverage maps, only the targets of the tests that run again are built when
+/// they are few ([`reuse::narrowed`]: one package, no doctest; nothing when nothing changed and
+/// no test runs again), and the doctests only when one runs again; a check that fails makes
+/// `choice` run every test.
 fn build_tests(
     ws: &mut Workspace,
     select: &Selection,
     exec: &Execution,
     choice: &mut crate::select::Choice,
-    doctests_built: &mut bool,
 ) -> anyhow::Result<Built> {
     let with_edges = !exec.no_edges;
     if !with_edges {
@@ -369,9 +370,8 @@ fn build_tests(
     );
     let ws: &Workspace = ws;
     let relative = |p: &Path| ws.relative(p);
-    let checked = std::cell::Cell::new(false);
+    // Checks the edit against a build, and says whether the doctests must be built too.
     let check = |built: &Built, choice: &mut crate::select::Choice| -> bool {
-        checked.set(true);
         let crate::select::Choice::Reuse(reuse) = choice else {
             return true;
         };
@@ -384,15 +384,36 @@ fn build_tests(
             }
         }
     };
-    let built = build::build(ws, select, runtime.as_ref(), &mut |built| {
-        let needed = check(built, choice);
-        *doctests_built = needed;
-        needed
-    })?;
-    if !checked.get() {
-        check(&built, choice);
+    // The selection's whole build; the doctests only when one runs again.
+    let whole = |choice: &mut crate::select::Choice| -> anyhow::Result<Built> {
+        let checked = std::cell::Cell::new(false);
+        let built = build::build(ws, select, runtime.as_ref(), &mut |built| {
+            checked.set(true);
+            check(built, choice)
+        })?;
+        if !checked.get() {
+            check(&built, choice);
+        }
+        Ok(built)
+    };
+    match reuse::narrowed(choice, select) {
+        None => whole(choice),
+        // Nothing changed and every test passed: nothing to build or run.
+        Some(None) => Ok(Built::default()),
+        Some(Some(narrowed)) => {
+            ui::detail(format!(
+                "building only what runs again: {}",
+                narrowed.package.first().map(String::as_str).unwrap_or("")
+            ));
+            let built = build::build(ws, &narrowed, runtime.as_ref(), &mut |_| false)?;
+            check(&built, choice);
+            if matches!(choice, crate::select::Choice::All(_)) || reuse::missing_binaries(choice, &built) {
+                ui::detail("the edit needs more than that build: building every test target");
+                return whole(choice);
+            }
+            Ok(built)
+        }
     }
-    Ok(built)
 }
 
 /// Makes a test executable's coverage counter updates plain while it runs on one thread
@@ -471,20 +492,19 @@ impl<'a> Session<'a> {
     /// journal as it arrives. A test that could not even be started is no result: saving it as
     /// failed would overwrite good spectra with a broken matrix.
     /// With `reuse`, the jobs whose rows the last run's spectra hold for this edit are not
-    /// run ([`crate::select`]); when the doctests were not built (`doctests_built` false), the
-    /// last run's doctests come back as [`Reused`].
+    /// run ([`crate::select`]); the last run's tests of the binaries this run did not build
+    /// (the doctests, or all but the few binaries that run again) come back as [`Reused`].
     fn run_planned(
         &self,
         cfg: &RunConfig,
         jobs: &[Job],
         reuse: Option<&crate::select::Reuse>,
-        doctests_built: bool,
     ) -> anyhow::Result<(journal::Journal, Vec<JobOutcome>, Reused)> {
         let (mut journal, mut done) = resume(self, cfg, jobs)?;
         let mut reused = Reused::default();
         if let Some(reuse) = reuse {
             let ids: Vec<&str> = self.built.tests.iter().map(|t| t.id.as_str()).collect();
-            let (rows, doctests, ignored) = reuse.outcomes(jobs, &ids, doctests_built, self.coverage, self.edges);
+            let (rows, doctests, ignored) = reuse.outcomes(jobs, &ids, self.coverage, self.edges);
             for (d, row) in done.iter_mut().zip(rows) {
                 if d.is_none() {
                     *d = row;
@@ -633,7 +653,7 @@ impl<'a> Session<'a> {
     }
 }
 
-/// The last run's doctests, when this run did not build them: every one's row was reused.
+/// The last run's tests of the binaries this run did not build: every one's row is reused.
 #[derive(Default)]
 struct Reused {
     doctests: Vec<JobOutcome>,

@@ -110,14 +110,13 @@ impl Reuse {
         Ok(!(any && all_reused))
     }
 
-    /// The outcome of every planned job whose row is reused (`None`: it runs), and, when the
-    /// doctests were not built (`doctests_built` false), the last run's doctests: reused rows
-    /// and ignored records.
+    /// The outcome of every planned job whose row is reused (`None`: it runs), and the last
+    /// run's tests of the binaries this run did not build (`binary_ids` are those it built):
+    /// reused rows and ignored records.
     pub(super) fn outcomes(
         &self,
         jobs: &[Job],
         binary_ids: &[&str],
-        doctests_built: bool,
         coverage: &LineDecoder,
         edges: Option<&Collector>,
     ) -> (Vec<Option<JobOutcome>>, Vec<JobOutcome>, Vec<TestRecord>) {
@@ -144,29 +143,70 @@ impl Reuse {
             .iter()
             .map(|t| t.and_then(|t| rows.remove(&t)).map(|r| outcome(r, coverage, edges)))
             .collect();
-        let (mut kept, mut ignored) = (Vec::new(), Vec::new());
-        if !doctests_built {
-            let doctests: Vec<usize> = (0..self.previous.tests.len())
-                .filter(|&t| is_doctest(&self.previous.tests[t].binary))
-                .collect();
-            let reused: Vec<usize> = doctests.iter().copied().filter(|&t| self.reusable[t]).collect();
-            kept = self
-                .rows(&reused)
-                .into_iter()
-                .map(|r| outcome(r, coverage, edges))
-                .collect();
-            ignored = doctests
-                .iter()
-                .map(|&t| &self.previous.tests[t])
-                .filter(|t| t.outcome == Outcome::Ignored)
-                .map(|t| TestRecord {
-                    name: self.name_now(&t.name),
-                    ..t.clone()
-                })
-                .collect();
-        }
+        let built: HashSet<&str> = binary_ids.iter().copied().collect();
+        let elsewhere: Vec<usize> = (0..self.previous.tests.len())
+            .filter(|&t| !built.contains(self.previous.tests[t].binary.as_str()))
+            .collect();
+        let reused: Vec<usize> = elsewhere.iter().copied().filter(|&t| self.reusable[t]).collect();
+        let kept = self.rows(&reused).into_iter().map(|r| outcome(r, coverage, edges)).collect();
+        let ignored = elsewhere
+            .iter()
+            .map(|&t| &self.previous.tests[t])
+            .filter(|t| t.outcome == Outcome::Ignored)
+            .map(|t| TestRecord {
+                name: self.name_now(&t.name),
+                ..t.clone()
+            })
+            .collect();
         (done, kept, ignored)
     }
+}
+
+/// The build this run needs: with rows to reuse, only the test targets of the tests that run
+/// again, when they are in one package and none is a doctest (`None`: the selection's whole
+/// build); `Some(None)`: no build at all (nothing changed and no test runs again).
+pub(super) fn narrowed(choice: &Choice, selection: &crate::config::Selection) -> Option<Option<crate::config::Selection>> {
+    let Choice::Reuse(reuse) = choice else { return None };
+    let binaries = reuse.binaries_to_run();
+    if binaries.is_empty() {
+        return (!reuse.edited()).then_some(None);
+    }
+    let mut narrowed = crate::config::Selection {
+        package: Vec::new(),
+        workspace: false,
+        exclude: Vec::new(),
+        lib: false,
+        bins: false,
+        bin: Vec::new(),
+        tests: false,
+        test: Vec::new(),
+        doc: false,
+        no_doctests: true,
+        ..selection.clone()
+    };
+    for id in binaries {
+        let (package, target) = id.split_once("::").map_or((id, None), |(p, t)| (p, Some(t)));
+        if narrowed.package.first().is_some_and(|p| p != package) {
+            return None;
+        }
+        narrowed.package = vec![package.to_string()];
+        match target.map(|t| t.split_once('/').unwrap_or(("test", t))) {
+            None => narrowed.lib = true,
+            Some(("bin", name)) => narrowed.bin.push(name.to_string()),
+            Some(("test", name)) => narrowed.test.push(name.to_string()),
+            // Doctests, examples and benches: the whole build.
+            Some(_) => return None,
+        }
+    }
+    Some(Some(narrowed))
+}
+
+/// Whether a test of the last run that must run again is in a binary the build did not make
+/// (the check of the edit against the build found more to run than a narrowed build made).
+pub(super) fn missing_binaries(choice: &Choice, built: &Built) -> bool {
+    let Choice::Reuse(reuse) = choice else { return false };
+    let ids: HashSet<&str> = built.tests.iter().map(|t| t.id.as_str()).collect();
+    reuse.binaries_to_run().iter().any(|b| !ids.contains(b))
 }
 
 /// A reused row with this process's unit and block ids.
