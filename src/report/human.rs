@@ -108,10 +108,18 @@ pub fn human(a: &Analysis, rankings: &[Ranking], view: &View) -> String {
         "{} tests: {} passed, {} failed, {} timed out, {} crashed, {} ignored",
         sum.tests, sum.passed, sum.failed, sum.timed_out, sum.crashed, sum.ignored
     );
-    let _ = match sum.flaky {
-        0 => writeln!(out),
-        n => writeln!(out, "; {n} flaky (passed on a retry, ranked as failing)"),
-    };
+    if sum.flaky > 0 {
+        let _ = write!(out, "; {} flaky (passed on a retry, ranked as failing)", sum.flaky);
+    }
+    if sum.reused > 0 {
+        let _ = write!(
+            out,
+            "; {} ran, {} reused from the last run (no edit since reached them; --rerun runs them all)",
+            sum.tests - sum.ignored - sum.reused,
+            sum.reused
+        );
+    }
+    let _ = writeln!(out);
     let (noun, place) = if sum.files == 0 {
         ("units", String::new())
     } else if view.function_names.is_some() {

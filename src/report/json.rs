@@ -41,6 +41,9 @@ struct JsonTest<'a> {
     /// Failed, then passed on a retry (`--retries`).
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     flaky: bool,
+    /// Not run: the row is the last run's (test selection).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    reused: bool,
     /// Every run of a retried test, in order.
     #[serde(skip_serializing_if = "<[_]>::is_empty")]
     attempts: &'a [crate::spectra::Attempt],
@@ -208,6 +211,7 @@ pub fn json<'a>(a: &'a Analysis, rankings: &[Ranking], view: &View<'a>) -> Strin
                 duration_ms: t.duration_ms,
                 stack: &t.stack,
                 flaky: t.flaky,
+                reused: t.reused,
                 attempts: &t.attempts,
             })
             .collect(),

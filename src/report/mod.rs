@@ -141,6 +141,9 @@ pub struct Summary {
     pub ignored: usize,
     /// Failed, then passed on a retry (`--retries`); counted among the failing tests.
     pub flaky: usize,
+    /// Not run: their rows are the last run's, which no edit since could change.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub reused: usize,
     /// Lines the coverage map knows (executable lines of the workspace's code).
     pub units: usize,
     /// Lines at least one test ran.
@@ -152,6 +155,10 @@ pub struct Summary {
     /// Lines run by every failing test (the all-failing core; a single fault must be there).
     pub all_failing_core: usize,
     pub files: usize,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 impl Summary {
@@ -167,6 +174,7 @@ impl Summary {
             crashed: count(Outcome::Crashed),
             ignored: count(Outcome::Ignored),
             flaky: s.tests.iter().filter(|t| t.flaky).count(),
+            reused: s.tests.iter().filter(|t| t.reused).count(),
             units: s.units.len(),
             covered_units: s.coverage.iter().filter(|c| !c.is_empty()).count(),
             failing_units: a.groups.iter().map(|g| g.units.len()).sum(),

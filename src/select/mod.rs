@@ -520,6 +520,7 @@ impl Reuse {
             .map(|&t| Row {
                 record: TestRecord {
                     name: self.name_now(&p.tests[t].name),
+                    reused: true,
                     ..p.tests[t].clone()
                 },
                 lines: Vec::new(),

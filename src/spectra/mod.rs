@@ -93,6 +93,9 @@ pub struct TestRecord {
     /// coverage: that run is evidence of the fault (see docs/guide/reference.md, flaky tests).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub flaky: bool,
+    /// Not run: its row is the last run's, which no edit since could change (test selection).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub reused: bool,
 }
 
 /// One run of a retried test.
@@ -120,6 +123,7 @@ impl TestRecord {
             stack: Vec::new(),
             attempts: Vec::new(),
             flaky: false,
+            reused: false,
         }
     }
 

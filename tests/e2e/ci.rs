@@ -144,6 +144,29 @@ fn ci_action_steps() -> Result {
     let bad = sfl(&["report", "--diff-base", "no-such-rev"], dir);
     check(bad.status.code() == Some(2), || show(&bad))?;
 
+    // Spectra saved on one run are reused by the next (as on a pull request of the commit
+    // whose push saved them): only the failing tests run again.
+    // Outside the checkout, as the runner's temporary directory is.
+    let cache = tempfile::tempdir()?;
+    let spectra = cache.path().join("cargo-sfl/spectra.json");
+    let spectra = spectra.to_str().unwrap();
+    let with_spectra = [inputs[0], inputs[1], inputs[2], ("SFL_SPECTRA", spectra)];
+    // What the steps wrote is not in a fresh checkout.
+    let fresh = || {
+        for f in ["sfl.sarif", "sfl.json", "sfl.md", "github-output"] {
+            let _ = std::fs::remove_file(dir.join(f));
+        }
+    };
+    fresh();
+    let saved = action_step(dir, "Run the tests and localise", &with_spectra)?;
+    check(saved.status.success() && Path::new(spectra).is_file(), || show(&saved))?;
+    fresh();
+    let reused = action_step(dir, "Run the tests and localise", &with_spectra)?;
+    check(
+        reused.status.success() && String::from_utf8_lossy(&reused.stderr).contains("Selected 3 of 5 tests to run"),
+        || show(&reused),
+    )?;
+
     // Fixed: every test passes, the job passes and reports nothing.
     std::fs::write(&lib, &fixed)?;
     std::fs::remove_file(dir.join("github-output"))?;

@@ -148,7 +148,11 @@ impl Reuse {
             .filter(|&t| !built.contains(self.previous.tests[t].binary.as_str()))
             .collect();
         let reused: Vec<usize> = elsewhere.iter().copied().filter(|&t| self.reusable[t]).collect();
-        let kept = self.rows(&reused).into_iter().map(|r| outcome(r, coverage, edges)).collect();
+        let kept = self
+            .rows(&reused)
+            .into_iter()
+            .map(|r| outcome(r, coverage, edges))
+            .collect();
         let ignored = elsewhere
             .iter()
             .map(|&t| &self.previous.tests[t])
@@ -165,7 +169,10 @@ impl Reuse {
 /// The build this run needs: with rows to reuse, only the test targets of the tests that run
 /// again, when they are in one package and none is a doctest (`None`: the selection's whole
 /// build); `Some(None)`: no build at all (nothing changed and no test runs again).
-pub(super) fn narrowed(choice: &Choice, selection: &crate::config::Selection) -> Option<Option<crate::config::Selection>> {
+pub(super) fn narrowed(
+    choice: &Choice,
+    selection: &crate::config::Selection,
+) -> Option<Option<crate::config::Selection>> {
     let Choice::Reuse(reuse) = choice else { return None };
     let binaries = reuse.binaries_to_run();
     if binaries.is_empty() {
