@@ -189,7 +189,8 @@ fn terminal_quiet_and_color() -> Result {
     check(!never.stdout.contains(&0x1b) && never.stdout == normal.stdout, || {
         show(&never)
     })?;
-    let verbose = sfl(&["-v", "--top", "1"], tmp.path());
+    // Every test runs again (the passing ones would be reused), so both kinds of line show.
+    let verbose = sfl(&["-v", "--rerun", "--top", "1"], tmp.path());
     let err = String::from_utf8_lossy(&verbose.stderr);
     check(
         err.contains("PASSED") && err.contains("FAILED") && err.contains("Finished"),

@@ -67,6 +67,18 @@ pub(super) fn choose(ws: &Workspace, cfg: &RunConfig, now: &Snapshot) -> Result<
             return Ok(Choice::All(None));
         }
     };
+    // The workspace's own file from another root: its target directory was copied or moved
+    // with it (a restored cache), and the build there may be the other copy's.
+    if !asked && Path::new(&previous.workspace_root) != ws.root {
+        ui::status(
+            "Selecting",
+            format!(
+                "every test: the last run was made in another copy of the workspace ({})",
+                previous.workspace_root
+            ),
+        );
+        return Ok(Choice::All(None));
+    }
     let choice = crate::select::choose(previous, now, &ws.root);
     if let Choice::All(Some(why)) = &choice {
         ui::status("Selecting", format!("every test: {why} since the last run"));
