@@ -19,6 +19,10 @@ pub fn trials() -> Vec<Trial> {
             "select::an_edit_outside_functions_or_rerun_runs_every_test",
             outside_functions_or_rerun,
         ),
+        Trial::test(
+            "select::only_the_targets_that_run_again_are_built",
+            only_the_targets_that_run_again_are_built,
+        ),
     ]
 }
 
@@ -31,10 +35,13 @@ fn selected(out: &std::process::Output) -> Option<(usize, usize)> {
 }
 
 fn edit(dir: &Path, from: &str, to: &str) -> Result {
-    let path = dir.join("src/lib.rs");
-    let text = std::fs::read_to_string(&path)?;
+    edit_file(&dir.join("src/lib.rs"), from, to)
+}
+
+fn edit_file(path: &Path, from: &str, to: &str) -> Result {
+    let text = std::fs::read_to_string(path)?;
     check(text.contains(from), || format!("{from:?} not in the fixture"))?;
-    std::fs::write(&path, text.replacen(from, to, 1))?;
+    std::fs::write(path, text.replacen(from, to, 1))?;
     Ok(())
 }
 
@@ -134,4 +141,65 @@ fn outside_functions_or_rerun() -> Result {
     )?;
     let missing = sfl(&["--reuse-spectra", "no-such.json"], dir);
     check(missing.status.code() == Some(2), || show(&missing))
+}
+
+/// The workspace fixture (core and app, app's unit and integration tests): a second run builds
+/// only the targets of the tests that run again (the failing ones, and those that ran an edited
+/// function), and equals a full run.
+fn only_the_targets_that_run_again_are_built() -> Result {
+    let tmp = copy_fixture("workspace");
+    let dir = tmp.path();
+    let first = sfl(&["--no-doctests"], dir);
+    check(first.status.code() == Some(0), || show(&first))?;
+    let sel = dir.join("selected.json");
+    let rerun = |args: &[&str]| {
+        let mut all = vec!["-v", "--no-doctests", "--save-spectra", sel.to_str().unwrap()];
+        all.extend_from_slice(args);
+        sfl(&all, dir)
+    };
+    // Nothing changed: only the failing tests run, from their own binaries.
+    let again = rerun(&[]);
+    let err = String::from_utf8_lossy(&again.stderr);
+    check(
+        err.contains("building only what runs again: ") && selected(&again).is_some(),
+        || show(&again),
+    )?;
+
+    edit_file(
+        &dir.join("app/src/lib.rs"),
+        "    count_vowels(s) * s.len()",
+        "    let n = s.len();\n    count_vowels(s) * n",
+    )?;
+    let out = rerun(&[]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    check(
+        err.contains("building only what runs again: ") && selected(&out).is_some(),
+        || show(&out),
+    )?;
+    let full = |dir: &Path| -> Result {
+        let full = dir.join("full.json");
+        let out = sfl(
+            &["--no-doctests", "--rerun", "--save-spectra", full.to_str().unwrap()],
+            dir,
+        );
+        check(out.status.code() == Some(0), || show(&out))?;
+        let (a, b) = (
+            cargo_sfl::spectra::Spectra::load(&sel)?,
+            cargo_sfl::spectra::Spectra::load(&full)?,
+        );
+        let differences = cargo_sfl::select::differences(&a, &b);
+        check(differences.is_empty(), || {
+            format!("selected and full runs differ: {differences:#?}")
+        })
+    };
+    full(dir)?;
+
+    edit_file(
+        &dir.join("core/src/lib.rs"),
+        "    s.chars().rev().collect()",
+        "    let r = s.chars().rev();\n    r.collect()",
+    )?;
+    let out = rerun(&[]);
+    check(selected(&out).is_some(), || show(&out))?;
+    full(dir)
 }

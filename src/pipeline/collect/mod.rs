@@ -82,8 +82,14 @@ pub fn collect(cfg: &RunConfig) -> anyhow::Result<Collected> {
         ui::status("Blocking", format!("waiting for lock on {}", dir.display()))
     })?;
     let rustc = assemble::rustc_version();
+    let looked = Instant::now();
     let snapshot = crate::select::look(&ws, cfg, &rustc);
     let mut choice = reuse::choose(&ws, cfg, &snapshot)?;
+    ui::detail(format!(
+        "compared {} files with the last run in {:.1} ms",
+        snapshot.files.len(),
+        looked.elapsed().as_secs_f64() * 1e3
+    ));
     let built = build_tests(&mut ws, &cfg.selection, exec, &mut choice)?;
     let scratch = fresh_dir(ws.target_dir.join("profiles"))?;
     let relative = |p: &Path| ws.relative(p);
@@ -111,8 +117,14 @@ pub fn collect(cfg: &RunConfig) -> anyhow::Result<Collected> {
     let (journal, mut outcomes, reused) = session.run_planned(cfg, &plan.jobs, reuse)?;
     let kept = exec.keep_profiles.then(|| kept_index(&outcomes, &plan.jobs, &built));
     let mut recorded = plan.recorded;
-    outcomes.extend(reused.doctests);
-    recorded.extend(reused.ignored);
+    if !reused.rows.is_empty() || !reused.ignored.is_empty() {
+        // The canonical order (binary, name) of a full run's rows, so that scores summed over
+        // tests come out the same to the last bit.
+        outcomes.extend(reused.rows);
+        outcomes.sort_by(|a, b| crate::spectra::test_order(&a.record, &b.record));
+        recorded.extend(reused.ignored);
+        recorded.sort_by(crate::spectra::test_order);
+    }
     let spectra = {
         let mut spectra = assemble::assemble(&ws.root, coverage.finish(), outcomes, recorded, edges);
         spectra.snapshot = Some(snapshot);
@@ -403,7 +415,7 @@ fn build_tests(
         Some(Some(narrowed)) => {
             ui::detail(format!(
                 "building only what runs again: {}",
-                narrowed.package.first().map(String::as_str).unwrap_or("")
+                narrowed.package.join(", ")
             ));
             let built = build::build(ws, &narrowed, runtime.as_ref(), &mut |_| false)?;
             check(&built, choice);
@@ -504,13 +516,13 @@ impl<'a> Session<'a> {
         let mut reused = Reused::default();
         if let Some(reuse) = reuse {
             let ids: Vec<&str> = self.built.tests.iter().map(|t| t.id.as_str()).collect();
-            let (rows, doctests, ignored) = reuse.outcomes(jobs, &ids, self.coverage, self.edges);
-            for (d, row) in done.iter_mut().zip(rows) {
+            let (of_jobs, rows, ignored) = reuse.outcomes(jobs, &ids, self.coverage, self.edges);
+            for (d, row) in done.iter_mut().zip(of_jobs) {
                 if d.is_none() {
                     *d = row;
                 }
             }
-            let total = jobs.len() + doctests.len();
+            let total = jobs.len() + rows.len();
             let run = done.iter().filter(|d| d.is_none()).count();
             ui::status(
                 "Selected",
@@ -520,7 +532,7 @@ impl<'a> Session<'a> {
                     ui::ago(reuse.when)
                 ),
             );
-            reused = Reused { doctests, ignored };
+            reused = Reused { rows, ignored };
         }
         let outcomes = if jobs.is_empty() {
             Vec::new()
@@ -656,7 +668,8 @@ impl<'a> Session<'a> {
 /// The last run's tests of the binaries this run did not build: every one's row is reused.
 #[derive(Default)]
 struct Reused {
-    doctests: Vec<JobOutcome>,
+    /// Their rows (the doctests' among them, when rustdoc did not run).
+    rows: Vec<JobOutcome>,
     ignored: Vec<crate::spectra::TestRecord>,
 }
 

@@ -179,8 +179,11 @@ impl Reuse {
 }
 
 /// The build this run needs: with rows to reuse, only the test targets of the tests that run
-/// again, when they are in one package and none is a doctest (`None`: the selection's whole
-/// build); `Some(None)`: no build at all (nothing changed and no test runs again).
+/// again, when none is a doctest, an example's or a bench's (`None`: the selection's whole
+/// build); `Some(None)`: no build at all (nothing changed and no test runs again). cargo applies
+/// target flags to every package given (`-p a -p b --lib --test t` builds both libraries'
+/// tests, and `t` of whichever has it): tests of several packages build a little more than they
+/// need, never less.
 pub(super) fn narrowed(
     choice: &Choice,
     selection: &crate::config::Selection,
@@ -205,10 +208,9 @@ pub(super) fn narrowed(
     };
     for id in binaries {
         let (package, target) = id.split_once("::").map_or((id, None), |(p, t)| (p, Some(t)));
-        if narrowed.package.first().is_some_and(|p| p != package) {
-            return None;
+        if !narrowed.package.iter().any(|p| p == package) {
+            narrowed.package.push(package.to_string());
         }
-        narrowed.package = vec![package.to_string()];
         match target.map(|t| t.split_once('/').unwrap_or(("test", t))) {
             None => narrowed.lib = true,
             Some(("bin", name)) => narrowed.bin.push(name.to_string()),
@@ -217,6 +219,9 @@ pub(super) fn narrowed(
             Some(_) => return None,
         }
     }
+    narrowed.bin.dedup();
+    narrowed.test.sort();
+    narrowed.test.dedup();
     Some(Some(narrowed))
 }
 
