@@ -476,6 +476,31 @@ impl Reuse {
         Ok(before - self.reusable.iter().filter(|r| **r).count())
     }
 
+    /// The last run's units (lines the coverage maps knew) and functions, where they are now,
+    /// but those the edit touched: what the binaries this run did not build would have named.
+    pub fn known_now(&self) -> (Vec<(String, u32)>, Vec<FunctionSpan>) {
+        let p = &self.previous;
+        let units = p
+            .units
+            .iter()
+            .filter(|u| u.name().is_none() && !self.dirty(&u.file, u.line))
+            .filter_map(|u| Some((u.file.clone(), self.line_now(&u.file, u.line)?)))
+            .collect();
+        let functions = p
+            .functions
+            .iter()
+            .filter(|f| !self.changed.contains(f))
+            .filter_map(|f| {
+                Some(FunctionSpan {
+                    file: f.file.clone(),
+                    start: self.line_now(&f.file, f.start)?,
+                    end: self.line_now(&f.file, f.end)?,
+                })
+            })
+            .collect();
+        (units, functions)
+    }
+
     /// The test binaries (by id) of the last run's tests that must run again.
     pub fn binaries_to_run(&self) -> BTreeSet<&str> {
         self.previous

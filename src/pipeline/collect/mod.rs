@@ -117,7 +117,8 @@ pub fn collect(cfg: &RunConfig) -> anyhow::Result<Collected> {
     let (journal, mut outcomes, reused) = session.run_planned(cfg, &plan.jobs, reuse)?;
     let kept = exec.keep_profiles.then(|| kept_index(&outcomes, &plan.jobs, &built));
     let mut recorded = plan.recorded;
-    if !reused.rows.is_empty() || !reused.ignored.is_empty() {
+    let reused_any = !reused.rows.is_empty() || !reused.ignored.is_empty();
+    if reused_any {
         // The canonical order (binary, name) of a full run's rows, so that scores summed over
         // tests come out the same to the last bit.
         outcomes.extend(reused.rows);
@@ -125,8 +126,22 @@ pub fn collect(cfg: &RunConfig) -> anyhow::Result<Collected> {
         recorded.extend(reused.ignored);
         recorded.sort_by(crate::spectra::test_order);
     }
+    // The lines and functions the binaries not built would have named (a full run's).
+    let known = match (&choice, reused_any) {
+        (crate::select::Choice::Reuse(r), true) => Some(r.known_now()),
+        _ => None,
+    };
     let spectra = {
-        let mut spectra = assemble::assemble(&ws.root, coverage.finish(), outcomes, recorded, edges);
+        let units = match known {
+            Some((lines, functions)) => {
+                coverage.ids_of(lines.iter().map(|(f, l)| (f.as_str(), *l)));
+                let mut units = coverage.finish();
+                units.functions.extend(functions);
+                units
+            }
+            None => coverage.finish(),
+        };
+        let mut spectra = assemble::assemble(&ws.root, units, outcomes, recorded, edges);
         spectra.snapshot = Some(snapshot);
         let mut parsed = Parsed::new(&ws.root);
         parsed.absorb(sources);
