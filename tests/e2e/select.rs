@@ -45,10 +45,12 @@ fn edit_file(path: &Path, from: &str, to: &str) -> Result {
     Ok(())
 }
 
-/// The selected run saved at `selected` against a full run of the same sources.
-fn same_as_full(dir: &Path, selected: &Path) -> Result {
+/// The selected run saved at `selected` against a full run of the same sources (with `args`).
+fn same_as_full(dir: &Path, selected: &Path, args: &[&str]) -> Result {
     let full = dir.join("full.json");
-    let out = sfl(&["--rerun", "--save-spectra", full.to_str().unwrap()], dir);
+    let mut all = vec!["--rerun", "--save-spectra", full.to_str().unwrap()];
+    all.extend_from_slice(args);
+    let out = sfl(&all, dir);
     check(matches!(out.status.code(), Some(0 | 3)), || show(&out))?;
     let (a, b) = (
         cargo_sfl::spectra::Spectra::load(selected)?,
@@ -84,7 +86,7 @@ fn an_edit_reruns_only_the_tests_that_ran_it() -> Result {
     check(selected(&second) == Some((3, 6)), || {
         format!("3 of 6 tests to run: {}", show(&second))
     })?;
-    same_as_full(dir, &sel)?;
+    same_as_full(dir, &sel, &[])?;
 
     // The fault fixed, then an edit of a unit test that no doctest ran: every doctest is
     // reused, so none is built.
@@ -106,7 +108,7 @@ fn an_edit_reruns_only_the_tests_that_ran_it() -> Result {
     check(!String::from_utf8_lossy(&third.stderr).contains("Doc-tests"), || {
         format!("the doctests were built though none runs: {}", show(&third))
     })?;
-    same_as_full(dir, &sel)
+    same_as_full(dir, &sel, &[])
 }
 
 /// A comment added between two functions runs every test, and says why; `--rerun` runs every
@@ -152,54 +154,31 @@ fn only_the_targets_that_run_again_are_built() -> Result {
     let first = sfl(&["--no-doctests"], dir);
     check(first.status.code() == Some(0), || show(&first))?;
     let sel = dir.join("selected.json");
-    let rerun = |args: &[&str]| {
-        let mut all = vec!["-v", "--no-doctests", "--save-spectra", sel.to_str().unwrap()];
-        all.extend_from_slice(args);
-        sfl(&all, dir)
+    let args = ["-v", "--no-doctests", "--save-spectra", sel.to_str().unwrap()];
+    // A selected run that built only some targets.
+    let narrowed = || -> Result {
+        let out = sfl(&args, dir);
+        let err = String::from_utf8_lossy(&out.stderr);
+        check(
+            err.contains("building only what runs again: ") && selected(&out).is_some(),
+            || show(&out),
+        )
     };
     // Nothing changed: only the failing tests run, from their own binaries.
-    let again = rerun(&[]);
-    let err = String::from_utf8_lossy(&again.stderr);
-    check(
-        err.contains("building only what runs again: ") && selected(&again).is_some(),
-        || show(&again),
-    )?;
-
+    narrowed()?;
     edit_file(
         &dir.join("app/src/lib.rs"),
         "    count_vowels(s) * s.len()",
         "    let n = s.len();\n    count_vowels(s) * n",
     )?;
-    let out = rerun(&[]);
-    let err = String::from_utf8_lossy(&out.stderr);
-    check(
-        err.contains("building only what runs again: ") && selected(&out).is_some(),
-        || show(&out),
-    )?;
-    let full = |dir: &Path| -> Result {
-        let full = dir.join("full.json");
-        let out = sfl(
-            &["--no-doctests", "--rerun", "--save-spectra", full.to_str().unwrap()],
-            dir,
-        );
-        check(out.status.code() == Some(0), || show(&out))?;
-        let (a, b) = (
-            cargo_sfl::spectra::Spectra::load(&sel)?,
-            cargo_sfl::spectra::Spectra::load(&full)?,
-        );
-        let differences = cargo_sfl::select::differences(&a, &b);
-        check(differences.is_empty(), || {
-            format!("selected and full runs differ: {differences:#?}")
-        })
-    };
-    full(dir)?;
-
+    narrowed()?;
+    same_as_full(dir, &sel, &["--no-doctests"])?;
     edit_file(
         &dir.join("core/src/lib.rs"),
         "    s.chars().rev().collect()",
         "    let r = s.chars().rev();\n    r.collect()",
     )?;
-    let out = rerun(&[]);
+    let out = sfl(&args, dir);
     check(selected(&out).is_some(), || show(&out))?;
-    full(dir)
+    same_as_full(dir, &sel, &["--no-doctests"])
 }
