@@ -27,7 +27,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use crate::bitset::BitSet;
 use crate::build::Workspace;
-use crate::config::RunConfig;
+use crate::config::{RunConfig, Selection};
 use crate::spectra::{FileState, FunctionSpan, Outcome, Snapshot, Spectra, TestRecord};
 
 /// Bump when what a snapshot records, or how it is compared, changes: an older snapshot then
@@ -182,6 +182,15 @@ pub struct Reuse {
     moved: HashMap<String, Vec<Option<u32>>>,
     /// Functions of the last run that the edit touched.
     changed: Vec<FunctionSpan>,
+}
+
+/// A build of only what runs again ([`Reuse::narrowed`]).
+#[derive(Debug)]
+pub struct Narrowed {
+    /// Test targets (`-p PKG --lib --test NAME --bin NAME`).
+    pub tests: Option<Selection>,
+    /// Libraries' doctests (`-p PKG --doc`).
+    pub doctests: Option<Selection>,
 }
 
 /// A reused test's row, its lines and blocks where they are now.
@@ -512,6 +521,64 @@ impl Reuse {
             .collect()
     }
 
+    /// The build this run needs: only the test targets and the doctests of the tests that run
+    /// again (`None`: the selection's whole build, when an example's or a bench's test runs
+    /// again; both parts `None`: no build at all, nothing changed and no test runs again).
+    /// cargo applies target flags to every package given (`-p a -p b --lib --test t` builds
+    /// both libraries' tests, and `t` of whichever has it): tests of several packages build a
+    /// little more than they need, never less.
+    pub fn narrowed(&self, selection: &Selection) -> Option<Narrowed> {
+        let binaries = self.binaries_to_run();
+        if binaries.is_empty() && self.edited() {
+            // An edit no test ran: the whole build says whether it compiles.
+            return None;
+        }
+        let only = |package: Vec<String>| Selection {
+            package,
+            workspace: false,
+            exclude: Vec::new(),
+            lib: false,
+            bins: false,
+            bin: Vec::new(),
+            tests: false,
+            test: Vec::new(),
+            doc: false,
+            no_doctests: true,
+            ..selection.clone()
+        };
+        let (mut tests, mut doctests) = (only(Vec::new()), only(Vec::new()));
+        doctests.doc = true;
+        doctests.no_doctests = false;
+        for id in binaries {
+            let (package, target) = id.split_once("::").map_or((id, None), |(p, t)| (p, Some(t)));
+            let kind = target.map(|t| t.split_once('/').unwrap_or(("test", t)));
+            let into = if matches!(kind, Some(("doctest", _))) {
+                &mut doctests
+            } else {
+                &mut tests
+            };
+            if !into.package.iter().any(|p| p == package) {
+                into.package.push(package.to_string());
+            }
+            match kind {
+                None => tests.lib = true,
+                Some(("bin", name)) => tests.bin.push(name.to_string()),
+                Some(("test", name)) => tests.test.push(name.to_string()),
+                Some(("doctest", _)) => {}
+                // Examples and benches: the whole build.
+                Some(_) => return None,
+            }
+        }
+        for names in [&mut tests.bin, &mut tests.test] {
+            names.sort();
+            names.dedup();
+        }
+        Some(Narrowed {
+            tests: (!tests.package.is_empty()).then_some(tests),
+            doctests: (!doctests.package.is_empty()).then_some(doctests),
+        })
+    }
+
     /// Whether any source file changed since the last run.
     pub fn edited(&self) -> bool {
         !self.moved.is_empty()
@@ -789,6 +856,58 @@ mod tests {
         assert!(all(choose(old, &snapshot(OLD), Path::new("/nonexistent"))).contains("do not say"));
         // Nothing changed: every passing test's row is reused.
         assert_eq!(reuse(choose_new(OLD, None)).reusable, [true, true, false]);
+    }
+
+    #[test]
+    fn only_the_targets_of_the_tests_that_run_again_are_built() {
+        let mut last = last_run();
+        let binaries = ["p", "p::integration", "q::bin/cli", "p::doctest/p", "q::example/e"];
+        last.tests = binaries
+            .iter()
+            .map(|b| TestRecord::new(*b, "t", Outcome::Passed))
+            .collect();
+        let mut r = reuse(choose_new(OLD, None));
+        let user = Selection {
+            features: vec!["f".into()],
+            workspace: true,
+            ..Selection::default()
+        };
+        r.previous = last;
+        r.reusable = vec![true; 5];
+        let nothing = r.narrowed(&user).unwrap();
+        assert!(
+            nothing.tests.is_none() && nothing.doctests.is_none(),
+            "nothing changed, nothing runs: no build"
+        );
+        r.reusable = vec![false, false, false, true, true];
+        let n = r.narrowed(&user).unwrap();
+        assert!(n.doctests.is_none());
+        let t = n.tests.unwrap();
+        assert_eq!(
+            (t.package, t.lib, t.test, t.bin),
+            (
+                vec!["p".to_string(), "q".into()],
+                true,
+                vec!["integration".to_string()],
+                vec!["cli".to_string()]
+            )
+        );
+        assert!(!t.workspace && t.no_doctests && !t.doc && t.features == ["f"]);
+        r.reusable = vec![true, true, true, false, true];
+        let n = r.narrowed(&user).unwrap();
+        let d = n.doctests.unwrap();
+        assert!(n.tests.is_none() && d.doc && !d.lib && d.package == ["p"] && d.features == ["f"]);
+        r.reusable[4] = false;
+        assert!(
+            r.narrowed(&user).is_none(),
+            "an example's test runs again: the whole build"
+        );
+        r.reusable = vec![true; 5];
+        r.moved.insert("src/lib.rs".into(), Vec::new());
+        assert!(
+            r.narrowed(&user).is_none(),
+            "an edit no test ran: the whole build checks it compiles"
+        );
     }
 
     #[test]

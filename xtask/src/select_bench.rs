@@ -65,6 +65,10 @@ struct Edit {
     selected_secs: f64,
     full_secs: f64,
     cargo_test_secs: f64,
+    /// `cargo test` was killed after a minute (the edit made a test loop): left out of the
+    /// timings.
+    #[serde(default)]
+    hangs: bool,
     /// Differences between the selected and the full run's spectra (nondeterministic tests
     /// apart).
     differences: Vec<String>,
@@ -154,7 +158,7 @@ fn cargo(dir: &Path, target: &Path) -> Command {
 fn sfl(sfl: &Path, dir: &Path, target: &Path, args: &[&str]) -> Command {
     let mut c = Command::new(sfl);
     c.arg("sfl")
-        .args(["--format", "json", "-o", "/dev/null", "--test-timeout", "120"])
+        .args(["--format", "json", "-o", "/dev/null", "--test-timeout", "20"])
         .args(args)
         .current_dir(dir)
         .env("CARGO_TARGET_DIR", target)
@@ -163,6 +167,8 @@ fn sfl(sfl: &Path, dir: &Path, target: &Path, args: &[&str]) -> Command {
 }
 
 const LIMIT: Duration = Duration::from_secs(900);
+/// How long `cargo test` may take after an edit before it counts as hanging.
+const HANG: Duration = Duration::from_secs(60);
 
 /// A run of cargo sfl that must have produced spectra: the build failed (`Ok(None)`), or the
 /// run.
@@ -247,7 +253,10 @@ fn bench_crate(
                 &["--rerun", "--save-spectra", &full_path.to_string_lossy()],
             ))?
             .context("the full run did not build what the selected run built")?;
-            let test = run_merged(cargo(&dir, &target).args(["test", "--no-fail-fast"]), LIMIT)?;
+            // A mutant that loops for ever hangs `cargo test`, which has no timeout: it is
+            // killed after as long as cargo sfl's own timeout allows, and the edit is left out
+            // of the timings.
+            let test = run_merged(cargo(&dir, &target).args(["test", "--no-fail-fast"]), HANG)?;
             let (sel, full_spectra) = (load(&sel_path)?, load(&full_path)?);
             let all = cargo_sfl::select::differences(&sel, &full_spectra);
             let (unstable_diffs, differences): (Vec<String>, Vec<String>) = all
@@ -267,6 +276,7 @@ fn bench_crate(
                 selected_secs: selected.secs,
                 full_secs: full.secs,
                 cargo_test_secs: test.secs,
+                hangs: test.code.is_none(),
                 differences,
                 unstable_differences: unstable_diffs.len(),
             }))
@@ -469,9 +479,10 @@ fn write(results: &Results, out: &Path) -> Result<()> {
     );
     for c in &results.crates {
         let mine: Vec<&Edit> = edits.iter().filter(|e| e.krate == c.krate).collect();
-        let mut ratios: Vec<f64> = mine.iter().map(|e| e.selected_secs / e.cargo_test_secs).collect();
-        let mut sel: Vec<f64> = mine.iter().map(|e| e.selected_secs).collect();
-        let mut test: Vec<f64> = mine.iter().map(|e| e.cargo_test_secs).collect();
+        let timed: Vec<&&Edit> = mine.iter().filter(|e| !e.hangs).collect();
+        let mut ratios: Vec<f64> = timed.iter().map(|e| e.selected_secs / e.cargo_test_secs).collect();
+        let mut sel: Vec<f64> = timed.iter().map(|e| e.selected_secs).collect();
+        let mut test: Vec<f64> = timed.iter().map(|e| e.cargo_test_secs).collect();
         let mut share: Vec<f64> = mine.iter().map(|e| e.selected as f64).collect();
         let total = mine.first().map_or(0, |e| e.total);
         let ratio = median(&mut ratios);
@@ -511,7 +522,11 @@ fn write(results: &Results, out: &Path) -> Result<()> {
     ] {
         let mine: Vec<&Edit> = edits.iter().filter(|e| e.kind == kind).collect();
         let mut share: Vec<f64> = mine.iter().map(|e| e.selected as f64 / e.total.max(1) as f64).collect();
-        let mut ratios: Vec<f64> = mine.iter().map(|e| e.selected_secs / e.cargo_test_secs).collect();
+        let mut ratios: Vec<f64> = mine
+            .iter()
+            .filter(|e| !e.hangs)
+            .map(|e| e.selected_secs / e.cargo_test_secs)
+            .collect();
         by_kind.push_str(&format!(
             "| {kind} | {} | {} | {:.0}% | {:.2}× |\n",
             mine.len(),
@@ -526,6 +541,12 @@ fn write(results: &Results, out: &Path) -> Result<()> {
          median over crates of the selected run against `cargo test` after the same edit: **{per_crate_median:.2}×**.\n",
         edits.len()
     ));
+    let hangs = edits.iter().filter(|e| e.hangs).count();
+    if hangs > 0 {
+        md.push_str(&format!(
+            "\n{hangs} edits made a test loop for ever: both runs time it out and are compared like              the others, but `cargo test`, which has no timeout, was killed after a minute, so they              are left out of the timings.\n"
+        ));
+    }
     let mut reasons: std::collections::BTreeMap<String, usize> = Default::default();
     for e in edits.iter().filter_map(|e| e.everything.as_ref()) {
         let general = e.split(" (line").next().unwrap_or(e).to_string();

@@ -359,8 +359,8 @@ fn resume(
 /// Builds the workspace's tests (with the edge recorder unless `--no-edges`, in
 /// a directory of its own). With rows to reuse (`choice`), the edit is checked against the
 /// new build's coverage maps, only the targets of the tests that run again are built when
-/// they are few ([`reuse::narrowed`]: one package, no doctest; nothing when nothing changed and
-/// no test runs again), and the doctests only when one runs again; a check that fails makes
+/// they are few ([`crate::select::Reuse::narrowed`]: no doctest; nothing when nothing changed
+/// and no test runs again), and the doctests only when one runs again; a check that fails makes
 /// `choice` run every test.
 fn build_tests(
     ws: &mut Workspace,
@@ -423,24 +423,37 @@ fn build_tests(
         }
         Ok(built)
     };
-    match reuse::narrowed(choice, select) {
-        None => whole(choice),
-        // Nothing changed and every test passed: nothing to build or run.
-        Some(None) => Ok(Built::default()),
-        Some(Some(narrowed)) => {
-            ui::detail(format!(
-                "building only what runs again: {}",
-                narrowed.package.join(", ")
-            ));
-            let built = build::build(ws, &narrowed, runtime.as_ref(), &mut |_| false)?;
-            check(&built, choice);
-            if matches!(choice, crate::select::Choice::All(_)) || reuse::missing_binaries(choice, &built) {
-                ui::detail("the edit needs more than that build: building every test target");
-                return whole(choice);
-            }
-            Ok(built)
-        }
+    let narrowed = match choice {
+        crate::select::Choice::Reuse(r) => r.narrowed(select),
+        crate::select::Choice::All(_) => None,
+    };
+    let Some(narrowed) = narrowed else {
+        return whole(choice);
+    };
+    let mut built = Built::default();
+    let mut what = Vec::new();
+    if let Some(tests) = &narrowed.tests {
+        what.push(format!("the test targets of {}", tests.package.join(", ")));
+        built = build::build(ws, tests, runtime.as_ref(), &mut |_| false)?;
     }
+    if let Some(doctests) = &narrowed.doctests {
+        what.push(format!("the doctests of {}", doctests.package.join(", ")));
+        let more = build::build(ws, doctests, runtime.as_ref(), &mut |_| true)?;
+        built.tests.extend(more.tests);
+        built.others.extend(more.others);
+        built.tests.sort_by(|a, b| a.id.cmp(&b.id));
+    }
+    if what.is_empty() {
+        // Nothing changed and every test passed: nothing to build or run.
+        return Ok(built);
+    }
+    ui::detail(format!("building only what runs again: {}", what.join(" and ")));
+    check(&built, choice);
+    if matches!(choice, crate::select::Choice::All(_)) || reuse::missing_binaries(choice, &built) {
+        ui::detail("the edit needs more than that build: building every test target");
+        return whole(choice);
+    }
+    Ok(built)
 }
 
 /// Makes a test executable's coverage counter updates plain while it runs on one thread

@@ -178,53 +178,6 @@ impl Reuse {
     }
 }
 
-/// The build this run needs: with rows to reuse, only the test targets of the tests that run
-/// again, when none is a doctest, an example's or a bench's (`None`: the selection's whole
-/// build); `Some(None)`: no build at all (nothing changed and no test runs again). cargo applies
-/// target flags to every package given (`-p a -p b --lib --test t` builds both libraries'
-/// tests, and `t` of whichever has it): tests of several packages build a little more than they
-/// need, never less.
-pub(super) fn narrowed(
-    choice: &Choice,
-    selection: &crate::config::Selection,
-) -> Option<Option<crate::config::Selection>> {
-    let Choice::Reuse(reuse) = choice else { return None };
-    let binaries = reuse.binaries_to_run();
-    if binaries.is_empty() {
-        return (!reuse.edited()).then_some(None);
-    }
-    let mut narrowed = crate::config::Selection {
-        package: Vec::new(),
-        workspace: false,
-        exclude: Vec::new(),
-        lib: false,
-        bins: false,
-        bin: Vec::new(),
-        tests: false,
-        test: Vec::new(),
-        doc: false,
-        no_doctests: true,
-        ..selection.clone()
-    };
-    for id in binaries {
-        let (package, target) = id.split_once("::").map_or((id, None), |(p, t)| (p, Some(t)));
-        if !narrowed.package.iter().any(|p| p == package) {
-            narrowed.package.push(package.to_string());
-        }
-        match target.map(|t| t.split_once('/').unwrap_or(("test", t))) {
-            None => narrowed.lib = true,
-            Some(("bin", name)) => narrowed.bin.push(name.to_string()),
-            Some(("test", name)) => narrowed.test.push(name.to_string()),
-            // Doctests, examples and benches: the whole build.
-            Some(_) => return None,
-        }
-    }
-    narrowed.bin.dedup();
-    narrowed.test.sort();
-    narrowed.test.dedup();
-    Some(Some(narrowed))
-}
-
 /// Whether a test of the last run that must run again is in a binary the build did not make
 /// (the check of the edit against the build found more to run than a narrowed build made).
 pub(super) fn missing_binaries(choice: &Choice, built: &Built) -> bool {
