@@ -65,7 +65,7 @@ struct Edit {
     selected_secs: f64,
     full_secs: f64,
     cargo_test_secs: f64,
-    /// `cargo test` was killed after a minute (the edit made a test loop): left out of the
+    /// `cargo test` was killed after 20 s (the edit made a test loop): left out of the
     /// timings.
     #[serde(default)]
     hangs: bool,
@@ -158,7 +158,7 @@ fn cargo(dir: &Path, target: &Path) -> Command {
 fn sfl(sfl: &Path, dir: &Path, target: &Path, args: &[&str]) -> Command {
     let mut c = Command::new(sfl);
     c.arg("sfl")
-        .args(["--format", "json", "-o", "/dev/null", "--test-timeout", "20"])
+        .args(["--format", "json", "-o", "/dev/null", "--test-timeout", "5"])
         .args(args)
         .current_dir(dir)
         .env("CARGO_TARGET_DIR", target)
@@ -168,7 +168,7 @@ fn sfl(sfl: &Path, dir: &Path, target: &Path, args: &[&str]) -> Command {
 
 const LIMIT: Duration = Duration::from_secs(900);
 /// How long `cargo test` may take after an edit before it counts as hanging.
-const HANG: Duration = Duration::from_secs(60);
+const HANG: Duration = Duration::from_secs(20);
 
 /// A run of cargo sfl that must have produced spectra: the build failed (`Ok(None)`), or the
 /// run.
@@ -544,7 +544,7 @@ fn write(results: &Results, out: &Path) -> Result<()> {
     let hangs = edits.iter().filter(|e| e.hangs).count();
     if hangs > 0 {
         md.push_str(&format!(
-            "\n{hangs} edits made a test loop for ever: both runs time it out and are compared like              the others, but `cargo test`, which has no timeout, was killed after a minute, so they              are left out of the timings.\n"
+            "\n{hangs} edits made a test loop for ever: both runs time it out and are compared like              the others, but `cargo test`, which has no timeout, was killed after 20 s, so they              are left out of the timings.\n"
         ));
     }
     let mut reasons: std::collections::BTreeMap<String, usize> = Default::default();
