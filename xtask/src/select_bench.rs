@@ -544,7 +544,10 @@ fn write(results: &Results, out: &Path) -> Result<()> {
     let hangs = edits.iter().filter(|e| e.hangs).count();
     if hangs > 0 {
         md.push_str(&format!(
-            "\n{hangs} edits made a test loop for ever: both runs time it out and are compared like              the others, but `cargo test`, which has no timeout, was killed after 20 s, so they              are left out of the timings.\n"
+            "\n{hangs} edits made a test loop for ever: both runs time it out (5 s) and are compared \
+             like the others (a test timed out in both by its outcome alone: a killed test's coverage \
+             stops wherever it was), but `cargo test`, which has no timeout, was killed after 20 s, \
+             so they are left out of the timings.\n"
         ));
     }
     let mut reasons: std::collections::BTreeMap<String, usize> = Default::default();
