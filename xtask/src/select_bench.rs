@@ -4,9 +4,12 @@
 //! function. For each edit, from the crate's pristine spectra (`--reuse-spectra`): the selected
 //! run, a full run (`--rerun`) and `cargo test`, each timed; the selected run's spectra must
 //! equal the full run's, test by test (outcome, lines, edges). Tests whose rows differ between
-//! two full runs of the pristine crate (random inputs, timing) are nondeterministic: their
-//! differences are counted apart. Per crate also: a cold run and a warm full run against
-//! `cargo test`. Written to bench-results/select.md and select.json.
+//! two full runs of the pristine crate (random inputs, timing) are nondeterministic, and so
+//! are, for one edit, those whose rows differ between two full runs of the edited crate (a
+//! second full run is made only for an edit whose runs differ): their differences are counted
+//! apart. Per crate also: a cold run and a warm full run against `cargo test`. `--recheck`
+//! runs the cached edits that differed again. Written to bench-results/select.md and
+//! select.json.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -35,6 +38,11 @@ pub struct Args {
     /// Only summarise the cached results.
     #[arg(long)]
     pub eval_only: bool,
+    /// Run again the cached edits whose selected and full runs differed (selected, full, and a
+    /// second full run that tells a nondeterministic test from a selection error), then
+    /// summarise.
+    #[arg(long)]
+    pub recheck: bool,
     #[arg(long, default_value = "bench-results")]
     pub output_dir: PathBuf,
 }
@@ -106,7 +114,11 @@ pub fn run(args: &Args) -> Result<()> {
         .ok()
         .and_then(|b| serde_json::from_slice(&b).ok())
         .unwrap_or_default();
-    if !args.eval_only {
+    if args.recheck {
+        let sfl = crate::build_sfl()?;
+        recheck(&sfl, &work, &mut results, args.seed)?;
+        std::fs::write(&cache, serde_json::to_vec_pretty(&results)?)?;
+    } else if !args.eval_only {
         let sfl = crate::build_sfl()?;
         let chosen: Vec<String> = if args.crates.is_empty() {
             DEFAULT.iter().map(|s| s.to_string()).collect()
@@ -258,10 +270,10 @@ fn bench_crate(
             // of the timings.
             let test = run_merged(cargo(&dir, &target).args(["test", "--no-fail-fast"]), HANG)?;
             let (sel, full_spectra) = (load(&sel_path)?, load(&full_path)?);
-            let all = cargo_sfl::select::differences(&sel, &full_spectra);
-            let (unstable_diffs, differences): (Vec<String>, Vec<String>) = all
-                .into_iter()
-                .partition(|d| d.split_once(": ").is_some_and(|(t, _)| unstable.iter().any(|u| u == t)));
+            let (differences, unstable_diffs) =
+                classify(cargo_sfl::select::differences(&sel, &full_spectra), &unstable, || {
+                    again(sfl_exe, &dir, &target, &full_path, &full_spectra)
+                })?;
             let (count, everything) = selection(&selected.output);
             let total = sel.tests.iter().filter(|t| t.outcome.ran()).count();
             Ok(Some(Edit {
@@ -278,7 +290,7 @@ fn bench_crate(
                 cargo_test_secs: test.secs,
                 hangs: test.code.is_none(),
                 differences,
-                unstable_differences: unstable_diffs.len(),
+                unstable_differences: unstable_diffs,
             }))
         })();
         std::fs::write(&path, original)?;
@@ -307,6 +319,119 @@ fn bench_crate(
         }
     }
     Ok(())
+}
+
+/// [`Args::recheck`]: each cached edit whose runs differed, drawn again from its crate's pool
+/// and run again.
+fn recheck(sfl_exe: &Path, work: &Path, results: &mut Results, seed: u64) -> Result<()> {
+    for e in results.edits.iter_mut().filter(|e| !e.differences.is_empty()) {
+        eprintln!("== recheck {} {}:{} {} ({})", e.krate, e.file, e.line, e.kind, e.change);
+        let dir = work.join(&e.krate);
+        let target = work.join(format!("{}.target", e.krate));
+        let unstable = results
+            .crates
+            .iter()
+            .find(|c| c.krate == e.krate)
+            .map(|c| c.unstable.clone())
+            .unwrap_or_default();
+        let Some(edit) = edit_pool(&dir, seed ^ seed_of(&e.krate))?
+            .into_iter()
+            .find(|c| c.file == e.file && c.line == e.line && c.kind == e.kind && c.change == e.change)
+        else {
+            eprintln!("   not in the pool any more");
+            continue;
+        };
+        let path = dir.join(&edit.file);
+        let original = std::fs::read_to_string(&path)?;
+        std::fs::write(&path, &edit.text)?;
+        let base = work.join(format!("{}.base.json", e.krate));
+        let (sel_path, full_path) = (
+            work.join(format!("{}.selected.json", e.krate)),
+            work.join(format!("{}.full.json", e.krate)),
+        );
+        let checked = (|| -> Result<(Vec<String>, usize)> {
+            sfl_ran(&mut sfl(
+                sfl_exe,
+                &dir,
+                &target,
+                &[
+                    "--reuse-spectra",
+                    &base.to_string_lossy(),
+                    "--save-spectra",
+                    &sel_path.to_string_lossy(),
+                ],
+            ))?
+            .context("the edit does not build any more")?;
+            sfl_ran(&mut sfl(
+                sfl_exe,
+                &dir,
+                &target,
+                &["--rerun", "--save-spectra", &full_path.to_string_lossy()],
+            ))?
+            .context("the full run did not build")?;
+            let full = load(&full_path)?;
+            classify(
+                cargo_sfl::select::differences(&load(&sel_path)?, &full),
+                &unstable,
+                || again(sfl_exe, &dir, &target, &full_path, &full),
+            )
+        })();
+        std::fs::write(&path, original)?;
+        let (real, left_out) = checked?;
+        eprintln!("   {} differences, {left_out} on nondeterministic tests", real.len());
+        e.differences = real;
+        e.unstable_differences += left_out;
+    }
+    Ok(())
+}
+
+/// The differences between a selected and a full run that are the selection's: not on a test
+/// that is nondeterministic in the unedited crate (`unstable`), nor on one whose row differs
+/// between two full runs of the edited crate (`again`: a mutant with undefined behaviour, say
+/// a read past the end in unsafe code, runs differently each time). The others, and how many
+/// were left out.
+fn classify(
+    all: Vec<String>,
+    unstable: &[String],
+    again: impl FnOnce() -> Result<Vec<String>>,
+) -> Result<(Vec<String>, usize)> {
+    let test = |d: &String| d.split_once(": ").map(|(t, _)| t.to_string());
+    let (left_out, rest): (Vec<String>, Vec<String>) = all
+        .into_iter()
+        .partition(|d| test(d).is_some_and(|t| unstable.contains(&t)));
+    if rest.is_empty() {
+        return Ok((rest, left_out.len()));
+    }
+    let varying = again()?;
+    let (also, real): (Vec<String>, Vec<String>) = rest
+        .into_iter()
+        .partition(|d| test(d).is_some_and(|t| varying.contains(&t)));
+    Ok((real, left_out.len() + also.len()))
+}
+
+/// Another full run of the edited crate: the tests whose rows differ from the first one's
+/// (`full`, saved at `path`).
+fn again(
+    sfl_exe: &Path,
+    dir: &Path,
+    target: &Path,
+    path: &Path,
+    full: &cargo_sfl::spectra::Spectra,
+) -> Result<Vec<String>> {
+    let second = path.with_extension("again.json");
+    sfl_ran(&mut sfl(
+        sfl_exe,
+        dir,
+        target,
+        &["--rerun", "--save-spectra", &second.to_string_lossy()],
+    ))?
+    .context("the edited crate built once, not twice")?;
+    let mut tests: Vec<String> = cargo_sfl::select::differences(&load(&second)?, full)
+        .into_iter()
+        .filter_map(|d| d.split_once(": ").map(|(t, _)| t.to_string()))
+        .collect();
+    tests.dedup();
+    Ok(tests)
 }
 
 /// How many tests the selected run ran (its "Selected N of M" line), and why every test ran
@@ -471,7 +596,9 @@ fn write(results: &Results, out: &Path) -> Result<()> {
          --no-fail-fast` after the same edit, each timed in the same script; the selected run's \
          spectra are compared with the full run's test by test (outcome, lines run, edges taken). \
          Tests whose rows differ between two full runs of the pristine crate are nondeterministic \
-         (random inputs): their differences are counted apart.\n\n",
+         (random inputs), and so are, for one edit, the tests whose rows differ between two full \
+         runs of the edited crate (a mutant with undefined behaviour, a test killed at its \
+         timeout): their differences are counted apart.\n\n",
     );
     md.push_str(
         "| crate | edits | did not compile | all tests run | tests run (median) | selected run (median s) | `cargo test` (median s) | ratio (median) | differences | nondeterministic tests (differences) | cold vs `cargo test` | warm full vs `cargo test` |\n\
