@@ -77,10 +77,14 @@ struct Edit {
     /// timings.
     #[serde(default)]
     hangs: bool,
-    /// Differences between the selected and the full run's spectra (nondeterministic tests
-    /// apart).
+    /// Differences between the selected and the full run's spectra on tests whose rows the
+    /// selected run reused (nondeterministic tests apart): the selection's errors.
     differences: Vec<String>,
-    /// Differences on tests that differ between two full runs of the pristine crate.
+    /// Differences on tests both runs ran, that full runs of the edited crate do not show to
+    /// vary.
+    #[serde(default)]
+    rerun_differences: Vec<String>,
+    /// Differences on nondeterministic tests ([`Classified`]).
     unstable_differences: usize,
 }
 
@@ -270,10 +274,12 @@ fn bench_crate(
             // of the timings.
             let test = run_merged(cargo(&dir, &target).args(["test", "--no-fail-fast"]), HANG)?;
             let (sel, full_spectra) = (load(&sel_path)?, load(&full_path)?);
-            let (differences, unstable_diffs) =
-                classify(cargo_sfl::select::differences(&sel, &full_spectra), &unstable, || {
-                    again(sfl_exe, &dir, &target, &full_path, &full_spectra)
-                })?;
+            let classified = classify(
+                cargo_sfl::select::differences(&sel, &full_spectra),
+                &unstable,
+                &sel,
+                || again(sfl_exe, &dir, &target, &full_path, &full_spectra),
+            )?;
             let (count, everything) = selection(&selected.output);
             let total = sel.tests.iter().filter(|t| t.outcome.ran()).count();
             Ok(Some(Edit {
@@ -289,8 +295,9 @@ fn bench_crate(
                 full_secs: full.secs,
                 cargo_test_secs: test.secs,
                 hangs: test.code.is_none(),
-                differences,
-                unstable_differences: unstable_diffs,
+                differences: classified.reused,
+                rerun_differences: classified.rerun,
+                unstable_differences: classified.nondeterministic,
             }))
         })();
         std::fs::write(&path, original)?;
@@ -324,7 +331,44 @@ fn bench_crate(
 /// [`Args::recheck`]: each cached edit whose runs differed, drawn again from its crate's pool
 /// and run again.
 fn recheck(sfl_exe: &Path, work: &Path, results: &mut Results, seed: u64) -> Result<()> {
-    for e in results.edits.iter_mut().filter(|e| !e.differences.is_empty()) {
+    // First, which tests are nondeterministic in each crate with differences: those whose rows
+    // differ from the unedited crate's spectra in any of six more full runs of it.
+    let differing: std::collections::BTreeSet<String> = results
+        .edits
+        .iter()
+        .filter(|e| !e.differences.is_empty() || !e.rerun_differences.is_empty())
+        .map(|e| e.krate.clone())
+        .collect();
+    for c in results.crates.iter_mut().filter(|c| differing.contains(&c.krate)) {
+        let dir = work.join(&c.krate);
+        let target = work.join(format!("{}.target", c.krate));
+        let base = load(&work.join(format!("{}.base.json", c.krate)))?;
+        let path = work.join(format!("{}.full.json", c.krate));
+        let mut unstable: std::collections::BTreeSet<String> = c.unstable.iter().cloned().collect();
+        for _ in 0..3 {
+            unstable.extend(again(sfl_exe, &dir, &target, &path, &base)?);
+        }
+        eprintln!("== {}: {} nondeterministic tests", c.krate, unstable.len());
+        c.unstable = unstable.into_iter().collect();
+    }
+    for e in results.edits.iter_mut() {
+        let unstable = &results
+            .crates
+            .iter()
+            .find(|c| c.krate == e.krate)
+            .map(|c| c.unstable.clone())
+            .unwrap_or_default();
+        let on = |d: &String| d.split_once(": ").is_some_and(|(t, _)| unstable.iter().any(|u| u == t));
+        let before = e.differences.len() + e.rerun_differences.len();
+        e.differences.retain(|d| !on(d));
+        e.rerun_differences.retain(|d| !on(d));
+        e.unstable_differences += before - e.differences.len() - e.rerun_differences.len();
+    }
+    for e in results
+        .edits
+        .iter_mut()
+        .filter(|e| !e.differences.is_empty() || !e.rerun_differences.is_empty())
+    {
         eprintln!("== recheck {} {}:{} {} ({})", e.krate, e.file, e.line, e.kind, e.change);
         let dir = work.join(&e.krate);
         let target = work.join(format!("{}.target", e.krate));
@@ -349,7 +393,7 @@ fn recheck(sfl_exe: &Path, work: &Path, results: &mut Results, seed: u64) -> Res
             work.join(format!("{}.selected.json", e.krate)),
             work.join(format!("{}.full.json", e.krate)),
         );
-        let checked = (|| -> Result<(Vec<String>, usize)> {
+        let checked = (|| -> Result<Classified> {
             sfl_ran(&mut sfl(
                 sfl_exe,
                 &dir,
@@ -369,48 +413,79 @@ fn recheck(sfl_exe: &Path, work: &Path, results: &mut Results, seed: u64) -> Res
                 &["--rerun", "--save-spectra", &full_path.to_string_lossy()],
             ))?
             .context("the full run did not build")?;
-            let full = load(&full_path)?;
-            classify(
-                cargo_sfl::select::differences(&load(&sel_path)?, &full),
-                &unstable,
-                || again(sfl_exe, &dir, &target, &full_path, &full),
-            )
+            let (full, sel) = (load(&full_path)?, load(&sel_path)?);
+            classify(cargo_sfl::select::differences(&sel, &full), &unstable, &sel, || {
+                again(sfl_exe, &dir, &target, &full_path, &full)
+            })
         })();
         std::fs::write(&path, original)?;
-        let (real, left_out) = checked?;
-        eprintln!("   {} differences, {left_out} on nondeterministic tests", real.len());
-        e.differences = real;
-        e.unstable_differences += left_out;
+        let c = checked?;
+        eprintln!(
+            "   {} differences on reused tests, {} on tests both ran, {} on nondeterministic tests",
+            c.reused.len(),
+            c.rerun.len(),
+            c.nondeterministic
+        );
+        e.differences = c.reused;
+        e.rerun_differences = c.rerun;
+        e.unstable_differences = c.nondeterministic;
     }
     Ok(())
 }
 
-/// The differences between a selected and a full run that are the selection's: not on a test
-/// that is nondeterministic in the unedited crate (`unstable`), nor on one whose row differs
-/// between two full runs of the edited crate (`again`: a mutant with undefined behaviour, say
-/// a read past the end in unsafe code, runs differently each time). The others, and how many
-/// were left out.
+/// The differences between a selected and a full run, split by the test they are on.
+struct Classified {
+    /// On a test whose row the selected run reused, that no full run shows to vary: the
+    /// selection's errors.
+    reused: Vec<String>,
+    /// On a test both runs ran, that two more full runs of the edited crate do not show to vary
+    /// (a build difference, if any).
+    rerun: Vec<String>,
+    /// On a nondeterministic test: one whose row differs between two full runs of the unedited
+    /// crate (`unstable`), or between full runs of the edited crate (a mutant with undefined
+    /// behaviour, say a read past the end in unsafe code, runs differently each time; hash
+    /// seeds and random inputs too).
+    nondeterministic: usize,
+}
+
 fn classify(
     all: Vec<String>,
     unstable: &[String],
+    selected: &cargo_sfl::spectra::Spectra,
     again: impl FnOnce() -> Result<Vec<String>>,
-) -> Result<(Vec<String>, usize)> {
-    let test = |d: &String| d.split_once(": ").map(|(t, _)| t.to_string());
-    let (left_out, rest): (Vec<String>, Vec<String>) = all
-        .into_iter()
-        .partition(|d| test(d).is_some_and(|t| unstable.contains(&t)));
+) -> Result<Classified> {
+    let test = |d: &String| d.split_once(": ").map(|(t, _)| t.to_string()).unwrap_or_default();
+    let (left_out, rest): (Vec<String>, Vec<String>) = all.into_iter().partition(|d| unstable.contains(&test(d)));
+    let mut out = Classified {
+        reused: Vec::new(),
+        rerun: Vec::new(),
+        nondeterministic: left_out.len(),
+    };
     if rest.is_empty() {
-        return Ok((rest, left_out.len()));
+        return Ok(out);
     }
     let varying = again()?;
-    let (also, real): (Vec<String>, Vec<String>) = rest
-        .into_iter()
-        .partition(|d| test(d).is_some_and(|t| varying.contains(&t)));
-    Ok((real, left_out.len() + also.len()))
+    let reused: std::collections::BTreeSet<String> = selected
+        .tests
+        .iter()
+        .filter(|t| t.reused)
+        .map(|t| format!("{} {}", t.binary, t.name))
+        .collect();
+    for d in rest {
+        let t = test(&d);
+        if varying.contains(&t) {
+            out.nondeterministic += 1;
+        } else if reused.contains(&t) {
+            out.reused.push(d);
+        } else {
+            out.rerun.push(d);
+        }
+    }
+    Ok(out)
 }
 
-/// Another full run of the edited crate: the tests whose rows differ from the first one's
-/// (`full`, saved at `path`).
+/// Two more full runs of the edited crate: the tests whose rows differ from the first one's
+/// (`full`, saved at `path`) in either.
 fn again(
     sfl_exe: &Path,
     dir: &Path,
@@ -419,17 +494,22 @@ fn again(
     full: &cargo_sfl::spectra::Spectra,
 ) -> Result<Vec<String>> {
     let second = path.with_extension("again.json");
-    sfl_ran(&mut sfl(
-        sfl_exe,
-        dir,
-        target,
-        &["--rerun", "--save-spectra", &second.to_string_lossy()],
-    ))?
-    .context("the edited crate built once, not twice")?;
-    let mut tests: Vec<String> = cargo_sfl::select::differences(&load(&second)?, full)
-        .into_iter()
-        .filter_map(|d| d.split_once(": ").map(|(t, _)| t.to_string()))
-        .collect();
+    let mut tests = Vec::new();
+    for _ in 0..2 {
+        sfl_ran(&mut sfl(
+            sfl_exe,
+            dir,
+            target,
+            &["--rerun", "--save-spectra", &second.to_string_lossy()],
+        ))?
+        .context("the edited crate built once, not twice")?;
+        tests.extend(
+            cargo_sfl::select::differences(&load(&second)?, full)
+                .into_iter()
+                .filter_map(|d| d.split_once(": ").map(|(t, _)| t.to_string())),
+        );
+    }
+    tests.sort();
     tests.dedup();
     Ok(tests)
 }
@@ -586,6 +666,8 @@ fn write(results: &Results, out: &Path) -> Result<()> {
     std::fs::create_dir_all(out)?;
     let edits = &results.edits;
     let differences: usize = edits.iter().map(|e| e.differences.len()).sum();
+    let rerun_differences: usize = edits.iter().map(|e| e.rerun_differences.len()).sum();
+    let nondeterministic: usize = edits.iter().map(|e| e.unstable_differences).sum();
     let with_differences = edits.iter().filter(|e| !e.differences.is_empty()).count();
     let mut per_crate = Vec::new();
     let mut md = String::from(
@@ -664,8 +746,10 @@ fn write(results: &Results, out: &Path) -> Result<()> {
     }
     md.push_str(&by_kind);
     md.push_str(&format!(
-        "\n**{} edits, {differences} differences** ({with_differences} edits with any) between selected and full runs; \
-         median over crates of the selected run against `cargo test` after the same edit: **{per_crate_median:.2}×**.\n",
+        "\n**{} edits, {differences} differences** ({with_differences} edits with any) on tests whose rows the \
+         selected run reused; {rerun_differences} on tests both runs ran that full runs do not show to vary; \
+         {nondeterministic} on nondeterministic tests. Median over crates of the selected run against \
+         `cargo test` after the same edit: **{per_crate_median:.2}×**.\n",
         edits.len()
     ));
     let hangs = edits.iter().filter(|e| e.hangs).count();
@@ -710,6 +794,8 @@ fn write(results: &Results, out: &Path) -> Result<()> {
     let json = serde_json::json!({
         "edits": edits.len(),
         "differences": differences,
+        "rerun_differences": rerun_differences,
+        "nondeterministic_differences": nondeterministic,
         "median_ratio_vs_cargo_test": per_crate_median,
         "crates": results.crates,
         "per_edit": edits,
