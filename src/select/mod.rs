@@ -57,10 +57,9 @@ fn volatile(name: &str) -> bool {
     NAMES.contains(&name) || name.contains("MAKEFLAGS") || name.contains("JOBSERVER") || name.starts_with("CARGO_SFL_")
 }
 
-/// What a run sees of the workspace before it builds: the files of the selected packages (and
-/// the workspace's manifest, lock file, cargo and nextest configuration, path dependencies
-/// outside it) and the context. `rustc` is `rustc -vV`.
-pub fn look(ws: &Workspace, cfg: &RunConfig, rustc: &str) -> Snapshot {
+/// What a run sees of the workspace before it builds: the files of the selected packages
+/// ([`files`]) and the context. `rustc` is `rustc -vV`.
+pub fn look(files: BTreeMap<String, FileState>, cfg: &RunConfig, rustc: &str) -> Snapshot {
     let mut context = BTreeMap::new();
     let mut part = |name: String, value: &str| {
         context.insert(name, crate::spectra::file_digest(value.as_bytes()));
@@ -95,19 +94,26 @@ pub fn look(ws: &Workspace, cfg: &RunConfig, rustc: &str) -> Snapshot {
     Snapshot {
         taken: SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs()),
         context,
-        files: package_files(ws)
-            .into_iter()
-            .filter_map(|(rel, path)| {
-                let bytes = std::fs::read(&path).ok()?;
-                let state = if rel.ends_with(".rs") {
-                    FileState::lines(&bytes)
-                } else {
-                    FileState::digest(&bytes)
-                };
-                Some((rel, state))
-            })
-            .collect(),
+        files,
     }
+}
+
+/// The files of the selected packages (and the workspace's manifest, lock file, cargo and
+/// nextest configuration, path dependencies outside it): Rust sources as a hash per line,
+/// others as a digest.
+pub fn files(ws: &Workspace) -> BTreeMap<String, FileState> {
+    package_files(ws)
+        .into_iter()
+        .filter_map(|(rel, path)| {
+            let bytes = std::fs::read(&path).ok()?;
+            let state = if rel.ends_with(".rs") {
+                FileState::lines(&bytes)
+            } else {
+                FileState::digest(&bytes)
+            };
+            Some((rel, state))
+        })
+        .collect()
 }
 
 /// Every file a test's result may depend on outside the toolchain and the registry: the
@@ -210,8 +216,8 @@ pub struct BlockRef {
 }
 
 /// Compares the last run (its spectra, with their snapshot) with what this run sees.
-pub fn choose(previous: Spectra, now: &Snapshot, root: &Path) -> Choice {
-    let Some(then) = previous.snapshot.clone() else {
+pub fn choose(mut previous: Spectra, now: &Snapshot, root: &Path) -> Choice {
+    let Some(then) = previous.snapshot.take() else {
         return Choice::All(Some("the last run's spectra do not say what it was built from".into()));
     };
     if let Some(part) = changed_context(&then, now) {
@@ -220,23 +226,13 @@ pub fn choose(previous: Spectra, now: &Snapshot, root: &Path) -> Choice {
     let spans = spans_by_file(&previous.functions);
     let mut moved = HashMap::new();
     let mut changed = Vec::new();
-    for (file, state) in then
-        .files
-        .iter()
-        .chain(now.files.iter().filter(|(f, _)| !then.files.contains_key(*f)))
-    {
-        let new = now.files.get(file);
-        if new == Some(state) && then.files.contains_key(file) {
+    for (file, old) in &then.files {
+        let Some(new) = now.files.get(file) else {
+            return Choice::All(Some(format!("{file} was removed")));
+        };
+        if new == old {
             continue;
         }
-        let (Some(old), Some(new)) = (then.files.get(file), new) else {
-            let what = if then.files.contains_key(file) {
-                "removed"
-            } else {
-                "added"
-            };
-            return Choice::All(Some(format!("{file} was {what}")));
-        };
         let (Some(old), Some(new)) = (old.line_hashes(), new.line_hashes()) else {
             return Choice::All(Some(format!("{file} changed")));
         };
@@ -256,6 +252,9 @@ pub fn choose(previous: Spectra, now: &Snapshot, root: &Path) -> Choice {
             }
             Err(line) => return Choice::All(Some(format!("{file} changed outside a function (line {line})"))),
         }
+    }
+    if let Some(file) = now.files.keys().find(|f| !then.files.contains_key(*f)) {
+        return Choice::All(Some(format!("{file} was added")));
     }
     let when = UNIX_EPOCH + Duration::from_secs(then.taken);
     let mut reuse = Reuse {

@@ -81,9 +81,12 @@ pub fn collect(cfg: &RunConfig) -> anyhow::Result<Collected> {
     let lock = lock::DirLock::acquire(&ws.target_dir, |dir| {
         ui::status("Blocking", format!("waiting for lock on {}", dir.display()))
     })?;
-    let rustc = assemble::rustc_version();
+    // `rustc -vV` (10-15 ms through rustup's proxy) is asked while the files are read.
+    let rustc = std::thread::spawn(assemble::rustc_version);
     let looked = Instant::now();
-    let snapshot = crate::select::look(&ws, cfg, &rustc);
+    let files = crate::select::files(&ws);
+    let rustc = rustc.join().unwrap_or_else(|_| "unknown".into());
+    let snapshot = crate::select::look(files, cfg, &rustc);
     let mut choice = reuse::choose(&ws, cfg, &snapshot)?;
     ui::detail(format!(
         "compared {} files with the last run in {:.1} ms",
