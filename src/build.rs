@@ -88,6 +88,21 @@ impl Workspace {
         })
     }
 
+    /// The spec to give cargo for a `--package` spec: a member's name (or `name@version`)
+    /// becomes its package ID (`path+file:///…#name@version`), since a bare name is ambiguous
+    /// to cargo wherever another version of the package is in the dependency graph (a
+    /// dev-dependency that depends on the crate under test); other specs are cargo's to read.
+    pub fn package_spec<'a>(&'a self, spec: &'a str) -> &'a str {
+        let (name, version) = spec.split_once('@').unwrap_or((spec, ""));
+        let mut matching = self.members.iter().filter(|m| {
+            m.name.as_str() == name && (version.is_empty() || m.version.to_string() == version)
+        });
+        match (matching.next(), matching.next()) {
+            (Some(m), None) if !spec.contains(['/', '#', ':']) => m.id.repr.as_str(),
+            _ => spec,
+        }
+    }
+
     /// The members cargo selects for `select`, as cargo does: `--package` names (a spec's name
     /// part, globs left to cargo and taken as matching), `--workspace` less `--exclude`, else
     /// the package whose manifest is the one given (or the one above the current directory),
@@ -314,7 +329,7 @@ fn clean_members(ws: &Workspace, select: &Selection, profile_dir: &Path) -> Resu
         cmd.arg("--release");
     }
     for m in &ws.members {
-        cmd.arg("-p").arg(m.name.as_str());
+        cmd.arg("-p").arg(&m.id.repr);
     }
     match cmd.stdin(Stdio::null()).output() {
         Ok(out) if out.status.success() => Ok(()),
@@ -388,7 +403,7 @@ fn wrapped_cargo(ws: &Workspace, select: &Selection, target: &Path, args: &[&str
         crate::platform::current_exe().map_err(|e| SflError::Setup(format!("cannot find own executable: {e}")))?;
     let mut cmd = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
     cmd.args(args).arg("--target-dir").arg(target);
-    cargo_selection_args(&mut cmd, select);
+    cargo_selection_args(&mut cmd, select, ws);
     let dirs: Vec<String> = ws
         .members
         .iter()
@@ -542,7 +557,7 @@ fn plain_doctests(ws: &Workspace, select: &Selection) -> Result<Vec<crate::docte
     let mut cmd = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
     cmd.args(["test", "--doc", "--no-fail-fast", "--color=never"]);
     cmd.arg("--target-dir").arg(ws.target_dir.join("doctests-plain"));
-    cargo_selection_args(&mut cmd, select);
+    cargo_selection_args(&mut cmd, select, ws);
     // Names on their own lines (libtest turns terse for large suites).
     cmd.args(["--", "--format=pretty"]);
     cmd.env_remove("RUSTC_WRAPPER")
@@ -659,12 +674,12 @@ fn config_env(dir: &Path) -> Vec<(String, String)> {
     env
 }
 
-fn cargo_selection_args(cmd: &mut Command, s: &Selection) {
+fn cargo_selection_args(cmd: &mut Command, s: &Selection, ws: &Workspace) {
     if let Some(p) = &s.manifest_path {
         cmd.arg("--manifest-path").arg(p);
     }
     for p in &s.package {
-        cmd.args(["--package", p]);
+        cmd.args(["--package", ws.package_spec(p)]);
     }
     if s.workspace {
         cmd.arg("--workspace");
@@ -676,6 +691,9 @@ fn cargo_selection_args(cmd: &mut Command, s: &Selection) {
         ("--lib", s.lib),
         ("--bins", s.bins),
         ("--tests", s.tests),
+        ("--examples", s.examples),
+        ("--benches", s.benches),
+        ("--all-targets", s.all_targets),
         ("--all-features", s.all_features),
         ("--no-default-features", s.no_default_features),
         ("--release", s.release),
@@ -687,8 +705,10 @@ fn cargo_selection_args(cmd: &mut Command, s: &Selection) {
     for b in &s.bin {
         cmd.args(["--bin", b]);
     }
-    for t in &s.test {
-        cmd.args(["--test", t]);
+    for (flag, names) in [("--test", &s.test), ("--example", &s.example), ("--bench", &s.bench)] {
+        for name in names {
+            cmd.args([flag, name]);
+        }
     }
     for f in &s.features {
         cmd.args(["--features", f]);

@@ -178,8 +178,24 @@ pub struct SelectionArgs {
     /// Test only the named integration test target.
     #[arg(long, value_name = "NAME", help_heading = "Target selection")]
     pub test: Vec<String>,
+    /// Test all examples (built with the test harness, so their #[test] functions run).
+    #[arg(long, help_heading = "Target selection")]
+    pub examples: bool,
+    /// Test only the named example.
+    #[arg(long, value_name = "NAME", help_heading = "Target selection")]
+    pub example: Vec<String>,
+    /// Test all benchmark targets (built as tests: their #[test] functions run, benchmarks
+    /// run once as tests where the harness does so).
+    #[arg(long, help_heading = "Target selection")]
+    pub benches: bool,
+    /// Test only the named benchmark target.
+    #[arg(long, value_name = "NAME", help_heading = "Target selection")]
+    pub bench: Vec<String>,
+    /// Test all targets: --lib --bins --tests --benches --examples (no doctests).
+    #[arg(long, help_heading = "Target selection")]
+    pub all_targets: bool,
     /// Test only the libraries' documentation examples (doctests).
-    #[arg(long, help_heading = "Target selection", conflicts_with_all = ["lib", "bins", "bin", "tests", "test", "no_doctests"])]
+    #[arg(long, help_heading = "Target selection", conflicts_with_all = ["lib", "bins", "bin", "tests", "test", "examples", "example", "benches", "bench", "all_targets", "no_doctests"])]
     pub doc: bool,
     /// Do not run doctests (they run by default when no target is selected, as with `cargo test`).
     #[arg(long, help_heading = "Target selection")]
@@ -303,6 +319,11 @@ impl From<SelectionArgs> for config::Selection {
             bin: s.bin,
             tests: s.tests,
             test: s.test,
+            examples: s.examples,
+            example: s.example,
+            benches: s.benches,
+            bench: s.bench,
+            all_targets: s.all_targets,
             features: s.features,
             all_features: s.all_features,
             no_default_features: s.no_default_features,

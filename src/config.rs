@@ -66,6 +66,14 @@ pub struct Selection {
     pub bin: Vec<String>,
     pub tests: bool,
     pub test: Vec<String>,
+    /// `--examples`, `--example NAME`: examples built with the test harness and run.
+    pub examples: bool,
+    pub example: Vec<String>,
+    /// `--benches`, `--bench NAME`: benchmark targets built as tests and run.
+    pub benches: bool,
+    pub bench: Vec<String>,
+    /// `--all-targets`: `--lib --bins --tests --benches --examples`.
+    pub all_targets: bool,
     pub features: Vec<String>,
     pub all_features: bool,
     pub no_default_features: bool,
@@ -90,7 +98,12 @@ impl Selection {
                 || self.bins
                 || self.tests
                 || !self.bin.is_empty()
-                || !self.test.is_empty())
+                || !self.test.is_empty()
+                || self.examples
+                || !self.example.is_empty()
+                || self.benches
+                || !self.bench.is_empty()
+                || self.all_targets)
     }
 }
 

@@ -396,8 +396,11 @@ pub fn human(e: &Explanation) -> String {
         };
         let _ = writeln!(
             out,
-            "  {:<14} score {score:>8}  rank {} of {} entries{tie}, line rank {}",
-            m.measure, m.rank, m.entries, m.line_rank
+            "  {:<14} score {score:>8}  rank {} of {}{tie}, line rank {}",
+            m.measure,
+            m.rank,
+            crate::ui::counted(m.entries, "entry", "entries"),
+            m.line_rank
         );
     }
     let _ = writeln!(out, "  ef {} ep {} nf {} np {}", e.ef, e.ep, e.nf, e.np);

@@ -26,7 +26,13 @@ fn main() {
     if std::env::var_os(cargo_sfl::build::WRAPPER_ENV).is_some() {
         cargo_sfl::build::rustc_wrapper();
     }
-    let Cargo::Sfl(args) = Cargo::parse();
+    // cargo runs `cargo-sfl sfl …`; run directly (`cargo-sfl --version`, as install scripts
+    // and version checks do), the subcommand's name is implied.
+    let mut argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    if argv.get(1).is_none_or(|a| a != "sfl") {
+        argv.insert(1.min(argv.len()), "sfl".into());
+    }
+    let Cargo::Sfl(args) = Cargo::parse_from(argv);
     cargo_sfl::ui::init(args.color(), args.verbosity());
     let result = match args.into_task() {
         Task::Run(c) => pipeline::run(&c),

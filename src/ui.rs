@@ -169,3 +169,8 @@ pub fn ago(then: std::time::SystemTime) -> String {
         _ => format!("{} days ago", secs / 86_400),
     }
 }
+
+/// `n` and the noun agreeing with it: `counted(1, "entry", "entries")` is `1 entry`.
+pub fn counted(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}

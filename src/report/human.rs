@@ -120,19 +120,27 @@ pub fn human(a: &Analysis, rankings: &[Ranking], view: &View) -> String {
         );
     }
     let _ = writeln!(out);
+    let files = crate::ui::counted(sum.files, "file", "files");
     let (noun, place) = if sum.files == 0 {
         ("units", String::new())
     } else if view.function_names.is_some() {
-        ("functions", format!(" in {} files", sum.files))
+        ("functions", format!(" in {files}"))
     } else {
-        ("lines", format!(" in {} files", sum.files))
+        ("lines", format!(" in {files}"))
     };
     let _ = writeln!(
         out,
-        "{} {noun}{place}, {} run by some test, {} by a failing test ({} entries after merging {noun} with identical coverage)",
-        sum.units, sum.covered_units, sum.failing_units, sum.entries
+        "{} {noun}{place}, {} run by some test, {} by a failing test ({} after merging {noun} with identical coverage)",
+        sum.units,
+        sum.covered_units,
+        sum.failing_units,
+        crate::ui::counted(sum.entries, "entry", "entries")
     );
-    if sum.failing() > 0 {
+    if sum.failing() > 0 && sum.failing_units == 0 {
+        // Nothing to rank (a failing test that ran only test code, or only a build check such
+        // as trybuild's): no claim about where a single fault must be.
+        let _ = writeln!(out, "No failing test ran one of these {noun}: there is nothing to rank");
+    } else if sum.failing() > 0 {
         let witnesses = a.core_witnesses();
         let _ = writeln!(
             out,
@@ -163,21 +171,25 @@ pub fn human(a: &Analysis, rankings: &[Ranking], view: &View) -> String {
 /// What the marks and counts of the listed entries mean.
 fn footer(out: &mut String, rankings: &[Ranking], view: &View) {
     let mut blank = "\n";
-    if rankings.iter().any(|r| r.entries.iter().any(|x| x.tied > 1)) {
+    // The legends of what the shown entries carry (not of entries below the cut).
+    let any_shown = |mark: fn(&Ranked) -> bool| {
+        rankings.iter().any(|r| r.entries.iter().take(view.top).any(mark))
+    };
+    if any_shown(|x| x.tied > 1) {
         let _ = writeln!(
             out,
             "{blank}(=N after a rank: N entries share that score and that mid-rank.)"
         );
         blank = "";
     }
-    if rankings.iter().any(|r| r.entries.iter().any(|x| x.panicked)) {
+    if any_shown(|x| x.panicked) {
         let _ = writeln!(
             out,
             "(panicked: a failing test panicked on this line's own operation (an index out of bounds, an overflow, …), so it is ranked first; the score shown is the base measure's.)"
         );
         blank = "";
     }
-    if rankings.iter().any(|r| r.entries.iter().any(|x| x.certain)) {
+    if any_shown(|x| x.certain) {
         let _ = writeln!(
             out,
             "(certain: a failing test ran this {} and nothing else, so Doric's fault likelihood is 1.)",
@@ -206,6 +218,10 @@ fn human_ranking(out: &mut String, r: &Ranking, view: &View, sources: &mut Sourc
     let a = r.analysis;
     let top = view.top;
     let units = &a.spectra.units;
+    if r.entries.is_empty() {
+        // No heading over nothing: the summary said why.
+        return;
+    }
     let shown = &r.entries[..top.min(r.entries.len())];
     let order = if r.ht.is_some() {
         " in the order a person is expected to reach them (HT_Rank model, E[T] = expected steps)"
@@ -214,11 +230,11 @@ fn human_ranking(out: &mut String, r: &Ranking, view: &View, sources: &mut Sourc
     };
     let _ = writeln!(
         out,
-        "\n{}{order} ({}), top {} of {} entries:",
+        "\n{}{order} ({}), top {} of {}:",
         console::style(format!("Most suspicious {}s by {}", view.unit_noun(), r.measure.name)).bold(),
         r.measure.formula,
         shown.len(),
-        r.entries.len()
+        crate::ui::counted(r.entries.len(), "entry", "entries")
     );
     // Files in the order of their best-ranked entry; entries in rank order within a file. An
     // entry is shown at its lead line (or, at function granularity, its first function), so
@@ -268,8 +284,8 @@ fn human_ranking(out: &mut String, r: &Ranking, view: &View, sources: &mut Sourc
     if let (Some(k), Some(rev)) = (view.changed_in_top(r), view.diff_base) {
         let _ = writeln!(
             out,
-            "  {k} of these {} entries touch lines changed since {rev}",
-            shown.len()
+            "  {k} of these {} touch lines changed since {rev}",
+            crate::ui::counted(shown.len(), "entry", "entries")
         );
     }
     if let Some(last) = shown.last() {
@@ -277,7 +293,8 @@ fn human_ranking(out: &mut String, r: &Ranking, view: &View, sources: &mut Sourc
         if more_tied > 0 {
             let _ = writeln!(
                 out,
-                "  … and {more_tied} more entries tied at rank {}",
+                "  … and {} more tied at rank {}",
+                crate::ui::counted(more_tied, "entry", "entries"),
                 fmt_rank(last.rank)
             );
         }

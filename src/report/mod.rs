@@ -337,14 +337,17 @@ impl FileSpans<'_> {
     }
 }
 
-/// Line spans of a group's units, by file: units adjacent in the unit table (same file, next
-/// index) form one span. A file appears again when the group leaves it and comes back.
+/// Line spans of a group's units, by file: units adjacent in the unit table and in the file
+/// (same file, next index, next line) form one span. A file appears again when the group leaves it and comes back.
 pub fn spans<'a>(units: &[usize], all: &'a [Unit]) -> Vec<FileSpans<'a>> {
     let mut out: Vec<FileSpans<'a>> = Vec::new();
     let mut prev: Option<usize> = None;
     for &u in units {
         let unit = &all[u];
-        let contiguous = prev.is_some_and(|p| p + 1 == u && all[p].file == unit.file);
+        // Next in the table and on the next line: a span never covers a line (blank, a
+        // comment, a brace) that is not in the group.
+        let contiguous =
+            prev.is_some_and(|p| p + 1 == u && all[p].file == unit.file && all[p].line + 1 == unit.line);
         let single = LineSpan {
             start: unit.line,
             end: unit.line,

@@ -64,7 +64,8 @@ pub fn short(a: &Analysis, rankings: &[Ranking], view: &View) -> String {
             }
             if group.len() > 1 {
                 let noun = view.unit_noun();
-                let _ = write!(out, "; {} more {noun}s run exactly alike", group.len() - 1);
+                let more = crate::ui::counted(group.len() - 1, &format!("more {noun} runs"), &format!("more {noun}s run"));
+                let _ = write!(out, "; {more} exactly alike");
             }
             out.push('\n');
         }

@@ -30,6 +30,8 @@ use crate::build::Workspace;
 use crate::config::{RunConfig, Selection};
 use crate::spectra::{FileState, FunctionSpan, Outcome, Snapshot, Spectra, TestRecord};
 
+pub mod volatile;
+
 /// Bump when what a snapshot records, or how it is compared, changes: an older snapshot then
 /// runs every test.
 const VERSION: &str = "1";
@@ -188,6 +190,8 @@ pub struct Reuse {
     moved: HashMap<String, Vec<Option<u32>>>,
     /// Functions of the last run that the edit touched.
     changed: Vec<FunctionSpan>,
+    /// Per test of the last run: its row ran a line (or took an edge) the edit touched.
+    touched: Vec<bool>,
 }
 
 /// A build of only what runs again ([`Reuse::narrowed`]).
@@ -259,6 +263,7 @@ pub fn choose(mut previous: Spectra, now: &Snapshot, root: &Path) -> Choice {
     let when = UNIX_EPOCH + Duration::from_secs(then.taken);
     let mut reuse = Reuse {
         reusable: previous.tests.iter().map(reusable_outcome).collect(),
+        touched: vec![false; previous.tests.len()],
         previous,
         when,
         moved,
@@ -283,10 +288,15 @@ fn changed_context(then: &Snapshot, now: &Snapshot) -> Option<String> {
     })
 }
 
-/// Whether a test's row may be reused at all: only a clean pass (a failing, crashed, timed-out
-/// or flaky test, or one whose coverage was partial, is always run again).
+/// Whether a test's row may be reused at all: only a clean pass of a deterministic test (a
+/// failing, crashed, timed-out or flaky test, one whose coverage was partial, and one whose row
+/// is a sample of random inputs are always run again).
 fn reusable_outcome(t: &TestRecord) -> bool {
-    t.outcome == Outcome::Passed && !t.flaky && t.warnings.is_empty() && t.attempts.is_empty()
+    t.outcome == Outcome::Passed
+        && !t.flaky
+        && t.warnings.is_empty()
+        && t.attempts.is_empty()
+        && t.volatile.is_none()
 }
 
 fn spans_by_file(functions: &[FunctionSpan]) -> HashMap<&str, Vec<&FunctionSpan>> {
@@ -406,10 +416,17 @@ impl Reuse {
             }
         }
         if let Some(edges) = &p.edges {
+            // Line 1 is where rustc places what it generates for the whole crate (the test
+            // harness's `main`, which every test enters): as a block's line it says nothing of
+            // the function that starts there, whose runs the line coverage shows.
             let dirty_block: Vec<bool> = edges
                 .blocks
                 .iter()
-                .map(|b| b.lines.iter().any(|u| dirty_units[u.index()]))
+                .map(|b| {
+                    b.lines
+                        .iter()
+                        .any(|u| dirty_units[u.index()] && p.units[u.index()].line != 1)
+                })
                 .collect();
             for (e, column) in edges.edges.iter().zip(&edges.coverage) {
                 if dirty_block[e.to.index()] || e.from.is_some_and(|f| dirty_block[f.index()]) {
@@ -419,7 +436,53 @@ impl Reuse {
         }
         for t in rerun.iter() {
             self.reusable[t] = false;
+            self.touched[t] = true;
         }
+    }
+
+    /// Whether test `t` of the last run, run again now without having run a line the edit
+    /// touched (it failed, say), ran other lines of unchanged code this time (`lines`, where
+    /// they are now): then its row is a sample, not a fact. A test whose last row ran touched
+    /// code may rightly run other lines now, so it is not judged.
+    pub fn varied(&self, t: usize, lines: &[(String, u32)]) -> bool {
+        if self.touched[t] {
+            return false;
+        }
+        let p = &self.previous;
+        let mut before = BTreeSet::new();
+        let mut known = HashSet::new();
+        for (u, column) in p.coverage.iter().enumerate() {
+            let unit = &p.units[u];
+            if self.dirty(&unit.file, unit.line) {
+                continue;
+            }
+            let Some(now) = self.line_now(&unit.file, unit.line) else { continue };
+            known.insert((unit.file.as_str(), now));
+            if column.contains(t) {
+                before.insert((unit.file.as_str(), now));
+            }
+        }
+        let after: BTreeSet<(&str, u32)> = lines
+            .iter()
+            .map(|(f, l)| (f.as_str(), *l))
+            .filter(|k| known.contains(k))
+            .collect();
+        before != after
+    }
+
+    /// The last run's tests (by binary and name as named now), as indices into its tests.
+    pub fn index(&self) -> HashMap<(&str, String), usize> {
+        self.previous
+            .tests
+            .iter()
+            .enumerate()
+            .map(|(i, t)| ((t.binary.as_str(), self.name_now(&t.name)), i))
+            .collect()
+    }
+
+    /// How many of the last run's tests run again only because their rows are samples.
+    pub fn volatile(&self) -> usize {
+        self.previous.tests.iter().filter(|t| t.volatile.is_some() && t.outcome == Outcome::Passed).count()
     }
 
     /// Checks the edit against the functions the new build's coverage maps name (`now`):
@@ -520,9 +583,10 @@ impl Reuse {
             .collect()
     }
 
-    /// The build this run needs: only the test targets and the doctests of the tests that run
-    /// again (`None`: the selection's whole build, when an example's or a bench's test runs
-    /// again; both parts `None`: no build at all, nothing changed and no test runs again).
+    /// The build this run needs: only the test targets (libraries, binaries, integration tests,
+    /// examples and benches) and the doctests of the tests that run again (`None`: the
+    /// selection's whole build, for an edit no test ran or a target of a kind not known; both
+    /// parts `None`: no build at all, nothing changed and no test runs again).
     /// cargo applies target flags to every package given (`-p a -p b --lib --test t` builds
     /// both libraries' tests, and `t` of whichever has it): tests of several packages build a
     /// little more than they need, never less.
@@ -541,6 +605,11 @@ impl Reuse {
             bin: Vec::new(),
             tests: false,
             test: Vec::new(),
+            examples: false,
+            example: Vec::new(),
+            benches: false,
+            bench: Vec::new(),
+            all_targets: false,
             doc: false,
             no_doctests: true,
             ..selection.clone()
@@ -563,12 +632,14 @@ impl Reuse {
                 None => tests.lib = true,
                 Some(("bin", name)) => tests.bin.push(name.to_string()),
                 Some(("test", name)) => tests.test.push(name.to_string()),
+                Some(("example", name)) => tests.example.push(name.to_string()),
+                Some(("bench", name)) => tests.bench.push(name.to_string()),
                 Some(("doctest", _)) => {}
-                // Examples and benches: the whole build.
+                // A kind cargo sfl does not know: the whole build.
                 Some(_) => return None,
             }
         }
-        for names in [&mut tests.bin, &mut tests.test] {
+        for names in [&mut tests.bin, &mut tests.test, &mut tests.example, &mut tests.bench] {
             names.sort();
             names.dedup();
         }
@@ -649,14 +720,14 @@ impl Reuse {
 
 /// A test's row in words: its outcome, the lines it ran, and the edges it took (blocks by name
 /// with their lines).
-type Described = (Outcome, BTreeSet<(String, u32)>, BTreeSet<String>);
+type Described = (Outcome, BTreeSet<(String, u32)>, BTreeSet<String>, bool);
 
 /// Every test's row of `spectra`, by `binary name`.
 fn described(spectra: &Spectra) -> BTreeMap<String, Described> {
     let mut rows: Vec<Described> = spectra
         .tests
         .iter()
-        .map(|t| (t.outcome, BTreeSet::new(), BTreeSet::new()))
+        .map(|t| (t.outcome, BTreeSet::new(), BTreeSet::new(), t.volatile.is_some()))
         .collect();
     for (u, column) in spectra.coverage.iter().enumerate() {
         let unit = &spectra.units[u];
@@ -689,12 +760,35 @@ fn described(spectra: &Spectra) -> BTreeMap<String, Described> {
         .collect()
 }
 
-/// How a selected run's spectra differ from a full run's, test by test: outcomes, lines run and
-/// edges taken (empty when they agree; of a test that timed out in both, only the outcome).
+/// How a selected run's spectra differ from a full run's: the units and functions known, then
+/// test by test outcomes, lines run and edges taken (empty when they agree; of a test that
+/// timed out in both, or whose row is a sample of random inputs, only the outcome).
 /// What `cargo xtask bench select` checks.
 pub fn differences(selected: &Spectra, full: &Spectra) -> Vec<String> {
     let (a, b) = (described(selected), described(full));
     let mut out = Vec::new();
+    // The units (lines the coverage maps know, whether or not a test ran them) and the
+    // functions: a selected run must know every line a full run knows.
+    let units = |s: &Spectra| -> BTreeSet<String> {
+        s.units.iter().map(|u| format!("{}:{}", u.file, u.line)).collect()
+    };
+    let functions = |s: &Spectra| -> BTreeSet<String> {
+        s.functions.iter().map(|f| format!("{}:{}-{}", f.file, f.start, f.end)).collect()
+    };
+    for (what, x, y) in [
+        ("units", units(selected), units(full)),
+        ("functions", functions(selected), functions(full)),
+    ] {
+        if x != y {
+            let here: Vec<&String> = x.difference(&y).take(3).collect();
+            let there: Vec<&String> = y.difference(&x).take(3).collect();
+            out.push(format!(
+                "{what} differ: {} only here ({here:?} …), {} only in the full run ({there:?} …)",
+                x.difference(&y).count(),
+                y.difference(&x).count()
+            ));
+        }
+    }
     for name in a.keys().chain(b.keys()).collect::<BTreeSet<_>>() {
         match (a.get(name), b.get(name)) {
             (Some(x), Some(y)) => {
@@ -708,6 +802,10 @@ pub fn differences(selected: &Spectra, full: &Spectra) -> Vec<String> {
                 // A test killed at its timeout in both runs: its coverage stops wherever it was
                 // killed, which no two runs share.
                 if x.0 == Outcome::TimedOut && y.0 == Outcome::TimedOut {
+                    continue;
+                }
+                // A property test's row is a sample of its random inputs: no two runs share it.
+                if x.3 || y.3 {
                     continue;
                 }
                 if x.1 != y.1 {
@@ -903,9 +1001,11 @@ mod tests {
         let d = n.doctests.unwrap();
         assert!(n.tests.is_none() && d.doc && !d.lib && d.package == ["p"] && d.features == ["f"]);
         r.reusable[4] = false;
-        assert!(
-            r.narrowed(&user).is_none(),
-            "an example's test runs again: the whole build"
+        let e = r.narrowed(&user).unwrap().tests.unwrap();
+        assert_eq!(
+            (e.package, e.example, e.lib, e.examples),
+            (vec!["q".to_string()], vec!["e".to_string()], false, false),
+            "an example's test runs again: that example is built with the harness"
         );
         r.reusable = vec![true; 5];
         r.moved.insert("src/lib.rs".into(), Vec::new());

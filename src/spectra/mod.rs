@@ -96,6 +96,10 @@ pub struct TestRecord {
     /// Not run: its row is the last run's, which no edit since could change (test selection).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub reused: bool,
+    /// Its row is a sample, not a fact: it draws random inputs (quickcheck, proptest, …) or its
+    /// coverage changed between two runs of unchanged code. Never reused (test selection).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub volatile: Option<String>,
 }
 
 /// One run of a retried test.
@@ -124,6 +128,7 @@ impl TestRecord {
             attempts: Vec::new(),
             flaky: false,
             reused: false,
+            volatile: None,
         }
     }
 

@@ -21,7 +21,24 @@ pub fn trials() -> Vec<Trial> {
             "exit::failing_tests_ran_only_test_code",
             failing_tests_ran_only_test_code,
         ),
+        Trial::test("exit::version_run_directly", version_run_directly),
     ]
+}
+
+/// The binary run directly (`cargo-sfl --version`, as install scripts and version checks do)
+/// answers as `cargo sfl --version` does.
+fn version_run_directly() -> Result {
+    let tmp = tempfile::tempdir()?;
+    let direct = std::process::Command::new(env!("CARGO_BIN_EXE_cargo-sfl"))
+        .arg("--version")
+        .output()?;
+    let through_cargo = sfl(&["--version"], tmp.path());
+    let expected = format!("cargo-sfl {}\n", env!("CARGO_PKG_VERSION"));
+    check(
+        direct.status.success() && String::from_utf8_lossy(&direct.stdout) == expected,
+        || show(&direct),
+    )?;
+    check(through_cargo.stdout == direct.stdout, || show(&through_cargo))
 }
 
 /// A test filter that keeps only passing tests: exit code 3 and a coverage summary.
@@ -96,6 +113,14 @@ fn failing_tests_ran_only_test_code() -> Result {
         7,
         &out.stderr,
         &["the failing tests ran only test code", "--include-test-code"],
+    )?;
+    // The report claims nothing about where a single fault must be, and shows no empty table.
+    let report = String::from_utf8_lossy(&out.stdout);
+    check(
+        report.contains("No failing test ran one of these lines: there is nothing to rank")
+            && !report.contains("are run by every failing test")
+            && !report.contains("top 0 of 0"),
+        || show(&out),
     )?;
     let out = sfl(&["report", "--include-test-code"], dir);
     check_exit(&out, 0, &out.stdout, &["src/lib.rs"])

@@ -21,6 +21,7 @@ mod select;
 mod shards;
 mod stacks;
 mod support;
+mod targets;
 
 use libtest_mimic::{Arguments, Trial};
 
@@ -45,6 +46,7 @@ fn main() {
         doctests::trials(),
         nextest::trials(),
         docs::trials(),
+        targets::trials(),
     ]
     .into_iter()
     .flatten()

@@ -23,6 +23,22 @@ pub fn trials() -> Vec<Trial> {
             "select::only_the_targets_that_run_again_are_built",
             only_the_targets_that_run_again_are_built,
         ),
+        Trial::test(
+            "select::a_dev_dependency_that_pulls_another_version_of_the_package",
+            another_version_of_the_package,
+        ),
+        Trial::test(
+            "select::lines_of_targets_not_rebuilt_are_kept",
+            lines_of_targets_not_rebuilt_are_kept,
+        ),
+        Trial::test(
+            "select::a_property_test_runs_again_after_every_edit",
+            a_property_test_runs_again_after_every_edit,
+        ),
+        Trial::test(
+            "select::a_crate_without_a_lock_file",
+            a_crate_without_a_lock_file,
+        ),
     ]
 }
 
@@ -181,4 +197,90 @@ fn only_the_targets_that_run_again_are_built() -> Result {
     let out = sfl(&args, dir);
     check(selected(&out).is_some(), || show(&out))?;
     same_as_full(dir, &sel, &["--no-doctests"])
+}
+
+/// self-dev-dep: the package's dev-dependency pulls another version of it, so cargo calls its
+/// bare name ambiguous. A run after an edit builds only its targets (by package ID), and `-p`
+/// with the bare name works too.
+fn another_version_of_the_package() -> Result {
+    let tmp = copy_fixture("self-dev-dep");
+    let dir = tmp.path();
+    let first = sfl(&[], dir);
+    check(first.status.code() == Some(0), || show(&first))?;
+    edit(dir, "    let mut count = 1;", "    let mut count: u32 = 1;")?;
+    let sel = dir.join("selected.json");
+    let second = sfl(&["-v", "--save-spectra", sel.to_str().unwrap()], dir);
+    check(second.status.code() == Some(0), || show(&second))?;
+    check(
+        String::from_utf8_lossy(&second.stderr).contains("building only what runs again")
+            && selected(&second).is_some_and(|(run, all)| run < all),
+        || show(&second),
+    )?;
+    same_as_full(dir, &sel, &[])?;
+    let named = sfl(&["-p", "fixture-selfdep", "--rerun"], dir);
+    check(named.status.code() == Some(0), || show(&named))
+}
+
+/// A run whose narrowed build leaves out the untested binary `src/bin/tool.rs`, with no row
+/// reused (the filter keeps only tests of the edited function): its lines are still units,
+/// as in a full run.
+fn lines_of_targets_not_rebuilt_are_kept() -> Result {
+    let tmp = copy_fixture("self-dev-dep");
+    let dir = tmp.path();
+    let first = sfl(&["clamp"], dir);
+    check(first.status.code() == Some(0), || show(&first))?;
+    edit(dir, "        return p; // FAULT", "        let p = p;\n        return p; // FAULT")?;
+    let sel = dir.join("selected.json");
+    let second = sfl(&["-v", "clamp", "--save-spectra", sel.to_str().unwrap()], dir);
+    check(
+        second.status.code() == Some(0) && selected(&second) == Some((1, 1)),
+        || show(&second),
+    )?;
+    let spectra = cargo_sfl::spectra::Spectra::load(&sel)?;
+    check(spectra.units.iter().any(|u| u.file == "src/bin/tool.rs"), || {
+        format!("src/bin/tool.rs has no unit: {}", show(&second))
+    })?;
+    same_as_full(dir, &sel, &["clamp"])
+}
+
+/// A property test (its binary links the fixture's quickcheck stand-in) draws new inputs on
+/// every run: after an edit it did not reach, it runs again, marked, and says so; the other
+/// tests that did not reach the edit are reused.
+fn a_property_test_runs_again_after_every_edit() -> Result {
+    let tmp = copy_fixture("self-dev-dep");
+    let dir = tmp.path();
+    let first = sfl(&[], dir);
+    check(first.status.code() == Some(0), || show(&first))?;
+    edit(dir, "    let mut count = 1;", "    let mut count: u32 = 1;")?;
+    let sel = dir.join("selected.json");
+    let second = sfl(&["--save-spectra", sel.to_str().unwrap()], dir);
+    check(second.status.code() == Some(0), || show(&second))?;
+    check(
+        String::from_utf8_lossy(&second.stderr).contains("(1 of them property or randomised tests"),
+        || show(&second),
+    )?;
+    let spectra = cargo_sfl::spectra::Spectra::load(&sel)?;
+    let test = |name: &str| spectra.tests.iter().find(|t| t.name == name).cloned();
+    let property = test("parity_of_any_number").ok_or("no property test")?;
+    check(
+        !property.reused && property.volatile.as_deref().is_some_and(|v| v.contains("quickcheck")),
+        || format!("{property:?}"),
+    )?;
+    let other = test("tests::parity_of_two").ok_or("no tests::parity_of_two")?;
+    check(other.reused && other.volatile.is_none(), || format!("{other:?}"))
+}
+
+/// A crate that commits no Cargo.lock: the first run's build writes one, and the second run
+/// compares with the lock file that build used instead of running every test.
+fn a_crate_without_a_lock_file() -> Result {
+    let tmp = copy_fixture("minmax");
+    let dir = tmp.path();
+    std::fs::remove_file(dir.join("Cargo.lock"))?;
+    let first = sfl(&[], dir);
+    check(first.status.code() == Some(0), || show(&first))?;
+    let second = sfl(&[], dir);
+    check(
+        !String::from_utf8_lossy(&second.stderr).contains("Selecting every test") && selected(&second).is_some(),
+        || show(&second),
+    )
 }

@@ -94,6 +94,15 @@ pub fn collect(cfg: &RunConfig) -> anyhow::Result<Collected> {
         looked.elapsed().as_secs_f64() * 1e3
     ));
     let built = build_tests(&mut ws, &cfg.selection, exec, &mut choice)?;
+    // The lock file as the build left it: cargo writes it when there was none (a library
+    // that does not commit one) or when the manifest asks for more, and the next run must
+    // compare with the file this build used, not with its absence.
+    let mut snapshot = snapshot;
+    if let Ok(bytes) = std::fs::read(ws.root.join("Cargo.lock")) {
+        snapshot
+            .files
+            .insert("Cargo.lock".into(), crate::spectra::FileState::digest(&bytes));
+    }
     let scratch = fresh_dir(ws.target_dir.join("profiles"))?;
     let relative = |p: &Path| ws.relative(p);
     let binaries = built.tests.iter().map(|t| t.path.clone());
@@ -118,6 +127,14 @@ pub fn collect(cfg: &RunConfig) -> anyhow::Result<Collected> {
         crate::select::Choice::All(_) => None,
     };
     let (journal, mut outcomes, reused) = session.run_planned(cfg, &plan.jobs, reuse)?;
+    let randomised = reuse::randomised_binaries(&ws, &built, session.jobs);
+    let volatile = reuse::mark_volatile(&mut outcomes, &randomised, reuse, &coverage);
+    if volatile > 0 {
+        ui::detail(format!(
+            "{} draw random inputs or varied between runs: they run again after every edit",
+            ui::counted(volatile, "test", "tests")
+        ));
+    }
     let kept = exec.keep_profiles.then(|| kept_index(&outcomes, &plan.jobs, &built));
     let mut recorded = plan.recorded;
     let reused_any = !reused.rows.is_empty() || !reused.ignored.is_empty();
@@ -129,10 +146,12 @@ pub fn collect(cfg: &RunConfig) -> anyhow::Result<Collected> {
         recorded.extend(reused.ignored);
         recorded.sort_by(crate::spectra::test_order);
     }
-    // The lines and functions the binaries not built would have named (a full run's).
-    let known = match (&choice, reused_any) {
-        (crate::select::Choice::Reuse(r), true) => Some(r.known_now()),
-        _ => None,
+    // The lines and functions the binaries not built would have named (a full run's): also
+    // when no row is reused, since a narrowed build leaves out targets that have no test to
+    // run again (an untested binary's lines are units of a full run all the same).
+    let known = match &choice {
+        crate::select::Choice::Reuse(r) => Some(r.known_now()),
+        crate::select::Choice::All(_) => None,
     };
     let spectra = {
         let units = match known {
@@ -555,10 +574,16 @@ impl<'a> Session<'a> {
             }
             let total = jobs.len() + rows.len();
             let run = done.iter().filter(|d| d.is_none()).count();
+            let volatile = match reuse.volatile() {
+                0 => String::new(),
+                n => format!(
+                    " ({n} of them property or randomised tests, which run after every edit)"
+                ),
+            };
             ui::status(
                 "Selected",
                 format!(
-                    "{run} of {total} tests to run; {} reused from the run of {} (--rerun runs them all)",
+                    "{run} of {total} tests to run{volatile}; {} reused from the run of {} (--rerun runs them all)",
                     total - run,
                     ui::ago(reuse.when)
                 ),

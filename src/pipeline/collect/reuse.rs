@@ -132,13 +132,7 @@ impl Reuse {
         coverage: &LineDecoder,
         edges: Option<&Collector>,
     ) -> (Vec<Option<JobOutcome>>, Vec<JobOutcome>, Vec<TestRecord>) {
-        let index: HashMap<(&str, String), usize> = self
-            .previous
-            .tests
-            .iter()
-            .enumerate()
-            .map(|(i, t)| ((t.binary.as_str(), self.name_now(&t.name)), i))
-            .collect();
+        let index = self.index();
         let of_job: Vec<Option<usize>> = jobs
             .iter()
             .map(|j| {
@@ -212,4 +206,58 @@ fn outcome(row: Row, coverage: &LineDecoder, edges: Option<&Collector>) -> JobOu
         edges: traversed,
         not_run: None,
     }
+}
+
+/// Per test binary built (by id), the randomised-input crate it links, if any
+/// ([`crate::select::volatile`]); read in parallel, doctests left out.
+pub(super) fn randomised_binaries(ws: &Workspace, built: &Built, jobs: usize) -> HashMap<String, String> {
+    let mut found = HashMap::new();
+    crate::run::parallel(
+        &built.tests,
+        jobs,
+        |_, bin| {
+            if bin.doctests.is_some() {
+                return None;
+            }
+            let candidates = crate::select::volatile::candidates(&ws.members[bin.package]);
+            crate::select::volatile::linked(&bin.path, &candidates)
+        },
+        |i, linked| {
+            if let Some(krate) = linked {
+                found.insert(built.tests[i].id.clone(), krate);
+            }
+        },
+    );
+    found
+}
+
+/// Marks the tests of this run whose rows are samples, not facts: those of a binary that links
+/// a randomised-input crate (`randomised`), those the last run marked, and those whose coverage
+/// of unchanged code changed since the last run ([`Reuse::varied`]). Returns how many.
+pub(super) fn mark_volatile(
+    outcomes: &mut [JobOutcome],
+    randomised: &HashMap<String, String>,
+    reuse: Option<&Reuse>,
+    coverage: &LineDecoder,
+) -> usize {
+    let index = reuse.map(Reuse::index).unwrap_or_default();
+    let mut marked = 0;
+    for o in outcomes.iter_mut().filter(|o| !o.record.reused) {
+        let r = &mut o.record;
+        r.volatile = if let Some(krate) = randomised.get(&r.binary) {
+            Some(format!("its binary links {krate}, which draws random inputs"))
+        } else {
+            let last = index.get(&(r.binary.as_str(), r.name.clone())).copied();
+            match (reuse, last) {
+                (Some(reuse), Some(t)) => reuse.previous.tests[t].volatile.clone().or_else(|| {
+                    reuse
+                        .varied(t, &coverage.lines_of(&o.covered))
+                        .then(|| "its coverage of unchanged code changed between two runs".to_string())
+                }),
+                _ => None,
+            }
+        };
+        marked += usize::from(r.volatile.is_some());
+    }
+    marked
 }

@@ -164,10 +164,22 @@ pub fn sarif<'a>(a: &Analysis, rankings: &[Ranking], view: &'a View<'a>) -> Stri
     s
 }
 
-/// A failing test as a related location: its name, its message's last line, and its panic
-/// site when that is a file of the workspace.
+/// The first line of a panic's own message (`assertion `left == right` failed`), not the
+/// `panicked at` line above it nor the values below it.
+fn headline(message: &str) -> &str {
+    let mut lines = message.lines().map(str::trim).filter(|l| !l.is_empty());
+    let first = lines.next().unwrap_or("");
+    if first.starts_with("panicked at ") || first.starts_with("thread '") {
+        lines.next().unwrap_or(first)
+    } else {
+        first
+    }
+}
+
+/// A failing test as a related location: its name, the first line of its panic's message,
+/// and its panic site when that is a file of the workspace.
 fn failing_test(id: usize, t: &TestRecord, workspace: &Path, prefix: &str) -> Location {
-    let last = t.message.as_deref().and_then(|m| m.lines().last()).unwrap_or("");
+    let last = t.message.as_deref().map(headline).unwrap_or("");
     let site = t.message.as_deref().and_then(panic_site);
     let physical_location = site
         .filter(|(f, _, _)| !f.starts_with('/') && workspace.join(f).is_file())
@@ -248,11 +260,11 @@ fn result(r: &Ranking, rule_index: usize, x: &Ranked, at: &Place, sources: &mut 
         None => "Suspicious line".to_string(),
     };
     let mut text = format!(
-        "{subject}: {} {what} {} (rank {} of {} entries). Run by {} of {} failing tests and {} of {} passing tests.",
+        "{subject}: {} {what} {} (rank {} of {}). Run by {} of {} failing tests and {} of {} passing tests.",
         m.name,
         fmt_score(m, x),
         x.rank,
-        r.entries.len(),
+        crate::ui::counted(r.entries.len(), "entry", "entries"),
         c.ef,
         c.ef + c.nf,
         c.ep,
@@ -265,10 +277,8 @@ fn result(r: &Ranking, rule_index: usize, x: &Ranked, at: &Place, sources: &mut 
         text.push_str(&format!(" A failing test ran this {noun} and nothing else."));
     }
     if group.len() > 1 {
-        text.push_str(&format!(
-            " {} more {noun}s run exactly alike and cannot be told apart.",
-            group.len() - 1
-        ));
+        let more = crate::ui::counted(group.len() - 1, &format!("more {noun} runs"), &format!("more {noun}s run"));
+        text.push_str(&format!(" {more} exactly alike and cannot be told apart."));
     }
     if x.changed {
         text.push_str(&format!(" This {noun} changed in the change under test."));
@@ -489,7 +499,7 @@ mod tests {
             "ruleId": "sfl/ochiai",
             "ruleIndex": 0,
             "level": "warning",
-            "message": {"text": "Suspicious line: ochiai score 1.0000 (rank 1 of 1 entries). Run by 1 of 1 failing tests and 0 of 1 passing tests. 3 more lines run exactly alike and cannot be told apart."},
+            "message": {"text": "Suspicious line: ochiai score 1.0000 (rank 1 of 1 entry). Run by 1 of 1 failing tests and 0 of 1 passing tests. 3 more lines run exactly alike and cannot be told apart."},
             "locations": [{"physicalLocation": file(1, 1)}],
             "relatedLocations": [{
                 "id": 1,
