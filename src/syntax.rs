@@ -198,6 +198,31 @@ impl Prefetch {
     }
 }
 
+/// The innermost statement of `source` (a Rust file) that spans several lines and contains
+/// line `at`: its first and last lines. A line inside a multi-line statement (a macro call's
+/// format string, a chained call) often has no coverage of its own: the compiler records the
+/// statement's on another of its lines.
+pub fn statement_around(source: &str, at: u32) -> Option<(u32, u32)> {
+    struct Around {
+        at: u32,
+        best: Option<(u32, u32)>,
+    }
+    impl<'ast> Visit<'ast> for Around {
+        fn visit_stmt(&mut self, stmt: &'ast syn::Stmt) {
+            let span = stmt.span();
+            let (a, b) = (line(span), end_line(span));
+            if a <= self.at && self.at <= b && a < b && self.best.is_none_or(|(x, y)| b - a < y - x) {
+                self.best = Some((a, b));
+            }
+            syn::visit::visit_stmt(self, stmt);
+        }
+    }
+    let file = syn::parse_file(source).ok()?;
+    let mut v = Around { at, best: None };
+    v.visit_file(&file);
+    v.best
+}
+
 #[derive(Default)]
 struct Visitor {
     out: FileSyntax,
@@ -454,6 +479,14 @@ make!(generated);
         assert_eq!(s.function_name(17, 17), "<fn from macro make!>");
         assert_eq!(s.function_name(20, 20), "<fn from macro make!>");
         assert_eq!(s.function_name(21, 21), "<fn at line 21>");
+    }
+
+    #[test]
+    fn a_line_inside_a_multi_line_statement_is_placed_in_it() {
+        let src = "fn f(w: &mut String) {\n    let x = 1;\n    write!(\n        w,\n        \"{}\",\n        x\n    );\n}\n";
+        assert_eq!(statement_around(src, 5), Some((3, 7)));
+        assert_eq!(statement_around(src, 2), None, "a one-line statement");
+        assert_eq!(statement_around(src, 9), None);
     }
 
     #[test]

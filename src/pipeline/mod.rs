@@ -114,8 +114,11 @@ pub fn explain(
     let analyses =
         crate::analysis::Analyses::prepared(prepared.spectra, None, cfg.options.group, &cfg.measures, cfg.tie_break);
     let rankings = crate::explain::rankings(&analyses, &cfg.measures, &cfg.options);
-    let (file, line) = location;
-    let e = crate::explain::explain(&whole, prepared.spectra, &analyses, &rankings, file, *line);
+    let (file, line) = locate(&whole, location)?;
+    let mut e = crate::explain::explain(&whole, prepared.spectra, &analyses, &rankings, &file, line);
+    if let Some(why) = statement_hint(&whole, &file, line) {
+        e.not_ranked = Some(why);
+    }
     let text = match cfg.format {
         Format::Json => crate::explain::json(&e),
         _ => crate::explain::human(&e),
@@ -156,6 +159,80 @@ fn load_saved(
         EdgeProfiles::Skip
     };
     Ok(read_here(load_with(&path, edges)?, &root, &path))
+}
+
+/// `FILE:LINE` as the saved spectra name it (relative to the workspace root), given relative to
+/// the workspace root, to the current directory (a member's, say) or absolute. A file that is
+/// not there, outside the workspace, or a line past its end is a usage error.
+fn locate(whole: &Spectra, (file, line): &(String, u32)) -> Result<(String, u32), SflError> {
+    let root = Path::new(&whole.workspace_root);
+    let canonical_root = root.canonicalize().unwrap_or_else(|_| root.to_path_buf());
+    let within = |p: &Path| -> Option<String> {
+        let p = p.canonicalize().ok()?;
+        let rel = p.strip_prefix(&canonical_root).ok()?;
+        Some(rel.to_string_lossy().replace('\\', "/"))
+    };
+    let given = Path::new(file);
+    let mut candidates = Vec::new();
+    if given.is_absolute() {
+        candidates.extend(within(given));
+        if candidates.is_empty() && given.is_file() {
+            return Err(SflError::Usage(format!(
+                "{file} is outside the workspace ({})",
+                root.display()
+            )));
+        }
+    } else {
+        candidates.push(file.clone());
+        if let Ok(cwd) = std::env::current_dir() {
+            candidates.extend(within(&cwd.join(given)));
+        }
+    }
+    let known = |f: &str| whole.units.iter().any(|u| u.file == f);
+    let rel = candidates
+        .iter()
+        .find(|f| known(f))
+        .or_else(|| candidates.iter().find(|f| root.join(f).is_file()))
+        .cloned()
+        .ok_or_else(|| {
+            SflError::Usage(format!(
+                "no such file: {file} (give a path relative to the current directory or to the workspace root, {})",
+                root.display()
+            ))
+        })?;
+    if let Ok(text) = std::fs::read_to_string(root.join(&rel)) {
+        let n = text.lines().count();
+        if *line as usize > n {
+            return Err(SflError::Usage(format!(
+                "{rel} has {}: there is no line {line}",
+                ui::counted(n, "line", "lines")
+            )));
+        }
+    }
+    Ok((rel, *line))
+}
+
+/// Why a line no coverage map has is not ranked, when it is inside a statement of several
+/// lines whose coverage the compiler records on another of them (a macro call's format string,
+/// a chained call): which line to ask about instead.
+fn statement_hint(whole: &Spectra, file: &str, line: u32) -> Option<String> {
+    let index = whole.unit_index();
+    if index.contains_key(&(file, line)) {
+        return None;
+    }
+    let text = std::fs::read_to_string(Path::new(&whole.workspace_root).join(file)).ok()?;
+    let (a, b) = crate::syntax::statement_around(&text, line)?;
+    let covered: Vec<String> = (a..=b)
+        .filter(|l| index.contains_key(&(file, *l)))
+        .map(|l| l.to_string())
+        .collect();
+    let first = covered.first()?;
+    Some(format!(
+        "{file}:{line} has no coverage of its own: it is part of the statement at lines {a}-{b}, whose coverage \
+         the compiler records on {} {}; run `cargo sfl explain {file}:{first}`",
+        if covered.len() == 1 { "line" } else { "lines" },
+        covered.join(", ")
+    ))
 }
 
 /// `cargo sfl analyze --gzoltar DIR`: rank an imported matrix.

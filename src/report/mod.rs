@@ -432,7 +432,7 @@ mod tests {
             panic!("human is text");
         };
         let text = console::strip_ansi_codes(&text);
-        assert!(text.contains("3 functions in 1 files"), "{text}");
+        assert!(text.contains("3 functions in 1 file,"), "{text}");
         assert!(text.contains("Most suspicious functions by ochiai"), "{text}");
         assert!(
             text.contains("src/lib.rs:1-2 | a::f   (+1 function alike: a::f::{closure} 5)"),

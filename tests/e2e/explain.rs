@@ -3,10 +3,13 @@
 use libtest_mimic::Trial;
 use serde_json::Value;
 
-use crate::support::{Result, check, check_exit, copy_fixture, sfl, show};
+use crate::support::{Result, check, check_exit, copy_fixture, lib_crate, sfl, show};
 
 pub fn trials() -> Vec<Trial> {
-    vec![Trial::test("explain::minmax", minmax)]
+    vec![
+        Trial::test("explain::minmax", minmax),
+        Trial::test("explain::paths_in_a_workspace", paths_in_a_workspace),
+    ]
 }
 
 /// minmax's fault (line 16) is run by the three failing tests and neither passing test; line 9
@@ -71,4 +74,46 @@ fn minmax() -> Result {
     check_exit(&blank, 7, &blank.stdout, &["not ranked: no test binary's coverage map"])?;
     let bad = sfl(&["explain", "src/lib.rs"], dir);
     check_exit(&bad, 2, &bad.stderr, &["is not FILE:LINE"])
+}
+
+/// The workspace fixture: `explain` takes the fault's file relative to the workspace root, to
+/// the member's directory (run from there) or absolute; a missing file and a line past the
+/// end are usage errors; a line inside a statement of several lines names the line that holds
+/// the statement's coverage.
+fn paths_in_a_workspace() -> Result {
+    let tmp = copy_fixture("workspace");
+    let dir = tmp.path();
+    let run = sfl(&["-q", "--no-doctests"], dir);
+    check(run.status.code() == Some(0), || show(&run))?;
+    let member = dir.join("core");
+    let absolute = member.join("src/lib.rs:22");
+    for (args, at) in [
+        (vec!["explain", "core/src/lib.rs:22"], dir),
+        (vec!["explain", "src/lib.rs:22"], member.as_path()),
+        (vec!["explain", "./src/lib.rs:22"], member.as_path()),
+        (vec!["explain", absolute.to_str().unwrap()], dir),
+    ] {
+        let out = sfl(&args, at);
+        check_exit(&out, 0, &out.stdout, &["core/src/lib.rs:22", "failing tests that ran it (3)"])?;
+    }
+    let missing = sfl(&["explain", "core/src/nothing.rs:3"], dir);
+    check_exit(&missing, 2, &missing.stderr, &["no such file: core/src/nothing.rs"])?;
+    let past = sfl(&["explain", "core/src/lib.rs:999"], dir);
+    check_exit(&past, 2, &past.stderr, &["core/src/lib.rs has", "there is no line 999"])?;
+    let tmp = lib_crate(
+        "label",
+        "",
+        "pub fn label(n: u32) -> String {\n    format!(\n        \"{} {}\",\n        n,\n        if n == 1 { \"item\" } else { \"items\" }\n    )\n}\n\n\
+         #[cfg(test)]\nmod tests {\n    #[test]\n    fn one() {\n        assert_eq!(super::label(1), \"1 items\");\n    }\n}\n",
+    )?;
+    let run = sfl(&["-q", "--no-doctests"], tmp.path());
+    check(run.status.code() == Some(0), || show(&run))?;
+    // The format string of a `format!` call that spans lines 2-6.
+    let inside = sfl(&["explain", "src/lib.rs:3"], tmp.path());
+    check_exit(
+        &inside,
+        7,
+        &inside.stdout,
+        &["it is part of the statement at lines 2-6", "cargo sfl explain src/lib.rs:2"],
+    )
 }
