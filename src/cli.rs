@@ -184,8 +184,8 @@ pub struct SelectionArgs {
     /// Test only the named example.
     #[arg(long, value_name = "NAME", help_heading = "Target selection")]
     pub example: Vec<String>,
-    /// Test all benchmark targets (built as tests: their #[test] functions run, benchmarks
-    /// run once as tests where the harness does so).
+    /// Test all targets that have `bench = true` set (benches/, and by default the library and
+    /// binaries), built as tests, as `cargo test --benches` does.
     #[arg(long, help_heading = "Target selection")]
     pub benches: bool,
     /// Test only the named benchmark target.
