@@ -42,6 +42,9 @@ pub struct Finished {
     pub stack: Vec<RawFrame>,
     /// Processes the test started were still running when it ended; they were killed.
     pub leaked: bool,
+    /// The environment variables it read, sorted (`None`: its reads could not be observed,
+    /// the executable does not link cargo sfl's runtime).
+    pub env_reads: Option<Vec<String>>,
 }
 
 /// A backtrace frame as the panic hook printed it.
@@ -292,6 +295,8 @@ pub fn run_test(
             cmd.env("RUST_LIB_BACKTRACE", "0");
         }
     }
+    let env_reads = dir.join("sfl.env-reads");
+    cmd.env(crate::edges::ENV_READS_ENV, &env_reads);
     if edges {
         cmd.env(crate::edges::FILE_ENV, dir.join("sfl-%p.edges"));
     } else {
@@ -340,7 +345,24 @@ pub fn run_test(
         edge_files: files("edges")?,
         stack,
         leaked,
+        env_reads: read_env_reads(&env_reads, !bin.custom_harness && doctest.is_none()),
     })
+}
+
+/// The variables the runtime recorded as read (`None`: no file, the reads were not observed),
+/// less the profiler runtime's own and, for a libtest binary (`libtest`), the terminal
+/// variables libtest reads in every test to colour its own output (which cargo sfl captures).
+fn read_env_reads(path: &Path, libtest: bool) -> Option<Vec<String>> {
+    let text = std::fs::read_to_string(path).ok()?;
+    let harness = |name: &str| libtest && matches!(name, "TERM" | "TERMINFO" | "TERMINFO_DIRS");
+    let mut names: Vec<String> = text
+        .lines()
+        .filter(|l| !l.is_empty() && !l.starts_with("LLVM_") && !l.starts_with("__LLVM_") && !harness(l))
+        .map(str::to_string)
+        .collect();
+    names.sort_unstable();
+    names.dedup();
+    Some(names)
 }
 
 /// What a finished process did. `name`: the libtest test it ran (`None`: a whole binary run

@@ -8,6 +8,8 @@ use crate::error::SflError;
 
 /// The runtime's output file pattern (`%p` = process id), set for each test process.
 pub const FILE_ENV: &str = "CARGO_SFL_EDGES_FILE";
+/// The file the runtime appends each environment variable a test process reads to.
+pub const ENV_READS_ENV: &str = "CARGO_SFL_ENV_READS";
 /// Set for the rustc wrapper: the runtime object to link.
 pub const RUNTIME_ENV: &str = "CARGO_SFL_EDGES_RUNTIME";
 /// Set with [`RUNTIME_ENV`] for a build without edge profiles (`--no-edges`): the runtime is

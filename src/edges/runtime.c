@@ -1,7 +1,8 @@
 /*
  * cargo sfl's edge recorder: the SanitizerCoverage runtime linked into instrumented test
  * binaries (see src/edges/mod.rs). Compiled by the system C compiler at run time; no libc
- * beyond POSIX (open, read, pwrite, mmap, mprotect, getenv, readlink, sysconf) and dlsym.
+ * beyond POSIX (open, read, write, pwrite, mmap, mprotect, readlink, sysconf, environ) and
+ * dlsym.
  *
  * Every basic block of the workspace's code has a one-byte flag that code inlined by the
  * compiler sets the first time the block runs (`-sanitizer-coverage-inline-bool-flag`): no
@@ -211,4 +212,59 @@ int pthread_create(pthread_t *thread, const pthread_attr_t *attr, void *(*start)
             restore_atomic_counters();
     }
     return real(thread, attr, start, arg);
+}
+
+/*
+ * Which environment variables a test reads. This executable's own calls of getenv (the Rust
+ * standard library's `std::env::var`, libtest's, the test's) resolve to the definition below,
+ * which looks the name up as libc does and, when cargo sfl set CARGO_SFL_ENV_READS to a file,
+ * appends the name to it (a process a test starts appends to the same file). The file is
+ * created at start-up, so its presence says the reads were observed; cargo sfl then re-runs
+ * after a change of the environment only the tests that read a changed variable. Reads that
+ * bypass getenv (`std::env::vars()`, libc's own) are not seen: cargo sfl treats PATH and the
+ * variables builds read as read by every test.
+ */
+extern char **environ;
+static int env_reads_fd = -2; /* -2: not opened yet; -1: not recording */
+
+/* The value of `name` in the environment, without recording the read. */
+static char *plain_getenv(const char *name) {
+    size_t n = strlen(name);
+    if (!environ || n == 0 || strchr(name, '=')) return NULL;
+    for (char **e = environ; *e; e++) {
+        if (strncmp(*e, name, n) == 0 && (*e)[n] == '=') return *e + n + 1;
+    }
+    return NULL;
+}
+
+static int env_reads_file(void) {
+    int fd = __atomic_load_n(&env_reads_fd, __ATOMIC_ACQUIRE);
+    if (fd != -2) return fd;
+    const char *path = plain_getenv("CARGO_SFL_ENV_READS");
+    int opened = path ? open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644) : -1;
+    int expected = -2;
+    if (!__atomic_compare_exchange_n(&env_reads_fd, &expected, opened, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+        if (opened >= 0) close(opened);
+        return expected;
+    }
+    return opened;
+}
+
+char *getenv(const char *name) {
+    char *value = plain_getenv(name);
+    int fd = env_reads_file();
+    size_t n = strlen(name);
+    /* cargo sfl's own variables and the profile's file name are set per test by cargo sfl. */
+    if (fd >= 0 && n > 0 && n < 512 && strncmp(name, "CARGO_SFL_", 10) != 0 &&
+        strcmp(name, "LLVM_PROFILE_FILE") != 0) {
+        char line[514];
+        memcpy(line, name, n);
+        line[n] = '\n';
+        if (write(fd, line, n + 1) < 0) { /* the read is lost; the test goes on */ }
+    }
+    return value;
+}
+
+__attribute__((constructor)) static void sfl_env_reads_start(void) {
+    env_reads_file();
 }

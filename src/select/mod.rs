@@ -34,7 +34,7 @@ pub mod volatile;
 
 /// Bump when what a snapshot records, or how it is compared, changes: an older snapshot then
 /// runs every test.
-const VERSION: &str = "1";
+const VERSION: &str = "2";
 
 /// Environment variables that differ between two shells of one session without changing
 /// what a test does (jobserver descriptors, terminal and session ids).
@@ -97,7 +97,55 @@ pub fn look(files: BTreeMap<String, FileState>, cfg: &RunConfig, rustc: &str) ->
         taken: SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs()),
         context,
         files,
+        build_env: Vec::new(),
     }
+}
+
+/// The environment variables the build in `build_dir` declared reading: rustc's dependency
+/// files (`# env-dep:NAME`, from `env!` and `option_env!`) and build scripts' output
+/// (`cargo:rerun-if-env-changed=NAME`), sorted.
+pub fn build_env(build_dir: &Path) -> Vec<String> {
+    let mut names = BTreeSet::new();
+    let read_dir = |d: PathBuf| std::fs::read_dir(d).into_iter().flatten().flatten();
+    for profile in read_dir(build_dir.to_path_buf()).filter(|e| e.path().is_dir()) {
+        for dep in read_dir(profile.path().join("deps")) {
+            if dep.path().extension().is_some_and(|x| x == "d")
+                && let Ok(text) = std::fs::read_to_string(dep.path())
+            {
+                for line in text.lines() {
+                    if let Some(rest) = line.strip_prefix("# env-dep:") {
+                        names.insert(rest.split('=').next().unwrap_or(rest).to_string());
+                    }
+                }
+            }
+        }
+        for script in read_dir(profile.path().join("build")) {
+            if let Ok(text) = std::fs::read_to_string(script.path().join("output")) {
+                for line in text.lines() {
+                    let line = line.strip_prefix("cargo::").or_else(|| line.strip_prefix("cargo:"));
+                    if let Some(name) = line.and_then(|l| l.strip_prefix("rerun-if-env-changed=")) {
+                        names.insert(name.trim().to_string());
+                    }
+                }
+            }
+        }
+    }
+    names.into_iter().collect()
+}
+
+/// Whether a change of the environment variable `name` may change what is built or how every
+/// test runs: cargo's and rustc's variables, the C toolchain's, `PATH` (which programs a test
+/// starts), and those the last build declared reading.
+fn builds_read(name: &str, declared: &[String]) -> bool {
+    const NAMES: &[&str] = &[
+        "PATH", "CC", "CXX", "AR", "LD", "CFLAGS", "CXXFLAGS", "LDFLAGS", "CPPFLAGS", "HOST", "TARGET",
+        "LD_LIBRARY_PATH", "LD_PRELOAD", "PKG_CONFIG_PATH", "SDKROOT", "HOME",
+    ];
+    ["CARGO", "RUST", "LLVM_", "CC_", "CXX_", "CFLAGS_", "CXXFLAGS_", "AR_", "PKG_CONFIG"]
+        .iter()
+        .any(|p| name.starts_with(p))
+        || NAMES.contains(&name)
+        || declared.iter().any(|d| d == name)
 }
 
 /// The files of the selected packages (and the workspace's manifest, lock file, cargo and
@@ -192,6 +240,8 @@ pub struct Reuse {
     changed: Vec<FunctionSpan>,
     /// Per test of the last run: its row ran a line (or took an edge) the edit touched.
     touched: Vec<bool>,
+    /// Which environment variables changed and how many tests that re-runs, in words.
+    pub env_note: Option<String>,
 }
 
 /// A build of only what runs again ([`Reuse::narrowed`]).
@@ -227,6 +277,12 @@ pub fn choose(mut previous: Spectra, now: &Snapshot, root: &Path) -> Choice {
     if let Some(part) = changed_context(&then, now) {
         return Choice::All(Some(part));
     }
+    let env_changed = changed_env(&then, now);
+    if let Some(name) = env_changed.iter().find(|n| builds_read(n, &then.build_env)) {
+        return Choice::All(Some(format!(
+            "the environment variable {name} changed (builds or every test read it)"
+        )));
+    }
     let spans = spans_by_file(&previous.functions);
     let mut moved = HashMap::new();
     let mut changed = Vec::new();
@@ -261,9 +317,37 @@ pub fn choose(mut previous: Spectra, now: &Snapshot, root: &Path) -> Choice {
         return Choice::All(Some(format!("{file} was added")));
     }
     let when = UNIX_EPOCH + Duration::from_secs(then.taken);
+    // Tests that read a changed variable, or whose reads were not observed, run again.
+    let env_note = (!env_changed.is_empty()).then(|| {
+        let reads = |t: &TestRecord| match &t.env_reads {
+            Some(names) => names.iter().any(|n| env_changed.contains(n)),
+            None => true,
+        };
+        let (read, unobserved) = previous.tests.iter().fold((0, 0), |(r, u), t| {
+            (r + usize::from(t.env_reads.is_some() && reads(t)), u + usize::from(t.env_reads.is_none()))
+        });
+        let mut names = env_changed.join(", ");
+        if names.len() > 80 {
+            names = format!("{} and {} more variables", env_changed[0], env_changed.len() - 1);
+        }
+        format!(
+            "{names} changed in the environment: {} read it, {} could not be watched; they run again",
+            crate::ui::counted(read, "test", "tests"),
+            crate::ui::counted(unobserved, "test's reads", "tests' reads"),
+        )
+    });
     let mut reuse = Reuse {
-        reusable: previous.tests.iter().map(reusable_outcome).collect(),
+        reusable: previous
+            .tests
+            .iter()
+            .map(|t| {
+                reusable_outcome(t)
+                    && (env_changed.is_empty()
+                        || t.env_reads.as_ref().is_some_and(|r| !r.iter().any(|n| env_changed.contains(n))))
+            })
+            .collect(),
         touched: vec![false; previous.tests.len()],
+        env_note,
         previous,
         when,
         moved,
@@ -273,18 +357,28 @@ pub fn choose(mut previous: Spectra, now: &Snapshot, root: &Path) -> Choice {
     Choice::Reuse(Box::new(reuse))
 }
 
-/// The first part of the context that differs, in words.
+/// The environment variables that differ between the two snapshots, sorted.
+fn changed_env(then: &Snapshot, now: &Snapshot) -> Vec<String> {
+    let names: BTreeSet<&String> = then.context.keys().chain(now.context.keys()).collect();
+    names
+        .into_iter()
+        .filter(|n| then.context.get(*n) != now.context.get(*n))
+        .filter_map(|n| n.strip_prefix("env:").map(str::to_string))
+        .collect()
+}
+
+/// The first part of the context other than the environment that differs, in words.
 fn changed_context(then: &Snapshot, now: &Snapshot) -> Option<String> {
     let names: BTreeSet<&String> = then.context.keys().chain(now.context.keys()).collect();
     let name = names
         .into_iter()
+        .filter(|n| !n.starts_with("env:"))
         .find(|n| then.context.get(*n) != now.context.get(*n))?;
-    Some(match name.strip_prefix("env:") {
-        Some(var) => format!("the environment variable {var} changed"),
-        None if name == "selection" => "the packages, targets, features, filter or flags changed".into(),
-        None if name == "toolchain" => "the toolchain changed".into(),
-        None if name == "cargo-sfl" => "cargo sfl changed".into(),
-        None => format!("{name} changed"),
+    Some(match name.as_str() {
+        "selection" => "the packages, targets, features, filter or flags changed".into(),
+        "toolchain" => "the toolchain changed".into(),
+        "cargo-sfl" => "cargo sfl changed".into(),
+        _ => format!("{name} changed"),
     })
 }
 
@@ -959,6 +1053,34 @@ mod tests {
         assert!(all(choose(old, &snapshot(OLD), Path::new("/nonexistent"))).contains("do not say"));
         // Nothing changed: every passing test's row is reused.
         assert_eq!(reuse(choose_new(OLD, None)).reusable, [true, true, false]);
+    }
+
+    #[test]
+    fn a_change_of_the_environment_reruns_the_tests_that_read_it() {
+        let with_env = |name: &str, value: &str, declared: &[&str]| {
+            let mut last = last_run();
+            last.tests[0].env_reads = Some(vec!["APP_MODE".into()]);
+            last.tests[1].env_reads = None;
+            let then = last.snapshot.as_mut().unwrap();
+            then.build_env = declared.iter().map(|d| d.to_string()).collect();
+            then.context.insert(format!("env:{name}"), "old".into());
+            let mut now = snapshot(OLD);
+            now.context.insert(format!("env:{name}"), value.into());
+            choose(last, &now, Path::new("/nonexistent"))
+        };
+        // Read by t_a; t_b's reads were not watched; t_fail runs anyway.
+        let r = reuse(with_env("APP_MODE", "new", &[]));
+        assert_eq!(r.reusable, [false, false, false]);
+        assert!(r.env_note.as_deref().unwrap().contains("APP_MODE changed"), "{:?}", r.env_note);
+        // Read by no test that was watched: only the unwatched one runs.
+        assert_eq!(reuse(with_env("TMUX_PANE", "%3", &[])).reusable, [true, false, false]);
+        // Read by builds: every test.
+        for (name, declared) in [("RUSTFLAGS", &[][..]), ("PATH", &[]), ("APP_KEY", &["APP_KEY"])] {
+            match with_env(name, "new", declared) {
+                Choice::All(Some(why)) => assert!(why.contains(name), "{why}"),
+                _ => panic!("{name}: rows reused"),
+            }
+        }
     }
 
     #[test]

@@ -100,6 +100,10 @@ pub struct TestRecord {
     /// coverage changed between two runs of unchanged code. Never reused (test selection).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub volatile: Option<String>,
+    /// The environment variables it read (`None`: not observed): after a change of the
+    /// environment, only the tests that read a changed variable run again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub env_reads: Option<Vec<String>>,
 }
 
 /// One run of a retried test.
@@ -129,6 +133,7 @@ impl TestRecord {
             flaky: false,
             reused: false,
             volatile: None,
+            env_reads: None,
         }
     }
 

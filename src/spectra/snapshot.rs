@@ -20,6 +20,10 @@ pub struct Snapshot {
     /// sources as a hash per line (so an edit is located in its functions), others as a
     /// digest of their contents.
     pub files: BTreeMap<String, FileState>,
+    /// Environment variables the build declared reading (`env!`, `option_env!`, build scripts'
+    /// `rerun-if-env-changed`), read after it: a change of one re-runs every test.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub build_env: Vec<String>,
 }
 
 /// One file of a [`Snapshot`].

@@ -39,6 +39,10 @@ pub fn trials() -> Vec<Trial> {
             "select::a_crate_without_a_lock_file",
             a_crate_without_a_lock_file,
         ),
+        Trial::test(
+            "select::a_change_of_the_environment_reruns_the_tests_that_read_it",
+            a_change_of_the_environment,
+        ),
     ]
 }
 
@@ -282,5 +286,37 @@ fn a_crate_without_a_lock_file() -> Result {
     check(
         !String::from_utf8_lossy(&second.stderr).contains("Selecting every test") && selected(&second).is_some(),
         || show(&second),
+    )
+}
+
+/// self-dev-dep's `tests::reads_its_mode` reads `SELFDEP_MODE`: a variable no test reads may
+/// change without a test running again; a change of `SELFDEP_MODE` runs that test again; a
+/// change of a variable builds read (`CC`) runs every test. The failing tests and the property test run every time.
+fn a_change_of_the_environment() -> Result {
+    let tmp = copy_fixture("self-dev-dep");
+    let dir = tmp.path();
+    let run = |mode: &str, unread: &str, cc: &str| {
+        crate::support::sfl_command(dir)
+            .env("SELFDEP_MODE", mode)
+            .env("SELFDEP_UNREAD", unread)
+            .env("CC", cc)
+            .output()
+            .unwrap()
+    };
+    let first = run("a", "1", "cc");
+    check(first.status.code() == Some(0), || show(&first))?;
+    let unread = run("a", "2", "cc");
+    check(
+        selected(&unread) == Some((3, 8))
+            && String::from_utf8_lossy(&unread.stderr).contains("SELFDEP_UNREAD changed in the environment: 0 tests read it"),
+        || show(&unread),
+    )?;
+    let read = run("b", "2", "cc");
+    check(selected(&read) == Some((4, 8)), || show(&read))?;
+    let build = run("b", "2", "gcc");
+    check(
+        String::from_utf8_lossy(&build.stderr)
+            .contains("Selecting every test: the environment variable CC changed (builds or every test read it)"),
+        || show(&build),
     )
 }

@@ -36,7 +36,7 @@ fn examples_and_all_targets() -> Result {
         check(ran == only_demo, || format!("{args:?} ran {ran:?}"))?;
     }
     let default = tests_run(dir, &[])?;
-    check(!default.contains(&demo) && default.len() == 7, || {
+    check(!default.contains(&demo) && default.len() == 8, || {
         format!("the default ran {default:?}")
     })?;
     let all = tests_run(dir, &["--all-targets"])?;
@@ -51,5 +51,5 @@ fn examples_and_all_targets() -> Result {
         .filter(|t| t.starts_with("fixture-selfdep tests::"))
         .cloned()
         .collect();
-    check(benches == lib && lib.len() == 5, || format!("--benches ran {benches:?}"))
+    check(benches == lib && lib.len() == 6, || format!("--benches ran {benches:?}"))
 }

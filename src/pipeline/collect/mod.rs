@@ -98,6 +98,7 @@ pub fn collect(cfg: &RunConfig) -> anyhow::Result<Collected> {
     // that does not commit one) or when the manifest asks for more, and the next run must
     // compare with the file this build used, not with its absence.
     let mut snapshot = snapshot;
+    snapshot.build_env = crate::select::build_env(&ws.build_dir);
     if let Ok(bytes) = std::fs::read(ws.root.join("Cargo.lock")) {
         snapshot
             .files

@@ -80,8 +80,14 @@ pub(super) fn choose(ws: &Workspace, cfg: &RunConfig, now: &Snapshot) -> Result<
         return Ok(Choice::All(None));
     }
     let choice = crate::select::choose(previous, now, &ws.root);
-    if let Choice::All(Some(why)) = &choice {
-        ui::status("Selecting", format!("every test: {why} since the last run"));
+    match &choice {
+        Choice::All(Some(why)) => ui::status("Selecting", format!("every test: {why} since the last run")),
+        Choice::Reuse(r) => {
+            if let Some(note) = &r.env_note {
+                ui::status("Selecting", note);
+            }
+        }
+        Choice::All(None) => {}
     }
     Ok(choice)
 }

@@ -223,6 +223,7 @@ impl Session<'_> {
         rec.signal = fin.signal;
         rec.message = fin.message;
         rec.duration_ms = fin.duration.as_millis() as u64;
+        rec.env_reads = fin.env_reads;
         rec.stack = self.workspace_frames(job, &fin.stack);
         if fin.leaked {
             rec.warnings
