@@ -22,7 +22,8 @@ pub enum Cargo {
 #[command(version, args_conflicts_with_subcommands = true)]
 #[command(
     after_help = "Exit codes: 0 report written, 2 usage error, 3 no failing tests, 4 no tests, \
-5 unreadable saved spectra, 6 --fail-on threshold reached, 7 eval: no fault was run by a test, \
+5 unreadable saved spectra, 6 --fail-on threshold reached, 7 nothing to rank (a failing test ran no rankable line; \
+eval: no fault was run by a test; explain: the line is not ranked), \
 96 setup error, 101 build failed, 1 internal error."
 )]
 pub struct SflArgs {

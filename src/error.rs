@@ -23,6 +23,7 @@ pub mod exit {
     pub const SUSPICION: i32 = 6;
     /// `eval`: no known fault is on a line any test ran (the report says which faults). A run
     /// or a report: tests failed but ran no line that can be ranked (the error says why).
+    /// `explain`: the line asked about is not ranked (the explanation says why).
     pub const UNLOCALISABLE: i32 = 7;
     /// An output file could not be written (`-o`, `--save-spectra`, the HTML page's directory).
     pub const OUTPUT: i32 = 74;
