@@ -421,11 +421,12 @@ fn build_tests(
     let ws: &Workspace = ws;
     let relative = |p: &Path| ws.relative(p);
     // Checks the edit against a build, and says whether the doctests must be built too.
-    let check = |built: &Built, choice: &mut crate::select::Choice| -> bool {
+    // `complete`: `built` is the selection's whole build.
+    let check = |built: &Built, choice: &mut crate::select::Choice, complete: bool| -> bool {
         let crate::select::Choice::Reuse(reuse) = choice else {
             return true;
         };
-        match reuse.doctests_needed(built, &relative) {
+        match reuse.doctests_needed(built, &relative, complete) {
             Ok(needed) => needed,
             Err(why) => {
                 ui::status("Selecting", format!("every test: {why}"));
@@ -439,10 +440,10 @@ fn build_tests(
         let checked = std::cell::Cell::new(false);
         let built = build::build(ws, select, runtime.as_ref(), &mut |built| {
             checked.set(true);
-            check(built, choice)
+            check(built, choice, true)
         })?;
         if !checked.get() {
-            check(&built, choice);
+            check(&built, choice, true);
         }
         Ok(built)
     };
@@ -471,7 +472,7 @@ fn build_tests(
         return Ok(built);
     }
     ui::detail(format!("building only what runs again: {}", what.join(" and ")));
-    check(&built, choice);
+    check(&built, choice, false);
     if matches!(choice, crate::select::Choice::All(_)) || reuse::missing_binaries(choice, &built) {
         ui::detail("the edit needs more than that build: building every test target");
         return whole(choice);

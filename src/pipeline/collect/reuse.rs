@@ -100,6 +100,7 @@ impl Reuse {
         &mut self,
         built: &Built,
         relative: &dyn Fn(&Path) -> Option<String>,
+        complete: bool,
     ) -> Result<bool, String> {
         // Nothing was edited: the build has every function where it was.
         if self.edited() {
@@ -110,7 +111,7 @@ impl Reuse {
                     Err(e) => return Err(format!("cannot read the coverage map of {} ({e})", path.display())),
                 }
             }
-            let demoted = self.verify(&spans)?;
+            let demoted = self.verify(&spans, complete)?;
             if demoted > 0 {
                 ui::detail(format!(
                     "{demoted} more tests run: they ran a function the new build has elsewhere"
