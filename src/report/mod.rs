@@ -368,6 +368,18 @@ pub fn spans<'a>(units: &[usize], all: &'a [Unit]) -> Vec<FileSpans<'a>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn spans_cover_only_the_groups_lines() {
+        let unit = |line| Unit {
+            file: "src/lib.rs".into(),
+            line,
+        };
+        // Lines 4, 5 and 7 are next to each other in the unit table (line 6 is blank).
+        let all = vec![unit(4), unit(5), unit(7), unit(9)];
+        let fs = spans(&[0, 1, 2, 3], &all);
+        assert_eq!(fs[0].runs(), "4-5,7,9");
+    }
     use crate::measures::find;
     use crate::rank::rank;
     use crate::spectra::tests::{doric_minmax, matrix};

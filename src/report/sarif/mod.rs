@@ -533,6 +533,14 @@ mod tests {
     }
 
     #[test]
+    fn a_failing_test_is_quoted_by_its_panics_first_line() {
+        let assert_eq = "panicked at src/lib.rs:30:9:\nassertion `left == right` failed\n  left: Some(1)\n right: None";
+        assert_eq!(headline(assert_eq), "assertion `left == right` failed");
+        assert_eq!(headline("exit status 1\nmore"), "exit status 1");
+        assert_eq!(headline(""), "");
+    }
+
+    #[test]
     fn base_uris_are_file_uris_with_a_trailing_slash() {
         assert_eq!(dir_uri(Path::new("/tmp/a b")), "file:///tmp/a%20b/");
     }
