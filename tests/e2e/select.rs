@@ -82,6 +82,14 @@ fn same_as_full(dir: &Path, selected: &Path, args: &[&str]) -> Result {
     })
 }
 
+/// A copy of `fixture` after a first run with `args` (which must find failing tests).
+fn after_a_first_run(fixture: &str, args: &[&str]) -> Result<tempfile::TempDir> {
+    let tmp = copy_fixture(fixture);
+    let first = sfl(args, tmp.path());
+    check(first.status.code() == Some(0), || show(&first))?;
+    Ok(tmp)
+}
+
 /// doctest-2021: unit tests `percent_in_range` and `halves`, doctests of `percent` (failing),
 /// `half`, `half_of_even` (should_panic), `double`.
 fn an_edit_reruns_only_the_tests_that_ran_it() -> Result {
@@ -207,10 +215,8 @@ fn only_the_targets_that_run_again_are_built() -> Result {
 /// bare name ambiguous. A run after an edit builds only its targets (by package ID), and `-p`
 /// with the bare name works too.
 fn another_version_of_the_package() -> Result {
-    let tmp = copy_fixture("self-dev-dep");
+    let tmp = after_a_first_run("self-dev-dep", &[])?;
     let dir = tmp.path();
-    let first = sfl(&[], dir);
-    check(first.status.code() == Some(0), || show(&first))?;
     edit(dir, "    let mut count = 1;", "    let mut count: u32 = 1;")?;
     let sel = dir.join("selected.json");
     let second = sfl(&["-v", "--save-spectra", sel.to_str().unwrap()], dir);
@@ -229,10 +235,8 @@ fn another_version_of_the_package() -> Result {
 /// reused (the filter keeps only tests of the edited function): its lines are still units,
 /// as in a full run.
 fn lines_of_targets_not_rebuilt_are_kept() -> Result {
-    let tmp = copy_fixture("self-dev-dep");
+    let tmp = after_a_first_run("self-dev-dep", &["clamp"])?;
     let dir = tmp.path();
-    let first = sfl(&["clamp"], dir);
-    check(first.status.code() == Some(0), || show(&first))?;
     edit(dir, "        return p; // FAULT", "        let p = p;\n        return p; // FAULT")?;
     let sel = dir.join("selected.json");
     let second = sfl(&["-v", "clamp", "--save-spectra", sel.to_str().unwrap()], dir);
@@ -251,10 +255,8 @@ fn lines_of_targets_not_rebuilt_are_kept() -> Result {
 /// every run: after an edit it did not reach, it runs again, marked, and says so; the other
 /// tests that did not reach the edit are reused.
 fn a_property_test_runs_again_after_every_edit() -> Result {
-    let tmp = copy_fixture("self-dev-dep");
+    let tmp = after_a_first_run("self-dev-dep", &[])?;
     let dir = tmp.path();
-    let first = sfl(&[], dir);
-    check(first.status.code() == Some(0), || show(&first))?;
     edit(dir, "    let mut count = 1;", "    let mut count: u32 = 1;")?;
     let sel = dir.join("selected.json");
     let second = sfl(&["--save-spectra", sel.to_str().unwrap()], dir);
