@@ -250,13 +250,36 @@ static int env_reads_file(void) {
     return opened;
 }
 
+/* Names already written (by a hash; 0: free): a program that reads a variable in a loop costs
+ * one write, not one per read. Best effort: a race or a full table only writes a name twice. */
+#define SFL_ENV_SEEN 256
+static uint64_t env_seen[SFL_ENV_SEEN];
+
+static int env_first_read(const char *name, size_t n) {
+    uint64_t h = 1469598103934665603ULL; /* FNV-1a */
+    for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)name[i]) * 1099511628211ULL;
+    if (h == 0) h = 1;
+    for (size_t k = 0; k < SFL_ENV_SEEN; k++) {
+        size_t i = (size_t)(h + k) % SFL_ENV_SEEN;
+        uint64_t seen = __atomic_load_n(&env_seen[i], __ATOMIC_RELAXED);
+        if (seen == h) return 0;
+        if (seen == 0) {
+            uint64_t expected = 0;
+            if (__atomic_compare_exchange_n(&env_seen[i], &expected, h, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+                return 1;
+            if (expected == h) return 0;
+        }
+    }
+    return 1;
+}
+
 char *getenv(const char *name) {
     char *value = plain_getenv(name);
     int fd = env_reads_file();
     size_t n = strlen(name);
     /* cargo sfl's own variables and the profile's file name are set per test by cargo sfl. */
     if (fd >= 0 && n > 0 && n < 512 && strncmp(name, "CARGO_SFL_", 10) != 0 &&
-        strcmp(name, "LLVM_PROFILE_FILE") != 0) {
+        strcmp(name, "LLVM_PROFILE_FILE") != 0 && env_first_read(name, n)) {
         char line[514];
         memcpy(line, name, n);
         line[n] = '\n';
