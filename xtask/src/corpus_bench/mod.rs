@@ -1,13 +1,15 @@
 //! `cargo xtask bench corpus`: cargo sfl against `cargo test --no-fail-fast` on published crates
 //! of many shapes. Per crate: every test's outcome under both (doctests included, names
 //! mapped), the human report against the JSON report, both exit codes and wall times; then
-//! one injected fault and its rank. Written to bench-results/corpus.md and corpus.json.
+//! one injected fault and its rank; then the run after an edit against a full run of the
+//! same sources (second_run.rs). Written to bench-results/corpus.md and corpus.json.
 //!
 //! Every crate is a copy under target/bench/corpus/NAME-VERSION (its own workspace, its
 //! lockfile generated once and kept); all of them build into target/bench/corpus/target so
 //! dependencies shared between crates are built once.
 
 mod parse;
+mod second_run;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Read;
@@ -488,6 +490,7 @@ struct SflOutcome {
     report: Value,
     human: String,
     output: String,
+    spectra: PathBuf,
 }
 
 fn run_sfl(sfl: &Path, c: &Crate, manifest: &Path, tag: &str) -> Result<SflOutcome> {
@@ -527,6 +530,7 @@ fn run_sfl(sfl: &Path, c: &Crate, manifest: &Path, tag: &str) -> Result<SflOutco
         report,
         human,
         output: ran.output,
+        spectra,
     })
 }
 
@@ -542,7 +546,7 @@ fn cargo_test(c: &Crate, manifest: &Path, limit: Duration) -> Result<Ran> {
 fn run_crate(c: &Crate, sfl: &Path, work: &Path) -> Result<Value> {
     let manifest = lay_out(c, work)?;
     let dir = manifest.parent().unwrap().to_path_buf();
-    restore_fault(&dir, c)?;
+    restore_sources(&dir, c)?;
     let (targets, custom) = targets(&dir)?;
     // Warm builds: the plain one for cargo test, the instrumented one for cargo sfl (a name
     // filter no test has; the run then finds no test to run).
@@ -595,6 +599,13 @@ fn run_crate(c: &Crate, sfl: &Path, work: &Path) -> Result<Value> {
         .as_ref()
         .ok()
         .and_then(|f| f.get("report_consistent").and_then(Value::as_bool));
+    // The run after an edit, against a full run of the same sources (second_run.rs).
+    let fault_row = match fault {
+        Ok(f) => f,
+        Err(e) => json!({"error": format!("{e:#}")}),
+    };
+    let second = second_run::check(c, sfl, &manifest, &run.spectra, &fault_row)
+        .unwrap_or_else(|e| json!({"error": format!("{e:#}")}));
     let report_consistent = match (pristine_consistent, fault_consistent) {
         (None, None) => Value::Null,
         (a, b) => json!(a.unwrap_or(true) && b.unwrap_or(true)),
@@ -616,7 +627,8 @@ fn run_crate(c: &Crate, sfl: &Path, work: &Path) -> Result<Value> {
         "exit_consistent": exit_consistent,
         "wall_cargo_s": round(plain.secs),
         "wall_sfl_s": round(run.secs),
-        "fault": match fault { Ok(f) => f, Err(e) => json!({"error": format!("{e:#}")}) },
+        "fault": fault_row,
+        "second_run": second,
     }))
 }
 
@@ -681,18 +693,36 @@ fn with_line(text: &str, line: usize, new: &str) -> String {
     s
 }
 
-/// The pristine copy of the fault file, kept while a mutant is in place.
-fn backup(dir: &Path, c: &Crate) -> PathBuf {
-    dir.join(format!("{}.corpus-orig", c.fault_file))
+/// Where the pristine copy of an edited file of the crate (`file` from its workspace root) is
+/// kept while an edit is in place: outside the crate, so that the copy is no file of the
+/// package a run of cargo sfl could see.
+fn backup(c: &Crate, file: &str) -> PathBuf {
+    target_dir().join("corpus-backup").join(c.name).join(file)
 }
 
-/// Puts the pristine fault file back if an interrupted run left a mutant.
-fn restore_fault(dir: &Path, c: &Crate) -> Result<()> {
-    let b = backup(dir, c);
-    if b.exists() {
-        std::fs::rename(&b, dir.join(c.fault_file))?;
+/// Puts back every pristine file an interrupted run left a copy of.
+fn restore_sources(dir: &Path, c: &Crate) -> Result<()> {
+    fn walk(from: &Path, to: &Path) -> Result<()> {
+        for e in std::fs::read_dir(from)?.flatten() {
+            let (src, dst) = (e.path(), to.join(e.file_name()));
+            if src.is_dir() {
+                walk(&src, &dst)?;
+            } else {
+                std::fs::rename(&src, &dst)?;
+            }
+        }
+        Ok(())
+    }
+    let saved = target_dir().join("corpus-backup").join(c.name);
+    if saved.exists() {
+        walk(&saved, dir)?;
     }
     Ok(())
+}
+
+/// A saved spectra file, loaded.
+fn cargo_sfl_spectra(path: &Path) -> Result<cargo_sfl::spectra::Spectra> {
+    cargo_sfl::spectra::Spectra::load(path).with_context(|| format!("cannot load {}", path.display()))
 }
 
 /// Tries the file's mutations in order under `cargo test` until one makes a test fail, runs
@@ -701,7 +731,9 @@ fn inject_fault(c: &Crate, sfl: &Path, manifest: &Path, problems: &mut Vec<Strin
     let dir = manifest.parent().unwrap();
     let path = dir.join(c.fault_file);
     let pristine = std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
-    std::fs::copy(&path, backup(dir, c))?;
+    let saved = backup(c, c.fault_file);
+    std::fs::create_dir_all(saved.parent().unwrap())?;
+    std::fs::copy(&path, &saved)?;
     let result = (|| -> Result<Value> {
         let mut tried = Vec::new();
         for (line, mutated) in fault_candidates(&pristine).into_iter().take(FAULT_CANDIDATES) {
@@ -738,7 +770,7 @@ fn inject_fault(c: &Crate, sfl: &Path, manifest: &Path, problems: &mut Vec<Strin
         )
     })();
     std::fs::write(&path, &pristine)?;
-    let _ = std::fs::remove_file(backup(dir, c));
+    let _ = std::fs::remove_file(&saved);
     result
 }
 
@@ -761,7 +793,7 @@ fn summary_line(row: &Value) -> String {
         return format!("   {}: error: {e}", row["name"].as_str().unwrap_or_default());
     }
     format!(
-        "   tests {} / {}, {} mismatches, report consistent {}, exits {}/{}, wall {}s / {}s, fault rank {}",
+        "   tests {} / {}, {} mismatches, report consistent {}, exits {}/{}, wall {}s / {}s, fault rank {}; {}",
         row["tests_cargo"],
         row["tests_sfl"],
         row["mismatches"].as_array().map_or(0, Vec::len),
@@ -771,6 +803,58 @@ fn summary_line(row: &Value) -> String {
         row["wall_cargo_s"],
         row["wall_sfl_s"],
         row["fault"]["rank"],
+        second_run_cell(&row["second_run"]),
+    )
+}
+
+/// A crate's second-run check in the table: `edits, run of total, differences, varying, wall`.
+fn second_run_table_cell(s: &Value) -> String {
+    if let Some(e) = s["error"].as_str() {
+        return format!("error: {}", e.lines().next().unwrap_or_default().replace('|', "\\|"));
+    }
+    if s.is_null() {
+        return "not checked".into();
+    }
+    let total: u64 = s["per_edit"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|e| e["total"].as_u64())
+        .sum();
+    let differences = s["differences"].as_u64().unwrap_or(0);
+    format!(
+        "{}, {} of {}, {}, {}, {:.1} / {:.1}",
+        s["edits"],
+        s["selected"],
+        total,
+        if differences > 0 {
+            format!("**{differences}**")
+        } else {
+            "0".into()
+        },
+        s["varying_tests"],
+        s["wall_selected_s"].as_f64().unwrap_or(0.0),
+        s["wall_rerun_s"].as_f64().unwrap_or(0.0),
+    )
+}
+
+/// A crate's second-run check in a few words, for the summary line.
+fn second_run_cell(s: &Value) -> String {
+    if let Some(e) = s["error"].as_str() {
+        return format!("second run: error: {}", e.lines().next().unwrap_or_default());
+    }
+    if s.is_null() {
+        return "second run: not checked".into();
+    }
+    let total: u64 = s["per_edit"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|e| e["total"].as_u64())
+        .sum();
+    format!(
+        "second run: {} edits ran {} of {} tests, {} differences, {} varying tests, {}s selected / {}s --rerun",
+        s["edits"], s["selected"], total, s["differences"], s["varying_tests"], s["wall_selected_s"], s["wall_rerun_s"],
     )
 }
 
@@ -795,15 +879,25 @@ fn write_results(rows: &[Value], output_dir: &Path, print: bool) -> Result<()> {
          mutation of the named file (a negated comparison, `&&`/`||`, `true`/`false`, \
          `is_some`/`is_none`) that makes a test fail under cargo test; its rank is under \
          the default ranking.\n\n\
-         | crate | version | shapes | tests (cargo test / cargo sfl) | mismatches | documented differences | report consistent | exit codes (test / sfl) | wall s (test / sfl, ratio) | fault | rank |\n\
-         |---|---|---|---|---|---|---|---|---|---|---|\n",
+         The second run: one more full run of the unedited crate (tests whose rows differ from the \
+         first run's vary between runs of unchanged code: listed, not counted), then up to three \
+         edits, each undone after its runs: `#[allow(dead_code)] const _SFL_BENCH: u8 = 0;` at \
+         the end of the fault file (outside every function), `let _ = 0;` before the first \
+         statement a test ran, and the fault's mutation. After each edit the default `cargo sfl` \
+         (which runs only the tests the edit can affect and reuses the other rows) and `cargo sfl \
+         --rerun` right after it; their spectra (`cargo_sfl::select::differences`: outcomes and \
+         rows), their JSON reports' summary counts (but `reused`) and default rankings (every \
+         entry), and their exit codes must agree. Tests run counts the selected runs' tests \
+         against the full runs'; wall times are summed over the edits.\n\n\
+         | crate | version | shapes | tests (cargo test / cargo sfl) | mismatches | documented differences | report consistent | exit codes (test / sfl) | wall s (test / sfl, ratio) | fault | rank | second run: edits, tests run, differences, varying tests, wall s (selected / --rerun) |\n\
+         |---|---|---|---|---|---|---|---|---|---|---|---|\n",
     );
     let mut ratios = Vec::new();
     let (mut top1, mut top5, mut top10, mut faults) = (0, 0, 0, 0);
     for r in rows {
         if let Some(e) = r["error"].as_str() {
             md.push_str(&format!(
-                "| {} | {} | {} | error: {} | | | | | | | |\n",
+                "| {} | {} | {} | error: {} | | | | | | | | |\n",
                 r["name"].as_str().unwrap_or_default(),
                 r["version"].as_str().unwrap_or_default(),
                 shapes(r),
@@ -827,7 +921,7 @@ fn write_results(rows: &[Value], output_dir: &Path, print: bool) -> Result<()> {
             top10 += usize::from(rank.is_some_and(|r| r <= 10.0));
         }
         md.push_str(&format!(
-            "| {} | {} | {} | {} / {} | {} | {} | {} | {} / {} | {:.1} / {:.1} ({:.1}×) | {} | {} |\n",
+            "| {} | {} | {} | {} / {} | {} | {} | {} | {} / {} | {:.1} / {:.1} ({:.1}×) | {} | {} | {} |\n",
             r["name"].as_str().unwrap_or_default(),
             r["version"].as_str().unwrap_or_default(),
             shapes(r),
@@ -854,6 +948,7 @@ fn write_results(rows: &[Value], output_dir: &Path, print: bool) -> Result<()> {
                 None => f["error"].as_str().unwrap_or("none").to_string(),
             },
             rank.map_or("not ranked".to_string(), |r| format!("{r}")),
+            second_run_table_cell(&r["second_run"]),
         ));
     }
     ratios.sort_by(f64::total_cmp);
@@ -868,18 +963,46 @@ fn write_results(rows: &[Value], output_dir: &Path, print: bool) -> Result<()> {
         .iter()
         .flat_map(|r| r["shapes"].as_array().into_iter().flatten().filter_map(Value::as_str))
         .collect();
+    let second: Vec<&Value> = rows
+        .iter()
+        .map(|r| &r["second_run"])
+        .filter(|s| s["edits"].is_u64())
+        .collect();
+    let sum = |key: &str| second.iter().filter_map(|s| s[key].as_u64()).sum::<u64>();
+    let second_errors = rows
+        .iter()
+        .filter(|r| r["error"].is_null() && !r["second_run"]["edits"].is_u64())
+        .count();
     let summary = format!(
         "{} crates, {} shapes; {mismatches} undocumented mismatches; reports consistent in {consistent}, \
          inconsistent in {inconsistent}; median wall-time ratio (cargo sfl / cargo test) {median:.1}×; \
-         injected faults {faults}: top-1 {top1}, top-5 {top5}, top-10 {top10}",
+         injected faults {faults}: top-1 {top1}, top-5 {top5}, top-10 {top10}; second run on {} crates \
+         ({second_errors} more not checked): {} edits, {} differences (in {} crates), {} varying tests, \
+         selected runs ran {} tests",
         rows.len(),
         shapes_covered.len(),
+        second.len(),
+        sum("edits"),
+        sum("differences"),
+        second.iter().filter(|s| s["differences"].as_u64() > Some(0)).count(),
+        sum("varying_tests"),
+        sum("selected"),
     );
     md.push_str(&format!("\n{summary}.\n"));
     for r in rows {
         let list = |key: &str| r[key].as_array().cloned().unwrap_or_default();
         let (m, p) = (list("mismatches"), list("report_problems"));
-        if m.is_empty() && p.is_empty() {
+        let second = &r["second_run"];
+        let texts: Vec<String> = second["difference_texts"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .chain(second["unedited_differences"].as_array().into_iter().flatten())
+            .filter_map(Value::as_str)
+            .map(|t| format!("second run: {}", t.replace('\n', " / ")))
+            .chain(second["error"].as_str().map(|e| format!("second run: error: {}", e.replace('\n', " / "))))
+            .collect();
+        if m.is_empty() && p.is_empty() && texts.is_empty() {
             continue;
         }
         md.push_str(&format!(
@@ -889,6 +1012,9 @@ fn write_results(rows: &[Value], output_dir: &Path, print: bool) -> Result<()> {
         ));
         for x in m.iter().chain(&p) {
             md.push_str(&format!("- {x}\n"));
+        }
+        for t in texts {
+            md.push_str(&format!("- {t}\n"));
         }
     }
     std::fs::create_dir_all(output_dir)?;
