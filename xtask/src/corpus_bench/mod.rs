@@ -35,6 +35,10 @@ struct Crate {
     flags: &'static [&'static str],
     /// The file (from the workspace root) whose first fault-revealing mutation is injected.
     fault_file: &'static str,
+    /// Its tests run binaries they find under the crate's own `target/` (duct's tests run
+    /// `cargo build`, then `target/debug/NAME`): the copy gets a `target` link to the shared
+    /// target dir, where both tools build.
+    target_link: bool,
 }
 
 const fn krate(
@@ -51,6 +55,7 @@ const fn krate(
         shapes,
         flags,
         fault_file,
+        target_link: false,
     }
 }
 
@@ -183,7 +188,81 @@ const CORPUS: &[Crate] = &[
         shapes: &["workspace of several members (glob 0.3.4 and strsim 0.11.1 assembled under target/bench)"],
         flags: &["--workspace"],
         fault_file: "strsim/src/lib.rs",
+        target_link: false,
     },
+    krate(
+        "tokio-stream",
+        "0.1.19",
+        &[
+            "dev-dependencies pull another version of itself (tokio-test depends on tokio-stream)",
+            "#[tokio::test]",
+            "feature-gated tests (--all-features)",
+        ],
+        &["--all-features"],
+        "src/stream_map.rs",
+    ),
+    krate(
+        "num_enum",
+        "0.7.6",
+        &["trybuild UI tests on stable", "derive from a proc-macro dependency"],
+        &[],
+        "src/lib.rs",
+    ),
+    krate(
+        "parse_datetime",
+        "0.17.0",
+        &["rstest (parametrised test cases)"],
+        &[],
+        "src/items/date.rs",
+    ),
+    krate(
+        "arrayvec",
+        "0.7.8",
+        &["no_std (cfg_attr(not(feature = \"std\"), no_std))"],
+        &[],
+        "src/arrayvec.rs",
+    ),
+    krate(
+        "heapless",
+        "0.9.4",
+        &["no_std (cfg_attr(not(test), no_std))", "hundreds of unit tests"],
+        &[],
+        "src/vec/mod.rs",
+    ),
+    krate(
+        "tinyvec",
+        "1.13.3",
+        &["required-features test targets (left out with default features)"],
+        &[],
+        "src/arrayvec.rs",
+    ),
+    krate(
+        "env_logger",
+        "0.11.12",
+        &["#[test] in an example (--all-targets)", "a test that fails on purpose (examples/in_tests.rs)"],
+        &["--all-targets"],
+        "src/fmt/mod.rs",
+    ),
+    Crate {
+        target_link: true,
+        ..krate(
+            "duct",
+            "1.1.2",
+            &["tests that spawn processes (helper binaries built by `cargo build` from a test)"],
+            &[],
+            "src/lib.rs",
+        )
+    },
+    krate(
+        "zerocopy-derive",
+        "0.8.64",
+        &[
+            "proc-macro crate with unit tests (expansions compared through proc-macro2)",
+            "integration tests that need an unpublished crate (--lib)",
+        ],
+        &["--lib"],
+        "src/repr.rs",
+    ),
 ];
 
 /// The differences between the two tools that DESIGN.md and the user guide document: listed, not
@@ -261,6 +340,10 @@ fn lay_out(c: &Crate, work: &Path) -> Result<PathBuf> {
     };
     if !dir.join("Cargo.lock").exists() {
         crate::run(cargo(&dir).arg("generate-lockfile"))?;
+    }
+    if c.target_link && !dir.join("target").exists() {
+        std::fs::create_dir_all(target_dir())?;
+        std::os::unix::fs::symlink(target_dir(), dir.join("target"))?;
     }
     Ok(dir.join("Cargo.toml"))
 }
