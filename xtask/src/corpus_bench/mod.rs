@@ -964,9 +964,9 @@ fn write_results(rows: &[Value], output_dir: &Path, print: bool) -> Result<()> {
          the default ranking.\n\n\
          The second run: one more full run of the unedited crate (tests whose rows differ from the \
          first run's vary between runs of unchanged code: listed, not counted), then up to three \
-         edits, each undone after its runs: `#[allow(dead_code)] const _SFL_BENCH: u8 = 0;` at \
-         the end of the fault file (outside every function), `let _ = 0;` before the first \
-         statement a test ran, and the fault's mutation. After each edit the default `cargo sfl` \
+         edits, each undone after its runs: `let _ = 0;` before the first statement a test ran, \
+         the fault's mutation, and `#[allow(dead_code)] const _SFL_BENCH: u8 = 0;` at the end \
+         of the fault file (outside every function). After each edit the default `cargo sfl` \
          (which runs only the tests the edit can affect and reuses the other rows) and `cargo sfl \
          --rerun` right after it; their spectra (`cargo_sfl::select::differences`: outcomes and \
          rows), their JSON reports' summary counts (but `reused`) and default rankings (every \

@@ -6,9 +6,9 @@
 //! Per crate: one more full run of the unedited crate, whose spectra are compared with the
 //! first run's (tests whose rows differ vary between runs of unchanged code: listed apart, not
 //! counted); then up to three edits, each made to the pristine sources and undone after its
-//! two runs: an item added outside every function, a statement added at the start of a
-//! statement a test ran, and the injected fault's mutation when there is one. Each edit's
-//! selected run starts from the previous edit's full run, so it also sees that edit undone.
+//! two runs: a statement added before a statement a test ran, the injected fault's mutation
+//! when there is one, and an item added outside every function. Each edit's selected run
+//! starts from the previous edit's full run, so it also sees that edit undone.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -181,20 +181,12 @@ fn run(sfl: &Path, c: &Crate, manifest: &Path, tag: &str, rerun: bool) -> Result
     })
 }
 
-/// The edits of the crate, each the whole new text of one file of its pristine sources: an
-/// item outside every function at the end of the fault file; `let _ = 0;` before the first
-/// statement a test ran outside test code (in the fault file, else in the first file with one); the
-/// fault's mutation when one made a test fail.
+/// The edits of the crate, each the whole new text of one file of its pristine sources, in this
+/// order: `let _ = 0;` before the first statement a test ran outside test code (in the fault
+/// file, else in the first file with one); the fault's mutation when one made a test fail; an
+/// item outside every function at the end of the fault file.
 fn edits(c: &Crate, dir: &Path, first: &cargo_sfl::spectra::Spectra, fault: &Value) -> Result<Vec<Edit>> {
     let mut out = Vec::new();
-    let text = std::fs::read_to_string(dir.join(c.fault_file))?;
-    out.push(Edit {
-        kind: "outside functions",
-        file: c.fault_file.to_string(),
-        line: text.lines().count() + 2,
-        change: "`#[allow(dead_code)] const _SFL_BENCH: u8 = 0;` at the end of the file".into(),
-        text: outside(&text),
-    });
     // The lines a test ran, but test code (cargo sfl's own reading of it), per file, the fault
     // file first.
     let files: Vec<&str> = first
@@ -240,6 +232,16 @@ fn edits(c: &Crate, dir: &Path, first: &cargo_sfl::spectra::Spectra, fault: &Val
             });
         }
     }
+    // Last: cargo sfl runs every test after an edit outside every function, and the next
+    // edit's selected run would see it undone.
+    let text = std::fs::read_to_string(dir.join(c.fault_file))?;
+    out.push(Edit {
+        kind: "outside functions",
+        file: c.fault_file.to_string(),
+        line: text.lines().count() + 2,
+        change: "`#[allow(dead_code)] const _SFL_BENCH: u8 = 0;` at the end of the file".into(),
+        text: outside(&text),
+    });
     Ok(out)
 }
 
