@@ -406,6 +406,12 @@ pub(crate) fn run_merged(cmd: &mut Command, limit: Duration) -> Result<Ran> {
         std::thread::sleep(Duration::from_millis(50));
     };
     let secs = start.elapsed().as_secs_f64();
+    // What the command left running in its process group (duct's tests leave grandchildren
+    // that sleep for days) holds the pipe open, and the read below would never end: killed.
+    let _ = Command::new("kill")
+        .args(["-s", "KILL", "--", &format!("-{}", child.id())])
+        .stderr(Stdio::null())
+        .status();
     let output = reading.join().unwrap_or_default();
     Ok(Ran { code, output, secs })
 }
@@ -971,7 +977,8 @@ fn write_results(rows: &[Value], output_dir: &Path, print: bool) -> Result<()> {
          --rerun` right after it; their spectra (`cargo_sfl::select::differences`: outcomes and \
          rows), their JSON reports' summary counts (but `reused`) and default rankings (every \
          entry), and their exit codes must agree. Tests run counts the selected runs' tests \
-         against the full runs'; wall times are summed over the edits.\n\n\
+         against the full runs'; wall times are summed over the edits (the selected run builds the \
+         edit, the `--rerun` after it has nothing left to build).\n\n\
          | crate | version | shapes | tests (cargo test / cargo sfl) | mismatches | documented differences | report consistent | exit codes (test / sfl) | wall s (test / sfl, ratio) | fault | rank | second run: edits, tests run, differences, varying tests, wall s (selected / --rerun) |\n\
          |---|---|---|---|---|---|---|---|---|---|---|---|\n",
     );

@@ -303,9 +303,12 @@ fn compare(selected: &Sfl, full: &Sfl, varying: &[String]) -> Found {
     let (a, b) = match (a, b) {
         (Ok(a), Ok(b)) => (a, b),
         (a, b) => {
-            for (which, r) in [("selected run", a.err()), ("--rerun", b.err())] {
-                if let Some(e) = r {
-                    found.counted.push(format!("the {which} saved no spectra: {e:#}"));
+            // A run that failed is one difference, said above with its output.
+            if found.counted.is_empty() {
+                for (which, r) in [("selected run", a.err()), ("--rerun", b.err())] {
+                    if let Some(e) = r {
+                        found.counted.push(format!("the {which} saved no spectra: {e:#}"));
+                    }
                 }
             }
             return found;
