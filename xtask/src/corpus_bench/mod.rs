@@ -239,7 +239,10 @@ const CORPUS: &[Crate] = &[
     krate(
         "env_logger",
         "0.11.12",
-        &["#[test] in an example (--all-targets)", "a test that fails on purpose (examples/in_tests.rs)"],
+        &[
+            "#[test] in an example (--all-targets)",
+            "a test that fails on purpose (examples/in_tests.rs)",
+        ],
         &["--all-targets"],
         "src/fmt/mod.rs",
     ),
@@ -1090,7 +1093,11 @@ fn write_results(rows: &[Value], output_dir: &Path, print: bool) -> Result<()> {
             .chain(second["unedited_differences"].as_array().into_iter().flatten())
             .filter_map(Value::as_str)
             .map(|t| format!("second run: {}", t.replace('\n', " / ")))
-            .chain(second["error"].as_str().map(|e| format!("second run: error: {}", e.replace('\n', " / "))))
+            .chain(
+                second["error"]
+                    .as_str()
+                    .map(|e| format!("second run: error: {}", e.replace('\n', " / "))),
+            )
             .collect();
         if m.is_empty() && p.is_empty() && texts.is_empty() {
             continue;

@@ -276,7 +276,10 @@ test src/lib.rs - h (line 12) - compile ... ok
         let out = "   Compiling x\n    Selected 3 of 40 tests to run; 37 reused from the run of 2s ago (--rerun runs them all)\n";
         assert_eq!(selection(out), (Some(3), None));
         let out = "Selecting every test: Cargo.lock was added since the last run\n";
-        assert_eq!(selection(out), (None, Some("Cargo.lock was added since the last run".into())));
+        assert_eq!(
+            selection(out),
+            (None, Some("Cargo.lock was added since the last run".into()))
+        );
         assert_eq!(selection("error: the instrumented build failed\n"), (None, None));
     }
 }

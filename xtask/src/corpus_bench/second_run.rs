@@ -104,7 +104,12 @@ pub(super) fn check(c: &Crate, sfl: &Path, manifest: &Path, pristine: &Path, fau
                 .map(|d| format!("\n       {d}"))
                 .collect::<String>()
         );
-        texts.extend(found.counted.iter().map(|d| format!("{} {}:{}: {d}", e.kind, e.file, e.line)));
+        texts.extend(
+            found
+                .counted
+                .iter()
+                .map(|d| format!("{} {}:{}: {d}", e.kind, e.file, e.line)),
+        );
         per_edit.push(json!({
             "kind": e.kind,
             "file": e.file,
