@@ -419,8 +419,9 @@ pub(crate) fn run_merged(cmd: &mut Command, limit: Duration) -> Result<Ran> {
     Ok(Ran { code, output, secs })
 }
 
-/// (package, target name) of every `harness = false` target.
-type CustomHarness = BTreeSet<(String, String)>;
+/// (package, kind, target name) of every `harness = false` target: the kind too, for a target of
+/// another kind may have the same name (parse_datetime's bench is named as its library).
+type CustomHarness = BTreeSet<(String, String, String)>;
 
 /// The workspace members' targets (`cargo metadata`, no dependencies) and the custom harnesses.
 fn targets(dir: &Path) -> Result<(Vec<Target>, CustomHarness)> {
@@ -450,7 +451,7 @@ fn targets(dir: &Path) -> Result<(Vec<Target>, CustomHarness)> {
                 if t.get("harness").and_then(toml::Value::as_bool) == Some(false)
                     && let Some(name) = t.get("name").and_then(toml::Value::as_str)
                 {
-                    custom.insert((package.clone(), name.to_string()));
+                    custom.insert((package.clone(), kind.to_string(), name.to_string()));
                 }
             }
         }
@@ -473,7 +474,7 @@ fn cargo_outcomes(
             continue;
         };
         let is_custom = matches!(section.origin, Origin::Binary { .. })
-            && custom.contains(&(target.package.clone(), target.name.clone()));
+            && custom.contains(&(target.package.clone(), target.kind.clone(), target.name.clone()));
         if is_custom {
             let outcome = if section.failed { "failed" } else { "passed" };
             differences.push(json!({
