@@ -348,9 +348,22 @@ fn compare(selected: &Sfl, full: &Sfl, varying: &[String]) -> Found {
         }
     };
     let on_varying = |d: &String| d.split_once(": ").is_some_and(|(t, _)| varying.iter().any(|v| v == t));
+    // A difference on a test whose row the selected run reused is the selection's error; on a
+    // test both runs ran, the build's or the test's own (a variation no two full runs showed).
+    let reused: std::collections::BTreeSet<String> = a
+        .tests
+        .iter()
+        .filter(|t| t.reused)
+        .map(|t| format!("{} {}", t.binary, t.name))
+        .collect();
+    let ran: std::collections::BTreeSet<String> = a.tests.iter().map(|t| format!("{} {}", t.binary, t.name)).collect();
     for d in cargo_sfl::select::differences(&a, &b) {
         if on_varying(&d) {
             found.varying.push(d);
+        } else if on_test(&d, &reused) {
+            found.counted.push(format!("{d} [row reused by the selected run]"));
+        } else if on_test(&d, &ran) {
+            found.counted.push(format!("{d} [ran in both runs]"));
         } else {
             found.counted.push(d);
         }
