@@ -2,7 +2,7 @@
 //! `cargo xtask bench measures` (every measure on a large synthetic matrix),
 //! `cargo xtask bench edges` (edge recording's cost, CP's solve time), `bench ht`, `bench faults`,
 //! `bench panic4r` (real panics from the Panic4R data set), `bench corpus` (parity with `cargo test`
-//! on published crates of many shapes); `cargo xtask fuzz` (the decoders of
+//! on published crates of many shapes, and the run after an edit against a full run); `cargo xtask fuzz` (the decoders of
 //! untrusted input under structure-aware mutation); `cargo xtask soak` (repeated runs with random
 //! kills of test processes); `cargo xtask readme` (the README's sample report, regenerated).
 
@@ -89,7 +89,8 @@ enum Bench {
     },
     /// Parity with `cargo test --no-fail-fast` on published crates of many shapes: per-test
     /// outcomes (doctests included), the human report against the JSON report, exit codes, wall
-    /// times, and one injected fault's rank per crate: bench-results/corpus.md and corpus.json.
+    /// times, one injected fault's rank per crate, and the run after an edit against `--rerun`
+    /// (spectra, summary, default ranking): bench-results/corpus.md and corpus.json.
     Corpus {
         /// Only these crates (by name).
         #[arg(long = "crate")]

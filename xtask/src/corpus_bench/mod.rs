@@ -1,13 +1,15 @@
 //! `cargo xtask bench corpus`: cargo sfl against `cargo test --no-fail-fast` on published crates
 //! of many shapes. Per crate: every test's outcome under both (doctests included, names
 //! mapped), the human report against the JSON report, both exit codes and wall times; then
-//! one injected fault and its rank. Written to bench-results/corpus.md and corpus.json.
+//! one injected fault and its rank; then the run after an edit against a full run of the
+//! same sources (second_run.rs). Written to bench-results/corpus.md and corpus.json.
 //!
 //! Every crate is a copy under target/bench/corpus/NAME-VERSION (its own workspace, its
 //! lockfile generated once and kept); all of them build into target/bench/corpus/target so
 //! dependencies shared between crates are built once.
 
 mod parse;
+mod second_run;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Read;
@@ -33,6 +35,10 @@ struct Crate {
     flags: &'static [&'static str],
     /// The file (from the workspace root) whose first fault-revealing mutation is injected.
     fault_file: &'static str,
+    /// Its tests run binaries they find under the crate's own `target/` (duct's tests run
+    /// `cargo build`, then `target/debug/NAME`): the copy gets a `target` link to the shared
+    /// target dir, where both tools build.
+    target_link: bool,
 }
 
 const fn krate(
@@ -49,6 +55,7 @@ const fn krate(
         shapes,
         flags,
         fault_file,
+        target_link: false,
     }
 }
 
@@ -181,7 +188,84 @@ const CORPUS: &[Crate] = &[
         shapes: &["workspace of several members (glob 0.3.4 and strsim 0.11.1 assembled under target/bench)"],
         flags: &["--workspace"],
         fault_file: "strsim/src/lib.rs",
+        target_link: false,
     },
+    krate(
+        "tokio-stream",
+        "0.1.19",
+        &[
+            "dev-dependencies pull another version of itself (tokio-test depends on tokio-stream)",
+            "#[tokio::test]",
+            "feature-gated tests (--all-features)",
+        ],
+        &["--all-features"],
+        "src/stream_map.rs",
+    ),
+    krate(
+        "num_enum",
+        "0.7.6",
+        &["trybuild UI tests on stable", "derive from a proc-macro dependency"],
+        &[],
+        "src/lib.rs",
+    ),
+    krate(
+        "parse_datetime",
+        "0.17.0",
+        &["rstest (parametrised test cases)"],
+        &[],
+        "src/items/date.rs",
+    ),
+    krate(
+        "arrayvec",
+        "0.7.8",
+        &["no_std (cfg_attr(not(feature = \"std\"), no_std))"],
+        &[],
+        "src/arrayvec.rs",
+    ),
+    krate(
+        "heapless",
+        "0.9.4",
+        &["no_std (cfg_attr(not(test), no_std))", "hundreds of unit tests"],
+        &[],
+        "src/vec/mod.rs",
+    ),
+    krate(
+        "tinyvec",
+        "1.13.3",
+        &["required-features test targets (left out with default features)"],
+        &[],
+        "src/arrayvec.rs",
+    ),
+    krate(
+        "env_logger",
+        "0.11.12",
+        &[
+            "#[test] in an example (--all-targets)",
+            "a test that fails on purpose (examples/in_tests.rs)",
+        ],
+        &["--all-targets"],
+        "src/fmt/mod.rs",
+    ),
+    Crate {
+        target_link: true,
+        ..krate(
+            "duct",
+            "1.1.2",
+            &["tests that spawn processes (helper binaries built by `cargo build` from a test)"],
+            &[],
+            "src/lib.rs",
+        )
+    },
+    krate(
+        "zerocopy-derive",
+        "0.8.64",
+        &[
+            "proc-macro crate with unit tests (expansions compared through proc-macro2)",
+            "integration tests that need an unpublished crate (--lib)",
+        ],
+        &["--lib"],
+        "src/repr.rs",
+    ),
 ];
 
 /// The differences between the two tools that DESIGN.md and the user guide document: listed, not
@@ -260,6 +344,10 @@ fn lay_out(c: &Crate, work: &Path) -> Result<PathBuf> {
     if !dir.join("Cargo.lock").exists() {
         crate::run(cargo(&dir).arg("generate-lockfile"))?;
     }
+    if c.target_link && !dir.join("target").exists() {
+        std::fs::create_dir_all(target_dir())?;
+        std::os::unix::fs::symlink(target_dir(), dir.join("target"))?;
+    }
     Ok(dir.join("Cargo.toml"))
 }
 
@@ -321,12 +409,19 @@ pub(crate) fn run_merged(cmd: &mut Command, limit: Duration) -> Result<Ran> {
         std::thread::sleep(Duration::from_millis(50));
     };
     let secs = start.elapsed().as_secs_f64();
+    // What the command left running in its process group (duct's tests leave grandchildren
+    // that sleep for days) holds the pipe open, and the read below would never end: killed.
+    let _ = Command::new("kill")
+        .args(["-s", "KILL", "--", &format!("-{}", child.id())])
+        .stderr(Stdio::null())
+        .status();
     let output = reading.join().unwrap_or_default();
     Ok(Ran { code, output, secs })
 }
 
-/// (package, target name) of every `harness = false` target.
-type CustomHarness = BTreeSet<(String, String)>;
+/// (package, kind, target name) of every `harness = false` target: the kind too, for a target of
+/// another kind may have the same name (parse_datetime's bench is named as its library).
+type CustomHarness = BTreeSet<(String, String, String)>;
 
 /// The workspace members' targets (`cargo metadata`, no dependencies) and the custom harnesses.
 fn targets(dir: &Path) -> Result<(Vec<Target>, CustomHarness)> {
@@ -356,7 +451,7 @@ fn targets(dir: &Path) -> Result<(Vec<Target>, CustomHarness)> {
                 if t.get("harness").and_then(toml::Value::as_bool) == Some(false)
                     && let Some(name) = t.get("name").and_then(toml::Value::as_str)
                 {
-                    custom.insert((package.clone(), name.to_string()));
+                    custom.insert((package.clone(), kind.to_string(), name.to_string()));
                 }
             }
         }
@@ -379,7 +474,7 @@ fn cargo_outcomes(
             continue;
         };
         let is_custom = matches!(section.origin, Origin::Binary { .. })
-            && custom.contains(&(target.package.clone(), target.name.clone()));
+            && custom.contains(&(target.package.clone(), target.kind.clone(), target.name.clone()));
         if is_custom {
             let outcome = if section.failed { "failed" } else { "passed" };
             differences.push(json!({
@@ -488,6 +583,7 @@ struct SflOutcome {
     report: Value,
     human: String,
     output: String,
+    spectra: PathBuf,
 }
 
 fn run_sfl(sfl: &Path, c: &Crate, manifest: &Path, tag: &str) -> Result<SflOutcome> {
@@ -527,6 +623,7 @@ fn run_sfl(sfl: &Path, c: &Crate, manifest: &Path, tag: &str) -> Result<SflOutco
         report,
         human,
         output: ran.output,
+        spectra,
     })
 }
 
@@ -542,7 +639,7 @@ fn cargo_test(c: &Crate, manifest: &Path, limit: Duration) -> Result<Ran> {
 fn run_crate(c: &Crate, sfl: &Path, work: &Path) -> Result<Value> {
     let manifest = lay_out(c, work)?;
     let dir = manifest.parent().unwrap().to_path_buf();
-    restore_fault(&dir, c)?;
+    restore_sources(&dir, c)?;
     let (targets, custom) = targets(&dir)?;
     // Warm builds: the plain one for cargo test, the instrumented one for cargo sfl (a name
     // filter no test has; the run then finds no test to run).
@@ -595,6 +692,13 @@ fn run_crate(c: &Crate, sfl: &Path, work: &Path) -> Result<Value> {
         .as_ref()
         .ok()
         .and_then(|f| f.get("report_consistent").and_then(Value::as_bool));
+    // The run after an edit, against a full run of the same sources (second_run.rs).
+    let fault_row = match fault {
+        Ok(f) => f,
+        Err(e) => json!({"error": format!("{e:#}")}),
+    };
+    let second = second_run::check(c, sfl, &manifest, &run.spectra, &fault_row)
+        .unwrap_or_else(|e| json!({"error": format!("{e:#}")}));
     let report_consistent = match (pristine_consistent, fault_consistent) {
         (None, None) => Value::Null,
         (a, b) => json!(a.unwrap_or(true) && b.unwrap_or(true)),
@@ -616,7 +720,8 @@ fn run_crate(c: &Crate, sfl: &Path, work: &Path) -> Result<Value> {
         "exit_consistent": exit_consistent,
         "wall_cargo_s": round(plain.secs),
         "wall_sfl_s": round(run.secs),
-        "fault": match fault { Ok(f) => f, Err(e) => json!({"error": format!("{e:#}")}) },
+        "fault": fault_row,
+        "second_run": second,
     }))
 }
 
@@ -681,18 +786,36 @@ fn with_line(text: &str, line: usize, new: &str) -> String {
     s
 }
 
-/// The pristine copy of the fault file, kept while a mutant is in place.
-fn backup(dir: &Path, c: &Crate) -> PathBuf {
-    dir.join(format!("{}.corpus-orig", c.fault_file))
+/// Where the pristine copy of an edited file of the crate (`file` from its workspace root) is
+/// kept while an edit is in place: outside the crate, so that the copy is no file of the
+/// package a run of cargo sfl could see.
+fn backup(c: &Crate, file: &str) -> PathBuf {
+    target_dir().join("corpus-backup").join(c.name).join(file)
 }
 
-/// Puts the pristine fault file back if an interrupted run left a mutant.
-fn restore_fault(dir: &Path, c: &Crate) -> Result<()> {
-    let b = backup(dir, c);
-    if b.exists() {
-        std::fs::rename(&b, dir.join(c.fault_file))?;
+/// Puts back every pristine file an interrupted run left a copy of.
+fn restore_sources(dir: &Path, c: &Crate) -> Result<()> {
+    fn walk(from: &Path, to: &Path) -> Result<()> {
+        for e in std::fs::read_dir(from)?.flatten() {
+            let (src, dst) = (e.path(), to.join(e.file_name()));
+            if src.is_dir() {
+                walk(&src, &dst)?;
+            } else {
+                std::fs::rename(&src, &dst)?;
+            }
+        }
+        Ok(())
+    }
+    let saved = target_dir().join("corpus-backup").join(c.name);
+    if saved.exists() {
+        walk(&saved, dir)?;
     }
     Ok(())
+}
+
+/// A saved spectra file, loaded.
+fn cargo_sfl_spectra(path: &Path) -> Result<cargo_sfl::spectra::Spectra> {
+    cargo_sfl::spectra::Spectra::load(path).with_context(|| format!("cannot load {}", path.display()))
 }
 
 /// Tries the file's mutations in order under `cargo test` until one makes a test fail, runs
@@ -701,7 +824,9 @@ fn inject_fault(c: &Crate, sfl: &Path, manifest: &Path, problems: &mut Vec<Strin
     let dir = manifest.parent().unwrap();
     let path = dir.join(c.fault_file);
     let pristine = std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
-    std::fs::copy(&path, backup(dir, c))?;
+    let saved = backup(c, c.fault_file);
+    std::fs::create_dir_all(saved.parent().unwrap())?;
+    std::fs::copy(&path, &saved)?;
     let result = (|| -> Result<Value> {
         let mut tried = Vec::new();
         for (line, mutated) in fault_candidates(&pristine).into_iter().take(FAULT_CANDIDATES) {
@@ -738,7 +863,7 @@ fn inject_fault(c: &Crate, sfl: &Path, manifest: &Path, problems: &mut Vec<Strin
         )
     })();
     std::fs::write(&path, &pristine)?;
-    let _ = std::fs::remove_file(backup(dir, c));
+    let _ = std::fs::remove_file(&saved);
     result
 }
 
@@ -761,7 +886,7 @@ fn summary_line(row: &Value) -> String {
         return format!("   {}: error: {e}", row["name"].as_str().unwrap_or_default());
     }
     format!(
-        "   tests {} / {}, {} mismatches, report consistent {}, exits {}/{}, wall {}s / {}s, fault rank {}",
+        "   tests {} / {}, {} mismatches, report consistent {}, exits {}/{}, wall {}s / {}s, fault rank {}; {}",
         row["tests_cargo"],
         row["tests_sfl"],
         row["mismatches"].as_array().map_or(0, Vec::len),
@@ -771,6 +896,58 @@ fn summary_line(row: &Value) -> String {
         row["wall_cargo_s"],
         row["wall_sfl_s"],
         row["fault"]["rank"],
+        second_run_cell(&row["second_run"]),
+    )
+}
+
+/// A crate's second-run check in the table: `edits, run of total, differences, varying, wall`.
+fn second_run_table_cell(s: &Value) -> String {
+    if let Some(e) = s["error"].as_str() {
+        return format!("error: {}", e.lines().next().unwrap_or_default().replace('|', "\\|"));
+    }
+    if s.is_null() {
+        return "not checked".into();
+    }
+    let total: u64 = s["per_edit"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|e| e["total"].as_u64())
+        .sum();
+    let differences = s["differences"].as_u64().unwrap_or(0);
+    format!(
+        "{}, {} of {}, {}, {}, {:.1} / {:.1}",
+        s["edits"],
+        s["selected"],
+        total,
+        if differences > 0 {
+            format!("**{differences}**")
+        } else {
+            "0".into()
+        },
+        s["varying_tests"],
+        s["wall_selected_s"].as_f64().unwrap_or(0.0),
+        s["wall_rerun_s"].as_f64().unwrap_or(0.0),
+    )
+}
+
+/// A crate's second-run check in a few words, for the summary line.
+fn second_run_cell(s: &Value) -> String {
+    if let Some(e) = s["error"].as_str() {
+        return format!("second run: error: {}", e.lines().next().unwrap_or_default());
+    }
+    if s.is_null() {
+        return "second run: not checked".into();
+    }
+    let total: u64 = s["per_edit"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|e| e["total"].as_u64())
+        .sum();
+    format!(
+        "second run: {} edits ran {} of {} tests, {} differences, {} varying tests, {}s selected / {}s --rerun",
+        s["edits"], s["selected"], total, s["differences"], s["varying_tests"], s["wall_selected_s"], s["wall_rerun_s"],
     )
 }
 
@@ -795,15 +972,26 @@ fn write_results(rows: &[Value], output_dir: &Path, print: bool) -> Result<()> {
          mutation of the named file (a negated comparison, `&&`/`||`, `true`/`false`, \
          `is_some`/`is_none`) that makes a test fail under cargo test; its rank is under \
          the default ranking.\n\n\
-         | crate | version | shapes | tests (cargo test / cargo sfl) | mismatches | documented differences | report consistent | exit codes (test / sfl) | wall s (test / sfl, ratio) | fault | rank |\n\
-         |---|---|---|---|---|---|---|---|---|---|---|\n",
+         The second run: one more full run of the unedited crate (tests whose rows differ from the \
+         first run's vary between runs of unchanged code: listed, not counted), then up to three \
+         edits, each undone after its runs: `let _ = 0;` before the first statement a test ran, \
+         the fault's mutation, and `#[allow(dead_code)] const _SFL_BENCH: u8 = 0;` at the end \
+         of the fault file (outside every function). After each edit the default `cargo sfl` \
+         (which runs only the tests the edit can affect and reuses the other rows) and `cargo sfl \
+         --rerun` right after it; their spectra (`cargo_sfl::select::differences`: outcomes and \
+         rows), their JSON reports' summary counts (but `reused`) and default rankings (every \
+         entry), and their exit codes must agree. Tests run counts the selected runs' tests \
+         against the full runs'; wall times are summed over the edits (the selected run builds the \
+         edit, the `--rerun` after it has nothing left to build).\n\n\
+         | crate | version | shapes | tests (cargo test / cargo sfl) | mismatches | documented differences | report consistent | exit codes (test / sfl) | wall s (test / sfl, ratio) | fault | rank | second run: edits, tests run, differences, varying tests, wall s (selected / --rerun) |\n\
+         |---|---|---|---|---|---|---|---|---|---|---|---|\n",
     );
     let mut ratios = Vec::new();
     let (mut top1, mut top5, mut top10, mut faults) = (0, 0, 0, 0);
     for r in rows {
         if let Some(e) = r["error"].as_str() {
             md.push_str(&format!(
-                "| {} | {} | {} | error: {} | | | | | | | |\n",
+                "| {} | {} | {} | error: {} | | | | | | | | |\n",
                 r["name"].as_str().unwrap_or_default(),
                 r["version"].as_str().unwrap_or_default(),
                 shapes(r),
@@ -827,7 +1015,7 @@ fn write_results(rows: &[Value], output_dir: &Path, print: bool) -> Result<()> {
             top10 += usize::from(rank.is_some_and(|r| r <= 10.0));
         }
         md.push_str(&format!(
-            "| {} | {} | {} | {} / {} | {} | {} | {} | {} / {} | {:.1} / {:.1} ({:.1}×) | {} | {} |\n",
+            "| {} | {} | {} | {} / {} | {} | {} | {} | {} / {} | {:.1} / {:.1} ({:.1}×) | {} | {} | {} |\n",
             r["name"].as_str().unwrap_or_default(),
             r["version"].as_str().unwrap_or_default(),
             shapes(r),
@@ -854,6 +1042,7 @@ fn write_results(rows: &[Value], output_dir: &Path, print: bool) -> Result<()> {
                 None => f["error"].as_str().unwrap_or("none").to_string(),
             },
             rank.map_or("not ranked".to_string(), |r| format!("{r}")),
+            second_run_table_cell(&r["second_run"]),
         ));
     }
     ratios.sort_by(f64::total_cmp);
@@ -868,18 +1057,50 @@ fn write_results(rows: &[Value], output_dir: &Path, print: bool) -> Result<()> {
         .iter()
         .flat_map(|r| r["shapes"].as_array().into_iter().flatten().filter_map(Value::as_str))
         .collect();
+    let second: Vec<&Value> = rows
+        .iter()
+        .map(|r| &r["second_run"])
+        .filter(|s| s["edits"].is_u64())
+        .collect();
+    let sum = |key: &str| second.iter().filter_map(|s| s[key].as_u64()).sum::<u64>();
+    let second_errors = rows
+        .iter()
+        .filter(|r| r["error"].is_null() && !r["second_run"]["edits"].is_u64())
+        .count();
     let summary = format!(
         "{} crates, {} shapes; {mismatches} undocumented mismatches; reports consistent in {consistent}, \
          inconsistent in {inconsistent}; median wall-time ratio (cargo sfl / cargo test) {median:.1}×; \
-         injected faults {faults}: top-1 {top1}, top-5 {top5}, top-10 {top10}",
+         injected faults {faults}: top-1 {top1}, top-5 {top5}, top-10 {top10}; second run on {} crates \
+         ({second_errors} more not checked): {} edits, {} differences (in {} crates), {} varying tests, \
+         selected runs ran {} tests",
         rows.len(),
         shapes_covered.len(),
+        second.len(),
+        sum("edits"),
+        sum("differences"),
+        second.iter().filter(|s| s["differences"].as_u64() > Some(0)).count(),
+        sum("varying_tests"),
+        sum("selected"),
     );
     md.push_str(&format!("\n{summary}.\n"));
     for r in rows {
         let list = |key: &str| r[key].as_array().cloned().unwrap_or_default();
         let (m, p) = (list("mismatches"), list("report_problems"));
-        if m.is_empty() && p.is_empty() {
+        let second = &r["second_run"];
+        let texts: Vec<String> = second["difference_texts"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .chain(second["unedited_differences"].as_array().into_iter().flatten())
+            .filter_map(Value::as_str)
+            .map(|t| format!("second run: {}", t.replace('\n', " / ")))
+            .chain(
+                second["error"]
+                    .as_str()
+                    .map(|e| format!("second run: error: {}", e.replace('\n', " / "))),
+            )
+            .collect();
+        if m.is_empty() && p.is_empty() && texts.is_empty() {
             continue;
         }
         md.push_str(&format!(
@@ -889,6 +1110,9 @@ fn write_results(rows: &[Value], output_dir: &Path, print: bool) -> Result<()> {
         ));
         for x in m.iter().chain(&p) {
             md.push_str(&format!("- {x}\n"));
+        }
+        for t in texts {
+            md.push_str(&format!("- {t}\n"));
         }
     }
     std::fs::create_dir_all(output_dir)?;

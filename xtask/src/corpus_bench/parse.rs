@@ -147,6 +147,23 @@ pub fn binary_id<'t>(origin: &Origin, targets: &'t [Target]) -> Option<(String, 
     }
 }
 
+/// How many tests a default run of cargo sfl ran, from its `Selected N of M tests to run; …`
+/// status line, or why it ran every test (its `Selecting every test: WHY` line): one of the two,
+/// or both `None` when it printed neither (a run with nothing to start from, or a failed one).
+pub fn selection(output: &str) -> (Option<usize>, Option<String>) {
+    for line in output.lines().map(str::trim) {
+        if let Some(why) = line.strip_prefix("Selecting every test: ") {
+            return (None, Some(why.to_string()));
+        }
+        if let Some(rest) = line.strip_prefix("Selected ")
+            && let Some(n) = rest.split_whitespace().next().and_then(|n| n.parse().ok())
+        {
+            return (Some(n), None);
+        }
+    }
+    (None, None)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -252,5 +269,17 @@ test src/lib.rs - h (line 12) - compile ... ok
                 "my-crate::doctest/my-crate"
             ]
         );
+    }
+
+    #[test]
+    fn the_selection_line() {
+        let out = "   Compiling x\n    Selected 3 of 40 tests to run; 37 reused from the run of 2s ago (--rerun runs them all)\n";
+        assert_eq!(selection(out), (Some(3), None));
+        let out = "Selecting every test: Cargo.lock was added since the last run\n";
+        assert_eq!(
+            selection(out),
+            (None, Some("Cargo.lock was added since the last run".into()))
+        );
+        assert_eq!(selection("error: the instrumented build failed\n"), (None, None));
     }
 }
