@@ -349,7 +349,8 @@ fn compare(selected: &Sfl, full: &Sfl, varying: &[String]) -> Found {
     };
     let on_varying = |d: &String| d.split_once(": ").is_some_and(|(t, _)| varying.iter().any(|v| v == t));
     // A difference on a test whose row the selected run reused is the selection's error; on a
-    // test both runs ran, the build's or the test's own (a variation no two full runs showed).
+    // test both runs ran on the same sources, the test's own variation (thread timing, hash
+    // seeds) that no two full runs happened to show: the test varies, by definition.
     let reused: std::collections::BTreeSet<String> = a
         .tests
         .iter()
@@ -363,7 +364,7 @@ fn compare(selected: &Sfl, full: &Sfl, varying: &[String]) -> Found {
         } else if on_test(&d, &reused) {
             found.counted.push(format!("{d} [row reused by the selected run]"));
         } else if on_test(&d, &ran) {
-            found.counted.push(format!("{d} [ran in both runs]"));
+            found.varying.push(format!("{d} [ran in both runs]"));
         } else {
             found.counted.push(d);
         }
