@@ -395,22 +395,9 @@ pub fn mutate(cfg: &RunConfig, spectra: &Spectra, lines: &[(String, u32)]) -> Re
             });
         }
     }
-    // Asked-for lines without any mutant are listed too (no score).
-    for (f, l) in lines {
-        if !per_line.values().any(|x| x.file == *f && x.line == *l) {
-            per_line.insert(
-                (usize::MAX, *l),
-                LineScore {
-                    file: f.clone(),
-                    line: *l,
-                    mutants: 0,
-                    viable: 0,
-                    score: None,
-                },
-            );
-        }
-    }
     result.lines = per_line.into_values().collect();
+    let unmutated = without_mutants(lines, &result.lines);
+    result.lines.extend(unmutated);
     result
         .lines
         .sort_by(|a, b| (a.file.as_str(), a.line).cmp(&(b.file.as_str(), b.line)));
@@ -766,9 +753,41 @@ pub fn reorder(rankings: &mut [crate::rank::Ranking], mutation: &Mutation) {
     }
 }
 
+/// The asked-for lines that got no mutant, listed too (no score).
+fn without_mutants(asked: &[(String, u32)], scored: &[LineScore]) -> Vec<LineScore> {
+    asked
+        .iter()
+        .filter(|(f, l)| !scored.iter().any(|x| x.file == *f && x.line == *l))
+        .map(|(f, l)| LineScore {
+            file: f.clone(),
+            line: *l,
+            mutants: 0,
+            viable: 0,
+            score: None,
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn lines_without_mutants_in_two_files_are_both_listed() {
+        let scored = [LineScore {
+            file: "src/a.rs".into(),
+            line: 3,
+            mutants: 2,
+            viable: 1,
+            score: Some(0.5),
+        }];
+        let asked = [("src/a.rs".to_string(), 3), ("src/a.rs".to_string(), 7), ("src/b.rs".to_string(), 7)];
+        let listed: Vec<(String, u32)> = without_mutants(&asked, &scored)
+            .into_iter()
+            .map(|l| (l.file, l.line))
+            .collect();
+        assert_eq!(listed, [("src/a.rs".to_string(), 7), ("src/b.rs".to_string(), 7)]);
+    }
 
     #[test]
     fn metallaxis_is_ochiai_over_kills() {
