@@ -835,14 +835,12 @@ fn described(spectra: &Spectra) -> BTreeMap<String, Described> {
         }
     }
     if let Some(edges) = &spectra.edges {
+        // A block is its function and its index there, as the collector names blocks across
+        // binaries; its lines are the line table of whichever binary held it first, which two
+        // builds of the same function may draw differently (a line more or less in a block).
         let block = |b: crate::edges::BlockId| {
             let b = &edges.blocks[b.index()];
-            let lines: Vec<String> = b
-                .lines
-                .iter()
-                .map(|u| format!("{}:{}", spectra.units[u.index()].file, spectra.units[u.index()].line))
-                .collect();
-            format!("{}#{} [{}]", b.function, b.index, lines.join(" "))
+            format!("{}#{}", b.function, b.index)
         };
         for (e, column) in edges.edges.iter().zip(&edges.coverage) {
             let name = format!("{} -> {}", e.from.map_or("entry".into(), block), block(e.to));

@@ -153,6 +153,32 @@ pub(super) fn check(c: &Crate, sfl: &Path, manifest: &Path, pristine: &Path, fau
 }
 
 /// Whether a difference is a test's (`binary name: …`, the test known to `tests`).
+/// The volatile tests of both runs whose lines differ, said as differences.
+fn volatile_rows_differ(a: &cargo_sfl::spectra::Spectra, b: &cargo_sfl::spectra::Spectra) -> Vec<String> {
+    let rows = |s: &cargo_sfl::spectra::Spectra| {
+        let mut rows: std::collections::BTreeMap<String, std::collections::BTreeSet<(String, u32)>> = s
+            .tests
+            .iter()
+            .filter(|t| t.volatile.is_some())
+            .map(|t| (format!("{} {}", t.binary, t.name), Default::default()))
+            .collect();
+        let names: Vec<String> = s.tests.iter().map(|t| format!("{} {}", t.binary, t.name)).collect();
+        for (u, column) in s.coverage.iter().enumerate() {
+            for t in column.iter() {
+                if let Some(row) = rows.get_mut(&names[t]) {
+                    row.insert((s.units[u].file.clone(), s.units[u].line));
+                }
+            }
+        }
+        rows
+    };
+    let (x, y) = (rows(a), rows(b));
+    x.iter()
+        .filter(|(name, lines)| y.get(*name).is_some_and(|other| other != *lines))
+        .map(|(name, _)| format!("{name}: lines differ (volatile: a sample of random inputs)"))
+        .collect()
+}
+
 fn on_test(d: &str, tests: &std::collections::BTreeSet<String>) -> bool {
     d.split_once(": ").is_some_and(|(t, _)| tests.contains(t))
 }
@@ -369,6 +395,9 @@ fn compare(selected: &Sfl, full: &Sfl, varying: &[String]) -> Found {
             found.counted.push(d);
         }
     }
+    // A volatile test (random inputs) is compared by its outcome alone; a change of its lines
+    // is the sample's, and moves the summary and the ranking as a varying test does.
+    found.varying.extend(volatile_rows_differ(&a, &b));
     let mut report = Vec::new();
     summary_differences(&selected.report, &full.report, &mut report);
     ranking_differences(&selected.report, &full.report, &mut report);
