@@ -5,8 +5,9 @@
 //!
 //! Per crate: one more full run of the unedited crate, whose spectra are compared with the
 //! first run's (tests whose rows differ vary between runs of unchanged code: listed apart, not
-//! counted; when an edit shows a test's row differing, one more full run of the edited crate
-//! adds the tests whose rows differ between its two full runs); then up to three edits, each
+//! counted; while an edit shows a test's row differing, up to three more full runs of the
+//! edited crate add the tests whose rows differ between two full runs and those whose selected
+//! row another full run gives); then up to three edits, each
 //! made to the pristine sources and undone after its runs: a statement added before a statement a test ran, the injected fault's mutation
 //! when there is one, and an item added outside every function. Each edit's selected run
 //! starts from the previous edit's full run, so it also sees that edit undone.
@@ -72,18 +73,34 @@ pub(super) fn check(c: &Crate, sfl: &Path, manifest: &Path, pristine: &Path, fau
             let full = run(sfl, c, manifest, &format!("edit{i}-rerun"), true)?;
             let mut found = compare(&selected, &full, &known);
             // Two full runs of unchanged code may not show every test that varies (threads,
-            // hash seeds: duct's tests). When a test's row differs, one more full run of the
-            // edited crate: the tests whose rows differ between the two full runs vary too.
-            let mut also = Vec::new();
-            if found.counted.iter().any(|d| on_test(d, &tests)) {
-                let again = run(sfl, c, manifest, &format!("edit{i}-rerun-again"), true)?;
-                if let (Ok(a), Ok(b)) = (cargo_sfl_spectra(&full.spectra), cargo_sfl_spectra(&again.spectra)) {
-                    also = test_names(&cargo_sfl::select::differences(&a, &b), &tests);
+            // hash seeds: duct's tests; HashMap probing: indexmap's; a random start: tokio's
+            // StreamMap). While a test's row differs, up to three more full runs of the edited
+            // crate: a test whose rows differ between two full runs varies, and so does one
+            // whose selected row is the row another full run gives (the reused row is one a
+            // full run can give).
+            let mut also: Vec<String> = Vec::new();
+            for k in 0..3 {
+                let left = test_names(&found.counted, &tests);
+                if left.is_empty() {
+                    break;
                 }
-                if !also.is_empty() {
-                    let all: Vec<String> = known.iter().chain(&also).cloned().collect();
-                    found = compare(&selected, &full, &all);
+                let again = run(sfl, c, manifest, &format!("edit{i}-rerun-again{k}"), true)?;
+                let (Ok(a), Ok(b), Ok(s)) = (
+                    cargo_sfl_spectra(&full.spectra),
+                    cargo_sfl_spectra(&again.spectra),
+                    cargo_sfl_spectra(&selected.spectra),
+                ) else {
+                    break;
+                };
+                let full_pair = test_names(&cargo_sfl::select::differences(&a, &b), &tests);
+                let from_again = test_names(&cargo_sfl::select::differences(&s, &b), &tests);
+                for t in left {
+                    if (full_pair.contains(&t) || !from_again.contains(&t)) && !also.contains(&t) {
+                        also.push(t);
+                    }
                 }
+                let all: Vec<String> = known.iter().chain(&also).cloned().collect();
+                found = compare(&selected, &full, &all);
             }
             Ok((selected, full, found, also))
         })();
