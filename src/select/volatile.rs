@@ -24,14 +24,14 @@ const RANDOMISED: &[&str] = &[
     "proptest_arbitrary_interop",
 ];
 
-/// The randomised-input crates among a package's dev-dependencies that are not also ordinary
-/// dependencies (a library that uses `rand` itself is no sign about its tests), by crate name.
+/// The randomised-input crates among a package's dev-dependencies that are not also required
+/// dependencies (a library that uses `rand` itself is no sign about its tests; an optional one,
+/// such as indexmap's `quickcheck` feature for `Arbitrary` impls, is), by crate name.
 pub fn candidates(package: &cargo_metadata::Package) -> Vec<String> {
     let normal = |name: &str| {
-        package
-            .dependencies
-            .iter()
-            .any(|d| d.kind == cargo_metadata::DependencyKind::Normal && d.name.replace('-', "_") == name)
+        package.dependencies.iter().any(|d| {
+            d.kind == cargo_metadata::DependencyKind::Normal && !d.optional && d.name.replace('-', "_") == name
+        })
     };
     let mut found: Vec<String> = package
         .dependencies
