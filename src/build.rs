@@ -94,9 +94,10 @@ impl Workspace {
     /// dev-dependency that depends on the crate under test); other specs are cargo's to read.
     pub fn package_spec<'a>(&'a self, spec: &'a str) -> &'a str {
         let (name, version) = spec.split_once('@').unwrap_or((spec, ""));
-        let mut matching = self.members.iter().filter(|m| {
-            m.name.as_str() == name && (version.is_empty() || m.version.to_string() == version)
-        });
+        let mut matching = self
+            .members
+            .iter()
+            .filter(|m| m.name.as_str() == name && (version.is_empty() || m.version.to_string() == version));
         match (matching.next(), matching.next()) {
             (Some(m), None) if !spec.contains(['/', '#', ':']) => m.id.repr.as_str(),
             _ => spec,

@@ -483,7 +483,8 @@ make!(generated);
 
     #[test]
     fn a_line_inside_a_multi_line_statement_is_placed_in_it() {
-        let src = "fn f(w: &mut String) {\n    let x = 1;\n    write!(\n        w,\n        \"{}\",\n        x\n    );\n}\n";
+        let src =
+            "fn f(w: &mut String) {\n    let x = 1;\n    write!(\n        w,\n        \"{}\",\n        x\n    );\n}\n";
         assert_eq!(statement_around(src, 5), Some((3, 7)));
         assert_eq!(statement_around(src, 2), None, "a one-line statement");
         assert_eq!(statement_around(src, 9), None);

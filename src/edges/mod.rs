@@ -34,5 +34,7 @@ pub mod record;
 pub mod relax;
 
 pub use collect::{CollectError, Collector};
-pub use instrument::{ENV_READS_ENV, FILE_ENV, LINES_ONLY_ENV, RUNTIME_ENV, prepare_runtime, rustc_flags, wrapper_flags};
+pub use instrument::{
+    ENV_READS_ENV, FILE_ENV, LINES_ONLY_ENV, RUNTIME_ENV, prepare_runtime, rustc_flags, wrapper_flags,
+};
 pub use model::{Block, BlockId, Edge, EdgeSpectra, SavedEdges, SavedEdgesError, deflate_saved, inflate_saved};

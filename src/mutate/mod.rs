@@ -781,7 +781,11 @@ mod tests {
             viable: 1,
             score: Some(0.5),
         }];
-        let asked = [("src/a.rs".to_string(), 3), ("src/a.rs".to_string(), 7), ("src/b.rs".to_string(), 7)];
+        let asked = [
+            ("src/a.rs".to_string(), 3),
+            ("src/a.rs".to_string(), 7),
+            ("src/b.rs".to_string(), 7),
+        ];
         let listed: Vec<(String, u32)> = without_mutants(&asked, &scored)
             .into_iter()
             .map(|l| (l.file, l.line))

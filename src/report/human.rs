@@ -172,9 +172,7 @@ pub fn human(a: &Analysis, rankings: &[Ranking], view: &View) -> String {
 fn footer(out: &mut String, rankings: &[Ranking], view: &View) {
     let mut blank = "\n";
     // The legends of what the shown entries carry (not of entries below the cut).
-    let any_shown = |mark: fn(&Ranked) -> bool| {
-        rankings.iter().any(|r| r.entries.iter().take(view.top).any(mark))
-    };
+    let any_shown = |mark: fn(&Ranked) -> bool| rankings.iter().any(|r| r.entries.iter().take(view.top).any(mark));
     if any_shown(|x| x.tied > 1) {
         let _ = writeln!(
             out,

@@ -346,8 +346,7 @@ pub fn spans<'a>(units: &[usize], all: &'a [Unit]) -> Vec<FileSpans<'a>> {
         let unit = &all[u];
         // Next in the table and on the next line: a span never covers a line (blank, a
         // comment, a brace) that is not in the group.
-        let contiguous =
-            prev.is_some_and(|p| p + 1 == u && all[p].file == unit.file && all[p].line + 1 == unit.line);
+        let contiguous = prev.is_some_and(|p| p + 1 == u && all[p].file == unit.file && all[p].line + 1 == unit.line);
         let single = LineSpan {
             start: unit.line,
             end: unit.line,

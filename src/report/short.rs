@@ -64,7 +64,11 @@ pub fn short(a: &Analysis, rankings: &[Ranking], view: &View) -> String {
             }
             if group.len() > 1 {
                 let noun = view.unit_noun();
-                let more = crate::ui::counted(group.len() - 1, &format!("more {noun} runs"), &format!("more {noun}s run"));
+                let more = crate::ui::counted(
+                    group.len() - 1,
+                    &format!("more {noun} runs"),
+                    &format!("more {noun}s run"),
+                );
                 let _ = write!(out, "; {more} exactly alike");
             }
             out.push('\n');

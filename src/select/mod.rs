@@ -138,12 +138,36 @@ pub fn build_env(build_dir: &Path) -> Vec<String> {
 /// starts), and those the last build declared reading.
 fn builds_read(name: &str, declared: &[String]) -> bool {
     const NAMES: &[&str] = &[
-        "PATH", "CC", "CXX", "AR", "LD", "CFLAGS", "CXXFLAGS", "LDFLAGS", "CPPFLAGS", "HOST", "TARGET",
-        "LD_LIBRARY_PATH", "LD_PRELOAD", "PKG_CONFIG_PATH", "SDKROOT", "HOME",
+        "PATH",
+        "CC",
+        "CXX",
+        "AR",
+        "LD",
+        "CFLAGS",
+        "CXXFLAGS",
+        "LDFLAGS",
+        "CPPFLAGS",
+        "HOST",
+        "TARGET",
+        "LD_LIBRARY_PATH",
+        "LD_PRELOAD",
+        "PKG_CONFIG_PATH",
+        "SDKROOT",
+        "HOME",
     ];
-    ["CARGO", "RUST", "LLVM_", "CC_", "CXX_", "CFLAGS_", "CXXFLAGS_", "AR_", "PKG_CONFIG"]
-        .iter()
-        .any(|p| name.starts_with(p))
+    [
+        "CARGO",
+        "RUST",
+        "LLVM_",
+        "CC_",
+        "CXX_",
+        "CFLAGS_",
+        "CXXFLAGS_",
+        "AR_",
+        "PKG_CONFIG",
+    ]
+    .iter()
+    .any(|p| name.starts_with(p))
         || NAMES.contains(&name)
         || declared.iter().any(|d| d == name)
 }
@@ -324,7 +348,10 @@ pub fn choose(mut previous: Spectra, now: &Snapshot, root: &Path) -> Choice {
             None => true,
         };
         let (read, unobserved) = previous.tests.iter().fold((0, 0), |(r, u), t| {
-            (r + usize::from(t.env_reads.is_some() && reads(t)), u + usize::from(t.env_reads.is_none()))
+            (
+                r + usize::from(t.env_reads.is_some() && reads(t)),
+                u + usize::from(t.env_reads.is_none()),
+            )
         });
         let mut names = env_changed.join(", ");
         if names.len() > 80 {
@@ -343,7 +370,9 @@ pub fn choose(mut previous: Spectra, now: &Snapshot, root: &Path) -> Choice {
             .map(|t| {
                 reusable_outcome(t)
                     && (env_changed.is_empty()
-                        || t.env_reads.as_ref().is_some_and(|r| !r.iter().any(|n| env_changed.contains(n))))
+                        || t.env_reads
+                            .as_ref()
+                            .is_some_and(|r| !r.iter().any(|n| env_changed.contains(n))))
             })
             .collect(),
         touched: vec![false; previous.tests.len()],
@@ -386,11 +415,7 @@ fn changed_context(then: &Snapshot, now: &Snapshot) -> Option<String> {
 /// failing, crashed, timed-out or flaky test, one whose coverage was partial, and one whose row
 /// is a sample of random inputs are always run again).
 fn reusable_outcome(t: &TestRecord) -> bool {
-    t.outcome == Outcome::Passed
-        && !t.flaky
-        && t.warnings.is_empty()
-        && t.attempts.is_empty()
-        && t.volatile.is_none()
+    t.outcome == Outcome::Passed && !t.flaky && t.warnings.is_empty() && t.attempts.is_empty() && t.volatile.is_none()
 }
 
 fn spans_by_file(functions: &[FunctionSpan]) -> HashMap<&str, Vec<&FunctionSpan>> {
@@ -550,7 +575,9 @@ impl Reuse {
             if self.dirty(&unit.file, unit.line) {
                 continue;
             }
-            let Some(now) = self.line_now(&unit.file, unit.line) else { continue };
+            let Some(now) = self.line_now(&unit.file, unit.line) else {
+                continue;
+            };
             known.insert((unit.file.as_str(), now));
             if column.contains(t) {
                 before.insert((unit.file.as_str(), now));
@@ -576,7 +603,11 @@ impl Reuse {
 
     /// How many of the last run's tests run again only because their rows are samples.
     pub fn volatile(&self) -> usize {
-        self.previous.tests.iter().filter(|t| t.volatile.is_some() && t.outcome == Outcome::Passed).count()
+        self.previous
+            .tests
+            .iter()
+            .filter(|t| t.volatile.is_some() && t.outcome == Outcome::Passed)
+            .count()
     }
 
     /// Checks the edit against the functions the new build's coverage maps name (`now`):
@@ -866,11 +897,13 @@ pub fn differences(selected: &Spectra, full: &Spectra) -> Vec<String> {
     let mut out = Vec::new();
     // The units (lines the coverage maps know, whether or not a test ran them) and the
     // functions: a selected run must know every line a full run knows.
-    let units = |s: &Spectra| -> BTreeSet<String> {
-        s.units.iter().map(|u| format!("{}:{}", u.file, u.line)).collect()
-    };
+    let units =
+        |s: &Spectra| -> BTreeSet<String> { s.units.iter().map(|u| format!("{}:{}", u.file, u.line)).collect() };
     let functions = |s: &Spectra| -> BTreeSet<String> {
-        s.functions.iter().map(|f| format!("{}:{}-{}", f.file, f.start, f.end)).collect()
+        s.functions
+            .iter()
+            .map(|f| format!("{}:{}-{}", f.file, f.start, f.end))
+            .collect()
     };
     for (what, x, y) in [
         ("units", units(selected), units(full)),
@@ -1025,7 +1058,10 @@ mod tests {
         // A build where b is not where the diff put it: t_b runs too.
         let mut r2 = reuse(choose_new(longer_a, None));
         let elsewhere: HashSet<FunctionSpan> = [span(2, 5), span(7, 10)].into_iter().collect();
-        assert!(r2.verify(&elsewhere, true).is_err(), "a function the last run did not know");
+        assert!(
+            r2.verify(&elsewhere, true).is_err(),
+            "a function the last run did not know"
+        );
         // b missing: from a build of some binaries only, it may be in the others (its place
         // stands); from the whole build, it is gone and t_b runs.
         let without_b: HashSet<FunctionSpan> = [span(2, 5)].into_iter().collect();
@@ -1079,7 +1115,11 @@ mod tests {
         // Read by t_a; t_b's reads were not watched; t_fail runs anyway.
         let r = reuse(with_env("APP_MODE", "new", &[]));
         assert_eq!(r.reusable, [false, false, false]);
-        assert!(r.env_note.as_deref().unwrap().contains("APP_MODE changed"), "{:?}", r.env_note);
+        assert!(
+            r.env_note.as_deref().unwrap().contains("APP_MODE changed"),
+            "{:?}",
+            r.env_note
+        );
         // Read by no test that was watched: only the unwatched one runs.
         assert_eq!(reuse(with_env("TMUX_PANE", "%3", &[])).reusable, [true, false, false]);
         // Read by builds: every test.

@@ -94,7 +94,12 @@ fn paths_in_a_workspace() -> Result {
         (vec!["explain", absolute.to_str().unwrap()], dir),
     ] {
         let out = sfl(&args, at);
-        check_exit(&out, 0, &out.stdout, &["core/src/lib.rs:22", "failing tests that ran it (3)"])?;
+        check_exit(
+            &out,
+            0,
+            &out.stdout,
+            &["core/src/lib.rs:22", "failing tests that ran it (3)"],
+        )?;
     }
     let missing = sfl(&["explain", "core/src/nothing.rs:3"], dir);
     check_exit(&missing, 2, &missing.stderr, &["no such file: core/src/nothing.rs"])?;
@@ -114,6 +119,9 @@ fn paths_in_a_workspace() -> Result {
         &inside,
         7,
         &inside.stdout,
-        &["it is part of the statement at lines 2-6", "cargo sfl explain src/lib.rs:2"],
+        &[
+            "it is part of the statement at lines 2-6",
+            "cargo sfl explain src/lib.rs:2",
+        ],
     )
 }

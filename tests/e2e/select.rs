@@ -35,10 +35,7 @@ pub fn trials() -> Vec<Trial> {
             "select::a_property_test_runs_again_after_every_edit",
             a_property_test_runs_again_after_every_edit,
         ),
-        Trial::test(
-            "select::a_crate_without_a_lock_file",
-            a_crate_without_a_lock_file,
-        ),
+        Trial::test("select::a_crate_without_a_lock_file", a_crate_without_a_lock_file),
         Trial::test(
             "select::a_change_of_the_environment_reruns_the_tests_that_read_it",
             a_change_of_the_environment,
@@ -237,7 +234,11 @@ fn another_version_of_the_package() -> Result {
 fn lines_of_targets_not_rebuilt_are_kept() -> Result {
     let tmp = after_a_first_run("self-dev-dep", &["clamp"])?;
     let dir = tmp.path();
-    edit(dir, "        return p; // FAULT", "        let p = p;\n        return p; // FAULT")?;
+    edit(
+        dir,
+        "        return p; // FAULT",
+        "        let p = p;\n        return p; // FAULT",
+    )?;
     let sel = dir.join("selected.json");
     let second = sfl(&["-v", "clamp", "--save-spectra", sel.to_str().unwrap()], dir);
     check(
@@ -310,7 +311,8 @@ fn a_change_of_the_environment() -> Result {
     let unread = run("a", "2", "cc");
     check(
         selected(&unread) == Some((3, 8))
-            && String::from_utf8_lossy(&unread.stderr).contains("SELFDEP_UNREAD changed in the environment: 0 tests read it"),
+            && String::from_utf8_lossy(&unread.stderr)
+                .contains("SELFDEP_UNREAD changed in the environment: 0 tests read it"),
         || show(&unread),
     )?;
     let read = run("b", "2", "cc");

@@ -9,7 +9,10 @@ use libtest_mimic::Trial;
 use crate::support::{Result, check, copy_fixture, sfl, show};
 
 pub fn trials() -> Vec<Trial> {
-    vec![Trial::test("targets::examples_and_all_targets", examples_and_all_targets)]
+    vec![Trial::test(
+        "targets::examples_and_all_targets",
+        examples_and_all_targets,
+    )]
 }
 
 /// The tests (`binary name`) a run with `args` ran on self-dev-dep, from its saved spectra.
@@ -20,7 +23,11 @@ fn tests_run(dir: &std::path::Path, args: &[&str]) -> Result<BTreeSet<String>> {
     let out = sfl(&all, dir);
     check(matches!(out.status.code(), Some(0 | 3)), || show(&out))?;
     let spectra = cargo_sfl::spectra::Spectra::load(&saved)?;
-    Ok(spectra.tests.iter().map(|t| format!("{} {}", t.binary, t.name)).collect())
+    Ok(spectra
+        .tests
+        .iter()
+        .map(|t| format!("{} {}", t.binary, t.name))
+        .collect())
 }
 
 /// self-dev-dep's example `demo` has a test: `--examples` and `--example demo` run it alone,
@@ -42,7 +49,9 @@ fn examples_and_all_targets() -> Result {
     let all = tests_run(dir, &["--all-targets"])?;
     let mut expected = default.clone();
     expected.insert(demo);
-    check(all == expected, || format!("--all-targets ran {all:?}, expected {expected:?}"))?;
+    check(all == expected, || {
+        format!("--all-targets ran {all:?}, expected {expected:?}")
+    })?;
     // As with `cargo test --benches`: the library and binaries have `bench = true` by default,
     // so their tests run; the fixture has no benches/ target.
     let benches = tests_run(dir, &["--benches"])?;
@@ -51,5 +60,7 @@ fn examples_and_all_targets() -> Result {
         .filter(|t| t.starts_with("fixture-selfdep tests::"))
         .cloned()
         .collect();
-    check(benches == lib && lib.len() == 6, || format!("--benches ran {benches:?}"))
+    check(benches == lib && lib.len() == 6, || {
+        format!("--benches ran {benches:?}")
+    })
 }

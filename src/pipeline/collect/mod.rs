@@ -578,9 +578,7 @@ impl<'a> Session<'a> {
             let run = done.iter().filter(|d| d.is_none()).count();
             let volatile = match reuse.volatile() {
                 0 => String::new(),
-                n => format!(
-                    " ({n} of them property or randomised tests, which run after every edit)"
-                ),
+                n => format!(" ({n} of them property or randomised tests, which run after every edit)"),
             };
             ui::status(
                 "Selected",

@@ -277,7 +277,11 @@ fn result(r: &Ranking, rule_index: usize, x: &Ranked, at: &Place, sources: &mut 
         text.push_str(&format!(" A failing test ran this {noun} and nothing else."));
     }
     if group.len() > 1 {
-        let more = crate::ui::counted(group.len() - 1, &format!("more {noun} runs"), &format!("more {noun}s run"));
+        let more = crate::ui::counted(
+            group.len() - 1,
+            &format!("more {noun} runs"),
+            &format!("more {noun}s run"),
+        );
         text.push_str(&format!(" {more} exactly alike and cannot be told apart."));
     }
     if x.changed {
