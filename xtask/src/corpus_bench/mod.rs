@@ -900,6 +900,16 @@ fn summary_line(row: &Value) -> String {
     )
 }
 
+/// The tests the full runs after a crate's edits ran, summed over the edits.
+fn second_run_total(s: &Value) -> u64 {
+    s["per_edit"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|e| e["total"].as_u64())
+        .sum()
+}
+
 /// A crate's second-run check in the table: `edits, run of total, differences, varying, wall`.
 fn second_run_table_cell(s: &Value) -> String {
     if let Some(e) = s["error"].as_str() {
@@ -908,12 +918,7 @@ fn second_run_table_cell(s: &Value) -> String {
     if s.is_null() {
         return "not checked".into();
     }
-    let total: u64 = s["per_edit"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|e| e["total"].as_u64())
-        .sum();
+    let total = second_run_total(s);
     let differences = s["differences"].as_u64().unwrap_or(0);
     format!(
         "{}, {} of {}, {}, {}, {:.1} / {:.1}",
@@ -939,12 +944,7 @@ fn second_run_cell(s: &Value) -> String {
     if s.is_null() {
         return "second run: not checked".into();
     }
-    let total: u64 = s["per_edit"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|e| e["total"].as_u64())
-        .sum();
+    let total = second_run_total(s);
     format!(
         "second run: {} edits ran {} of {} tests, {} differences, {} varying tests, {}s selected / {}s --rerun",
         s["edits"], s["selected"], total, s["differences"], s["varying_tests"], s["wall_selected_s"], s["wall_rerun_s"],
