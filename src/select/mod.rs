@@ -341,28 +341,7 @@ pub fn choose(mut previous: Spectra, now: &Snapshot, root: &Path) -> Choice {
         return Choice::All(Some(format!("{file} was added")));
     }
     let when = UNIX_EPOCH + Duration::from_secs(then.taken);
-    // Tests that read a changed variable, or whose reads were not observed, run again.
-    let env_note = (!env_changed.is_empty()).then(|| {
-        let reads = |t: &TestRecord| match &t.env_reads {
-            Some(names) => names.iter().any(|n| env_changed.contains(n)),
-            None => true,
-        };
-        let (read, unobserved) = previous.tests.iter().fold((0, 0), |(r, u), t| {
-            (
-                r + usize::from(t.env_reads.is_some() && reads(t)),
-                u + usize::from(t.env_reads.is_none()),
-            )
-        });
-        let mut names = env_changed.join(", ");
-        if names.len() > 80 {
-            names = format!("{} and {} more variables", env_changed[0], env_changed.len() - 1);
-        }
-        format!(
-            "{names} changed in the environment: {} read it, {} could not be watched; they run again",
-            crate::ui::counted(read, "test", "tests"),
-            crate::ui::counted(unobserved, "test's reads", "tests' reads"),
-        )
-    });
+    let env_note = env_note(&previous.tests, &env_changed);
     let mut reuse = Reuse {
         reusable: previous
             .tests
@@ -384,6 +363,32 @@ pub fn choose(mut previous: Spectra, now: &Snapshot, root: &Path) -> Choice {
     };
     reuse.drop_dirty();
     Choice::Reuse(Box::new(reuse))
+}
+
+/// What a change of the environment (`changed`, variable names) re-runs, in words: the tests
+/// that read a changed variable, and those whose reads were not watched (`None`: no change).
+fn env_note(tests: &[TestRecord], changed: &[String]) -> Option<String> {
+    if changed.is_empty() {
+        return None;
+    }
+    let read = tests
+        .iter()
+        .filter(|t| {
+            t.env_reads
+                .as_ref()
+                .is_some_and(|r| r.iter().any(|n| changed.contains(n)))
+        })
+        .count();
+    let unobserved = tests.iter().filter(|t| t.env_reads.is_none()).count();
+    let names = match changed.join(", ") {
+        long if long.len() > 80 => format!("{} and {} more variables", changed[0], changed.len() - 1),
+        names => names,
+    };
+    Some(format!(
+        "{names} changed in the environment: {} read it, {} could not be watched; they run again",
+        crate::ui::counted(read, "test", "tests"),
+        crate::ui::counted(unobserved, "test's reads", "tests' reads"),
+    ))
 }
 
 /// The environment variables that differ between the two snapshots, sorted.
