@@ -6,7 +6,7 @@
 //! Per crate: one more full run of the unedited crate, whose spectra are compared with the
 //! first run's (tests whose rows differ vary between runs of unchanged code: listed apart, not
 //! counted; while an edit shows a test's row differing, up to three more full runs of the
-//! edited crate add the tests whose rows differ between two full runs and those whose selected
+//! edited crate add every test whose rows differ between two full runs and those whose selected
 //! row another full run gives); then up to three edits, each
 //! made to the pristine sources and undone after its runs: a statement added before a statement a test ran, the injected fault's mutation
 //! when there is one, and an item added outside every function. Each edit's selected run
@@ -92,10 +92,14 @@ pub(super) fn check(c: &Crate, sfl: &Path, manifest: &Path, pristine: &Path, fau
                 ) else {
                     break;
                 };
+                // Every test whose rows differ between the two full runs varies, whether or not
+                // its row differs now: the next edit's selected run starts from the last of
+                // these runs and may reuse its row.
                 let full_pair = test_names(&cargo_sfl::select::differences(&a, &b), &tests);
                 let from_again = test_names(&cargo_sfl::select::differences(&s, &b), &tests);
-                for t in left {
-                    if (full_pair.contains(&t) || !from_again.contains(&t)) && !also.contains(&t) {
+                let shown = full_pair.iter().cloned().chain(left.into_iter().filter(|t| !from_again.contains(t)));
+                for t in shown {
+                    if !also.contains(&t) {
                         also.push(t);
                     }
                 }
