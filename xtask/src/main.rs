@@ -3,7 +3,7 @@
 //! `cargo xtask bench edges` (edge recording's cost, CP's solve time), `bench ht`, `bench faults`,
 //! `bench panic4r` (real panics from the Panic4R data set), `bench corpus` (parity with `cargo test`
 //! on published crates of many shapes, and the run after an edit against a full run); `cargo xtask fuzz` (the decoders of
-//! untrusted input under structure-aware mutation); `cargo xtask soak` (repeated runs with random
+//! untrusted input under structure-aware mutation); `cargo xtask house` (the library's shape); `cargo xtask soak` (repeated runs with random
 //! kills of test processes); `cargo xtask readme` (the README's sample report, regenerated).
 
 mod collect_bench;
@@ -13,6 +13,7 @@ mod edges_compare;
 mod faults_bench;
 mod fit;
 mod fuzz;
+mod house;
 mod ht_bench;
 mod measures_bench;
 mod mutate_bench;
@@ -47,6 +48,10 @@ enum Xtask {
     /// The guide's pictures of the terminal and HTML reports (docs/guide/img/), made from a run
     /// on fixtures/minmax by headless Chromium.
     Screenshots,
+    /// Check the library's shape: no circle of imports between its files, process exits only
+    /// in the binary, no function over 80 lines or file over 600 lines outside tests, no
+    /// `Result<_, String>` outside clap value parsers. Exit 1 on a finding.
+    House,
     /// Regenerate the README's sample report: the demo command's standard output on
     /// fixtures/minmax, between the `sample-report` marker comments.
     Readme {
@@ -200,6 +205,14 @@ fn main() -> Result<()> {
         Xtask::Bench(Bench::Select(args)) => select_bench::run(&args),
         Xtask::Soak(args) => soak::run(&args),
         Xtask::Fuzz(args) => fuzz::run(&args),
+        Xtask::House => {
+            let findings = house::check(&root())?;
+            print!("{}", findings.render());
+            if !findings.is_clean() {
+                std::process::exit(1);
+            }
+            Ok(())
+        }
         Xtask::Readme { check } => readme::run(check),
         Xtask::Screenshots => screenshots::run(),
         Xtask::Fit(args) => fit::run(&args),
