@@ -19,6 +19,7 @@ mod measures_bench;
 mod mutate_bench;
 mod panic4r_bench;
 mod readme;
+mod regressions_bench;
 mod screenshots;
 mod select_bench;
 mod soak;
@@ -108,6 +109,11 @@ enum Bench {
     /// --data) and evaluate every measure: bench-results/panic4r.md and panic4r.json.
     #[command(long_about = panic4r_bench::ABOUT)]
     Panic4r(panic4r_bench::Args),
+    /// Real regressions mined from git histories (`--repo PATH`, any clone with its history):
+    /// commits fixing library code with a new or changed test, reproduced as the parent's
+    /// library with the commit's tests, localised by cargo sfl: bench-results/regressions.md,
+    /// regressions.json and the bug list regressions-bugs.json.
+    Regressions(regressions_bench::Args),
     /// What `cargo sfl --mutate` gains and costs on a sample of the injected faults and on
     /// reproduced Panic4R bugs: bench-results/mutate.md and mutate.json.
     Mutate(mutate_bench::Args),
@@ -201,6 +207,7 @@ fn main() -> Result<()> {
         }),
         Xtask::Bench(Bench::Corpus { crates, output_dir }) => corpus_bench::run(&crates, &root().join(output_dir)),
         Xtask::Bench(Bench::Panic4r(args)) => panic4r_bench::run_bench(&args),
+        Xtask::Bench(Bench::Regressions(args)) => regressions_bench::run_bench(&args),
         Xtask::Bench(Bench::Mutate(args)) => mutate_bench::run(&args),
         Xtask::Bench(Bench::Select(args)) => select_bench::run(&args),
         Xtask::Soak(args) => soak::run(&args),

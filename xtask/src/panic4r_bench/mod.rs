@@ -17,8 +17,8 @@ use std::time::Duration;
 use anyhow::Result;
 
 mod prepare;
-mod report;
-mod run;
+pub(crate) mod report;
+pub(crate) mod run;
 
 use run::Record;
 pub use run::cached as cached_record;

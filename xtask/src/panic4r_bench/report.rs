@@ -87,7 +87,7 @@ pub struct Sums {
 /// How many metrics a row has.
 const M: usize = 9;
 
-const NAMES: [&str; M] = [
+pub(crate) const NAMES: [&str; M] = [
     "standard_rank",
     "top1",
     "top3",
@@ -138,7 +138,7 @@ impl Sums {
     }
 
     /// Means per measure, best mean Standard Rank Score first.
-    fn rows(&self) -> Vec<(&str, [f64; M])> {
+    pub(crate) fn rows(&self) -> Vec<(&str, [f64; M])> {
         let n = self.versions.max(1) as f64;
         let mut rows: Vec<(&str, [f64; M])> = self
             .by_measure
