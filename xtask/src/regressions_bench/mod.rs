@@ -194,7 +194,10 @@ pub fn run_bench(args: &Args) -> Result<()> {
     std::fs::create_dir_all(&cache)?;
     let out_dir = root.join(&args.output_dir);
     let sfl = match &args.sfl {
-        Some(p) => p.clone(),
+        // Absolute: `cargo sfl eval` runs in each bug's tree.
+        Some(p) => p
+            .canonicalize()
+            .with_context(|| format!("no cargo-sfl at {}", p.display()))?,
         None => build_sfl(&cache)?,
     };
     let ctx = Ctx {
@@ -345,11 +348,16 @@ impl<E: std::fmt::Display> From<E> for Skip {
 
 fn reproduce_candidate(ctx: &Ctx, repo: &Path, cand: &Candidate, at: &Path) -> Result<Bug, Skip> {
     let (buggy, fixed) = (at.join("buggy"), at.join("fixed"));
-    let (faults, changed_lines, omission) = mine::write_buggy(repo, cand, &buggy)?;
+    let missing = |e: anyhow::Error| match format!("{e:#}") {
+        // A mirror without its largest files cannot lay out a tree that has them.
+        m if m.contains("invalid object") => Skip::new("files missing from the clone", m),
+        m => Skip::new("error", m),
+    };
+    let (faults, changed_lines, omission) = mine::write_buggy(repo, cand, &buggy).map_err(missing)?;
     if faults.is_empty() {
         return Err(Skip::new("the fix changes no code line", ""));
     }
-    mine::extract(repo, &cand.commit, &fixed)?;
+    mine::extract(repo, &cand.commit, &fixed).map_err(missing)?;
     if !buggy.join("Cargo.toml").is_file() {
         return Err(Skip::new("no Cargo.toml at the repository's root", ""));
     }
@@ -362,8 +370,10 @@ fn reproduce_candidate(ctx: &Ctx, repo: &Path, cand: &Candidate, at: &Path) -> R
     } else {
         "none"
     };
-    let target = at.parent().context("attempt directory")?.join("target-test");
-    let before = test_version(ctx, &buggy, &target, &mut lockfile)?;
+    // A build directory per version: both copies are laid out before either is built, and the
+    // same package at the same place in its workspace would otherwise pass for up to date.
+    let repo_dir = at.parent().context("attempt directory")?;
+    let before = test_version(ctx, &buggy, &repo_dir.join("target-buggy"), &mut lockfile)?;
     if let Some(skip) = build_skip(&before, "before the fix") {
         return Err(skip);
     }
@@ -374,7 +384,7 @@ fn reproduce_candidate(ctx: &Ctx, repo: &Path, cand: &Candidate, at: &Path) -> R
         let _ = std::fs::remove_file(fixed.join("Cargo.lock"));
     }
     let mut fixed_lock = lockfile;
-    let after = test_version(ctx, &fixed, &target, &mut fixed_lock)?;
+    let after = test_version(ctx, &fixed, &repo_dir.join("target-fixed"), &mut fixed_lock)?;
     if let Some(skip) = build_skip(&after, "after the fix") {
         return Err(skip);
     }
@@ -451,18 +461,28 @@ fn sfl_run(ctx: &Ctx, buggy: &Path, at: &Path) -> Result<Spectra, Skip> {
     let spectra = at.join("spectra.json");
     let log_path = at.join("sfl.log");
     let mut cmd = Command::new(&ctx.sfl);
-    cmd.args(["sfl", "--color", "never", "--format", "json", "--test-timeout", "120"])
-        .arg("--manifest-path")
-        .arg(buggy.join("Cargo.toml"))
-        .arg("--target-dir")
-        .arg(at.parent().context("attempt directory")?.join("target-sfl"))
-        .arg("--save-spectra")
-        .arg(&spectra)
-        .env("RUSTFLAGS", "--cap-lints=warn")
-        .env("RUSTDOCFLAGS", "--cap-lints=warn")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(&log_path)?);
+    // `--rerun`: every test runs, nothing is reused from the last candidate's run.
+    cmd.args([
+        "sfl",
+        "--rerun",
+        "--color",
+        "never",
+        "--format",
+        "json",
+        "--test-timeout",
+        "120",
+    ])
+    .arg("--manifest-path")
+    .arg(buggy.join("Cargo.toml"))
+    .arg("--target-dir")
+    .arg(at.parent().context("attempt directory")?.join("target-sfl"))
+    .arg("--save-spectra")
+    .arg(&spectra)
+    .env("RUSTFLAGS", "--cap-lints=warn")
+    .env("RUSTDOCFLAGS", "--cap-lints=warn")
+    .stdin(Stdio::null())
+    .stdout(Stdio::null())
+    .stderr(std::fs::File::create(&log_path)?);
     let code = crate::panic4r_bench::run::run_with_timeout(&mut cmd, ctx.limit)?;
     let log = std::fs::read_to_string(&log_path).unwrap_or_default();
     match code {
