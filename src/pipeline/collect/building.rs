@@ -35,11 +35,7 @@ pub(super) fn build_tests(
         ),
     );
     let ws: &Workspace = ws;
-    let narrowed = match choice {
-        Choice::Reuse(r) => r.narrowed(select),
-        Choice::All(_) => None,
-    };
-    let Some(narrowed) = narrowed else {
+    let Some(narrowed) = choice.reuse().and_then(|r| r.narrowed(select)) else {
         return build_whole(ws, select, runtime.as_ref(), choice);
     };
     let (built, what) = build_narrowed(ws, &narrowed, runtime.as_ref())?;
