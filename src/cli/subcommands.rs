@@ -33,6 +33,7 @@ pub struct ExplainArgs {
     pub saved: ReportArgs,
 }
 
+/// `explain`'s `FILE:LINE` (clap's value parser).
 fn parse_location(s: &str) -> Result<(String, u32), String> {
     crate::explain::parse_location(s)
 }

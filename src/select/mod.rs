@@ -1,10 +1,10 @@
 //! Test selection: which tests a run must run, given the last run's spectra and what it saw
-//! of the workspace before it built ([`Snapshot`]).
+//! of the workspace before it built ([`crate::spectra::Snapshot`]).
 //!
 //! A run looks at the workspace before it builds ([`look`]): every file of the packages (Rust
 //! sources as a hash per line, other files as a digest) and the context that decides results
 //! beyond them (toolchain, selection and flags, environment). Against the last run's snapshot
-//! ([`choose`]):
+//! ([`choose()`]):
 //!
 //! - any change of context, any changed file that is not a Rust source with functions, and any
 //!   edit of a Rust source outside the functions the coverage maps knew (items, `const`s,
@@ -36,7 +36,7 @@ pub use binary::BinaryKey;
 pub use choose::{Choice, choose};
 pub use differences::differences;
 pub use narrow::Narrowed;
-pub use reuse::{BlockRef, Reuse, Row};
+pub use reuse::{BlockRef, Known, Reuse, Row};
 pub use snapshot::{build_env, files, look};
 pub use verify::UnknownFunction;
 

@@ -24,6 +24,9 @@ pub struct Reuse {
     pub env_note: Option<String>,
 }
 
+/// Lines (`(file, line)`) and functions of the last run, where they are now.
+pub type Known = (Vec<(String, u32)>, Vec<FunctionSpan>);
+
 /// A reused test's row, its lines and blocks where they are now.
 pub struct Row {
     pub record: TestRecord,
@@ -146,7 +149,7 @@ impl Reuse {
 
     /// The last run's units (lines the coverage maps knew) and functions, where they are now,
     /// but those the edit touched: what the binaries this run did not build would have named.
-    pub fn known_now(&self) -> (Vec<(String, u32)>, Vec<FunctionSpan>) {
+    pub fn known_now(&self) -> Known {
         let p = &self.previous;
         let units = p
             .units

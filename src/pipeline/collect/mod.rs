@@ -32,8 +32,8 @@ use crate::coverage::{LineDecoder, SortedUnits};
 use crate::edges::Collector;
 use crate::error::SflError;
 use crate::nextest::Nextest;
-use crate::select::{Choice, Reuse};
-use crate::spectra::{FileState, FunctionSpan, Snapshot, Spectra, TestRecord};
+use crate::select::{Choice, Known, Reuse};
+use crate::spectra::{FileState, Snapshot, Spectra, TestRecord};
 use crate::syntax::{Parsed, Prefetch};
 use crate::ui;
 
@@ -187,7 +187,7 @@ fn with_reused(
 
 /// The units the decoders interned, with the lines and functions the last run knew that this
 /// build may not name (`known`).
-fn units(coverage: LineDecoder, known: Option<(Vec<(String, u32)>, Vec<FunctionSpan>)>) -> SortedUnits {
+fn units(coverage: LineDecoder, known: Option<Known>) -> SortedUnits {
     match known {
         Some((lines, functions)) => {
             coverage.ids_of(lines.iter().map(|(f, l)| (f.as_str(), *l)));

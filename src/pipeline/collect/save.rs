@@ -26,7 +26,7 @@ pub struct KeptProfile {
     pub profiles: Vec<PathBuf>,
 }
 
-/// What [`collect`] hands the report: the spectra (with their source facts) and the saving of
+/// What a collect hands the report: the spectra (with their source facts) and the saving of
 /// the spectra, under way.
 pub struct Collected {
     pub spectra: Arc<Spectra>,
