@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 use std::path::Path;
 
-use super::run::JobOutcome;
+use super::outcome::JobOutcome;
 use crate::coverage::SortedUnits;
 use crate::edges::Edge;
 use crate::spectra::{BuildInfo, SourceFacts, Spectra, TestRecord, UnitId, file_digest, sources_digest};

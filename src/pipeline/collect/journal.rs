@@ -16,7 +16,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
 
-use super::run::JobOutcome;
+use super::outcome::JobOutcome;
 use crate::build::Built;
 use crate::coverage::LineDecoder;
 use crate::edges::{Collector, Edge};

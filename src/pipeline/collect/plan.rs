@@ -1,7 +1,7 @@
 //! Which tests to run: every binary's listing, filtered by name, ignored tests set aside, in
 //! one canonical order, and the shard's share of them.
 
-use crate::build::TestBinary;
+use crate::build::{TestBinary, Workspace};
 use crate::config::Partition;
 use crate::list::Listing;
 use crate::run::Job;
@@ -83,6 +83,11 @@ pub fn plan(
 /// How long each test took last time (`target/sfl/durations.json`), keyed by `(binary, name)`
 /// as the spectra name them.
 pub type Durations = std::collections::HashMap<(String, String), u64>;
+
+/// Where the tests' last durations are kept.
+pub fn durations_path(ws: &Workspace) -> std::path::PathBuf {
+    ws.target_dir.join("durations.json")
+}
 
 /// The durations of the last run saved in `path`; empty when there is none (or it is unreadable:
 /// they only order the tests).

@@ -5,24 +5,29 @@
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
-use super::run::JobOutcome;
+use super::outcome::JobOutcome;
 use crate::build::{Built, Workspace};
 use crate::config::RunConfig;
 use crate::coverage::LineDecoder;
 use crate::edges::{Collector, Edge};
+use crate::error::DecodeError;
 use crate::run::Job;
-use crate::select::{Choice, Reuse, Row};
-use crate::spectra::{EdgeProfiles, Outcome, Snapshot, Spectra, TestRecord};
+use crate::select::{BinaryKey, BlockRef, Choice, Reuse, Row, UnknownFunction};
+use crate::spectra::{EdgeProfiles, Outcome, Snapshot, Spectra, SpectraError, TestRecord};
 use crate::ui;
 
-/// Whether a test binary id is a library's doctests (`pkg::doctest/lib`).
-fn is_doctest(binary: &str) -> bool {
-    binary.contains("::doctest/")
+/// Why the new build does not confirm the edit the diff located: then every test runs.
+#[derive(Debug, thiserror::Error)]
+pub(super) enum Unconfirmed {
+    #[error("cannot read the coverage map of {} ({source})", path.display())]
+    Map { path: PathBuf, source: DecodeError },
+    #[error(transparent)]
+    Unknown(#[from] UnknownFunction),
 }
 
 /// The spectra whose rows may be reused: `--reuse-spectra FILE`, else the newer of the
 /// workspace's last run with failures and its last green run.
-fn last_run(ws: &Workspace, cfg: &RunConfig) -> Option<(PathBuf, Result<Spectra, String>)> {
+fn last_run(ws: &Workspace, cfg: &RunConfig) -> Option<(PathBuf, Result<Spectra, SpectraError>)> {
     let path = match &cfg.execution.reuse_spectra {
         Some(file) => file.clone(),
         None => {
@@ -36,7 +41,7 @@ fn last_run(ws: &Workspace, cfg: &RunConfig) -> Option<(PathBuf, Result<Spectra,
             }
         }
     };
-    let loaded = Spectra::load_with(&path, EdgeProfiles::Load).map_err(|e| e.to_string());
+    let loaded = Spectra::load_with(&path, EdgeProfiles::Load);
     Some((path, loaded))
 }
 
@@ -101,14 +106,19 @@ impl Reuse {
         built: &Built,
         relative: &dyn Fn(&Path) -> Option<String>,
         complete: bool,
-    ) -> Result<bool, String> {
+    ) -> Result<bool, Unconfirmed> {
         // Nothing was edited: the build has every function where it was.
         if self.edited() {
             let mut spans = HashSet::new();
             for path in built.tests.iter().map(|t| &t.path).chain(&built.others) {
                 match crate::coverage::function_spans(path, relative) {
                     Ok(s) => spans.extend(s),
-                    Err(e) => return Err(format!("cannot read the coverage map of {} ({e})", path.display())),
+                    Err(source) => {
+                        return Err(Unconfirmed::Map {
+                            path: path.clone(),
+                            source,
+                        });
+                    }
                 }
             }
             let demoted = self.verify(&spans, complete)?;
@@ -123,7 +133,7 @@ impl Reuse {
             .tests
             .iter()
             .zip(&self.reusable)
-            .filter(|(t, _)| is_doctest(&t.binary))
+            .filter(|(t, _)| BinaryKey::parse(&t.binary).is_doctest())
             .map(|(t, reused)| *reused || t.outcome == Outcome::Ignored)
             .collect();
         Ok(doctests.is_empty() || doctests.contains(&false))
@@ -194,7 +204,7 @@ fn outcome(row: Row, coverage: &LineDecoder, edges: Option<&Collector>) -> JobOu
     covered.dedup();
     let mut traversed = Vec::new();
     if let Some(collector) = edges {
-        let block = |b: &crate::select::BlockRef| collector.adopt(&b.function, b.index, &b.lines);
+        let block = |b: &BlockRef| collector.adopt(&b.function, b.index, &b.lines);
         traversed = row
             .edges
             .iter()

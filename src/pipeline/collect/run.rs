@@ -1,31 +1,17 @@
 //! Runs the planned jobs in parallel and decodes each test's profiles and edge files in the
 //! worker that ran it, as soon as it finishes.
 
-use std::path::PathBuf;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use super::Session;
-use super::plan::record;
+use super::outcome::JobOutcome;
+use super::plan::{longest_first, record};
+use super::session::Session;
 use crate::pipeline::progress::RunProgress;
 use crate::run::{self, Finished, Job, RawFrame};
-use crate::spectra::{Attempt, Frame, Outcome, TestRecord, UnitId};
+use crate::spectra::{Attempt, Frame, Outcome, TestRecord};
 use crate::ui;
-
-/// A finished job.
-#[derive(Debug)]
-pub struct JobOutcome {
-    pub record: TestRecord,
-    /// Interned unit ids the test covered, sorted, without repeats.
-    pub covered: Vec<UnitId>,
-    /// The profiles kept for it (`--keep-profiles`; otherwise empty).
-    pub profiles: Vec<PathBuf>,
-    /// Edges it traversed (block ids), sorted, without repeats.
-    pub edges: Vec<crate::edges::Edge>,
-    /// Why its process could not be run at all (then the record is no test result).
-    pub not_run: Option<String>,
-}
 
 impl Session<'_> {
     /// Runs every job not `done` yet, showing progress and handing each outcome to `finished`
@@ -36,29 +22,7 @@ impl Session<'_> {
         mut done: Vec<Option<JobOutcome>>,
         mut finished: impl FnMut(&JobOutcome),
     ) -> Vec<JobOutcome> {
-        let mut todo: Vec<usize> = (0..jobs.len()).filter(|&i| done[i].is_none()).collect();
-        let last = |i: usize| {
-            let name = jobs[i].name.as_deref().unwrap_or("main");
-            let key = (self.built.tests[jobs[i].binary].id.clone(), name.to_string());
-            self.last.get(&key).copied()
-        };
-        super::plan::longest_first(&mut todo, last, self.jobs);
-        let n_bins = todo
-            .iter()
-            .map(|&i| jobs[i].binary)
-            .collect::<std::collections::HashSet<_>>()
-            .len();
-        ui::status(
-            "Running",
-            format!(
-                "{} tests from {} binar{} ({} at a time, timeout {})",
-                todo.len(),
-                n_bins,
-                if n_bins == 1 { "y" } else { "ies" },
-                self.jobs,
-                self.timeout_note
-            ),
-        );
+        let todo = self.todo(jobs, &done);
         let started = Instant::now();
         let decode_total = Mutex::new(Duration::ZERO);
         // Per executable, its jobs still to finish: when none is left, what was read of it is
@@ -113,6 +77,34 @@ impl Session<'_> {
             ),
         );
         done.into_iter().map(|r| r.expect("every job finished")).collect()
+    }
+
+    /// The jobs not `done` yet, the longest (in the last run) first, said on the status line.
+    fn todo(&self, jobs: &[Job], done: &[Option<JobOutcome>]) -> Vec<usize> {
+        let mut todo: Vec<usize> = (0..jobs.len()).filter(|&i| done[i].is_none()).collect();
+        let last = |i: usize| {
+            let name = jobs[i].name.as_deref().unwrap_or("main");
+            let key = (self.built.tests[jobs[i].binary].id.clone(), name.to_string());
+            self.last.get(&key).copied()
+        };
+        longest_first(&mut todo, last, self.jobs);
+        let n_bins = todo
+            .iter()
+            .map(|&i| jobs[i].binary)
+            .collect::<std::collections::HashSet<_>>()
+            .len();
+        ui::status(
+            "Running",
+            format!(
+                "{} tests from {} binar{} ({} at a time, timeout {})",
+                todo.len(),
+                n_bins,
+                if n_bins == 1 { "y" } else { "ies" },
+                self.jobs,
+                self.timeout_note
+            ),
+        );
+        todo
     }
 
     /// Runs job `i` in its own directory and decodes what it wrote; any problem becomes a

@@ -1,0 +1,121 @@
+//! What the report shows and where it goes ([`OutputArgs`]), for every subcommand that ranks.
+
+use std::path::PathBuf;
+
+use clap::Args;
+
+use super::values::{Format, Granularity, Order, TieBreak, at_least_one, measure_name};
+use crate::config::{HtParams, ReportConfig};
+
+/// What the report shows and where it goes.
+#[derive(Args, Debug, Clone)]
+#[command(next_help_heading = "Report")]
+pub struct OutputArgs {
+    /// Number of entries to show per measure in the human and SARIF reports.
+    #[arg(long, value_name = "N", default_value_t = 10, value_parser = at_least_one)]
+    pub top: usize,
+    /// Suspiciousness measure(s) to rank by (repeatable; `cargo sfl measures` lists them)
+    /// [default: stack-combined: the lines where failing tests' own operations panicked, then
+    /// coverage, backtraces and each line's text weighed as fitted on the project's benchmarks;
+    /// `cargo sfl explain FILE:LINE` shows the parts].
+    #[arg(long, short = 'm', value_name = "NAME", value_parser = measure_name)]
+    pub measure: Vec<String>,
+    /// Add 0.5 to ef, ep, nf and np before each formula (the convention of Doric's
+    /// 127-measure experiment).
+    #[arg(long)]
+    pub smoothing: bool,
+    /// Count every failing test C times (Zhang et al.'s cloning of failed tests): balances a few failing tests
+    /// against many passing ones.
+    #[arg(long, value_name = "C", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+    pub clone_failing: u32,
+    /// Make each measure single-fault optimal (Opt_w): lines run by every failing test come
+    /// first, fewest passing tests first.
+    #[arg(long, visible_alias = "optimize")]
+    pub optimise: bool,
+    /// How many entries cl-u refutes before it keeps its last order.
+    #[arg(long, value_name = "N", default_value_t = 20)]
+    pub update_bound: usize,
+    /// List every line on its own instead of merging lines with identical coverage.
+    #[arg(long)]
+    pub no_group: bool,
+    /// When the failing tests fall into clusters that share no line that passing tests miss and
+    /// no backtrace line (two bugs, or an unrelated failure), rank each cluster against the
+    /// passing tests and interleave the rankings (Jones, Bowring & Harrold's parallel debugging).
+    #[arg(long)]
+    pub clusters: bool,
+    /// Mark entries on lines changed since this git revision (committed or not), and count
+    /// how many of the top N were changed.
+    #[arg(long, value_name = "REV")]
+    pub diff_base: Option<String>,
+    /// With --diff-base: rank only the entries on changed lines.
+    #[arg(long, requires = "diff_base")]
+    pub only_changed: bool,
+    /// Rank test code too. By default it is left out of the rankings (its coverage is still
+    /// collected and saved): #[test] functions, #[cfg(test)] items, and files under tests/,
+    /// benches/ and examples/. A failing test's own body is run only by failing tests, so it
+    /// scores like a fault.
+    #[arg(long)]
+    pub include_test_code: bool,
+    /// The default since test code is left out; kept so older command lines still work.
+    #[arg(long, hide = true, conflicts_with = "include_test_code")]
+    pub exclude_test_code: bool,
+    /// Order of the suspects: by score, or (ht) by when the HT_Rank debugging model (Def. 29:
+    /// ranked list plus jumps within a function) expects a person to reach them.
+    #[arg(long, value_enum, default_value_t = Order::Score)]
+    pub order: Order,
+    /// Rank source lines, or functions (each ranked where its best line ranks, with that line's
+    /// score; a function is run when any of its lines is).
+    #[arg(long, value_enum, default_value_t = Granularity::Line)]
+    pub granularity: Granularity,
+    /// How the lines of one entry (identical coverage) are ordered: evidence (lines on failing
+    /// tests' panic backtraces first, then lines just above a failed index or arithmetic check
+    /// in its function, then lines that compute or decide before signatures, braces and
+    /// attributes) or code (they tie, shown in code order). Entries keep their order.
+    #[arg(long, value_enum, default_value_t = TieBreak::Evidence)]
+    pub tie_break: TieBreak,
+    /// Exit with code 6 (after writing the report) when a reported entry's score, or
+    /// probability for Doric's measures, reaches this value (with --only-changed: a changed
+    /// entry).
+    #[arg(long, value_name = "SUSPICION")]
+    pub fail_on: Option<f64>,
+    /// Rank timed-out tests as failed tests. By default they are left out of the ranking,
+    /// neither failing nor passing: an instrumented test may time out for being slow, and a
+    /// killed test's coverage stops anywhere.
+    #[arg(long)]
+    pub count_timeouts: bool,
+    /// Report format.
+    #[arg(long, value_enum, default_value_t = Format::Human)]
+    pub format: Format,
+    /// Write the report to this file instead of standard output (a directory for html).
+    #[arg(long, short = 'o', value_name = "FILE")]
+    pub output: Option<PathBuf>,
+}
+
+impl OutputArgs {
+    pub fn into_config(self) -> ReportConfig {
+        let format = self.format.into();
+        ReportConfig {
+            measures: ReportConfig::resolve_measures(&self.measure, format).expect("validated by clap"),
+            options: crate::analysis::Options {
+                smoothing: self.smoothing,
+                clone_failing: self.clone_failing,
+                optimise: self.optimise,
+                update_bound: self.update_bound,
+                group: !self.no_group,
+                clusters: self.clusters,
+            },
+            top: self.top,
+            format,
+            output: self.output,
+            diff_base: self.diff_base,
+            only_changed: self.only_changed,
+            fail_on: self.fail_on,
+            granularity: self.granularity.into(),
+            order: self.order.into(),
+            tie_break: self.tie_break.into(),
+            include_test_code: self.include_test_code,
+            count_timeouts: self.count_timeouts,
+            ht: HtParams::default(),
+        }
+    }
+}

@@ -1,0 +1,261 @@
+//! The arguments of a run: the name filter, nextest's selection, the packages and targets,
+//! how tests are run, and the report.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::Args;
+
+use super::output::OutputArgs;
+use super::values::{at_least_one, test_timeout};
+use crate::config::{self, Partition, RunConfig};
+
+#[derive(Args, Debug)]
+pub struct RunArgs {
+    /// Only run tests whose name contains this string.
+    #[arg(value_name = "TESTNAME_FILTER")]
+    pub filter: Option<String>,
+
+    #[command(flatten)]
+    pub nextest: NextestArgs,
+
+    #[command(flatten)]
+    pub select: SelectionArgs,
+
+    #[command(flatten)]
+    pub exec: ExecutionArgs,
+
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+impl RunArgs {
+    pub fn into_config(self) -> RunConfig {
+        let mut selection: config::Selection = self.select.into();
+        // `cargo test NAME` runs no doctests (only `cargo test --doc NAME` filters them: cargo
+        // issue 6981), and cargo sfl runs what cargo test runs.
+        if self.filter.is_some() && !selection.doc {
+            selection.no_doctests = true;
+        }
+        RunConfig {
+            selection,
+            execution: self.exec.into(),
+            filter: self.filter,
+            nextest: crate::nextest::Options {
+                filtersets: self.nextest.filterset,
+                config: self.nextest.nextest_config,
+                profile: self.nextest.nextest_profile,
+            },
+            report: self.output.into_config(),
+        }
+    }
+}
+
+/// Which packages and targets to build, as for `cargo test`.
+#[derive(Args, Debug, Default, Clone)]
+#[command(next_help_heading = "Package selection")]
+pub struct SelectionArgs {
+    /// Path to Cargo.toml.
+    #[arg(long, value_name = "PATH")]
+    pub manifest_path: Option<PathBuf>,
+    /// Package(s) to test.
+    #[arg(short, long = "package", value_name = "SPEC")]
+    pub package: Vec<String>,
+    /// Test all packages in the workspace.
+    #[arg(long)]
+    pub workspace: bool,
+    /// Exclude packages from the test (with --workspace).
+    #[arg(long, value_name = "SPEC")]
+    pub exclude: Vec<String>,
+
+    /// Test only this package's library.
+    #[arg(long, help_heading = "Target selection")]
+    pub lib: bool,
+    /// Test all binaries.
+    #[arg(long, help_heading = "Target selection")]
+    pub bins: bool,
+    /// Test only the named binary.
+    #[arg(long, value_name = "NAME", help_heading = "Target selection")]
+    pub bin: Vec<String>,
+    /// Test all targets that have `test = true` set.
+    #[arg(long, help_heading = "Target selection")]
+    pub tests: bool,
+    /// Test only the named integration test target.
+    #[arg(long, value_name = "NAME", help_heading = "Target selection")]
+    pub test: Vec<String>,
+    /// Test all examples (built with the test harness, so their #[test] functions run).
+    #[arg(long, help_heading = "Target selection")]
+    pub examples: bool,
+    /// Test only the named example.
+    #[arg(long, value_name = "NAME", help_heading = "Target selection")]
+    pub example: Vec<String>,
+    /// Test all targets that have `bench = true` set (benches/, and by default the library and
+    /// binaries), built as tests, as `cargo test --benches` does.
+    #[arg(long, help_heading = "Target selection")]
+    pub benches: bool,
+    /// Test only the named benchmark target.
+    #[arg(long, value_name = "NAME", help_heading = "Target selection")]
+    pub bench: Vec<String>,
+    /// Test all targets: --lib --bins --tests --benches --examples (no doctests).
+    #[arg(long, help_heading = "Target selection")]
+    pub all_targets: bool,
+    /// Test only the libraries' documentation examples (doctests).
+    #[arg(long, help_heading = "Target selection", conflicts_with_all = ["lib", "bins", "bin", "tests", "test", "examples", "example", "benches", "bench", "all_targets", "no_doctests"])]
+    pub doc: bool,
+    /// Do not run doctests (they run by default when no target is selected, as with `cargo test`).
+    #[arg(long, help_heading = "Target selection")]
+    pub no_doctests: bool,
+    /// Build each doctest as an executable of its own, as `cargo test --doc` does before edition
+    /// 2024. By default a library's doctests are merged into one executable wherever rustdoc can
+    /// merge them (each still runs in its own process), which builds and decodes them several
+    /// times faster; use this when a doctest depends on being a crate of its own.
+    #[arg(long, help_heading = "Target selection")]
+    pub standalone_doctests: bool,
+
+    /// Space or comma separated list of features to activate.
+    #[arg(short = 'F', long, value_name = "FEATURES", help_heading = "Feature selection")]
+    pub features: Vec<String>,
+    /// Activate all available features.
+    #[arg(long, help_heading = "Feature selection")]
+    pub all_features: bool,
+    /// Do not activate the `default` feature.
+    #[arg(long, help_heading = "Feature selection")]
+    pub no_default_features: bool,
+
+    /// Build in release mode, with optimisations.
+    #[arg(long, short = 'r', help_heading = "Compilation options")]
+    pub release: bool,
+    /// Directory for the instrumented build [default: <target-dir>/sfl].
+    #[arg(long, value_name = "DIR", help_heading = "Compilation options")]
+    pub target_dir: Option<PathBuf>,
+}
+
+/// nextest's test selection and configuration.
+#[derive(Args, Debug, Clone, Default)]
+#[command(next_help_heading = "nextest")]
+pub struct NextestArgs {
+    /// Run the tests this nextest filterset selects (repeatable: tests any of them select), within
+    /// the name filter and the profile's default-filter, as `cargo nextest run -E` does. Doctests
+    /// are not nextest tests: with -E they are not run.
+    #[arg(short = 'E', long = "filterset", value_name = "EXPR")]
+    pub filterset: Vec<String>,
+    /// The nextest configuration to honour [default: .config/nextest.toml in the workspace, if any].
+    #[arg(long, value_name = "FILE")]
+    pub nextest_config: Option<PathBuf>,
+    /// The nextest profile whose settings apply (test groups, overrides, test-threads, retries,
+    /// slow- and leak-timeouts, default-filter); cargo sfl's own flags win. [default: default]
+    #[arg(long, value_name = "NAME")]
+    pub nextest_profile: Option<String>,
+}
+
+/// How tests are run.
+#[derive(Args, Debug, Clone)]
+#[command(next_help_heading = "Test execution")]
+pub struct ExecutionArgs {
+    /// Number of tests to run at once [default: number of CPUs].
+    #[arg(short, long, value_name = "N", value_parser = at_least_one)]
+    pub jobs: Option<usize>,
+    /// Kill a test after this many seconds (timed out: left out of the ranking unless
+    /// --count-timeouts). [default: 60 s, the time a test may take under `cargo test`, times the
+    /// instrumentation's slowdown: 240 with edge profiles, 180 with --no-edges]
+    #[arg(long, value_name = "SECS", value_parser = test_timeout)]
+    pub test_timeout: Option<Duration>,
+    /// Also run tests marked #[ignore].
+    #[arg(long)]
+    pub include_ignored: bool,
+    /// Re-run a test that did not pass up to N more times, as nextest does: it is flaky if a
+    /// retry passes (still ranked as failing, with the failing run's coverage), failed if none does.
+    /// [default: the nextest profile's `retries`, else 0]
+    #[arg(long, value_name = "N", env = "CARGO_SFL_RETRIES")]
+    pub retries: Option<u32>,
+    /// Run every test. By default a run re-runs only the tests an edit since the last run can
+    /// affect (those that ran a changed function, failed, or are new) and reuses the other
+    /// tests' coverage, and resumes an interrupted run of the same build.
+    #[arg(long)]
+    pub rerun: bool,
+    /// Start from spectra saved by another run (e.g. on the base branch, with --save-spectra):
+    /// only the tests that the changes since can affect are run, the rest are reused. Every test
+    /// runs when the toolchain, Cargo.lock, flags or environment differ.
+    #[arg(long, value_name = "FILE", conflicts_with = "rerun")]
+    pub reuse_spectra: Option<PathBuf>,
+    /// Do not record control-flow edges: line coverage only (no C compiler needed, faster
+    /// tests, but no `cp` measure). Built in a directory of its own.
+    #[arg(long)]
+    pub no_edges: bool,
+    /// Keep each test's .profraw files under <target-dir>/profiles (for debugging the decoder).
+    #[arg(long)]
+    pub keep_profiles: bool,
+    /// Run one shard of the tests: `count:K/N` (every N-th test of the sorted list, from the
+    /// K-th) or `hash:K/N` (by a hash of the test's name, stable as tests are added). Merge the
+    /// shards' spectra with `cargo sfl merge`.
+    #[arg(long, value_name = "KIND:K/N", value_parser = Partition::parse)]
+    pub partition: Option<Partition>,
+    /// Also write the spectra to this file (one per shard, for `cargo sfl merge`).
+    #[arg(long, value_name = "FILE")]
+    pub save_spectra: Option<PathBuf>,
+    /// Write the test run as JUnit XML to this file (outcomes, durations, failure messages;
+    /// flaky and timed-out tests marked as nextest marks them). Without it, the nextest
+    /// profile's `junit.path` is honoured.
+    #[arg(long, value_name = "FILE")]
+    pub junit: Option<PathBuf>,
+    /// Mutation analysis of the top suspects (Metallaxis-FL): mutate the first lines of each
+    /// ranking (operators, conditions, constants, statements) in a copy of the workspace, build
+    /// the mutants into a few plain builds, re-run the failing tests and the passing tests that
+    /// ran each line, and re-order those lines by how their mutants change the failures. Costs
+    /// a few builds and a run per mutant and test.
+    #[arg(long)]
+    pub mutate: bool,
+    /// With --mutate: how many lines of each ranking are mutated.
+    #[arg(long, value_name = "N", default_value_t = crate::mutate::DEFAULT_LINES, requires = "mutate")]
+    pub mutate_lines: usize,
+}
+
+impl From<SelectionArgs> for config::Selection {
+    fn from(s: SelectionArgs) -> Self {
+        config::Selection {
+            // Resolved, as the compiler records the sources' paths (see `Workspace::load`), so
+            // cargo's package ids and the workspace's are the same paths.
+            manifest_path: s.manifest_path.map(|p| p.canonicalize().unwrap_or(p)),
+            package: s.package,
+            workspace: s.workspace,
+            exclude: s.exclude,
+            lib: s.lib,
+            bins: s.bins,
+            bin: s.bin,
+            tests: s.tests,
+            test: s.test,
+            examples: s.examples,
+            example: s.example,
+            benches: s.benches,
+            bench: s.bench,
+            all_targets: s.all_targets,
+            features: s.features,
+            all_features: s.all_features,
+            no_default_features: s.no_default_features,
+            release: s.release,
+            target_dir: s.target_dir,
+            doc: s.doc,
+            no_doctests: s.no_doctests,
+            standalone_doctests: s.standalone_doctests,
+        }
+    }
+}
+
+impl From<ExecutionArgs> for config::Execution {
+    fn from(e: ExecutionArgs) -> Self {
+        config::Execution {
+            jobs: e.jobs,
+            test_timeout: e.test_timeout,
+            include_ignored: e.include_ignored,
+            retries: e.retries,
+            rerun: e.rerun,
+            reuse_spectra: e.reuse_spectra,
+            no_edges: e.no_edges,
+            keep_profiles: e.keep_profiles,
+            partition: e.partition,
+            save_spectra: e.save_spectra,
+            junit: e.junit,
+            mutate: e.mutate.then_some(e.mutate_lines),
+        }
+    }
+}

@@ -1,0 +1,131 @@
+//! Building the tests, and with rows to reuse, only what runs again.
+
+use std::path::Path;
+
+use super::reuse;
+use crate::build::{self, Built, Runtime, Workspace};
+use crate::config::{Execution, Selection};
+use crate::error::SflError;
+use crate::select::{Choice, Narrowed};
+use crate::ui;
+
+/// Builds the workspace's tests (with the edge recorder unless `--no-edges`, in
+/// a directory of its own). With rows to reuse (`choice`), the edit is checked against the
+/// new build's coverage maps, only the targets of the tests that run again are built when
+/// they are few ([`crate::select::Reuse::narrowed`]: no doctest; nothing when nothing changed
+/// and no test runs again), and the doctests only when one runs again; a check that fails makes
+/// `choice` run every test.
+pub(super) fn build_tests(
+    ws: &mut Workspace,
+    select: &Selection,
+    exec: &Execution,
+    choice: &mut Choice,
+) -> anyhow::Result<Built> {
+    let with_edges = !exec.no_edges;
+    if !with_edges {
+        ws.build_dir = ws.target_dir.join("lines-only");
+    }
+    let runtime = runtime(&ws.build_dir, with_edges)?;
+    ui::status(
+        "Building",
+        format!(
+            "tests with coverage{} in {}",
+            if with_edges { " and edge profiles" } else { "" },
+            ws.build_dir.display()
+        ),
+    );
+    let ws: &Workspace = ws;
+    let Some(narrowed) = choice.reuse().and_then(|r| r.narrowed(select)) else {
+        return build_whole(ws, select, runtime.as_ref(), choice);
+    };
+    let (built, what) = build_narrowed(ws, &narrowed, runtime.as_ref())?;
+    if what.is_empty() {
+        // Nothing changed and every test passed: nothing to build or run.
+        return Ok(built);
+    }
+    ui::detail(format!("building only what runs again: {}", what.join(" and ")));
+    check_edit(ws, &built, choice, false);
+    if matches!(choice, Choice::All(_)) || reuse::missing_binaries(choice, &built) {
+        ui::detail("the edit needs more than that build: building every test target");
+        return build_whole(ws, select, runtime.as_ref(), choice);
+    }
+    Ok(built)
+}
+
+/// cargo sfl's runtime, compiled into `build_dir`: the edge recorder (`with_edges`), else only
+/// faster line coverage, whose absence is a warning.
+fn runtime(build_dir: &Path, with_edges: bool) -> Result<Option<Runtime>, SflError> {
+    match crate::edges::prepare_runtime(build_dir) {
+        Ok(object) => Ok(Some(Runtime {
+            object,
+            edges: with_edges,
+        })),
+        Err(e) if with_edges => Err(e),
+        // Without edges the runtime only speeds line coverage up.
+        Err(_) => {
+            ui::warn(
+                "cargo sfl's runtime could not be compiled with the system C compiler (`cc`, or $CC): \
+                 line coverage runs with rustc's atomic counter updates, which is slower",
+            );
+            Ok(None)
+        }
+    }
+}
+
+/// Checks the edit against a build, and says whether the doctests must be built too.
+/// `complete`: `built` is the selection's whole build.
+fn check_edit(ws: &Workspace, built: &Built, choice: &mut Choice, complete: bool) -> bool {
+    let Choice::Reuse(reuse) = choice else {
+        return true;
+    };
+    let relative = |p: &Path| ws.relative(p);
+    match reuse.doctests_needed(built, &relative, complete) {
+        Ok(needed) => needed,
+        Err(why) => {
+            let why = why.to_string();
+            ui::status("Selecting", format!("every test: {why}"));
+            *choice = Choice::All(Some(why));
+            true
+        }
+    }
+}
+
+/// The selection's whole build; the doctests only when one runs again.
+fn build_whole(
+    ws: &Workspace,
+    select: &Selection,
+    runtime: Option<&Runtime>,
+    choice: &mut Choice,
+) -> anyhow::Result<Built> {
+    let checked = std::cell::Cell::new(false);
+    let built = build::build(ws, select, runtime, &mut |built| {
+        checked.set(true);
+        check_edit(ws, built, choice, true)
+    })?;
+    if !checked.get() {
+        check_edit(ws, &built, choice, true);
+    }
+    Ok(built)
+}
+
+/// The build of only what runs again, and what it built, in words (empty: nothing).
+fn build_narrowed(
+    ws: &Workspace,
+    narrowed: &Narrowed,
+    runtime: Option<&Runtime>,
+) -> Result<(Built, Vec<String>), SflError> {
+    let mut built = Built::default();
+    let mut what = Vec::new();
+    if let Some(tests) = &narrowed.tests {
+        what.push(format!("the test targets of {}", tests.package.join(", ")));
+        built = build::build(ws, tests, runtime, &mut |_| false)?;
+    }
+    if let Some(doctests) = &narrowed.doctests {
+        what.push(format!("the doctests of {}", doctests.package.join(", ")));
+        let more = build::build(ws, doctests, runtime, &mut |_| true)?;
+        built.tests.extend(more.tests);
+        built.others.extend(more.others);
+        built.tests.sort_by(|a, b| a.id.cmp(&b.id));
+    }
+    Ok((built, what))
+}

@@ -1,0 +1,219 @@
+//! Saving the spectra (the workspace's file, `--save-spectra`, the tests' durations and the
+//! kept profiles' index) on a thread of its own while the report is written.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+
+use super::journal;
+use super::lock;
+use super::outcome::JobOutcome;
+use super::plan::{self, durations_path};
+use crate::build::{Built, Workspace};
+use crate::config::Execution;
+use crate::error::SflError;
+use crate::run::Job;
+use crate::spectra::{Outcome, Spectra};
+use crate::ui;
+
+/// Written next to kept profiles (`--keep-profiles`), for the decoder oracle and debugging.
+#[derive(Serialize, Deserialize, Debug)]
+pub struct KeptProfile {
+    pub binary: String,
+    pub name: String,
+    pub binary_path: PathBuf,
+    pub profiles: Vec<PathBuf>,
+}
+
+/// What a collect hands the report: the spectra (with their source facts) and the saving of
+/// the spectra, under way.
+pub struct Collected {
+    pub spectra: Arc<Spectra>,
+    pub saving: Saving,
+}
+
+/// The spectra being saved on a thread of their own.
+pub struct Saving(std::thread::JoinHandle<anyhow::Result<()>>);
+
+impl Saving {
+    /// Saves `spectra` on a thread of its own (serialising and writing them need not hold up
+    /// the report, which is written meanwhile on another core), then ends the journal; the
+    /// target dir's `lock` is held until they are saved.
+    pub(super) fn start(
+        spectra: Arc<Spectra>,
+        to: SaveTo,
+        kept: Option<Vec<KeptProfile>>,
+        journal: journal::Journal,
+        lock: lock::DirLock,
+    ) -> Saving {
+        Saving(std::thread::spawn(move || {
+            save(&spectra, &to, kept)?;
+            journal.finish();
+            drop(lock);
+            Ok(())
+        }))
+    }
+
+    /// Waits until the spectra are saved; a failure to save them is the run's error.
+    pub fn wait(self) -> anyhow::Result<()> {
+        self.0
+            .join()
+            .unwrap_or_else(|_| Err(anyhow::anyhow!("saving the spectra panicked")))
+    }
+}
+
+/// Which profiles each test left (`--keep-profiles`).
+pub(super) fn kept_index(outcomes: &[JobOutcome], jobs: &[Job], built: &Built) -> Vec<KeptProfile> {
+    outcomes
+        .iter()
+        .zip(jobs)
+        .map(|(o, job)| KeptProfile {
+            binary: o.record.binary.clone(),
+            name: o.record.name.clone(),
+            binary_path: built.tests[job.binary].exe_for(job.name.as_deref()).to_path_buf(),
+            profiles: o.profiles.clone(),
+        })
+        .collect()
+}
+
+/// Where [`save`] writes: owned, for the thread that saves.
+pub(super) struct SaveTo {
+    main: PathBuf,
+    /// `--save-spectra`.
+    extra: Option<PathBuf>,
+    durations: PathBuf,
+    scratch: PathBuf,
+}
+
+impl SaveTo {
+    pub(super) fn new(ws: &Workspace, exec: &Execution, scratch: PathBuf) -> Self {
+        SaveTo {
+            main: ws.spectra_path(),
+            extra: exec.save_spectra.clone(),
+            durations: durations_path(ws),
+            scratch,
+        }
+    }
+}
+
+/// Saves the spectra (the workspace's file, and `--save-spectra`) and the kept profiles' index.
+fn save(spectra: &Spectra, to: &SaveTo, kept: Option<Vec<KeptProfile>>) -> anyhow::Result<()> {
+    let main = &to.main;
+    let output = |path: &Path| {
+        let path = path.to_path_buf();
+        move |source| SflError::Output {
+            what: "the spectra",
+            path,
+            source,
+        }
+    };
+    let saved = save_keeping_failures(spectra, main).map_err(output(main))?;
+    if let Saved::Green { kept, green } = saved {
+        ui::note(format!(
+            "no test failed: kept the last run with failures ({kept}) at {}, for `cargo sfl report`; \
+             this run's spectra are at {}",
+            main.display(),
+            green.display()
+        ));
+    }
+    for path in to.extra.iter() {
+        spectra.save(path).map_err(output(path))?;
+    }
+    // They only order the next run: not keeping them is no reason to fail this one.
+    if let Err(e) = plan::save_durations(&to.durations, &spectra.tests) {
+        ui::warn(format!("cannot write {}: {e}", to.durations.display()));
+    }
+    if let Some(kept) = kept {
+        let index = to.scratch.join("index.json");
+        std::fs::write(&index, serde_json::to_vec_pretty(&kept)?)?;
+        ui::status("Kept", format!("profiles: {}", index.display()));
+    }
+    Ok(())
+}
+
+/// Where the workspace's spectra went.
+#[derive(Debug, PartialEq)]
+enum Saved {
+    /// To the workspace's file.
+    Main,
+    /// To `green` (no test failed), keeping the earlier run with failures in the workspace's
+    /// file; `kept` says when it ran and how many tests failed.
+    Green { kept: String, green: PathBuf },
+}
+
+/// Saves `spectra` to `main`, unless no test failed and `main` holds a run with failing tests:
+/// a green run (a flaky test passing this time, a fix being tried) must not silently replace
+/// the evidence. Then the green run goes to `spectra-green.json` next to it. A run with
+/// failures replaces both.
+fn save_keeping_failures(spectra: &Spectra, main: &Path) -> std::io::Result<Saved> {
+    let green = main.with_file_name("spectra-green.json");
+    // Timed-out tests count: such a run is not green either.
+    let failing = |s: &Spectra| {
+        let bad = |o: Outcome| o.is_failing() || o == Outcome::TimedOut;
+        s.tests.iter().filter(|t| bad(t.outcome)).count()
+    };
+    if failing(spectra) == 0
+        && let Ok(earlier) = Spectra::load_with(main, crate::spectra::EdgeProfiles::Skip)
+        && failing(&earlier) > 0
+    {
+        spectra.save(&green)?;
+        let when = std::fs::metadata(main).and_then(|m| m.modified());
+        let n = failing(&earlier);
+        let kept = format!(
+            "{}, {n} test{} not passing",
+            when.map_or_else(|_| "time unknown".into(), ui::ago),
+            if n == 1 { "" } else { "s" }
+        );
+        return Ok(Saved::Green { kept, green });
+    }
+    spectra.save(main)?;
+    match std::fs::remove_file(&green) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e),
+        _ => Ok(Saved::Main),
+    }
+}
+
+#[cfg(test)]
+mod saving {
+    use super::*;
+    use crate::spectra::{Outcome, TestRecord};
+
+    fn run(outcome: Outcome) -> Spectra {
+        let tests = vec![TestRecord::new("b", "t", outcome)];
+        Spectra::from_tests("/ws".into(), tests, Vec::new(), &[Vec::new()])
+    }
+
+    #[test]
+    fn a_green_run_never_replaces_a_run_with_failures() {
+        let dir = tempfile::tempdir().unwrap();
+        let main = dir.path().join("spectra.json");
+        let green = dir.path().join("spectra-green.json");
+        let outcome = |p: &Path| Spectra::load(p).unwrap().tests[0].outcome;
+        // Nothing before: a green run is saved as the workspace's spectra.
+        assert_eq!(
+            save_keeping_failures(&run(Outcome::Passed), &main).unwrap(),
+            Saved::Main
+        );
+        assert_eq!(outcome(&main), Outcome::Passed);
+        // A failing run replaces a green one.
+        assert_eq!(
+            save_keeping_failures(&run(Outcome::Failed), &main).unwrap(),
+            Saved::Main
+        );
+        // A green run after it goes next to it.
+        let Saved::Green { kept, green: to } = save_keeping_failures(&run(Outcome::Passed), &main).unwrap() else {
+            panic!("the failing run was replaced")
+        };
+        assert_eq!(to, green);
+        assert!(kept.ends_with("s ago, 1 test not passing"), "{kept}");
+        assert_eq!((outcome(&main), outcome(&green)), (Outcome::Failed, Outcome::Passed));
+        // The next run with failures replaces the kept one and drops the stale green file.
+        assert_eq!(
+            save_keeping_failures(&run(Outcome::Crashed), &main).unwrap(),
+            Saved::Main
+        );
+        assert_eq!(outcome(&main), Outcome::Crashed);
+        assert!(!green.exists());
+    }
+}

@@ -1,0 +1,113 @@
+//! The checks and settings of a collect before it builds: the packages asked for, the nextest
+//! configuration and `-E`; and what to say when the plan holds no job.
+
+use std::path::PathBuf;
+
+use anyhow::Context;
+
+use super::plan;
+use crate::build::Workspace;
+use crate::config::{Execution, RunConfig};
+use crate::error::SflError;
+use crate::nextest::{Flags, Nextest};
+use crate::ui;
+
+/// Why there is nothing to run, when the plan holds no job: an error, unless this is a
+/// partition's empty share of selected tests (`Some(why)`: its empty spectra are still saved,
+/// so that `merge` sees every shard, and then it is the run's error). Doctests the build already
+/// decided, e.g. ones that do not compile, are results too, and so are the rows a run reuses
+/// (`reusing`).
+pub(super) fn nothing_planned(plan: &plan::Plan, cfg: &RunConfig, reusing: bool) -> Result<Option<String>, SflError> {
+    let decided = reusing || plan.recorded.iter().any(|r| r.outcome.ran());
+    let nothing = (plan.jobs.is_empty() && !decided).then(|| nothing_to_run(plan, cfg));
+    if let Some(why) = &nothing
+        && !(cfg.execution.partition.is_some() && plan.selected > 0)
+    {
+        return Err(SflError::NoTests(why.clone()));
+    }
+    Ok(nothing)
+}
+
+/// Reads the nextest configuration and compiles `-E` before the build (a mistake in either is
+/// reported at once), warns about what is not honoured and says what is.
+pub(super) fn nextest_setup(ws: &Workspace, cfg: &RunConfig) -> Result<Nextest, SflError> {
+    let exec = &cfg.execution;
+    if cfg.selection.doc && !cfg.nextest.filtersets.is_empty() {
+        return Err(SflError::Usage(
+            "--doc with -E selects nothing: doctests are not nextest tests, and filtersets select only those; \
+             drop --doc, or drop -E and use the name filter"
+                .into(),
+        ));
+    }
+    let nextest = Nextest::load(ws, &cfg.nextest)?;
+    if !nextest.ignored.is_empty() {
+        ui::warn(format!(
+            "nextest configuration: cargo sfl does not honour {}",
+            nextest.ignored.join(", ")
+        ));
+    }
+    if let Some(line) = nextest.describe(&ws.root, &own_flags(exec)) {
+        ui::status("Nextest", line);
+    }
+    Ok(nextest)
+}
+
+/// cargo sfl's flags that win over the nextest profile.
+pub(super) fn own_flags(exec: &Execution) -> Flags {
+    Flags {
+        jobs: exec.jobs,
+        retries: exec.retries,
+        timeout: exec.test_timeout,
+    }
+}
+
+/// `dir`, emptied (what an earlier run left there is not this run's).
+pub(super) fn fresh_dir(dir: PathBuf) -> anyhow::Result<PathBuf> {
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    Ok(dir)
+}
+
+/// Why a plan holds no job, and what to do.
+fn nothing_to_run(plan: &plan::Plan, cfg: &RunConfig) -> String {
+    let ignored = plan.recorded.iter().filter(|r| !r.outcome.ran()).count();
+    if !cfg.nextest.filtersets.is_empty() {
+        let exprs: Vec<String> = cfg.nextest.filtersets.iter().map(|e| format!("-E `{e}`")).collect();
+        let filter = cfg
+            .filter
+            .as_ref()
+            .map(|f| format!(" and the filter `{f}`"))
+            .unwrap_or_default();
+        format!("no tests matched {}{filter}", exprs.join(" or "))
+    } else if let Some(filter) = &cfg.filter {
+        format!("no tests matched the filter `{filter}`")
+    } else if plan.selected > 0 {
+        "this partition's share holds no tests (its empty spectra were saved, for `merge`); the other shards have them"
+            .into()
+    } else if ignored > 0 {
+        format!("no tests to run: the {ignored} tests selected are all #[ignore]d (add --include-ignored to run them)")
+    } else {
+        "no tests in this crate: the selected packages and targets have no tests (cargo test would run none)".into()
+    }
+}
+
+/// Refuses a `-p` that names no workspace member before building (cargo would fail the build,
+/// which reads as a compile error). Package-ID URLs and globs are left to cargo.
+pub(super) fn check_packages(ws: &Workspace, specs: &[String]) -> Result<(), SflError> {
+    let unknown = specs.iter().find(|spec| {
+        let plain = !spec.contains(['/', '#', '*', '?', '[']);
+        let name = spec.split(['@', ':']).next().unwrap_or(spec);
+        plain && !ws.members.iter().any(|m| m.name.as_str() == name)
+    });
+    match unknown {
+        None => Ok(()),
+        Some(spec) => {
+            let mut members: Vec<&str> = ws.members.iter().map(|m| m.name.as_str()).collect();
+            members.sort_unstable();
+            Err(SflError::Usage(format!(
+                "no package `{spec}` in this workspace (its members: {})",
+                members.join(", ")
+            )))
+        }
+    }
+}

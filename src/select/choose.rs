@@ -1,0 +1,122 @@
+//! The choice between reusing the last run's rows and running every test ([`choose`]).
+
+use std::collections::{BTreeSet, HashMap};
+use std::path::Path;
+use std::time::{Duration, UNIX_EPOCH};
+
+use super::environment::{builds_read, changed_env, env_note};
+use super::locate::{is_const_fn, locate, spans_by_file};
+use super::reuse::Reuse;
+use crate::spectra::{Outcome, Snapshot, Spectra, TestRecord};
+
+/// What a run does with the last run.
+pub enum Choice {
+    /// Run every test, and why (`None`: there is no last run to compare with, or `--rerun`).
+    All(Option<String>),
+    /// Reuse the rows of the tests an edit cannot affect.
+    Reuse(Box<Reuse>),
+}
+
+impl Choice {
+    /// The rows to reuse, if any.
+    pub fn reuse(&self) -> Option<&Reuse> {
+        match self {
+            Choice::Reuse(r) => Some(r),
+            Choice::All(_) => None,
+        }
+    }
+}
+
+/// Compares the last run (its spectra, with their snapshot) with what this run sees.
+pub fn choose(mut previous: Spectra, now: &Snapshot, root: &Path) -> Choice {
+    let Some(then) = previous.snapshot.take() else {
+        return Choice::All(Some("the last run's spectra do not say what it was built from".into()));
+    };
+    if let Some(part) = changed_context(&then, now) {
+        return Choice::All(Some(part));
+    }
+    let env_changed = changed_env(&then, now);
+    if let Some(name) = env_changed.iter().find(|n| builds_read(n, &then.build_env)) {
+        return Choice::All(Some(format!(
+            "the environment variable {name} changed (builds or every test read it)"
+        )));
+    }
+    let spans = spans_by_file(&previous.functions);
+    let mut moved = HashMap::new();
+    let mut changed = Vec::new();
+    for (file, old) in &then.files {
+        let Some(new) = now.files.get(file) else {
+            return Choice::All(Some(format!("{file} was removed")));
+        };
+        if new == old {
+            continue;
+        }
+        let (Some(old), Some(new)) = (old.line_hashes(), new.line_hashes()) else {
+            return Choice::All(Some(format!("{file} changed")));
+        };
+        let Some(functions) = spans.get(file.as_str()) else {
+            return Choice::All(Some(format!("{file} changed, and no test ran a function in it")));
+        };
+        match locate(&old, &new, functions) {
+            Ok((lines, touched)) => {
+                if let Some(f) = touched.iter().find(|f| is_const_fn(root, f, &lines)) {
+                    return Choice::All(Some(format!(
+                        "the const fn at {file}:{} changed (it may be evaluated while compiling)",
+                        f.start
+                    )));
+                }
+                moved.insert(file.clone(), lines);
+                changed.extend(touched.into_iter().cloned());
+            }
+            Err(line) => return Choice::All(Some(format!("{file} changed outside a function (line {line})"))),
+        }
+    }
+    if let Some(file) = now.files.keys().find(|f| !then.files.contains_key(*f)) {
+        return Choice::All(Some(format!("{file} was added")));
+    }
+    let when = UNIX_EPOCH + Duration::from_secs(then.taken);
+    let env_note = env_note(&previous.tests, &env_changed);
+    let mut reuse = Reuse {
+        reusable: previous
+            .tests
+            .iter()
+            .map(|t| {
+                reusable_outcome(t)
+                    && (env_changed.is_empty()
+                        || t.env_reads
+                            .as_ref()
+                            .is_some_and(|r| !r.iter().any(|n| env_changed.contains(n))))
+            })
+            .collect(),
+        touched: vec![false; previous.tests.len()],
+        env_note,
+        previous,
+        when,
+        moved,
+        changed,
+    };
+    reuse.drop_dirty();
+    Choice::Reuse(Box::new(reuse))
+}
+
+/// The first part of the context other than the environment that differs, in words.
+fn changed_context(then: &Snapshot, now: &Snapshot) -> Option<String> {
+    let names: BTreeSet<&String> = then.context.keys().chain(now.context.keys()).collect();
+    let name = names
+        .into_iter()
+        .filter(|n| !n.starts_with("env:"))
+        .find(|n| then.context.get(*n) != now.context.get(*n))?;
+    Some(match name.as_str() {
+        "selection" => "the packages, targets, features, filter or flags changed".into(),
+        "toolchain" => "the toolchain changed".into(),
+        "cargo-sfl" => "cargo sfl changed".into(),
+        _ => format!("{name} changed"),
+    })
+}
+
+/// Whether a test's row may be reused at all: only a clean pass of a deterministic test (a
+/// failing, crashed, timed-out or flaky test, one whose coverage was partial, and one whose row
+/// is a sample of random inputs are always run again).
+fn reusable_outcome(t: &TestRecord) -> bool {
+    t.outcome == Outcome::Passed && !t.flaky && t.warnings.is_empty() && t.attempts.is_empty() && t.volatile.is_none()
+}

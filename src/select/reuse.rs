@@ -1,0 +1,242 @@
+//! The last run's rows this run may reuse ([`Reuse`]): which, and where their lines and
+//! blocks are now.
+
+use std::collections::{BTreeSet, HashMap, HashSet};
+use std::time::SystemTime;
+
+use crate::bitset::BitSet;
+use crate::spectra::{FunctionSpan, Outcome, Spectra, TestRecord};
+
+/// The last run, and which of its tests' rows this run may reuse.
+pub struct Reuse {
+    pub previous: Spectra,
+    /// When the last run started.
+    pub when: SystemTime,
+    /// Per test of the last run: its row may be reused.
+    pub reusable: Vec<bool>,
+    /// Per changed source file: where each old line went (`[line - 1]`; `None`: changed).
+    pub(super) moved: HashMap<String, Vec<Option<u32>>>,
+    /// Functions of the last run that the edit touched.
+    pub(super) changed: Vec<FunctionSpan>,
+    /// Per test of the last run: its row ran a line (or took an edge) the edit touched.
+    pub(super) touched: Vec<bool>,
+    /// Which environment variables changed and how many tests that re-runs, in words.
+    pub env_note: Option<String>,
+}
+
+/// Lines (`(file, line)`) and functions of the last run, where they are now.
+pub type Known = (Vec<(String, u32)>, Vec<FunctionSpan>);
+
+/// A reused test's row, its lines and blocks where they are now.
+pub struct Row {
+    pub record: TestRecord,
+    pub lines: Vec<(String, u32)>,
+    /// `(from, to)`; `from` `None`: the entry into `to`.
+    pub edges: Vec<(Option<BlockRef>, BlockRef)>,
+}
+
+/// A block of a reused row.
+#[derive(Clone)]
+pub struct BlockRef {
+    pub function: String,
+    pub index: u32,
+    pub lines: Vec<(String, u32)>,
+}
+
+impl Reuse {
+    /// Where line `line` of `file` in the last run is now (`None`: it changed).
+    pub(super) fn line_now(&self, file: &str, line: u32) -> Option<u32> {
+        match self.moved.get(file) {
+            None => Some(line),
+            Some(lines) => lines.get((line as usize).checked_sub(1)?).copied().flatten(),
+        }
+    }
+
+    /// Whether a line of the last run is in a function the edit touched, or changed itself.
+    pub(super) fn dirty(&self, file: &str, line: u32) -> bool {
+        self.line_now(file, line).is_none()
+            || self
+                .changed
+                .iter()
+                .any(|f| f.file == file && f.start <= line && line <= f.end)
+    }
+
+    /// No row that ran a dirty line, or took an edge from or to a block with one, is reused.
+    pub(super) fn drop_dirty(&mut self) {
+        let p = &self.previous;
+        let mut rerun = BitSet::new(p.tests.len());
+        let dirty_units: Vec<bool> = p.units.iter().map(|u| self.dirty(&u.file, u.line)).collect();
+        for (u, column) in p.coverage.iter().enumerate() {
+            if dirty_units[u] {
+                rerun.union_with(column);
+            }
+        }
+        if let Some(edges) = &p.edges {
+            // Line 1 is where rustc places what it generates for the whole crate (the test
+            // harness's `main`, which every test enters): as a block's line it says nothing of
+            // the function that starts there, whose runs the line coverage shows.
+            let dirty_block: Vec<bool> = edges
+                .blocks
+                .iter()
+                .map(|b| {
+                    b.lines
+                        .iter()
+                        .any(|u| dirty_units[u.index()] && p.units[u.index()].line != 1)
+                })
+                .collect();
+            for (e, column) in edges.edges.iter().zip(&edges.coverage) {
+                if dirty_block[e.to.index()] || e.from.is_some_and(|f| dirty_block[f.index()]) {
+                    rerun.union_with(column);
+                }
+            }
+        }
+        for t in rerun.iter() {
+            self.reusable[t] = false;
+            self.touched[t] = true;
+        }
+    }
+
+    /// Whether test `t` of the last run, run again now without having run a line the edit
+    /// touched (it failed, say), ran other lines of unchanged code this time (`lines`, where
+    /// they are now): then its row is a sample, not a fact. A test whose last row ran touched
+    /// code may rightly run other lines now, so it is not judged.
+    pub fn varied(&self, t: usize, lines: &[(String, u32)]) -> bool {
+        if self.touched[t] {
+            return false;
+        }
+        let p = &self.previous;
+        let mut before = BTreeSet::new();
+        let mut known = HashSet::new();
+        for (u, column) in p.coverage.iter().enumerate() {
+            let unit = &p.units[u];
+            if self.dirty(&unit.file, unit.line) {
+                continue;
+            }
+            let Some(now) = self.line_now(&unit.file, unit.line) else {
+                continue;
+            };
+            known.insert((unit.file.as_str(), now));
+            if column.contains(t) {
+                before.insert((unit.file.as_str(), now));
+            }
+        }
+        let after: BTreeSet<(&str, u32)> = lines
+            .iter()
+            .map(|(f, l)| (f.as_str(), *l))
+            .filter(|k| known.contains(k))
+            .collect();
+        before != after
+    }
+
+    /// The last run's tests (by binary and name as named now), as indices into its tests.
+    pub fn index(&self) -> HashMap<(&str, String), usize> {
+        self.previous
+            .tests
+            .iter()
+            .enumerate()
+            .map(|(i, t)| ((t.binary.as_str(), self.name_now(&t.name)), i))
+            .collect()
+    }
+
+    /// How many of the last run's tests run again only because their rows are samples.
+    pub fn volatile(&self) -> usize {
+        self.previous
+            .tests
+            .iter()
+            .filter(|t| t.volatile.is_some() && t.outcome == Outcome::Passed)
+            .count()
+    }
+
+    /// The last run's units (lines the coverage maps knew) and functions, where they are now,
+    /// but those the edit touched: what the binaries this run did not build would have named.
+    pub fn known_now(&self) -> Known {
+        let p = &self.previous;
+        let units = p
+            .units
+            .iter()
+            .filter(|u| u.name().is_none() && !self.dirty(&u.file, u.line))
+            .filter_map(|u| Some((u.file.clone(), self.line_now(&u.file, u.line)?)))
+            .collect();
+        let functions = p
+            .functions
+            .iter()
+            .filter(|f| !self.changed.contains(f))
+            .filter_map(|f| {
+                Some(FunctionSpan {
+                    file: f.file.clone(),
+                    start: self.line_now(&f.file, f.start)?,
+                    end: self.line_now(&f.file, f.end)?,
+                })
+            })
+            .collect();
+        (units, functions)
+    }
+
+    /// Whether any source file changed since the last run.
+    pub fn edited(&self) -> bool {
+        !self.moved.is_empty()
+    }
+
+    /// A test of the last run as it is named now: a doctest's name says its line
+    /// (`src/lib.rs - half (line 18)`), which an edit above it moves.
+    pub fn name_now(&self, name: &str) -> String {
+        let moved = || {
+            let (item, line) = name.strip_suffix(')')?.rsplit_once(" (line ")?;
+            let (file, _) = item.split_once(" - ")?;
+            let now = self.line_now(file, line.parse().ok()?)?;
+            Some(format!("{item} (line {now})"))
+        };
+        moved().unwrap_or_else(|| name.to_string())
+    }
+
+    /// The reusable rows of the last run's tests `which` (indices into its tests), lines and
+    /// blocks where they are now.
+    pub fn rows(&self, which: &[usize]) -> Vec<Row> {
+        let p = &self.previous;
+        let unit = |u: crate::spectra::UnitId| {
+            let unit = &p.units[u.index()];
+            (
+                unit.file.clone(),
+                self.line_now(&unit.file, unit.line).unwrap_or(unit.line),
+            )
+        };
+        let mut rows: Vec<Row> = which
+            .iter()
+            .map(|&t| Row {
+                record: TestRecord {
+                    name: self.name_now(&p.tests[t].name),
+                    reused: true,
+                    ..p.tests[t].clone()
+                },
+                lines: Vec::new(),
+                edges: Vec::new(),
+            })
+            .collect();
+        let slot: HashMap<usize, usize> = which.iter().enumerate().map(|(i, &t)| (t, i)).collect();
+        for (u, column) in p.coverage.iter().enumerate() {
+            for t in column.iter() {
+                if let Some(&i) = slot.get(&t) {
+                    rows[i].lines.push(unit(crate::spectra::UnitId(u as u32)));
+                }
+            }
+        }
+        if let Some(edges) = &p.edges {
+            let block = |b: crate::edges::BlockId| {
+                let b = &edges.blocks[b.index()];
+                BlockRef {
+                    function: b.function.clone(),
+                    index: b.index,
+                    lines: b.lines.iter().map(|&u| unit(u)).collect(),
+                }
+            };
+            for (e, column) in edges.edges.iter().zip(&edges.coverage) {
+                for t in column.iter() {
+                    if let Some(&i) = slot.get(&t) {
+                        rows[i].edges.push((e.from.map(block), block(e.to)));
+                    }
+                }
+            }
+        }
+        rows
+    }
+}

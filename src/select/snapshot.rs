@@ -1,0 +1,161 @@
+//! What a run sees of the workspace before it builds ([`look`]): every file of the packages
+//! (Rust sources as a hash per line, other files as a digest) and the context that decides
+//! results beyond them (toolchain, selection and flags, environment).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use super::environment::volatile;
+use crate::build::Workspace;
+use crate::config::RunConfig;
+use crate::spectra::{FileState, Snapshot};
+
+/// Bump when what a snapshot records, or how it is compared, changes: an older snapshot then
+/// runs every test.
+const VERSION: &str = "2";
+
+/// What a run sees of the workspace before it builds: the files of the selected packages
+/// ([`files`]) and the context. `rustc` is `rustc -vV`.
+pub fn look(files: BTreeMap<String, FileState>, cfg: &RunConfig, rustc: &str) -> Snapshot {
+    let mut context = BTreeMap::new();
+    let mut part = |name: String, value: &str| {
+        context.insert(name, crate::spectra::file_digest(value.as_bytes()));
+    };
+    part("cargo-sfl".into(), &format!("{} {VERSION}", env!("CARGO_PKG_VERSION")));
+    part("toolchain".into(), rustc);
+    let mut selection = cfg.selection.clone();
+    // Where the workspace and the build are does not change results (a CI cache is restored
+    // at another path).
+    selection.manifest_path = None;
+    selection.target_dir = None;
+    let exec = &cfg.execution;
+    part(
+        "selection".into(),
+        &format!(
+            "{selection:?} filter={:?} expr={:?} ignored={} partition={:?} edges={} retries={:?} timeout={:?}",
+            cfg.filter,
+            cfg.nextest.filtersets,
+            exec.include_ignored,
+            exec.partition.map(|p| p.to_string()),
+            !exec.no_edges,
+            exec.retries,
+            exec.test_timeout,
+        ),
+    );
+    for (name, value) in std::env::vars_os() {
+        let name = name.to_string_lossy().into_owned();
+        if !volatile(&name) {
+            part(format!("env:{name}"), &value.to_string_lossy());
+        }
+    }
+    Snapshot {
+        taken: SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs()),
+        context,
+        files,
+        build_env: Vec::new(),
+    }
+}
+
+/// The environment variables the build in `build_dir` declared reading: rustc's dependency
+/// files (`# env-dep:NAME`, from `env!` and `option_env!`) and build scripts' output
+/// (`cargo:rerun-if-env-changed=NAME`), sorted.
+pub fn build_env(build_dir: &Path) -> Vec<String> {
+    let mut names = BTreeSet::new();
+    let read_dir = |d: PathBuf| std::fs::read_dir(d).into_iter().flatten().flatten();
+    for profile in read_dir(build_dir.to_path_buf()).filter(|e| e.path().is_dir()) {
+        for dep in read_dir(profile.path().join("deps")) {
+            if dep.path().extension().is_some_and(|x| x == "d")
+                && let Ok(text) = std::fs::read_to_string(dep.path())
+            {
+                for line in text.lines() {
+                    if let Some(rest) = line.strip_prefix("# env-dep:") {
+                        names.insert(rest.split('=').next().unwrap_or(rest).to_string());
+                    }
+                }
+            }
+        }
+        for script in read_dir(profile.path().join("build")) {
+            if let Ok(text) = std::fs::read_to_string(script.path().join("output")) {
+                for line in text.lines() {
+                    let line = line.strip_prefix("cargo::").or_else(|| line.strip_prefix("cargo:"));
+                    if let Some(name) = line.and_then(|l| l.strip_prefix("rerun-if-env-changed=")) {
+                        names.insert(name.trim().to_string());
+                    }
+                }
+            }
+        }
+    }
+    names.into_iter().collect()
+}
+
+/// The files of the selected packages (and the workspace's manifest, lock file, cargo and
+/// nextest configuration, path dependencies outside it): Rust sources as a hash per line,
+/// others as a digest.
+pub fn files(ws: &Workspace) -> BTreeMap<String, FileState> {
+    package_files(ws)
+        .into_iter()
+        .filter_map(|(rel, path)| {
+            let bytes = std::fs::read(&path).ok()?;
+            let state = if rel.ends_with(".rs") {
+                FileState::lines(&bytes)
+            } else {
+                FileState::digest(&bytes)
+            };
+            Some((rel, state))
+        })
+        .collect()
+}
+
+/// Every file a test's result may depend on outside the toolchain and the registry: the
+/// members' directories (as git would see them: ignored and hidden files left out, and the
+/// target directories), path dependencies outside the workspace, and the workspace's manifest,
+/// lock file, cargo and nextest configuration. Relative to the root where inside it.
+fn package_files(ws: &Workspace) -> BTreeMap<String, PathBuf> {
+    let mut dirs: BTreeSet<PathBuf> = BTreeSet::new();
+    for m in &ws.members {
+        if let Some(dir) = m.manifest_path.parent() {
+            dirs.insert(dir.as_std_path().to_path_buf());
+        }
+        for d in &m.dependencies {
+            if let Some(p) = &d.path {
+                dirs.insert(p.as_std_path().to_path_buf());
+            }
+        }
+    }
+    let skip: Vec<PathBuf> = [&ws.target_dir, &ws.cargo_target_dir, &ws.build_dir]
+        .into_iter()
+        .map(|d| d.canonicalize().unwrap_or_else(|_| d.clone()))
+        .collect();
+    let mut files = BTreeMap::new();
+    let name = |path: &Path| match path.strip_prefix(&ws.root) {
+        Ok(rel) => rel.to_string_lossy().replace('\\', "/"),
+        Err(_) => path.to_string_lossy().into_owned(),
+    };
+    for dir in dirs {
+        let walk = ignore::WalkBuilder::new(&dir)
+            .filter_entry({
+                let skip = skip.clone();
+                move |e| !skip.iter().any(|s| e.path() == s)
+            })
+            .build();
+        for entry in walk.flatten() {
+            if entry.file_type().is_some_and(|t| t.is_file()) {
+                files.insert(name(entry.path()), entry.into_path());
+            }
+        }
+    }
+    for extra in [
+        "Cargo.toml",
+        "Cargo.lock",
+        ".cargo/config.toml",
+        ".cargo/config",
+        ".config/nextest.toml",
+    ] {
+        let path = ws.root.join(extra);
+        if path.is_file() {
+            files.insert(extra.to_string(), path);
+        }
+    }
+    files
+}

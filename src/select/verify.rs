@@ -1,0 +1,78 @@
+//! The check of the edit against the new build's coverage maps ([`Reuse::verify`]).
+
+use std::collections::HashSet;
+
+use super::reuse::Reuse;
+use crate::spectra::FunctionSpan;
+
+/// A function of the new build in a changed file that the diff does not explain: neither where
+/// an unchanged function went nor inside a changed one.
+#[derive(Debug, PartialEq, thiserror::Error)]
+#[error("{} has a function at lines {}-{} that the last run did not know", .0.file, .0.start, .0.end)]
+pub struct UnknownFunction(pub FunctionSpan);
+
+impl Reuse {
+    /// Checks the edit against the functions the new build's coverage maps name (`now`):
+    /// a test of the last run that ran a function which is not where the diff says it went is
+    /// not reused (`Ok(n)`: how many such tests); a new function that is not inside a changed
+    /// one means the diff does not explain the edit (`Err`: why every test runs).
+    /// `complete`: the build made every binary of the selection, so a function missing from it
+    /// is gone; a build of some binaries only may simply not hold it (a generic function
+    /// instantiated in other binaries), and then only a function of the build overlapping
+    /// where the diff put it says the diff is wrong.
+    pub fn verify(&mut self, now: &HashSet<FunctionSpan>, complete: bool) -> Result<usize, UnknownFunction> {
+        let mut expected = HashSet::new();
+        let mut lost = Vec::new();
+        for f in &self.previous.functions {
+            if !self.moved.contains_key(&f.file) || self.changed.contains(f) {
+                continue;
+            }
+            let moved = (self.line_now(&f.file, f.start), self.line_now(&f.file, f.end));
+            match moved {
+                (Some(start), Some(end)) => {
+                    let span = FunctionSpan {
+                        file: f.file.clone(),
+                        start,
+                        end,
+                    };
+                    let overlapped = || now.iter().any(|g| g.file == f.file && g.start <= end && start <= g.end);
+                    if now.contains(&span) {
+                        expected.insert(span);
+                    } else if complete || overlapped() {
+                        lost.push(f.clone());
+                    }
+                }
+                _ => lost.push(f.clone()),
+            }
+        }
+        // Changed functions as they are now: the lines between the new places of the
+        // unchanged lines just outside them.
+        let changed_now: Vec<(String, u32, u32)> = self
+            .changed
+            .iter()
+            .map(|f| {
+                let lines = &self.moved[&f.file];
+                let before = (1..f.start).rev().find_map(|l| lines[l as usize - 1]).unwrap_or(0);
+                let after = (f.end + 1..=lines.len() as u32)
+                    .find_map(|l| lines[l as usize - 1])
+                    .unwrap_or(u32::MAX);
+                (f.file.clone(), before, after)
+            })
+            .collect();
+        for f in now
+            .iter()
+            .filter(|f| self.moved.contains_key(&f.file) && !expected.contains(*f))
+        {
+            let inside = changed_now
+                .iter()
+                .any(|(file, before, after)| *file == f.file && *before < f.start && f.end < *after);
+            if !inside {
+                return Err(UnknownFunction(f.clone()));
+            }
+        }
+        let before = self.reusable.iter().filter(|r| **r).count();
+        self.changed.extend(lost);
+        self.drop_dirty();
+        Ok(before - self.reusable.iter().filter(|r| **r).count())
+    }
+}
