@@ -804,7 +804,10 @@ mod tests {
             assert_eq!(e.kind(), clap::error::ErrorKind::ValueValidation, "{args:?}");
             assert_eq!(e.exit_code(), 2, "{args:?}");
             let text = e.to_string();
-            assert!(text.contains("invalid value") && text.contains(says), "{args:?}: {text}");
+            assert!(
+                text.contains("invalid value") && text.contains(says),
+                "{args:?}: {text}"
+            );
         }
     }
 }
