@@ -206,4 +206,29 @@ mod tests {
             .to_string();
         assert!(err.contains("ochiai"), "{err}");
     }
+
+    /// Numbers no run can use, each after its flag as on a command line: refused by the
+    /// parser as invalid values, usage errors (`cargo sfl` exits 2 before anything is built)
+    /// that say why.
+    #[test]
+    fn unusable_numbers_exit_2() {
+        let cases: [(&[&str], &str); 6] = [
+            (&["--test-timeout", "inf"], "from 0.001 to 31536000"),
+            (&["--test-timeout", "1e30"], "from 0.001 to 31536000"),
+            (&["--test-timeout", "nan"], "from 0.001 to 31536000"),
+            (&["--test-timeout", "0"], "from 0.001 to 31536000"),
+            (&["-j", "0"], "must be at least 1"),
+            (&["report", "--top", "0"], "must be at least 1"),
+        ];
+        for (args, says) in cases {
+            let e = Cargo::try_parse_from(["cargo", "sfl"].iter().chain(args)).unwrap_err();
+            assert_eq!(e.kind(), clap::error::ErrorKind::ValueValidation, "{args:?}");
+            assert_eq!(e.exit_code(), 2, "{args:?}");
+            let text = e.to_string();
+            assert!(
+                text.contains("invalid value") && text.contains(says),
+                "{args:?}: {text}"
+            );
+        }
+    }
 }

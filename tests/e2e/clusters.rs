@@ -1,10 +1,12 @@
-//! Independent failures on the `two-bugs` fixture: `--clusters` ranks each cluster of failing
-//! tests against the passing tests, interleaves the rankings, and says which tests fell together.
+//! Independent failures on the `two-bugs` fixture's shared run: `--clusters` ranks each cluster
+//! of failing tests against the passing tests, interleaves the rankings, and says which tests
+//! fell together.
 
 use libtest_mimic::Trial;
 use serde_json::Value;
 
-use crate::support::{Result, check, copy_fixture, sfl, show};
+use crate::fixtures::saved;
+use crate::support::{Result, check, report, sfl, show};
 
 pub fn trials() -> Vec<Trial> {
     vec![Trial::test("clusters::two_bugs_ranked_apart", two_bugs_ranked_apart)]
@@ -23,9 +25,8 @@ fn rank_of(report: &Value, line: u64) -> f64 {
 /// guard (line 5, run by three failing tests and one passing test). Ranked per cluster, each
 /// bug's fault is at the top of its own ranking, so both lead the interleaved one.
 fn two_bugs_ranked_apart() -> Result {
-    let tmp = copy_fixture("two-bugs");
-    let dir = tmp.path();
-    let pooled = sfl(&["--format", "json", "-m", "ochiai"], dir);
+    let dir = saved("two-bugs")?.dir();
+    let pooled = report(&["--format", "json", "-m", "ochiai"], dir);
     check(pooled.status.success(), || show(&pooled))?;
     let pooled: Value = serde_json::from_slice(&pooled.stdout)?;
     check(rank_of(&pooled, 13) > rank_of(&pooled, 5), || format!("{pooled:#}"))?;

@@ -7,7 +7,8 @@ use std::path::{Path, PathBuf};
 
 use libtest_mimic::Trial;
 
-use crate::support::{Result, check, copy_fixture, root, sfl, show};
+use crate::fixtures::saved;
+use crate::support::{Result, check, report, root, show};
 
 /// The marker lines around the README's sample report (xtask/src/readme.rs writes between them).
 const BEGIN: &str = "<!-- sample-report:begin -->";
@@ -26,20 +27,22 @@ pub fn trials() -> Vec<Trial> {
     ]
 }
 
-/// The README's demo (`cargo sfl --manifest-path fixtures/minmax/Cargo.toml`, on a copy) prints
-/// exactly the README's sample report on stdout; the lines the guide quotes from it are still
-/// lines of it.
+/// The README's demo, `cargo sfl --manifest-path fixtures/minmax/Cargo.toml`, on the copy of
+/// minmax whose manifest is `manifest`, in plain text (as the sample is).
+pub(crate) fn demo(manifest: &str) -> [&str; 4] {
+    ["--color", "never", "--manifest-path", manifest]
+}
+
+/// The README's demo prints exactly the README's sample report on stdout (here: its report
+/// made from minmax's shared run; `report::rereads_saved_spectra` checks that the demo prints
+/// just that); the lines the guide quotes from it are still lines of it.
 fn sample_report() -> Result {
     let readme = std::fs::read_to_string(root().join("README.md"))?;
     let sample = sample_block(&readme)?;
 
-    let tmp = copy_fixture("minmax");
-    let dir = tmp.path();
+    let dir = saved("minmax")?.dir();
     let manifest = dir.join("Cargo.toml");
-    let out = sfl(
-        &["--color", "never", "--manifest-path", manifest.to_str().unwrap()],
-        dir,
-    );
+    let out = report(&demo(manifest.to_str().unwrap()), dir);
     check(out.status.code() == Some(0), || show(&out))?;
     let printed = normalise(&String::from_utf8_lossy(&out.stdout));
 

@@ -8,6 +8,8 @@ use cargo_sfl::spectra::{Spectra, UnitId};
 use libtest_mimic::Trial;
 use serde_json::Value;
 
+use crate::fixtures::saved;
+use crate::support::shared;
 use crate::support::{Result, check, check_exit, copy_fixture, faults, lib_crate, root, sfl, sfl_command, show};
 
 pub fn trials() -> Vec<Trial> {
@@ -187,10 +189,7 @@ fn line_rank(report: &Value, measure: &str, file: &str, line: u64) -> Option<f64
 /// entries, in the report or in `eval`: each measure's groups are its own.
 fn leaves_other_measures_alone() -> Result {
     for fixture in ["minmax", "schedule"] {
-        let tmp = copy_fixture(fixture);
-        let dir = tmp.path();
-        let run = sfl(&["-q"], dir);
-        check(run.status.code() == Some(0), || show(&run))?;
+        let dir = saved(fixture)?.dir();
         let ranking = |extra: &[&str]| -> Result<Value> {
             let mut args = vec!["report", "--format", "json", "--top", "500", "-m", "ochiai"];
             args.extend(extra);
@@ -461,8 +460,9 @@ fn fixture_files(d: &Path) -> impl Fn(&Path) -> Option<String> + Sync + '_ {
 }
 
 /// Runs that keep their profiles, with one executable per doctest (more binaries, each
-/// linking the whole library, each read for its one test).
-const KEPT_STANDALONE: [&str; 6] = [
+/// linking the whole library, each read for its one test); the debug build's run of
+/// doctest-2021 is shared.
+const KEPT_STANDALONE: &[&str] = &[
     "--keep-profiles",
     "--standalone-doctests",
     "--format",
@@ -476,16 +476,12 @@ const KEPT_STANDALONE: [&str; 6] = [
 /// reading the whole DWARF, inlined frames included: in a debug build, and in a release build
 /// (`--release`), where the fixture's code is inlined.
 fn line_tables_by_unit() -> Result {
+    same_lines_by_unit(shared::run("doctest-2021", KEPT_STANDALONE)?.dir())?;
     let tmp = copy_fixture("doctest-2021");
     let d = tmp.path();
-    for profile in [&[][..], &["--release"][..]] {
-        let mut args = KEPT_STANDALONE.to_vec();
-        args.extend_from_slice(profile);
-        let out = sfl(&args, d);
-        check(out.status.code() == Some(0), || show(&out))?;
-        same_lines_by_unit(d)?;
-    }
-    Ok(())
+    let out = sfl(&[KEPT_STANDALONE, &["--release"]].concat(), d);
+    check(out.status.code() == Some(0), || show(&out))?;
+    same_lines_by_unit(d)
 }
 
 /// [`line_tables_by_unit`] on the binaries of the last run in `d`.
@@ -535,10 +531,7 @@ fn same_lines_by_unit(d: &Path) -> Result {
 /// that test ran: the edges it gives are the ones reading the whole executable gives, for every
 /// test of `fixtures/doctest-2021`, doctests and unit tests alike.
 fn one_test_executables() -> Result {
-    let tmp = copy_fixture("doctest-2021");
-    let d = tmp.path();
-    let out = sfl(&KEPT_STANDALONE, d);
-    check(out.status.code() == Some(0), || show(&out))?;
+    let d = shared::run("doctest-2021", KEPT_STANDALONE)?.dir();
     let (index, paths) = kept_binaries(d)?;
     let relative = fixture_files(d);
     let (whole, alone) = (

@@ -1,10 +1,12 @@
 //! Runs that end without a ranking (nothing failed, nothing matched, the build broke, the saved
 //! spectra are corrupt) and the exit code and message each gives; and `report` re-ranking good
-//! saved spectra to the same JSON.
+//! saved spectra to what the run printed.
+
+use std::path::Path;
 
 use libtest_mimic::Trial;
 
-use crate::support::{Result, check, check_exit, copy_fixture, lib_crate, sfl, show};
+use crate::support::{Result, check, check_exit, copy_fixture, lib_crate, report, sfl, show};
 
 pub fn trials() -> Vec<Trial> {
     vec![
@@ -134,29 +136,43 @@ fn build_failure_shows_diagnostics() -> Result {
     check_exit(&out, 101, &out.stderr, &["error", "instrumented build failed"])
 }
 
-/// `cargo sfl report` re-ranks the saved spectra to the same JSON; a corrupt file is refused.
+/// `cargo sfl report` re-ranks the saved spectra to what the run printed, and `eval --spectra`
+/// evaluates them as `eval` with a run does: for JSON and for each report that trials read
+/// from a fixture's shared run instead of printing it from a run of their own (the README's
+/// demo, the human snapshot's report, the SARIF trial's, the HTML page, the hand-computed
+/// evaluation). An output that cannot be written is refused, and so is a corrupt file.
 fn report_rereads_saved_spectra() -> Result {
     let tmp = copy_fixture("minmax");
-    let first = sfl(&["--format", "json", "-m", "dstar"], tmp.path());
-    check(first.status.success(), || show(&first))?;
-    let again = sfl(&["report", "--format", "json", "-m", "dstar"], tmp.path());
-    check(again.status.success(), || show(&again))?;
-    check(first.stdout == again.stdout, || {
-        format!("{}\nvs\n{}", show(&first), show(&again))
-    })?;
+    let dir = tmp.path();
+    let manifest = dir.join("Cargo.toml");
+    for args in [
+        &["--format", "json", "-m", "dstar"][..],
+        &crate::docs::demo(manifest.to_str().unwrap()),
+        crate::formats::HUMAN_TOP_5,
+        crate::formats::SARIF_TOP_3,
+    ] {
+        let run = sfl(args, dir);
+        check(run.status.success(), || show(&run))?;
+        let again = report(args, dir);
+        check(again.status.success(), || show(&again))?;
+        check(run.stdout == again.stdout, || {
+            format!("{args:?}:\n{}\nvs\n{}", show(&run), show(&again))
+        })?;
+    }
+    html_and_eval_reread(dir)?;
     // An output that cannot be written is an I/O error naming the path (exit 74).
-    let missing = tmp.path().join("no/such/dir/report.json");
-    let out = sfl(&["report", "-o", missing.to_str().unwrap()], tmp.path());
+    let missing = dir.join("no/such/dir/report.json");
+    let out = sfl(&["report", "-o", missing.to_str().unwrap()], dir);
     check_exit(
         &out,
         74,
         &out.stderr,
         &["cannot write the report to", "no/such/dir/report.json"],
     )?;
-    let under_a_file = tmp.path().join("Cargo.toml/page");
+    let under_a_file = dir.join("Cargo.toml/page");
     let out = sfl(
         &["report", "--format", "html", "-o", under_a_file.to_str().unwrap()],
-        tmp.path(),
+        dir,
     );
     check_exit(
         &out,
@@ -165,8 +181,40 @@ fn report_rereads_saved_spectra() -> Result {
         &["cannot write the HTML report to", "Cargo.toml/page"],
     )?;
 
-    let spectra = tmp.path().join("target/sfl/spectra.json");
+    let spectra = dir.join("target/sfl/spectra.json");
     std::fs::write(&spectra, "{\"schema\": \"cargo-sfl-spectra/v1\", \"tests\": 3}")?;
-    let bad = sfl(&["report"], tmp.path());
+    let bad = sfl(&["report"], dir);
     check_exit(&bad, 5, &bad.stderr, &["malformed"])
+}
+
+/// In `dir`, a copy of minmax: the HTML page a run writes is the one `report` writes of its
+/// spectra, and `eval` with a run gives the hand-computed evaluation's report that `eval
+/// --spectra` gives of the spectra the run saved.
+fn html_and_eval_reread(dir: &Path) -> Result {
+    let (by_run, by_report) = (dir.join("page-of-the-run"), dir.join("page-of-the-report"));
+    let run = sfl(&["--format", "html", "--output", by_run.to_str().unwrap()], dir);
+    check(run.status.success(), || show(&run))?;
+    let again = report(&["--format", "html", "--output", by_report.to_str().unwrap()], dir);
+    check(again.status.success(), || show(&again))?;
+    let (page, page_again) = (
+        std::fs::read(by_run.join("index.html"))?,
+        std::fs::read(by_report.join("index.html"))?,
+    );
+    check(page == page_again, || {
+        "the run's HTML page differs from the report's".into()
+    })?;
+
+    let faults = dir.join("faults.toml");
+    let eval = [
+        &["eval", "--faults", faults.to_str().unwrap()][..],
+        &crate::eval::HAND_COMPUTED,
+    ]
+    .concat();
+    let run = sfl(&eval, dir);
+    check(run.status.success(), || show(&run))?;
+    let spectra = dir.join("target/sfl/spectra.json");
+    let from_saved = sfl(&[&eval[..], &["--spectra", spectra.to_str().unwrap()]].concat(), dir);
+    check(from_saved.stdout == run.stdout, || {
+        format!("{}\nvs\n{}", show(&run), show(&from_saved))
+    })
 }

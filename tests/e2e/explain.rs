@@ -1,9 +1,10 @@
-//! `cargo sfl explain FILE:LINE` on the saved spectra of a fixture run.
+//! `cargo sfl explain FILE:LINE` on the saved spectra of a fixture's shared run.
 
 use libtest_mimic::Trial;
 use serde_json::Value;
 
-use crate::support::{Result, check, check_exit, copy_fixture, lib_crate, sfl, show};
+use crate::fixtures::saved;
+use crate::support::{Result, check, check_exit, lib_crate, sfl, show};
 
 pub fn trials() -> Vec<Trial> {
     vec![
@@ -16,10 +17,7 @@ pub fn trials() -> Vec<Trial> {
 /// shares its entry with 12 others that no test tells apart; test code and non-lines are not
 /// ranked, and say why.
 fn minmax() -> Result {
-    let tmp = copy_fixture("minmax");
-    let dir = tmp.path();
-    let run = sfl(&["-q"], dir);
-    check(run.status.code() == Some(0), || show(&run))?;
+    let dir = saved("minmax")?.dir();
 
     let human = sfl(&["explain", "src/lib.rs:16"], dir);
     check(human.status.code() == Some(0), || show(&human))?;
@@ -81,10 +79,7 @@ fn minmax() -> Result {
 /// end are usage errors; a line inside a statement of several lines names the line that holds
 /// the statement's coverage.
 fn paths_in_a_workspace() -> Result {
-    let tmp = copy_fixture("workspace");
-    let dir = tmp.path();
-    let run = sfl(&["-q", "--no-doctests"], dir);
-    check(run.status.code() == Some(0), || show(&run))?;
+    let dir = saved("workspace")?.dir();
     let member = dir.join("core");
     let absolute = member.join("src/lib.rs:22");
     for (args, at) in [

@@ -6,7 +6,8 @@ use std::collections::BTreeSet;
 use libtest_mimic::Trial;
 use serde_json::Value;
 
-use crate::support::{Result, check, copy_fixture, faults, human_agrees_with_json, sfl, show};
+use crate::support::shared::{self, Saved};
+use crate::support::{Result, check, faults, human_agrees_with_json, sfl, show};
 use crate::{edges, oracle};
 
 /// Every failing test of every fixture: fixture, test binary, test name, outcome. Every other
@@ -45,8 +46,15 @@ const FAILING: &str = "
 /// `#![cfg(test)]` itself, declared by a plain `mod name;`.
 const NEVER_RANKED: &[(&str, &str)] = &[("two-files", "src/checks.rs")];
 
-/// The measures every fixture is ranked by: the default and four others.
-const MEASURES: [&str; 10] = [
+/// What every fixture trial runs, and so each fixture's shared run ([`saved`]): the JSON report
+/// by the default measure and four others, the profiles kept for the decoder oracle, and a
+/// short test timeout for the fixture whose test hangs.
+pub const RUN: &[&str] = &[
+    "--format",
+    "json",
+    "--keep-profiles",
+    "--test-timeout",
+    "3",
     "-m",
     DEFAULT,
     "-m",
@@ -58,6 +66,9 @@ const MEASURES: [&str; 10] = [
     "-m",
     "dstar",
 ];
+
+/// The measures every fixture is ranked by: the default and four others.
+const MEASURES: &[&str] = RUN.split_at(5).1;
 
 /// The default ranking.
 const DEFAULT: &str = "stack-combined";
@@ -94,6 +105,12 @@ fn expectations() -> Vec<Expect> {
     out
 }
 
+/// The fixture's shared run ([`RUN`]), for the trials that read its saved spectra, kept
+/// profiles or JSON report and change nothing.
+pub fn saved(fixture: &'static str) -> Result<&'static Saved> {
+    shared::run(fixture, RUN)
+}
+
 pub fn trials() -> Vec<Trial> {
     expectations()
         .into_iter()
@@ -101,20 +118,11 @@ pub fn trials() -> Vec<Trial> {
         .collect()
 }
 
-/// Runs the fixture with the default and four other measures, keeping the profiles for the
-/// oracle.
+/// The fixture's run with the default and four other measures ([`RUN`]), keeping the profiles
+/// for the oracle.
 fn fixture_trial(e: &Expect) -> Result {
-    let tmp = copy_fixture(e.fixture);
-    let dir = tmp.path();
-    let out = sfl(
-        &["--format", "json", "--keep-profiles", "--test-timeout", "3"]
-            .iter()
-            .chain(&MEASURES)
-            .copied()
-            .collect::<Vec<_>>(),
-        dir,
-    );
-    check(out.status.code() == Some(0), || show(&out))?;
+    let saved = saved(e.fixture)?;
+    let (dir, out) = (saved.dir(), &saved.out);
     let report: Value =
         serde_json::from_slice(&out.stdout).map_err(|err| format!("bad JSON: {err}\n{}", show(&out)))?;
     check(report["schema"] == "cargo-sfl/v1", || "schema".into())?;
@@ -193,7 +201,7 @@ fn fixture_trial(e: &Expect) -> Result {
 /// The human and SARIF reports of the saved run show each entry at the line the JSON report
 /// leads it with, in that line's own file.
 fn reports_lead_alike(dir: &std::path::Path, report: &Value) -> Result {
-    let measures: Vec<&str> = std::iter::once("report").chain(MEASURES).collect();
+    let measures: Vec<&str> = std::iter::once("report").chain(MEASURES.iter().copied()).collect();
     let human = sfl(&measures, dir);
     human_agrees_with_json(&String::from_utf8_lossy(&human.stdout), report)?;
     let sarif = sfl(&[&measures[..], &["--format", "sarif"]].concat(), dir);

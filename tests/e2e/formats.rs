@@ -1,6 +1,7 @@
 //! The report formats end to end: human, JSON and SARIF snapshots, SARIF against the official
 //! schema and Microsoft's Multitool, the HTML report in a real browser, the measures catalogue
-//! and GZoltar matrices imported with `analyze`.
+//! and GZoltar matrices imported with `analyze`. The reports are made from minmax's shared run
+//! (`report::rereads_saved_spectra` checks that a run prints what `report` makes of its spectra).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -9,8 +10,17 @@ use std::process::Command;
 use libtest_mimic::Trial;
 use serde_json::Value;
 
+use crate::fixtures::saved;
 use crate::support::webdriver::Browser;
-use crate::support::{Result, check, check_exit, copy_fixture, root, sfl, show, tool};
+use crate::support::{Result, check, check_exit, report, root, sfl, show, tool};
+
+/// The human report the snapshot holds: the first five entries of two measures.
+pub(crate) const HUMAN_TOP_5: &[&str] = &["--top", "5", "-m", "ochiai", "-m", "naish2"];
+
+/// The SARIF report [`sarif_validates`] reads: the first three entries of three measures.
+pub(crate) const SARIF_TOP_3: &[&str] = &[
+    "--format", "sarif", "--top", "3", "-m", "ochiai", "-m", "cl", "-m", "cp",
+];
 
 pub fn trials() -> Vec<Trial> {
     vec![
@@ -24,20 +34,17 @@ pub fn trials() -> Vec<Trial> {
 
 /// Snapshots of the human and JSON reports (paths and durations redacted) and of `--help`.
 fn snapshots() -> Result {
-    let tmp = copy_fixture("minmax");
-    let human = sfl(&["--top", "5", "-m", "ochiai", "-m", "naish2"], tmp.path());
+    let dir = saved("minmax")?.dir();
+    let human = report(HUMAN_TOP_5, dir);
     check(human.status.success(), || show(&human))?;
-    let json = sfl(&["report", "--format", "json"], tmp.path());
+    let json = sfl(&["report", "--format", "json"], dir);
     check(json.status.success(), || show(&json))?;
-    let help = sfl(&["--help"], tmp.path());
-    let catalogue = sfl(&["measures"], tmp.path());
-    let sarif = sfl(&["report", "--format", "sarif", "--top", "2"], tmp.path());
-    let short = sfl(
-        &["report", "--format", "short", "-m", "ochiai", "-m", "naish2"],
-        tmp.path(),
-    );
+    let help = sfl(&["--help"], dir);
+    let catalogue = sfl(&["measures"], dir);
+    let sarif = sfl(&["report", "--format", "sarif", "--top", "2"], dir);
+    let short = sfl(&["report", "--format", "short", "-m", "ochiai", "-m", "naish2"], dir);
     check(short.status.success(), || show(&short))?;
-    short_lines_lead_as_json(&String::from_utf8_lossy(&short.stdout), tmp.path())?;
+    short_lines_lead_as_json(&String::from_utf8_lossy(&short.stdout), dir)?;
     let imported = sfl(
         &[
             "analyze",
@@ -49,11 +56,11 @@ fn snapshots() -> Result {
             "dstar",
             "--no-group",
         ],
-        tmp.path(),
+        dir,
     );
     check(imported.status.success(), || show(&imported))?;
     let repo = root().to_string_lossy().into_owned();
-    let root = tmp.path().to_string_lossy().into_owned();
+    let root = dir.to_string_lossy().into_owned();
     let redact = |b: &[u8]| {
         let s = String::from_utf8_lossy(b).replace(&root, "[ROOT]");
         s.lines()
@@ -224,13 +231,9 @@ fn measures_catalogue() -> Result {
 /// `--format sarif` validates against the official SARIF 2.1.0 schema and passes Microsoft's
 /// SARIF Multitool with no error-level result; its content points at the fault.
 fn sarif_validates() -> Result {
-    let tmp = copy_fixture("minmax");
-    let out = sfl(
-        &[
-            "--format", "sarif", "--top", "3", "-m", "ochiai", "-m", "cl", "-m", "cp",
-        ],
-        tmp.path(),
-    );
+    let dir = saved("minmax")?.dir();
+    let scratch = tempfile::tempdir()?;
+    let out = report(SARIF_TOP_3, dir);
     check(out.status.success(), || show(&out))?;
     let log: Value = serde_json::from_slice(&out.stdout)?;
 
@@ -251,7 +254,7 @@ fn sarif_validates() -> Result {
         "a broken log passed the schema".into()
     })?;
 
-    multitool(tmp.path(), "report", &out.stdout)?;
+    multitool(scratch.path(), "report", &out.stdout)?;
 
     // At function granularity a result spans its function and names it; still valid.
     let fun = sfl(
@@ -264,13 +267,13 @@ fn sarif_validates() -> Result {
             "-m",
             "ochiai",
         ],
-        tmp.path(),
+        dir,
     );
     check(fun.status.success(), || show(&fun))?;
     let fun_log: Value = serde_json::from_slice(&fun.stdout)?;
     let errors: Vec<String> = validator.iter_errors(&fun_log).map(|e| e.to_string()).collect();
     check(errors.is_empty(), || errors.join("\n"))?;
-    multitool(tmp.path(), "functions", &fun.stdout)?;
+    multitool(scratch.path(), "functions", &fun.stdout)?;
     let at = &fun_log["runs"][0]["results"][0]["locations"][0];
     check(
         at["physicalLocation"]["region"] == serde_json::json!({"startLine": 6, "endLine": 22})
@@ -354,9 +357,13 @@ pub(crate) fn multitool(dir: &Path, name: &str, log: &[u8]) -> Result {
 /// bug" re-ranking by Doric's cl-u exactly as `cargo sfl -m cl-u` does, and screenshots kept in
 /// target/test-artifacts/.
 fn html_report_in_a_browser() -> Result {
-    let tmp = copy_fixture("minmax");
-    let out_dir = tmp.path().join("report");
-    let out = sfl(&["--format", "html", "--output", out_dir.to_str().unwrap()], tmp.path());
+    let dir = saved("minmax")?.dir();
+    let scratch = tempfile::tempdir()?;
+    let out_dir = scratch.path().join("report");
+    let out = sfl(
+        &["report", "--format", "html", "--output", out_dir.to_str().unwrap()],
+        dir,
+    );
     check(out.status.success(), || show(&out))?;
     let page = out_dir.join("index.html");
     let html = std::fs::read_to_string(&page)?;
@@ -364,11 +371,11 @@ fn html_report_in_a_browser() -> Result {
         "the page must not need the network".into()
     })?;
     // What cl-u inspects second, for comparison with the page.
-    let clu = sfl(&["report", "-m", "cl-u", "--format", "json"], tmp.path());
+    let clu = sfl(&["report", "-m", "cl-u", "--format", "json"], dir);
     let clu: Value = serde_json::from_slice(&clu.stdout)?;
     let clu_second = clu["rankings"][0]["units"][1]["line"].as_u64().unwrap();
 
-    let browser = Browser::start(&tmp.path().join("chromium-profile"))?;
+    let browser = Browser::start(&scratch.path().join("chromium-profile"))?;
     browser.open(&format!("file://{}", page.display()))?;
     let artifacts = root().join("target/test-artifacts");
     browser.screenshot(&artifacts.join("html-report.png"))?;

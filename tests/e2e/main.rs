@@ -1,5 +1,7 @@
 //! End-to-end tests: the real `cargo-sfl` binary on the faulty fixtures and the report formats,
-//! one libtest-mimic trial per fixture or behaviour, each in its own copy of its fixture.
+//! one libtest-mimic trial per fixture or behaviour. A trial that builds, runs or edits works in
+//! its own copy of its fixture; trials that only read a run's results share one run of it
+//! (`support::shared`).
 
 mod anywhere;
 mod ci;
@@ -51,5 +53,7 @@ fn main() {
     .into_iter()
     .flatten()
     .collect();
-    libtest_mimic::run(&args, trials).exit();
+    let conclusion = libtest_mimic::run(&args, trials);
+    support::shared::remove_all();
+    conclusion.exit();
 }

@@ -50,6 +50,8 @@ pub fn decoder_matches_llvm_cov(dir: &Path) -> Result {
     let target = dir.join("target/sfl");
     let index: Vec<KeptProfile> = serde_json::from_slice(&std::fs::read(target.join("profiles/index.json"))?)?;
     let spectra = Spectra::load(&target.join("spectra.json"))?;
+    // llvm-profdata's output goes beside the run, not into it: the run may be shared.
+    let work = tempfile::tempdir()?;
     let mut binaries: BTreeMap<PathBuf, BinaryCoverage> = BTreeMap::new();
     let mut compared = 0usize;
     for (t, kept) in index.iter().enumerate() {
@@ -89,7 +91,7 @@ pub fn decoder_matches_llvm_cov(dir: &Path) -> Result {
                 .into_iter()
                 .map(|(f, l)| (cov.map.files[f as usize].clone(), l))
                 .collect();
-            let theirs = llvm_cov_lines(&exe, profile, dir)?;
+            let theirs = llvm_cov_lines(&exe, profile, work.path())?;
             check(ours == theirs, || {
                 format!(
                     "{} {}: decoder differs from llvm-cov\nours:   {ours:?}\ntheirs: {theirs:?}",

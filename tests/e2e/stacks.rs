@@ -1,11 +1,12 @@
-//! Panic backtraces as evidence, on the `panic` fixture: `one_element` panics inside `median`,
-//! on the fault (line 11), while `three_elements` fails its own assertion.
+//! Panic backtraces as evidence, on the `panic` fixture's shared run: `one_element` panics
+//! inside `median`, on the fault (line 11), while `three_elements` fails its own assertion.
 
 use libtest_mimic::Trial;
 use serde_json::Value;
 
+use crate::fixtures::saved;
 use crate::formats::{multitool, sarif_schema};
-use crate::support::{Result, check, copy_fixture, eval_ochiai, sfl, show, standard_rank};
+use crate::support::{Result, check, eval_ochiai, report, sfl, show, standard_rank};
 
 pub fn trials() -> Vec<Trial> {
     vec![Trial::test("stacks::panic_in_library_code", panic_in_library_code)]
@@ -14,9 +15,8 @@ pub fn trials() -> Vec<Trial> {
 /// The backtrace is saved and reported; the panic-stack baseline points at the fault; by
 /// evidence the fault leads its entry; SARIF carries the backtrace as a code flow.
 fn panic_in_library_code() -> Result {
-    let tmp = copy_fixture("panic");
-    let dir = tmp.path();
-    let out = sfl(&["--format", "json", "-m", "ochiai"], dir);
+    let dir = saved("panic")?.dir();
+    let out = report(&["--format", "json", "-m", "ochiai"], dir);
     check(out.status.success(), || show(&out))?;
     let report: Value = serde_json::from_slice(&out.stdout)?;
     let test = |name: &str| {
@@ -89,5 +89,5 @@ fn panic_in_library_code() -> Result {
     )?;
     let errors: Vec<String> = sarif_schema()?.iter_errors(&log).map(|e| e.to_string()).collect();
     check(errors.is_empty(), || errors.join("\n"))?;
-    multitool(dir, "code-flows", &sarif.stdout)
+    multitool(tempfile::tempdir()?.path(), "code-flows", &sarif.stdout)
 }

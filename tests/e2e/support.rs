@@ -1,6 +1,7 @@
 //! What every end-to-end trial shares: a private copy of a fixture, running the real binary,
 //! turning a failed expectation into a trial failure, and finding the external tools.
 
+pub mod shared;
 pub mod webdriver;
 
 use std::path::{Path, PathBuf};
@@ -68,6 +69,12 @@ pub fn sfl(args: &[&str], dir: &Path) -> Output {
     sfl_command(dir).args(args).output().unwrap()
 }
 
+/// Runs `cargo sfl report ARGS` in `dir`: what a run with `ARGS` would print, made from the
+/// spectra saved there.
+pub fn report(args: &[&str], dir: &Path) -> Output {
+    sfl_command(dir).arg("report").args(args).output().unwrap()
+}
+
 pub fn check(cond: bool, msg: impl FnOnce() -> String) -> Result {
     if cond { Ok(()) } else { Err(msg().into()) }
 }
@@ -133,14 +140,17 @@ pub fn tool(env: &str, relative: &str) -> Result<PathBuf> {
     }
 }
 
-/// `cargo sfl eval` of the fixture copy in `dir` against its `faults.toml`, Ochiai only, with
-/// `--tie-break tie_break`: the JSON report.
+/// `cargo sfl eval` of the spectra saved in `dir` (a fixture's run) against its `faults.toml`,
+/// Ochiai only, with `--tie-break tie_break`: the JSON report.
 pub fn eval_ochiai(dir: &Path, tie_break: &str) -> Result<Value> {
     let faults = dir.join("faults.toml");
+    let spectra = dir.join("target/sfl/spectra.json");
     let args = [
         "eval",
         "--faults",
         faults.to_str().unwrap(),
+        "--spectra",
+        spectra.to_str().unwrap(),
         "-m",
         "ochiai",
         "--tie-break",
