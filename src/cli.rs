@@ -602,7 +602,7 @@ pub struct ExplainArgs {
 }
 
 fn parse_location(s: &str) -> Result<(String, u32), String> {
-    crate::explain::parse_location(s)
+    crate::explain::parse_location(s).map_err(|e| e.to_string())
 }
 
 #[derive(Args, Debug)]

@@ -97,7 +97,10 @@ pub(super) fn check(c: &Crate, sfl: &Path, manifest: &Path, pristine: &Path, fau
                 // these runs and may reuse its row.
                 let full_pair = test_names(&cargo_sfl::select::differences(&a, &b), &tests);
                 let from_again = test_names(&cargo_sfl::select::differences(&s, &b), &tests);
-                let shown = full_pair.iter().cloned().chain(left.into_iter().filter(|t| !from_again.contains(t)));
+                let shown = full_pair
+                    .iter()
+                    .cloned()
+                    .chain(left.into_iter().filter(|t| !from_again.contains(t)));
                 for t in shown {
                     if !also.contains(&t) {
                         also.push(t);
