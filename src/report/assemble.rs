@@ -21,8 +21,8 @@ impl<'a> Report<'a> {
         }
     }
 
-    /// Adds `r`, in its final order, with CP's solution when `r` is CP's ([`CpInfo::of`]).
-    pub fn add(&mut self, r: &crate::rank::Ranking<'a>, cp: Option<CpInfo<'a>>) {
+    /// Adds `r`, in its final order (with CP's solution when `r` is CP's).
+    pub fn add(&mut self, r: &crate::rank::Ranking<'a>) {
         let own_groups = own_groups(r.measure).then(|| {
             let mut base_of = vec![None; self.spectra.units.len()];
             for (g, group) in self.groups.iter().enumerate() {
@@ -56,7 +56,7 @@ impl<'a> Report<'a> {
             measure: r.measure,
             entries,
             ht: r.ht.clone(),
-            cp,
+            cp: r.measure.cp_variant().and_then(|v| CpInfo::of(r.analysis, v)),
             own_groups,
         });
     }

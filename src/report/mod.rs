@@ -71,8 +71,7 @@ pub(crate) mod tests {
     pub(crate) fn report_of<'a>(a: &Analysis<'a>, rankings: &[crate::rank::Ranking<'a>]) -> Report<'a> {
         let mut report = Report::of(a);
         for r in rankings {
-            let cp = r.measure.cp_variant().and_then(|v| model::CpInfo::of(r.analysis, v));
-            report.add(r, cp);
+            report.add(r);
         }
         report
     }

@@ -21,7 +21,7 @@ use crate::spectra::{Outcome, Spectra};
 use crate::ui;
 
 pub(super) use prepare::{Prepared, at_granularity, refuse_edge_measures, require_edges};
-use rankings::{cp_solutions, rank_all};
+use rankings::{rank_all, warn_cp};
 
 /// With `--clusters`: says whether the failing tests looked independent, and which fell
 /// together.
@@ -87,13 +87,13 @@ fn emit_with(spectra: &Spectra, out: &ReportConfig, mutate: Option<(usize, &Muta
         None => None,
     };
     let mut rankings = rank_all(&analyses, out, changes.as_ref());
-    let cp = cp_solutions(&rankings);
+    warn_cp(&rankings);
     let mutation = match mutate {
         Some((lines, mutator)) => mutated(&mut rankings, out, report.summary.failing(), lines, mutator),
         None => None,
     };
-    for (r, cp) in rankings.iter().zip(cp) {
-        report.add(r, cp);
+    for r in &rankings {
+        report.add(r);
     }
     let view = report::View {
         mutation: mutation.as_ref(),
@@ -171,7 +171,7 @@ pub(super) fn explanation(
     let analyses = Analyses::prepared(ranked, None, cfg.options.group, &cfg.measures, cfg.tie_break);
     let mut report = Report::of(analyses.base());
     for &m in &cfg.measures {
-        report.add(&crate::rank::rank(analyses.of(m), m, &cfg.options), None);
+        report.add(&crate::rank::rank(analyses.of(m), m, &cfg.options));
     }
     let combined = cfg.measures.iter().any(|m| m.is_combined()).then(|| {
         ranked
@@ -342,7 +342,7 @@ mod tests {
     ) -> Report<'m> {
         let mut report = Report::of(analyses.base());
         for r in &rank_all(analyses, out, changes) {
-            report.add(r, None);
+            report.add(r);
         }
         report
     }

@@ -1,7 +1,7 @@
 //! A ranking per measure, each of the groups formed for it: entries marked as changed since
 //! `--diff-base` (and, with `--only-changed`, only those), in the order the HT_Rank model
-//! expects a person to reach them with `--order ht`; and CP's solution, with a note when it was
-//! not exact.
+//! expects a person to reach them with `--order ht`; and a note when CP's system was not
+//! solved exactly.
 
 use crate::analysis::{Analyses, Analysis, Options};
 use crate::config::{HtParams, Order, ReportConfig};
@@ -89,24 +89,18 @@ fn by_ht<'m>(
     r
 }
 
-/// CP's solution for each ranking that is CP's, said when it was not exact
-/// ([`warn_cp`]).
-pub(super) fn cp_solutions<'m>(rankings: &[Ranking<'m>]) -> Vec<Option<CpInfo<'m>>> {
-    rankings
-        .iter()
-        .map(|r| {
-            let cp = r.measure.cp_variant().and_then(|v| CpInfo::of(r.analysis, v));
-            if let Some(cp) = &cp {
-                warn_cp(r.measure, cp);
-            }
-            cp
-        })
-        .collect()
+/// For each ranking that is CP's, says how its system was solved when it was not solved
+/// exactly, and when a CP that propagates along calls has none to propagate along.
+pub(super) fn warn_cp(rankings: &[Ranking]) {
+    for r in rankings {
+        if let Some(cp) = r.measure.cp_variant().and_then(|v| CpInfo::of(r.analysis, v)) {
+            note_cp(r.measure, &cp);
+        }
+    }
 }
 
-/// Says how CP's system was solved when it was not solved exactly, and when a CP that
-/// propagates along calls has none to propagate along.
-fn warn_cp(measure: &Measure, cp: &CpInfo) {
+/// What [`warn_cp`] says of one ranking.
+fn note_cp(measure: &Measure, cp: &CpInfo) {
     if cp.along_calls && cp.calls == 0 {
         ui::note(format!(
             "{}: the edge profiles hold no calls (saved by a cargo sfl from before calls were recorded, \
