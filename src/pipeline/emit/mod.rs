@@ -68,6 +68,9 @@ pub fn emit_mutated(spectra: &Spectra, out: &ReportConfig, lines: usize, mutator
     emit_with(spectra, out, Some((lines, mutator)))
 }
 
+/// [`emit`]'s steps: the matrix prepared, the analyses, one ranking per measure (re-ordered by
+/// `--mutate`), the report model built from them once, then the report written and the exit
+/// code.
 fn emit_with(spectra: &Spectra, out: &ReportConfig, mutate: Option<(usize, &Mutator)>) -> anyhow::Result<i32> {
     let whole = spectra;
     let mut converted = Default::default();

@@ -16,7 +16,7 @@ pub(in crate::pipeline) struct Prepared<'a> {
     /// Lines, or functions at function granularity.
     pub spectra: &'a Spectra,
     /// At function granularity, the lines the functions were made of (each function ranks by
-    /// its best line: [`Analysis::prepared`]).
+    /// its best line: [`crate::analysis::Analysis::prepared`]).
     pub lines: Option<&'a Spectra>,
     /// At function granularity, each unit's function name.
     pub names: Option<Vec<String>>,
