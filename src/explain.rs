@@ -8,9 +8,10 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 
-use crate::analysis::Analyses;
 use crate::evidence::LineKind;
-use crate::rank::{Ranking, rank};
+pub use crate::report::model::Contribution;
+use crate::report::model::{Group, Report};
+use crate::report::text::{fmt_score, test_label};
 use crate::spectra::Spectra;
 
 /// Schema tag of the JSON explanation.
@@ -76,16 +77,6 @@ pub struct Evidence {
     pub operates: bool,
 }
 
-/// One feature's part in the line's combined score ([`crate::combined`]).
-#[derive(Serialize, Debug)]
-pub struct Contribution {
-    pub feature: &'static str,
-    pub value: f64,
-    pub weight: f64,
-    /// `value × weight`.
-    pub contribution: f64,
-}
-
 /// A passing test and how near it comes to running only part of the entry.
 #[derive(Serialize, Debug)]
 pub struct Closest {
@@ -136,63 +127,28 @@ pub struct Explanation {
     pub combined: Vec<Contribution>,
 }
 
-/// Explains `file:line` of `ranked` (the matrix as reports rank it: test code left out), whose
-/// `analyses` rank by `measures`; `whole` is the saved matrix (to say why a line is not ranked).
+/// Explains `file:line` of `report` (the matrix as reports rank it: test code left out, the
+/// rankings of the measures explained); `whole` is the saved matrix (to say why a line is not
+/// ranked), `combined` the line's parts of its combined score when the combined ranking is
+/// among the measures.
 pub fn explain(
     whole: &Spectra,
-    ranked: &Spectra,
-    analyses: &Analyses,
-    rankings: &[Ranking],
+    report: &Report,
+    combined: Option<Vec<Contribution>>,
     file: &str,
     line: u32,
 ) -> Explanation {
-    let mut out = Explanation {
-        schema: SCHEMA,
-        file: file.to_string(),
-        line,
-        not_ranked: None,
-        entry: Vec::new(),
-        measures: Vec::new(),
-        ef: 0,
-        ep: 0,
-        nf: 0,
-        np: 0,
-        tests: Tests::default(),
-        frames: Vec::new(),
-        evidence: None,
-        separation: None,
-        combined: Vec::new(),
-    };
+    let mut out = Explanation::empty(file, line);
+    let ranked = report.spectra;
     let Some(&u) = ranked.unit_index().get(&(file, line)) else {
-        out.not_ranked = Some(match whole.unit_index().get(&(file, line)) {
-            Some(_) => "it is test code (a test function, a `#[cfg(test)]` item, a file of tests): left out of \
-                        every ranking unless --include-test-code"
-                .into(),
-            None => format!(
-                "no test binary's coverage map has {file}:{line} (a blank line, a comment, code outside the \
-                 workspace, or code no test binary links)"
-            ),
-        });
+        out.not_ranked = Some(not_in_the_matrix(whole, file, line));
         return out;
     };
-    let label = |t: usize| crate::report::test_label(&ranked.tests[t]);
-    let (fail, pass) = (ranked.failing_mask(), ranked.passing_mask());
-    let col = &ranked.coverage[u];
-    for t in 0..ranked.tests.len() {
-        let list = match (fail.contains(t), pass.contains(t), col.contains(t)) {
-            (true, _, true) => &mut out.tests.failing_ran,
-            (true, _, false) => &mut out.tests.failing_not,
-            (_, true, true) => &mut out.tests.passing_ran,
-            (_, true, false) => &mut out.tests.passing_not,
-            _ => continue,
-        };
-        list.push(label(t));
-    }
+    out.tests = tests(ranked, u);
     (out.ef, out.ep) = (out.tests.failing_ran.len(), out.tests.passing_ran.len());
     (out.nf, out.np) = (out.tests.failing_not.len(), out.tests.passing_not.len());
     out.frames = frames(ranked, file, line);
-    let base = analyses.base();
-    let Some(g) = base.groups.iter().position(|g| g.units.contains(&u)) else {
+    let Some(group) = report.groups.iter().find(|g| g.lines.contains(&u)) else {
         out.not_ranked = Some(if out.ef == 0 {
             "no failing test ran it: only lines a failing test ran are ranked".into()
         } else {
@@ -204,64 +160,106 @@ pub fn explain(
         file: ranked.units[u].file.clone(),
         line: ranked.units[u].line,
     };
-    let ordered = base.ordered_units(g);
-    out.entry = ordered.iter().map(|&v| place(v)).collect();
-    for r in rankings {
-        let ra = r.analysis;
-        let Some(x) = r.entries.iter().find(|x| ra.groups[x.group].units.contains(&u)) else {
-            continue;
-        };
-        out.measures.push(MeasureRank {
-            measure: r.measure.name,
-            score: x.shown_score(),
-            shown: crate::report::fmt_score(r.measure, x),
-            rank: x.rank,
-            entries: r.entries.len(),
-            line_rank: x.line_rank,
-            tied: x.tied,
-        });
+    out.entry = group.lines.iter().map(|&v| place(v)).collect();
+    out.measures = measures(report, u);
+    out.evidence = evidence(group, u);
+    if let Some(c) = combined {
+        out.combined = c;
     }
-    if let Some(t) = base.tie(u) {
-        out.evidence = Some(Evidence {
-            position: ordered.iter().position(|&v| v == u).map_or(0, |p| p + 1),
-            stack: t.stack,
-            near_panic: t.near,
-            structural: t.kind == LineKind::Structural,
-            function_prior: t.prior,
-            operates: t.operates,
-        });
-    }
-    if rankings.iter().any(|r| r.measure.is_combined()) {
-        out.combined = contributions(base, u);
-    }
-    if ordered.len() > 1 {
-        out.separation = Some(separation(ranked, &ordered, &label, &place));
+    if group.lines.len() > 1 {
+        let label = |t: usize| test_label(&ranked.tests[t]);
+        out.separation = Some(separation(ranked, &group.lines, &label, &place));
     }
     out
 }
 
-/// Unit `u`'s features under the committed weights, largest part of its score first (features
-/// that add nothing left out).
-fn contributions(base: &crate::analysis::Analysis, u: usize) -> Vec<Contribution> {
-    let f = crate::combined::features(base);
-    let w = &crate::combined::Weights::active();
-    let Some(i) = f.units.iter().position(|&v| v == u) else {
-        return Vec::new();
-    };
-    let mut out: Vec<Contribution> = crate::combined::FEATURES
-        .iter()
-        .zip(f.rows[i])
-        .zip(&w.weights)
-        .map(|((feature, value), weight)| Contribution {
-            feature,
-            value,
-            weight: *weight,
-            contribution: value * weight,
-        })
-        .filter(|c| c.contribution != 0.0)
-        .collect();
-    out.sort_by(|a, b| b.contribution.abs().total_cmp(&a.contribution.abs()));
+impl Explanation {
+    /// The explanation of `file:line` before anything is known about it.
+    fn empty(file: &str, line: u32) -> Self {
+        Explanation {
+            schema: SCHEMA,
+            file: file.to_string(),
+            line,
+            not_ranked: None,
+            entry: Vec::new(),
+            measures: Vec::new(),
+            ef: 0,
+            ep: 0,
+            nf: 0,
+            np: 0,
+            tests: Tests::default(),
+            frames: Vec::new(),
+            evidence: None,
+            separation: None,
+            combined: Vec::new(),
+        }
+    }
+}
+
+/// Why `file:line`, absent from the ranked matrix, is: test code (in the saved matrix `whole`),
+/// or no line of any coverage map.
+fn not_in_the_matrix(whole: &Spectra, file: &str, line: u32) -> String {
+    match whole.unit_index().get(&(file, line)) {
+        Some(_) => "it is test code (a test function, a `#[cfg(test)]` item, a file of tests): left out of \
+                    every ranking unless --include-test-code"
+            .into(),
+        None => format!(
+            "no test binary's coverage map has {file}:{line} (a blank line, a comment, code outside the \
+             workspace, or code no test binary links)"
+        ),
+    }
+}
+
+/// The tests of `s`, by whether they failed and whether they ran unit `u`.
+fn tests(s: &Spectra, u: usize) -> Tests {
+    let mut out = Tests::default();
+    let (fail, pass) = (s.failing_mask(), s.passing_mask());
+    let col = &s.coverage[u];
+    for t in 0..s.tests.len() {
+        let list = match (fail.contains(t), pass.contains(t), col.contains(t)) {
+            (true, _, true) => &mut out.failing_ran,
+            (true, _, false) => &mut out.failing_not,
+            (_, true, true) => &mut out.passing_ran,
+            (_, true, false) => &mut out.passing_not,
+            _ => continue,
+        };
+        list.push(test_label(&s.tests[t]));
+    }
     out
+}
+
+/// Unit `u`'s score and rank under each ranking that ranks it.
+fn measures(report: &Report, u: usize) -> Vec<MeasureRank> {
+    report
+        .rankings
+        .iter()
+        .filter_map(|r| {
+            let x = r.entries.iter().find(|x| x.lines.contains(&u))?;
+            Some(MeasureRank {
+                measure: r.measure.name,
+                score: x.shown_score(),
+                shown: fmt_score(r.measure, x),
+                rank: x.rank,
+                entries: r.entries.len(),
+                line_rank: x.line_rank,
+                tied: x.tied,
+            })
+        })
+        .collect()
+}
+
+/// What placed unit `u` within its `group`, when lines are ordered by evidence.
+fn evidence(group: &Group, u: usize) -> Option<Evidence> {
+    let position = group.lines.iter().position(|&v| v == u)?;
+    let t = group.evidence.as_ref()?[position];
+    Some(Evidence {
+        position: position + 1,
+        stack: t.stack,
+        near_panic: t.near,
+        structural: t.kind == LineKind::Structural,
+        function_prior: t.prior,
+        operates: t.operates,
+    })
 }
 
 /// The failing tests' backtrace frames on `file:line`, with their depth among the test's
@@ -277,7 +275,7 @@ fn frames(s: &Spectra, file: &str, line: u32) -> Vec<Frame> {
         for (depth, f) in ranked_frames.enumerate() {
             if f.file == file && f.line == line {
                 out.push(Frame {
-                    test: crate::report::test_label(t),
+                    test: test_label(t),
                     function: f.function.clone(),
                     depth,
                 });
@@ -377,6 +375,29 @@ pub fn human(e: &Explanation) -> String {
             return out;
         }
     }
+    entry_and_scores(&mut out, e);
+    tests_and_frames(&mut out, e);
+    within_entry(&mut out, e);
+    if let Some(sep) = &e.separation {
+        let _ = writeln!(out, "  to tell its entry's lines apart: {}", sep.advice);
+        for c in &sep.closest_passing {
+            let entry = if c.runs_entry {
+                "this entry included"
+            } else {
+                "not this entry"
+            };
+            let _ = writeln!(
+                out,
+                "    {} runs {} of {} lines of their functions, {entry}",
+                c.test, c.runs, c.of
+            );
+        }
+    }
+    out
+}
+
+/// The line's entry, and its score and rank under each measure.
+fn entry_and_scores(out: &mut String, e: &Explanation) {
     if !e.entry.is_empty() {
         let places: Vec<String> = e.entry.iter().map(|p| format!("{}:{}", p.file, p.line)).collect();
         let _ = writeln!(
@@ -403,6 +424,10 @@ pub fn human(e: &Explanation) -> String {
             m.line_rank
         );
     }
+}
+
+/// The counts, the tests that ran the line and did not, and the backtraces through it.
+fn tests_and_frames(out: &mut String, e: &Explanation) {
     let _ = writeln!(out, "  ef {} ep {} nf {} np {}", e.ef, e.ep, e.nf, e.np);
     for (what, list) in [
         ("failing tests that ran it", &e.tests.failing_ran),
@@ -421,6 +446,10 @@ pub fn human(e: &Explanation) -> String {
             f.test, f.depth, f.function
         );
     }
+}
+
+/// What placed the line within its entry, and the parts of its combined score.
+fn within_entry(out: &mut String, e: &Explanation) {
     if let Some(ev) = &e.evidence {
         let _ = writeln!(
             out,
@@ -448,22 +477,6 @@ pub fn human(e: &Explanation) -> String {
             .collect();
         let _ = writeln!(out, "  combined score {total:.3}: {}", parts.join(", "));
     }
-    if let Some(sep) = &e.separation {
-        let _ = writeln!(out, "  to tell its entry's lines apart: {}", sep.advice);
-        for c in &sep.closest_passing {
-            let entry = if c.runs_entry {
-                "this entry included"
-            } else {
-                "not this entry"
-            };
-            let _ = writeln!(
-                out,
-                "    {} runs {} of {} lines of their functions, {entry}",
-                c.test, c.runs, c.of
-            );
-        }
-    }
-    out
 }
 
 /// A list of names cut after [`SHOWN`].
@@ -482,23 +495,25 @@ pub fn json(e: &Explanation) -> String {
     s
 }
 
-/// Ranks `analyses` by each of `measures` (the explanation's scores).
-pub fn rankings<'m>(
-    analyses: &'m Analyses<'m>,
-    measures: &[&'m crate::measures::Measure],
-    opts: &crate::analysis::Options,
-) -> Vec<Ranking<'m>> {
-    measures.iter().map(|&m| rank(analyses.of(m), m, opts)).collect()
+/// A command-line `FILE:LINE` that is not one.
+#[derive(Debug, PartialEq, Eq, thiserror::Error)]
+pub enum LocationError {
+    #[error("{0:?} is not FILE:LINE")]
+    NotFileLine(String),
+    #[error("{line:?} in {arg:?} is not a line number")]
+    NotALineNumber { line: String, arg: String },
 }
 
 /// `FILE:LINE` as given on the command line.
-pub fn parse_location(s: &str) -> Result<(String, u32), String> {
-    let (file, line) = s.rsplit_once(':').ok_or_else(|| format!("{s:?} is not FILE:LINE"))?;
-    let line: u32 = line
-        .parse()
-        .map_err(|_| format!("{line:?} in {s:?} is not a line number"))?;
+pub fn parse_location(s: &str) -> Result<(String, u32), LocationError> {
+    let not_file_line = || LocationError::NotFileLine(s.to_string());
+    let (file, line) = s.rsplit_once(':').ok_or_else(not_file_line)?;
+    let line: u32 = line.parse().map_err(|_| LocationError::NotALineNumber {
+        line: line.to_string(),
+        arg: s.to_string(),
+    })?;
     if file.is_empty() || line == 0 {
-        return Err(format!("{s:?} is not FILE:LINE"));
+        return Err(not_file_line());
     }
     Ok((file.trim_start_matches("./").replace('\\', "/"), line))
 }
@@ -506,7 +521,9 @@ pub fn parse_location(s: &str) -> Result<(String, u32), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::analysis::Analyses;
     use crate::evidence::TieBreak;
+    use crate::rank::rank;
 
     #[test]
     fn locations_are_file_colon_line() {
@@ -523,9 +540,13 @@ mod tests {
         let s = crate::spectra::tests::doric_minmax();
         let measures = [crate::measures::find("ochiai").unwrap()];
         let analyses = Analyses::prepared(&s, None, true, &measures, TieBreak::Code);
-        let r = rankings(&analyses, &measures, &Default::default());
+        let r: Vec<_> = measures
+            .iter()
+            .map(|&m| rank(analyses.of(m), m, &Default::default()))
+            .collect();
+        let report = crate::report::tests::report_of(analyses.base(), &r);
         let fault = &s.units[2];
-        let e = explain(&s, &s, &analyses, &r, &fault.file, fault.line);
+        let e = explain(&s, &report, None, &fault.file, fault.line);
         assert_eq!(e.not_ranked, None, "{e:?}");
         assert_eq!((e.ef, e.ep, e.nf, e.np), (3, 0, 0, 2), "{e:?}");
         assert_eq!(e.measures[0].rank, 1.0);
@@ -533,7 +554,7 @@ mod tests {
             file: fault.file.clone(),
             line: fault.line
         }));
-        let unknown = explain(&s, &s, &analyses, &r, "src/lib.rs", 999);
+        let unknown = explain(&s, &report, None, "src/lib.rs", 999);
         assert!(unknown.not_ranked.is_some_and(|w| w.contains("no test binary")));
     }
 }

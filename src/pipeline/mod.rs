@@ -111,11 +111,8 @@ pub fn explain(
     }
     let mut converted = Default::default();
     let prepared = emit::at_granularity(&whole, &cfg, &mut converted)?;
-    let analyses =
-        crate::analysis::Analyses::prepared(prepared.spectra, None, cfg.options.group, &cfg.measures, cfg.tie_break);
-    let rankings = crate::explain::rankings(&analyses, &cfg.measures, &cfg.options);
     let (file, line) = locate(&whole, location)?;
-    let mut e = crate::explain::explain(&whole, prepared.spectra, &analyses, &rankings, &file, line);
+    let mut e = emit::explanation(&whole, prepared.spectra, &cfg, &file, line);
     if let Some(why) = statement_hint(&whole, &file, line) {
         e.not_ranked = Some(why);
     }

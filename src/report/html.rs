@@ -8,14 +8,16 @@
 //! [`crate::analysis`]) and the page re-ranks and says what it assumed.
 
 use std::collections::BTreeMap;
-use std::path::Path;
 
-use serde_json::{Value, json};
-
-use super::{Conventions, Summary, View, spans, test_label};
-use crate::analysis::Analysis;
+use super::disk::Sources;
+use super::model::{Group, Report};
+use super::text::{spans, test_label};
+use super::view::{Conventions, View};
 use crate::bitset::BitSet;
-use crate::rank::Ranking;
+use crate::spectra::Spectra;
+
+mod model;
+use model::{PageData, PageEntry, PageFile, PageGroup, PageRanking, PageTest};
 
 /// Passing tests listed per line (the rest are counted).
 const PASSING_SHOWN: usize = 20;
@@ -27,175 +29,213 @@ const STYLE: &str = include_str!("html/page.css");
 const BODY: &str = include_str!("html/body.html");
 const SCRIPT: &str = include_str!("html/page.js");
 
-/// The page's data: everything the script needs, as JSON.
-fn data(a: &Analysis, rankings: &[Ranking], view: &View) -> Value {
-    let s = a.spectra;
+/// What the groups of every ranking are described against: the failing and passing tests,
+/// each failing test's position among the failing ones, each file's index in `files`.
+struct Basis<'a> {
+    spectra: &'a Spectra,
+    view: &'a View<'a>,
+    fail: BitSet,
+    pass: BitSet,
+    position: BTreeMap<usize, usize>,
+    file_index: BTreeMap<&'a str, usize>,
+}
+
+/// The page's data: everything the script needs.
+fn data<'a>(report: &'a Report, view: &'a View<'a>, sources: &'a Sources) -> PageData<'a> {
+    let s = report.spectra;
     let fail = s.failing_mask();
-    let pass = s.passing_mask();
-    let failing: Vec<usize> = a.failing.clone();
-    let position: BTreeMap<usize, usize> = failing.iter().enumerate().map(|(i, &t)| (t, i)).collect();
-
-    // Files with a line some failing test ran, with their source text.
-    let mut file_index: BTreeMap<&str, usize> = BTreeMap::new();
-    for g in &a.groups {
-        for &u in &g.units {
-            if s.units[u].name().is_none() {
-                let n = file_index.len();
-                file_index.entry(s.units[u].file.as_str()).or_insert(n);
-            }
-        }
-    }
-    let mut files: Vec<(&str, usize)> = file_index.iter().map(|(f, &i)| (*f, i)).collect();
+    let failing: Vec<usize> = (0..s.tests.len()).filter(|&t| fail.contains(t)).collect();
+    let basis = Basis {
+        spectra: s,
+        view,
+        pass: s.passing_mask(),
+        position: failing.iter().enumerate().map(|(i, &t)| (t, i)).collect(),
+        file_index: file_index(report),
+        fail,
+    };
+    let mut files: Vec<(&str, usize)> = basis.file_index.iter().map(|(f, &i)| (*f, i)).collect();
     files.sort_by_key(|&(_, i)| i);
-    let root = Path::new(&s.workspace_root);
-    let files_json: Vec<Value> = files
-        .iter()
-        .map(|(f, _)| {
-            let text = match s.may_show(f) {
-                true => std::fs::read_to_string(root.join(f)).unwrap_or_default(),
-                false => String::new(),
-            };
-            json!({"path": f, "lines": text.lines().collect::<Vec<_>>()})
-        })
-        .collect();
-
-    // Every unit of those files: [file, line, group or -1, ef, ep].
+    // Each unit's group among the report's, -1 for none.
     let mut group_of = vec![-1i64; s.units.len()];
-    for (g, group) in a.groups.iter().enumerate() {
-        for &u in &group.units {
+    for (g, group) in report.groups.iter().enumerate() {
+        for &u in &group.lines {
             group_of[u] = g as i64;
         }
     }
-    let units: Vec<Value> = s
-        .units
+    PageData {
+        summary: &report.summary,
+        conventions: Conventions::of(&view.opts),
+        diff_base: view.diff_base,
+        tests: s.tests.iter().map(page_test).collect(),
+        rho: rho(&basis, failing.len()),
+        failing,
+        files: files
+            .iter()
+            .map(|&(path, _)| PageFile {
+                path,
+                lines: sources.lines(path),
+            })
+            .collect(),
+        units: units(&basis, &group_of),
+        groups: groups(&basis, &report.groups, false),
+        rankings: report
+            .rankings
+            .iter()
+            .map(|r| PageRanking {
+                measure: r.measure.name,
+                formula: r.measure.formula,
+                citation: r.measure.citation,
+                probability: r.measure.is_probability(),
+                entries: r
+                    .entries
+                    .iter()
+                    .map(|x| PageEntry {
+                        g: x.group,
+                        score: x.shown_score(),
+                        log10: x.log10,
+                        rank: x.rank,
+                        certain: x.certain,
+                        changed: x.changed,
+                        panicked: x.panicked,
+                    })
+                    .collect(),
+                // Each own group with the report's group it is part of (what "not the bug"
+                // refutes).
+                groups: r.own_groups.as_deref().map(|own| groups(&basis, own, true)),
+            })
+            .collect(),
+    }
+}
+
+/// Files with a line some failing test ran, numbered in the order the groups reach them.
+fn file_index<'a>(report: &Report<'a>) -> BTreeMap<&'a str, usize> {
+    let units = &report.spectra.units;
+    let mut index: BTreeMap<&str, usize> = BTreeMap::new();
+    for g in &report.groups {
+        for u in g.in_code_order() {
+            if units[u].name().is_none() {
+                let n = index.len();
+                index.entry(units[u].file.as_str()).or_insert(n);
+            }
+        }
+    }
+    index
+}
+
+fn page_test(t: &crate::spectra::TestRecord) -> PageTest<'_> {
+    PageTest {
+        name: test_label(t),
+        outcome: t.outcome.as_str(),
+        runs: t.runs(),
+        message: t.message.as_deref(),
+        stack: t
+            .stack
+            .iter()
+            .map(|f| (f.file.as_str(), f.line, f.function.as_str()))
+            .collect(),
+    }
+}
+
+/// ρ_k of each of the `failing` tests: units it runs (all of them, as cl counts them).
+fn rho(basis: &Basis, failing: usize) -> Vec<usize> {
+    let mut rho = vec![0usize; failing];
+    for col in &basis.spectra.coverage {
+        for t in col.ones_and(&basis.fail) {
+            rho[basis.position[&t]] += 1;
+        }
+    }
+    rho
+}
+
+/// Every unit of the files shown: (file, line, group or -1, ef, ep).
+fn units(basis: &Basis, group_of: &[i64]) -> Vec<(usize, u32, i64, u32, u32)> {
+    let s = basis.spectra;
+    s.units
         .iter()
         .enumerate()
         .filter_map(|(u, unit)| {
-            let &f = file_index.get(unit.file.as_str())?;
+            let &f = basis.file_index.get(unit.file.as_str())?;
             let col = &s.coverage[u];
-            Some(json!([
+            Some((
                 f,
                 unit.line,
                 group_of[u],
-                col.count_and(&fail),
-                col.count_and(&pass)
-            ]))
-        })
-        .collect();
-
-    let shared = groups(a, view, &fail, &pass, &position, &file_index);
-
-    // ρ_k of each failing test: units it runs (all of them, as cl counts them).
-    let mut rho = vec![0usize; failing.len()];
-    for col in &s.coverage {
-        for t in col.ones_and(&fail) {
-            rho[position[&t]] += 1;
-        }
-    }
-
-    json!({
-        "summary": Summary::of(a),
-        "conventions": Conventions::of(&view.opts),
-        "diffBase": view.diff_base,
-        "tests": s.tests.iter().map(|t| json!({
-            "name": test_label(t),
-            "outcome": t.outcome.as_str(),
-            "runs": t.runs(),
-            "message": t.message,
-            "stack": t.stack.iter().map(|f| json!([f.file, f.line, f.function])).collect::<Vec<_>>(),
-        })).collect::<Vec<_>>(),
-        "failing": failing,
-        "rho": rho,
-        "files": files_json,
-        "units": units,
-        "groups": shared,
-        "rankings": rankings.iter().map(|r| {
-            let mut ranking = json!({
-                "measure": r.measure.name,
-                "formula": r.measure.formula,
-                "citation": r.measure.citation,
-                "probability": r.measure.is_probability(),
-                "entries": r.entries.iter().map(|x| json!({
-                    "g": x.group, "score": x.shown_score(), "log10": x.log10, "rank": x.rank,
-                    "certain": x.certain, "changed": x.changed, "panicked": x.panicked,
-                })).collect::<Vec<_>>(),
-            });
-            // A measure whose groups are its own (CP's, split by its scores) carries them, each
-            // with the shared group it is part of (what "not the bug" refutes).
-            if !std::ptr::eq(r.analysis, a) {
-                let mut own = groups(r.analysis, view, &fail, &pass, &position, &file_index);
-                for (g, value) in own.iter_mut().enumerate() {
-                    value["base"] = json!(group_of[r.analysis.groups[g].units[0]]);
-                }
-                ranking["groups"] = json!(own);
-            }
-            ranking
-        }).collect::<Vec<_>>(),
-    })
-}
-
-/// Each group: its label, units, counts, the failing tests (positions in `failing`) and the
-/// first passing tests that ran it.
-fn groups(
-    a: &Analysis,
-    view: &View,
-    fail: &BitSet,
-    pass: &BitSet,
-    position: &BTreeMap<usize, usize>,
-    file_index: &BTreeMap<&str, usize>,
-) -> Vec<Value> {
-    let s = a.spectra;
-    a.groups
-        .iter()
-        .enumerate()
-        .map(|(i, g)| {
-            // The line the other reports lead with: [file, line] (none for imported units).
-            let lead = s.units[a.lead(i)].name().is_none().then(|| {
-                let unit = &s.units[a.lead(i)];
-                json!([file_index[unit.file.as_str()], unit.line])
-            });
-            let col = &s.coverage[g.units[0]];
-            let fails: Vec<usize> = col.ones_and(fail).map(|t| position[&t]).collect();
-            let passes: Vec<usize> = col.ones_and(pass).collect();
-            let label = match s.units[g.units[0]].name() {
-                Some(name) => name.to_string(),
-                None if view.function_names.is_some() => g
-                    .units
-                    .iter()
-                    .filter_map(|&u| view.function(a, u).map(|(n, at)| (s.units[u].file.as_str(), n, at)))
-                    .map(|(file, name, at)| format!("{name} {file}:{at}"))
-                    .collect::<Vec<_>>()
-                    .join(", "),
-                // The lead line's file first.
-                None => spans(&g.units, &s.units)
-                    .iter()
-                    .filter(|fs| fs.file == s.units[a.lead(i)].file)
-                    .chain(
-                        spans(&g.units, &s.units)
-                            .iter()
-                            .filter(|fs| fs.file != s.units[a.lead(i)].file),
-                    )
-                    .map(|fs| format!("{}:{}", fs.file, fs.runs()))
-                    .collect::<Vec<_>>()
-                    .join(" "),
-            };
-            json!({
-                "label": label,
-                "lead": lead,
-                "units": g.units,
-                "ef": g.counts.ef, "ep": g.counts.ep, "nf": g.counts.nf, "np": g.counts.np,
-                "fail": fails,
-                "pass": passes.iter().take(PASSING_SHOWN).collect::<Vec<_>>(),
-                "passMore": passes.len().saturating_sub(PASSING_SHOWN),
-            })
+                col.count_and(&basis.fail),
+                col.count_and(&basis.pass),
+            ))
         })
         .collect()
 }
 
+/// Each group: its label, units, counts, the failing tests (positions in `failing`) and the
+/// first passing tests that ran it; a ranking's `own` groups with the report's group each is
+/// part of.
+fn groups(basis: &Basis, groups: &[Group], own: bool) -> Vec<PageGroup> {
+    let s = basis.spectra;
+    groups
+        .iter()
+        .map(|g| {
+            let units = g.in_code_order();
+            // The line the other reports lead with (none for imported units).
+            let lead = &s.units[g.lead()];
+            let col = &s.coverage[units[0]];
+            let passes: Vec<usize> = col.ones_and(&basis.pass).collect();
+            PageGroup {
+                label: label(basis, &units, &lead.file),
+                lead: lead
+                    .name()
+                    .is_none()
+                    .then(|| (basis.file_index[lead.file.as_str()], lead.line)),
+                ef: g.counts.ef,
+                ep: g.counts.ep,
+                nf: g.counts.nf,
+                np: g.counts.np,
+                fail: col.ones_and(&basis.fail).map(|t| basis.position[&t]).collect(),
+                pass: passes.iter().take(PASSING_SHOWN).copied().collect(),
+                pass_more: passes.len().saturating_sub(PASSING_SHOWN),
+                base: own.then(|| g.base.map_or(-1, |b| b as i64)),
+                units,
+            }
+        })
+        .collect()
+}
+
+/// A group's label: an imported unit's name, its functions with their extents, or its lines'
+/// spans (the lead line's file first).
+fn label(basis: &Basis, units: &[usize], lead_file: &str) -> String {
+    let s = basis.spectra;
+    if let Some(name) = s.units[units[0]].name() {
+        return name.to_string();
+    }
+    if basis.view.function_names.is_some() {
+        return units
+            .iter()
+            .filter_map(|&u| {
+                basis
+                    .view
+                    .function(s, u)
+                    .map(|(n, at)| (s.units[u].file.as_str(), n, at))
+            })
+            .map(|(file, name, at)| format!("{name} {file}:{at}"))
+            .collect::<Vec<_>>()
+            .join(", ");
+    }
+    let spans = spans(units, &s.units);
+    spans
+        .iter()
+        .filter(|fs| fs.file == lead_file)
+        .chain(spans.iter().filter(|fs| fs.file != lead_file))
+        .map(|fs| format!("{}:{}", fs.file, fs.runs()))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 /// The whole page.
-pub(super) fn page(a: &Analysis, rankings: &[Ranking], view: &View) -> String {
+pub(super) fn page(report: &Report, view: &View, sources: &Sources) -> String {
     // `</` would end the script element early; JSON allows `<\/`.
-    let data = data(a, rankings, view).to_string().replace("</", "<\\/");
+    let data = serde_json::to_string(&data(report, view, sources))
+        .expect("the page's data serialises")
+        .replace("</", "<\\/");
     format!(
         "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
          <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\

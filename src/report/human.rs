@@ -3,9 +3,10 @@
 
 use std::fmt::Write as _;
 
-use super::{Sources, Summary, View, fmt_score, spans};
-use crate::analysis::{Analysis, Options};
-use crate::rank::{Ranked, Ranking};
+use super::disk::Sources;
+use super::model::{Entry, Ranking, Report};
+use super::text::{fmt_score, spans};
+use super::view::View;
 use crate::spectra::{Outcome, Spectra, Unit};
 
 /// The failing tests with their messages.
@@ -80,8 +81,9 @@ fn stack(out: &mut String, shown: &[crate::spectra::Frame]) {
     }
 }
 
-/// Options that differ from the defaults, in words (empty when none do).
-fn option_notes(opts: &Options) -> Vec<String> {
+/// Options that differ from the defaults, and `--diff-base`, in words (empty when none do).
+fn option_notes(view: &View) -> Vec<String> {
+    let opts = &view.opts;
     let mut notes = Vec::new();
     if opts.smoothing {
         notes.push("counts smoothed by +0.5".to_string());
@@ -95,14 +97,29 @@ fn option_notes(opts: &Options) -> Vec<String> {
     if !opts.group {
         notes.push("one entry per line".to_string());
     }
+    if let Some(rev) = view.diff_base {
+        notes.push(format!("`changed` marks lines changed since {rev}"));
+    }
     notes
 }
 
 /// The human report: summary, failing tests, then each measure's top-N entries by file.
-pub fn human(a: &Analysis, rankings: &[Ranking], view: &View) -> String {
-    let spectra = a.spectra;
-    let sum = Summary::of(a);
+pub fn human(report: &Report, view: &View, sources: &Sources) -> String {
     let mut out = String::new();
+    summary(&mut out, report, view);
+    out.push('\n');
+    out.push_str(&failing_tests(report.spectra));
+    out.push_str(&timed_out_tests(report.spectra));
+    for r in &report.rankings {
+        human_ranking(&mut out, report, r, view, sources);
+    }
+    footer(&mut out, report, view);
+    out
+}
+
+/// The summary: the tests, the units, the all-failing core and the options.
+fn summary(out: &mut String, report: &Report, view: &View) {
+    let sum = &report.summary;
     let _ = write!(
         out,
         "{} tests: {} passed, {} failed, {} timed out, {} crashed, {} ignored",
@@ -141,38 +158,26 @@ pub fn human(a: &Analysis, rankings: &[Ranking], view: &View) -> String {
         // as trybuild's): no claim about where a single fault must be.
         let _ = writeln!(out, "No failing test ran one of these {noun}: there is nothing to rank");
     } else if sum.failing() > 0 {
-        let witnesses = a.core_witnesses();
         let _ = writeln!(
             out,
             "{} {noun} are run by every failing test: if there is a single fault, it is one of them ({} of {} failing tests already pin them down)",
             sum.all_failing_core,
-            witnesses.len(),
+            report.core_tests.len(),
             sum.failing()
         );
     }
-    let mut notes = option_notes(&view.opts);
-    if let Some(rev) = view.diff_base {
-        notes.push(format!("`changed` marks lines changed since {rev}"));
-    }
+    let notes = option_notes(view);
     if !notes.is_empty() {
         let _ = writeln!(out, "Options: {}", notes.join("; "));
     }
-    out.push('\n');
-    out.push_str(&failing_tests(spectra));
-    out.push_str(&timed_out_tests(spectra));
-    let mut sources = Sources::of(spectra);
-    for r in rankings {
-        human_ranking(&mut out, r, view, &mut sources);
-    }
-    footer(&mut out, rankings, view);
-    out
 }
 
 /// What the marks and counts of the listed entries mean.
-fn footer(out: &mut String, rankings: &[Ranking], view: &View) {
+fn footer(out: &mut String, report: &Report, view: &View) {
+    let rankings = &report.rankings;
     let mut blank = "\n";
     // The legends of what the shown entries carry (not of entries below the cut).
-    let any_shown = |mark: fn(&Ranked) -> bool| rankings.iter().any(|r| r.entries.iter().take(view.top).any(mark));
+    let any_shown = |mark: fn(&Entry) -> bool| rankings.iter().any(|r| r.entries.iter().take(view.top).any(mark));
     if any_shown(|x| x.tied > 1) {
         let _ = writeln!(
             out,
@@ -196,12 +201,12 @@ fn footer(out: &mut String, rankings: &[Ranking], view: &View) {
         blank = "";
     }
     // The explanation speaks of lines: a report of imported units only goes without it.
+    let units = &report.spectra.units;
     let lists_lines = rankings.iter().any(|r| {
-        let a = r.analysis;
         r.entries
             .iter()
             .take(view.top)
-            .any(|x| a.spectra.units[a.groups[x.group].units[0]].name().is_none())
+            .any(|x| units[x.first()].name().is_none())
     });
     if lists_lines {
         let _ = writeln!(
@@ -212,71 +217,29 @@ fn footer(out: &mut String, rankings: &[Ranking], view: &View) {
     }
 }
 
-fn human_ranking(out: &mut String, r: &Ranking, view: &View, sources: &mut Sources) {
-    let a = r.analysis;
-    let top = view.top;
-    let units = &a.spectra.units;
+/// One ranking's top entries: a heading, the entries under the files of their lead lines,
+/// imported units apart, then what the cut leaves out.
+fn human_ranking(out: &mut String, report: &Report, r: &Ranking, view: &View, sources: &Sources) {
     if r.entries.is_empty() {
         // No heading over nothing: the summary said why.
         return;
     }
-    let shown = &r.entries[..top.min(r.entries.len())];
-    let order = if r.ht.is_some() {
-        " in the order a person is expected to reach them (HT_Rank model, E[T] = expected steps)"
-    } else {
-        ""
-    };
-    let _ = writeln!(
-        out,
-        "\n{}{order} ({}), top {} of {}:",
-        console::style(format!("Most suspicious {}s by {}", view.unit_noun(), r.measure.name)).bold(),
-        r.measure.formula,
-        shown.len(),
-        crate::ui::counted(r.entries.len(), "entry", "entries")
-    );
-    // Files in the order of their best-ranked entry; entries in rank order within a file. An
-    // entry is shown at its lead line (or, at function granularity, its first function), so
-    // it goes under that line's own file.
-    let shown_unit = |x: &Ranked| match view.function(a, a.groups[x.group].units[0]) {
-        Some(_) => a.groups[x.group].units[0],
-        None => a.lead(x.group),
-    };
-    let file_of = |x: &Ranked| units[shown_unit(x)].file.as_str();
-    let named = |x: &Ranked| units[a.groups[x.group].units[0]].name().is_some();
-    let mut files: Vec<&str> = Vec::new();
-    for x in shown.iter().filter(|x| !named(x)) {
-        if !files.contains(&file_of(x)) {
-            files.push(file_of(x));
-        }
-    }
-    let line = |x: &Ranked, location: &str, src: &str| entry_line(r, x, location, src);
-    for f in files {
-        let _ = writeln!(out, "  {}", console::style(f).cyan().bold());
-        for x in shown.iter().filter(|x| !named(x) && file_of(x) == f) {
-            let group = &a.groups[x.group].units;
-            let (location, src) = match view.function(a, group[0]) {
-                Some(_) => function_entry(a, view, group),
-                None => line_entry(a, group, shown_unit(x), sources),
-            };
-            let text = line(x, &location, &src);
-            let text = if x.rank <= 1.0 {
-                console::style(text).red().to_string()
-            } else {
-                text
-            };
-            let _ = writeln!(out, "{text}");
-        }
-    }
-    let imported: Vec<&Ranked> = shown.iter().filter(|x| named(x)).collect();
+    let shown = &r.entries[..view.top.min(r.entries.len())];
+    heading(out, r, shown.len(), view);
+    let units = &report.spectra.units;
+    // An imported unit has a name, not a file.
+    let (imported, in_files): (Vec<&Entry>, Vec<&Entry>) =
+        shown.iter().partition(|x| units[x.first()].name().is_some());
+    by_file(out, report, r, &in_files, view, sources);
     if !imported.is_empty() {
         let _ = writeln!(out, "  (imported units)");
         for x in imported {
-            let group = &a.groups[x.group].units;
+            let group = x.in_code_order();
             let mut name = units[group[0]].file.clone();
             if group.len() > 1 {
                 let _ = write!(name, "   (+{} units with the same coverage)", group.len() - 1);
             }
-            let _ = writeln!(out, "{}", line(x, "", &name));
+            let _ = writeln!(out, "{}", entry_line(r, x, "", &name));
         }
     }
     if let (Some(k), Some(rev)) = (view.changed_in_top(r), view.diff_base) {
@@ -299,8 +262,56 @@ fn human_ranking(out: &mut String, r: &Ranking, view: &View, sources: &mut Sourc
     }
 }
 
+/// `Most suspicious lines by M (formula), top N of M entries:`.
+fn heading(out: &mut String, r: &Ranking, shown: usize, view: &View) {
+    let order = if r.ht.is_some() {
+        " in the order a person is expected to reach them (HT_Rank model, E[T] = expected steps)"
+    } else {
+        ""
+    };
+    let _ = writeln!(
+        out,
+        "\n{}{order} ({}), top {} of {}:",
+        console::style(format!("Most suspicious {}s by {}", view.unit_noun(), r.measure.name)).bold(),
+        r.measure.formula,
+        shown,
+        crate::ui::counted(r.entries.len(), "entry", "entries")
+    );
+}
+
+/// Entries under their files: files in the order of their best-ranked entry, entries in rank
+/// order within a file. An entry is shown at its lead line (at function granularity, its first
+/// function), so it goes under that line's own file.
+fn by_file(out: &mut String, report: &Report, r: &Ranking, shown: &[&Entry], view: &View, sources: &Sources) {
+    let spectra = report.spectra;
+    let file_of = |x: &Entry| spectra.units[x.lead()].file.as_str();
+    let mut files: Vec<&str> = Vec::new();
+    for x in shown {
+        if !files.contains(&file_of(x)) {
+            files.push(file_of(x));
+        }
+    }
+    for f in files {
+        let _ = writeln!(out, "  {}", console::style(f).cyan().bold());
+        for x in shown.iter().filter(|x| file_of(x) == f) {
+            let group = x.in_code_order();
+            let (location, src) = match view.function(spectra, group[0]) {
+                Some(_) => function_entry(spectra, view, &group),
+                None => line_entry(&spectra.units, &group, x.lead(), sources),
+            };
+            let text = entry_line(r, x, &location, &src);
+            let text = if x.rank <= 1.0 {
+                console::style(text).red().to_string()
+            } else {
+                text
+            };
+            let _ = writeln!(out, "{text}");
+        }
+    }
+}
+
 /// One entry: its rank, score and counts, then `location | src`.
-fn entry_line(r: &Ranking, x: &Ranked, location: &str, src: &str) -> String {
+fn entry_line(r: &Ranking, x: &Entry, location: &str, src: &str) -> String {
     let what = if r.measure.is_probability() {
         "probability"
     } else {
@@ -333,8 +344,7 @@ fn entry_line(r: &Ranking, x: &Ranked, location: &str, src: &str) -> String {
 
 /// A line entry's location (its lead line: the first, or the best by evidence) and text (that
 /// line's source, and the other lines of its group in short).
-fn line_entry(a: &Analysis, group: &[usize], lead: usize, sources: &mut Sources) -> (String, String) {
-    let units = &a.spectra.units;
+fn line_entry(units: &[Unit], group: &[usize], lead: usize, sources: &Sources) -> (String, String) {
     let first = &units[lead];
     let mut src = sources.line(&first.file, first.line).unwrap_or("").trim().to_string();
     let others: Vec<usize> = group.iter().copied().filter(|&u| u != lead).collect();
@@ -352,9 +362,9 @@ fn line_entry(a: &Analysis, group: &[usize], lead: usize, sources: &mut Sources)
 
 /// A function entry's location (`file:start-end` of its first function) and text (its name,
 /// and the other functions of its group with their spans).
-fn function_entry(a: &Analysis, view: &View, group: &[usize]) -> (String, String) {
-    let file = |u: usize| a.spectra.functions[u].file.as_str();
-    let Some((name, span)) = view.function(a, group[0]) else {
+fn function_entry(spectra: &Spectra, view: &View, group: &[usize]) -> (String, String) {
+    let file = |u: usize| spectra.functions[u].file.as_str();
+    let Some((name, span)) = view.function(spectra, group[0]) else {
         return (String::new(), String::new());
     };
     let mut src = name.to_string();
@@ -362,7 +372,7 @@ fn function_entry(a: &Analysis, view: &View, group: &[usize]) -> (String, String
         let others: Vec<String> = group[1..]
             .iter()
             .filter_map(|&u| {
-                let (n, s) = view.function(a, u)?;
+                let (n, s) = view.function(spectra, u)?;
                 Some(if file(u) == file(group[0]) {
                     format!("{n} {s}")
                 } else {
@@ -401,11 +411,16 @@ fn cut(list: &str) -> String {
 /// Per ranking of a human report, its measure and the (file, line) of each entry shown.
 pub type Shown = Vec<(String, Vec<(String, u32)>)>;
 
+/// An entry line of a human report that names no line number.
+#[derive(Debug, thiserror::Error)]
+#[error("no line number in {0:?}")]
+pub struct NoLineNumber(pub String);
+
 /// The entries a human report shows, read back from its text: per ranking (in report order,
 /// named by its measure), the file heading and line number of each entry shown. What the tests
 /// and the corpus benchmark check the report against the JSON with; an entry line without a
 /// line number is an error.
-pub fn shown_entries(human: &str) -> Result<Shown, String> {
+pub fn shown_entries(human: &str) -> Result<Shown, NoLineNumber> {
     let mut shown: Shown = Vec::new();
     let mut file = String::new();
     for line in human.lines() {
@@ -419,7 +434,7 @@ pub fn shown_entries(human: &str) -> Result<Shown, String> {
             && let Some(ranking) = shown.last_mut()
         {
             let number = head.split_whitespace().last().unwrap_or_default();
-            let n = number.parse().map_err(|_| format!("no line number in {line:?}"))?;
+            let n = number.parse().map_err(|_| NoLineNumber(line.to_string()))?;
             ranking.1.push((file.clone(), n));
         }
     }
@@ -427,8 +442,8 @@ pub fn shown_entries(human: &str) -> Result<Shown, String> {
 }
 
 /// The report when no test failed: a coverage summary (and the timed-out tests, if any).
-pub fn no_failures(a: &Analysis) -> String {
-    let sum = Summary::of(a);
+pub fn no_failures(report: &Report) -> String {
+    let sum = &report.summary;
     let coverage = format!(
         "Coverage: {} of {} lines in {} files ran ({:.1}%).\n",
         sum.covered_units,
@@ -452,7 +467,7 @@ pub fn no_failures(a: &Analysis) -> String {
         sum.passed,
         sum.timed_out,
         sum.ignored,
-        timed_out_tests(a.spectra)
+        timed_out_tests(report.spectra)
     )
 }
 

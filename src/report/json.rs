@@ -3,16 +3,19 @@
 
 use serde::Serialize;
 
-use super::{Conventions, SCHEMA, Summary, View, test_label};
-use crate::analysis::Analysis;
-use crate::rank::{Ranked, Ranking};
-use crate::spectra::Unit;
+use super::model::{CpInfo, Entry, Report, Summary};
+use super::text::test_label;
+use super::view::{Conventions, View};
+use crate::spectra::{Spectra, Unit};
+
+/// Schema tag of the JSON report.
+pub const SCHEMA: &str = "cargo-sfl/v1";
 
 #[derive(Serialize)]
 struct JsonReport<'a> {
     schema: &'static str,
     workspace_root: &'a str,
-    summary: Summary,
+    summary: &'a Summary,
     /// Algorithm 1 of Landsberg, Sun & Kroening's single-fault-optimal study: failing tests that pin the all-failing core down.
     core_tests: Vec<String>,
     conventions: Conventions,
@@ -88,27 +91,22 @@ struct JsonCfg<'a> {
 }
 
 impl<'a> JsonCfg<'a> {
-    fn of(a: &'a Analysis, variant: crate::cp::CpVariant) -> Option<Self> {
-        let a = a.lines();
-        let (sol, _) = a.cp(variant)?;
-        let e = a.spectra.edges.as_ref()?;
-        let (method, damping_factor) = match &sol.method {
+    fn of(cp: &'a CpInfo) -> Self {
+        let (method, damping_factor) = match &cp.method {
             crate::cp::CpMethod::Exact => ("exact", None),
             crate::cp::CpMethod::Damped { factor, .. } => ("damped", Some(*factor)),
         };
-        let damped_functions = e.function_names(&sol.damped_blocks);
-        let calls = e.calls();
-        Some(JsonCfg {
-            blocks: e.blocks.len(),
-            edges: e.edges.len() - calls,
-            calls: if variant.calls { calls } else { 0 },
-            blocks_solved: sol.blocks_solved,
-            exit_blocks: sol.exit_blocks,
+        JsonCfg {
+            blocks: cp.blocks,
+            edges: cp.edges,
+            calls: if cp.along_calls { cp.calls } else { 0 },
+            blocks_solved: cp.blocks_solved,
+            exit_blocks: cp.exit_blocks,
             method,
             damping_factor,
-            damped_functions,
-            residual: sol.residual,
-        })
+            damped_functions: cp.damped_functions.clone(),
+            residual: cp.residual,
+        }
     }
 }
 
@@ -129,8 +127,8 @@ struct JsonUnit<'a> {
 }
 
 impl<'a> JsonUnit<'a> {
-    fn of(a: &'a Analysis, view: &View<'a>, u: usize) -> Self {
-        let unit: &'a Unit = &a.spectra.units[u];
+    fn of(spectra: &'a Spectra, view: &View<'a>, u: usize) -> Self {
+        let unit: &'a Unit = &spectra.units[u];
         if let Some(name) = unit.name() {
             return JsonUnit {
                 file: None,
@@ -144,7 +142,7 @@ impl<'a> JsonUnit<'a> {
         JsonUnit {
             file: Some(&unit.file),
             line: Some(unit.line),
-            end_line: function.and_then(|_| a.spectra.functions.get(u)).map(|f| f.end),
+            end_line: function.and_then(|_| spectra.functions.get(u)).map(|f| f.end),
             function,
             name: None,
         }
@@ -186,62 +184,65 @@ struct JsonEntry<'a> {
 }
 
 /// The JSON report (pretty-printed, stable key order).
-pub fn json<'a>(a: &'a Analysis, rankings: &[Ranking], view: &View<'a>) -> String {
-    let spectra = a.spectra;
-    let report = JsonReport {
+pub fn json<'a>(report: &'a Report, view: &View<'a>) -> String {
+    let spectra = report.spectra;
+    let json = JsonReport {
         schema: SCHEMA,
         workspace_root: &spectra.workspace_root,
-        summary: Summary::of(a),
-        core_tests: a
-            .core_witnesses()
-            .into_iter()
-            .map(|t| test_label(&spectra.tests[t]))
+        summary: &report.summary,
+        core_tests: report
+            .core_tests
+            .iter()
+            .map(|&t| test_label(&spectra.tests[t]))
             .collect(),
         conventions: Conventions::of(&view.opts),
         diff_base: view.diff_base,
-        tests: spectra
-            .tests
-            .iter()
-            .map(|t| JsonTest {
-                binary: &t.binary,
-                name: &t.name,
-                outcome: t.outcome.as_str(),
-                signal: t.signal,
-                message: t.message.as_deref(),
-                duration_ms: t.duration_ms,
-                stack: &t.stack,
-                flaky: t.flaky,
-                reused: t.reused,
-                attempts: &t.attempts,
-            })
-            .collect(),
-        rankings: rankings
+        tests: spectra.tests.iter().map(JsonTest::of).collect(),
+        rankings: report
+            .rankings
             .iter()
             .map(|r| JsonRanking {
                 measure: r.measure.name,
                 formula: r.measure.formula,
                 changed_in_top: view.changed_in_top(r),
                 ht_order: r.ht.as_ref(),
-                cfg: r.measure.cp_variant().and_then(|v| JsonCfg::of(r.analysis, v)),
-                units: r.entries.iter().map(|x| json_entry(r.analysis, view, x)).collect(),
+                cfg: r.cp.as_ref().map(JsonCfg::of),
+                units: r.entries.iter().map(|x| json_entry(spectra, view, x)).collect(),
             })
             .collect(),
         mutation: view.mutation,
     };
-    let mut s = serde_json::to_string_pretty(&report).expect("report serialises");
+    let mut s = serde_json::to_string_pretty(&json).expect("report serialises");
     s.push('\n');
     s
 }
 
-fn json_entry<'a>(a: &'a Analysis, view: &View<'a>, x: &Ranked) -> JsonEntry<'a> {
+impl<'a> JsonTest<'a> {
+    fn of(t: &'a crate::spectra::TestRecord) -> Self {
+        JsonTest {
+            binary: &t.binary,
+            name: &t.name,
+            outcome: t.outcome.as_str(),
+            signal: t.signal,
+            message: t.message.as_deref(),
+            duration_ms: t.duration_ms,
+            stack: &t.stack,
+            flaky: t.flaky,
+            reused: t.reused,
+            attempts: &t.attempts,
+        }
+    }
+}
+
+fn json_entry<'a>(spectra: &'a Spectra, view: &View<'a>, x: &Entry) -> JsonEntry<'a> {
     // With `--tie-break evidence`, the entry's best-evidence line leads and members follow
     // in evidence order; otherwise code order.
-    let units = a.ordered_units(x.group);
+    let units = &x.lines;
     let c = x.counts;
     JsonEntry {
-        first: JsonUnit::of(a, view, units[0]),
+        first: JsonUnit::of(spectra, view, units[0]),
         members: if units.len() > 1 {
-            units.iter().map(|&u| JsonUnit::of(a, view, u)).collect()
+            units.iter().map(|&u| JsonUnit::of(spectra, view, u)).collect()
         } else {
             Vec::new()
         },

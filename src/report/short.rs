@@ -7,74 +7,80 @@
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-use crate::analysis::Analysis;
-use crate::rank::Ranking;
-
-use super::{Sources, View, fmt_score};
+use super::disk::Disk;
+use super::model::{Entry, Ranking, Report};
+use super::text::fmt_score;
+use super::view::View;
 
 /// The short report: the top entries of each ranking, one line each, nothing else (no failing
 /// tests, no summary: a quickfix list wants locations).
-pub fn short(a: &Analysis, rankings: &[Ranking], view: &View) -> String {
-    let root = Path::new(&a.spectra.workspace_root);
-    let here = std::env::current_dir().ok();
-    let mut sources = Sources::of(a.spectra);
+pub fn short(report: &Report, view: &View, disk: &Disk) -> String {
     let mut out = String::new();
-    for r in rankings {
-        let ra = r.analysis;
+    for r in &report.rankings {
         let total_f = r.entries.first().map_or(0.0, |x| x.counts.ef + x.counts.nf);
         let total_p = r.entries.first().map_or(0.0, |x| x.counts.ep + x.counts.np);
         for x in r.entries.iter().take(view.top) {
-            let group = &ra.groups[x.group].units;
-            let (lead, name) = match view.function(ra, group[0]) {
-                Some((name, _)) => (group[0], Some(name)),
-                None => (ra.lead(x.group), None),
-            };
-            let unit = &ra.spectra.units[lead];
             // Imported units name no file: nothing an editor can jump to.
-            if unit.name().is_some() {
-                continue;
+            if report.spectra.units[x.lead()].name().is_none() {
+                short_entry(&mut out, report, r, x, (total_f, total_p), view, disk);
             }
-            let column = sources
-                .line(&unit.file, unit.line)
-                .and_then(|text| text.find(|c: char| !c.is_whitespace()))
-                .map_or(1, |i| i + 1);
-            let severity = if x.rank <= 1.0 { "warning" } else { "note" };
-            let subject = name.map_or_else(String::new, |n| format!("{n}: "));
-            let _ = write!(
-                out,
-                "{}:{}:{column}: {severity}: {subject}{} rank {} of {}, {} {}, run by {} of {} failing and {} of {} passing tests",
-                shown_path(root, &unit.file, here.as_deref()),
-                unit.line,
-                r.measure.name,
-                x.rank,
-                r.entries.len(),
-                if r.measure.is_probability() {
-                    "probability"
-                } else {
-                    "score"
-                },
-                fmt_score(r.measure, x),
-                x.counts.ef,
-                total_f,
-                x.counts.ep,
-                total_p,
-            );
-            if x.panicked {
-                out.push_str("; a failing test panicked on its own operation");
-            }
-            if group.len() > 1 {
-                let noun = view.unit_noun();
-                let more = crate::ui::counted(
-                    group.len() - 1,
-                    &format!("more {noun} runs"),
-                    &format!("more {noun}s run"),
-                );
-                let _ = write!(out, "; {more} exactly alike");
-            }
-            out.push('\n');
         }
     }
     out
+}
+
+/// One entry at its lead line (at function granularity, its first function, named).
+fn short_entry(
+    out: &mut String,
+    report: &Report,
+    r: &Ranking,
+    x: &Entry,
+    (total_f, total_p): (f64, f64),
+    view: &View,
+    disk: &Disk,
+) {
+    let spectra = report.spectra;
+    let unit = &spectra.units[x.lead()];
+    let name = view.function(spectra, x.lead()).map(|(name, _)| name);
+    let column = disk
+        .sources
+        .line(&unit.file, unit.line)
+        .and_then(|text| text.find(|c: char| !c.is_whitespace()))
+        .map_or(1, |i| i + 1);
+    let severity = if x.rank <= 1.0 { "warning" } else { "note" };
+    let subject = name.map_or_else(String::new, |n| format!("{n}: "));
+    let _ = write!(
+        out,
+        "{}:{}:{column}: {severity}: {subject}{} rank {} of {}, {} {}, run by {} of {} failing and {} of {} passing tests",
+        shown_path(Path::new(&spectra.workspace_root), &unit.file, disk.here.as_deref()),
+        unit.line,
+        r.measure.name,
+        x.rank,
+        r.entries.len(),
+        if r.measure.is_probability() {
+            "probability"
+        } else {
+            "score"
+        },
+        fmt_score(r.measure, x),
+        x.counts.ef,
+        total_f,
+        x.counts.ep,
+        total_p,
+    );
+    if x.panicked {
+        out.push_str("; a failing test panicked on its own operation");
+    }
+    if x.lines.len() > 1 {
+        let noun = view.unit_noun();
+        let more = crate::ui::counted(
+            x.lines.len() - 1,
+            &format!("more {noun} runs"),
+            &format!("more {noun}s run"),
+        );
+        let _ = write!(out, "; {more} exactly alike");
+    }
+    out.push('\n');
 }
 
 /// `file` (relative to the workspace `root`) as an editor run in `here` finds it: relative to

@@ -7,16 +7,17 @@
 //! `partialFingerprints` entry that depends on the file and the text of the lines, not on line
 //! numbers, so it survives unrelated edits.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use md5::{Digest, Md5};
 
-use super::{Conventions, Sources, View, fmt_score, test_label};
-use crate::analysis::Analysis;
+use super::disk::{Disk, Sources};
+use super::model::{Entry, Ranking, Report};
+use super::text::{fmt_score, test_label};
+use super::view::{Conventions, View};
 use crate::coverage::hex;
 use crate::measures::Measure;
-use crate::rank::{Ranked, Ranking};
-use crate::spectra::TestRecord;
+use crate::spectra::{Spectra, TestRecord};
 
 /// The SARIF schema URI written into `$schema`.
 pub const SCHEMA_URI: &str = "https://json.schemastore.org/sarif-2.1.0.json";
@@ -40,35 +41,6 @@ fn lines(start: u32, end: u32) -> Region {
         start_line: start,
         start_column: None,
         end_line: Some(end),
-    }
-}
-
-/// The directory SARIF paths are relative to, and the workspace's path inside it.
-fn repository_root(workspace: &Path) -> (PathBuf, String) {
-    let top = std::process::Command::new("git")
-        .args(["rev-parse", "--show-toplevel"])
-        .current_dir(workspace)
-        .output()
-        .ok()
-        .filter(|o| o.status.success())
-        .map(|o| PathBuf::from(String::from_utf8_lossy(&o.stdout).trim()));
-    match top {
-        Some(top) => {
-            let canon = |p: &Path| p.canonicalize().unwrap_or_else(|_| p.to_path_buf());
-            let prefix = canon(workspace)
-                .strip_prefix(canon(&top))
-                .map(|p| p.to_string_lossy().replace('\\', "/"))
-                .unwrap_or_default();
-            (
-                top,
-                if prefix.is_empty() {
-                    prefix
-                } else {
-                    format!("{prefix}/")
-                },
-            )
-        }
-        None => (workspace.to_path_buf(), String::new()),
     }
 }
 
@@ -106,28 +78,40 @@ fn panic_site(message: &str) -> Option<(String, u32, u32)> {
     Some((parts.next()?.to_string(), line, col))
 }
 
+/// The files failing tests' panic sites name (those of the workspace are related locations).
+pub fn panic_files(spectra: &Spectra) -> impl Iterator<Item = String> + '_ {
+    spectra
+        .tests
+        .iter()
+        .filter(|t| t.outcome.is_failing())
+        .filter_map(|t| panic_site(t.message.as_deref()?))
+        .map(|(file, _, _)| file)
+}
+
 /// The SARIF log (pretty-printed).
-pub fn sarif<'a>(a: &Analysis, rankings: &[Ranking], view: &'a View<'a>) -> String {
-    let spectra = a.spectra;
-    let workspace = Path::new(&spectra.workspace_root);
-    let (repo, prefix) = repository_root(workspace);
-    let mut sources = Sources::of(spectra);
+pub fn sarif<'a>(report: &Report, view: &'a View<'a>, disk: &Disk) -> String {
+    let spectra = report.spectra;
+    let (repo, prefix) = match &disk.repository {
+        Some(r) => (r.root.as_path(), r.prefix.as_str()),
+        None => (Path::new(&spectra.workspace_root), ""),
+    };
     let failing: Vec<&TestRecord> = spectra.tests.iter().filter(|t| t.outcome.is_failing()).collect();
     // Failing tests, as related locations shared by every result.
     let related: Vec<Location> = failing
         .iter()
         .enumerate()
-        .map(|(i, t)| failing_test(i + 1, t, workspace, &prefix))
+        .map(|(i, t)| failing_test(i + 1, t, disk, prefix))
         .collect();
     let at = Place {
-        prefix: &prefix,
+        spectra,
+        prefix,
         related: &related,
         view,
     };
     let mut results = Vec::new();
-    for (rule_index, r) in rankings.iter().enumerate() {
+    for (rule_index, r) in report.rankings.iter().enumerate() {
         for x in r.entries.iter().take(view.top) {
-            results.push(result(r, rule_index, x, &at, &mut sources));
+            results.push(result(r, rule_index, x, &at, &disk.sources));
         }
     }
     let log = Log {
@@ -139,11 +123,11 @@ pub fn sarif<'a>(a: &Analysis, rankings: &[Ranking], view: &'a View<'a>) -> Stri
                     name: "cargo-sfl",
                     version: env!("CARGO_PKG_VERSION"),
                     semantic_version: env!("CARGO_PKG_VERSION"),
-                    rules: rankings.iter().map(|r| rule(r.measure)).collect(),
+                    rules: report.rankings.iter().map(|r| rule(r.measure)).collect(),
                 },
             },
             original_uri_base_ids: BaseUris {
-                srcroot: BaseUri { uri: dir_uri(&repo) },
+                srcroot: BaseUri { uri: dir_uri(repo) },
             },
             invocations: vec![Invocation {
                 execution_successful: true,
@@ -152,7 +136,7 @@ pub fn sarif<'a>(a: &Analysis, rankings: &[Ranking], view: &'a View<'a>) -> Stri
                 tests: spectra.tests.len(),
                 failing_tests: failing.len(),
                 flaky_tests: failing.iter().filter(|t| t.flaky).map(|t| test_label(t)).collect(),
-                all_failing_core: a.core_units(),
+                all_failing_core: report.summary.all_failing_core,
                 conventions: Conventions::of(&view.opts),
                 diff_base: view.diff_base,
             },
@@ -177,12 +161,12 @@ fn headline(message: &str) -> &str {
 }
 
 /// A failing test as a related location: its name, the first line of its panic's message,
-/// and its panic site when that is a file of the workspace.
-fn failing_test(id: usize, t: &TestRecord, workspace: &Path, prefix: &str) -> Location {
+/// and its panic site when that is a file of the workspace ([`Disk::panic_files`]).
+fn failing_test(id: usize, t: &TestRecord, disk: &Disk, prefix: &str) -> Location {
     let last = t.message.as_deref().map(headline).unwrap_or("");
     let site = t.message.as_deref().and_then(panic_site);
     let physical_location = site
-        .filter(|(f, _, _)| !f.starts_with('/') && workspace.join(f).is_file())
+        .filter(|(f, _, _)| disk.panic_files.contains(f))
         .map(|(file, line, col)| {
             let region = Region {
                 start_line: line,
@@ -239,68 +223,33 @@ fn rule(m: &Measure) -> Rule {
     }
 }
 
-/// Where results point: paths' prefix under `SRCROOT`, and the failing tests every result
-/// lists first among its related locations.
+/// Where results point: the matrix ranked, paths' prefix under `SRCROOT`, and the failing
+/// tests every result lists first among its related locations.
 struct Place<'a> {
+    spectra: &'a Spectra,
     prefix: &'a str,
     related: &'a [Location],
     /// Whether units are lines or functions (and the functions' names).
     view: &'a View<'a>,
 }
 
-fn result(r: &Ranking, rule_index: usize, x: &Ranked, at: &Place, sources: &mut Sources) -> SarifResult {
-    let a = r.analysis;
-    let group = &a.groups[x.group].units;
+fn result(r: &Ranking, rule_index: usize, x: &Entry, at: &Place, sources: &Sources) -> SarifResult {
+    let group = x.in_code_order();
     let m = r.measure;
     let c = x.counts;
-    let what = if m.is_probability() { "probability" } else { "score" };
-    let noun = at.view.unit_noun();
-    let subject = match at.view.function(a, group[0]) {
-        Some((name, _)) => format!("Suspicious function {name}"),
-        None => "Suspicious line".to_string(),
-    };
-    let mut text = format!(
-        "{subject}: {} {what} {} (rank {} of {}). Run by {} of {} failing tests and {} of {} passing tests.",
-        m.name,
-        fmt_score(m, x),
-        x.rank,
-        crate::ui::counted(r.entries.len(), "entry", "entries"),
-        c.ef,
-        c.ef + c.nf,
-        c.ep,
-        c.ep + c.np
-    );
-    if x.panicked {
-        text.push_str(" A failing test panicked on this line's own operation (an index out of bounds, an overflow, …), so it is ranked first.");
-    }
-    if x.certain {
-        text.push_str(&format!(" A failing test ran this {noun} and nothing else."));
-    }
-    if group.len() > 1 {
-        let more = crate::ui::counted(
-            group.len() - 1,
-            &format!("more {noun} runs"),
-            &format!("more {noun}s run"),
-        );
-        text.push_str(&format!(" {more} exactly alike and cannot be told apart."));
-    }
-    if x.changed {
-        text.push_str(&format!(" This {noun} changed in the change under test."));
-    }
-    let (location, alike) = locations(a, x.group, at);
+    let (location, alike) = locations(x, at);
     let mut related_locations = at.related.to_vec();
     related_locations.extend(alike);
-    let code_flows = code_flows(a, group, at.prefix);
     SarifResult {
         rule_id: rule_id(m.name),
         rule_index,
         level: if x.rank <= 1.0 { "warning" } else { "note" },
-        message: Message::text(text),
+        message: Message::text(message(r, x, at)),
         locations: vec![location],
         related_locations,
-        code_flows,
+        code_flows: code_flows(at.spectra, &group, at.prefix),
         partial_fingerprints: Fingerprints {
-            lines: fingerprint(a, m, group, sources),
+            lines: fingerprint(at.spectra, m, &group, sources),
         },
         properties: ResultProperties {
             measure: m.name,
@@ -321,16 +270,57 @@ fn result(r: &Ranking, rule_index: usize, x: &Ranked, at: &Place, sources: &mut 
     }
 }
 
+/// A result's message: what is suspicious, by which measure, how much, and what sets it apart.
+fn message(r: &Ranking, x: &Entry, at: &Place) -> String {
+    let m = r.measure;
+    let c = x.counts;
+    let what = if m.is_probability() { "probability" } else { "score" };
+    let noun = at.view.unit_noun();
+    let subject = match at.view.function(at.spectra, x.first()) {
+        Some((name, _)) => format!("Suspicious function {name}"),
+        None => "Suspicious line".to_string(),
+    };
+    let mut text = format!(
+        "{subject}: {} {what} {} (rank {} of {}). Run by {} of {} failing tests and {} of {} passing tests.",
+        m.name,
+        fmt_score(m, x),
+        x.rank,
+        crate::ui::counted(r.entries.len(), "entry", "entries"),
+        c.ef,
+        c.ef + c.nf,
+        c.ep,
+        c.ep + c.np
+    );
+    if x.panicked {
+        text.push_str(" A failing test panicked on this line's own operation (an index out of bounds, an overflow, …), so it is ranked first.");
+    }
+    if x.certain {
+        text.push_str(&format!(" A failing test ran this {noun} and nothing else."));
+    }
+    if x.lines.len() > 1 {
+        let more = crate::ui::counted(
+            x.lines.len() - 1,
+            &format!("more {noun} runs"),
+            &format!("more {noun}s run"),
+        );
+        text.push_str(&format!(" {more} exactly alike and cannot be told apart."));
+    }
+    if x.changed {
+        text.push_str(&format!(" This {noun} changed in the change under test."));
+    }
+    text
+}
+
 /// The backtraces of the failing tests that panicked on a path through one of `group`'s units
 /// (at function granularity, through one of its functions).
-fn code_flows(a: &Analysis, group: &[usize], prefix: &str) -> Vec<CodeFlow> {
-    let units = &a.spectra.units;
+fn code_flows(spectra: &Spectra, group: &[usize], prefix: &str) -> Vec<CodeFlow> {
+    let units = &spectra.units;
     let on_entry = |f: &crate::spectra::Frame| {
         group
             .iter()
             .any(|&u| units[u].file == f.file && units[u].line == f.line)
     };
-    a.spectra
+    spectra
         .tests
         .iter()
         .filter(|t| t.outcome.is_failing() && t.stack.iter().any(on_entry))
@@ -358,11 +348,11 @@ fn code_flows(a: &Analysis, group: &[usize], prefix: &str) -> Vec<CodeFlow> {
 }
 
 /// Stable across line moves: the rule, the file and the text of the entry's lines.
-fn fingerprint(a: &Analysis, m: &Measure, group: &[usize], sources: &mut Sources) -> String {
+fn fingerprint(spectra: &Spectra, m: &Measure, group: &[usize], sources: &Sources) -> String {
     let mut md5 = Md5::new();
     md5.update(rule_id(m.name).as_bytes());
     for &u in group {
-        let unit = &a.spectra.units[u];
+        let unit = &spectra.units[u];
         md5.update(unit.file.as_bytes());
         md5.update([0]);
         md5.update(sources.line(&unit.file, unit.line).unwrap_or("").trim().as_bytes());
@@ -374,14 +364,10 @@ fn fingerprint(a: &Analysis, m: &Measure, group: &[usize], sources: &mut Sources
 /// The entry's location (its lead line, the one the other reports lead with; at function
 /// granularity its first function; or an imported unit's name) and the rest of its spans as
 /// related locations, numbered after the failing tests.
-fn locations(a: &Analysis, g: usize, at: &Place) -> (Location, Vec<Location>) {
-    let units = &a.spectra.units;
-    let group = &a.groups[g].units;
-    let lead = match at.view.function(a, group[0]) {
-        Some(_) => group[0],
-        None => a.lead(g),
-    };
-    let first = &units[lead];
+fn locations(x: &Entry, at: &Place) -> (Location, Vec<Location>) {
+    let spectra = at.spectra;
+    let lead = x.lead();
+    let first = &spectra.units[lead];
     if let Some(name) = first.name() {
         let location = Location {
             logical_locations: vec![LogicalLocation {
@@ -392,11 +378,11 @@ fn locations(a: &Analysis, g: usize, at: &Place) -> (Location, Vec<Location>) {
         };
         return (location, Vec::new());
     }
-    let own = at.view.spans(a, &[lead]);
+    let own = at.view.spans(spectra, &[lead]);
     let (file, head) = (own[0].file, own[0].spans[0]);
-    let rest: Vec<usize> = group.iter().copied().filter(|&u| u != lead).collect();
+    let rest: Vec<usize> = x.in_code_order().into_iter().filter(|&u| u != lead).collect();
     let mut others = Vec::new();
-    for fs in &at.view.spans(a, &rest) {
+    for fs in &at.view.spans(spectra, &rest) {
         for span in &fs.spans {
             others.push(Location {
                 id: Some(at.related.len() + others.len() + 1),
@@ -413,7 +399,7 @@ fn locations(a: &Analysis, g: usize, at: &Place) -> (Location, Vec<Location>) {
         physical_location: Some(physical(at.prefix, file, lines(head.start, head.end))),
         logical_locations: at
             .view
-            .function(a, lead)
+            .function(spectra, lead)
             .map(|(name, _)| LogicalLocation {
                 fully_qualified_name: name.to_string(),
                 kind: Some("function"),
@@ -428,9 +414,10 @@ fn locations(a: &Analysis, g: usize, at: &Place) -> (Location, Vec<Location>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::analysis::Options;
+    use crate::analysis::{Analysis, Options};
     use crate::measures::find;
     use crate::rank::rank;
+    use crate::report::tests::report_of;
     use crate::spectra::tests::matrix;
 
     fn view(function_names: Option<&[String]>) -> View<'_> {
@@ -450,15 +437,17 @@ mod tests {
         let (f, names) = crate::report::tests::three_functions();
         let a = Analysis::new(&f, true);
         assert_eq!(a.groups[0].units, [0, 2]);
-        let r = rank(&a, find("ochiai").unwrap(), &Options::default());
+        let report = report_of(&a, &[rank(&a, find("ochiai").unwrap(), &Options::default())]);
+        let r = &report.rankings[0];
         let view = view(Some(&names));
         let at = Place {
+            spectra: &f,
             prefix: "",
             related: &[],
             view: &view,
         };
-        let mut sources = Sources::new(Path::new("/nonexistent"));
-        let got = serde_json::to_value(result(&r, 0, &r.entries[0], &at, &mut sources)).unwrap();
+        let sources = Sources::default();
+        let got = serde_json::to_value(result(r, 0, &r.entries[0], &at, &sources)).unwrap();
         assert!(
             got["message"]["text"]
                 .as_str()
@@ -483,16 +472,18 @@ mod tests {
         // alone); line 4 is run by the passing test only.
         let s = matrix(&["11101-", "00010+"]);
         let a = Analysis::new(&s, true);
-        let r = rank(&a, find("ochiai").unwrap(), &Options::default());
+        let report = report_of(&a, &[rank(&a, find("ochiai").unwrap(), &Options::default())]);
+        let r = &report.rankings[0];
         let view = view(None);
         let at = Place {
+            spectra: &s,
             prefix: "ws/",
             related: &[],
             view: &view,
         };
-        let mut sources = Sources::new(Path::new("/nonexistent"));
-        let got = result(&r, 0, &r.entries[0], &at, &mut sources);
-        let fingerprint = fingerprint(&a, r.measure, &a.groups[0].units, &mut sources);
+        let sources = Sources::default();
+        let got = result(r, 0, &r.entries[0], &at, &sources);
+        let fingerprint = fingerprint(&s, r.measure, &a.groups[0].units, &sources);
         let file = |start: u32, end: u32| {
             serde_json::json!({
                 "artifactLocation": {"uri": "ws/src/lib.rs", "uriBaseId": "SRCROOT"},

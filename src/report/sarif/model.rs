@@ -2,7 +2,7 @@
 
 use serde::Serialize;
 
-use crate::report::Conventions;
+use crate::report::view::Conventions;
 
 // Field order is the order of the keys in the output; absent optional fields are left out.
 

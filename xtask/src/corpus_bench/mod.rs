@@ -538,7 +538,7 @@ fn report_agrees(human: &str, report: &Value, problems: &mut Vec<String>) -> Opt
         Ok(shown) if !shown.is_empty() => shown,
         Ok(_) => return None,
         Err(e) => {
-            problems.push(e);
+            problems.push(e.to_string());
             return Some(false);
         }
     };

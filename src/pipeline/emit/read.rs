@@ -1,0 +1,87 @@
+//! What a report shows of the checkout, read before it is rendered: the source files of the
+//! entries it shows (all the ranked files for the HTML page), and for SARIF the repository and
+//! the panic sites that are files of the workspace, for `--format short` the current directory.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+use crate::config::Format;
+use crate::report::Report;
+use crate::report::disk::{Disk, Repository};
+
+/// What `format` shows of the checkout `report`'s spectra were collected in, with `top`
+/// entries per ranking.
+pub(super) fn disk(format: Format, report: &Report, top: usize) -> Disk {
+    let spectra = report.spectra;
+    let root = Path::new(&spectra.workspace_root);
+    let mut disk = Disk::default();
+    for file in shown_files(format, report, top) {
+        if spectra.may_show(file)
+            && let Ok(text) = std::fs::read_to_string(root.join(file))
+        {
+            disk.sources.insert(file, &text);
+        }
+    }
+    if format == Format::Sarif {
+        disk.repository = Some(repository(root));
+        disk.panic_files = crate::report::sarif::panic_files(spectra)
+            .filter(|f| !f.starts_with('/') && root.join(f).is_file())
+            .collect();
+    }
+    if format == Format::Short {
+        disk.here = std::env::current_dir().ok();
+    }
+    disk
+}
+
+/// The files whose lines `format` shows: every ranked file on the HTML page, the files of
+/// the shown entries' lines in the other reports that quote code.
+fn shown_files<'a>(format: Format, report: &Report<'a>, top: usize) -> BTreeSet<&'a str> {
+    let units = &report.spectra.units;
+    let lines: Vec<usize> = match format {
+        Format::Json => Vec::new(),
+        Format::Html => report.groups.iter().flat_map(|g| g.lines.iter().copied()).collect(),
+        Format::Human | Format::Sarif | Format::Short => report
+            .rankings
+            .iter()
+            .flat_map(|r| r.entries.iter().take(top))
+            .flat_map(|x| x.lines.iter().copied())
+            .collect(),
+    };
+    lines
+        .into_iter()
+        .filter(|&u| units[u].name().is_none())
+        .map(|u| units[u].file.as_str())
+        .collect()
+}
+
+/// The directory SARIF paths are relative to (the git top level, else the workspace root),
+/// and the workspace's path inside it.
+fn repository(workspace: &Path) -> Repository {
+    let top = std::process::Command::new("git")
+        .args(["rev-parse", "--show-toplevel"])
+        .current_dir(workspace)
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| PathBuf::from(String::from_utf8_lossy(&o.stdout).trim()));
+    let Some(top) = top else {
+        return Repository {
+            root: workspace.to_path_buf(),
+            prefix: String::new(),
+        };
+    };
+    let canon = |p: &Path| p.canonicalize().unwrap_or_else(|_| p.to_path_buf());
+    let prefix = canon(workspace)
+        .strip_prefix(canon(&top))
+        .map(|p| p.to_string_lossy().replace('\\', "/"))
+        .unwrap_or_default();
+    Repository {
+        root: top,
+        prefix: if prefix.is_empty() {
+            prefix
+        } else {
+            format!("{prefix}/")
+        },
+    }
+}

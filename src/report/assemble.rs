@@ -1,0 +1,156 @@
+//! The report model from the analyses: the summary and groups of the analysis every measure
+//! but CP's and the combined ranking's ranks, then each ranking with its entries' lines in
+//! reading order, its own groups and CP's solution. The one place the reports' data is read
+//! from an [`Analysis`].
+
+use super::model::{Contribution, CpInfo, Entry, Group, Ranking, Report, Summary};
+use crate::analysis::Analysis;
+use crate::cp::CpVariant;
+use crate::spectra::Outcome;
+
+impl<'a> Report<'a> {
+    /// The facts of `base` (the analysis of lines with identical coverage), without rankings
+    /// yet ([`Report::add`]).
+    pub fn of(base: &Analysis<'a>) -> Self {
+        Report {
+            spectra: base.spectra,
+            summary: summary(base),
+            core_tests: base.core_witnesses(),
+            groups: groups(base, None),
+            rankings: Vec::new(),
+        }
+    }
+
+    /// Adds `r`, in its final order (with CP's solution when `r` is CP's).
+    pub fn add(&mut self, r: &crate::rank::Ranking<'a>) {
+        let own_groups = own_groups(r.measure).then(|| {
+            let mut base_of = vec![None; self.spectra.units.len()];
+            for (g, group) in self.groups.iter().enumerate() {
+                for &u in &group.lines {
+                    base_of[u] = Some(g);
+                }
+            }
+            groups(r.analysis, Some(&base_of))
+        });
+        let lines = own_groups.as_deref().unwrap_or(&self.groups);
+        let entries = r
+            .entries
+            .iter()
+            .map(|x| Entry {
+                group: x.group,
+                lines: lines[x.group].lines.clone(),
+                score: x.score,
+                unscored: x.unscored,
+                log10: x.log10,
+                rank: x.rank,
+                tied: x.tied,
+                line_rank: x.line_rank,
+                counts: x.counts,
+                certain: x.certain,
+                panicked: x.panicked,
+                changed: x.changed,
+                expected_time: x.expected_time,
+            })
+            .collect();
+        self.rankings.push(Ranking {
+            measure: r.measure,
+            entries,
+            ht: r.ht.clone(),
+            cp: r.measure.cp_variant().and_then(|v| CpInfo::of(r.analysis, v)),
+            own_groups,
+        });
+    }
+}
+
+/// Whether `m` ranks groups of its own rather than the lines of identical coverage: CP's are
+/// also split by its scores, the combined ranking's by its ([`crate::analysis::Analyses::of`]).
+fn own_groups(m: &crate::measures::Measure) -> bool {
+    m.cp_variant().is_some() || m.is_combined()
+}
+
+/// Every group of `a`, its lines in reading order; `base_of[u]`: the report's group of unit `u`.
+fn groups(a: &Analysis, base_of: Option<&[Option<usize>]>) -> Vec<Group> {
+    a.groups
+        .iter()
+        .enumerate()
+        .map(|(g, group)| {
+            let lines = a.ordered_units(g);
+            Group {
+                evidence: lines.iter().map(|&u| a.tie(u)).collect(),
+                counts: group.counts,
+                base: base_of.and_then(|b| b[group.units[0]]),
+                lines,
+            }
+        })
+        .collect()
+}
+
+/// The counts of `a`'s matrix and entries.
+fn summary(a: &Analysis) -> Summary {
+    let s = a.spectra;
+    let count = |o: Outcome| s.tests.iter().filter(|t| t.outcome == o).count();
+    let files = s.source_files().len();
+    Summary {
+        tests: s.tests.len(),
+        passed: count(Outcome::Passed),
+        failed: count(Outcome::Failed),
+        timed_out: count(Outcome::TimedOut),
+        crashed: count(Outcome::Crashed),
+        ignored: count(Outcome::Ignored),
+        flaky: s.tests.iter().filter(|t| t.flaky).count(),
+        reused: s.tests.iter().filter(|t| t.reused).count(),
+        units: s.units.len(),
+        covered_units: s.coverage.iter().filter(|c| !c.is_empty()).count(),
+        failing_units: a.groups.iter().map(|g| g.units.len()).sum(),
+        entries: a.groups.len(),
+        all_failing_core: a.core_units(),
+        files,
+    }
+}
+
+impl<'a> CpInfo<'a> {
+    /// How `variant` was solved for `a` (for its line analysis at function granularity);
+    /// `None` without edge profiles.
+    pub fn of(a: &Analysis<'a>, variant: CpVariant) -> Option<Self> {
+        let a = a.lines();
+        let spectra = a.spectra;
+        let (sol, _) = a.cp(variant)?;
+        let e = spectra.edges.as_ref()?;
+        let calls = e.calls();
+        Some(CpInfo {
+            blocks: e.blocks.len(),
+            edges: e.edges.len() - calls,
+            calls,
+            along_calls: variant.calls,
+            blocks_solved: sol.blocks_solved,
+            exit_blocks: sol.exit_blocks,
+            method: sol.method.clone(),
+            damped_functions: e.function_names(&sol.damped_blocks),
+            residual: sol.residual,
+        })
+    }
+}
+
+/// Unit `u`'s features in `base` under the active weights, largest part of its combined score
+/// first (features that add nothing left out).
+pub fn contributions(base: &Analysis, u: usize) -> Vec<Contribution> {
+    let f = crate::combined::features(base);
+    let w = &crate::combined::Weights::active();
+    let Some(i) = f.units.iter().position(|&v| v == u) else {
+        return Vec::new();
+    };
+    let mut out: Vec<Contribution> = crate::combined::FEATURES
+        .iter()
+        .zip(f.rows[i])
+        .zip(&w.weights)
+        .map(|((feature, value), weight)| Contribution {
+            feature,
+            value,
+            weight: *weight,
+            contribution: value * weight,
+        })
+        .filter(|c| c.contribution != 0.0)
+        .collect();
+    out.sort_by(|a, b| b.contribution.abs().total_cmp(&a.contribution.abs()));
+    out
+}
