@@ -61,6 +61,21 @@ impl DecodeError {
     }
 }
 
+/// What is wrong with a filterset or the nextest configuration.
+#[derive(Debug, thiserror::Error)]
+pub enum NextestError {
+    #[error("invalid filterset `{input}` ({origin}): {why}")]
+    Filterset { origin: String, input: String, why: String },
+    #[error("cannot read the nextest configuration {}: {why}", path.display())]
+    Config { path: PathBuf, why: String },
+    #[error("no nextest profile `{name}` in {} (its profiles: {known}); pass --nextest-profile with one of them", path.display())]
+    UnknownProfile { name: String, path: PathBuf, known: String },
+    #[error("--nextest-profile {0}: there is no nextest configuration (.config/nextest.toml or --nextest-config)")]
+    NoConfig(String),
+    #[error("cannot read the package graph for filtersets (cargo metadata): {0}")]
+    Graph(String),
+}
+
 /// Errors reported to the user with a specific exit code.
 #[derive(Debug, thiserror::Error)]
 pub enum SflError {
@@ -81,7 +96,7 @@ pub enum SflError {
     Usage(String),
     /// A bad `-E` filterset or nextest configuration.
     #[error(transparent)]
-    Nextest(#[from] crate::nextest::NextestError),
+    Nextest(#[from] NextestError),
     #[error("cannot write {what} to {}: {source}", path.display())]
     Output {
         what: &'static str,
