@@ -22,11 +22,11 @@ use std::time::{Duration, Instant};
 use cargo_metadata::Message;
 use serde::Serialize;
 
-use crate::build::{Built, TestBinary, Workspace};
 use crate::config::RunConfig;
 use crate::error::SflError;
 use crate::spectra::{Outcome, Spectra};
 use crate::ui;
+use crate::workspace::{Built, TestBinary, Workspace};
 use sites::Mutant;
 
 /// Lines of each ranking mutated when `--mutate-lines` is not given.
@@ -654,8 +654,16 @@ fn run_all(
                 leak_timeout: Duration::ZERO,
                 leak_fails: false,
             };
-            let pkg = &ws.members[bin.package];
-            let got = crate::run::run_test(&job, &bin, pkg, target, cfg.selection.release, &dir, limits, false);
+            let got = crate::run::run_test(&crate::run::TestRun {
+                job: &job,
+                bin: &bin,
+                pkg: &ws.members[bin.package],
+                target_dir: target,
+                release: cfg.selection.release,
+                dir: &dir,
+                limits,
+                edges: false,
+            });
             let _ = std::fs::remove_dir_all(&dir);
             match got {
                 Ok(f) => (f.outcome, normalise(f.message.as_deref())),

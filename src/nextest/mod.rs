@@ -16,7 +16,7 @@ pub use crate::error::NextestError;
 pub use filter::{BinaryInfo, Selector};
 pub use model::Leak;
 
-use crate::build::Workspace;
+use crate::workspace::Workspace;
 use model::{File, Profile, ValueError};
 
 /// Where nextest keeps a workspace's configuration.

@@ -26,9 +26,9 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use crate::bitset::BitSet;
-use crate::build::Workspace;
 use crate::config::{RunConfig, Selection};
 use crate::spectra::{FileState, FunctionSpan, Outcome, Snapshot, Spectra, TestRecord};
+use crate::workspace::Workspace;
 
 pub mod volatile;
 

@@ -17,11 +17,11 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use serde::{Deserialize, Serialize};
 
 use super::run::JobOutcome;
-use crate::build::Built;
 use crate::coverage::LineDecoder;
 use crate::edges::{Collector, Edge};
 use crate::run::Job;
 use crate::spectra::TestRecord;
+use crate::workspace::Built;
 
 /// Tag of a journal's first line; bump on any incompatible change (an old journal is dropped).
 const SCHEMA: &str = "cargo-sfl-journal/v1";
@@ -169,7 +169,7 @@ impl Journal {
     /// at all (then the run stops with an error). A journal that cannot be written is warned
     /// about once; the run itself goes on.
     pub fn keep(&mut self, o: &JobOutcome, coverage: &LineDecoder, edges: Option<&Collector>) {
-        if o.not_run.is_some() || crate::run::interrupted() || self.broken {
+        if o.not_run.is_some() || crate::process::interrupted() || self.broken {
             return;
         }
         if let Err(e) = self.append(o, coverage, edges) {

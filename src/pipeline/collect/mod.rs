@@ -18,7 +18,7 @@ use serde::{Deserialize, Serialize};
 use plan::plan;
 use run::JobOutcome;
 
-use crate::build::{self, Built, TestBinary, Workspace};
+use crate::build;
 use crate::config::{Execution, RunConfig, Selection};
 use crate::coverage::LineDecoder;
 use crate::edges::Collector;
@@ -29,6 +29,7 @@ use crate::run::Job;
 use crate::spectra::{Outcome, Spectra};
 use crate::syntax::{Parsed, Prefetch};
 use crate::ui;
+use crate::workspace::{Built, TestBinary, Workspace};
 
 /// Written next to kept profiles (`--keep-profiles`), for the decoder oracle and debugging.
 #[derive(Serialize, Deserialize, Debug)]
@@ -69,7 +70,7 @@ struct Session<'a> {
 /// Builds, runs every test and decodes: the matrix, saved to `target/sfl/spectra.json` (and
 /// `--save-spectra`).
 pub fn collect(cfg: &RunConfig) -> anyhow::Result<Collected> {
-    crate::run::kill_tests_on_interrupt();
+    crate::process::kill_tests_on_interrupt();
     let exec = &cfg.execution;
     let mut ws = Workspace::load(
         cfg.selection.manifest_path.as_deref(),
@@ -355,7 +356,7 @@ fn resume(
     let dir = session.ws.target_dir.join("journal");
     let (journal, earlier) = journal::Journal::open(&dir, &fingerprint, exec.rerun)
         .with_context(|| format!("cannot write the resume journal in {}", dir.display()))?;
-    crate::run::on_interrupt_say(format!(
+    crate::process::on_interrupt_say(format!(
         "the tests that finished are kept in {}: run the same command again to resume (--rerun to run every test)",
         journal.path().display()
     ));

@@ -6,7 +6,6 @@ use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 use super::run::JobOutcome;
-use crate::build::{Built, Workspace};
 use crate::config::RunConfig;
 use crate::coverage::LineDecoder;
 use crate::edges::{Collector, Edge};
@@ -14,6 +13,7 @@ use crate::run::Job;
 use crate::select::{Choice, Reuse, Row};
 use crate::spectra::{EdgeProfiles, Outcome, Snapshot, Spectra, TestRecord};
 use crate::ui;
+use crate::workspace::{Built, Workspace};
 
 /// Whether a test binary id is a library's doctests (`pkg::doctest/lib`).
 fn is_doctest(binary: &str) -> bool {

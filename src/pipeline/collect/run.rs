@@ -9,9 +9,10 @@ use std::time::{Duration, Instant};
 use super::Session;
 use super::plan::record;
 use crate::pipeline::progress::RunProgress;
-use crate::run::{self, Finished, Job, RawFrame};
+use crate::run::{self, Finished, Job};
 use crate::spectra::{Attempt, Frame, Outcome, TestRecord, UnitId};
 use crate::ui;
+use crate::verdict::RawFrame;
 
 /// A finished job.
 #[derive(Debug)]
@@ -151,16 +152,16 @@ impl Session<'_> {
     /// Runs `job`'s process once, its profiles and edge files landing in `dir`.
     fn run_process(&self, i: usize, job: &Job, dir: &std::path::Path) -> std::io::Result<Finished> {
         let bin = &self.built.tests[job.binary];
-        run::run_test(
+        run::run_test(&run::TestRun {
             job,
             bin,
-            &self.ws.members[bin.package],
-            &self.ws.build_dir,
-            self.release,
+            pkg: &self.ws.members[bin.package],
+            target_dir: &self.ws.build_dir,
+            release: self.release,
             dir,
-            self.settings[i].limits,
-            self.edges.is_some(),
-        )
+            limits: self.settings[i].limits,
+            edges: self.edges.is_some(),
+        })
     }
 
     /// `--retries`: re-runs a test whose first run did not pass, up to `retries` more times,
@@ -177,7 +178,7 @@ impl Session<'_> {
             message: rec.message.clone(),
         });
         for k in 1..=retries {
-            if run::interrupted() {
+            if crate::process::interrupted() {
                 break;
             }
             let dir = self.scratch.join(format!("t{i}-retry{k}"));
