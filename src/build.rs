@@ -92,7 +92,6 @@ fn forget_other_roots(ws: &Workspace, select: &Selection) -> Result<(), SflError
     let profile_dir = ws.build_dir.join(if select.release { "release" } else { "debug" });
     let stamp = profile_dir.join(ROOT_STAMP);
     let root = ws.root.as_os_str().as_encoded_bytes();
-    let setup = |what: String| SflError::Setup(what);
     match std::fs::read(&stamp) {
         Ok(recorded) if recorded == root => return Ok(()),
         Ok(recorded) => {
@@ -117,7 +116,7 @@ fn forget_other_roots(ws: &Workspace, select: &Selection) -> Result<(), SflError
     }
     std::fs::create_dir_all(&profile_dir)
         .and_then(|()| std::fs::write(&stamp, root))
-        .map_err(|e| setup(format!("cannot write {}: {e}", stamp.display())))
+        .map_err(|why| SflError::CannotWrite { path: stamp, why })
 }
 
 /// `cargo clean -p` of every member in `profile_dir`'s profile of the build directory; if cargo
@@ -146,10 +145,10 @@ fn clean_members(ws: &Workspace, select: &Selection, profile_dir: &Path) -> Resu
                 profile_dir.display()
             ));
             match std::fs::remove_dir_all(profile_dir) {
-                Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(SflError::Setup(format!(
-                    "cannot remove {}, built from another copy of the workspace: {e}",
-                    profile_dir.display()
-                ))),
+                Err(why) if why.kind() != std::io::ErrorKind::NotFound => Err(SflError::StaleBuild {
+                    path: profile_dir.to_path_buf(),
+                    why,
+                }),
                 _ => Ok(()),
             }
         }
@@ -202,8 +201,7 @@ pub(crate) fn plain_cargo(ws: &Workspace, select: &Selection, target: &Path) -> 
 /// `cargo <args>` into `target` for the selection, with cargo-sfl as the rustc wrapper of the
 /// workspace's members.
 fn wrapped_cargo(ws: &Workspace, select: &Selection, target: &Path, args: &[&str]) -> Result<Command, SflError> {
-    let exe =
-        crate::platform::current_exe().map_err(|e| SflError::Setup(format!("cannot find own executable: {e}")))?;
+    let exe = crate::platform::current_exe().map_err(SflError::OwnExecutable)?;
     let mut cmd = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
     cmd.args(args).arg("--target-dir").arg(target);
     cargo_selection_args(&mut cmd, select, ws);
@@ -228,9 +226,7 @@ fn stream(
 ) -> Result<std::process::ExitStatus, SflError> {
     // cargo's own lines and rustc's diagnostics are forwarded above the progress spinner.
     cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
-    let mut child = cmd
-        .spawn()
-        .map_err(|e| SflError::Setup(format!("cannot run cargo: {e}")))?;
+    let mut child = cmd.spawn().map_err(SflError::CargoSpawn)?;
     let stdout = child.stdout.take().expect("piped");
     let stderr = child.stderr.take().expect("piped");
     let forward = std::thread::spawn(move || {
@@ -262,9 +258,7 @@ fn stream(
             _ => {}
         }
     }
-    let status = child
-        .wait()
-        .map_err(|e| SflError::Setup(format!("cargo did not finish: {e}")))?;
+    let status = child.wait().map_err(SflError::CargoWait)?;
     let _ = forward.join();
     spinner.finish_and_clear();
     Ok(status)
@@ -318,9 +312,11 @@ fn build_doctests(
     // Kept from run to run (rustdoc's wrapper reuses a crate's doctests while their sources are
     // unchanged); what this run's rustdoc invocations mark is what is read.
     crate::doctest::forget_marks(&base);
-    std::fs::create_dir_all(&base).map_err(|e| SflError::Setup(format!("cannot create {}: {e}", base.display())))?;
-    let exe =
-        crate::platform::current_exe().map_err(|e| SflError::Setup(format!("cannot find own executable: {e}")))?;
+    std::fs::create_dir_all(&base).map_err(|why| SflError::CannotCreate {
+        path: base.clone(),
+        why,
+    })?;
+    let exe = crate::platform::current_exe().map_err(SflError::OwnExecutable)?;
     let mut cmd = instrumented_cargo(ws, select, runtime, &["test", "--doc", "--no-fail-fast"])?;
     cmd.env(crate::doctest::RUSTDOC_WRAPPER_ENV, rustdoc())
         .env("RUSTDOC", &exe)
@@ -371,7 +367,7 @@ fn plain_doctests(ws: &Workspace, select: &Selection) -> Result<Vec<crate::docte
     // Its own doctests' timeouts are libtest's; this bounds a hang of the whole run.
     let captured = crate::process::run_captured(cmd, &out, std::time::Duration::from_secs(3600));
     spinner.finish_and_clear();
-    let captured = captured.map_err(|e| SflError::Setup(format!("cannot run cargo test --doc: {e}")))?;
+    let captured = captured.map_err(SflError::PlainDoctests)?;
     let suites = crate::doctest::plain_results(&captured.output);
     if suites.is_empty() && !captured.status.is_some_and(|s| s.success()) {
         for line in captured.output.lines() {

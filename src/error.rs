@@ -103,12 +103,75 @@ pub enum SflError {
         path: PathBuf,
         source: std::io::Error,
     },
+    // The environment's failures below name their cause in their own text (none is an error
+    // `source`, which the top-level report would print a second time).
+    /// cargo sfl cannot find its own executable (cargo runs it as the rustc wrapper).
+    #[error("cannot find own executable: {0}")]
+    OwnExecutable(std::io::Error),
+    #[error("cannot run cargo: {0}")]
+    CargoSpawn(std::io::Error),
+    #[error("cargo did not finish: {0}")]
+    CargoWait(std::io::Error),
+    /// `--target-dir` or `--manifest-path` has no absolute form.
+    #[error("bad {flag}: {why}")]
+    BadPath { flag: &'static str, why: std::io::Error },
+    #[error("cannot create {}: {why}", path.display())]
+    CannotCreate { path: PathBuf, why: std::io::Error },
+    #[error("cannot write {}: {why}", path.display())]
+    CannotWrite { path: PathBuf, why: std::io::Error },
+    /// A profile directory of the build holds the crates of a copy of the workspace elsewhere.
+    #[error("cannot remove {}, built from another copy of the workspace: {why}", path.display())]
+    StaleBuild { path: PathBuf, why: std::io::Error },
+    #[error("cannot run cargo test --doc: {0}")]
+    PlainDoctests(std::io::Error),
+    /// `--mutate`: the failing tests are all doctests, which its builds leave out.
+    #[error("every failing test is a doctest, and the mutants' builds do not rebuild doctests")]
+    MutateOnlyDoctestsFail,
+    /// `--mutate`: the workspace's manifest is not where the copy can have it.
+    #[error("{} is not inside {}", manifest.display(), root.display())]
+    MutateManifestOutside { manifest: PathBuf, root: PathBuf },
+    #[error("cannot copy the workspace to {}: {why}", copy.display())]
+    MutateCopy { copy: PathBuf, why: std::io::Error },
+    /// `--mutate`: the copy fails to build in a file no mutant is in.
+    #[error(
+        "the copy of the workspace in {} does not build ({}:{line}: an error in no mutated file; \
+         a path dependency outside the workspace, or a file the build reads from outside it?)",
+        copy.display(),
+        file.display()
+    )]
+    MutateCopyBuild { copy: PathBuf, file: PathBuf, line: usize },
+    #[error(
+        "the plain build of the workspace's copy in {} failed without a compiler error (a path \
+         dependency outside the workspace?); run without --mutate",
+        copy.display()
+    )]
+    MutatePlainBuild { copy: PathBuf },
+    #[error(
+        "no failing test fails on the plain (uninstrumented) build of the workspace's copy, so no mutant \
+         can change a failure"
+    )]
+    MutateNoPlainFailure,
 }
 
 impl SflError {
     pub fn exit_code(&self) -> i32 {
         match self {
-            SflError::Metadata(_) | SflError::Setup(_) => exit::SETUP,
+            SflError::Metadata(_)
+            | SflError::Setup(_)
+            | SflError::OwnExecutable(_)
+            | SflError::CargoSpawn(_)
+            | SflError::CargoWait(_)
+            | SflError::BadPath { .. }
+            | SflError::CannotCreate { .. }
+            | SflError::CannotWrite { .. }
+            | SflError::StaleBuild { .. }
+            | SflError::PlainDoctests(_)
+            | SflError::MutateOnlyDoctestsFail
+            | SflError::MutateManifestOutside { .. }
+            | SflError::MutateCopy { .. }
+            | SflError::MutateCopyBuild { .. }
+            | SflError::MutatePlainBuild { .. }
+            | SflError::MutateNoPlainFailure => exit::SETUP,
             SflError::BuildFailed => exit::BUILD_FAILED,
             SflError::NoTests(_) => exit::NO_TESTS,
             SflError::BadSpectra { .. } => exit::BAD_SPECTRA,

@@ -48,7 +48,10 @@ impl Workspace {
             members.iter().map(|m| m.id.clone()).collect()
         };
         let target_dir = match target_dir {
-            Some(d) => std::path::absolute(d).map_err(|e| SflError::Setup(format!("bad --target-dir: {e}")))?,
+            Some(d) => std::path::absolute(d).map_err(|why| SflError::BadPath {
+                flag: "--target-dir",
+                why,
+            })?,
             None => meta.target_directory.as_std_path().join("sfl"),
         };
         Ok(Workspace {

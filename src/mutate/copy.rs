@@ -80,12 +80,18 @@ fn crate_roots(ws: &Workspace) -> Vec<String> {
 /// copy.
 fn copy_manifest(ws: &Workspace, asked: Option<&Path>, copy: &Path) -> Result<PathBuf, SflError> {
     let original = match asked {
-        Some(p) => std::path::absolute(p).map_err(|e| SflError::Setup(format!("bad --manifest-path: {e}")))?,
+        Some(p) => std::path::absolute(p).map_err(|why| SflError::BadPath {
+            flag: "--manifest-path",
+            why,
+        })?,
         None => ws.root.join("Cargo.toml"),
     };
     let rel = original
         .strip_prefix(&ws.root)
-        .map_err(|_| SflError::Setup(format!("{} is not inside {}", original.display(), ws.root.display())))?;
+        .map_err(|_| SflError::MutateManifestOutside {
+            manifest: original.clone(),
+            root: ws.root.clone(),
+        })?;
     Ok(copy.join(rel))
 }
 
@@ -116,7 +122,7 @@ pub(super) fn write_round(
             written.ranges[i] = range;
         }
         let path = copy.join(rel);
-        write_if_changed(&path, &new).map_err(|e| SflError::Setup(format!("cannot write {}: {e}", path.display())))?;
+        write_if_changed(&path, &new).map_err(|why| SflError::CannotWrite { path, why })?;
         written.texts.push(new);
     }
     Ok(written)

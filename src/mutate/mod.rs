@@ -63,19 +63,17 @@ pub fn mutate(cfg: &RunConfig, spectra: &Spectra, lines: &[(String, u32)]) -> Re
         .iter()
         .any(|t| t.outcome.is_failing() && !t.binary.contains("::doctest/"))
     {
-        return Err(SflError::Setup(
-            "every failing test is a doctest, and the mutants' builds do not rebuild doctests".into(),
-        ));
+        return Err(SflError::MutateOnlyDoctestsFail);
     }
     let base = ws.build_dir.join("mutate");
     let src = base.join("src");
     sync_tree(&ws.root, &src, &[&ws.cargo_target_dir, &ws.target_dir])
-        .map_err(|e| SflError::Setup(format!("cannot copy the workspace to {}: {e}", src.display())))?;
+        .map_err(|why| SflError::MutateCopy { copy: src.clone(), why })?;
     let based = copy::roots_naming_std(&ws);
     let (files, mutants) = find_mutants(&ws, &based, lines);
     for (rel, text) in &based {
         let path = src.join(rel);
-        write_if_changed(&path, text).map_err(|e| SflError::Setup(format!("cannot write {}: {e}", path.display())))?;
+        write_if_changed(&path, text).map_err(|why| SflError::CannotWrite { path, why })?;
     }
     let copy = WorkspaceCopy::load(&ws, cfg.selection.manifest_path.as_deref(), base)?;
     let session = Session {
@@ -89,11 +87,7 @@ pub fn mutate(cfg: &RunConfig, spectra: &Spectra, lines: &[(String, u32)]) -> Re
     };
     let tally = session.run_rounds(lines.len())?;
     if tally.baseline.as_ref().is_some_and(HashMap::is_empty) {
-        return Err(SflError::Setup(
-            "no failing test fails on the plain (uninstrumented) build of the workspace's copy, so no mutant \
-             can change a failure"
-                .into(),
-        ));
+        return Err(SflError::MutateNoPlainFailure);
     }
     // The copy goes back to the original text, so the next run's copy is cheap.
     for rel in session.files.iter().map(|(rel, _)| rel).chain(based.keys()) {
@@ -215,13 +209,11 @@ impl Session<'_> {
             let ours = |e: &CompileError| self.files.iter().any(|(rel, _)| copy.join(rel) == e.file);
             if !errors.iter().any(ours) {
                 let e = &errors[0];
-                return Err(SflError::Setup(format!(
-                    "the copy of the workspace in {} does not build ({}:{}: an error in no mutated file; \
-                     a path dependency outside the workspace, or a file the build reads from outside it?)",
-                    copy.display(),
-                    e.file.display(),
-                    e.line
-                )));
+                return Err(SflError::MutateCopyBuild {
+                    copy: copy.clone(),
+                    file: e.file.clone(),
+                    line: e.line,
+                });
             }
             let before = alive.len();
             alive = prune(alive, &written, &errors, &self.files, copy, &self.mutants);

@@ -69,9 +69,7 @@ pub(super) fn build_plain(cfg: &RunConfig, copy: &WorkspaceCopy) -> Result<(Buil
     select.manifest_path = Some(copy.manifest.clone());
     let mut cmd = crate::build::plain_cargo(copy_ws, &select, &copy.target)?;
     cmd.stdout(Stdio::piped()).stderr(Stdio::null());
-    let mut child = cmd
-        .spawn()
-        .map_err(|e| SflError::Setup(format!("cannot run cargo: {e}")))?;
+    let mut child = cmd.spawn().map_err(SflError::CargoSpawn)?;
     let stdout = child.stdout.take().expect("piped");
     let mut built = Built::default();
     let mut errors = Vec::new();
@@ -98,15 +96,9 @@ pub(super) fn build_plain(cfg: &RunConfig, copy: &WorkspaceCopy) -> Result<(Buil
             _ => {}
         }
     }
-    let status = child
-        .wait()
-        .map_err(|e| SflError::Setup(format!("cargo did not finish: {e}")))?;
+    let status = child.wait().map_err(SflError::CargoWait)?;
     if !status.success() && errors.is_empty() {
-        return Err(SflError::Setup(format!(
-            "the plain build of the workspace's copy in {} failed without a compiler error (a path \
-             dependency outside the workspace?); run without --mutate",
-            copy.src.display()
-        )));
+        return Err(SflError::MutatePlainBuild { copy: copy.src.clone() });
     }
     Ok((built, errors))
 }
