@@ -70,7 +70,7 @@ pub fn mutate(cfg: &RunConfig, spectra: &Spectra, lines: &[(String, u32)]) -> Re
     sync_tree(&ws.root, &src, &[&ws.cargo_target_dir, &ws.target_dir])
         .map_err(|why| SflError::MutateCopy { copy: src.clone(), why })?;
     let based = copy::roots_naming_std(&ws);
-    let (files, mutants) = find_mutants(&ws, &based, lines);
+    let Mutants { files, mutants } = find_mutants(&ws, &based, lines);
     for (rel, text) in &based {
         let path = src.join(rel);
         write_if_changed(&path, text).map_err(|why| SflError::CannotWrite { path, why })?;
@@ -100,13 +100,17 @@ pub fn mutate(cfg: &RunConfig, spectra: &Spectra, lines: &[(String, u32)]) -> Re
     Ok(result)
 }
 
-/// The mutants of `lines`, with the files they are in ((workspace-relative path, text), the
-/// crate roots' text as `based` has it): files syn cannot parse are left out.
-fn find_mutants(
-    ws: &Workspace,
-    based: &BTreeMap<String, String>,
-    lines: &[(String, u32)],
-) -> (Vec<(String, String)>, Vec<(usize, Mutant)>) {
+/// The files mutated and their mutants.
+struct Mutants {
+    /// (workspace-relative path, text) of each file.
+    files: Vec<(String, String)>,
+    /// Every mutant, with the index of its file.
+    mutants: Vec<(usize, Mutant)>,
+}
+
+/// The mutants of `lines`, with the files they are in (the crate roots' text as `based` has
+/// it): files syn cannot parse are left out.
+fn find_mutants(ws: &Workspace, based: &BTreeMap<String, String>, lines: &[(String, u32)]) -> Mutants {
     let mut by_file: BTreeMap<&str, Vec<u32>> = BTreeMap::new();
     for (f, l) in lines {
         by_file.entry(f.as_str()).or_default().push(*l);
@@ -129,7 +133,7 @@ fn find_mutants(
         files.push((rel.to_string(), text));
         mutants.extend(found.into_iter().map(|m| (k, m)));
     }
-    (files, mutants)
+    Mutants { files, mutants }
 }
 
 /// One `--mutate` run: what it compares, the copy, and the mutants.
