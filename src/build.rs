@@ -1,6 +1,7 @@
-//! Finds the workspace and builds its tests with LLVM source-based coverage, in its own target
-//! directory, instrumenting only the workspace's own crates (through a rustc wrapper, as
-//! cargo-llvm-cov does), so dependencies build and run uninstrumented.
+//! Builds the workspace's tests with LLVM source-based coverage, in its own target directory,
+//! instrumenting only the workspace's own crates (through a rustc wrapper, as cargo-llvm-cov
+//! does), so dependencies build and run uninstrumented. The wrapper is the binary's
+//! (`wrappers::rustc`); the constants here are what the build tells it.
 
 use std::collections::HashMap;
 use std::ffi::OsString;

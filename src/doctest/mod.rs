@@ -4,7 +4,8 @@
 //! the pipeline then runs each doctest in its own process. A library's doctests are merged into
 //! one executable wherever rustdoc can merge them, in every edition (`--standalone-doctests`:
 //! never). When rustdoc cannot do that, the doctests are run plainly by `cargo test --doc` and
-//! reported without coverage.
+//! reported without coverage. The stand-ins are the binary's (`wrappers::rustdoc`); this module
+//! reads what they leave.
 
 pub mod parse;
 

@@ -15,8 +15,9 @@ use cargo_sfl::error::exit;
 /// and keeps its doctests in `$CARGO_SFL_DOCTEST_DIR/<crate>`, building them without running
 /// any: rustdoc "runs" each through cargo-sfl as `--test-runtool`, which only marks it as one to
 /// run. (rustdoc's own `--no-run` would do, but it reports every doctest as `- compile`, hiding
-/// which are `should_panic` and `no_run`, and it still runs merged doctests.) `RUSTC_BOOTSTRAP=1`, which these rustdoc options
-/// need on stable, is set for this rustdoc process alone, never for the crates' builds.
+/// which are `should_panic` and `no_run`, and it still runs merged doctests.)
+/// `RUSTC_BOOTSTRAP=1`, which these rustdoc options need on stable, is set for this rustdoc
+/// process alone, never for the crates' builds.
 pub fn rustdoc_wrapper() -> ! {
     let real = std::env::var_os(RUSTDOC_WRAPPER_ENV).unwrap_or_else(|| "rustdoc".into());
     let args: Vec<OsString> = std::env::args_os().skip(1).collect();
