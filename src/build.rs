@@ -1,6 +1,7 @@
-//! Finds the workspace and builds its tests with LLVM source-based coverage, in its own target
-//! directory, instrumenting only the workspace's own crates (through a rustc wrapper, as
-//! cargo-llvm-cov does), so dependencies build and run uninstrumented.
+//! Builds the workspace's tests with LLVM source-based coverage, in its own target directory,
+//! instrumenting only the workspace's own crates (through a rustc wrapper, as cargo-llvm-cov
+//! does), so dependencies build and run uninstrumented. The wrapper is the binary's
+//! (`wrappers::rustc`); the constants here are what the build tells it.
 
 use std::collections::HashMap;
 use std::ffi::OsString;
@@ -8,17 +9,18 @@ use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use cargo_metadata::{Message, MetadataCommand, Package};
+use cargo_metadata::Message;
 
 use crate::config::Selection;
 use crate::error::SflError;
+use crate::workspace::{Built, TestBinary, Workspace};
 
 /// Set (to any value) when cargo-sfl runs as the rustc wrapper.
 pub const WRAPPER_ENV: &str = "CARGO_SFL_RUSTC_WRAPPER";
 /// Newline-separated manifest directories of the crates to instrument.
-const INSTRUMENT_DIRS_ENV: &str = "CARGO_SFL_INSTRUMENT_DIRS";
+pub const INSTRUMENT_DIRS_ENV: &str = "CARGO_SFL_INSTRUMENT_DIRS";
 /// Set for `--mutate`'s plain build: the wrapper caps the members' lints and adds no coverage.
-const PLAIN_ENV: &str = "CARGO_SFL_PLAIN_BUILD";
+pub const PLAIN_ENV: &str = "CARGO_SFL_PLAIN_BUILD";
 /// rustc flags added to the workspace's own crates.
 pub const COVERAGE_FLAGS: &[&str] = &[
     "-C",
@@ -35,205 +37,6 @@ pub struct Runtime {
     pub object: PathBuf,
     /// With SanitizerCoverage (edge profiles); else linked only for its counter updates.
     pub edges: bool,
-}
-
-/// The workspace being analysed.
-#[derive(Debug)]
-pub struct Workspace {
-    pub root: PathBuf,
-    /// Where the instrumented build, profiles and spectra go.
-    pub target_dir: PathBuf,
-    /// cargo's own target directory (generated sources there are not the user's code).
-    pub cargo_target_dir: PathBuf,
-    /// Where cargo builds the instrumented tests: `target_dir`, or a directory of its own for
-    /// a build without edge instrumentation (cargo cannot see the flags our wrapper adds, so
-    /// the two kinds of build must not share one).
-    pub build_dir: PathBuf,
-    pub members: Vec<Package>,
-    /// The members a plain `cargo test` in a virtual workspace tests (`default-members`, or
-    /// every member).
-    default_members: Vec<cargo_metadata::PackageId>,
-}
-
-impl Workspace {
-    /// Runs `cargo metadata` for the selection's manifest.
-    pub fn load(manifest_path: Option<&Path>, target_dir: Option<&Path>) -> Result<Self, SflError> {
-        let mut cmd = MetadataCommand::new();
-        cmd.no_deps();
-        if let Some(p) = manifest_path {
-            // Through a symbolic link, the manifest's path is not the one the compiler records
-            // (it runs in the package's directory, whose path the system gives resolved):
-            // every path of the workspace is taken resolved, so the coverage maps' files are
-            // recognised as its own.
-            cmd.manifest_path(p.canonicalize().unwrap_or_else(|_| p.to_path_buf()));
-        }
-        let meta = cmd.exec().map_err(|e| SflError::Metadata(e.to_string()))?;
-        let members: Vec<Package> = meta.workspace_packages().into_iter().cloned().collect();
-        let default_members = if meta.workspace_default_members.is_available() {
-            meta.workspace_default_members.iter().cloned().collect()
-        } else {
-            members.iter().map(|m| m.id.clone()).collect()
-        };
-        let target_dir = match target_dir {
-            Some(d) => std::path::absolute(d).map_err(|e| SflError::Setup(format!("bad --target-dir: {e}")))?,
-            None => meta.target_directory.as_std_path().join("sfl"),
-        };
-        Ok(Workspace {
-            root: meta.workspace_root.into_std_path_buf(),
-            build_dir: target_dir.clone(),
-            target_dir,
-            cargo_target_dir: meta.target_directory.into_std_path_buf(),
-            members,
-            default_members,
-        })
-    }
-
-    /// The spec to give cargo for a `--package` spec: a member's name (or `name@version`)
-    /// becomes its package ID (`path+file:///…#name@version`), since a bare name is ambiguous
-    /// to cargo wherever another version of the package is in the dependency graph (a
-    /// dev-dependency that depends on the crate under test); other specs are cargo's to read.
-    pub fn package_spec<'a>(&'a self, spec: &'a str) -> &'a str {
-        let (name, version) = spec.split_once('@').unwrap_or((spec, ""));
-        let mut matching = self
-            .members
-            .iter()
-            .filter(|m| m.name.as_str() == name && (version.is_empty() || m.version.to_string() == version));
-        match (matching.next(), matching.next()) {
-            (Some(m), None) if !spec.contains(['/', '#', ':']) => m.id.repr.as_str(),
-            _ => spec,
-        }
-    }
-
-    /// The members cargo selects for `select`, as cargo does: `--package` names (a spec's name
-    /// part, globs left to cargo and taken as matching), `--workspace` less `--exclude`, else
-    /// the package whose manifest is the one given (or the one above the current directory),
-    /// else the default members.
-    pub fn selected(&self, select: &Selection) -> Vec<&Package> {
-        if !select.package.is_empty() {
-            let named = |m: &&Package| {
-                select.package.iter().any(|spec| {
-                    let name = spec.split(['@', ':']).next().unwrap_or(spec);
-                    name.contains(['*', '?', '[']) || name == m.name.as_str()
-                })
-            };
-            return self.members.iter().filter(named).collect();
-        }
-        if select.workspace {
-            return self
-                .members
-                .iter()
-                .filter(|m| !select.exclude.iter().any(|e| e == m.name.as_str()))
-                .collect();
-        }
-        let manifest = match &select.manifest_path {
-            Some(p) => std::path::absolute(p).ok(),
-            None => std::env::current_dir()
-                .ok()
-                .and_then(|d| d.ancestors().map(|a| a.join("Cargo.toml")).find(|m| m.is_file())),
-        };
-        let same =
-            |a: &Path, b: &Path| a == b || a.canonicalize().ok().is_some_and(|a| b.canonicalize().ok() == Some(a));
-        if let Some(m) = manifest
-            && let Some(p) = self.members.iter().find(|p| same(p.manifest_path.as_std_path(), &m))
-        {
-            return vec![p];
-        }
-        self.members
-            .iter()
-            .filter(|m| self.default_members.contains(&m.id))
-            .collect()
-    }
-
-    /// The path of `file` relative to the workspace root, if it belongs to a member package
-    /// (and is not generated into a target directory).
-    pub fn relative(&self, file: &Path) -> Option<String> {
-        // `tests/../src/x.rs` (a `#[path]` module, a macro's `include!`) is `src/x.rs`: one
-        // line is one unit whichever way the compiler reached it, and a saved file names no `..`.
-        let normal = lexically_normal(file);
-        let file = normal.as_path();
-        let in_member = self
-            .members
-            .iter()
-            .any(|m| m.manifest_path.parent().is_some_and(|d| file.starts_with(d)));
-        if !in_member || file.starts_with(&self.target_dir) || file.starts_with(&self.cargo_target_dir) {
-            return None;
-        }
-        let rel = file.strip_prefix(&self.root).ok()?;
-        Some(
-            rel.components()
-                .map(|c| c.as_os_str().to_string_lossy())
-                .collect::<Vec<_>>()
-                .join("/"),
-        )
-    }
-
-    pub fn spectra_path(&self) -> PathBuf {
-        self.target_dir.join("spectra.json")
-    }
-}
-
-/// `path` with `.` and `..` components resolved lexically (no symbolic link is followed: the
-/// compiler named the file this way, and the workspace's paths are compared as names).
-fn lexically_normal(path: &Path) -> PathBuf {
-    use std::path::Component;
-    let mut out = PathBuf::new();
-    for c in path.components() {
-        match c {
-            Component::CurDir => {}
-            Component::ParentDir => match out.components().next_back() {
-                Some(Component::Normal(_)) => {
-                    out.pop();
-                }
-                // `/..` is `/`.
-                Some(Component::RootDir | Component::Prefix(_)) => {}
-                _ => out.push(".."),
-            },
-            other => out.push(other),
-        }
-    }
-    out
-}
-
-/// One test executable produced by the build.
-#[derive(Debug, Clone)]
-pub struct TestBinary {
-    /// nextest-style id: `pkg` (lib), `pkg::bin/name`, `pkg::name` (integration test),
-    /// `pkg::doctest/lib` (a library's doctests).
-    pub id: String,
-    /// nextest's binary kind (`lib`, `proc-macro`, `test`, `bench`, `bin`, `example`), or
-    /// `doctest`, which is no nextest kind.
-    pub kind: String,
-    /// The cargo target's name (nextest's binary name; the library's for doctests).
-    pub target: String,
-    pub path: PathBuf,
-    /// Index into `Workspace::members`.
-    pub package: usize,
-    /// `harness = false` in the manifest.
-    pub custom_harness: bool,
-    /// Environment `cargo test` gives this binary's tests beyond the package's own variables:
-    /// `[env]` of cargo's configuration and its build script's `cargo::rustc-env`.
-    pub env: Vec<(String, String)>,
-    /// A library's doctests (`pkg::doctest/<lib>`): several executables, each test found by
-    /// name here; `path` is the first of them.
-    pub doctests: Option<crate::doctest::DocSuite>,
-}
-
-impl TestBinary {
-    /// The executable that runs test `name` (a doctest's own; otherwise the binary's).
-    pub fn exe_for(&self, name: Option<&str>) -> &Path {
-        match (&self.doctests, name) {
-            (Some(suite), Some(name)) => suite.test(name).map_or(&self.path, |t| &t.exe),
-            _ => &self.path,
-        }
-    }
-}
-
-/// What the build produced.
-#[derive(Debug, Default)]
-pub struct Built {
-    pub tests: Vec<TestBinary>,
-    /// Other instrumented executables (bins that integration tests may run).
-    pub others: Vec<PathBuf>,
 }
 
 /// Builds the selected tests with coverage (linking `runtime` when given, with edge
@@ -290,7 +93,6 @@ fn forget_other_roots(ws: &Workspace, select: &Selection) -> Result<(), SflError
     let profile_dir = ws.build_dir.join(if select.release { "release" } else { "debug" });
     let stamp = profile_dir.join(ROOT_STAMP);
     let root = ws.root.as_os_str().as_encoded_bytes();
-    let setup = |what: String| SflError::Setup(what);
     match std::fs::read(&stamp) {
         Ok(recorded) if recorded == root => return Ok(()),
         Ok(recorded) => {
@@ -315,7 +117,7 @@ fn forget_other_roots(ws: &Workspace, select: &Selection) -> Result<(), SflError
     }
     std::fs::create_dir_all(&profile_dir)
         .and_then(|()| std::fs::write(&stamp, root))
-        .map_err(|e| setup(format!("cannot write {}: {e}", stamp.display())))
+        .map_err(|why| SflError::CannotWrite { path: stamp, why })
 }
 
 /// `cargo clean -p` of every member in `profile_dir`'s profile of the build directory; if cargo
@@ -344,10 +146,10 @@ fn clean_members(ws: &Workspace, select: &Selection, profile_dir: &Path) -> Resu
                 profile_dir.display()
             ));
             match std::fs::remove_dir_all(profile_dir) {
-                Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(SflError::Setup(format!(
-                    "cannot remove {}, built from another copy of the workspace: {e}",
-                    profile_dir.display()
-                ))),
+                Err(why) if why.kind() != std::io::ErrorKind::NotFound => Err(SflError::StaleBuild {
+                    path: profile_dir.to_path_buf(),
+                    why,
+                }),
                 _ => Ok(()),
             }
         }
@@ -400,8 +202,7 @@ pub(crate) fn plain_cargo(ws: &Workspace, select: &Selection, target: &Path) -> 
 /// `cargo <args>` into `target` for the selection, with cargo-sfl as the rustc wrapper of the
 /// workspace's members.
 fn wrapped_cargo(ws: &Workspace, select: &Selection, target: &Path, args: &[&str]) -> Result<Command, SflError> {
-    let exe =
-        crate::platform::current_exe().map_err(|e| SflError::Setup(format!("cannot find own executable: {e}")))?;
+    let exe = crate::platform::current_exe().map_err(SflError::OwnExecutable)?;
     let mut cmd = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
     cmd.args(args).arg("--target-dir").arg(target);
     cargo_selection_args(&mut cmd, select, ws);
@@ -426,9 +227,7 @@ fn stream(
 ) -> Result<std::process::ExitStatus, SflError> {
     // cargo's own lines and rustc's diagnostics are forwarded above the progress spinner.
     cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
-    let mut child = cmd
-        .spawn()
-        .map_err(|e| SflError::Setup(format!("cannot run cargo: {e}")))?;
+    let mut child = cmd.spawn().map_err(SflError::CargoSpawn)?;
     let stdout = child.stdout.take().expect("piped");
     let stderr = child.stderr.take().expect("piped");
     let forward = std::thread::spawn(move || {
@@ -460,9 +259,7 @@ fn stream(
             _ => {}
         }
     }
-    let status = child
-        .wait()
-        .map_err(|e| SflError::Setup(format!("cargo did not finish: {e}")))?;
+    let status = child.wait().map_err(SflError::CargoWait)?;
     let _ = forward.join();
     spinner.finish_and_clear();
     Ok(status)
@@ -516,9 +313,11 @@ fn build_doctests(
     // Kept from run to run (rustdoc's wrapper reuses a crate's doctests while their sources are
     // unchanged); what this run's rustdoc invocations mark is what is read.
     crate::doctest::forget_marks(&base);
-    std::fs::create_dir_all(&base).map_err(|e| SflError::Setup(format!("cannot create {}: {e}", base.display())))?;
-    let exe =
-        crate::platform::current_exe().map_err(|e| SflError::Setup(format!("cannot find own executable: {e}")))?;
+    std::fs::create_dir_all(&base).map_err(|why| SflError::CannotCreate {
+        path: base.clone(),
+        why,
+    })?;
+    let exe = crate::platform::current_exe().map_err(SflError::OwnExecutable)?;
     let mut cmd = instrumented_cargo(ws, select, runtime, &["test", "--doc", "--no-fail-fast"])?;
     cmd.env(crate::doctest::RUSTDOC_WRAPPER_ENV, rustdoc())
         .env("RUSTDOC", &exe)
@@ -567,9 +366,9 @@ fn plain_doctests(ws: &Workspace, select: &Selection) -> Result<Vec<crate::docte
     let out = ws.target_dir.join("doctests-plain.out");
     let spinner = crate::ui::spinner("Running", "doctests without coverage");
     // Its own doctests' timeouts are libtest's; this bounds a hang of the whole run.
-    let captured = crate::run::run_captured(cmd, &out, std::time::Duration::from_secs(3600));
+    let captured = crate::process::run_captured(cmd, &out, std::time::Duration::from_secs(3600));
     spinner.finish_and_clear();
-    let captured = captured.map_err(|e| SflError::Setup(format!("cannot run cargo test --doc: {e}")))?;
+    let captured = captured.map_err(SflError::PlainDoctests)?;
     let suites = crate::doctest::plain_results(&captured.output);
     if suites.is_empty() && !captured.status.is_some_and(|s| s.success()) {
         for line in captured.output.lines() {
@@ -741,125 +540,9 @@ fn has_custom_harness(manifest: &Path, kind: &str, name: &str) -> bool {
     })
 }
 
-/// Entry point when cargo runs us as `RUSTC_WRAPPER`: `cargo-sfl <rustc> <args…>`.
-/// Adds the coverage flags to the workspace's own crates (not build scripts or proc-macros)
-/// and replaces this process with rustc.
-pub fn rustc_wrapper() -> ! {
-    let mut args = std::env::args_os().skip(1);
-    let Some(rustc) = args.next() else {
-        eprintln!("error: {WRAPPER_ENV} is set but no rustc was given");
-        std::process::exit(crate::error::exit::SETUP);
-    };
-    let rest: Vec<OsString> = args.collect();
-    let mut cmd = Command::new(rustc);
-    cmd.args(&rest);
-    if should_instrument(&rest) && std::env::var_os(PLAIN_ENV).is_some() {
-        // A cap already given (RUSTFLAGS) stands: rustc refuses two.
-        if !rest
-            .iter()
-            .any(|a| a.to_str().is_some_and(|a| a.starts_with("--cap-lints")))
-        {
-            cmd.arg("--cap-lints=allow");
-        }
-    } else if should_instrument(&rest) {
-        cmd.args(COVERAGE_FLAGS);
-        if let Some(rt) = std::env::var_os(crate::edges::RUNTIME_ENV) {
-            let edges = std::env::var_os(crate::edges::LINES_ONLY_ENV).is_none();
-            cmd.args(crate::edges::wrapper_flags(
-                Path::new(&rt),
-                edges,
-                shared_library(&rest),
-            ));
-            // Blocks are mapped to lines through DWARF: a profile without debug info (the
-            // release profile's default) gets line tables, and cargo's matching
-            // `-C strip=debuginfo` is undone.
-            if edges && !has_debuginfo(&rest) {
-                cmd.args(["-C", "debuginfo=line-tables-only", "-C", "strip=none"]);
-            }
-        }
-    }
-    let err = crate::platform::exec(cmd);
-    eprintln!("error: cannot run rustc: {err}");
-    std::process::exit(crate::error::exit::SETUP)
-}
-
-/// Whether cargo asked rustc for any debug info (`-C debuginfo=…` other than 0/none).
-fn has_debuginfo(args: &[OsString]) -> bool {
-    let level = args
-        .iter()
-        .zip(args.iter().skip(1))
-        .filter(|(flag, _)| *flag == "-C")
-        .filter_map(|(_, v)| v.to_str()?.strip_prefix("debuginfo="))
-        .chain(args.iter().filter_map(|a| a.to_str()?.strip_prefix("-Cdebuginfo=")))
-        .last();
-    level.is_some_and(|l| !matches!(l, "0" | "none" | "false"))
-}
-
-/// Whether rustc is asked for a shared library (`dylib`, `cdylib`), which must stay
-/// position-independent.
-fn shared_library(args: &[OsString]) -> bool {
-    let types = args
-        .iter()
-        .zip(args.iter().skip(1))
-        .filter(|(flag, _)| *flag == "--crate-type")
-        .map(|(_, value)| value.to_string_lossy().into_owned());
-    let inline = args
-        .iter()
-        .filter_map(|a| a.to_str()?.strip_prefix("--crate-type=").map(String::from));
-    types.chain(inline).any(|t| t.split(',').any(|t| t.ends_with("dylib")))
-}
-
-fn should_instrument(args: &[OsString]) -> bool {
-    let Some(dir) = std::env::var_os("CARGO_MANIFEST_DIR") else {
-        return false;
-    };
-    let dirs = std::env::var(INSTRUMENT_DIRS_ENV).unwrap_or_default();
-    if !dirs.lines().any(|d| Path::new(d) == Path::new(&dir)) {
-        return false;
-    }
-    let pair = |flag: &str, value: &str| args.windows(2).any(|w| w[0] == flag && w[1] == value);
-    !(pair("--crate-name", "build_script_build") || pair("--crate-type", "proc-macro"))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// ryu's tests include the library's modules with `#[path = "../src/…"]`: the coverage map
-    /// names `tests/../src/d2s.rs`, which is `src/d2s.rs`.
-    #[test]
-    fn paths_are_made_relative_after_resolving_dot_dot() {
-        assert_eq!(
-            lexically_normal(Path::new("/w/tests/../src/d2s.rs")),
-            Path::new("/w/src/d2s.rs")
-        );
-        assert_eq!(lexically_normal(Path::new("/w/./a/b/../../c.rs")), Path::new("/w/c.rs"));
-        assert_eq!(lexically_normal(Path::new("../x.rs")), Path::new("../x.rs"));
-        assert_eq!(lexically_normal(Path::new("/../x.rs")), Path::new("/x.rs"));
-    }
-
-    #[test]
-    fn shared_libraries_are_recognised() {
-        let args = |a: &[&str]| a.iter().map(OsString::from).collect::<Vec<_>>();
-        assert!(shared_library(&args(&[
-            "--crate-type",
-            "rlib",
-            "--crate-type",
-            "cdylib"
-        ])));
-        assert!(shared_library(&args(&["--crate-type=dylib"])));
-        assert!(!shared_library(&args(&["--crate-type", "lib", "--test"])));
-        assert!(!shared_library(&args(&["--crate-name", "cdylib"])));
-    }
-
-    #[test]
-    fn debuginfo_is_read_from_the_arguments() {
-        let args = |a: &[&str]| a.iter().map(OsString::from).collect::<Vec<_>>();
-        assert!(has_debuginfo(&args(&["-C", "opt-level=0", "-C", "debuginfo=2"])));
-        assert!(has_debuginfo(&args(&["-Cdebuginfo=line-tables-only"])));
-        assert!(!has_debuginfo(&args(&["-C", "opt-level=3"])));
-        assert!(!has_debuginfo(&args(&["-C", "debuginfo=2", "-C", "debuginfo=0"])));
-    }
 
     #[test]
     fn harness_false_is_read_from_the_manifest() {

@@ -50,8 +50,19 @@ pub struct RunConfig {
     /// Only tests whose name contains this string.
     pub filter: Option<String>,
     /// `-E`, `--nextest-config`, `--nextest-profile`.
-    pub nextest: crate::nextest::Options,
+    pub nextest: NextestOptions,
     pub report: ReportConfig,
+}
+
+/// What the command line asks of nextest's setup ([`crate::nextest`]).
+#[derive(Debug, Default, Clone)]
+pub struct NextestOptions {
+    /// `-E`: tests matching any of these run.
+    pub filtersets: Vec<String>,
+    /// `--nextest-config`: instead of the workspace's `.config/nextest.toml`.
+    pub config: Option<PathBuf>,
+    /// `--nextest-profile` (default `default`).
+    pub profile: Option<String>,
 }
 
 /// Which packages and targets to build, as for `cargo test`.
@@ -347,8 +358,15 @@ impl std::fmt::Display for Partition {
     }
 }
 
-/// The report's format (the report module's own enum: one definition).
-pub use crate::report::Format;
+/// A report's format (what `--format` asks for).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    Human,
+    Json,
+    Sarif,
+    Html,
+    Short,
+}
 
 /// The order of the suspects.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -61,6 +61,21 @@ impl DecodeError {
     }
 }
 
+/// What is wrong with a filterset or the nextest configuration.
+#[derive(Debug, thiserror::Error)]
+pub enum NextestError {
+    #[error("invalid filterset `{input}` ({origin}): {why}")]
+    Filterset { origin: String, input: String, why: String },
+    #[error("cannot read the nextest configuration {}: {why}", path.display())]
+    Config { path: PathBuf, why: String },
+    #[error("no nextest profile `{name}` in {} (its profiles: {known}); pass --nextest-profile with one of them", path.display())]
+    UnknownProfile { name: String, path: PathBuf, known: String },
+    #[error("--nextest-profile {0}: there is no nextest configuration (.config/nextest.toml or --nextest-config)")]
+    NoConfig(String),
+    #[error("cannot read the package graph for filtersets (cargo metadata): {0}")]
+    Graph(String),
+}
+
 /// Errors reported to the user with a specific exit code.
 #[derive(Debug, thiserror::Error)]
 pub enum SflError {
@@ -81,19 +96,82 @@ pub enum SflError {
     Usage(String),
     /// A bad `-E` filterset or nextest configuration.
     #[error(transparent)]
-    Nextest(#[from] crate::nextest::NextestError),
+    Nextest(#[from] NextestError),
     #[error("cannot write {what} to {}: {source}", path.display())]
     Output {
         what: &'static str,
         path: PathBuf,
         source: std::io::Error,
     },
+    // The environment's failures below name their cause in their own text (none is an error
+    // `source`, which the top-level report would print a second time).
+    /// cargo sfl cannot find its own executable (cargo runs it as the rustc wrapper).
+    #[error("cannot find own executable: {0}")]
+    OwnExecutable(std::io::Error),
+    #[error("cannot run cargo: {0}")]
+    CargoSpawn(std::io::Error),
+    #[error("cargo did not finish: {0}")]
+    CargoWait(std::io::Error),
+    /// `--target-dir` or `--manifest-path` has no absolute form.
+    #[error("bad {flag}: {why}")]
+    BadPath { flag: &'static str, why: std::io::Error },
+    #[error("cannot create {}: {why}", path.display())]
+    CannotCreate { path: PathBuf, why: std::io::Error },
+    #[error("cannot write {}: {why}", path.display())]
+    CannotWrite { path: PathBuf, why: std::io::Error },
+    /// A profile directory of the build holds the crates of a copy of the workspace elsewhere.
+    #[error("cannot remove {}, built from another copy of the workspace: {why}", path.display())]
+    StaleBuild { path: PathBuf, why: std::io::Error },
+    #[error("cannot run cargo test --doc: {0}")]
+    PlainDoctests(std::io::Error),
+    /// `--mutate`: the failing tests are all doctests, which its builds leave out.
+    #[error("every failing test is a doctest, and the mutants' builds do not rebuild doctests")]
+    MutateOnlyDoctestsFail,
+    /// `--mutate`: the workspace's manifest is not where the copy can have it.
+    #[error("{} is not inside {}", manifest.display(), root.display())]
+    MutateManifestOutside { manifest: PathBuf, root: PathBuf },
+    #[error("cannot copy the workspace to {}: {why}", copy.display())]
+    MutateCopy { copy: PathBuf, why: std::io::Error },
+    /// `--mutate`: the copy fails to build in a file no mutant is in.
+    #[error(
+        "the copy of the workspace in {} does not build ({}:{line}: an error in no mutated file; \
+         a path dependency outside the workspace, or a file the build reads from outside it?)",
+        copy.display(),
+        file.display()
+    )]
+    MutateCopyBuild { copy: PathBuf, file: PathBuf, line: usize },
+    #[error(
+        "the plain build of the workspace's copy in {} failed without a compiler error (a path \
+         dependency outside the workspace?); run without --mutate",
+        copy.display()
+    )]
+    MutatePlainBuild { copy: PathBuf },
+    #[error(
+        "no failing test fails on the plain (uninstrumented) build of the workspace's copy, so no mutant \
+         can change a failure"
+    )]
+    MutateNoPlainFailure,
 }
 
 impl SflError {
     pub fn exit_code(&self) -> i32 {
         match self {
-            SflError::Metadata(_) | SflError::Setup(_) => exit::SETUP,
+            SflError::Metadata(_)
+            | SflError::Setup(_)
+            | SflError::OwnExecutable(_)
+            | SflError::CargoSpawn(_)
+            | SflError::CargoWait(_)
+            | SflError::BadPath { .. }
+            | SflError::CannotCreate { .. }
+            | SflError::CannotWrite { .. }
+            | SflError::StaleBuild { .. }
+            | SflError::PlainDoctests(_)
+            | SflError::MutateOnlyDoctestsFail
+            | SflError::MutateManifestOutside { .. }
+            | SflError::MutateCopy { .. }
+            | SflError::MutateCopyBuild { .. }
+            | SflError::MutatePlainBuild { .. }
+            | SflError::MutateNoPlainFailure => exit::SETUP,
             SflError::BuildFailed => exit::BUILD_FAILED,
             SflError::NoTests(_) => exit::NO_TESTS,
             SflError::BadSpectra { .. } => exit::BAD_SPECTRA,

@@ -23,12 +23,15 @@ pub mod pipeline;
 pub mod ui;
 
 // Collecting: build → list/run → coverage and edges → spectra.
+pub mod workspace;
 pub mod build;
 pub mod select;
 pub mod doctest;
 pub mod list;
 pub mod nextest;
+pub mod process;
 pub mod run;
+pub mod verdict;
 pub mod schedule;
 pub mod coverage;
 pub mod edges;

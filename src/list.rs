@@ -7,9 +7,10 @@ use std::time::Duration;
 
 use cargo_metadata::Package;
 
-use crate::build::TestBinary;
-use crate::run::{run_captured, test_env};
+use crate::process::run_captured;
+use crate::run::test_env;
 use crate::spectra::TestRecord;
+use crate::workspace::TestBinary;
 
 /// The tests one binary holds.
 #[derive(Debug, Clone, Default)]

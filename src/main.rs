@@ -1,5 +1,9 @@
 //! `cargo sfl`: glue between the command line and the library.
 
+mod wrappers;
+
+use std::io::Write as _;
+
 use clap::Parser;
 
 use cargo_sfl::cli::Cargo;
@@ -13,7 +17,7 @@ fn main() {
         .nth(1)
         .is_some_and(|a| a == cargo_sfl::doctest::RUNTOOL_ARG)
     {
-        cargo_sfl::doctest::runtool();
+        wrappers::rustdoc::runtool();
     }
     // Both wrapper variables reach every process of the doctest build; cargo runs a rustc
     // wrapper as `wrapper <rustc> <args…>` and rustdoc as `rustdoc <options…>`.
@@ -21,10 +25,10 @@ fn main() {
         .nth(1)
         .is_none_or(|a| a.to_string_lossy().starts_with('-'));
     if std::env::var_os(cargo_sfl::doctest::RUSTDOC_WRAPPER_ENV).is_some() && first_is_option {
-        cargo_sfl::doctest::rustdoc_wrapper();
+        wrappers::rustdoc::rustdoc_wrapper();
     }
     if std::env::var_os(cargo_sfl::build::WRAPPER_ENV).is_some() {
-        cargo_sfl::build::rustc_wrapper();
+        wrappers::rustc::rustc_wrapper();
     }
     // cargo runs `cargo-sfl sfl …`; run directly (`cargo-sfl --version`, as install scripts
     // and version checks do), the subcommand's name is implied.
@@ -34,6 +38,12 @@ fn main() {
     }
     let Cargo::Sfl(args) = Cargo::parse_from(argv);
     cargo_sfl::ui::init(args.color(), args.verbosity());
+    cargo_sfl::process::end_interrupted_with(|note, code| {
+        // Straight to stderr, ignoring a closed pipe: the terminal's progress bar may be
+        // mid-draw on another thread.
+        let _ = writeln!(std::io::stderr(), "error: {note}");
+        std::process::exit(code)
+    });
     let result = match args.into_task() {
         Task::Run(c) => pipeline::run(&c),
         Task::Report {

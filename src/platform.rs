@@ -223,22 +223,19 @@ pub fn exit_signal(_: &std::process::ExitStatus) -> Option<i32> {
     None
 }
 
-/// Replaces this process with `cmd` (the rustc wrapper hands over to rustc); returns only
-/// the error when it cannot. Without `exec`, runs it and exits with its status.
+/// Replaces this process with `cmd` (the wrappers hand over to rustc and rustdoc): returns
+/// only the error when it cannot.
 #[cfg(unix)]
-pub fn exec(mut cmd: std::process::Command) -> std::io::Error {
+pub fn exec(mut cmd: std::process::Command) -> std::io::Result<i32> {
     use std::os::unix::process::CommandExt;
-    cmd.exec()
+    Err(cmd.exec())
 }
 
-/// Replaces this process with `cmd` (the rustc wrapper hands over to rustc); returns only
-/// the error when it cannot. Without `exec`, runs it and exits with its status.
+/// Without `exec`, runs `cmd` and returns the exit code its caller is to exit with (1 when it
+/// has none), or the error when it cannot run.
 #[cfg(not(unix))]
-pub fn exec(mut cmd: std::process::Command) -> std::io::Error {
-    match cmd.status() {
-        Ok(s) => std::process::exit(s.code().unwrap_or(1)),
-        Err(err) => err,
-    }
+pub fn exec(mut cmd: std::process::Command) -> std::io::Result<i32> {
+    cmd.status().map(|s| s.code().unwrap_or(1))
 }
 
 #[cfg(test)]

@@ -35,7 +35,7 @@ pub struct ExplainArgs {
 
 /// `explain`'s `FILE:LINE` (clap's value parser).
 fn parse_location(s: &str) -> Result<(String, u32), String> {
-    crate::explain::parse_location(s)
+    crate::explain::parse_location(s).map_err(|e| e.to_string())
 }
 
 #[derive(Args, Debug)]

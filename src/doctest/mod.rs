@@ -4,33 +4,33 @@
 //! the pipeline then runs each doctest in its own process. A library's doctests are merged into
 //! one executable wherever rustdoc can merge them, in every edition (`--standalone-doctests`:
 //! never). When rustdoc cannot do that, the doctests are run plainly by `cargo test --doc` and
-//! reported without coverage.
+//! reported without coverage. The stand-ins are the binary's (`wrappers::rustdoc`); this module
+//! reads what they leave.
 
 pub mod parse;
 
 use std::collections::HashSet;
-use std::ffi::OsString;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use crate::spectra::{Outcome, TestRecord};
 
 /// Set, to the rustdoc to run, when cargo runs cargo-sfl as `RUSTDOC`.
 pub const RUSTDOC_WRAPPER_ENV: &str = "CARGO_SFL_RUSTDOC";
 /// Set for `--standalone-doctests`: rustdoc builds one executable per doctest.
-pub(crate) const STANDALONE_ENV: &str = "CARGO_SFL_STANDALONE_DOCTESTS";
+pub const STANDALONE_ENV: &str = "CARGO_SFL_STANDALONE_DOCTESTS";
 /// Where each crate's doctests are persisted (`<dir>/<crate name>/`).
-pub(crate) const DIR_ENV: &str = "CARGO_SFL_DOCTEST_DIR";
+pub const DIR_ENV: &str = "CARGO_SFL_DOCTEST_DIR";
 /// cargo-sfl's first argument when rustdoc runs it as `--test-runtool`.
 pub const RUNTOOL_ARG: &str = "--cargo-sfl-doctest-runtool";
 /// Left next to a doctest executable that rustdoc would have run (not `no_run`).
-const RUNNABLE: &str = "sfl-runnable";
+pub const RUNNABLE: &str = "sfl-runnable";
 /// rustdoc's libtest output for one crate, in that crate's directory.
-const OUTPUT: &str = "rustdoc-output.txt";
-/// What the kept doctests were built from, and rustdoc's exit code then (see [`build_key`]).
-const BUILT_FROM: &str = "sfl-built-from";
+pub const OUTPUT: &str = "rustdoc-output.txt";
+/// What the kept doctests were built from (a key over everything rustdoc reads), and rustdoc's
+/// exit code then.
+pub const BUILT_FROM: &str = "sfl-built-from";
 /// Marks a crate's directory as built (or reused) by this run's `cargo test --doc`.
-const THIS_RUN: &str = "sfl-this-run";
+pub const THIS_RUN: &str = "sfl-this-run";
 
 /// Unmarks every crate's doctests under `base`, before a run's doctest build marks its own.
 pub fn forget_marks(base: &Path) {
@@ -99,142 +99,6 @@ impl DocSuite {
             })
             .collect()
     }
-}
-
-/// Entry point when cargo runs cargo-sfl as `RUSTDOC`. A `--test` run gets the coverage flags
-/// and keeps its doctests in `$CARGO_SFL_DOCTEST_DIR/<crate>`, building them without running
-/// any: rustdoc "runs" each through cargo-sfl as `--test-runtool`, which only marks it as one to
-/// run. (rustdoc's own `--no-run` would do, but it reports every doctest as `- compile`, hiding
-/// which are `should_panic` and `no_run`, and it still runs merged doctests.) `RUSTC_BOOTSTRAP=1`, which these rustdoc options
-/// need on stable, is set for this rustdoc process alone, never for the crates' builds.
-pub fn rustdoc_wrapper() -> ! {
-    let real = std::env::var_os(RUSTDOC_WRAPPER_ENV).unwrap_or_else(|| "rustdoc".into());
-    let args: Vec<OsString> = std::env::args_os().skip(1).collect();
-    let mut cmd = Command::new(&real);
-    cmd.args(&args).env_remove(RUSTDOC_WRAPPER_ENV);
-    let testing = args.iter().any(|a| a == "--test");
-    let crate_name = args
-        .windows(2)
-        .find(|w| w[0] == "--crate-name")
-        .map(|w| w[1].to_string_lossy().into_owned());
-    let (Some(base), true, Some(crate_name)) = (std::env::var_os(DIR_ENV), testing, crate_name) else {
-        let err = crate::platform::exec(cmd);
-        eprintln!("error: cannot run rustdoc ({}): {err}", Path::new(&real).display());
-        std::process::exit(crate::error::exit::SETUP)
-    };
-    let dir = Path::new(&base).join(&crate_name);
-    // rustdoc recompiles every doctest each time; when nothing it reads has changed, the
-    // doctests kept last time are these doctests.
-    let merge = if std::env::var_os(STANDALONE_ENV).is_some() {
-        "no"
-    } else {
-        "auto"
-    };
-    let key = build_key(&real, &args, merge);
-    if let Ok(kept) = std::fs::read_to_string(dir.join(BUILT_FROM))
-        && let Some((kept_key, code)) = kept.rsplit_once('\n')
-        && kept_key == key
-        && dir.join(OUTPUT).is_file()
-        && let Ok(code) = code.parse::<i32>()
-        && std::fs::write(dir.join(THIS_RUN), b"").is_ok()
-    {
-        std::process::exit(code)
-    }
-    let _ = std::fs::remove_dir_all(&dir);
-    let out = std::fs::create_dir_all(&dir)
-        .and_then(|()| std::fs::write(dir.join(THIS_RUN), b""))
-        .and_then(|()| std::fs::File::create(dir.join(OUTPUT)));
-    let (Ok(out), Ok(me)) = (out, crate::platform::current_exe()) else {
-        eprintln!("error: cannot write {}", dir.display());
-        std::process::exit(crate::error::exit::SETUP)
-    };
-    cmd.args(crate::build::COVERAGE_FLAGS);
-    // As the library they link was built (position-dependent, with the runtime); their own
-    // counter updates stay atomic.
-    if let Some(rt) = std::env::var_os(crate::edges::RUNTIME_ENV) {
-        let edges = std::env::var_os(crate::edges::LINES_ONLY_ENV).is_none();
-        cmd.args(crate::edges::wrapper_flags(Path::new(&rt), edges, false));
-    }
-    // Every doctest by name on its own line: libtest turns terse (dots) on its own for large
-    // suites, which would hide the names.
-    cmd.args(["--test-args", "--format=pretty"]);
-    cmd.args(["-Z", "unstable-options"]);
-    // Merged as edition 2024 merges them, whatever the crate's edition: one executable for all
-    // the doctests that can share one (rustdoc builds the rest alone), so one build and one
-    // coverage map instead of one per doctest. Each still runs in its own process. (Not when
-    // the project's RUSTDOCFLAGS already say how.)
-    let said = args.iter().any(|a| a.to_string_lossy().starts_with("--merge-doctests"));
-    if !said && merges(&real) {
-        cmd.arg(format!("--merge-doctests={merge}"));
-    }
-    cmd.arg("--persist-doctests")
-        .arg(&dir)
-        .arg("--test-runtool")
-        .arg(me)
-        .args(["--test-runtool-arg", RUNTOOL_ARG])
-        .env("RUSTC_BOOTSTRAP", "1")
-        .stdout(out);
-    match cmd.status() {
-        Ok(status) => {
-            let code = status.code().unwrap_or(crate::error::exit::INTERNAL);
-            if status.code().is_some() {
-                let _ = std::fs::write(dir.join(BUILT_FROM), format!("{key}\n{code}"));
-            }
-            std::process::exit(code)
-        }
-        Err(e) => {
-            eprintln!("error: cannot run rustdoc ({}): {e}", Path::new(&real).display());
-            std::process::exit(crate::error::exit::SETUP)
-        }
-    }
-}
-
-/// What a doctest build reads: rustdoc (path, size, modification time), its arguments, the
-/// edge recorder's runtime, and the size and modification time of every file the arguments
-/// name (the crate's root source and, through `--extern`, the libraries it links, its own
-/// among them: cargo rebuilds that one whenever any of its sources, included files too,
-/// changes). MD5 over all of it, in hex.
-fn build_key(rustdoc: &OsString, args: &[OsString], merge: &str) -> String {
-    use md5::{Digest, Md5};
-    let mut h = Md5::new();
-    let stamp = |path: &Path| {
-        std::fs::metadata(path)
-            .ok()
-            .filter(|m| m.is_file())
-            .map(|m| format!("{}:{:?}", m.len(), m.modified().ok()))
-    };
-    let rustdoc_path = Path::new(rustdoc);
-    h.update(format!("{rustdoc:?} {:?} merge={merge}\n", stamp(rustdoc_path)));
-    if let Some(rt) = std::env::var_os(crate::edges::RUNTIME_ENV) {
-        h.update(format!("runtime {rt:?} {:?}\n", stamp(Path::new(&rt))));
-    }
-    for a in args {
-        let text = a.to_string_lossy();
-        let file = text.split_once('=').map_or(&*text, |(_, path)| path);
-        h.update(format!("{text}\t{:?}\n", stamp(Path::new(file))));
-    }
-    h.finalize().iter().map(|b| format!("{b:02x}")).collect()
-}
-
-/// Whether `rustdoc` takes `--merge-doctests` (unstable, from Rust 1.95); without it an older
-/// toolchain's doctests are built as their edition says.
-fn merges(rustdoc: &OsString) -> bool {
-    Command::new(rustdoc)
-        .args(["-Z", "unstable-options", "--help"])
-        .env("RUSTC_BOOTSTRAP", "1")
-        .output()
-        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).contains("--merge-doctests"))
-}
-
-/// Entry point when rustdoc runs cargo-sfl as its `--test-runtool` (`cargo-sfl RUNTOOL_ARG
-/// <doctest executable> <args…>`): marks the executable as one to run, and runs nothing.
-pub fn runtool() -> ! {
-    if let Some(exe) = std::env::args_os().nth(2)
-        && let Some(dir) = Path::new(&exe).parent()
-    {
-        let _ = std::fs::write(dir.join(RUNNABLE), b"");
-    }
-    std::process::exit(0)
 }
 
 /// Whether rustdoc handed the executable in `dir` to the runtool: it compiled, and is neither
@@ -419,7 +283,7 @@ pub fn plain_results(output: &str) -> Vec<DocSuite> {
             let message = (outcome == Outcome::Failed)
                 .then(|| parse::failure(&text, &r.name))
                 .flatten()
-                .map(|m| crate::run::panic_message(&m).unwrap_or(m));
+                .map(|m| crate::verdict::panic_message(&m).unwrap_or(m));
             s.recorded.push((r.name, outcome, message));
         }
         suites.push(s);

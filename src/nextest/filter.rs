@@ -9,8 +9,8 @@ use miette::Diagnostic;
 use nextest_filtering::{BinaryQuery, CompiledExpr, EvalContext, Filterset, FiltersetKind, ParseContext, TestQuery};
 use nextest_metadata::{RustBinaryId, RustTestBinaryKind};
 
-use super::NextestError;
-use crate::build::{TestBinary, Workspace};
+use crate::error::NextestError;
+use crate::workspace::{TestBinary, Workspace};
 
 /// The workspace's package graph (with dependencies, for `deps()`/`rdeps()`), built once and
 /// only when some filterset needs compiling.

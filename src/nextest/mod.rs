@@ -10,10 +10,13 @@ use std::time::Duration;
 
 use nextest_filtering::{CompiledExpr, FiltersetKind};
 
+/// What the command line asks of nextest's setup.
+pub use crate::config::NextestOptions as Options;
+pub use crate::error::NextestError;
 pub use filter::{BinaryInfo, Selector};
 pub use model::Leak;
 
-use crate::build::Workspace;
+use crate::workspace::Workspace;
 use model::{File, Profile, ValueError};
 
 /// Where nextest keeps a workspace's configuration.
@@ -24,32 +27,6 @@ const DEFAULT_LEAK: Leak = Leak {
     period: Duration::from_millis(100),
     fail: false,
 };
-
-/// What is wrong with a filterset or the nextest configuration.
-#[derive(Debug, thiserror::Error)]
-pub enum NextestError {
-    #[error("invalid filterset `{input}` ({origin}): {why}")]
-    Filterset { origin: String, input: String, why: String },
-    #[error("cannot read the nextest configuration {}: {why}", path.display())]
-    Config { path: PathBuf, why: String },
-    #[error("no nextest profile `{name}` in {} (its profiles: {known}); pass --nextest-profile with one of them", path.display())]
-    UnknownProfile { name: String, path: PathBuf, known: String },
-    #[error("--nextest-profile {0}: there is no nextest configuration (.config/nextest.toml or --nextest-config)")]
-    NoConfig(String),
-    #[error("cannot read the package graph for filtersets (cargo metadata): {0}")]
-    Graph(String),
-}
-
-/// What the command line asks of nextest's setup.
-#[derive(Debug, Default, Clone)]
-pub struct Options {
-    /// `-E`: tests matching any of these run.
-    pub filtersets: Vec<String>,
-    /// `--nextest-config`: instead of the workspace's `.config/nextest.toml`.
-    pub config: Option<PathBuf>,
-    /// `--nextest-profile` (default `default`).
-    pub profile: Option<String>,
-}
 
 /// cargo sfl's own flags, which win over the profile.
 #[derive(Debug, Default, Clone, Copy)]

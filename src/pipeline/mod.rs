@@ -14,11 +14,11 @@ use anyhow::Context as _;
 pub use collect::{Collected, KeptProfile, collect};
 pub use emit::emit;
 
-use crate::build::Workspace;
 use crate::config::{EvalConfig, Format, ListFormat, ReportConfig, RunConfig};
 use crate::error::{SflError, exit};
 use crate::spectra::{EdgeProfiles, Spectra};
 use crate::ui;
+use crate::workspace::Workspace;
 
 /// `cargo sfl [OPTIONS] [FILTER]`.
 pub fn run(cfg: &RunConfig) -> anyhow::Result<i32> {

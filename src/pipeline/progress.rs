@@ -5,10 +5,10 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use crate::build::Built;
 use crate::run::Job;
 use crate::spectra::{Outcome, TestRecord};
 use crate::ui;
+use crate::workspace::Built;
 
 /// The test-run progress bar: counts by outcome and the slowest test still running.
 pub(crate) struct RunProgress {

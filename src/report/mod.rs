@@ -23,15 +23,8 @@ pub use junit::junit;
 pub use model::{Report, Summary};
 pub use view::View;
 
-/// A report's format (what `--format` asks for).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Format {
-    Human,
-    Json,
-    Sarif,
-    Html,
-    Short,
-}
+/// The formats [`render`] renders (the configuration's own enum).
+pub use crate::config::Format;
 
 /// A rendered report; writing it is the caller's business.
 #[derive(Debug, PartialEq, Eq)]

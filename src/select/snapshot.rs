@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use super::environment::volatile;
-use crate::build::Workspace;
+use crate::workspace::Workspace;
 use crate::config::RunConfig;
 use crate::spectra::{FileState, Snapshot};
 

@@ -3,7 +3,8 @@
 use std::path::Path;
 
 use super::reuse;
-use crate::build::{self, Built, Runtime, Workspace};
+use crate::build::{self, Runtime};
+use crate::workspace::{Built, Workspace};
 use crate::config::{Execution, Selection};
 use crate::error::SflError;
 use crate::select::{Choice, Narrowed};

@@ -17,7 +17,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use serde::{Deserialize, Serialize};
 
 use super::outcome::JobOutcome;
-use crate::build::Built;
+use crate::workspace::Built;
 use crate::coverage::LineDecoder;
 use crate::edges::{Collector, Edge};
 use crate::run::Job;
@@ -169,7 +169,7 @@ impl Journal {
     /// at all (then the run stops with an error). A journal that cannot be written is warned
     /// about once; the run itself goes on.
     pub fn keep(&mut self, o: &JobOutcome, coverage: &LineDecoder, edges: Option<&Collector>) {
-        if o.not_run.is_some() || crate::run::interrupted() || self.broken {
+        if o.not_run.is_some() || crate::process::interrupted() || self.broken {
             return;
         }
         if let Err(e) = self.append(o, coverage, edges) {

@@ -4,7 +4,7 @@
 use std::path::Path;
 
 use super::session::Session;
-use crate::build::TestBinary;
+use crate::workspace::TestBinary;
 use crate::list::{self, Listing};
 use crate::ui;
 

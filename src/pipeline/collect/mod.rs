@@ -26,7 +26,7 @@ use resume::Reused;
 use save::SaveTo;
 use session::Session;
 
-use crate::build::Workspace;
+use crate::workspace::Workspace;
 use crate::config::{Execution, RunConfig};
 use crate::coverage::{LineDecoder, SortedUnits};
 use crate::edges::Collector;
@@ -40,7 +40,7 @@ use crate::ui;
 /// Builds, runs every test and decodes: the matrix, saved to `target/sfl/spectra.json` (and
 /// `--save-spectra`).
 pub fn collect(cfg: &RunConfig) -> anyhow::Result<Collected> {
-    crate::run::kill_tests_on_interrupt();
+    crate::process::kill_tests_on_interrupt();
     let exec = &cfg.execution;
     let (mut ws, nextest) = open(cfg)?;
     // Held until the spectra are saved: everything below writes into the target dir.

@@ -1,7 +1,7 @@
 //! Which tests to run: every binary's listing, filtered by name, ignored tests set aside, in
 //! one canonical order, and the shard's share of them.
 
-use crate::build::{TestBinary, Workspace};
+use crate::workspace::{TestBinary, Workspace};
 use crate::config::Partition;
 use crate::list::Listing;
 use crate::run::Job;

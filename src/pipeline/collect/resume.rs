@@ -36,7 +36,7 @@ fn resume(
     let dir = session.ws.target_dir.join("journal");
     let (journal, earlier) = journal::Journal::open(&dir, &fingerprint, exec.rerun)
         .with_context(|| format!("cannot write the resume journal in {}", dir.display()))?;
-    crate::run::on_interrupt_say(format!(
+    crate::process::on_interrupt_say(format!(
         "the tests that finished are kept in {}: run the same command again to resume (--rerun to run every test)",
         journal.path().display()
     ));

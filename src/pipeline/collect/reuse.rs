@@ -6,7 +6,7 @@ use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 use super::outcome::JobOutcome;
-use crate::build::{Built, Workspace};
+use crate::workspace::{Built, Workspace};
 use crate::config::RunConfig;
 use crate::coverage::LineDecoder;
 use crate::edges::{Collector, Edge};

@@ -9,7 +9,8 @@ use super::outcome::JobOutcome;
 use super::plan::{longest_first, record};
 use super::session::Session;
 use crate::pipeline::progress::RunProgress;
-use crate::run::{self, Finished, Job, RawFrame};
+use crate::run::{self, Finished, Job};
+use crate::verdict::RawFrame;
 use crate::spectra::{Attempt, Frame, Outcome, TestRecord};
 use crate::ui;
 
@@ -143,16 +144,16 @@ impl Session<'_> {
     /// Runs `job`'s process once, its profiles and edge files landing in `dir`.
     fn run_process(&self, i: usize, job: &Job, dir: &std::path::Path) -> std::io::Result<Finished> {
         let bin = &self.built.tests[job.binary];
-        run::run_test(
+        run::run_test(&run::TestRun {
             job,
             bin,
-            &self.ws.members[bin.package],
-            &self.ws.build_dir,
-            self.release,
+            pkg: &self.ws.members[bin.package],
+            target_dir: &self.ws.build_dir,
+            release: self.release,
             dir,
-            self.settings[i].limits,
-            self.edges.is_some(),
-        )
+            limits: self.settings[i].limits,
+            edges: self.edges.is_some(),
+        })
     }
 
     /// `--retries`: re-runs a test whose first run did not pass, up to `retries` more times,
@@ -169,7 +170,7 @@ impl Session<'_> {
             message: rec.message.clone(),
         });
         for k in 1..=retries {
-            if run::interrupted() {
+            if crate::process::interrupted() {
                 break;
             }
             let dir = self.scratch.join(format!("t{i}-retry{k}"));

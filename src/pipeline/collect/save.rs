@@ -10,7 +10,7 @@ use super::journal;
 use super::lock;
 use super::outcome::JobOutcome;
 use super::plan::{self, durations_path};
-use crate::build::{Built, Workspace};
+use crate::workspace::{Built, Workspace};
 use crate::config::Execution;
 use crate::error::SflError;
 use crate::run::Job;

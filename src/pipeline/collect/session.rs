@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use super::plan::{self, durations_path, plan};
 use super::setup::own_flags;
-use crate::build::{Built, Workspace};
+use crate::workspace::{Built, Workspace};
 use crate::config::RunConfig;
 use crate::coverage::LineDecoder;
 use crate::edges::Collector;

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use anyhow::Context;
 
 use super::plan;
-use crate::build::Workspace;
+use crate::workspace::Workspace;
 use crate::config::{Execution, RunConfig};
 use crate::error::SflError;
 use crate::nextest::{Flags, Nextest};

@@ -1,0 +1,297 @@
+//! What a test process did, read from its exit status and its output: the outcome, the
+//! failure message, and the panic's backtrace. The runner ([`crate::run`]) and the doctests'
+//! plain run ([`crate::doctest`]) read their processes' output here.
+
+use std::path::PathBuf;
+use std::process::ExitStatus;
+use std::time::Duration;
+
+use crate::spectra::Outcome;
+
+/// A backtrace frame as the panic hook printed it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RawFrame {
+    pub function: String,
+    pub path: PathBuf,
+    pub line: u32,
+}
+
+/// What a finished process did. `name`: the libtest test it ran (`None`: a whole binary run
+/// with no arguments, whose harness prints what it likes).
+pub(crate) fn classify(
+    status: Option<ExitStatus>,
+    output: &str,
+    timeout: Duration,
+    name: Option<&str>,
+) -> (Outcome, Option<i32>, Option<String>) {
+    let Some(status) = status else {
+        let mut msg = format!("timed out after {}s and was killed", timeout.as_secs_f64());
+        if let Some(tail) = tail(output, 3) {
+            msg.push('\n');
+            msg.push_str(&tail);
+        }
+        return (Outcome::TimedOut, None, Some(msg));
+    };
+    if status.success() {
+        return match name {
+            Some(name) if !libtest_passed(output, name) => (Outcome::Failed, None, Some(early_exit(output, name))),
+            _ => (Outcome::Passed, None, None),
+        };
+    }
+    if let Some(sig) = crate::platform::exit_signal(&status) {
+        let mut msg = format!("killed by signal {sig} ({})", signal_name(sig));
+        if let Some(m) = panic_message(output).or_else(|| tail(output, 3)) {
+            msg.push('\n');
+            msg.push_str(&m);
+        }
+        return (Outcome::Crashed, Some(sig), Some(msg));
+    }
+    let msg = panic_message(output)
+        .or_else(|| tail(output, 5))
+        .or_else(|| status.code().map(|c| format!("exited with status {c}")));
+    (Outcome::Failed, None, msg)
+}
+
+/// What a doctest process did: as rustdoc judges it, by its exit status alone, inverted for
+/// `should_panic` (any failure to finish passes, as under rustdoc).
+pub(crate) fn classify_doctest(
+    status: Option<ExitStatus>,
+    output: &str,
+    timeout: Duration,
+    should_panic: bool,
+) -> (Outcome, Option<i32>, Option<String>) {
+    match status {
+        Some(s) if should_panic && s.success() => (
+            Outcome::Failed,
+            None,
+            Some("the doctest ran to its end, but it is marked should_panic".into()),
+        ),
+        Some(_) if should_panic => (Outcome::Passed, None, None),
+        _ => classify(status, output, timeout, None),
+    }
+}
+
+/// Whether libtest itself said `name` passed: its result line (`test NAME ... ok`, with
+/// ` - should panic` for `#[should_panic]`; the test's own unterminated output may precede it)
+/// or its summary. A test that calls `std::process::exit(0)` exits 0 without either.
+fn libtest_passed(output: &str, name: &str) -> bool {
+    let (plain, should_panic) = (
+        format!("test {name} ... ok"),
+        format!("test {name} - should panic ... ok"),
+    );
+    output
+        .lines()
+        .map(str::trim_end)
+        .any(|l| l.ends_with(&plain) || l.ends_with(&should_panic) || l.starts_with("test result: ok. 1 passed;"))
+}
+
+/// The message of a test that exited 0 before libtest reported its result.
+fn early_exit(output: &str, name: &str) -> String {
+    let mut msg = format!(
+        "exited before libtest reported a result (status 0 but no `test {name} ... ok` line: \
+         did the test call std::process::exit?)"
+    );
+    if let Some(tail) = tail(output, 3) {
+        msg.push('\n');
+        msg.push_str(&tail);
+    }
+    msg
+}
+
+fn signal_name(sig: i32) -> &'static str {
+    match sig {
+        4 => "SIGILL",
+        5 => "SIGTRAP",
+        6 => "SIGABRT",
+        7 => "SIGBUS",
+        8 => "SIGFPE",
+        9 => "SIGKILL",
+        11 => "SIGSEGV",
+        13 => "SIGPIPE",
+        15 => "SIGTERM",
+        _ => "signal",
+    }
+}
+
+/// The panic message: the `panicked at` line and the lines after it, up to six.
+pub(crate) fn panic_message(output: &str) -> Option<String> {
+    let lines: Vec<&str> = output.lines().collect();
+    let start = lines
+        .iter()
+        .position(|l| l.contains("panicked at") || l.contains("has overflowed its stack"))?;
+    let first = lines[start];
+    let first = first.find("panicked at").map_or(first, |i| &first[i..]);
+    let mut out = vec![first.to_string()];
+    for l in &lines[start + 1..] {
+        if l.is_empty() || l.starts_with("note: ") || l.starts_with("stack backtrace:") || out.len() >= 6 {
+            break;
+        }
+        out.push((*l).to_string());
+    }
+    Some(out.join("\n"))
+}
+
+/// The frames of the first panic backtrace in `output` that carry a source location
+/// (`  3: crate::f` followed by `      at ./src/lib.rs:2:23`), innermost first.
+pub(crate) fn panic_stack(output: &str) -> Vec<RawFrame> {
+    let mut lines = output.lines().skip_while(|l| l.trim() != "stack backtrace:").skip(1);
+    let mut frames = Vec::new();
+    let mut function: Option<&str> = None;
+    for l in lines.by_ref() {
+        let t = l.trim();
+        if let Some(at) = t.strip_prefix("at ") {
+            // `path:line:column`; the path may itself hold colons.
+            let mut parts = at.rsplitn(3, ':');
+            let (_col, line, path) = (parts.next(), parts.next(), parts.next());
+            if let (Some(f), Some(line), Some(path)) = (function, line.and_then(|n| n.parse().ok()), path) {
+                frames.push(RawFrame {
+                    function: f.to_string(),
+                    path: PathBuf::from(path),
+                    line,
+                });
+            }
+        } else if let Some((n, f)) = t.split_once(": ")
+            && n.chars().all(|c| c.is_ascii_digit())
+        {
+            function = Some(f);
+        } else {
+            break;
+        }
+    }
+    fold(frames)
+}
+
+/// Drops frames that say nothing new: libtest calls a test through a closure of the test's
+/// own (`t::{closure#0}` just outside `t`), and a frame on the same line as the one inside it.
+fn fold(frames: Vec<RawFrame>) -> Vec<RawFrame> {
+    let mut kept: Vec<RawFrame> = Vec::with_capacity(frames.len());
+    for f in frames {
+        if let Some(inner) = kept.last() {
+            let parent = f
+                .function
+                .strip_suffix('}')
+                .and_then(|n| n.rsplit_once("::{"))
+                .map(|(p, _)| p);
+            if parent == Some(inner.function.as_str()) || (inner.path == f.path && inner.line == f.line) {
+                continue;
+            }
+        }
+        kept.push(f);
+    }
+    kept
+}
+
+/// The last `n` lines that are not libtest's own bookkeeping.
+fn tail(output: &str, n: usize) -> Option<String> {
+    let keep: Vec<&str> = output
+        .lines()
+        .filter(|l| {
+            let t = l.trim();
+            !(t.is_empty()
+                || t.starts_with("running ")
+                || t.starts_with("test result:")
+                || t == "failures:"
+                || (t.starts_with("test ") && t.contains(" ... ")))
+        })
+        .collect();
+    (!keep.is_empty()).then(|| keep[keep.len().saturating_sub(n)..].join("\n"))
+}
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn panic_stacks_are_read_from_short_backtraces() {
+        let out = "thread 't' panicked at src/lib.rs:2:23:\nattempt to subtract with overflow\n\
+                   stack backtrace:\n   0: __rustc::rust_begin_unwind\n             at /rustc/x/library/std/src/panicking.rs:689:5\n\
+                   \x20  3: bt::g\n             at ./src/lib.rs:2:23\n   4: bt::f\n             at /w/c:d/src/lib.rs:1:27\n\
+                   \x20  9: std::rt::lang_start\nnote: Some details are omitted\n   10: after::note\n      at ./x.rs:1:1\n";
+        let frames = panic_stack(out);
+        let got: Vec<(&str, &str, u32)> = frames
+            .iter()
+            .map(|f| (f.function.as_str(), f.path.to_str().unwrap(), f.line))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                (
+                    "__rustc::rust_begin_unwind",
+                    "/rustc/x/library/std/src/panicking.rs",
+                    689
+                ),
+                ("bt::g", "./src/lib.rs", 2),
+                ("bt::f", "/w/c:d/src/lib.rs", 1),
+            ]
+        );
+        assert!(panic_stack("thread 't' panicked at src/lib.rs:2:23:\nboom\n").is_empty());
+        // libtest's wrapper closure and a second frame on one line are folded away.
+        let wrapped = "stack backtrace:\n   0: c::g\n      at ./src/lib.rs:2:1\n   1: c::g\n      at ./src/lib.rs:2:9\n\
+                       \x20  2: c::tests::t\n      at ./src/lib.rs:9:5\n   3: c::tests::t::{{closure}}\n      at ./src/lib.rs:8:10\n";
+        let names: Vec<String> = panic_stack(wrapped).into_iter().map(|f| f.function).collect();
+        assert_eq!(names, ["c::g", "c::tests::t"]);
+    }
+
+    #[test]
+    fn panic_messages_are_cut_before_notes() {
+        let out = "running 1 test\nthread 'tests::t1' panicked at src/lib.rs:30:9:\nleast = 1, most = 0\nnote: run with `RUST_BACKTRACE=1`\ntest tests::t1 ... FAILED\n";
+        assert_eq!(
+            panic_message(out).unwrap(),
+            "panicked at src/lib.rs:30:9:\nleast = 1, most = 0"
+        );
+    }
+
+    #[test]
+    fn custom_harness_failures_keep_their_last_lines() {
+        let out = "check a ... ok\ncheck b ... FAILED\n";
+        assert_eq!(tail(out, 5).unwrap(), "check a ... ok\ncheck b ... FAILED");
+    }
+
+    #[cfg(unix)]
+    fn exited(code: i32) -> Option<ExitStatus> {
+        use std::os::unix::process::ExitStatusExt;
+        Some(ExitStatus::from_raw(code << 8))
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_libtest_test_passes_only_when_libtest_says_so() {
+        let t = Duration::from_secs(1);
+        let ok = "\nrunning 1 test\nhello\ntest m::t1 ... ok\n\ntest result: ok. 1 passed; 0 failed\n";
+        assert_eq!(classify(exited(0), ok, t, Some("m::t1")).0, Outcome::Passed);
+        let panicked = "running 1 test\npartial output test m::t2 - should panic ... ok\n";
+        assert_eq!(classify(exited(0), panicked, t, Some("m::t2")).0, Outcome::Passed);
+        // std::process::exit(0) inside the test: libtest never got to say anything.
+        let early = "\nrunning 1 test\nabout to leave";
+        let (outcome, _, msg) = classify(exited(0), early, t, Some("m::t1"));
+        assert_eq!(outcome, Outcome::Failed);
+        let msg = msg.unwrap();
+        assert!(msg.starts_with("exited before libtest reported a result"), "{msg}");
+        assert!(msg.ends_with("about to leave"), "{msg}");
+        // Another test's result line is not this one's.
+        let other = "running 1 test\ntest m::t1 ... ok\n";
+        assert_eq!(classify(exited(0), other, t, Some("t1")).0, Outcome::Failed);
+        // A whole binary (harness = false) has no libtest lines: its status decides.
+        assert_eq!(classify(exited(0), "all checks passed\n", t, None).0, Outcome::Passed);
+        assert_eq!(classify(exited(1), "check a ... FAILED\n", t, None).0, Outcome::Failed);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn doctests_are_judged_by_status_and_should_panic() {
+        let t = Duration::from_secs(1);
+        assert_eq!(classify_doctest(exited(0), "", t, false).0, Outcome::Passed);
+        let (outcome, _, msg) = classify_doctest(
+            exited(101),
+            "thread 'main' panicked at src/lib.rs:4:1:\nboom\n",
+            t,
+            false,
+        );
+        assert_eq!(
+            (outcome, msg.unwrap().as_str()),
+            (Outcome::Failed, "panicked at src/lib.rs:4:1:\nboom")
+        );
+        assert_eq!(classify_doctest(exited(101), "", t, true).0, Outcome::Passed);
+        assert_eq!(classify_doctest(exited(0), "", t, true).0, Outcome::Failed);
+        assert_eq!(classify_doctest(None, "", t, true).0, Outcome::TimedOut);
+    }
+}

@@ -1,0 +1,231 @@
+//! The workspace under analysis and what its test build produced: the members and their
+//! directories, the selected packages, and the test binaries with everything needed to run
+//! them. The build ([`crate::build`]), the test runner, nextest's filters and `--mutate` share
+//! these.
+
+use std::path::{Path, PathBuf};
+
+use cargo_metadata::{MetadataCommand, Package};
+
+use crate::config::Selection;
+use crate::error::SflError;
+
+/// The workspace being analysed.
+#[derive(Debug)]
+pub struct Workspace {
+    pub root: PathBuf,
+    /// Where the instrumented build, profiles and spectra go.
+    pub target_dir: PathBuf,
+    /// cargo's own target directory (generated sources there are not the user's code).
+    pub cargo_target_dir: PathBuf,
+    /// Where cargo builds the instrumented tests: `target_dir`, or a directory of its own for
+    /// a build without edge instrumentation (cargo cannot see the flags our wrapper adds, so
+    /// the two kinds of build must not share one).
+    pub build_dir: PathBuf,
+    pub members: Vec<Package>,
+    /// The members a plain `cargo test` in a virtual workspace tests (`default-members`, or
+    /// every member).
+    default_members: Vec<cargo_metadata::PackageId>,
+}
+
+impl Workspace {
+    /// Runs `cargo metadata` for the selection's manifest.
+    pub fn load(manifest_path: Option<&Path>, target_dir: Option<&Path>) -> Result<Self, SflError> {
+        let mut cmd = MetadataCommand::new();
+        cmd.no_deps();
+        if let Some(p) = manifest_path {
+            // Through a symbolic link, the manifest's path is not the one the compiler records
+            // (it runs in the package's directory, whose path the system gives resolved):
+            // every path of the workspace is taken resolved, so the coverage maps' files are
+            // recognised as its own.
+            cmd.manifest_path(p.canonicalize().unwrap_or_else(|_| p.to_path_buf()));
+        }
+        let meta = cmd.exec().map_err(|e| SflError::Metadata(e.to_string()))?;
+        let members: Vec<Package> = meta.workspace_packages().into_iter().cloned().collect();
+        let default_members = if meta.workspace_default_members.is_available() {
+            meta.workspace_default_members.iter().cloned().collect()
+        } else {
+            members.iter().map(|m| m.id.clone()).collect()
+        };
+        let target_dir = match target_dir {
+            Some(d) => std::path::absolute(d).map_err(|why| SflError::BadPath {
+                flag: "--target-dir",
+                why,
+            })?,
+            None => meta.target_directory.as_std_path().join("sfl"),
+        };
+        Ok(Workspace {
+            root: meta.workspace_root.into_std_path_buf(),
+            build_dir: target_dir.clone(),
+            target_dir,
+            cargo_target_dir: meta.target_directory.into_std_path_buf(),
+            members,
+            default_members,
+        })
+    }
+
+    /// The spec to give cargo for a `--package` spec: a member's name (or `name@version`)
+    /// becomes its package ID (`path+file:///…#name@version`), since a bare name is ambiguous
+    /// to cargo wherever another version of the package is in the dependency graph (a
+    /// dev-dependency that depends on the crate under test); other specs are cargo's to read.
+    pub fn package_spec<'a>(&'a self, spec: &'a str) -> &'a str {
+        let (name, version) = spec.split_once('@').unwrap_or((spec, ""));
+        let mut matching = self
+            .members
+            .iter()
+            .filter(|m| m.name.as_str() == name && (version.is_empty() || m.version.to_string() == version));
+        match (matching.next(), matching.next()) {
+            (Some(m), None) if !spec.contains(['/', '#', ':']) => m.id.repr.as_str(),
+            _ => spec,
+        }
+    }
+
+    /// The members cargo selects for `select`, as cargo does: `--package` names (a spec's name
+    /// part, globs left to cargo and taken as matching), `--workspace` less `--exclude`, else
+    /// the package whose manifest is the one given (or the one above the current directory),
+    /// else the default members.
+    pub fn selected(&self, select: &Selection) -> Vec<&Package> {
+        if !select.package.is_empty() {
+            let named = |m: &&Package| {
+                select.package.iter().any(|spec| {
+                    let name = spec.split(['@', ':']).next().unwrap_or(spec);
+                    name.contains(['*', '?', '[']) || name == m.name.as_str()
+                })
+            };
+            return self.members.iter().filter(named).collect();
+        }
+        if select.workspace {
+            return self
+                .members
+                .iter()
+                .filter(|m| !select.exclude.iter().any(|e| e == m.name.as_str()))
+                .collect();
+        }
+        let manifest = match &select.manifest_path {
+            Some(p) => std::path::absolute(p).ok(),
+            None => std::env::current_dir()
+                .ok()
+                .and_then(|d| d.ancestors().map(|a| a.join("Cargo.toml")).find(|m| m.is_file())),
+        };
+        let same =
+            |a: &Path, b: &Path| a == b || a.canonicalize().ok().is_some_and(|a| b.canonicalize().ok() == Some(a));
+        if let Some(m) = manifest
+            && let Some(p) = self.members.iter().find(|p| same(p.manifest_path.as_std_path(), &m))
+        {
+            return vec![p];
+        }
+        self.members
+            .iter()
+            .filter(|m| self.default_members.contains(&m.id))
+            .collect()
+    }
+
+    /// The path of `file` relative to the workspace root, if it belongs to a member package
+    /// (and is not generated into a target directory).
+    pub fn relative(&self, file: &Path) -> Option<String> {
+        // `tests/../src/x.rs` (a `#[path]` module, a macro's `include!`) is `src/x.rs`: one
+        // line is one unit whichever way the compiler reached it, and a saved file names no `..`.
+        let normal = lexically_normal(file);
+        let file = normal.as_path();
+        let in_member = self
+            .members
+            .iter()
+            .any(|m| m.manifest_path.parent().is_some_and(|d| file.starts_with(d)));
+        if !in_member || file.starts_with(&self.target_dir) || file.starts_with(&self.cargo_target_dir) {
+            return None;
+        }
+        let rel = file.strip_prefix(&self.root).ok()?;
+        Some(
+            rel.components()
+                .map(|c| c.as_os_str().to_string_lossy())
+                .collect::<Vec<_>>()
+                .join("/"),
+        )
+    }
+
+    pub fn spectra_path(&self) -> PathBuf {
+        self.target_dir.join("spectra.json")
+    }
+}
+
+/// `path` with `.` and `..` components resolved lexically (no symbolic link is followed: the
+/// compiler named the file this way, and the workspace's paths are compared as names).
+fn lexically_normal(path: &Path) -> PathBuf {
+    use std::path::Component;
+    let mut out = PathBuf::new();
+    for c in path.components() {
+        match c {
+            Component::CurDir => {}
+            Component::ParentDir => match out.components().next_back() {
+                Some(Component::Normal(_)) => {
+                    out.pop();
+                }
+                // `/..` is `/`.
+                Some(Component::RootDir | Component::Prefix(_)) => {}
+                _ => out.push(".."),
+            },
+            other => out.push(other),
+        }
+    }
+    out
+}
+
+/// One test executable produced by the build.
+#[derive(Debug, Clone)]
+pub struct TestBinary {
+    /// nextest-style id: `pkg` (lib), `pkg::bin/name`, `pkg::name` (integration test),
+    /// `pkg::doctest/lib` (a library's doctests).
+    pub id: String,
+    /// nextest's binary kind (`lib`, `proc-macro`, `test`, `bench`, `bin`, `example`), or
+    /// `doctest`, which is no nextest kind.
+    pub kind: String,
+    /// The cargo target's name (nextest's binary name; the library's for doctests).
+    pub target: String,
+    pub path: PathBuf,
+    /// Index into `Workspace::members`.
+    pub package: usize,
+    /// `harness = false` in the manifest.
+    pub custom_harness: bool,
+    /// Environment `cargo test` gives this binary's tests beyond the package's own variables:
+    /// `[env]` of cargo's configuration and its build script's `cargo::rustc-env`.
+    pub env: Vec<(String, String)>,
+    /// A library's doctests (`pkg::doctest/<lib>`): several executables, each test found by
+    /// name here; `path` is the first of them.
+    pub doctests: Option<crate::doctest::DocSuite>,
+}
+
+impl TestBinary {
+    /// The executable that runs test `name` (a doctest's own; otherwise the binary's).
+    pub fn exe_for(&self, name: Option<&str>) -> &Path {
+        match (&self.doctests, name) {
+            (Some(suite), Some(name)) => suite.test(name).map_or(&self.path, |t| &t.exe),
+            _ => &self.path,
+        }
+    }
+}
+
+/// What the build produced.
+#[derive(Debug, Default)]
+pub struct Built {
+    pub tests: Vec<TestBinary>,
+    /// Other instrumented executables (bins that integration tests may run).
+    pub others: Vec<PathBuf>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// ryu's tests include the library's modules with `#[path = "../src/…"]`: the coverage map
+    /// names `tests/../src/d2s.rs`, which is `src/d2s.rs`.
+    #[test]
+    fn paths_are_made_relative_after_resolving_dot_dot() {
+        assert_eq!(
+            lexically_normal(Path::new("/w/tests/../src/d2s.rs")),
+            Path::new("/w/src/d2s.rs")
+        );
+        assert_eq!(lexically_normal(Path::new("/w/./a/b/../../c.rs")), Path::new("/w/c.rs"));
+        assert_eq!(lexically_normal(Path::new("../x.rs")), Path::new("../x.rs"));
+        assert_eq!(lexically_normal(Path::new("/../x.rs")), Path::new("/x.rs"));
+    }
+}

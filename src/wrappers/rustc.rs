@@ -1,0 +1,115 @@
+//! cargo-sfl as `RUSTC_WRAPPER` ([`cargo_sfl::build`] sets it): the workspace's own crates
+//! get the coverage flags, everything else is compiled as cargo asked.
+
+use std::ffi::OsString;
+use std::path::Path;
+use std::process::Command;
+
+use cargo_sfl::build::{COVERAGE_FLAGS, INSTRUMENT_DIRS_ENV, PLAIN_ENV, WRAPPER_ENV};
+use cargo_sfl::error::exit;
+
+/// Entry point when cargo runs us as `RUSTC_WRAPPER`: `cargo-sfl <rustc> <args…>`.
+/// Adds the coverage flags to the workspace's own crates (not build scripts or proc-macros)
+/// and replaces this process with rustc.
+pub fn rustc_wrapper() -> ! {
+    let mut args = std::env::args_os().skip(1);
+    let Some(rustc) = args.next() else {
+        eprintln!("error: {WRAPPER_ENV} is set but no rustc was given");
+        std::process::exit(exit::SETUP);
+    };
+    let rest: Vec<OsString> = args.collect();
+    let mut cmd = Command::new(rustc);
+    cmd.args(&rest);
+    if should_instrument(&rest) && std::env::var_os(PLAIN_ENV).is_some() {
+        // A cap already given (RUSTFLAGS) stands: rustc refuses two.
+        if !rest
+            .iter()
+            .any(|a| a.to_str().is_some_and(|a| a.starts_with("--cap-lints")))
+        {
+            cmd.arg("--cap-lints=allow");
+        }
+    } else if should_instrument(&rest) {
+        cmd.args(COVERAGE_FLAGS);
+        if let Some(rt) = std::env::var_os(cargo_sfl::edges::RUNTIME_ENV) {
+            let edges = std::env::var_os(cargo_sfl::edges::LINES_ONLY_ENV).is_none();
+            cmd.args(cargo_sfl::edges::wrapper_flags(
+                Path::new(&rt),
+                edges,
+                shared_library(&rest),
+            ));
+            // Blocks are mapped to lines through DWARF: a profile without debug info (the
+            // release profile's default) gets line tables, and cargo's matching
+            // `-C strip=debuginfo` is undone.
+            if edges && !has_debuginfo(&rest) {
+                cmd.args(["-C", "debuginfo=line-tables-only", "-C", "strip=none"]);
+            }
+        }
+    }
+    super::exec(cmd, "cannot run rustc")
+}
+
+/// Whether cargo asked rustc for any debug info (`-C debuginfo=…` other than 0/none).
+fn has_debuginfo(args: &[OsString]) -> bool {
+    let level = args
+        .iter()
+        .zip(args.iter().skip(1))
+        .filter(|(flag, _)| *flag == "-C")
+        .filter_map(|(_, v)| v.to_str()?.strip_prefix("debuginfo="))
+        .chain(args.iter().filter_map(|a| a.to_str()?.strip_prefix("-Cdebuginfo=")))
+        .last();
+    level.is_some_and(|l| !matches!(l, "0" | "none" | "false"))
+}
+
+/// Whether rustc is asked for a shared library (`dylib`, `cdylib`), which must stay
+/// position-independent.
+fn shared_library(args: &[OsString]) -> bool {
+    let types = args
+        .iter()
+        .zip(args.iter().skip(1))
+        .filter(|(flag, _)| *flag == "--crate-type")
+        .map(|(_, value)| value.to_string_lossy().into_owned());
+    let inline = args
+        .iter()
+        .filter_map(|a| a.to_str()?.strip_prefix("--crate-type=").map(String::from));
+    types.chain(inline).any(|t| t.split(',').any(|t| t.ends_with("dylib")))
+}
+
+fn should_instrument(args: &[OsString]) -> bool {
+    let Some(dir) = std::env::var_os("CARGO_MANIFEST_DIR") else {
+        return false;
+    };
+    let dirs = std::env::var(INSTRUMENT_DIRS_ENV).unwrap_or_default();
+    if !dirs.lines().any(|d| Path::new(d) == Path::new(&dir)) {
+        return false;
+    }
+    let pair = |flag: &str, value: &str| args.windows(2).any(|w| w[0] == flag && w[1] == value);
+    !(pair("--crate-name", "build_script_build") || pair("--crate-type", "proc-macro"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shared_libraries_are_recognised() {
+        let args = |a: &[&str]| a.iter().map(OsString::from).collect::<Vec<_>>();
+        assert!(shared_library(&args(&[
+            "--crate-type",
+            "rlib",
+            "--crate-type",
+            "cdylib"
+        ])));
+        assert!(shared_library(&args(&["--crate-type=dylib"])));
+        assert!(!shared_library(&args(&["--crate-type", "lib", "--test"])));
+        assert!(!shared_library(&args(&["--crate-name", "cdylib"])));
+    }
+
+    #[test]
+    fn debuginfo_is_read_from_the_arguments() {
+        let args = |a: &[&str]| a.iter().map(OsString::from).collect::<Vec<_>>();
+        assert!(has_debuginfo(&args(&["-C", "opt-level=0", "-C", "debuginfo=2"])));
+        assert!(has_debuginfo(&args(&["-Cdebuginfo=line-tables-only"])));
+        assert!(!has_debuginfo(&args(&["-C", "opt-level=3"])));
+        assert!(!has_debuginfo(&args(&["-C", "debuginfo=2", "-C", "debuginfo=0"])));
+    }
+}
