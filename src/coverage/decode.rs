@@ -11,6 +11,7 @@ use std::sync::{Arc, Mutex};
 use super::covmap::{self, Counter, CovFunction, CoverageMap};
 use super::lines::{FileLayout, RegionRef};
 use super::profraw::RawProfile;
+use crate::bitset::hex;
 use crate::error::DecodeError;
 
 /// Everything needed to decode profiles of one binary.
@@ -424,10 +425,6 @@ impl Layouts {
         out.sort_by_key(|(file, _, _)| *file);
         out
     }
-}
-
-pub fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 #[cfg(test)]

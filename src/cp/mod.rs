@@ -60,7 +60,7 @@ mod synthetic;
 mod system;
 
 use crate::bitset::BitSet;
-use crate::edges::EdgeSpectra;
+use crate::spectra::EdgeSpectra;
 use system::{System, solve_system};
 
 pub use synthetic::synthetic;
@@ -690,7 +690,7 @@ mod tests {
 
     #[test]
     fn calls_pass_the_callees_suspiciousness_to_the_calling_block() {
-        use crate::edges::{Block, BlockId, Edge};
+        use crate::spectra::{Block, BlockId, Edge};
         let block = |function: &str, index| Block {
             function: function.into(),
             index,

@@ -6,6 +6,7 @@
 //! only to print code, and only when they match their digest ([`Spectra::check_sources`]).
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
 
 use super::*;
 
@@ -172,7 +173,7 @@ impl SourceFacts {
 /// MD5 of a file's contents, in hex.
 pub fn file_digest(bytes: &[u8]) -> String {
     use md5::{Digest, Md5};
-    crate::coverage::hex(&Md5::digest(bytes))
+    crate::bitset::hex(&Md5::digest(bytes))
 }
 
 /// The digest over every source file (relative path and contents, in the order given; a file
@@ -192,7 +193,7 @@ pub fn sources_digest<'a>(files: impl IntoIterator<Item = (&'a str, Option<&'a [
             None => md5.update(b"(missing)"),
         }
     }
-    crate::coverage::hex(&md5.finalize())
+    crate::bitset::hex(&md5.finalize())
 }
 
 /// Source files whose code a report does not show: missing here, or different from the ones

@@ -7,18 +7,23 @@ use std::path::{Component, Path};
 use serde::{Deserialize, Serialize};
 
 use crate::bitset::BitSet;
-use crate::edges::{Block, BlockId, Edge, EdgeSpectra, SavedEdges};
 
-use crate::measures::Counts;
-
+mod counts;
+pub mod edges;
 mod error;
 mod facts;
+mod file;
 mod merge;
 mod snapshot;
+mod unit;
 
+pub use counts::Counts;
+pub use edges::{Block, BlockId, Edge, EdgeSpectra, SavedEdges};
 pub use error::SpectraError;
 pub use facts::{Hidden, SourceFacts, file_digest, sources_digest};
+pub use file::EdgeProfiles;
 pub use snapshot::{FileState, Snapshot, line_hashes};
+pub use unit::{FunctionSpan, Unit, UnitId};
 
 /// Version tag of the saved-spectra file; bump on any incompatible change.
 pub const SCHEMA: &str = "cargo-sfl-spectra/v3";
@@ -163,41 +168,6 @@ pub struct Frame {
     pub line: u32,
 }
 
-/// A unit of code: one source line, path relative to the workspace root with `/` separators.
-/// Units imported from other tools (GZoltar) have only a name: it is kept in `file`, with
-/// `line = 0` (lines are 1-based, so no source line is 0).
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-pub struct Unit {
-    pub file: String,
-    pub line: u32,
-}
-
-impl Unit {
-    /// An imported unit known only by its name.
-    pub fn named(name: impl Into<String>) -> Self {
-        Unit {
-            file: name.into(),
-            line: 0,
-        }
-    }
-    /// The name of an imported unit; `None` for a source line.
-    pub fn name(&self) -> Option<&str> {
-        (self.line == 0).then_some(self.file.as_str())
-    }
-}
-
-/// A unit's position in [`Spectra::units`] (or, while collecting, in the order units were
-/// first met). Saved as the bare number.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(transparent)]
-pub struct UnitId(pub u32);
-
-impl UnitId {
-    pub fn index(self) -> usize {
-        self.0 as usize
-    }
-}
-
 /// What a matrix was built from: shards may only be merged when these agree.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct BuildInfo {
@@ -205,14 +175,6 @@ pub struct BuildInfo {
     pub rustc: String,
     /// MD5 over every source file of the units (relative path and contents), in path order.
     pub sources: String,
-}
-
-/// A function's extent in the source, from the coverage map (closures are functions too).
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-pub struct FunctionSpan {
-    pub file: String,
-    pub start: u32,
-    pub end: u32,
 }
 
 /// The matrix itself.
@@ -245,51 +207,6 @@ pub struct Spectra {
     /// own); for a loaded file, those that match their recorded digest
     /// ([`Spectra::check_sources`]).
     pub shown_sources: Option<std::collections::BTreeSet<String>>,
-}
-
-#[derive(Serialize, Deserialize)]
-#[cfg_attr(test, serde(deny_unknown_fields))]
-struct SavedSpectra {
-    schema: String,
-    workspace_root: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    build: Option<BuildInfo>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    partition: Option<String>,
-    /// `[file, first line, last line]` of every function.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    functions: Vec<(String, u32, u32)>,
-    tests: Vec<TestRecord>,
-    /// `[file, line]` pairs.
-    units: Vec<(String, u32)>,
-    /// Per unit, the covering tests as a hex bitset (bit i of byte j = test 8j+i).
-    coverage: Vec<String>,
-    /// Schema v1 only: the edge profiles as plain JSON.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    edges: Option<SavedEdges>,
-    /// Schema v2: the edge profiles' JSON, deflated and base64-encoded (`edges::saved`): they
-    /// are most of a run's data (function names repeat per block) and only CP reads them.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    edges_deflated: Option<String>,
-    /// Schema v3: the source facts ([`SourceFacts`]).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    facts: Option<facts::SavedFacts>,
-    /// What the run saw before it built ([`Snapshot`]).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    snapshot: Option<Snapshot>,
-}
-
-/// Just the schema, read before the rest.
-#[derive(Deserialize)]
-struct Head {
-    schema: Option<String>,
-}
-
-/// Whether loading saved spectra reads their edge profiles (only CP needs them).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum EdgeProfiles {
-    Load,
-    Skip,
 }
 
 impl Spectra {
@@ -401,163 +318,6 @@ impl Spectra {
                 Counts::new(ef, ep, total_f - ef, total_p - ep)
             })
             .collect()
-    }
-
-    pub fn save(&self, path: &Path) -> std::io::Result<()> {
-        if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir)?;
-        }
-        // Write then rename, so a crash never leaves a half-written file behind.
-        let tmp = path.with_extension("json.tmp");
-        // Streamed to the file: the text is never whole in memory (the run's report may be
-        // computed meanwhile).
-        let mut out = std::io::BufWriter::new(std::fs::File::create(&tmp)?);
-        serde_json::to_writer(&mut out, &self.saved())?;
-        std::io::Write::flush(&mut out)?;
-        drop(out);
-        std::fs::rename(&tmp, path)
-    }
-
-    /// The saved file's bytes (schema [`SCHEMA`]).
-    pub fn to_bytes(&self) -> Vec<u8> {
-        serde_json::to_vec(&self.saved()).expect("spectra serialise")
-    }
-
-    /// What is saved, in the file's shape.
-    fn saved(&self) -> SavedSpectra {
-        SavedSpectra {
-            schema: SCHEMA.to_string(),
-            workspace_root: self.workspace_root.clone(),
-            build: self.build.clone(),
-            partition: self.partition.clone(),
-            functions: self
-                .functions
-                .iter()
-                .map(|f| (f.file.clone(), f.start, f.end))
-                .collect(),
-            tests: self.tests.clone(),
-            units: self.units.iter().map(|u| (u.file.clone(), u.line)).collect(),
-            coverage: self.coverage.iter().map(BitSet::to_hex).collect(),
-            edges: None,
-            edges_deflated: self.edges.as_ref().map(crate::edges::deflate_saved),
-            facts: self.facts.as_ref().map(|f| f.to_saved(&self.functions)),
-            snapshot: self.snapshot.clone(),
-        }
-    }
-
-    /// Reads saved spectra; the error says what is wrong in words.
-    pub fn load(path: &Path) -> Result<Self, SpectraError> {
-        Spectra::load_with(path, EdgeProfiles::Load)
-    }
-
-    /// [`Spectra::load`], reading the edge profiles only when `edges` says so.
-    pub fn load_with(path: &Path, edges: EdgeProfiles) -> Result<Self, SpectraError> {
-        Spectra::parse_with(&std::fs::read(path)?, edges)
-    }
-
-    /// [`Spectra::load`] on a file's bytes: every check, no file system.
-    pub fn parse(bytes: &[u8]) -> Result<Self, SpectraError> {
-        Spectra::parse_with(bytes, EdgeProfiles::Load)
-    }
-
-    /// [`Spectra::parse`], reading the edge profiles only when `edges` says so (skipped, they
-    /// are neither inflated nor checked, and the spectra have none).
-    pub fn parse_with(bytes: &[u8], edges: EdgeProfiles) -> Result<Self, SpectraError> {
-        // One pass when the file is good; the schema is read on its own only to say why not.
-        let saved = match serde_json::from_slice::<SavedSpectra>(bytes) {
-            Ok(saved) if matches!(saved.schema.as_str(), SCHEMA | SCHEMA_V2 | SCHEMA_V1) => saved,
-            Ok(saved) => return Err(SpectraError::OtherSchema(saved.schema)),
-            Err(malformed) => {
-                let head: Head = serde_json::from_slice(bytes).map_err(SpectraError::NotJson)?;
-                return Err(match head.schema {
-                    Some(s) if [SCHEMA, SCHEMA_V2, SCHEMA_V1].contains(&s.as_str()) => {
-                        SpectraError::Malformed(malformed)
-                    }
-                    Some(other) => SpectraError::OtherSchema(other),
-                    None => SpectraError::NoSchema,
-                });
-            }
-        };
-        if saved.units.len() != saved.coverage.len() {
-            return Err(SpectraError::RowCount {
-                units: saved.units.len(),
-                rows: saved.coverage.len(),
-            });
-        }
-        let n = saved.tests.len();
-        let coverage = saved
-            .coverage
-            .iter()
-            .enumerate()
-            .map(|(i, h)| BitSet::from_hex(h, n).ok_or(SpectraError::NotABitset { row: i, tests: n }))
-            .collect::<Result<Vec<_>, _>>()?;
-        let functions: Vec<FunctionSpan> = saved
-            .functions
-            .into_iter()
-            .map(|(file, start, end)| FunctionSpan { file, start, end })
-            .collect();
-        let facts = saved
-            .facts
-            .map(|f| SourceFacts::from_saved(f, saved.units.len(), &functions))
-            .transpose()?;
-        let saved_edges = match (edges, saved.edges, saved.edges_deflated) {
-            (EdgeProfiles::Skip, ..) => None,
-            (EdgeProfiles::Load, Some(plain), _) => Some(plain),
-            (EdgeProfiles::Load, None, Some(deflated)) => Some(crate::edges::inflate_saved(&deflated)?),
-            (EdgeProfiles::Load, None, None) => None,
-        };
-        let edges = saved_edges
-            .map(|e| EdgeSpectra::from_saved(e, n, saved.units.len()))
-            .transpose()?;
-        let mut spectra = Spectra {
-            edges,
-            build: saved.build,
-            partition: saved.partition,
-            functions: Vec::new(),
-            unit_function: Vec::new(),
-            facts,
-            snapshot: saved.snapshot,
-            shown_sources: None,
-            workspace_root: saved.workspace_root,
-            tests: saved.tests,
-            units: saved
-                .units
-                .into_iter()
-                .map(|(file, line)| Unit { file, line })
-                .collect(),
-            coverage,
-        };
-        spectra.set_functions(functions);
-        spectra.check_paths()?;
-        Ok(spectra)
-    }
-
-    /// Refuses source files outside the workspace root. A saved file may come from elsewhere
-    /// (a CI artifact, a shard): reports read the files its units and functions name and show
-    /// or embed them, so `/etc/shadow` or `../../x` must not get that far. Imported units
-    /// (`line == 0`) are names, never read as files.
-    fn check_paths(&self) -> Result<(), SpectraError> {
-        let source_files = (self
-            .units
-            .iter()
-            .filter(|u| u.name().is_none())
-            .map(|u| ("unit", &u.file)))
-        .chain(self.functions.iter().map(|f| ("function", &f.file)))
-        .chain(
-            self.tests
-                .iter()
-                .flat_map(|t| &t.stack)
-                .map(|f| ("stack frame", &f.file)),
-        );
-        for (what, file) in source_files {
-            if !inside_workspace(file) {
-                return Err(SpectraError::OutsideWorkspace {
-                    what,
-                    file: file.clone(),
-                });
-            }
-        }
-        Ok(())
     }
 }
 
@@ -860,7 +620,7 @@ pub(crate) mod tests {
 
     #[test]
     fn edge_profiles_are_saved_deflated_read_on_demand_and_v1_still_loads() {
-        use crate::edges::{Block, Edge, EdgeSpectra};
+        use super::edges::{Block, Edge, EdgeSpectra};
         let mut s = doric_minmax();
         let blocks = vec![Block {
             function: "minmax".into(),
@@ -869,7 +629,7 @@ pub(crate) mod tests {
         }];
         let entry = Edge {
             from: None,
-            to: crate::edges::BlockId(0),
+            to: super::edges::BlockId(0),
         };
         let traversed: Vec<Vec<Edge>> = (0..s.tests.len()).map(|_| vec![entry]).collect();
         s.edges = Some(EdgeSpectra::from_tests(blocks, s.tests.len(), &traversed));
