@@ -8,8 +8,8 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 
-use crate::analysis::Analyses;
 use crate::evidence::LineKind;
+use crate::rank::Analyses;
 use crate::rank::{Ranking, rank};
 use crate::spectra::Spectra;
 
@@ -244,7 +244,7 @@ pub fn explain(
 /// that add nothing left out).
 fn contributions(base: &crate::analysis::Analysis, u: usize) -> Vec<Contribution> {
     let f = crate::combined::features(base);
-    let w = &crate::combined::Weights::active();
+    let w = crate::combined::Weights::committed();
     let Some(i) = f.units.iter().position(|&v| v == u) else {
         return Vec::new();
     };

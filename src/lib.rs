@@ -36,12 +36,14 @@ pub mod spectra;
 pub mod gzoltar;
 
 // Analysing: scores, CP, ranks.
+pub mod score;
 pub mod analysis;
 pub mod measures;
 pub mod cp;
 pub mod syntax;
 pub mod testcode;
 pub mod evidence;
+pub mod weights;
 pub mod combined;
 pub mod clusters;
 pub mod mutate;

@@ -54,8 +54,9 @@
 //! This module merges edges, contracts chains and splits the CFG into components; `system`
 //! assembles, solves, checks and damps one component's system; `synthetic` makes CFG-shaped
 //! systems for the benchmark. [`solve_edges`] and [`unit_scores`] apply CP to the edge
-//! profiles of [`crate::edges`].
+//! profiles of [`crate::edges`]; [`lines`] scores the spectra's lines with them.
 
+pub mod lines;
 mod synthetic;
 mod system;
 
@@ -63,6 +64,7 @@ use crate::bitset::BitSet;
 use crate::spectra::EdgeSpectra;
 use system::{System, solve_system};
 
+pub use lines::CpScores;
 pub use synthetic::synthetic;
 
 /// What a rejected component's damping scales ([`CpVariant::damping`]).

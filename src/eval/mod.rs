@@ -22,12 +22,15 @@ use std::collections::{BTreeMap, HashSet};
 
 use serde::Serialize;
 
-use crate::analysis::{Analyses, Analysis, Key, Options, Scored};
+use crate::analysis::Analysis;
 use crate::evidence::TieBreak;
 use crate::faults::Fault;
 use crate::hitting::{HtModel, Method, ht_rank};
 use crate::measures::Measure;
+use crate::rank::Analyses;
+use crate::score::{Key, Options, Scored};
 use crate::spectra::Spectra;
+use crate::weights::Weights;
 
 mod table;
 pub use table::{human, json};
@@ -119,8 +122,8 @@ pub fn line_keys(a: &Analysis, scored: &[Scored]) -> Vec<Option<Key>> {
     for (g, group) in a.groups.iter().enumerate() {
         for &u in &group.units {
             let mut key = scored[g].key;
-            if let Some(t) = a.tie(u) {
-                key.tie = t;
+            if let Some(e) = a.tie(u) {
+                key.evidence = e;
             }
             keys[u] = Some(key);
         }
@@ -244,6 +247,8 @@ pub struct Settings {
     pub ht: bool,
     /// How lines of one entry are ordered for line-level metrics.
     pub tie_break: TieBreak,
+    /// The combined ranking's weights (`None`: the committed ones).
+    pub weights: Option<Weights>,
 }
 
 /// One measure's results.
@@ -303,7 +308,15 @@ pub fn evaluate_with(
 ) -> EvalReport {
     // Each measure ranks the groups formed for it (CP's split by its own scores), so no
     // measure's numbers depend on what else is evaluated; an HT model per analysis.
-    let analyses = Analyses::prepared(spectra, lines, settings.opts.group, measures, settings.tie_break);
+    let weights = settings.weights.as_ref().unwrap_or(Weights::committed());
+    let analyses = Analyses::with_weights(
+        spectra,
+        lines,
+        settings.opts.group,
+        measures,
+        settings.tie_break,
+        weights,
+    );
     let analysis = analyses.base();
     let located = locate(spectra, faults);
     let faulty: HashSet<usize> = located.iter().flat_map(|f| f.units.iter().copied()).collect();
@@ -318,54 +331,19 @@ pub fn evaluate_with(
     };
     let model = model_of(analysis);
 
-    let results = if faulty.is_empty() {
+    let mut results: Vec<MeasureResult> = if faulty.is_empty() {
         Vec::new()
     } else {
         measures
             .iter()
             .filter_map(|m| {
                 let analysis = analyses.of(m);
-                let model = model_of(analysis);
-                let faulty_locs: HashSet<usize> = faulty.iter().filter_map(|u| model.loc.get(u).copied()).collect();
-                let scored = analysis.score(m, &settings.opts);
-                let mut metrics = metrics(&line_keys(analysis, &scored), &faulty)?;
-                let entries = entry_metrics(model, &scored, &faulty_locs)?;
-                let mut ht = None;
-                if settings.ht {
-                    let (times, method) = model.times(&scored, settings.p_jump, settings.exact_limit, settings.walks);
-                    let tolerance = if matches!(method, Method::Exact { .. }) {
-                        1e-9
-                    } else {
-                        0.05
-                    };
-                    let locs: Vec<usize> = faulty_locs.iter().copied().collect();
-                    metrics.ht_rank = ht_rank(&times, &locs, tolerance);
-                    ht = Some(method);
-                }
-                Some(MeasureResult {
-                    measure: m.name,
-                    metrics,
-                    entries,
-                    ht,
-                })
+                measure_result(analysis, model_of(analysis), m, &faulty, settings)
             })
             .collect()
     };
-    let mut results = results;
-    if !faulty.is_empty()
-        && let Some(metrics) = metrics(&stack_keys(spectra), &faulty)
-    {
-        // The baseline points at lines, not entries: each line is its own entry.
-        let entries = EntryMetrics {
-            entry_rank: metrics.standard_rank,
-            entry_top: metrics.top.clone(),
-        };
-        results.push(MeasureResult {
-            measure: PANIC_STACK,
-            metrics,
-            entries,
-            ht: None,
-        });
+    if !faulty.is_empty() {
+        results.extend(stack_baseline(spectra, &faulty));
     }
     let conventions = conventions(settings);
     EvalReport {
@@ -376,6 +354,55 @@ pub fn evaluate_with(
         conventions,
         measures: results,
     }
+}
+
+/// `m`'s metrics on the analysis it ranks (`model`: that analysis's HT model); `None` when no
+/// fault is on a line it ranks.
+fn measure_result(
+    analysis: &Analysis,
+    model: &HtModel,
+    m: &'static Measure,
+    faulty: &HashSet<usize>,
+    settings: &Settings,
+) -> Option<MeasureResult> {
+    let faulty_locs: HashSet<usize> = faulty.iter().filter_map(|u| model.loc.get(u).copied()).collect();
+    let scored = analysis.score(m, &settings.opts);
+    let mut metrics = metrics(&line_keys(analysis, &scored), faulty)?;
+    let entries = entry_metrics(model, &scored, &faulty_locs)?;
+    let mut ht = None;
+    if settings.ht {
+        let (times, method) = model.times(&scored, settings.p_jump, settings.exact_limit, settings.walks);
+        let tolerance = if matches!(method, Method::Exact { .. }) {
+            1e-9
+        } else {
+            0.05
+        };
+        let locs: Vec<usize> = faulty_locs.iter().copied().collect();
+        metrics.ht_rank = ht_rank(&times, &locs, tolerance);
+        ht = Some(method);
+    }
+    Some(MeasureResult {
+        measure: m.name,
+        metrics,
+        entries,
+        ht,
+    })
+}
+
+/// The baseline that points at where the backtraces first enter ranked code ([`PANIC_STACK`]);
+/// it points at lines, not entries: each line is its own entry.
+fn stack_baseline(spectra: &Spectra, faulty: &HashSet<usize>) -> Option<MeasureResult> {
+    let metrics = metrics(&stack_keys(spectra), faulty)?;
+    let entries = EntryMetrics {
+        entry_rank: metrics.standard_rank,
+        entry_top: metrics.top.clone(),
+    };
+    Some(MeasureResult {
+        measure: PANIC_STACK,
+        metrics,
+        entries,
+        ht: None,
+    })
 }
 
 /// What the report's numbers mean, under `settings`.
@@ -434,8 +461,8 @@ fn conventions(settings: &Settings) -> BTreeMap<&'static str, String> {
 mod tests {
     use super::table::entry_top;
     use super::*;
-    use crate::analysis::Options;
     use crate::measures::find;
+    use crate::score::Options;
     use crate::spectra::tests::sfo_minmax;
 
     fn eval(name: &str, faulty: &[usize]) -> Metrics {

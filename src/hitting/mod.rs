@@ -18,7 +18,7 @@ mod model;
 
 pub use model::HtModel;
 
-use crate::analysis::Key;
+use crate::score::Key;
 
 /// How the chain is shaped.
 pub struct ChainSpec<'a> {
@@ -502,8 +502,8 @@ mod tests {
         let off = |l: usize| (lu[l].ln() - times[l]).abs().partial_cmp(&1e-9) != Some(std::cmp::Ordering::Less);
         let bad = (0..times.len()).filter(|&l| off(l)).count();
         assert!(bad > times.len() / 2, "dense LU wrong on only {bad} lines");
-        // Deep lines still order by depth (the old method refused this chain): 600 lines
-        // above, and a tie with the two others of its group.
+        // Deep lines still order by depth (their times, past the largest double, are kept as
+        // logarithms): 600 lines above, and a tie with the two others of its group.
         assert_eq!(ht_rank(&times, &[3 * 200], 1e-9), Some(601.5));
         assert!(times[3 * 249] > 1500.0, "{}", times[3 * 249]);
     }

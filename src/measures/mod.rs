@@ -74,7 +74,7 @@ pub struct Measure {
 
 impl Measure {
     /// Whether the measure ranks the combined score (itself, or under panic sites first): it
-    /// ranks the groups split by that score ([`crate::analysis::Analysis::with_combined`]).
+    /// ranks the groups split by that score ([`crate::combined::analysis`]).
     pub fn is_combined(&self) -> bool {
         match self.kind {
             Kind::Combined => true,

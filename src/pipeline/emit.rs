@@ -7,10 +7,11 @@ use std::path::Path;
 
 use anyhow::Context;
 
-use crate::analysis::{Analyses, Analysis, Options};
+use crate::analysis::{Analysis, Options};
 use crate::config::{Granularity, HtParams, Order, ReportConfig};
 use crate::error::{SflError, exit};
 use crate::measures::Measure;
+use crate::rank::Analyses;
 use crate::rank::{Ranking, rank_only};
 use crate::report;
 use crate::spectra::{Outcome, Spectra};

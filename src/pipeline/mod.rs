@@ -112,7 +112,7 @@ pub fn explain(
     let mut converted = Default::default();
     let prepared = emit::at_granularity(&whole, &cfg, &mut converted)?;
     let analyses =
-        crate::analysis::Analyses::prepared(prepared.spectra, None, cfg.options.group, &cfg.measures, cfg.tie_break);
+        crate::rank::Analyses::prepared(prepared.spectra, None, cfg.options.group, &cfg.measures, cfg.tie_break);
     let rankings = crate::explain::rankings(&analyses, &cfg.measures, &cfg.options);
     let (file, line) = locate(&whole, location)?;
     let mut e = crate::explain::explain(&whole, prepared.spectra, &analyses, &rankings, &file, line);
