@@ -28,9 +28,11 @@ pub mod cfg;
 mod dwarf;
 pub mod collect;
 pub mod instrument;
+mod line_rows;
 pub mod map;
 pub mod record;
 pub mod relax;
+mod table;
 
 pub use crate::spectra::edges::{
     Block, BlockId, Edge, EdgeSpectra, SavedEdges, SavedEdgesError, deflate_saved, inflate_saved,
