@@ -15,14 +15,17 @@
 //! blocks is exact but makes every test several times slower.
 //!
 //! **Modules.** [`instrument`]: the rustc flags and the runtime. [`record`]: one process's
-//! edge file (its block flags). [`cfg`]: the control-flow graph and the edges taken. [`map`]: a
-//! binary's PC table, control-flow table and DWARF, read once (or, for an executable that runs
+//! edge file (its block flags). `table`: SanitizerCoverage's control-flow table, its records
+//! matched to blocks. [`cfg`]: the blocks, the control-flow graph and the edges taken. [`map`]:
+//! a binary's PC table, control-flow table and DWARF (`dwarf`: only the units that hold the
+//! functions; `line_rows`: their line-table rows), read once (or, for an executable that runs
 //! one test, for the functions that test ran): functions, their blocks, each block's source
-//! lines. [`collect`]: the [`Collector`] names blocks `(function without hash,
-//! index within function)` so the same function's blocks in several test binaries are one
-//! block, and builds [`EdgeSpectra`] (saved with the matrix: [`crate::spectra::edges`]): blocks,
-//! edges and, per edge, the tests that traversed it (a bitset, like the line matrix). [`relax`]: the coverage counters' atomic
-//! updates made plain while a test runs on one thread. CP itself is in [`crate::cp`].
+//! lines. [`collect`]: the [`Collector`] names blocks `(function without hash, index within
+//! function)` so the same function's blocks in several test binaries are one block, and builds
+//! [`EdgeSpectra`] (saved with the matrix: [`crate::spectra::edges`]): blocks, edges and, per
+//! edge, the tests that traversed it (a bitset, like the line matrix). [`relax`]: the coverage
+//! counters' atomic updates made plain while a test runs on one thread. CP itself is in
+//! [`crate::cp`].
 
 pub mod cfg;
 mod dwarf;

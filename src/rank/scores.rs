@@ -246,8 +246,6 @@ mod tests {
         assert_eq!(ranks(&s, combined), [(2, 1.5), (3, 3.0), (4, 1.5)]);
     }
 
-    /// Lines without a block of their own take their function's neighbours' CP scores: the
-
     fn scores(s: &Spectra, name: &str, opts: &Options) -> Vec<f64> {
         let a = Analysis::new(s, opts.group);
         a.score(find(name).unwrap(), opts).iter().map(|x| x.score).collect()
