@@ -13,7 +13,7 @@ use md5::{Digest, Md5};
 
 use super::{Conventions, Sources, View, fmt_score, test_label};
 use crate::analysis::Analysis;
-use crate::coverage::hex;
+use crate::bitset::hex;
 use crate::measures::Measure;
 use crate::rank::{Ranked, Ranking};
 use crate::spectra::TestRecord;
