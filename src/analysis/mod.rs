@@ -19,6 +19,7 @@ use crate::weights::Weights;
 
 pub mod groups;
 
+// The score types, where the reports and the configuration take them from.
 pub use crate::score::{Key, Options, Scored, Tier};
 pub use groups::Group;
 

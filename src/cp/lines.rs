@@ -4,7 +4,8 @@
 
 use std::collections::HashMap;
 
-use super::{CpSolution, CpVariant};
+use super::model::{CpSolution, CpVariant};
+use super::solve::{solve_edges, unit_scores};
 use crate::spectra::Spectra;
 
 /// CP's block solution and every unit's score.
@@ -14,8 +15,8 @@ pub type CpScores = (CpSolution, Vec<Option<f64>>);
 /// edges.
 pub fn solve(spectra: &Spectra, variant: CpVariant) -> Option<CpScores> {
     let e = spectra.edges.as_ref()?;
-    let solution = super::solve_edges(e, &spectra.failing_mask(), &spectra.passing_mask(), variant);
-    let mut units = super::unit_scores(e, &solution, spectra.units.len());
+    let solution = solve_edges(e, &spectra.failing_mask(), &spectra.passing_mask(), variant);
+    let mut units = unit_scores(e, &solution, spectra.units.len());
     fill_from_neighbours(spectra, &mut units);
     merge_float_ties(&mut units);
     Some((solution, units))

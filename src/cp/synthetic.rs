@@ -1,6 +1,6 @@
 //! Reproducible CFG-shaped CP systems for the benchmark and the tests.
 
-use super::CpEdge;
+use super::model::CpEdge;
 use crate::spectra::{BlockId, Edge};
 
 /// xorshift64 (Marsaglia): reproducible, dependency-free.

@@ -2,7 +2,7 @@
 
 use std::fmt::Write as _;
 
-use super::{EntryMetrics, EvalReport, FaultState, MeasureResult, Metrics, TOP_N};
+use super::report::{EntryMetrics, EvalReport, FaultState, MeasureResult, Metrics, TOP_N};
 use crate::config::SortBy;
 use crate::hitting::Method;
 

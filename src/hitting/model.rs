@@ -3,7 +3,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use super::{Chain, ChainSpec, Method, hitting_times};
+use super::chain::{Chain, ChainSpec, Method, hitting_times};
 use crate::analysis::Analysis;
 use crate::score::{Key, Scored};
 use crate::spectra::{Spectra, UnitId};

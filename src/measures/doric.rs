@@ -9,7 +9,7 @@
 
 use std::f64::consts::LN_2;
 
-use super::finite;
+use super::measure::finite;
 use crate::score::{Key, Scored, Tier};
 
 /// Which failing tests run which entries (ambiguity groups), and how many units each failing

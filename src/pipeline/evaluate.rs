@@ -32,12 +32,12 @@ pub(super) fn evaluate(spectra: &Spectra, faults: Vec<Fault>, cfg: &EvalConfig) 
         None => supported_measures(spectra),
     };
     require_edges(spectra, &measures)?;
-    let weights = match &cfg.weights {
-        Some(path) => {
-            Some(crate::weights::Weights::load(path).map_err(|e| crate::error::SflError::Usage(e.to_string()))?)
-        }
-        None => None,
-    };
+    let weights = cfg
+        .weights
+        .as_deref()
+        .map(crate::weights::Weights::load)
+        .transpose()
+        .map_err(|e| crate::error::SflError::Usage(e.to_string()))?;
     let settings = crate::eval::Settings {
         opts: out.options.clone(),
         p_jump: out.ht.p_jump,

@@ -7,11 +7,12 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use super::edges::{self, EdgeSpectra, SavedEdges};
+use super::error::SpectraError;
 use super::facts::{self, SourceFacts};
-use super::{
-    BuildInfo, FunctionSpan, SCHEMA, SCHEMA_V1, SCHEMA_V2, Snapshot, Spectra, SpectraError, TestRecord, Unit,
-    inside_workspace,
-};
+use super::matrix::{BuildInfo, Spectra, TestRecord};
+use super::schema::{SCHEMA, SCHEMA_V1, SCHEMA_V2};
+use super::snapshot::Snapshot;
+use super::unit::{FunctionSpan, Unit, inside_workspace};
 use crate::bitset::BitSet;
 
 #[derive(Serialize, Deserialize)]

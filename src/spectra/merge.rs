@@ -1,6 +1,10 @@
 //! Merging shards' spectra into exactly the unsharded matrix.
 
-use super::*;
+use super::edges::{Block, BlockId, Edge, EdgeSpectra};
+use super::error::SpectraError;
+use super::facts::SourceFacts;
+use super::matrix::{Outcome, Spectra, TestRecord, test_order};
+use super::unit::{Unit, UnitId};
 
 /// A test while merging: its record, the units it covered, the edges it traversed and its
 /// shard (1-based).
@@ -35,7 +39,7 @@ impl Spectra {
             traversed.push(e);
         }
         let n = tests.len();
-        let facts = SourceFacts::merged(&shards, &index);
+        let facts = merged_facts(&shards, &index);
         let mut merged = Spectra::from_tests(first.workspace_root.clone(), tests, units, &covered);
         merged.build = first.build.clone();
         merged.set_functions(shards.iter().flat_map(|s| s.functions.iter().cloned()).collect());
@@ -158,4 +162,18 @@ fn merge_blocks(
         maps.push(map);
     }
     Ok((Some(blocks), maps))
+}
+
+/// The shards' facts over the merged `units`; `None` unless every shard has them.
+fn merged_facts(shards: &[Spectra], units: &std::collections::HashMap<&Unit, UnitId>) -> Option<SourceFacts> {
+    let mut out = SourceFacts::new(units.len());
+    for s in shards {
+        let facts = s.facts.as_ref()?;
+        for (u, unit) in s.units.iter().enumerate() {
+            out.copy_unit(units[unit].index(), facts, u);
+        }
+        out.function_names.extend(facts.function_names.clone());
+        out.digests.extend(facts.digests.clone());
+    }
+    Some(out)
 }

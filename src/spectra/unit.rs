@@ -1,6 +1,8 @@
 //! The units of the matrix: source lines (or imported names), their ids, and the functions that
 //! hold them.
 
+use std::path::{Component, Path};
+
 use serde::{Deserialize, Serialize};
 
 /// A unit of code: one source line, path relative to the workspace root with `/` separators.
@@ -44,4 +46,13 @@ pub struct FunctionSpan {
     pub file: String,
     pub start: u32,
     pub end: u32,
+}
+
+/// Whether `file` stays inside the directory it is relative to: not absolute (no root, no
+/// drive prefix, no leading separator of either kind) and without `..`.
+pub(super) fn inside_workspace(file: &str) -> bool {
+    !file.starts_with(['/', '\\'])
+        && Path::new(file)
+            .components()
+            .all(|c| matches!(c, Component::Normal(_) | Component::CurDir))
 }
