@@ -51,10 +51,11 @@
 //!
 //! # Layout
 //!
-//! This module merges edges, contracts chains and splits the CFG into components; `system`
-//! assembles, solves, checks and damps one component's system; `synthetic` makes CFG-shaped
-//! systems for the benchmark. [`solve_edges`] and [`unit_scores`] apply CP to the edge
-//! profiles of [`crate::edges`]; [`lines`] scores the spectra's lines with them.
+//! `model` holds CP's types (variants, edges, the solution); `solve` merges edges, contracts
+//! chains and splits the CFG into components; `system` assembles, solves, checks and damps one
+//! component's system; `synthetic` makes CFG-shaped systems for the benchmark. [`solve_edges`]
+//! and [`unit_scores`] apply CP to the edge profiles of [`crate::edges`]; [`lines`] scores the
+//! spectra's lines with them.
 
 pub mod lines;
 mod model;
