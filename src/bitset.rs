@@ -1,5 +1,10 @@
 //! A fixed-size set of small integers (test indices), stored as 64-bit words: the columns of
-//! the coverage matrix and of the edge profiles.
+//! the coverage matrix and of the edge profiles; and the hex form rows and digests are saved in.
+
+/// Bytes as lowercase hex, two digits each.
+pub fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
 
 /// A fixed-size set of test indices.
 #[derive(Clone, Debug, PartialEq, Eq, Default)]
@@ -72,7 +77,7 @@ impl BitSet {
         while bytes.last() == Some(&0) {
             bytes.pop();
         }
-        bytes.iter().map(|b| format!("{b:02x}")).collect()
+        hex(&bytes)
     }
     pub(crate) fn from_hex(s: &str, len: usize) -> Option<Self> {
         if !s.len().is_multiple_of(2) || s.len() / 2 > len.div_ceil(64) * 8 {

@@ -20,53 +20,12 @@
 
 use std::collections::HashMap;
 
-use serde::Deserialize;
-
 use crate::analysis::Analysis;
-use crate::evidence::{self, LineKind};
+use crate::evidence::{self, LineKind, TieBreak};
+use crate::score::Scored;
+use crate::spectra::Spectra;
 
-/// The features of a line, in the order of the weights.
-pub const FEATURES: [&str; N] = [
-    "ochiai",
-    "ochiai_level",
-    "failing_share",
-    "every_failing",
-    "only_failing",
-    "passing_share",
-    "stack",
-    "stack_function",
-    "panic_point",
-    "operation_panic_point",
-    "above_operation_panic",
-    "above_panic",
-    "structural",
-    "function_prior",
-    "operates",
-    "guard",
-];
-
-/// How many features a line has.
-pub const N: usize = 16;
-
-/// What each feature is, for `--help`, DESIGN.md and the fit's report.
-pub const MEANINGS: [&str; N] = [
-    "Ochiai's score of the line's coverage: ef / sqrt((ef + nf)(ef + ep))",
-    "1 / (1 + k): k distinct Ochiai scores rank above the line's",
-    "the share of failing tests that ran the line: ef / (ef + nf)",
-    "1 when every failing test ran the line",
-    "1 when no passing test ran the line",
-    "the share of passing tests that ran the line: ep / (ep + np)",
-    "the line's weight on failing tests' backtraces, Σ 1 / (1 + depth), over the failing tests",
-    "the same for the line's function: Σ over failing tests of 1 / (1 + depth) of the function's first frame, over the failing tests",
-    "the share of failing tests whose backtrace first enters ranked code at the line",
-    "the share of failing tests whose own operation panicked on the line (index, overflow, a std check)",
-    "1 / (1 + d) for a line d lines above an operation panic in its function, run by that test",
-    "the same for any panic in ranked code (an unwrap, an assert! of the crate's own)",
-    "1 when the line only opens or closes a block, declares an item, or is an attribute",
-    "1 / n for a line of a function with n ranked lines",
-    "1 when the line compares, computes, indexes or assigns with an operator",
-    "1 when the next ranked line of its function scores higher under Ochiai: a condition above a block that failing tests enter more",
-];
+pub use crate::weights::{FEATURES, MEANINGS, N, Weights};
 
 /// The features of every ranked line of an analysis.
 #[derive(Clone, Debug, Default)]
@@ -80,8 +39,8 @@ pub struct LineFeatures {
 /// The features of every line `a` ranks.
 pub fn features(a: &Analysis) -> LineFeatures {
     let s = a.spectra;
-    let ties = evidence::ties(s);
-    let kinds: Vec<LineKind> = ties.iter().map(|t| t.kind).collect();
+    let lines = evidence::line_evidence(s);
+    let kinds: Vec<LineKind> = lines.iter().map(|e| e.kind).collect();
     let points = evidence::panic_points(s);
     let op_points = evidence::operation_panic_points(s);
     let any_reach = evidence::any_panic_reach(s, &kinds);
@@ -108,7 +67,7 @@ pub fn features(a: &Analysis) -> LineFeatures {
         for &u in &g.units {
             let o = ochiai[u].unwrap_or(0.0);
             let level = levels.partition_point(|&l| l > o);
-            let t = ties[u];
+            let t = lines[u];
             out.units.push(u);
             out.rows.push([
                 o,
@@ -184,82 +143,6 @@ fn guards(a: &Analysis, ochiai: &[Option<f64>], kinds: &[LineKind]) -> Vec<bool>
     guard
 }
 
-/// The weights of a combined ranking, as `cargo xtask fit` writes them.
-#[derive(Clone, Debug, Deserialize)]
-pub struct Weights {
-    /// The feature each weight is for, in [`FEATURES`] order.
-    pub features: Vec<String>,
-    pub weights: Vec<f64>,
-}
-
-thread_local! {
-    /// Weights that replace the committed ones on this thread ([`with_weights`]).
-    static OVERRIDE: std::cell::RefCell<Option<Weights>> = const { std::cell::RefCell::new(None) };
-}
-
-/// Runs `f` with `w` in place of the committed weights on this thread: how an evaluation ranks
-/// a crate by weights fitted without it (`cargo sfl eval --weights`, the benchmarks'
-/// cross-validation).
-pub fn with_weights<R>(w: Weights, f: impl FnOnce() -> R) -> R {
-    let before = replace_weights(Some(w));
-    let out = f();
-    replace_weights(before);
-    out
-}
-
-/// Puts `w` in place of the committed weights on this thread (`None`: the committed ones
-/// again) and returns what was in place.
-pub fn replace_weights(w: Option<Weights>) -> Option<Weights> {
-    OVERRIDE.with(|o| o.replace(w))
-}
-
-impl Weights {
-    /// The weights in force: [`with_weights`]' on this thread, else the committed ones.
-    pub fn active() -> Weights {
-        OVERRIDE
-            .with(|o| o.borrow().clone())
-            .unwrap_or_else(|| Self::committed().clone())
-    }
-
-    /// Reads weights written by `cargo xtask fit`, checked against the features.
-    pub fn load(path: &std::path::Path) -> Result<Weights, String> {
-        let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-        let w: Weights = serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
-        w.check().map_err(|e| format!("{}: {e}", path.display()))?;
-        Ok(w)
-    }
-
-    /// The committed weights (`src/combined-weights.json`).
-    pub fn committed() -> &'static Weights {
-        static W: std::sync::OnceLock<Weights> = std::sync::OnceLock::new();
-        W.get_or_init(|| {
-            let w: Weights = serde_json::from_str(include_str!("combined-weights.json"))
-                .expect("the committed weights parse (unit-tested)");
-            assert!(
-                w.check().is_ok(),
-                "the committed weights name every feature (unit-tested)"
-            );
-            w
-        })
-    }
-
-    /// Whether the weights are one per feature, in order, and finite.
-    pub fn check(&self) -> Result<(), String> {
-        if self.features != FEATURES {
-            return Err(format!("the weights are for {:?}, not {:?}", self.features, FEATURES));
-        }
-        if self.weights.len() != N || self.weights.iter().any(|w| !w.is_finite()) {
-            return Err("the weights must be one finite number per feature".into());
-        }
-        Ok(())
-    }
-
-    /// `w · x`.
-    pub fn score(&self, x: &[f64; N]) -> f64 {
-        self.weights.iter().zip(x).map(|(w, x)| w * x).sum()
-    }
-}
-
 /// Every unit's combined score under `w` (`None` for units `a` does not rank).
 pub fn scores(a: &Analysis, w: &Weights) -> Vec<Option<f64>> {
     let f = features(a);
@@ -270,16 +153,34 @@ pub fn scores(a: &Analysis, w: &Weights) -> Vec<Option<f64>> {
     out
 }
 
+/// The analysis the combined ranking ranks: groups split by each line's combined score under
+/// `w` (computed over `Analysis::new(spectra, group)`), so an entry's lines share one score.
+pub fn analysis<'a>(spectra: &'a Spectra, group: bool, tie_break: TieBreak, w: &'a Weights) -> Analysis<'a> {
+    let scores = scores(&Analysis::new(spectra, group), w);
+    Analysis::with_unit_scores(spectra, group, scores, w).with_tie_break(tie_break)
+}
+
+/// The combined ranking per group: its lines' best combined score (one score, when the groups
+/// are split by it: [`analysis`]).
+pub fn group_scores(a: &Analysis) -> Vec<Scored> {
+    let computed;
+    let units = match a.unit_scores() {
+        Some(s) => s,
+        None => {
+            computed = scores(a, a.weights());
+            &computed
+        }
+    };
+    a.groups
+        .iter()
+        .map(|g| Scored::plain(g.units.iter().filter_map(|&u| units[u]).fold(f64::MIN, f64::max)))
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::spectra::tests::{doric_minmax, frame, lib_functions, matrix};
-
-    #[test]
-    fn committed_weights_name_every_feature() {
-        assert_eq!(FEATURES.len(), MEANINGS.len());
-        Weights::committed().check().unwrap();
-    }
 
     /// Doric's minmax: the fault (u3, run only by failing tests) has the top Ochiai level, and
     /// the backtrace features are zero without backtraces.
@@ -336,13 +237,30 @@ mod tests {
         assert_eq!(col("stack_function"), [1.0; 4]);
     }
 
+    /// The weights an analysis is prepared with are the ones its combined scores use, and an
+    /// analysis prepared without any uses the committed ones.
     #[test]
-    fn weights_can_be_replaced_on_one_thread() {
+    fn the_weights_are_the_analysis_own() {
+        let s = doric_minmax();
         let mut w = Weights::committed().clone();
-        w.weights = vec![0.5; N];
-        let inside = with_weights(w.clone(), Weights::active);
-        assert_eq!(inside.weights, w.weights);
-        assert_eq!(Weights::active().weights, Weights::committed().weights);
+        w.weights = (0..N).map(|i| if i == 0 { 1.0 } else { 0.0 }).collect();
+        let ochiai: Vec<f64> = group_scores(&analysis(&s, true, TieBreak::Code, &w))
+            .iter()
+            .map(|x| x.score)
+            .collect();
+        let by_line = features(&Analysis::new(&s, true));
+        let want: Vec<f64> = [1, 2, 3]
+            .map(|u| by_line.rows[by_line.units.iter().position(|&x| x == u).unwrap()][0])
+            .to_vec();
+        assert_eq!(ochiai, want);
+        let committed = Analysis::new(&s, true);
+        assert_eq!(
+            group_scores(&committed).iter().map(|x| x.score).collect::<Vec<_>>(),
+            group_scores(&analysis(&s, true, TieBreak::Code, Weights::committed()))
+                .iter()
+                .map(|x| x.score)
+                .collect::<Vec<_>>()
+        );
     }
 
     #[test]

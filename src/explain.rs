@@ -521,7 +521,7 @@ pub fn parse_location(s: &str) -> Result<(String, u32), LocationError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::analysis::Analyses;
+    use crate::rank::Analyses;
     use crate::evidence::TieBreak;
     use crate::rank::rank;
 

@@ -4,11 +4,12 @@
 //! [`build`] (instrumented test binaries, and [`doctest`]s kept by rustdoc) → [`list`] (each binary's tests) / [`run`] (one
 //! process per test, continuous-mode profiles) → [`coverage`] (per-test line coverage) and
 //! [`edges`] (per-test control-flow edges) → [`spectra`] (the coverage matrix, saved and
-//! reloaded; [`gzoltar`] imports one) → [`analysis`] (ambiguity groups, the all-failing core,
-//! scores under every option) with [`measures`] (the catalogue, Doric's measures), [`cp`],
-//! [`testcode`] (test code, from [`syntax`]) and [`evidence`] (what orders lines coverage
-//! cannot tell apart) → [`rank`] (with [`diff`] for changed lines) → [`report`] (human, JSON,
-//! SARIF, HTML); [`eval`] scores every measure on known [`faults`] with [`hitting`] (HT_Rank).
+//! reloaded; [`gzoltar`] imports one) → [`analysis`] (ambiguity groups, the all-failing core)
+//! with [`measures`] (the catalogue, Doric's measures), [`cp`], [`testcode`] (test code, from
+//! [`syntax`]) and [`evidence`] (what orders lines coverage cannot tell apart) → [`rank`]
+//! (every measure's [`score`]s, [`combined`] with its [`weights`], the rankings; with [`diff`]
+//! for changed lines) → [`report`] (human, JSON, SARIF, HTML); [`eval`] scores every measure
+//! on known [`faults`] with [`hitting`] (HT_Rank).
 //!
 //! Around them: [`cli`] parses arguments into a [`config`], and [`pipeline`] runs each
 //! subcommand over the stages; [`error`] holds the exit codes, [`ui`] the terminal;
@@ -39,12 +40,14 @@ pub mod spectra;
 pub mod gzoltar;
 
 // Analysing: scores, CP, ranks.
+pub mod score;
 pub mod analysis;
 pub mod measures;
 pub mod cp;
 pub mod syntax;
 pub mod testcode;
 pub mod evidence;
+pub mod weights;
 pub mod combined;
 pub mod clusters;
 pub mod mutate;

@@ -11,6 +11,7 @@ use std::sync::{Arc, Mutex};
 use super::covmap::{self, Counter, CovFunction, CoverageMap};
 use super::lines::{FileLayout, RegionRef};
 use super::profraw::RawProfile;
+use crate::bitset::hex;
 use crate::error::DecodeError;
 
 /// Everything needed to decode profiles of one binary.
@@ -123,11 +124,42 @@ impl BinaryCoverage {
                 found: profile.binary_ids.first().map(|id| hex(id)),
             });
         }
-        // Non-zero region counts as (flat region index, count): tests run a small part of a
-        // binary, so this stays small where a full vector would be cleared per profile.
-        let mut ran: Vec<(u32, u64)> = Vec::new();
-        let mut active = vec![true; self.map.functions.len()];
-        let mut all_active = true;
+        let ran = self.regions_ran(profile);
+        if covered_only && ran.all_active {
+            return Ok(self.covered_fast(&ran.regions));
+        }
+        let mut counts = vec![0u64; self.total_regions];
+        for &(r, v) in &ran.regions {
+            counts[r as usize] = v;
+        }
+        let mut out = Vec::new();
+        let mut push = |file: u32, layout: &FileLayout, counts: &[u64]| {
+            let mut lines = Vec::new();
+            layout.line_counts(counts, covered_only, &mut lines);
+            if !lines.is_empty() {
+                out.push((file, lines));
+            }
+        };
+        if ran.all_active {
+            for (file, shared, slots) in &self.layouts {
+                let by_slot: Vec<u64> = slots.iter().map(|&r| counts[r as usize]).collect();
+                push(*file, &shared.layout, &by_slot);
+            }
+        } else {
+            for (file, layout) in build_layouts(&self.map, &self.region_base, &ran.active) {
+                push(file, &layout, &counts);
+            }
+        }
+        Ok(out)
+    }
+
+    /// The regions the profile counts, and which functions `llvm-cov` would show.
+    fn regions_ran(&self, profile: &RawProfile) -> RegionsRan {
+        let mut out = RegionsRan {
+            regions: Vec::new(),
+            active: vec![true; self.map.functions.len()],
+            all_active: true,
+        };
         for rec in &profile.records {
             let Some(&fi) = self.by_name.get(&rec.name_ref) else {
                 continue;
@@ -135,8 +167,7 @@ impl BinaryCoverage {
             let f = &self.map.functions[fi];
             if rec.func_hash != f.func_hash {
                 // llvm-cov drops a function whose profile hash does not match its mapping.
-                active[fi] = false;
-                all_active = false;
+                out.hide(fi);
                 continue;
             }
             if profile.all_zero(rec) {
@@ -145,8 +176,7 @@ impl BinaryCoverage {
             if let [only] = f.regions.as_slice() {
                 // llvm-cov skips an unused copy of a function whose one region is Zero.
                 if only.counter == Counter::Zero && rec.num_counters > 0 && profile.counter(rec.first_counter) > 0 {
-                    active[fi] = false;
-                    all_active = false;
+                    out.hide(fi);
                     continue;
                 }
             }
@@ -160,41 +190,34 @@ impl BinaryCoverage {
             for (k, r) in f.regions.iter().enumerate() {
                 match eval(f, r.counter, &values, &mut memo, &mut on_stack) {
                     Some(0) => {}
-                    Some(v) => ran.push((base + k as u32, v)),
+                    Some(v) => out.regions.push((base + k as u32, v)),
                     None => ok = false,
                 }
             }
             if !ok {
-                active[fi] = false;
-                all_active = false;
+                out.hide(fi);
             }
         }
-        if covered_only && all_active {
-            return Ok(self.covered_fast(&ran));
-        }
-        let mut counts = vec![0u64; self.total_regions];
-        for &(r, v) in &ran {
-            counts[r as usize] = v;
-        }
-        let mut out = Vec::new();
-        let mut push = |file: u32, layout: &FileLayout, counts: &[u64]| {
-            let mut lines = Vec::new();
-            layout.line_counts(counts, covered_only, &mut lines);
-            if !lines.is_empty() {
-                out.push((file, lines));
-            }
-        };
-        if all_active {
-            for (file, shared, slots) in &self.layouts {
-                let by_slot: Vec<u64> = slots.iter().map(|&r| counts[r as usize]).collect();
-                push(*file, &shared.layout, &by_slot);
-            }
-        } else {
-            for (file, layout) in build_layouts(&self.map, &self.region_base, &active) {
-                push(file, &layout, &counts);
-            }
-        }
-        Ok(out)
+        out
+    }
+}
+
+/// What one profile ran of a binary.
+struct RegionsRan {
+    /// Non-zero region counts as (flat region index, count): tests run a small part of a
+    /// binary, so this stays small where a full vector would be cleared per profile.
+    regions: Vec<(u32, u64)>,
+    /// Per function, whether `llvm-cov` shows it (its profile matches its mapping).
+    active: Vec<bool>,
+    /// Every function is shown.
+    all_active: bool,
+}
+
+impl RegionsRan {
+    /// Function `f` is not shown.
+    fn hide(&mut self, f: usize) {
+        self.active[f] = false;
+        self.all_active = false;
     }
 }
 
@@ -424,10 +447,6 @@ impl Layouts {
         out.sort_by_key(|(file, _, _)| *file);
         out
     }
-}
-
-pub fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 #[cfg(test)]

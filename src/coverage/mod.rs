@@ -11,5 +11,6 @@ pub mod lines;
 pub mod profraw;
 pub mod units;
 
-pub use decode::{BinaryCoverage, FileLines, hex};
+pub use crate::bitset::hex;
+pub use decode::{BinaryCoverage, FileLines};
 pub use units::{LineDecoder, ProfileError, SortedUnits, UnitTable, function_spans};

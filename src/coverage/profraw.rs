@@ -33,32 +33,9 @@ pub struct RawProfile<'a> {
 
 impl<'a> RawProfile<'a> {
     pub fn parse(bytes: &'a [u8]) -> Result<Self, DecodeError> {
-        if bytes.is_empty() {
-            return Err(DecodeError::EmptyProfile);
-        }
-        if bytes.len() < HEADER_FIELDS * 8 {
-            return Err(DecodeError::malformed("profile shorter than its header"));
-        }
-        let h = |i: usize| u64::from_le_bytes(bytes[i * 8..i * 8 + 8].try_into().unwrap());
-        if h(0) != MAGIC {
-            if h(0) == MAGIC.swap_bytes() {
-                return Err(DecodeError::malformed("big-endian profile"));
-            }
-            return Err(DecodeError::NotAProfile);
-        }
-        let version_word = h(1);
-        let version = version_word & 0xffff_ffff;
-        if version != VERSION {
-            return Err(DecodeError::UnsupportedVersion {
-                what: "raw profile",
-                found: version,
-            });
-        }
-        if version_word & VARIANT_MASK_BYTE_COVERAGE != 0 {
-            return Err(DecodeError::malformed("single-byte counters are not supported"));
-        }
-        let (binary_ids_size, num_data, pad_before_counters, num_counters) = (h(2), h(3), h(4), h(5));
-        let counters_delta = h(10);
+        let h = header(bytes)?;
+        let (binary_ids_size, num_data, pad_before_counters, num_counters) = (h[2], h[3], h[4], h[5]);
+        let counters_delta = h[10];
 
         let too_big = || DecodeError::malformed("profile header sizes exceed the file");
         let mut pos: u64 = (HEADER_FIELDS * 8) as u64;
@@ -69,19 +46,7 @@ impl<'a> RawProfile<'a> {
             }
             Ok(&bytes[from as usize..to as usize])
         };
-        let ids = slice(pos, ids_end)?;
-        let mut binary_ids = Vec::new();
-        let mut i = 0usize;
-        while i + 8 <= ids.len() {
-            let len = u64::from_le_bytes(ids[i..i + 8].try_into().unwrap()) as usize;
-            let start = i + 8;
-            let end = start
-                .checked_add(len)
-                .filter(|&e| e <= ids.len())
-                .ok_or_else(|| DecodeError::malformed("binary id runs past its section"))?;
-            binary_ids.push(&ids[start..end]);
-            i = (end + 7) & !7;
-        }
+        let binary_ids = binary_ids(slice(pos, ids_end)?)?;
         pos = ids_end;
         let data_end = num_data
             .checked_mul(DATA_RECORD_SIZE)
@@ -94,31 +59,9 @@ impl<'a> RawProfile<'a> {
             .and_then(|c| c.checked_add(counters_start))
             .ok_or_else(too_big)?;
         let counters = slice(counters_start, counters_end)?;
-
-        let mut records = Vec::with_capacity(num_data as usize);
-        for (idx, rec) in data.chunks_exact(DATA_RECORD_SIZE as usize).enumerate() {
-            let f = |o: usize| u64::from_le_bytes(rec[o..o + 8].try_into().unwrap());
-            let counter_ptr = f(16);
-            let n = u32::from_le_bytes(rec[48..52].try_into().unwrap()) as usize;
-            // CounterPtr is relative to the record's own address (profile version ≥ 8).
-            let offset = counter_ptr
-                .wrapping_add(idx as u64 * DATA_RECORD_SIZE)
-                .wrapping_sub(counters_delta);
-            if offset % 8 != 0 || offset / 8 + n as u64 > num_counters {
-                return Err(DecodeError::malformed(
-                    "a function's counters lie outside the counters section",
-                ));
-            }
-            records.push(DataRecord {
-                name_ref: f(0),
-                func_hash: f(8),
-                first_counter: (offset / 8) as usize,
-                num_counters: n,
-            });
-        }
         Ok(RawProfile {
             binary_ids,
-            records,
+            records: records(data, num_data, counters_delta, num_counters)?,
             counters,
         })
     }
@@ -135,6 +78,80 @@ impl<'a> RawProfile<'a> {
             .iter()
             .all(|&b| b == 0)
     }
+}
+
+/// The header's words, checked: the magic, the version, and the counters' width.
+fn header(bytes: &[u8]) -> Result<[u64; HEADER_FIELDS], DecodeError> {
+    if bytes.is_empty() {
+        return Err(DecodeError::EmptyProfile);
+    }
+    if bytes.len() < HEADER_FIELDS * 8 {
+        return Err(DecodeError::malformed("profile shorter than its header"));
+    }
+    let h: [u64; HEADER_FIELDS] =
+        std::array::from_fn(|i| u64::from_le_bytes(bytes[i * 8..i * 8 + 8].try_into().unwrap()));
+    if h[0] != MAGIC {
+        if h[0] == MAGIC.swap_bytes() {
+            return Err(DecodeError::malformed("big-endian profile"));
+        }
+        return Err(DecodeError::NotAProfile);
+    }
+    let version_word = h[1];
+    let version = version_word & 0xffff_ffff;
+    if version != VERSION {
+        return Err(DecodeError::UnsupportedVersion {
+            what: "raw profile",
+            found: version,
+        });
+    }
+    if version_word & VARIANT_MASK_BYTE_COVERAGE != 0 {
+        return Err(DecodeError::malformed("single-byte counters are not supported"));
+    }
+    Ok(h)
+}
+
+/// The binary ids section's ids (each a length, then its bytes padded to 8).
+fn binary_ids(ids: &[u8]) -> Result<Vec<&[u8]>, DecodeError> {
+    let mut binary_ids = Vec::new();
+    let mut i = 0usize;
+    while i + 8 <= ids.len() {
+        let len = u64::from_le_bytes(ids[i..i + 8].try_into().unwrap()) as usize;
+        let start = i + 8;
+        let end = start
+            .checked_add(len)
+            .filter(|&e| e <= ids.len())
+            .ok_or_else(|| DecodeError::malformed("binary id runs past its section"))?;
+        binary_ids.push(&ids[start..end]);
+        i = (end + 7) & !7;
+    }
+    Ok(binary_ids)
+}
+
+/// The data section's records (`num_data` of them), each with its counters placed in the
+/// counters section (`num_counters` long, `counters_delta` from the header).
+fn records(data: &[u8], num_data: u64, counters_delta: u64, num_counters: u64) -> Result<Vec<DataRecord>, DecodeError> {
+    let mut records = Vec::with_capacity(num_data as usize);
+    for (idx, rec) in data.chunks_exact(DATA_RECORD_SIZE as usize).enumerate() {
+        let f = |o: usize| u64::from_le_bytes(rec[o..o + 8].try_into().unwrap());
+        let counter_ptr = f(16);
+        let n = u32::from_le_bytes(rec[48..52].try_into().unwrap()) as usize;
+        // CounterPtr is relative to the record's own address (profile version ≥ 8).
+        let offset = counter_ptr
+            .wrapping_add(idx as u64 * DATA_RECORD_SIZE)
+            .wrapping_sub(counters_delta);
+        if offset % 8 != 0 || offset / 8 + n as u64 > num_counters {
+            return Err(DecodeError::malformed(
+                "a function's counters lie outside the counters section",
+            ));
+        }
+        records.push(DataRecord {
+            name_ref: f(0),
+            func_hash: f(8),
+            first_counter: (offset / 8) as usize,
+            num_counters: n,
+        });
+    }
+    Ok(records)
 }
 
 #[cfg(test)]

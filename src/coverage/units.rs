@@ -11,8 +11,9 @@ use std::sync::{Arc, Mutex};
 
 use rustc_hash::FxHashMap as HashMap;
 
-use super::decode::{BinaryCoverage, Layouts, hex};
+use super::decode::{BinaryCoverage, Layouts};
 use super::profraw::RawProfile;
+use crate::bitset::hex;
 use crate::error::DecodeError;
 use crate::per_binary::{BinaryError, PerBinary};
 use crate::spectra::{FunctionSpan, Unit, UnitId};

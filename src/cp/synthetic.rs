@@ -1,7 +1,7 @@
 //! Reproducible CFG-shaped CP systems for the benchmark and the tests.
 
-use super::CpEdge;
-use crate::edges::{BlockId, Edge};
+use super::model::CpEdge;
+use crate::spectra::{BlockId, Edge};
 
 /// xorshift64 (Marsaglia): reproducible, dependency-free.
 struct XorShift(u64);

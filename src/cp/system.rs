@@ -9,7 +9,7 @@ use faer::linalg::solvers::Solve;
 use faer::sparse::linalg::solvers::{Lu, SymbolicLu};
 use faer::sparse::{SparseColMat, Triplet};
 
-use super::{CpMethod, Damping, ThetaEdge};
+use super::model::{CpMethod, Damping, ThetaEdge};
 
 /// A zero incoming sum is replaced by this in the denominator of `W` (the paper's choice).
 const ZERO_SUM: f64 = 1e-10;
@@ -134,13 +134,14 @@ impl System {
     }
 
     /// `I − W_factor` as a sparse matrix; the pattern does not depend on `factor`.
-    fn matrix(&self, factor: f64) -> Result<SparseColMat<usize, f64>, String> {
+    fn matrix(&self, factor: f64) -> Result<SparseColMat<usize, f64>, Trouble> {
         let mut triplets = Vec::with_capacity(self.rows() + self.w.len());
         for r in 0..self.rows() {
             triplets.push(Triplet::new(r, r, 1.0));
             triplets.extend(self.row(r, factor).map(|(c, w)| Triplet::new(r, c, -w)));
         }
-        SparseColMat::try_new_from_triplets(self.rows(), self.rows(), &triplets).map_err(|e| format!("{e:?}"))
+        SparseColMat::try_new_from_triplets(self.rows(), self.rows(), &triplets)
+            .map_err(|e| Trouble::Factorisation(format!("{e:?}")))
     }
 
     /// `W_factor·x`.
@@ -296,10 +297,10 @@ pub(super) fn solve_system(system: &System) -> (Vec<f64>, CpMethod) {
     }
     let symbolic = system
         .matrix(1.0)
-        .and_then(|m| SymbolicLu::try_new(m.symbolic()).map_err(|e| format!("{e:?}")));
+        .and_then(|m| SymbolicLu::try_new(m.symbolic()).map_err(|e| Trouble::Factorisation(format!("{e:?}"))));
     let symbolic = match symbolic {
         Ok(s) => s,
-        Err(e) => return undamped_fallback(system, &Trouble::Factorisation(e)),
+        Err(t) => return undamped_fallback(system, &t),
     };
     let trouble = match attempt(system, &symbolic, 1.0).and_then(|s| check_sensitivity(system, s)) {
         Ok(solved) => return (solved.x, CpMethod::Exact),
@@ -321,7 +322,7 @@ pub(super) fn solve_system(system: &System) -> (Vec<f64>, CpMethod) {
 /// Factorises and solves `(I − factor·W)·x = b`; the solution must be finite with a small
 /// backward error.
 fn attempt(system: &System, symbolic: &SymbolicLu<usize>, factor: f64) -> Result<Solved, Trouble> {
-    let matrix = system.matrix(factor).map_err(Trouble::Factorisation)?;
+    let matrix = system.matrix(factor)?;
     let lu = Lu::try_new_with_symbolic(symbolic.clone(), matrix.as_ref())
         .map_err(|e| Trouble::Factorisation(e.to_string()))?;
     let x = lu_solve(&lu, &system.rhs);

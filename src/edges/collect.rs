@@ -11,10 +11,10 @@ use rustc_hash::FxHashMap as HashMap;
 
 use super::cfg::Blocks;
 use super::map::{EdgeMap, MapError};
-use super::model::{Block, BlockId, Edge, EdgeSpectra};
 use super::record::{self, ReadError};
 use crate::per_binary::{BinaryError, PerBinary};
 use crate::spectra::UnitId;
+use crate::spectra::edges::{Block, BlockId, Edge, EdgeSpectra};
 
 /// Why an edge file contributed no edges (a warning on its test).
 #[derive(Debug, thiserror::Error)]

@@ -12,29 +12,35 @@
 //! graph ([`cfg`]). Why this and not the alternatives: rustc's own coverage counters count
 //! regions, not edges, and cannot say which block followed which; `-C instrument-coverage`'s
 //! MC/DC and branch coverage is still unstable; a callback per block that pairs consecutive
-//! blocks (this module's first design) was exact but made tests 5-7x slower.
+//! blocks is exact but makes every test several times slower.
 //!
 //! **Modules.** [`instrument`]: the rustc flags and the runtime. [`record`]: one process's
-//! edge file (its block flags). [`cfg`]: the control-flow graph and the edges taken. [`map`]: a
-//! binary's PC table, control-flow table and DWARF, read once (or, for an executable that runs
+//! edge file (its block flags). `table`: SanitizerCoverage's control-flow table, its records
+//! matched to blocks. [`cfg`]: the blocks, the control-flow graph and the edges taken. [`map`]:
+//! a binary's PC table, control-flow table and DWARF (`dwarf`: only the units that hold the
+//! functions; `line_rows`: their line-table rows), read once (or, for an executable that runs
 //! one test, for the functions that test ran): functions, their blocks, each block's source
-//! lines. [`collect`]: the [`Collector`] names blocks `(function without hash,
-//! index within function)` so the same function's blocks in several test binaries are one
-//! block, and builds [`EdgeSpectra`] ([`model`]): blocks, edges and, per edge, the tests that
-//! traversed it (a bitset, like the line matrix). [`relax`]: the coverage counters' atomic
-//! updates made plain while a test runs on one thread. CP itself is in [`crate::cp`].
+//! lines. [`collect`]: the [`Collector`] names blocks `(function without hash, index within
+//! function)` so the same function's blocks in several test binaries are one block, and builds
+//! [`EdgeSpectra`] (saved with the matrix: [`crate::spectra::edges`]): blocks, edges and, per
+//! edge, the tests that traversed it (a bitset, like the line matrix). [`relax`]: the coverage
+//! counters' atomic updates made plain while a test runs on one thread. CP itself is in
+//! [`crate::cp`].
 
 pub mod cfg;
 mod dwarf;
 pub mod collect;
 pub mod instrument;
+mod line_rows;
 pub mod map;
-pub mod model;
 pub mod record;
 pub mod relax;
+mod table;
 
+pub use crate::spectra::edges::{
+    Block, BlockId, Edge, EdgeSpectra, SavedEdges, SavedEdgesError, deflate_saved, inflate_saved,
+};
 pub use collect::{CollectError, Collector};
 pub use instrument::{
     ENV_READS_ENV, FILE_ENV, LINES_ONLY_ENV, RUNTIME_ENV, prepare_runtime, rustc_flags, wrapper_flags,
 };
-pub use model::{Block, BlockId, Edge, EdgeSpectra, SavedEdges, SavedEdgesError, deflate_saved, inflate_saved};

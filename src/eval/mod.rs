@@ -20,43 +20,21 @@
 
 use std::collections::{BTreeMap, HashSet};
 
-use serde::Serialize;
-
-use crate::analysis::{Analyses, Analysis, Key, Options, Scored};
+use crate::analysis::Analysis;
 use crate::evidence::TieBreak;
 use crate::faults::Fault;
 use crate::hitting::{HtModel, Method, ht_rank};
 use crate::measures::Measure;
+use crate::rank::Analyses;
+use crate::score::{Key, Options, Scored};
 use crate::spectra::Spectra;
+use crate::weights::Weights;
 
+mod report;
 mod table;
+
+pub use report::{EntryMetrics, EvalReport, FaultState, LocatedFault, MeasureResult, Metrics, SCHEMA, TOP_N};
 pub use table::{human, json};
-
-/// Schema tag of `cargo sfl eval --format json`.
-pub const SCHEMA: &str = "cargo-sfl-eval/v1";
-
-/// What the coverage says about one fault.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum FaultState {
-    /// Some line of it was run by a failing test: measures rank it.
-    Ranked,
-    /// Only passing tests ran it: it sits at the bottom of every ranking.
-    RunOnlyByPassingTests,
-    /// No test ran any of its lines (an omission, or code no test reaches).
-    Unlocalisable,
-}
-
-/// A fault and the units it covers.
-#[derive(Clone, Debug, Serialize)]
-pub struct LocatedFault {
-    #[serde(flatten)]
-    pub fault: Fault,
-    pub state: FaultState,
-    /// Executed units of the fault (indices into `Spectra::units`).
-    #[serde(skip)]
-    pub units: Vec<usize>,
-}
 
 /// Finds each fault's executed lines.
 pub fn locate(spectra: &Spectra, faults: &[Fault]) -> Vec<LocatedFault> {
@@ -89,24 +67,6 @@ pub fn locate(spectra: &Spectra, faults: &[Fault]) -> Vec<LocatedFault> {
         .collect()
 }
 
-/// Every metric of one measure on one version.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct Metrics {
-    pub standard_rank: f64,
-    pub steimann_rank: f64,
-    pub min_expense: f64,
-    pub max_expense: f64,
-    pub avg_expense: f64,
-    pub exam: f64,
-    pub top: BTreeMap<String, bool>,
-    pub accuracy: f64,
-    /// HT_Rank under the Def. 29 model (Def. 28 when no jump targets exist), if computed.
-    pub ht_rank: Option<f64>,
-}
-
-/// The N of the top-N metrics.
-pub const TOP_N: [usize; 4] = [1, 3, 5, 10];
-
 /// The ranking key of every executed line: its group's key, or the bottom for lines that no
 /// failing test ran. `None` for lines no test ran.
 pub fn line_keys(a: &Analysis, scored: &[Scored]) -> Vec<Option<Key>> {
@@ -119,8 +79,8 @@ pub fn line_keys(a: &Analysis, scored: &[Scored]) -> Vec<Option<Key>> {
     for (g, group) in a.groups.iter().enumerate() {
         for &u in &group.units {
             let mut key = scored[g].key;
-            if let Some(t) = a.tie(u) {
-                key.tie = t;
+            if let Some(e) = a.tie(u) {
+                key.evidence = e;
             }
             keys[u] = Some(key);
         }
@@ -205,18 +165,6 @@ pub fn metrics(keys: &[Option<Key>], faulty: &HashSet<usize>) -> Option<Metrics>
     })
 }
 
-/// Where the fault's report entry ranks: what a person reading the report, entry by entry,
-/// meets. An entry (an ambiguity group, or an executed line no failing test ran) is faulty
-/// when any of its lines is.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct EntryMetrics {
-    /// Standard Rank Score over entries: entries ranked strictly higher + tied entries / 2.
-    pub entry_rank: f64,
-    /// Whether the first faulty entry's expected position (ties broken at random, faulty
-    /// entries counted, as for `top`) is at most N.
-    pub entry_top: BTreeMap<String, bool>,
-}
-
 /// Entry-level metrics of one measure's scores over `model`'s entries; `None` when no entry
 /// holds a faulty location.
 pub fn entry_metrics(model: &HtModel, scored: &[Scored], faulty_locs: &HashSet<usize>) -> Option<EntryMetrics> {
@@ -244,32 +192,8 @@ pub struct Settings {
     pub ht: bool,
     /// How lines of one entry are ordered for line-level metrics.
     pub tie_break: TieBreak,
-}
-
-/// One measure's results.
-#[derive(Debug, Serialize)]
-pub struct MeasureResult {
-    pub measure: &'static str,
-    #[serde(flatten)]
-    pub metrics: Metrics,
-    #[serde(flatten)]
-    pub entries: EntryMetrics,
-    /// How HT_Rank's hitting times were obtained.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub ht: Option<Method>,
-}
-
-/// The whole evaluation.
-#[derive(Debug, Serialize)]
-pub struct EvalReport {
-    pub schema: &'static str,
-    pub faults: Vec<LocatedFault>,
-    /// Executed lines: the locations every metric counts.
-    pub lines: usize,
-    /// Of those, lines run by a failing test (the rest tie at the bottom).
-    pub ranked_lines: usize,
-    pub conventions: BTreeMap<&'static str, String>,
-    pub measures: Vec<MeasureResult>,
+    /// The combined ranking's weights (`None`: the committed ones).
+    pub weights: Option<Weights>,
 }
 
 /// The name of the panic-stack baseline's row.
@@ -303,7 +227,15 @@ pub fn evaluate_with(
 ) -> EvalReport {
     // Each measure ranks the groups formed for it (CP's split by its own scores), so no
     // measure's numbers depend on what else is evaluated; an HT model per analysis.
-    let analyses = Analyses::prepared(spectra, lines, settings.opts.group, measures, settings.tie_break);
+    let weights = settings.weights.as_ref().unwrap_or(Weights::committed());
+    let analyses = Analyses::with_weights(
+        spectra,
+        lines,
+        settings.opts.group,
+        measures,
+        settings.tie_break,
+        weights,
+    );
     let analysis = analyses.base();
     let located = locate(spectra, faults);
     let faulty: HashSet<usize> = located.iter().flat_map(|f| f.units.iter().copied()).collect();
@@ -318,54 +250,19 @@ pub fn evaluate_with(
     };
     let model = model_of(analysis);
 
-    let results = if faulty.is_empty() {
+    let mut results: Vec<MeasureResult> = if faulty.is_empty() {
         Vec::new()
     } else {
         measures
             .iter()
             .filter_map(|m| {
                 let analysis = analyses.of(m);
-                let model = model_of(analysis);
-                let faulty_locs: HashSet<usize> = faulty.iter().filter_map(|u| model.loc.get(u).copied()).collect();
-                let scored = analysis.score(m, &settings.opts);
-                let mut metrics = metrics(&line_keys(analysis, &scored), &faulty)?;
-                let entries = entry_metrics(model, &scored, &faulty_locs)?;
-                let mut ht = None;
-                if settings.ht {
-                    let (times, method) = model.times(&scored, settings.p_jump, settings.exact_limit, settings.walks);
-                    let tolerance = if matches!(method, Method::Exact { .. }) {
-                        1e-9
-                    } else {
-                        0.05
-                    };
-                    let locs: Vec<usize> = faulty_locs.iter().copied().collect();
-                    metrics.ht_rank = ht_rank(&times, &locs, tolerance);
-                    ht = Some(method);
-                }
-                Some(MeasureResult {
-                    measure: m.name,
-                    metrics,
-                    entries,
-                    ht,
-                })
+                measure_result(analysis, model_of(analysis), m, &faulty, settings)
             })
             .collect()
     };
-    let mut results = results;
-    if !faulty.is_empty()
-        && let Some(metrics) = metrics(&stack_keys(spectra), &faulty)
-    {
-        // The baseline points at lines, not entries: each line is its own entry.
-        let entries = EntryMetrics {
-            entry_rank: metrics.standard_rank,
-            entry_top: metrics.top.clone(),
-        };
-        results.push(MeasureResult {
-            measure: PANIC_STACK,
-            metrics,
-            entries,
-            ht: None,
-        });
+    if !faulty.is_empty() {
+        results.extend(stack_baseline(spectra, &faulty));
     }
     let conventions = conventions(settings);
     EvalReport {
@@ -376,6 +273,55 @@ pub fn evaluate_with(
         conventions,
         measures: results,
     }
+}
+
+/// `m`'s metrics on the analysis it ranks (`model`: that analysis's HT model); `None` when no
+/// fault is on a line it ranks.
+fn measure_result(
+    analysis: &Analysis,
+    model: &HtModel,
+    m: &'static Measure,
+    faulty: &HashSet<usize>,
+    settings: &Settings,
+) -> Option<MeasureResult> {
+    let faulty_locs: HashSet<usize> = faulty.iter().filter_map(|u| model.loc.get(u).copied()).collect();
+    let scored = analysis.score(m, &settings.opts);
+    let mut metrics = metrics(&line_keys(analysis, &scored), faulty)?;
+    let entries = entry_metrics(model, &scored, &faulty_locs)?;
+    let mut ht = None;
+    if settings.ht {
+        let (times, method) = model.times(&scored, settings.p_jump, settings.exact_limit, settings.walks);
+        let tolerance = if matches!(method, Method::Exact { .. }) {
+            1e-9
+        } else {
+            0.05
+        };
+        let locs: Vec<usize> = faulty_locs.iter().copied().collect();
+        metrics.ht_rank = ht_rank(&times, &locs, tolerance);
+        ht = Some(method);
+    }
+    Some(MeasureResult {
+        measure: m.name,
+        metrics,
+        entries,
+        ht,
+    })
+}
+
+/// The baseline that points at where the backtraces first enter ranked code ([`PANIC_STACK`]);
+/// it points at lines, not entries: each line is its own entry.
+fn stack_baseline(spectra: &Spectra, faulty: &HashSet<usize>) -> Option<MeasureResult> {
+    let metrics = metrics(&stack_keys(spectra), faulty)?;
+    let entries = EntryMetrics {
+        entry_rank: metrics.standard_rank,
+        entry_top: metrics.top.clone(),
+    };
+    Some(MeasureResult {
+        measure: PANIC_STACK,
+        metrics,
+        entries,
+        ht: None,
+    })
 }
 
 /// What the report's numbers mean, under `settings`.
@@ -434,8 +380,8 @@ fn conventions(settings: &Settings) -> BTreeMap<&'static str, String> {
 mod tests {
     use super::table::entry_top;
     use super::*;
-    use crate::analysis::Options;
     use crate::measures::find;
+    use crate::score::Options;
     use crate::spectra::tests::sfo_minmax;
 
     fn eval(name: &str, faulty: &[usize]) -> Metrics {

@@ -2,7 +2,7 @@
 
 use std::fmt::Write as _;
 
-use super::{EntryMetrics, EvalReport, FaultState, MeasureResult, Metrics, TOP_N};
+use super::report::{EntryMetrics, EvalReport, FaultState, MeasureResult, Metrics, TOP_N};
 use crate::config::SortBy;
 use crate::hitting::Method;
 
@@ -58,34 +58,8 @@ pub fn human(report: &EvalReport, sort: SortBy) -> String {
         "accuracy",
         "HT_Rank"
     );
-    let mark = |b: bool| if b { "yes" } else { "-" };
     for r in rows {
-        let m = &r.metrics;
-        let ht = match (m.ht_rank, &r.ht) {
-            (Some(h), Some(Method::Estimated { .. })) => format!("~{h:.1}"),
-            (Some(h), _) => format!("{h:.1}"),
-            (None, Some(Method::Unavailable { .. })) => "n/a".into(),
-            (None, _) => "-".into(),
-        };
-        let _ = writeln!(
-            out,
-            "{:<22} {:>9.1} {:>6.1} {:>5} {:>9.2} {:>7.0} {:>7.0} {:>7.1} {:>7.4} {:>4} {:>4} {:>4} {:>4} {:>9.2} {:>8}",
-            r.measure,
-            m.standard_rank,
-            r.entries.entry_rank,
-            entry_top(&r.entries),
-            m.steimann_rank,
-            m.min_expense,
-            m.max_expense,
-            m.avg_expense,
-            m.exam,
-            mark(m.top["1"]),
-            mark(m.top["3"]),
-            mark(m.top["5"]),
-            mark(m.top["10"]),
-            m.accuracy,
-            ht
-        );
+        row(&mut out, r);
     }
     let _ = writeln!(
         out,
@@ -94,6 +68,37 @@ pub fn human(report: &EvalReport, sort: SortBy) -> String {
          EXAM: avg/lines; topN: first fault expected within N lines; accuracy: non-faulty lines before it; HT_Rank: ~ = estimated."
     );
     out
+}
+
+/// One measure's row of the table.
+fn row(out: &mut String, r: &MeasureResult) {
+    let mark = |b: bool| if b { "yes" } else { "-" };
+    let m = &r.metrics;
+    let ht = match (m.ht_rank, &r.ht) {
+        (Some(h), Some(Method::Estimated { .. })) => format!("~{h:.1}"),
+        (Some(h), _) => format!("{h:.1}"),
+        (None, Some(Method::Unavailable { .. })) => "n/a".into(),
+        (None, _) => "-".into(),
+    };
+    let _ = writeln!(
+        out,
+        "{:<22} {:>9.1} {:>6.1} {:>5} {:>9.2} {:>7.0} {:>7.0} {:>7.1} {:>7.4} {:>4} {:>4} {:>4} {:>4} {:>9.2} {:>8}",
+        r.measure,
+        m.standard_rank,
+        r.entries.entry_rank,
+        entry_top(&r.entries),
+        m.steimann_rank,
+        m.min_expense,
+        m.max_expense,
+        m.avg_expense,
+        m.exam,
+        mark(m.top["1"]),
+        mark(m.top["3"]),
+        mark(m.top["5"]),
+        mark(m.top["10"]),
+        m.accuracy,
+        ht
+    );
 }
 
 /// The smallest N of [`TOP_N`] whose entry-level top-N holds; `-` when none does.

@@ -3,8 +3,9 @@
 
 use std::collections::{HashMap, HashSet};
 
-use super::{Chain, ChainSpec, Method, hitting_times};
-use crate::analysis::{Analysis, Key, Scored};
+use super::chain::{Chain, ChainSpec, Method, hitting_times};
+use crate::analysis::Analysis;
+use crate::score::{Key, Scored};
 use crate::spectra::{Spectra, UnitId};
 
 /// The HT_Rank debugging model's fixed parts: locations (executed lines), report entries

@@ -10,8 +10,9 @@
 //! Groups ER1–ER6 are Xie, Chen, Kuo & Xu's single-fault equivalence classes (TOSEM 2013), as
 //! used by Zhang et al.'s cloning study (JSS 2017); the cloning class is the one that study proves.
 
-use super::Cloning::{Improved, NonDeterministic, Preserved};
-use super::{Counts, Kind, Measure, div, ln};
+use super::measure::Cloning::{Improved, NonDeterministic, Preserved};
+use super::measure::{Kind, Measure, div, ln};
+use crate::spectra::Counts;
 
 /// `(ef·np − nf·ep)`: the determinant of the 2×2 table, numerator of many correlation measures.
 fn det(c: Counts) -> f64 {

@@ -11,117 +11,17 @@
 
 pub mod catalogue;
 pub mod doric;
-
-/// The spectrum of one unit: failing/passing tests that run it (`ef`, `ep`) and that do not.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Counts {
-    pub ef: f64,
-    pub ep: f64,
-    pub nf: f64,
-    pub np: f64,
-}
-
-impl Counts {
-    pub fn new(ef: u32, ep: u32, nf: u32, np: u32) -> Self {
-        Counts {
-            ef: ef.into(),
-            ep: ep.into(),
-            nf: nf.into(),
-            np: np.into(),
-        }
-    }
-    /// All failing tests.
-    pub fn f(&self) -> f64 {
-        self.ef + self.nf
-    }
-    /// All passing tests.
-    pub fn p(&self) -> f64 {
-        self.ep + self.np
-    }
-    /// All tests.
-    pub fn n(&self) -> f64 {
-        self.f() + self.p()
-    }
-    /// The failing tests counted `c` times (Zhang et al.'s cloning of failed test cases).
-    pub fn cloned(self, c: f64) -> Self {
-        Counts {
-            ef: self.ef * c,
-            nf: self.nf * c,
-            ..self
-        }
-    }
-    /// +0.5 on every count (the smoothing of Doric's 127-measure experiment).
-    pub fn smoothed(self) -> Self {
-        Counts {
-            ef: self.ef + 0.5,
-            ep: self.ep + 0.5,
-            nf: self.nf + 0.5,
-            np: self.np + 0.5,
-        }
-    }
-}
-
-/// How cloning the failing tests affects a measure's accuracy, as Zhang et al.'s cloning study proves it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Cloning {
-    /// The ranking is the same for every number of clones.
-    Preserved,
-    /// Never worse and sometimes better with one fault (non-deterministic with several).
-    Improved,
-    /// Better on some programs and worse on others.
-    NonDeterministic,
-}
-
-impl Cloning {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Cloning::Preserved => "preserved",
-            Cloning::Improved => "improved",
-            Cloning::NonDeterministic => "non-deterministic",
-        }
-    }
-}
+mod measure;
 
 use crate::cp::CpVariant;
 
-/// How a measure is computed.
-#[derive(Clone, Copy)]
-pub enum Kind {
-    /// A function of the unit's own spectrum.
-    Spectrum(fn(Counts) -> f64),
-    /// Doric's causal likelihood `cl` (Eq. 7): needs every test's coverage size.
-    CausalLikelihood,
-    /// Doric's fault likelihood `P(f)` (Eq. 4–6).
-    FaultLikelihood,
-    /// `cl` with updating: an inspection order that refutes the top unit and recomputes.
-    CausalLikelihoodUpdating,
-    /// CP: block scores propagated over the control-flow edge profiles (needs edges).
-    Propagation(CpVariant),
-    /// The named base measure's ranking with the lines where a failing test's operation
-    /// panicked moved first ([`stack_base`] resolves the name).
-    StackFirst(&'static str),
-    /// A linear score over coverage, backtrace and line evidence, with committed weights
-    /// ([`crate::combined`]).
-    Combined,
-}
+pub use crate::spectra::Counts;
+pub use measure::{Cloning, Kind, Measure, div, finite, ln};
 
-/// A named measure with its formula and source.
-pub struct Measure {
-    pub name: &'static str,
-    /// Other names accepted by `--measure`.
-    pub aliases: &'static [&'static str],
-    pub formula: &'static str,
-    pub citation: &'static str,
-    /// Xie et al.'s single-fault equivalence group (ER1–ER6), for the cloning study's 33 formulas.
-    pub group: Option<&'static str>,
-    /// The cloning study's proven class, where the paper gives one.
-    pub cloning: Option<Cloning>,
-    pub kind: Kind,
-}
-
+/// What a measure is, through its base for a stack-first ranking ([`stack_base`]).
 impl Measure {
     /// Whether the measure ranks the combined score (itself, or under panic sites first): it
-    /// ranks the groups split by that score ([`crate::analysis::Analysis::with_combined`]).
+    /// ranks the groups split by that score ([`crate::combined::analysis`]).
     pub fn is_combined(&self) -> bool {
         match self.kind {
             Kind::Combined => true,
@@ -136,14 +36,6 @@ impl Measure {
             Kind::CausalLikelihood | Kind::FaultLikelihood | Kind::CausalLikelihoodUpdating => true,
             Kind::Spectrum(_) | Kind::Propagation(_) | Kind::Combined => false,
             Kind::StackFirst(base) => stack_base(base).is_probability(),
-        }
-    }
-
-    /// The CP variant the measure is, if it is one.
-    pub fn cp_variant(&self) -> Option<CpVariant> {
-        match self.kind {
-            Kind::Propagation(v) => Some(v),
-            _ => None,
         }
     }
 
@@ -289,30 +181,6 @@ pub fn all() -> impl Iterator<Item = &'static Measure> {
 pub fn find(name: &str) -> Option<&'static Measure> {
     let wanted = name.to_ascii_lowercase().replace('_', "-");
     all().find(|m| m.name == wanted || m.aliases.contains(&wanted.as_str()))
-}
-
-/// Division with the project's conventions: `0/0 = 0`, `x/0 = ±f64::MAX` (never NaN or ∞).
-pub fn div(x: f64, y: f64) -> f64 {
-    if y == 0.0 {
-        if x == 0.0 { 0.0 } else { f64::MAX.copysign(x) }
-    } else {
-        x / y
-    }
-}
-
-/// Natural logarithm with `ln(x) = -f64::MAX` for `x <= 0` (the limit at 0, never NaN or -∞).
-pub fn ln(x: f64) -> f64 {
-    if x > 0.0 { x.ln() } else { -f64::MAX }
-}
-
-/// A finite score: infinities become `±f64::MAX`, and a NaN (an indeterminate form no
-/// catalogue formula produces) ranks last.
-pub fn finite(x: f64) -> f64 {
-    if x.is_nan() {
-        -f64::MAX
-    } else {
-        x.clamp(-f64::MAX, f64::MAX)
-    }
 }
 
 #[cfg(test)]

@@ -32,6 +32,12 @@ pub(super) fn evaluate(spectra: &Spectra, faults: Vec<Fault>, cfg: &EvalConfig) 
         None => supported_measures(spectra),
     };
     require_edges(spectra, &measures)?;
+    let weights = cfg
+        .weights
+        .as_deref()
+        .map(crate::weights::Weights::load)
+        .transpose()
+        .map_err(|e| crate::error::SflError::Usage(e.to_string()))?;
     let settings = crate::eval::Settings {
         opts: out.options.clone(),
         p_jump: out.ht.p_jump,
@@ -39,15 +45,9 @@ pub(super) fn evaluate(spectra: &Spectra, faults: Vec<Fault>, cfg: &EvalConfig) 
         walks: out.ht.walks,
         ht: cfg.ht,
         tie_break: out.tie_break,
+        weights,
     };
-    let run = || crate::eval::evaluate_with(spectra, lines, &faults, &measures, &settings);
-    let report = match &cfg.weights {
-        Some(path) => {
-            let w = crate::combined::Weights::load(path).map_err(crate::error::SflError::Usage)?;
-            crate::combined::with_weights(w, run)
-        }
-        None => run(),
-    };
+    let report = crate::eval::evaluate_with(spectra, lines, &faults, &measures, &settings);
     let text = match out.format {
         Format::Json => crate::eval::json(&report),
         _ => crate::eval::human(&report, cfg.sort_by),

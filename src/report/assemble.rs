@@ -131,11 +131,11 @@ impl<'a> CpInfo<'a> {
     }
 }
 
-/// Unit `u`'s features in `base` under the active weights, largest part of its combined score
+/// Unit `u`'s features in `base` under the weights it is scored with, largest part of its combined score
 /// first (features that add nothing left out).
 pub fn contributions(base: &Analysis, u: usize) -> Vec<Contribution> {
     let f = crate::combined::features(base);
-    let w = &crate::combined::Weights::active();
+    let w = base.weights();
     let Some(i) = f.units.iter().position(|&v| v == u) else {
         return Vec::new();
     };

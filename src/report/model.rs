@@ -6,7 +6,7 @@
 
 use serde::Serialize;
 
-use crate::evidence::Tie;
+use crate::evidence::LineEvidence;
 use crate::measures::{Counts, Measure};
 use crate::spectra::Spectra;
 
@@ -33,7 +33,7 @@ pub struct Group {
     /// order.
     pub lines: Vec<usize>,
     /// Per unit of `lines`, the evidence that put it there (`--tie-break evidence` only).
-    pub evidence: Option<Vec<Tie>>,
+    pub evidence: Option<Vec<LineEvidence>>,
     /// The raw spectrum shared by every unit.
     pub counts: Counts,
     /// For a ranking's own groups ([`Ranking::own_groups`]): the report's group that holds its

@@ -1,7 +1,7 @@
 //! Why saved spectra cannot be read, or shards cannot be merged.
 
-use super::{SCHEMA, SCHEMA_V1, SCHEMA_V2};
-use crate::edges::SavedEdgesError;
+use super::edges::SavedEdgesError;
+use super::schema::{SCHEMA, SCHEMA_V1, SCHEMA_V2};
 
 /// Why saved spectra cannot be read, or shards cannot be merged.
 #[derive(Debug, thiserror::Error)]

@@ -3,13 +3,17 @@
 //! and `eval` rank a saved file the same in any directory and on any machine: which units are
 //! test code, each line's kind and whether it operates (the evidence that orders the lines of
 //! one entry), each function's name, and a digest per source file. Sources are read after that
-//! only to print code, and only when they match their digest ([`Spectra::check_sources`]).
+//! only to print code, and only when they match their digest (`Spectra::check_sources`).
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
-use super::*;
+use serde::{Deserialize, Serialize};
 
-/// Per unit (bitsets over [`Spectra::units`]) and per function, what the sources said when the
+use super::error::SpectraError;
+use super::unit::{FunctionSpan, inside_workspace};
+use crate::bitset::BitSet;
+
+/// Per unit (bitsets over `Spectra::units`) and per function, what the sources said when the
 /// tests were collected.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct SourceFacts {
@@ -79,7 +83,7 @@ impl SourceFacts {
     }
 
     /// Sets unit `to`'s facts to unit `from`'s of `other`.
-    fn copy_unit(&mut self, to: usize, other: &SourceFacts, from: usize) {
+    pub(super) fn copy_unit(&mut self, to: usize, other: &SourceFacts, from: usize) {
         for (mine, theirs) in [
             (&mut self.test_code, &other.test_code),
             (&mut self.structural, &other.structural),
@@ -89,20 +93,6 @@ impl SourceFacts {
                 mine.insert(to);
             }
         }
-    }
-
-    /// The shards' facts over the merged `units`; `None` unless every shard has them.
-    pub(super) fn merged(shards: &[Spectra], units: &std::collections::HashMap<&Unit, UnitId>) -> Option<Self> {
-        let mut out = SourceFacts::new(units.len());
-        for s in shards {
-            let facts = s.facts.as_ref()?;
-            for (u, unit) in s.units.iter().enumerate() {
-                out.copy_unit(units[unit].index(), facts, u);
-            }
-            out.function_names.extend(facts.function_names.clone());
-            out.digests.extend(facts.digests.clone());
-        }
-        Some(out)
     }
 
     pub(super) fn to_saved(&self, functions: &[FunctionSpan]) -> SavedFacts {
@@ -172,7 +162,7 @@ impl SourceFacts {
 /// MD5 of a file's contents, in hex.
 pub fn file_digest(bytes: &[u8]) -> String {
     use md5::{Digest, Md5};
-    crate::coverage::hex(&Md5::digest(bytes))
+    crate::bitset::hex(&Md5::digest(bytes))
 }
 
 /// The digest over every source file (relative path and contents, in the order given; a file
@@ -192,90 +182,14 @@ pub fn sources_digest<'a>(files: impl IntoIterator<Item = (&'a str, Option<&'a [
             None => md5.update(b"(missing)"),
         }
     }
-    crate::coverage::hex(&md5.finalize())
-}
-
-/// Source files whose code a report does not show: missing here, or different from the ones
-/// the spectra were recorded from.
-#[derive(Debug, Default, PartialEq, Eq)]
-pub struct Hidden {
-    pub missing: Vec<String>,
-    pub changed: Vec<String>,
-    /// The spectra record no digest to check against (then every file is hidden).
-    pub unrecorded: bool,
-}
-
-impl Hidden {
-    pub fn is_empty(&self) -> bool {
-        self.missing.is_empty() && self.changed.is_empty()
-    }
-}
-
-impl Spectra {
-    /// The source files of the units (not imported names), each once, in path order.
-    pub fn source_files(&self) -> Vec<&str> {
-        let files: BTreeSet<&str> = self
-            .units
-            .iter()
-            .filter(|u| u.name().is_none())
-            .map(|u| u.file.as_str())
-            .collect();
-        files.into_iter().collect()
-    }
-
-    /// Whether a report may show the code of `file` (see [`Spectra::check_sources`]).
-    pub fn may_show(&self, file: &str) -> bool {
-        self.shown_sources.as_ref().is_none_or(|s| s.contains(file))
-    }
-
-    /// Reads the units' source files under `root` and lets reports show only those that are
-    /// the files the spectra were recorded from: each file's digest when the spectra have them
-    /// (schema v3), else the digest over all of them (`build.sources`: all or none). Returns
-    /// what is hidden.
-    pub fn check_sources(&mut self, root: &Path) -> Hidden {
-        let files: Vec<String> = self.source_files().into_iter().map(str::to_string).collect();
-        let read: Vec<Option<Vec<u8>>> = files.iter().map(|f| std::fs::read(root.join(f)).ok()).collect();
-        let mut hidden = Hidden::default();
-        let mut shown = BTreeSet::new();
-        match (&self.facts, &self.build) {
-            (Some(facts), _) if !facts.digests.is_empty() => {
-                for (f, bytes) in files.iter().zip(&read) {
-                    match bytes {
-                        None => hidden.missing.push(f.clone()),
-                        Some(b) if facts.digests.get(f) == Some(&file_digest(b)) => {
-                            shown.insert(f.clone());
-                        }
-                        Some(_) => hidden.changed.push(f.clone()),
-                    }
-                }
-            }
-            (_, Some(build)) => {
-                let here = sources_digest(files.iter().map(String::as_str).zip(read.iter().map(|b| b.as_deref())));
-                if here == build.sources {
-                    shown.extend(files.iter().cloned());
-                } else {
-                    for (f, bytes) in files.iter().zip(&read) {
-                        match bytes {
-                            None => hidden.missing.push(f.clone()),
-                            Some(_) => hidden.changed.push(f.clone()),
-                        }
-                    }
-                }
-            }
-            (_, None) => {
-                hidden.unrecorded = true;
-                hidden.changed = files;
-            }
-        }
-        self.shown_sources = Some(shown);
-        hidden
-    }
+    crate::bitset::hex(&md5.finalize())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::spectra::tests::{doric_minmax, lib_functions};
+    use crate::spectra::{BuildInfo, SCHEMA_V2, Spectra};
 
     fn with_facts() -> Spectra {
         let mut s = doric_minmax();

@@ -48,7 +48,7 @@ impl FileState {
 
     /// Any other file: a digest of its contents.
     pub fn digest(bytes: &[u8]) -> Self {
-        FileState::Digest(super::file_digest(bytes))
+        FileState::Digest(super::facts::file_digest(bytes))
     }
 
     /// The per-line hashes of a Rust source (`None`: a digest, or not base64).

@@ -19,9 +19,10 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
-use cargo_sfl::analysis::{Analysis, Key, Options, Tier};
+use cargo_sfl::analysis::Analysis;
 use cargo_sfl::combined::{FEATURES, MEANINGS, N, features};
-use cargo_sfl::evidence::{Tie, TieBreak};
+use cargo_sfl::evidence::{LineEvidence, TieBreak};
+use cargo_sfl::score::{Key, Options, Tier};
 use cargo_sfl::spectra::Spectra;
 use serde_json::json;
 
@@ -63,7 +64,7 @@ struct Version {
     /// Per ranked line: its features, its evidence (what orders equal scores), its function,
     /// whether it is faulty.
     rows: Vec<[f64; N]>,
-    ties: Vec<Tie>,
+    evidence: Vec<LineEvidence>,
     function: Vec<Option<u32>>,
     faulty: Vec<bool>,
     /// The lines the fit learns from: the faulty ones, every line with backtrace evidence,
@@ -141,11 +142,11 @@ impl Version {
     fn combined_keys(&self, w: &[f64; N]) -> Vec<Key> {
         self.rows
             .iter()
-            .zip(&self.ties)
+            .zip(&self.evidence)
             .map(|(x, t)| Key {
                 tier: Tier::Score,
                 value: x.iter().zip(w).map(|(x, w)| x * w).sum(),
-                tie: *t,
+                evidence: *t,
             })
             .collect()
     }
@@ -185,7 +186,11 @@ fn version(source: Source, krate: &str, spectra: &Spectra, faults: &[cargo_sfl::
     if !faulty_rows.contains(&true) {
         return None;
     }
-    let ties = f.units.iter().map(|&u| a.tie(u).unwrap_or(Tie::NONE)).collect();
+    let line_evidence = f
+        .units
+        .iter()
+        .map(|&u| a.tie(u).unwrap_or(LineEvidence::NONE))
+        .collect();
     let baselines: Vec<(&'static str, Vec<Key>)> = BASELINES
         .iter()
         .map(|name| {
@@ -233,7 +238,7 @@ fn version(source: Source, krate: &str, spectra: &Spectra, faults: &[cargo_sfl::
             .map(|&u| spectra.unit_function.get(u).copied().flatten())
             .collect(),
         rows: f.rows,
-        ties,
+        evidence: line_evidence,
         faulty: faulty_rows,
         baselines,
     })
@@ -449,10 +454,10 @@ const STACK_CV: &str = "stack-combined (leave-one-crate-out)";
 pub const FOLDS: &str = "combined-folds.json";
 
 /// The weights fitted without `krate` (read from the benchmark results), if the fit held it out.
-pub fn fold_weights(out_dir: &Path, krate: &str) -> Option<cargo_sfl::combined::Weights> {
+pub fn fold_weights(out_dir: &Path, krate: &str) -> Option<cargo_sfl::weights::Weights> {
     let text = std::fs::read_to_string(out_dir.join(FOLDS)).ok()?;
     let all: BTreeMap<String, serde_json::Value> = serde_json::from_str(&text).ok()?;
-    let w: cargo_sfl::combined::Weights = serde_json::from_value(all.get(krate)?.clone()).ok()?;
+    let w: cargo_sfl::weights::Weights = serde_json::from_value(all.get(krate)?.clone()).ok()?;
     w.check().ok().map(|()| w)
 }
 const IN_SAMPLE: &str = "combined (fitted on all, in-sample)";

@@ -13,8 +13,8 @@ use std::path::Path;
 use std::time::Instant;
 
 use anyhow::Result;
-use cargo_sfl::analysis::Key;
 use cargo_sfl::hitting::{Chain, ChainSpec};
+use cargo_sfl::score::Key;
 
 use crate::measures_bench::Rng;
 

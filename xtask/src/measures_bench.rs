@@ -10,10 +10,11 @@ use std::path::Path;
 use std::time::Instant;
 
 use anyhow::Result;
-use cargo_sfl::analysis::{Analysis, Options};
+use cargo_sfl::analysis::Analysis;
 use cargo_sfl::bitset::BitSet;
 use cargo_sfl::measures::{self, find};
 use cargo_sfl::rank::rank;
+use cargo_sfl::score::Options;
 use cargo_sfl::spectra::{Outcome, Spectra, TestRecord, Unit};
 
 pub(crate) struct Rng(pub(crate) u64);

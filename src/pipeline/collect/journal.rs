@@ -113,7 +113,7 @@ pub fn fingerprint(built: &Built, binary_ids: &[&str], jobs: &[Job], flags: &str
     for job in jobs {
         add(&format!("{} {:?} {}", binary_ids[job.binary], job.name, job.ignored));
     }
-    crate::coverage::hex(&md5.finalize())
+    crate::bitset::hex(&md5.finalize())
 }
 
 impl Journal {

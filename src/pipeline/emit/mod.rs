@@ -12,7 +12,7 @@ use std::path::Path;
 
 use anyhow::Context;
 
-use crate::analysis::Analyses;
+use crate::rank::Analyses;
 use crate::config::{Granularity, ReportConfig};
 use crate::error::{SflError, exit};
 use crate::report::model::Report;

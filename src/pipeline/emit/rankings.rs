@@ -3,7 +3,8 @@
 //! expects a person to reach them with `--order ht`; and a note when CP's system was not
 //! solved exactly.
 
-use crate::analysis::{Analyses, Analysis, Options};
+use crate::analysis::{Analysis, Options};
+use crate::rank::Analyses;
 use crate::config::{HtParams, Order, ReportConfig};
 use crate::measures::Measure;
 use crate::rank::{Ranking, rank_only, rank_scored};

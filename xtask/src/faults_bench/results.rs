@@ -68,21 +68,17 @@ pub(super) fn evaluate_all(work_root: &Path, crates: &[(&str, &str)], out_dir: &
     let mut collect_seconds = 0.0;
     let started = Instant::now();
     let measures: Vec<&'static cargo_sfl::measures::Measure> = cargo_sfl::measures::all().collect();
-    let settings = |ht: bool| Settings {
-        opts: Default::default(),
+    let settings = |ht: bool, clusters: bool, weights: &Option<cargo_sfl::weights::Weights>| Settings {
+        opts: cargo_sfl::score::Options {
+            clusters,
+            ..Default::default()
+        },
         p_jump: 0.5,
         exact_limit: cargo_sfl::config::HtParams::default().exact_limit,
         walks: 0,
         ht,
         tie_break: Default::default(),
-    };
-    let (without_ht, with_ht) = (settings(false), settings(true));
-    let with_clusters = Settings {
-        opts: cargo_sfl::analysis::Options {
-            clusters: true,
-            ..Default::default()
-        },
-        ..settings(false)
+        weights: weights.clone(),
     };
     let mut by_k: BTreeMap<usize, Sums> = BTreeMap::new();
     let mut cross_validated = false;
@@ -105,7 +101,9 @@ pub(super) fn evaluate_all(work_root: &Path, crates: &[(&str, &str)], out_dir: &
         // held it out (cross-validation).
         let fold = crate::fit::fold_weights(out_dir, name);
         cross_validated |= fold.is_some();
-        let before = cargo_sfl::combined::replace_weights(fold);
+        let without_ht = settings(false, false, &fold);
+        let with_ht = settings(true, false, &fold);
+        let with_clusters = settings(false, true, &fold);
         for r in records {
             collect_seconds += r.seconds;
             *status_counts
@@ -218,7 +216,6 @@ pub(super) fn evaluate_all(work_root: &Path, crates: &[(&str, &str)], out_dir: &
                 .or_default()
                 .add(&report, &by_function);
         }
-        cargo_sfl::combined::replace_weights(before);
     }
     let eval_seconds = started.elapsed().as_secs_f64();
     write_results(

@@ -1,8 +1,18 @@
 //! Ranks scored groups: descending key, ties in code order, mid-ranks at two levels (entries
-//! of the report, and the source lines inside them).
+//! of the report, and the source lines inside them). Each measure's scores ([`scores`]) are
+//! computed over the analysis formed for it ([`Analyses`]).
 
-use crate::analysis::{Analysis, Options, Scored, Tier};
-use crate::measures::{Counts, Measure};
+use crate::analysis::Analysis;
+use crate::clusters::Clusters;
+use crate::evidence::LineEvidence;
+use crate::measures::Measure;
+use crate::score::{Key, Options, Scored, Tier};
+use crate::spectra::Counts;
+
+mod analyses;
+pub mod scores;
+
+pub use analyses::Analyses;
 
 /// One entry of a ranking: an ambiguity group (or a single unit).
 #[derive(Clone, Debug, PartialEq)]
@@ -121,7 +131,7 @@ fn rank_filtered(analysis: &Analysis, scored: &[Scored], keep: Option<&[bool]>) 
     let mut order: Vec<usize> = (0..scored.len()).filter(|&g| keep.is_none_or(|k| k[g])).collect();
     // Tied entries: the one whose best line has more evidence first (when lines are ordered
     // by evidence), else in code order (groups are in code order already; the sort is stable).
-    let lead: Vec<Option<crate::evidence::Tie>> = (0..scored.len()).map(|g| analysis.tie(analysis.lead(g))).collect();
+    let lead: Vec<Option<LineEvidence>> = (0..scored.len()).map(|g| analysis.tie(analysis.lead(g))).collect();
     order.sort_by(|&a, &b| {
         scored[a]
             .key
@@ -150,6 +160,35 @@ fn rank_filtered(analysis: &Analysis, scored: &[Scored], keep: Option<&[bool]>) 
         .collect();
     assign_mid_ranks(analysis, &mut out, |a, b| scored[a.group].key == scored[b.group].key);
     out
+}
+
+/// Keys each group by the best position it reaches in any cluster's own ranking (`score_of`
+/// scores a cluster's analysis; ties there stay ties): the first entries of every cluster
+/// come first, then the second ones. The scores shown stay the pooled ranking's.
+pub fn interleave(
+    analysis: &Analysis,
+    clusters: &Clusters,
+    scored: &mut [Scored],
+    score_of: impl Fn(&Analysis) -> Vec<Scored>,
+) {
+    let mut best = vec![f64::INFINITY; analysis.groups.len()];
+    for i in 0..clusters.clusters.len() {
+        let spectra = clusters.spectra_of(analysis.spectra, i);
+        let sub = Analysis::new(&spectra, true).ranked_like(analysis);
+        let ranked = rank_scored(&sub, &score_of(&sub));
+        let mut rank_of_unit = vec![f64::INFINITY; spectra.units.len()];
+        for r in &ranked {
+            for &u in &sub.groups[r.group].units {
+                rank_of_unit[u] = r.rank;
+            }
+        }
+        for (g, group) in analysis.groups.iter().enumerate() {
+            best[g] = best[g].min(rank_of_unit[group.units[0]]);
+        }
+    }
+    for (s, b) in scored.iter_mut().zip(best) {
+        s.key = Key::score(-b);
+    }
 }
 
 /// Sets `rank`, `tied` and `line_rank` on entries already in order; `same` says which
