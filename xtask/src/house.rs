@@ -455,6 +455,9 @@ impl<'ast> Visit<'ast> for Visitor<'_> {
         syn::visit::visit_item_impl(self, i);
     }
 
+    /// `pub(in crate::a)` says who may see an item, not what it uses.
+    fn visit_visibility(&mut self, _: &'ast syn::Visibility) {}
+
     fn visit_path(&mut self, p: &'ast syn::Path) {
         let segments: Vec<String> = p.segments.iter().map(|s| s.ident.to_string()).collect();
         if segments.len() > 1 {
@@ -563,7 +566,7 @@ mod tests {
             ("src/lib.rs", "pub mod a;\npub mod b;\n"),
             (
                 "src/a.rs",
-                "pub struct A;\n#[cfg(test)]\nmod tests { use crate::b::B; }\n",
+                "pub struct A;\npub(in crate::b) fn f() {}\n#[cfg(test)]\nmod tests { use crate::b::B; }\n",
             ),
             (
                 "src/b.rs",

@@ -260,6 +260,15 @@ fn markdown(j: &Value, per_bug: &[Value], sums: &p4r::Sums) -> String {
         "Candidates attempted: {}; reproduced: {} from {} repositories; evaluated (a fault line was run): {}.\n",
         j["attempted"], j["reproduced"], j["crates"], j["bugs"]
     );
+    let unrun: Vec<&str> = j["unlocalisable"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .collect();
+    if !unrun.is_empty() {
+        let _ = writeln!(md, "Not evaluated, no test ran a fault line: {}.\n", unrun.join(", "));
+    }
     let r = &j["results"];
     let _ = writeln!(
         md,
