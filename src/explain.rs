@@ -521,8 +521,8 @@ pub fn parse_location(s: &str) -> Result<(String, u32), LocationError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::rank::Analyses;
     use crate::evidence::TieBreak;
+    use crate::rank::Analyses;
     use crate::rank::rank;
 
     #[test]

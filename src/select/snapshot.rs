@@ -7,9 +7,9 @@ use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use super::environment::volatile;
-use crate::workspace::Workspace;
 use crate::config::RunConfig;
 use crate::spectra::{FileState, Snapshot};
+use crate::workspace::Workspace;
 
 /// Bump when what a snapshot records, or how it is compared, changes: an older snapshot then
 /// runs every test.

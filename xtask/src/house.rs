@@ -608,6 +608,14 @@ mod tests {
         assert_eq!(f.string_errors, vec!["src/a.rs:89 in parse"]);
     }
 
+    /// The project's own library keeps the shape `cargo xtask house` checks.
+    #[test]
+    fn the_library_keeps_its_shape() {
+        let f = check(&crate::root()).unwrap();
+        assert!(f.is_clean(), "{}", f.render());
+        assert!(f.files > 100, "read the whole library: {}", f.render());
+    }
+
     #[test]
     fn a_file_over_the_limit() {
         let filler: String = (0..601).map(|i| format!("pub const C{i}: u32 = {i};\n")).collect();

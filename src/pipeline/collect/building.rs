@@ -4,11 +4,11 @@ use std::path::Path;
 
 use super::reuse;
 use crate::build::{self, Runtime};
-use crate::workspace::{Built, Workspace};
 use crate::config::{Execution, Selection};
 use crate::error::SflError;
 use crate::select::{Choice, Narrowed};
 use crate::ui;
+use crate::workspace::{Built, Workspace};
 
 /// Builds the workspace's tests (with the edge recorder unless `--no-edges`, in
 /// a directory of its own). With rows to reuse (`choice`), the edit is checked against the

@@ -17,11 +17,11 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use serde::{Deserialize, Serialize};
 
 use super::outcome::JobOutcome;
-use crate::workspace::Built;
 use crate::coverage::LineDecoder;
 use crate::edges::{Collector, Edge};
 use crate::run::Job;
 use crate::spectra::TestRecord;
+use crate::workspace::Built;
 
 /// Tag of a journal's first line; bump on any incompatible change (an old journal is dropped).
 const SCHEMA: &str = "cargo-sfl-journal/v1";

@@ -4,9 +4,9 @@
 use std::path::Path;
 
 use super::session::Session;
-use crate::workspace::TestBinary;
 use crate::list::{self, Listing};
 use crate::ui;
+use crate::workspace::TestBinary;
 
 impl Session<'_> {
     /// Lists every binary's tests (their counter updates made plain first, [`relax_counters`]),

@@ -26,7 +26,6 @@ use resume::Reused;
 use save::SaveTo;
 use session::Session;
 
-use crate::workspace::Workspace;
 use crate::config::{Execution, RunConfig};
 use crate::coverage::{LineDecoder, SortedUnits};
 use crate::edges::Collector;
@@ -36,6 +35,7 @@ use crate::select::{Choice, Known, Reuse};
 use crate::spectra::{FileState, Snapshot, Spectra, TestRecord};
 use crate::syntax::{Parsed, Prefetch};
 use crate::ui;
+use crate::workspace::Workspace;
 
 /// Builds, runs every test and decodes: the matrix, saved to `target/sfl/spectra.json` (and
 /// `--save-spectra`).

@@ -1,11 +1,11 @@
 //! Which tests to run: every binary's listing, filtered by name, ignored tests set aside, in
 //! one canonical order, and the shard's share of them.
 
-use crate::workspace::{TestBinary, Workspace};
 use crate::config::Partition;
 use crate::list::Listing;
 use crate::run::Job;
 use crate::spectra::{Outcome, TestRecord};
+use crate::workspace::{TestBinary, Workspace};
 
 /// The jobs to run, and the tests that are recorded without running.
 #[derive(Debug)]

@@ -6,7 +6,6 @@ use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 use super::outcome::JobOutcome;
-use crate::workspace::{Built, Workspace};
 use crate::config::RunConfig;
 use crate::coverage::LineDecoder;
 use crate::edges::{Collector, Edge};
@@ -15,6 +14,7 @@ use crate::run::Job;
 use crate::select::{BinaryKey, BlockRef, Choice, Reuse, Row, UnknownFunction};
 use crate::spectra::{EdgeProfiles, Outcome, Snapshot, Spectra, SpectraError, TestRecord};
 use crate::ui;
+use crate::workspace::{Built, Workspace};
 
 /// Why the new build does not confirm the edit the diff located: then every test runs.
 #[derive(Debug, thiserror::Error)]

@@ -10,9 +10,9 @@ use super::plan::{longest_first, record};
 use super::session::Session;
 use crate::pipeline::progress::RunProgress;
 use crate::run::{self, Finished, Job};
-use crate::verdict::RawFrame;
 use crate::spectra::{Attempt, Frame, Outcome, TestRecord};
 use crate::ui;
+use crate::verdict::RawFrame;
 
 impl Session<'_> {
     /// Runs every job not `done` yet, showing progress and handing each outcome to `finished`

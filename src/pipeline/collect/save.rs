@@ -10,12 +10,12 @@ use super::journal;
 use super::lock;
 use super::outcome::JobOutcome;
 use super::plan::{self, durations_path};
-use crate::workspace::{Built, Workspace};
 use crate::config::Execution;
 use crate::error::SflError;
 use crate::run::Job;
 use crate::spectra::{Outcome, Spectra};
 use crate::ui;
+use crate::workspace::{Built, Workspace};
 
 /// Written next to kept profiles (`--keep-profiles`), for the decoder oracle and debugging.
 #[derive(Serialize, Deserialize, Debug)]

@@ -5,13 +5,13 @@ use std::time::Duration;
 
 use super::plan::{self, durations_path, plan};
 use super::setup::own_flags;
-use crate::workspace::{Built, Workspace};
 use crate::config::RunConfig;
 use crate::coverage::LineDecoder;
 use crate::edges::Collector;
 use crate::list::Listing;
 use crate::nextest::{BinaryInfo, Flags, Nextest};
 use crate::ui;
+use crate::workspace::{Built, Workspace};
 
 /// What listing and running the tests share.
 pub(super) struct Session<'a> {

@@ -6,11 +6,11 @@ use std::path::PathBuf;
 use anyhow::Context;
 
 use super::plan;
-use crate::workspace::Workspace;
 use crate::config::{Execution, RunConfig};
 use crate::error::SflError;
 use crate::nextest::{Flags, Nextest};
 use crate::ui;
+use crate::workspace::Workspace;
 
 /// Why there is nothing to run, when the plan holds no job: an error, unless this is a
 /// partition's empty share of selected tests (`Some(why)`: its empty spectra are still saved,

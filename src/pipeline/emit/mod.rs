@@ -12,9 +12,9 @@ use std::path::Path;
 
 use anyhow::Context;
 
-use crate::rank::Analyses;
 use crate::config::{Granularity, ReportConfig};
 use crate::error::{SflError, exit};
+use crate::rank::Analyses;
 use crate::report::model::Report;
 use crate::report::{self, text::test_label};
 use crate::spectra::{Outcome, Spectra};

@@ -4,9 +4,9 @@
 //! solved exactly.
 
 use crate::analysis::{Analysis, Options};
-use crate::rank::Analyses;
 use crate::config::{HtParams, Order, ReportConfig};
 use crate::measures::Measure;
+use crate::rank::Analyses;
 use crate::rank::{Ranking, rank_only, rank_scored};
 use crate::report::model::CpInfo;
 use crate::ui;
