@@ -123,8 +123,7 @@ pub fn trials() -> Vec<Trial> {
 fn fixture_trial(e: &Expect) -> Result {
     let saved = saved(e.fixture)?;
     let (dir, out) = (saved.dir(), &saved.out);
-    let report: Value =
-        serde_json::from_slice(&out.stdout).map_err(|err| format!("bad JSON: {err}\n{}", show(&out)))?;
+    let report: Value = serde_json::from_slice(&out.stdout).map_err(|err| format!("bad JSON: {err}\n{}", show(out)))?;
     check(report["schema"] == "cargo-sfl/v1", || "schema".into())?;
 
     // Outcomes: exactly the expected failing tests fail, in the expected way.

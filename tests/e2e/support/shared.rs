@@ -43,7 +43,7 @@ static RUNS: Mutex<BTreeMap<Key, &'static Slot>> = Mutex::new(BTreeMap::new());
 /// `cargo sfl ARGS` on a copy of `fixture`, shared by every trial that asks for the same
 /// fixture and arguments; an error showing the run's output unless it exited 0.
 pub fn run(fixture: &'static str, args: &'static [&'static str]) -> Result<&'static Saved> {
-    let slot: &'static Slot = *RUNS
+    let slot: &'static Slot = RUNS
         .lock()
         .unwrap()
         .entry((fixture, args))
