@@ -1,4 +1,4 @@
-//! One trial per faulty fixture: the whole pipeline with four measures, checked against the
+//! One trial per faulty fixture: the whole pipeline with five measures (the default and four others), checked against the
 //! tests each fixture is known to fail, its fault's rank, its edges and the decoder oracle.
 
 use std::collections::BTreeSet;
