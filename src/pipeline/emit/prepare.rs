@@ -153,14 +153,7 @@ pub(in crate::pipeline) mod tests {
         let names: Vec<String> = measures.iter().map(|m| m.to_string()).collect();
         ReportConfig {
             measures: ReportConfig::resolve_measures(&names, Format::Human).unwrap(),
-            options: Options {
-                smoothing: false,
-                clone_failing: 1,
-                optimise: false,
-                update_bound: 20,
-                group: true,
-                clusters: false,
-            },
+            options: Options::default(),
             top: 10,
             format: Format::Human,
             output: None,
