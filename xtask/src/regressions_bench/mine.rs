@@ -297,6 +297,9 @@ pub(crate) struct Candidate {
     pub test_files: Vec<String>,
     /// Some hunk mixes library and test lines (its test part is not in the buggy version).
     pub mixed: bool,
+    /// The commit's time (seconds since the epoch; 0 when unknown).
+    #[serde(default)]
+    pub time: i64,
 }
 
 /// Why a commit is not a candidate, or None when it is one.
@@ -352,6 +355,7 @@ fn changed_lines(changes: &[FileChange]) -> usize {
 pub(crate) fn candidate(commit: &str, parent: &str, subject: &str, changes: &[FileChange]) -> Candidate {
     let lib = |f: &&FileChange| f.kind == PathKind::Source && !f.whole_test;
     Candidate {
+        time: 0,
         commit: commit.into(),
         parent: parent.into(),
         subject: subject.into(),
@@ -455,22 +459,25 @@ pub(crate) fn changes(repo: &Path, parent: &str, commit: &str) -> Result<Vec<Fil
     Ok(out)
 }
 
-/// A commit of the history: id, first parent, subject.
+/// A commit of the history: id, first parent, subject, commit time.
 pub(crate) struct Commit {
     pub id: String,
     pub parent: String,
     pub subject: String,
+    pub time: i64,
 }
 
 /// The non-merge commits reachable from HEAD (newest first), root commits left out.
 pub(crate) fn commits(repo: &Path) -> Result<Vec<Commit>> {
-    let log = git(repo, &["log", "--no-merges", "--format=%H %P%x09%s", "HEAD"])?;
+    let log = git(repo, &["log", "--no-merges", "--format=%ct %H %P%x09%s", "HEAD"])?;
     Ok(log
         .lines()
         .filter_map(|l| {
             let (ids, subject) = l.split_once('\t')?;
             let mut ids = ids.split_whitespace();
+            let time = ids.next()?.parse().ok()?;
             Some(Commit {
+                time,
                 id: ids.next()?.to_string(),
                 parent: ids.next()?.to_string(),
                 subject: subject.to_string(),
@@ -479,9 +486,10 @@ pub(crate) fn commits(repo: &Path) -> Result<Vec<Commit>> {
         .collect())
 }
 
-/// Subjects that say a bug was fixed go first (then smaller fixes): the candidate cap spends
-/// builds where reproduction is likeliest.
-pub(crate) fn priority(c: &Candidate) -> (bool, usize) {
+/// Subjects that say a bug was fixed go first, then commits since the 2018 edition (older ones
+/// mostly no longer build or resolve), then smaller fixes: the candidate cap spends builds
+/// where reproduction is likeliest.
+pub(crate) fn priority(c: &Candidate) -> (bool, bool, usize) {
     let s = c.subject.to_lowercase();
     let says_fix = [
         "fix",
@@ -498,7 +506,9 @@ pub(crate) fn priority(c: &Candidate) -> (bool, usize) {
     ]
     .iter()
     .any(|w| s.contains(w));
-    (!says_fix, c.changed_lines)
+    // 2019-01-01T00:00:00Z, the first month of Rust 2018 on stable.
+    const EDITION_2018: i64 = 1_546_300_800;
+    (!says_fix, c.time < EDITION_2018, c.changed_lines)
 }
 
 /// Every candidate of the history and how many commits each filter turned away.
@@ -518,7 +528,10 @@ pub(crate) fn mine(
         let changes = changes(repo, &c.parent, &c.id).with_context(|| format!("reading {}", c.id))?;
         match rejection(&changes, max_lines) {
             Some(why) => *turned_away.entry(why.to_string()).or_insert(0) += 1,
-            None => found.push(candidate(&c.id, &c.parent, &c.subject, &changes)),
+            None => found.push(Candidate {
+                time: c.time,
+                ..candidate(&c.id, &c.parent, &c.subject, &changes)
+            }),
         }
     }
     found.sort_by_key(priority);
@@ -866,8 +879,8 @@ mod tests {
     }
 
     #[test]
-    fn fix_subjects_go_first_then_small_fixes() {
-        let c = |subject: &str, n: usize| Candidate {
+    fn fix_subjects_go_first_then_recent_then_small_fixes() {
+        let c = |subject: &str, n: usize, year: i64| Candidate {
             commit: String::new(),
             parent: String::new(),
             subject: subject.into(),
@@ -875,12 +888,18 @@ mod tests {
             library_files: Vec::new(),
             test_files: Vec::new(),
             mixed: false,
+            time: (year - 1970) * 365 * 86_400,
         };
-        let mut v = [c("Add feature", 1), c("Fix overflow in parse", 9), c("Fix typo", 2)];
+        let mut v = [
+            c("Add feature", 1, 2022),
+            c("Fix overflow in parse", 9, 2021),
+            c("Fix typo", 2, 2021),
+            c("Fix old bug", 1, 2016),
+        ];
         v.sort_by_key(priority);
         assert_eq!(
             v.map(|c| c.subject).to_vec(),
-            ["Fix typo", "Fix overflow in parse", "Add feature"]
+            ["Fix typo", "Fix overflow in parse", "Fix old bug", "Add feature"]
         );
     }
 }

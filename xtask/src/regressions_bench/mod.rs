@@ -221,6 +221,7 @@ pub fn run_bench(args: &Args) -> Result<()> {
                     library_files: Vec::new(),
                     test_files: Vec::new(),
                     mixed: false,
+                    time: 0,
                 })
                 .collect()
         } else {
