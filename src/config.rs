@@ -432,7 +432,7 @@ pub struct ReportConfig {
     /// The measures to rank by, in order, without repeats.
     pub measures: Vec<&'static Measure>,
     pub options: Options,
-    /// Entries per measure in the human and SARIF reports.
+    /// Entries per measure in the human and SARIF reports (functions, when `functions_first`).
     pub top: usize,
     pub format: Format,
     /// A file (a directory for HTML); standard output when `None`.
@@ -441,6 +441,9 @@ pub struct ReportConfig {
     pub only_changed: bool,
     pub fail_on: Option<f64>,
     pub granularity: Granularity,
+    /// Line rankings are shown function by function, each function with its most suspicious
+    /// lines (the default; `--granularity line` lists lines on their own).
+    pub functions_first: bool,
     pub order: Order,
     /// How the lines of one entry are ordered.
     pub tie_break: crate::evidence::TieBreak,

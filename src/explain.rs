@@ -45,6 +45,20 @@ pub struct MeasureRank {
     pub line_rank: f64,
     /// Entries tied with this one.
     pub tied: usize,
+    /// Where the line's function ranks among functions (each where its best line ranks, as
+    /// the default report lists them); `None` for a line outside every function.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub function: Option<FunctionRank>,
+}
+
+/// A function's place in a ranking read function by function.
+#[derive(Serialize, Debug)]
+pub struct FunctionRank {
+    /// `None` when the spectra were saved without function names.
+    pub name: Option<String>,
+    pub rank: f64,
+    pub functions: usize,
+    pub tied: usize,
 }
 
 /// The tests, by whether they failed and whether they ran the line.
@@ -243,9 +257,23 @@ fn measures(report: &Report, u: usize) -> Vec<MeasureRank> {
                 entries: r.entries.len(),
                 line_rank: x.line_rank,
                 tied: x.tied,
+                function: function_rank(report, r, u),
             })
         })
         .collect()
+}
+
+/// Where unit `u`'s function ranks in `r` read function by function.
+fn function_rank(report: &Report, r: &crate::report::model::Ranking, u: usize) -> Option<FunctionRank> {
+    let s = report.spectra;
+    let b = r.functions.iter().find(|b| b.entries.iter().any(|(_, l)| l.contains(&u)))?;
+    let f = b.function?;
+    Some(FunctionRank {
+        name: s.function_name(&s.functions[f as usize]).map(str::to_string),
+        rank: b.rank,
+        functions: r.functions.len(),
+        tied: b.tied,
+    })
 }
 
 /// What placed unit `u` within its `group`, when lines are ordered by evidence.
@@ -415,7 +443,7 @@ fn entry_and_scores(out: &mut String, e: &Explanation) {
         } else {
             String::new()
         };
-        let _ = writeln!(
+        let _ = write!(
             out,
             "  {:<14} score {score:>8}  rank {} of {}{tie}, line rank {}",
             m.measure,
@@ -423,6 +451,21 @@ fn entry_and_scores(out: &mut String, e: &Explanation) {
             crate::ui::counted(m.entries, "entry", "entries"),
             m.line_rank
         );
+        if let Some(f) = &m.function {
+            let tie = if f.tied > 1 {
+                format!(" (tied with {} more)", f.tied - 1)
+            } else {
+                String::new()
+            };
+            let _ = write!(
+                out,
+                "; its function {}is #{} of {}{tie}",
+                f.name.as_deref().map(|n| format!("{n} ")).unwrap_or_default(),
+                f.rank,
+                crate::ui::counted(f.functions, "function", "functions")
+            );
+        }
+        out.push('\n');
     }
 }
 

@@ -11,9 +11,11 @@ use crate::config::{HtParams, ReportConfig};
 #[derive(Args, Debug, Clone)]
 #[command(next_help_heading = "Report")]
 pub struct OutputArgs {
-    /// Number of entries to show per measure in the human and SARIF reports.
-    #[arg(long, value_name = "N", default_value_t = 10, value_parser = at_least_one)]
-    pub top: usize,
+    /// Number of suspects to show per measure in the human, short and SARIF reports: functions
+    /// (each with its most suspicious lines) by default, entries with --granularity line or
+    /// function [default: 5 functions, 10 entries].
+    #[arg(long, value_name = "N", value_parser = at_least_one)]
+    pub top: Option<usize>,
     /// Suspiciousness measure(s) to rank by (repeatable; `cargo sfl measures` lists them)
     /// [default: stack-combined: the lines where failing tests' own operations panicked, then
     /// coverage, backtraces and each line's text weighed as fitted on the project's benchmarks;
@@ -63,10 +65,13 @@ pub struct OutputArgs {
     /// ranked list plus jumps within a function) expects a person to reach them.
     #[arg(long, value_enum, default_value_t = Order::Score)]
     pub order: Order,
-    /// Rank source lines, or functions (each ranked where its best line ranks, with that line's
-    /// score; a function is run when any of its lines is).
-    #[arg(long, value_enum, default_value_t = Granularity::Line)]
-    pub granularity: Granularity,
+    /// What a suspect is. By default lines are ranked and shown function by function: the
+    /// most suspicious functions first (each where its best line ranks), each with its most
+    /// suspicious lines and their ranks. `line` lists the ranked lines on their own; `function`
+    /// ranks functions only (each with its best line's score; a function is run when any of its
+    /// lines is).
+    #[arg(long, value_enum)]
+    pub granularity: Option<Granularity>,
     /// How the lines of one entry (identical coverage) are ordered: evidence (lines on failing
     /// tests' panic backtraces first, then lines just above a failed index or arithmetic check
     /// in its function, then lines that compute or decide before signatures, braces and
@@ -104,13 +109,14 @@ impl OutputArgs {
                 group: !self.no_group,
                 clusters: self.clusters,
             },
-            top: self.top,
+            top: self.top.unwrap_or(if self.granularity.is_none() { 5 } else { 10 }),
             format,
             output: self.output,
             diff_base: self.diff_base,
             only_changed: self.only_changed,
             fail_on: self.fail_on,
-            granularity: self.granularity.into(),
+            granularity: self.granularity.unwrap_or(Granularity::Line).into(),
+            functions_first: self.granularity.is_none(),
             order: self.order.into(),
             tie_break: self.tie_break.into(),
             include_test_code: self.include_test_code,

@@ -300,26 +300,64 @@ fn measure_result(
         metrics.ht_rank = ht_rank(&times, &locs, tolerance);
         ht = Some(method);
     }
+    let lines_read = if analysis.by_line().is_some() {
+        None
+    } else {
+        let ranked = crate::rank::rank_scored(analysis, &scored);
+        let lines: Vec<(f64, Vec<usize>)> = ranked
+            .iter()
+            .map(|x| (x.rank, analysis.ordered_units(x.group)))
+            .collect();
+        lines_read(&lines, &analysis.spectra.unit_function, faulty)
+    };
     Some(MeasureResult {
         measure: m.name,
         metrics,
         entries,
         ht,
+        lines_read,
     })
+}
+
+/// Lines read before the first of `faulty` in the functions-first reading order of a line
+/// ranking (`entries`: each entry's rank and lines, in rank order).
+fn lines_read(entries: &[(f64, Vec<usize>)], unit_function: &[Option<u32>], faulty: &HashSet<usize>) -> Option<f64> {
+    use crate::rank::functions::{LINES_SHOWN, by_function, reading_order};
+    let entries: Vec<(f64, &[usize])> = entries.iter().map(|(r, l)| (*r, l.as_slice())).collect();
+    let blocks = by_function(&entries, unit_function);
+    let order = reading_order(&blocks, &entries, LINES_SHOWN);
+    order.iter().position(|u| faulty.contains(u)).map(|p| p as f64)
 }
 
 /// The baseline that points at where the backtraces first enter ranked code ([`PANIC_STACK`]);
 /// it points at lines, not entries: each line is its own entry.
 fn stack_baseline(spectra: &Spectra, faulty: &HashSet<usize>) -> Option<MeasureResult> {
-    let metrics = metrics(&stack_keys(spectra), faulty)?;
-    let entries = EntryMetrics {
-        entry_rank: metrics.standard_rank,
-        entry_top: metrics.top.clone(),
-    };
+    let keys = stack_keys(spectra);
+    let metrics = metrics(&keys, faulty)?;
+    // Each line its own entry, the lines some backtrace points at first (most tests first),
+    // ranks as positions; the lines at the bottom are not read.
+    let mut pointed: Vec<(Key, usize)> = keys
+        .iter()
+        .enumerate()
+        .filter_map(|(u, k)| k.filter(|k| *k > Key::UNRANKED).map(|k| (k, u)))
+        .collect();
+    pointed.sort_by(|a, b| b.0.partial_cmp(&a.0).unwrap_or(std::cmp::Ordering::Equal).then(a.1.cmp(&b.1)));
+    let mut entries: Vec<(f64, Vec<usize>)> = Vec::new();
+    for (i, (k, u)) in pointed.iter().enumerate() {
+        let rank = match i.checked_sub(1).map(|p| pointed[p].0 == *k) {
+            Some(true) => entries[i - 1].0,
+            _ => i as f64 + 1.0,
+        };
+        entries.push((rank, vec![*u]));
+    }
     Some(MeasureResult {
         measure: PANIC_STACK,
+        lines_read: lines_read(&entries, &spectra.unit_function, faulty),
+        entries: EntryMetrics {
+            entry_rank: metrics.standard_rank,
+            entry_top: metrics.top.clone(),
+        },
         metrics,
-        entries,
         ht: None,
     })
 }

@@ -75,6 +75,11 @@ pub struct MeasureResult {
     /// How HT_Rank's hitting times were obtained.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ht: Option<Method>,
+    /// Lines read before the first faulty one in the functions-first report's reading order
+    /// ([`crate::rank::functions::reading_order`]); `None` at function granularity, or when no
+    /// faulty line is ranked.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lines_read: Option<f64>,
 }
 
 /// The whole evaluation.

@@ -10,6 +10,7 @@ use crate::score::{Key, Options, Scored, Tier};
 use crate::spectra::Counts;
 
 mod analyses;
+pub mod functions;
 pub mod scores;
 
 pub use analyses::Analyses;

@@ -18,6 +18,7 @@ impl<'a> Report<'a> {
             core_tests: base.core_witnesses(),
             groups: groups(base, None),
             rankings: Vec::new(),
+            lines_in_functions: base.by_line().is_none() && !base.spectra.functions.is_empty(),
         }
     }
 
@@ -51,8 +52,15 @@ impl<'a> Report<'a> {
                 changed: x.changed,
                 expected_time: x.expected_time,
             })
-            .collect();
+            .collect::<Vec<Entry>>();
+        let functions = if self.lines_in_functions {
+            let by_rank: Vec<(f64, &[usize])> = entries.iter().map(|x| (x.rank, x.lines.as_slice())).collect();
+            crate::rank::functions::by_function(&by_rank, &self.spectra.unit_function)
+        } else {
+            Vec::new()
+        };
         self.rankings.push(Ranking {
+            functions,
             measure: r.measure,
             entries,
             ht: r.ht.clone(),

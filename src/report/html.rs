@@ -17,7 +17,7 @@ use crate::bitset::BitSet;
 use crate::spectra::Spectra;
 
 mod model;
-use model::{PageData, PageEntry, PageFile, PageGroup, PageRanking, PageTest};
+use model::{PageData, PageEntry, PageFile, PageFunction, PageGroup, PageRanking, PageTest};
 
 /// Passing tests listed per line (the rest are counted).
 const PASSING_SHOWN: usize = 20;
@@ -102,9 +102,45 @@ fn data<'a>(report: &'a Report, view: &'a View<'a>, sources: &'a Sources) -> Pag
                 // Each own group with the report's group it is part of (what "not the bug"
                 // refutes).
                 groups: r.own_groups.as_deref().map(|own| groups(&basis, own, true)),
+                functions: page_functions(s, view, r),
             })
             .collect(),
     }
+}
+
+/// Functions first: the top functions of `r`, each with its heading and first entries.
+fn page_functions(s: &Spectra, view: &View, r: &super::model::Ranking) -> Option<Vec<PageFunction>> {
+    let (blocks, names) = view.functions(r)?;
+    let shown = blocks.iter().take(view.top).map(|b| {
+        let lead = &s.units[b.entries[0].1[0]];
+        let place = match b.function {
+            Some(f) => {
+                let span = &s.functions[f as usize];
+                let name = names.get(f as usize).map_or("?", String::as_str);
+                let lines = super::text::LineSpan {
+                    start: span.start,
+                    end: span.end,
+                };
+                format!("{name}  {}:{lines}", span.file)
+            }
+            None => format!("(outside any function)  {}:{}", lead.file, lead.line),
+        };
+        let tie = if b.tied > 1 {
+            format!(" ={}", b.tied)
+        } else {
+            String::new()
+        };
+        PageFunction {
+            label: format!("#{}{tie}  {place}", b.rank),
+            entries: b
+                .entries
+                .iter()
+                .take(crate::rank::functions::LINES_SHOWN)
+                .map(|(e, _)| *e)
+                .collect(),
+        }
+    });
+    Some(shown.collect())
 }
 
 /// Files with a line some failing test ran, numbered in the order the groups reach them.

@@ -4,9 +4,10 @@
 use std::fmt::Write as _;
 
 use super::disk::Sources;
-use super::model::{Entry, Ranking, Report};
+use super::model::{Entry, FunctionBlock, Ranking, Report};
 use super::text::{fmt_score, spans};
 use super::view::View;
+use crate::rank::functions::LINES_SHOWN;
 use crate::spectra::{Outcome, Spectra, Unit};
 
 /// The failing tests with their messages.
@@ -185,6 +186,13 @@ fn footer(out: &mut String, report: &Report, view: &View) {
         );
         blank = "";
     }
+    if rankings.iter().any(|r| view.functions(r).is_some()) {
+        let _ = writeln!(
+            out,
+            "{blank}(#N: the function's rank, where its best line ranks; the lines under it keep their own ranks; --granularity line lists lines alone.)"
+        );
+        blank = "";
+    }
     if any_shown(|x| x.panicked) {
         let _ = writeln!(
             out,
@@ -224,6 +232,10 @@ fn human_ranking(out: &mut String, report: &Report, r: &Ranking, view: &View, so
         // No heading over nothing: the summary said why.
         return;
     }
+    if let Some((blocks, names)) = view.functions(r) {
+        by_function(out, report, r, (blocks, names), view, sources);
+        return;
+    }
     let shown = &r.entries[..view.top.min(r.entries.len())];
     heading(out, r, shown.len(), view);
     let units = &report.spectra.units;
@@ -256,6 +268,87 @@ fn human_ranking(out: &mut String, report: &Report, r: &Ranking, view: &View, so
                 out,
                 "  … and {} more tied at rank {}",
                 crate::ui::counted(more_tied, "entry", "entries"),
+                fmt_rank(last.rank)
+            );
+        }
+    }
+}
+
+/// The functions-first layout: the top functions in rank order (each where its best line
+/// ranks), each with its file and span, and under it its most suspicious lines with their own
+/// ranks; then what the cut leaves out. The order on screen is the reading order.
+fn by_function(
+    out: &mut String,
+    report: &Report,
+    r: &Ranking,
+    (blocks, names): (&[FunctionBlock], &[String]),
+    view: &View,
+    sources: &Sources,
+) {
+    let spectra = report.spectra;
+    let shown = &blocks[..view.top.min(blocks.len())];
+    let order = if r.ht.is_some() {
+        " in the HT_Rank model's order"
+    } else {
+        ""
+    };
+    let _ = writeln!(
+        out,
+        "\n{}{order}, top {} of {}:",
+        console::style(format!("Most suspicious functions by {}", r.measure.name)).bold(),
+        shown.len(),
+        crate::ui::counted(blocks.len(), "function", "functions"),
+    );
+    for b in shown {
+        let lead = b.entries[0].1[0];
+        let place = match b.function {
+            Some(f) => {
+                let span = &spectra.functions[f as usize];
+                let name = names.get(f as usize).map_or("?", String::as_str);
+                let lines = crate::report::text::LineSpan {
+                    start: span.start,
+                    end: span.end,
+                };
+                format!("{name}  {}:{lines}", span.file)
+            }
+            None => format!("(outside any function)  {}:{}", spectra.units[lead].file, spectra.units[lead].line),
+        };
+        let tie = if b.tied > 1 {
+            format!(" ={}", b.tied)
+        } else {
+            String::new()
+        };
+        let head = format!("  #{}{tie}  {place}", fmt_rank(b.rank));
+        let _ = writeln!(out, "{}", console::style(head).cyan().bold());
+        for (e, lines) in b.entries.iter().take(LINES_SHOWN) {
+            let x = &r.entries[*e];
+            let (location, src) = line_entry(&spectra.units, &x.in_code_order(), lines[0], sources);
+            let text = entry_line(r, x, &location, &src);
+            let text = if x.rank <= 1.0 {
+                console::style(text).red().to_string()
+            } else {
+                text
+            };
+            let _ = writeln!(out, "{text}");
+        }
+        if let Some((next, _)) = b.entries.get(LINES_SHOWN) {
+            let more: usize = b.entries[LINES_SHOWN..].iter().map(|(_, l)| l.len()).sum();
+            let _ = writeln!(
+                out,
+                "      … {} more of its {} ranked, the next at rank {}",
+                more,
+                if more == 1 { "line is" } else { "lines are" },
+                fmt_rank(r.entries[*next].rank)
+            );
+        }
+    }
+    if let Some(last) = shown.last() {
+        let more_tied = blocks[shown.len()..].iter().filter(|b| b.rank == last.rank).count();
+        if more_tied > 0 {
+            let _ = writeln!(
+                out,
+                "  … and {} more tied at #{}",
+                crate::ui::counted(more_tied, "function", "functions"),
                 fmt_rank(last.rank)
             );
         }
@@ -424,9 +517,16 @@ pub fn shown_entries(human: &str) -> Result<Shown, NoLineNumber> {
     let mut shown: Shown = Vec::new();
     let mut file = String::new();
     for line in human.lines() {
-        if let Some(rest) = line.strip_prefix("Most suspicious lines by ") {
+        let heading = ["Most suspicious lines by ", "Most suspicious functions by "]
+            .iter()
+            .find_map(|h| line.strip_prefix(h));
+        if let Some(rest) = heading {
             let measure = rest.split([' ', ',']).next().unwrap_or_default().to_string();
             shown.push((measure, Vec::new()));
+        } else if let Some(function) = line.strip_prefix("  #") {
+            // A function's heading ends with its `file:start-end` (or `file:line`).
+            let place = function.split_whitespace().last().unwrap_or_default();
+            file = place.rsplit_once(':').map_or(place, |(f, _)| f).to_string();
         } else if line.starts_with("  ") && !line.starts_with("   ") && !line.trim_start().starts_with('…') {
             file = line.trim().to_string();
         } else if line.trim_start().starts_with("rank ")
@@ -505,5 +605,25 @@ Most suspicious lines by ochiai, among 3 lines:
         );
         assert_eq!(e[1], ("ochiai".to_string(), vec![("src/b.rs".to_string(), 40)]));
         assert!(shown_entries("Most suspicious lines by x\n  f\n    rank 1  x | y\n").is_err());
+    }
+
+    #[test]
+    fn shown_entries_are_read_under_their_functions() {
+        let human = "\
+Most suspicious functions by stack-combined, top 2 of 2 functions:
+  #1  clamp_low  src/util.rs:1-3
+    rank     1      score  10.5138  ef   1 ep   0      2 | if x < 0 { 1 } else { x }
+      … 2 more of its lines are ranked, the next at rank 4
+  #2 =2  non_negative_sum  src/lib.rs:6-12
+    rank     2      score  10.3007  ef   1 ep   0      9 | sum += util::clamp_low(v);
+  #2 =2  (outside any function)  src/x.rs:40
+    rank     3      score  1.0  ef   1 ep   0      40 | static X: u8 = 1;
+";
+        let e = shown_entries(human).unwrap();
+        assert_eq!(e[0].0, "stack-combined");
+        assert_eq!(
+            e[0].1,
+            [("src/util.rs".into(), 2), ("src/lib.rs".into(), 9), ("src/x.rs".into(), 40)]
+        );
     }
 }

@@ -67,6 +67,35 @@ struct JsonRanking<'a> {
     cfg: Option<JsonCfg<'a>>,
     /// One entry per ambiguity group (a single line when nothing shares its coverage).
     units: Vec<JsonEntry<'a>>,
+    /// The same ranking read function by function (the default report's layout): every
+    /// function holding a ranked line, most suspicious first (each where its best line ranks).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    functions: Vec<JsonFunction<'a>>,
+}
+
+/// A function of a line ranking.
+#[derive(Serialize)]
+struct JsonFunction<'a> {
+    /// `null` for ranked lines outside every function (each its own item).
+    name: Option<&'a str>,
+    file: &'a str,
+    /// Its span, or the line outside every function.
+    line: u32,
+    end_line: u32,
+    /// Mid-rank among functions: functions whose best line ranks strictly higher, plus (tied
+    /// functions + 1) / 2.
+    rank: f64,
+    /// Functions sharing that rank.
+    tied: usize,
+    /// Its ranked lines, entry by entry in rank order: each entry's index in `units` and the
+    /// entry's lines in this function.
+    entries: Vec<JsonFunctionEntry>,
+}
+
+#[derive(Serialize)]
+struct JsonFunctionEntry {
+    unit: usize,
+    lines: Vec<u32>,
 }
 
 /// How CP's system was solved.
@@ -208,6 +237,7 @@ pub fn json<'a>(report: &'a Report, view: &View<'a>) -> String {
                 ht_order: r.ht.as_ref(),
                 cfg: r.cp.as_ref().map(JsonCfg::of),
                 units: r.entries.iter().map(|x| json_entry(spectra, view, x)).collect(),
+                functions: json_functions(spectra, view, r),
             })
             .collect(),
         mutation: view.mutation,
@@ -232,6 +262,43 @@ impl<'a> JsonTest<'a> {
             attempts: &t.attempts,
         }
     }
+}
+
+/// The functions of `r` when the report reads rankings function by function.
+fn json_functions<'a>(spectra: &'a Spectra, view: &View<'a>, r: &super::model::Ranking) -> Vec<JsonFunction<'a>> {
+    let Some((blocks, names)) = view.functions(r) else {
+        return Vec::new();
+    };
+    blocks
+        .iter()
+        .map(|b| {
+            let lead = &spectra.units[b.entries[0].1[0]];
+            let (name, file, line, end_line) = match b.function {
+                Some(f) => {
+                    let span = &spectra.functions[f as usize];
+                    let name = names.get(f as usize).map(String::as_str);
+                    (name, span.file.as_str(), span.start, span.end)
+                }
+                None => (None, lead.file.as_str(), lead.line, lead.line),
+            };
+            JsonFunction {
+                name,
+                file,
+                line,
+                end_line,
+                rank: b.rank,
+                tied: b.tied,
+                entries: b
+                    .entries
+                    .iter()
+                    .map(|(e, lines)| JsonFunctionEntry {
+                        unit: *e,
+                        lines: lines.iter().map(|&u| spectra.units[u].line).collect(),
+                    })
+                    .collect(),
+            }
+        })
+        .collect()
 }
 
 fn json_entry<'a>(spectra: &'a Spectra, view: &View<'a>, x: &Entry) -> JsonEntry<'a> {

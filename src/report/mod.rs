@@ -80,6 +80,7 @@ pub(crate) mod tests {
             top: 3,
             diff_base: None,
             function_names: None,
+            line_functions: None,
             mutation: None,
         }
     }
@@ -128,6 +129,7 @@ pub(crate) mod tests {
         let rankings = vec![rank(&a, find("ochiai").unwrap(), &Options::default())];
         let view = View {
             function_names: Some(&names),
+            line_functions: None,
             ..view()
         };
         let Rendered::Text(text) = rendered(Format::Human, &a, &rankings, &view) else {
@@ -156,6 +158,61 @@ pub(crate) mod tests {
             panic!("html is a page");
         };
         assert!(html.contains("a::f src/lib.rs:1-2, a::f::{closure} src/lib.rs:5"));
+    }
+
+    /// Functions first: the lines of the three-function matrix grouped under their functions,
+    /// the function holding the top line first, the order on screen the functions' order,
+    /// each line keeping its own rank; short, SARIF and JSON say the same.
+    #[test]
+    fn line_rankings_read_function_by_function() {
+        let (_, names) = three_functions();
+        let mut s = matrix(&["11101-", "00110+"]);
+        let span = |start, end| crate::spectra::FunctionSpan {
+            file: "src/lib.rs".into(),
+            start,
+            end,
+        };
+        s.set_functions(vec![span(1, 2), span(3, 4), span(5, 5)]);
+        let a = Analysis::new(&s, true);
+        let rankings = vec![rank(&a, find("ochiai").unwrap(), &Options::default())];
+        let view = View {
+            line_functions: Some(&names),
+            ..view()
+        };
+        let Rendered::Text(text) = rendered(Format::Human, &a, &rankings, &view) else {
+            panic!("human is text");
+        };
+        let text = console::strip_ansi_codes(&text);
+        // Lines 1, 2 and 5 run alike and only in the failing test: one entry, first, in two
+        // functions; line 3 (failing and passing) second; line 4 (passing only) is not ranked.
+        let a_f = text.find("  #1.5 =2  a::f  src/lib.rs:1-2").expect(&text);
+        let closure = text.find("  #1.5 =2  a::f::{closure}  src/lib.rs:5\n").expect(&text);
+        let b = text.find("  #3  b  src/lib.rs:3-4").expect(&text);
+        assert!(a_f < closure && closure < b, "{text}");
+        let shown = human::shown_entries(&text).unwrap();
+        assert_eq!(
+            shown[0].1,
+            [("src/lib.rs".into(), 1), ("src/lib.rs".into(), 5), ("src/lib.rs".into(), 3)]
+        );
+        assert!(text.contains("(#N: the function's rank"), "{text}");
+        let Rendered::Text(short) = rendered(Format::Short, &a, &rankings, &view) else {
+            panic!("short is text");
+        };
+        assert!(short.contains("src/lib.rs:5:1: warning: a::f::{closure} (function #1.5): ochiai rank 1 of 2"), "{short}");
+        assert!(short.contains("src/lib.rs:3:1: note: b (function #3): ochiai rank 2 of 2"), "{short}");
+        let Rendered::Text(json) = rendered(Format::Json, &a, &rankings, &view) else {
+            panic!("json is text");
+        };
+        let json: serde_json::Value = serde_json::from_str(&json).unwrap();
+        let functions = &json["rankings"][0]["functions"];
+        assert_eq!(functions[0]["name"], "a::f");
+        assert_eq!(functions[0]["entries"][0]["lines"], serde_json::json!([1, 2]));
+        assert_eq!(functions[2]["rank"], 3.0);
+        assert_eq!(functions[2]["entries"][0]["unit"], 1);
+        let Rendered::Text(sarif) = rendered(Format::Sarif, &a, &rankings, &view) else {
+            panic!("sarif is text");
+        };
+        assert!(sarif.contains("Suspicious line in b (function #3)"), "{sarif}");
     }
 
     /// An entry the measure could not score reads as such everywhere, not as a score of 0.

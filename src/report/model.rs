@@ -7,6 +7,7 @@
 use serde::Serialize;
 
 use crate::evidence::LineEvidence;
+pub use crate::rank::functions::FunctionBlock;
 use crate::measures::{Counts, Measure};
 use crate::spectra::Spectra;
 
@@ -23,6 +24,9 @@ pub struct Report<'a> {
     pub groups: Vec<Group>,
     /// One per measure, in the order asked.
     pub rankings: Vec<Ranking<'a>>,
+    /// The units are lines and the matrix knows their functions: each ranking is also read
+    /// function by function ([`Ranking::functions`]).
+    pub lines_in_functions: bool,
 }
 
 /// Units no test tells apart: one entry of a ranking.
@@ -68,6 +72,9 @@ pub struct Ranking<'a> {
     /// their own scores), each with the report's group it is part of; `None` when the entries
     /// are the report's groups.
     pub own_groups: Option<Vec<Group>>,
+    /// The entries read function by function (most suspicious function first, each with its
+    /// entries' indices); empty at function granularity and without function information.
+    pub functions: Vec<FunctionBlock>,
 }
 
 impl Ranking<'_> {

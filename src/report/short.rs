@@ -8,9 +8,9 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use super::disk::Disk;
-use super::model::{Entry, Ranking, Report};
+use super::model::{Ranking, Report};
 use super::text::fmt_score;
-use super::view::View;
+use super::view::{ShownLine, View};
 
 /// The short report: the top entries of each ranking, one line each, nothing else (no failing
 /// tests, no summary: a quickfix list wants locations).
@@ -19,29 +19,34 @@ pub fn short(report: &Report, view: &View, disk: &Disk) -> String {
     for r in &report.rankings {
         let total_f = r.entries.first().map_or(0.0, |x| x.counts.ef + x.counts.nf);
         let total_p = r.entries.first().map_or(0.0, |x| x.counts.ep + x.counts.np);
-        for x in r.entries.iter().take(view.top) {
+        for shown in view.shown(r) {
             // Imported units name no file: nothing an editor can jump to.
-            if report.spectra.units[x.lead()].name().is_none() {
-                short_entry(&mut out, report, r, x, (total_f, total_p), view, disk);
+            if report.spectra.units[shown.lead].name().is_none() {
+                short_entry(&mut out, report, r, &shown, (total_f, total_p), view, disk);
             }
         }
     }
     out
 }
 
-/// One entry at its lead line (at function granularity, its first function, named).
+/// One entry at the line it is shown at (at function granularity, its first function, named;
+/// functions first, its function named with its rank).
 fn short_entry(
     out: &mut String,
     report: &Report,
     r: &Ranking,
-    x: &Entry,
+    shown: &ShownLine,
     (total_f, total_p): (f64, f64),
     view: &View,
     disk: &Disk,
 ) {
     let spectra = report.spectra;
-    let unit = &spectra.units[x.lead()];
-    let name = view.function(spectra, x.lead()).map(|(name, _)| name);
+    let x = shown.entry;
+    let unit = &spectra.units[shown.lead];
+    let name = view
+        .function(spectra, x.lead())
+        .map(|(name, _)| name.to_string())
+        .or_else(|| shown.function_label());
     let column = disk
         .sources
         .line(&unit.file, unit.line)

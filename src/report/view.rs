@@ -4,7 +4,7 @@
 
 use serde::Serialize;
 
-use super::model::Ranking;
+use super::model::{Entry, Ranking};
 use super::text::{FileSpans, LineSpan, spans};
 use crate::analysis::Options;
 use crate::spectra::Spectra;
@@ -19,17 +19,63 @@ pub struct View<'a> {
     /// At `--granularity function`: each unit's function name (unit `u` is the spectra's
     /// function `u`, whose extent `Spectra::functions[u]` gives). `None` for lines.
     pub function_names: Option<&'a [String]>,
+    /// Line rankings are shown function by function (the default): the name of each of the
+    /// matrix's functions (`Spectra::functions`). `None` lists lines on their own.
+    pub line_functions: Option<&'a [String]>,
     /// `--mutate`'s results, when it ran.
     pub mutation: Option<&'a crate::mutate::Mutation>,
 }
 
-impl View<'_> {
+impl<'a> View<'a> {
     /// What a unit is, in the singular: "function" or "line".
     pub fn unit_noun(&self) -> &'static str {
         if self.function_names.is_some() {
             "function"
         } else {
             "line"
+        }
+    }
+
+    /// How `r` is shown: function by function (its functions, with their names), or entry by
+    /// entry.
+    pub fn functions<'r>(&self, r: &'r Ranking) -> Option<(&'r [crate::rank::functions::FunctionBlock], &'a [String])> {
+        let names = self.line_functions?;
+        (!r.functions.is_empty()).then_some((r.functions.as_slice(), names))
+    }
+
+    /// What a report shows of `r`, in order: functions first, the first lines of each of the
+    /// top functions (each entry at its first line in that function, with the function's name
+    /// and rank); otherwise the top entries at their lead units.
+    pub fn shown<'r>(&self, r: &'r Ranking) -> Vec<ShownLine<'r>>
+    where
+        'a: 'r,
+    {
+        match self.functions(r) {
+            Some((blocks, names)) => blocks
+                .iter()
+                .take(self.top)
+                .flat_map(|b| {
+                    let name = b.function.and_then(|f| names.get(f as usize)).map(String::as_str);
+                    b.entries
+                        .iter()
+                        .take(crate::rank::functions::LINES_SHOWN)
+                        .map(move |(e, lines)| ShownLine {
+                            entry: &r.entries[*e],
+                            lead: lines[0],
+                            function: Some((name, b.rank)),
+                        })
+                })
+                .collect(),
+            None => r
+                .entries
+                .iter()
+                .take(self.top)
+                .map(|x| ShownLine {
+                    entry: x,
+                    lead: x.lead(),
+                    function: None,
+                })
+                .collect(),
         }
     }
 
@@ -74,6 +120,31 @@ impl View<'_> {
     pub fn changed_in_top(&self, r: &Ranking) -> Option<usize> {
         self.diff_base?;
         Some(r.entries.iter().take(self.top).filter(|x| x.changed).count())
+    }
+}
+
+/// One suspect a report shows ([`View::shown`]).
+pub struct ShownLine<'r> {
+    pub entry: &'r Entry,
+    /// The unit it is shown at: the entry's lead, or its first line in the function.
+    pub lead: usize,
+    /// Functions first: its function's name (`None` outside every function) and rank.
+    pub function: Option<(Option<&'r str>, f64)>,
+}
+
+impl ShownLine<'_> {
+    /// `name (function #rank)`, functions first.
+    pub fn function_label(&self) -> Option<String> {
+        let (name, rank) = self.function?;
+        let rank = if rank.fract() == 0.0 {
+            format!("{rank:.0}")
+        } else {
+            format!("{rank:.1}")
+        };
+        Some(match name {
+            Some(n) => format!("{n} (function #{rank})"),
+            None => format!("outside any function (#{rank})"),
+        })
     }
 }
 

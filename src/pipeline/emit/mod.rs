@@ -78,6 +78,7 @@ fn emit_with(spectra: &Spectra, out: &ReportConfig, mutate: Option<(usize, &Muta
         spectra,
         lines,
         names: function_names,
+        line_functions,
     } = at_granularity(spectra, out, &mut converted)?;
     require_edges(spectra, &out.measures)?;
     let analyses = Analyses::prepared(spectra, lines, out.options.group, &out.measures, out.tie_break);
@@ -104,6 +105,7 @@ fn emit_with(spectra: &Spectra, out: &ReportConfig, mutate: Option<(usize, &Muta
         top: out.top,
         diff_base: out.diff_base.as_deref(),
         function_names: function_names.as_deref(),
+        line_functions: line_functions.as_deref(),
     };
     write_report(out, &report, &view)?;
     Ok(exit_code(whole, out, &report))

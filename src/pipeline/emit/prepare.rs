@@ -20,6 +20,9 @@ pub(in crate::pipeline) struct Prepared<'a> {
     pub lines: Option<&'a Spectra>,
     /// At function granularity, each unit's function name.
     pub names: Option<Vec<String>>,
+    /// When line rankings are read function by function (`functions_first`), the name of each
+    /// of the lines' functions.
+    pub line_functions: Option<Vec<String>>,
 }
 
 /// The matrix as the report options want it: without test code (unless `--include-test-code`) and
@@ -43,10 +46,13 @@ pub(in crate::pipeline) fn at_granularity<'a>(
         None => spectra,
     };
     if out.granularity != Granularity::Function {
+        let line_functions = (out.functions_first && !lines.functions.is_empty())
+            .then(|| names_of(lines, &lines.functions, &mut parsed));
         return Ok(Prepared {
             spectra: lines,
             lines: None,
             names: None,
+            line_functions,
         });
     }
     if lines.functions.is_empty() {
@@ -55,9 +61,19 @@ pub(in crate::pipeline) fn at_granularity<'a>(
         ));
     }
     let functions = function_slot.insert(lines.by_function());
-    let names = match &lines.facts {
+    Ok(Prepared {
+        names: Some(names_of(lines, &functions.functions, &mut parsed)),
+        spectra: functions,
+        lines: Some(lines),
+        line_functions: None,
+    })
+}
+
+/// The name of each of `functions` (of `lines`): the saved facts', or parsed from the sources
+/// for spectra saved without them.
+fn names_of(lines: &Spectra, functions: &[crate::spectra::FunctionSpan], parsed: &mut Parsed) -> Vec<String> {
+    match &lines.facts {
         Some(_) => functions
-            .functions
             .iter()
             .map(|f| {
                 lines
@@ -65,13 +81,8 @@ pub(in crate::pipeline) fn at_granularity<'a>(
                     .map_or_else(|| format!("<fn at line {}>", f.start), str::to_string)
             })
             .collect(),
-        None => parsed.function_names(&functions.functions),
-    };
-    Ok(Prepared {
-        names: Some(names),
-        spectra: functions,
-        lines: Some(lines),
-    })
+        None => parsed.function_names(functions),
+    }
 }
 
 /// Timed-out tests are left out of the ranking, with a warning naming them and how to rank
@@ -161,6 +172,7 @@ pub(in crate::pipeline) mod tests {
             only_changed: false,
             fail_on: None,
             granularity: Granularity::Line,
+            functions_first: false,
             order: Order::Score,
             tie_break: Default::default(),
             include_test_code: true,

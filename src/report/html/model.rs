@@ -74,6 +74,19 @@ pub(super) struct PageRanking {
     /// A measure whose groups are its own (CP's, split by its scores) carries them.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub groups: Option<Vec<PageGroup>>,
+    /// Functions first (the default): the ranking read function by function.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub functions: Option<Vec<PageFunction>>,
+}
+
+/// A function of a ranking read function by function: its heading and the entries shown
+/// under it.
+#[derive(Serialize)]
+pub(super) struct PageFunction {
+    /// `#rank name file:start-end`.
+    pub label: String,
+    /// Indices into the ranking's `entries`, in rank order (the first few).
+    pub entries: Vec<usize>,
 }
 
 #[derive(Serialize)]

@@ -56,7 +56,12 @@ function render() {
   $("formula").textContent = r.formula;
   $("scorehead").textContent = r.probability ? "probability" : "score";
   const groups = r.groups || D.groups;
-  const rows = r.entries.slice(0, 50).map((e) => {
+  // Functions first: each top function's heading, then its first entries; else the entries.
+  const shown = r.functions
+    ? r.functions.flatMap((f) => [{heading: f.label}, ...f.entries.map((i) => r.entries[i])])
+    : r.entries.slice(0, 50);
+  const rows = shown.map((e) => {
+    if (e.heading) return `<tr class="function"><td colspan="7">${esc(e.heading)}</td></tr>`;
     const g = groups[e.g];
     const f = firstLine(g);
     // "not the bug" refutes the shared group this entry is part of.

@@ -12,7 +12,8 @@ use std::path::Path;
 use md5::{Digest, Md5};
 
 use super::disk::{Disk, Sources};
-use super::model::{Entry, Ranking, Report};
+use super::model::{Ranking, Report};
+use super::view::ShownLine;
 use super::text::{fmt_score, test_label};
 use super::view::{Conventions, View};
 use crate::coverage::hex;
@@ -110,8 +111,8 @@ pub fn sarif<'a>(report: &Report, view: &'a View<'a>, disk: &Disk) -> String {
     };
     let mut results = Vec::new();
     for (rule_index, r) in report.rankings.iter().enumerate() {
-        for x in r.entries.iter().take(view.top) {
-            results.push(result(r, rule_index, x, &at, &disk.sources));
+        for shown in view.shown(r) {
+            results.push(result(r, rule_index, &shown, &at, &disk.sources));
         }
     }
     let log = Log {
@@ -233,18 +234,19 @@ struct Place<'a> {
     view: &'a View<'a>,
 }
 
-fn result(r: &Ranking, rule_index: usize, x: &Entry, at: &Place, sources: &Sources) -> SarifResult {
+fn result(r: &Ranking, rule_index: usize, shown: &ShownLine, at: &Place, sources: &Sources) -> SarifResult {
+    let x = shown.entry;
     let group = x.in_code_order();
     let m = r.measure;
     let c = x.counts;
-    let (location, alike) = locations(x, at);
+    let (location, alike) = locations(shown, at);
     let mut related_locations = at.related.to_vec();
     related_locations.extend(alike);
     SarifResult {
         rule_id: rule_id(m.name),
         rule_index,
         level: if x.rank <= 1.0 { "warning" } else { "note" },
-        message: Message::text(message(r, x, at)),
+        message: Message::text(message(r, shown, at)),
         locations: vec![location],
         related_locations,
         code_flows: code_flows(at.spectra, &group, at.prefix),
@@ -271,14 +273,16 @@ fn result(r: &Ranking, rule_index: usize, x: &Entry, at: &Place, sources: &Sourc
 }
 
 /// A result's message: what is suspicious, by which measure, how much, and what sets it apart.
-fn message(r: &Ranking, x: &Entry, at: &Place) -> String {
+fn message(r: &Ranking, shown: &ShownLine, at: &Place) -> String {
+    let x = shown.entry;
     let m = r.measure;
     let c = x.counts;
     let what = if m.is_probability() { "probability" } else { "score" };
     let noun = at.view.unit_noun();
-    let subject = match at.view.function(at.spectra, x.first()) {
-        Some((name, _)) => format!("Suspicious function {name}"),
-        None => "Suspicious line".to_string(),
+    let subject = match (at.view.function(at.spectra, x.first()), shown.function_label()) {
+        (Some((name, _)), _) => format!("Suspicious function {name}"),
+        (None, Some(function)) => format!("Suspicious line in {function}"),
+        (None, None) => "Suspicious line".to_string(),
     };
     let mut text = format!(
         "{subject}: {} {what} {} (rank {} of {}). Run by {} of {} failing tests and {} of {} passing tests.",
@@ -364,9 +368,9 @@ fn fingerprint(spectra: &Spectra, m: &Measure, group: &[usize], sources: &Source
 /// The entry's location (its lead line, the one the other reports lead with; at function
 /// granularity its first function; or an imported unit's name) and the rest of its spans as
 /// related locations, numbered after the failing tests.
-fn locations(x: &Entry, at: &Place) -> (Location, Vec<Location>) {
+fn locations(shown: &ShownLine, at: &Place) -> (Location, Vec<Location>) {
     let spectra = at.spectra;
-    let lead = x.lead();
+    let (x, lead) = (shown.entry, shown.lead);
     let first = &spectra.units[lead];
     if let Some(name) = first.name() {
         let location = Location {
@@ -400,7 +404,9 @@ fn locations(x: &Entry, at: &Place) -> (Location, Vec<Location>) {
         logical_locations: at
             .view
             .function(spectra, lead)
-            .map(|(name, _)| LogicalLocation {
+            .map(|(name, _)| name)
+            .or_else(|| shown.function.and_then(|(name, _)| name))
+            .map(|name| LogicalLocation {
                 fully_qualified_name: name.to_string(),
                 kind: Some("function"),
             })
@@ -426,6 +432,7 @@ mod tests {
             top: 10,
             diff_base: None,
             function_names,
+            line_functions: None,
             mutation: None,
         }
     }
@@ -447,7 +454,7 @@ mod tests {
             view: &view,
         };
         let sources = Sources::default();
-        let got = serde_json::to_value(result(r, 0, &r.entries[0], &at, &sources)).unwrap();
+        let got = serde_json::to_value(result(r, 0, &at.view.shown(r)[0], &at, &sources)).unwrap();
         assert!(
             got["message"]["text"]
                 .as_str()
@@ -482,7 +489,7 @@ mod tests {
             view: &view,
         };
         let sources = Sources::default();
-        let got = result(r, 0, &r.entries[0], &at, &sources);
+        let got = result(r, 0, &at.view.shown(r)[0], &at, &sources);
         let fingerprint = fingerprint(&s, r.measure, &a.groups[0].units, &sources);
         let file = |start: u32, end: u32| {
             serde_json::json!({

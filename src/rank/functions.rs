@@ -1,0 +1,159 @@
+//! A line ranking read function by function, as developers read suspects (Kochhar, Xia, Lo
+//! and Li, "Practitioners' expectations on automated fault localization", ISSTA 2016: method
+//! level is the granularity most prefer, and few look past the first five suspects).
+//!
+//! Functions come in the order a reader of the line ranking first meets them (a function
+//! ranks where its best line ranks, as `--granularity function` ranks them), each with the
+//! entries that hold its lines, in rank order. The *reading order* is what a person following
+//! the functions-first report reads: the lines of each function's first [`LINES_SHOWN`]
+//! entries, function after function, then every ranked line not shown yet in rank order.
+
+/// Entries shown under each function in the functions-first report.
+pub const LINES_SHOWN: usize = 3;
+
+/// One function of a line ranking, or a ranked line outside every function.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FunctionBlock {
+    /// Index into `Spectra::functions`; `None` for an entry whose lines are in no function.
+    pub function: Option<u32>,
+    /// 1-based mid-rank among functions: functions whose best entry ranks strictly higher,
+    /// plus (functions whose best entry shares its rank + 1) / 2.
+    pub rank: f64,
+    /// Functions sharing this rank (1 when not tied).
+    pub tied: usize,
+    /// The entries holding its lines, in rank order: the entry's index and its lines in this
+    /// function (in the entry's own order).
+    pub entries: Vec<(usize, Vec<usize>)>,
+}
+
+/// The functions of a line ranking. `entries`: each entry's rank and lines (lead first), in
+/// rank order; `unit_function`: each line's function.
+pub fn by_function(entries: &[(f64, &[usize])], unit_function: &[Option<u32>]) -> Vec<FunctionBlock> {
+    let mut blocks: Vec<FunctionBlock> = Vec::new();
+    // Per function, its block; blocks of function-less entries are never joined.
+    let mut block_of: std::collections::HashMap<u32, usize> = std::collections::HashMap::new();
+    // Per block, the rank of its best entry.
+    let mut best: Vec<f64> = Vec::new();
+    for (e, (rank, lines)) in entries.iter().enumerate() {
+        let mut here: Vec<(Option<u32>, Vec<usize>)> = Vec::new();
+        for &u in *lines {
+            let f = unit_function.get(u).copied().flatten();
+            match here.iter_mut().find(|(g, _)| g.is_some() && *g == f) {
+                Some((_, us)) => us.push(u),
+                None => here.push((f, vec![u])),
+            }
+        }
+        for (f, us) in here {
+            let b = match f.and_then(|f| block_of.get(&f).copied()) {
+                Some(b) => b,
+                None => {
+                    blocks.push(FunctionBlock {
+                        function: f,
+                        rank: 0.0,
+                        tied: 1,
+                        entries: Vec::new(),
+                    });
+                    best.push(*rank);
+                    if let Some(f) = f {
+                        block_of.insert(f, blocks.len() - 1);
+                    }
+                    blocks.len() - 1
+                }
+            };
+            blocks[b].entries.push((e, us));
+        }
+    }
+    // Blocks are in the order of their best entry, so equal best ranks are adjacent.
+    let mut i = 0;
+    while i < blocks.len() {
+        let j = (i..blocks.len()).find(|&j| best[j] != best[i]).unwrap_or(blocks.len());
+        let tied = j - i;
+        for b in &mut blocks[i..j] {
+            b.rank = i as f64 + (tied as f64 + 1.0) / 2.0;
+            b.tied = tied;
+        }
+        i = j;
+    }
+    blocks
+}
+
+/// The lines in the order a reader of the functions-first report reads them: each block's
+/// first `shown` entries' lines, block after block, then the ranked lines not read yet in
+/// rank order (`entries` as for [`by_function`]). Each line once.
+pub fn reading_order(blocks: &[FunctionBlock], entries: &[(f64, &[usize])], shown: usize) -> Vec<usize> {
+    let mut seen = std::collections::HashSet::new();
+    let mut order = Vec::new();
+    let shown_lines = blocks
+        .iter()
+        .flat_map(|b| b.entries.iter().take(shown).flat_map(|(_, us)| us.iter().copied()));
+    let rest = entries.iter().flat_map(|(_, lines)| lines.iter().copied());
+    for u in shown_lines.chain(rest) {
+        if seen.insert(u) {
+            order.push(u);
+        }
+    }
+    order
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Lines 0-2 in function 0, 3-5 in function 1, 6 outside every function. Ranking: entry 0
+    /// = [4], entry 1 = [0, 5] (alike across two functions), entry 2 = [1] and entry 3 = [6]
+    /// tied at 3.5, entry 4 = [2, 3].
+    fn sample() -> (Vec<(f64, Vec<usize>)>, Vec<Option<u32>>) {
+        let entries = vec![
+            (1.0, vec![4]),
+            (2.0, vec![0, 5]),
+            (3.5, vec![1]),
+            (3.5, vec![6]),
+            (5.0, vec![2, 3]),
+        ];
+        let functions = vec![Some(0), Some(0), Some(0), Some(1), Some(1), Some(1), None];
+        (entries, functions)
+    }
+
+    fn borrowed(e: &[(f64, Vec<usize>)]) -> Vec<(f64, &[usize])> {
+        e.iter().map(|(r, l)| (*r, l.as_slice())).collect()
+    }
+
+    #[test]
+    fn functions_come_in_the_order_their_best_lines_rank_with_their_entries() {
+        let (e, f) = sample();
+        let blocks = by_function(&borrowed(&e), &f);
+        let shape: Vec<(Option<u32>, f64, usize, Vec<(usize, Vec<usize>)>)> = blocks
+            .into_iter()
+            .map(|b| (b.function, b.rank, b.tied, b.entries))
+            .collect();
+        assert_eq!(
+            shape,
+            [
+                (Some(1), 1.0, 1, vec![(0, vec![4]), (1, vec![5]), (4, vec![3])]),
+                (Some(0), 2.0, 1, vec![(1, vec![0]), (2, vec![1]), (4, vec![2])]),
+                (None, 3.0, 1, vec![(3, vec![6])]),
+            ]
+        );
+    }
+
+    #[test]
+    fn functions_whose_best_entries_tie_share_a_mid_rank() {
+        // Two entries tied first, each in its own function; a third function below.
+        let e = [(1.5, vec![0]), (1.5, vec![3]), (3.0, vec![6])];
+        let f = [Some(0), None, None, Some(1), None, None, Some(2)];
+        let blocks = by_function(&borrowed(&e), &f);
+        let ranks: Vec<(f64, usize)> = blocks.iter().map(|b| (b.rank, b.tied)).collect();
+        assert_eq!(ranks, [(1.5, 2), (1.5, 2), (3.0, 1)]);
+    }
+
+    #[test]
+    fn the_reader_reads_each_functions_first_lines_then_the_rest_in_rank_order() {
+        let (e, f) = sample();
+        let e = borrowed(&e);
+        let blocks = by_function(&e, &f);
+        assert_eq!(reading_order(&blocks, &e, 3), [4, 5, 3, 0, 1, 2, 6]);
+        // One entry per function: function 1's line 4, function 0's lines 0, then 6; the
+        // rest in rank order (5 of entry 1, 1, 2 and 3 of entry 4).
+        assert_eq!(reading_order(&blocks, &e, 1), [4, 0, 6, 5, 1, 2, 3]);
+    }
+}
