@@ -335,12 +335,26 @@ fn by_function(
             let more: usize = b.entries[LINES_SHOWN..].iter().map(|(_, l)| l.len()).sum();
             let _ = writeln!(
                 out,
-                "      … {} more of its {} ranked, the next at rank {}",
+                "      … {} more of its lines {} ranked, the next at rank {}",
                 more,
-                if more == 1 { "line is" } else { "lines are" },
+                if more == 1 { "is" } else { "are" },
                 fmt_rank(r.entries[*next].rank)
             );
         }
+    }
+    if let Some(rev) = view.diff_base {
+        let mut entries: Vec<usize> = shown
+            .iter()
+            .flat_map(|b| b.entries.iter().take(LINES_SHOWN).map(|(e, _)| *e))
+            .collect();
+        entries.sort_unstable();
+        entries.dedup();
+        let k = entries.iter().filter(|&&e| r.entries[e].changed).count();
+        let _ = writeln!(
+            out,
+            "  {k} of these {} touch lines changed since {rev}",
+            crate::ui::counted(entries.len(), "entry", "entries")
+        );
     }
     if let Some(last) = shown.last() {
         let more_tied = blocks[shown.len()..].iter().filter(|b| b.rank == last.rank).count();

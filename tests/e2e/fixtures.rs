@@ -212,12 +212,12 @@ fn reports_lead_alike(dir: &std::path::Path, report: &Value) -> Result {
             .unwrap()
             .iter()
             .filter(|r| r["ruleId"] == rule.as_str());
-        for (result, entry) in results.zip(ranking["units"].as_array().unwrap()) {
+        for (result, (file, line)) in results.zip(crate::support::shown_in_json(ranking)) {
             let at = &result["locations"][0]["physicalLocation"];
             let uri = at["artifactLocation"]["uri"].as_str().unwrap_or_default();
             check(
-                uri.ends_with(entry["file"].as_str().unwrap_or("?")) && at["region"]["startLine"] == entry["line"],
-                || format!("{rule}: SARIF points at {at}, the JSON entry leads with {entry}"),
+                uri.ends_with(&file) && at["region"]["startLine"] == line,
+                || format!("{rule}: SARIF points at {at}, the JSON report shows {file}:{line}"),
             )?;
         }
     }

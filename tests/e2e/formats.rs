@@ -96,8 +96,8 @@ fn snapshots() -> Result {
     Ok(())
 }
 
-/// Every `--format short` line is `file:line:column: severity: message`, in the order of the
-/// JSON report's entries, each at the line the JSON report leads that entry with.
+/// Every `--format short` line is `file:line:column: severity: message`, in the order the JSON
+/// report's functions show their entries, each at the line the JSON report shows it at.
 fn short_lines_lead_as_json(short: &str, dir: &std::path::Path) -> Result {
     let json = sfl(&["report", "--format", "json", "-m", "ochiai", "-m", "naish2"], dir);
     let report: serde_json::Value = serde_json::from_slice(&json.stdout)?;
@@ -107,13 +107,18 @@ fn short_lines_lead_as_json(short: &str, dir: &std::path::Path) -> Result {
         .iter()
         .flat_map(|r| {
             let measure = r["measure"].as_str().unwrap().to_string();
-            r["units"].as_array().unwrap().iter().take(10).map(move |u| {
-                (
-                    u["file"].as_str().unwrap().to_string(),
-                    u["line"].as_u64().unwrap(),
-                    measure.clone(),
-                )
-            })
+            // The lines under the top 5 functions, three entries each.
+            let top: usize = r["functions"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .take(5)
+                .map(|f| f["entries"].as_array().unwrap().len().min(3))
+                .sum();
+            crate::support::shown_in_json(r)
+                .into_iter()
+                .take(top)
+                .map(move |(file, line)| (file, u64::from(line), measure.clone()))
         })
         .collect();
     let lines: Vec<&str> = short.lines().collect();
@@ -128,7 +133,7 @@ fn short_lines_lead_as_json(short: &str, dir: &std::path::Path) -> Result {
                 && l.and_then(|l| l.parse::<u64>().ok()) == Some(*n)
                 && c.is_some_and(|c| c.parse::<u32>().is_ok_and(|c| c >= 1))
                 && matches!(severity, Some(" warning" | " note"))
-                && message.is_some_and(|m| m.starts_with(&format!(" {measure} rank "))),
+                && message.is_some_and(|m| m.contains(" (function #") && m.contains(&format!(": {measure} rank "))),
             || format!("{line:?} is not {file}:{n} under {measure}"),
         )?;
     }
@@ -400,7 +405,7 @@ fn html_report_in_a_browser() -> Result {
         format!("cl rows {rows:?}")
     })?;
 
-    browser.click("#ranking tbody tr:first-child button.refute")?;
+    browser.click("#ranking tbody button.refute")?;
     let rows = ranking_rows(&browser)?;
     check(rows.first().is_some_and(|r| label_holds(r, clu_second)), || {
         format!("after 'not the bug': {rows:?}, cl-u's second pick is line {clu_second}")
