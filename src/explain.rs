@@ -139,6 +139,10 @@ pub struct Explanation {
     /// largest part first.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub combined: Vec<Contribution>,
+    /// The line changed since the workspace's last green run, and these tests, which passed
+    /// then and fail now, run it.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub changed_since_passed: Vec<String>,
 }
 
 /// Explains `file:line` of `report` (the matrix as reports rank it: test code left out, the
@@ -159,6 +163,11 @@ pub fn explain(
         return out;
     };
     out.tests = tests(ranked, u);
+    if let Some(since) = &report.since_passed
+        && let Some((_, tests)) = since.lines.iter().find(|(v, _)| *v == u)
+    {
+        out.changed_since_passed = tests.iter().map(|&t| test_label(&ranked.tests[t])).collect();
+    }
     (out.ef, out.ep) = (out.tests.failing_ran.len(), out.tests.passing_ran.len());
     (out.nf, out.np) = (out.tests.failing_not.len(), out.tests.passing_not.len());
     out.frames = frames(ranked, file, line);
@@ -206,6 +215,7 @@ impl Explanation {
             evidence: None,
             separation: None,
             combined: Vec::new(),
+            changed_since_passed: Vec::new(),
         }
     }
 }
@@ -404,6 +414,14 @@ pub fn human(e: &Explanation) -> String {
         }
     }
     entry_and_scores(&mut out, e);
+    if !e.changed_since_passed.is_empty() {
+        let _ = writeln!(
+            out,
+            "  changed since the last green run, and run by {} that passed then and fail now: {}",
+            crate::ui::counted(e.changed_since_passed.len(), "test", "tests"),
+            shorten(&e.changed_since_passed)
+        );
+    }
     tests_and_frames(&mut out, e);
     within_entry(&mut out, e);
     if let Some(sep) = &e.separation {

@@ -3,7 +3,7 @@
 //! reading order, its own groups and CP's solution. The one place the reports' data is read
 //! from an [`Analysis`].
 
-use super::model::{Contribution, CpInfo, Entry, Group, Ranking, Report, Summary};
+use super::model::{Contribution, CpInfo, Entry, Group, Ranking, Report, SincePassed, Summary};
 use crate::analysis::Analysis;
 use crate::cp::CpVariant;
 use crate::spectra::Outcome;
@@ -19,7 +19,19 @@ impl<'a> Report<'a> {
             groups: groups(base, None),
             rankings: Vec::new(),
             lines_in_functions: base.by_line().is_none() && !base.spectra.functions.is_empty(),
+            since_passed: None,
         }
+    }
+
+    /// With what changed since the workspace's last green run (`since`, saved with the whole
+    /// matrix) for the tests failing since, in this report's lines (none at function
+    /// granularity).
+    pub fn with_since_green(mut self, since: Option<&crate::spectra::SinceGreen>) -> Self {
+        if !self.lines_in_functions && !self.spectra.functions.is_empty() {
+            return self;
+        }
+        self.since_passed = since.and_then(|since| since_passed(self.spectra, since));
+        self
     }
 
     /// Adds `r`, in its final order (with CP's solution when `r` is CP's).
@@ -91,6 +103,41 @@ fn groups(a: &Analysis, base_of: Option<&[Option<usize>]>) -> Vec<Group> {
             }
         })
         .collect()
+}
+
+/// The lines of `s` changed since the last green run that the tests failing since run.
+fn since_passed(s: &crate::spectra::Spectra, since: &crate::spectra::SinceGreen) -> Option<SincePassed> {
+    let ids: std::collections::HashSet<&str> = since.tests.iter().map(String::as_str).collect();
+    let tests: Vec<usize> = s
+        .tests
+        .iter()
+        .enumerate()
+        .filter(|(_, t)| t.outcome.is_failing() && ids.contains(format!("{} {}", t.binary, t.name).as_str()))
+        .map(|(i, _)| i)
+        .collect();
+    if tests.is_empty() {
+        return None;
+    }
+    let lines = s
+        .units
+        .iter()
+        .enumerate()
+        .filter(|(_, unit)| {
+            since
+                .lines
+                .get(&unit.file)
+                .is_some_and(|changed| changed.binary_search(&unit.line).is_ok())
+        })
+        .filter_map(|(u, _)| {
+            let ran: Vec<usize> = tests.iter().copied().filter(|&t| s.coverage[u].contains(t)).collect();
+            (!ran.is_empty()).then_some((u, ran))
+        })
+        .collect();
+    Some(SincePassed {
+        taken: since.taken,
+        tests,
+        lines,
+    })
 }
 
 /// The counts of `a`'s matrix and entries.

@@ -22,10 +22,49 @@ struct JsonReport<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     diff_base: Option<&'a str>,
     tests: Vec<JsonTest<'a>>,
+    /// Failing tests that passed in the workspace's last green run, and the lines changed
+    /// since that they run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    changed_since_passed: Option<JsonSincePassed<'a>>,
     rankings: Vec<JsonRanking<'a>>,
     /// With --mutate: each mutated line's score, each viable mutant's kills, and the cost.
     #[serde(skip_serializing_if = "Option::is_none")]
     mutation: Option<&'a crate::mutate::Mutation>,
+}
+
+#[derive(Serialize)]
+struct JsonSincePassed<'a> {
+    /// When the last green run started, in seconds since the Unix epoch.
+    green_run_started: u64,
+    tests: Vec<String>,
+    lines: Vec<JsonChangedLine<'a>>,
+}
+
+#[derive(Serialize)]
+struct JsonChangedLine<'a> {
+    file: &'a str,
+    line: u32,
+    /// Those of the tests that run it.
+    tests: Vec<String>,
+}
+
+impl<'a> JsonSincePassed<'a> {
+    fn of(spectra: &'a Spectra, since: &super::model::SincePassed) -> Self {
+        let label = |t: &usize| test_label(&spectra.tests[*t]);
+        JsonSincePassed {
+            green_run_started: since.taken,
+            tests: since.tests.iter().map(label).collect(),
+            lines: since
+                .lines
+                .iter()
+                .map(|(u, tests)| JsonChangedLine {
+                    file: &spectra.units[*u].file,
+                    line: spectra.units[*u].line,
+                    tests: tests.iter().map(label).collect(),
+                })
+                .collect(),
+        }
+    }
 }
 
 #[derive(Serialize)]
@@ -227,6 +266,7 @@ pub fn json<'a>(report: &'a Report, view: &View<'a>) -> String {
         conventions: Conventions::of(&view.opts),
         diff_base: view.diff_base,
         tests: spectra.tests.iter().map(JsonTest::of).collect(),
+        changed_since_passed: report.since_passed.as_ref().map(|s| JsonSincePassed::of(spectra, s)),
         rankings: report
             .rankings
             .iter()

@@ -27,6 +27,22 @@ pub struct Report<'a> {
     /// The units are lines and the matrix knows their functions: each ranking is also read
     /// function by function ([`Ranking::functions`]).
     pub lines_in_functions: bool,
+    /// Failing tests that passed in the workspace's last green run, and the lines changed
+    /// since that they run (at line granularity).
+    pub since_passed: Option<SincePassed>,
+}
+
+/// What changed since failing tests last passed ([`crate::spectra::SinceGreen`]), in the
+/// report's units.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SincePassed {
+    /// When the last green run started, in seconds since the Unix epoch.
+    pub taken: u64,
+    /// The tests (indices) that passed then and fail now.
+    pub tests: Vec<usize>,
+    /// The changed lines some of those tests run (unit indices, in unit order), each with the
+    /// tests that run it.
+    pub lines: Vec<(usize, Vec<usize>)>,
 }
 
 /// Units no test tells apart: one entry of a ranking.

@@ -1,10 +1,10 @@
 //! Locating an edit: a line diff of a source file's line hashes, the functions it touches, and
 //! where every unchanged line went.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 
-use crate::spectra::FunctionSpan;
+use crate::spectra::{FunctionSpan, Snapshot};
 
 /// The spans of `functions`, by file.
 pub(super) fn spans_by_file(functions: &[FunctionSpan]) -> HashMap<&str, Vec<&FunctionSpan>> {
@@ -68,6 +68,41 @@ pub(super) fn locate<'f>(
     touched.sort();
     touched.dedup();
     Ok((lines, touched))
+}
+
+/// The lines of each Rust source of `new` changed since `old` (1-based, in the new file):
+/// replaced and inserted lines, and for a deletion the lines on either side of it (where the
+/// missing code was); every line of a source `old` did not have. Files whose line hashes are
+/// equal are left out.
+pub fn changed_lines(old: &Snapshot, new: &Snapshot) -> BTreeMap<String, Vec<u32>> {
+    use similar::{Algorithm, DiffOp, capture_diff_slices};
+    let mut out = BTreeMap::new();
+    for (file, state) in &new.files {
+        let Some(now) = state.line_hashes() else { continue };
+        let then = old.files.get(file).and_then(|s| s.line_hashes()).unwrap_or_default();
+        if then == now {
+            continue;
+        }
+        let mut lines: Vec<u32> = Vec::new();
+        for op in capture_diff_slices(Algorithm::Myers, &then, &now) {
+            match op {
+                DiffOp::Equal { .. } => {}
+                DiffOp::Insert { new_index, new_len, .. } | DiffOp::Replace { new_index, new_len, .. } => {
+                    lines.extend((new_index + 1..=new_index + new_len).map(|l| l as u32));
+                }
+                DiffOp::Delete { new_index, .. } => {
+                    // The new lines new_index and new_index + 1 (1-based) enclose the deletion.
+                    lines.extend([new_index, new_index + 1].into_iter().filter(|&l| l >= 1 && l <= now.len()).map(|l| l as u32));
+                }
+            }
+        }
+        lines.sort_unstable();
+        lines.dedup();
+        if !lines.is_empty() {
+            out.insert(file.clone(), lines);
+        }
+    }
+    out
 }
 
 /// Whether the changed function `f` is a `const fn` now: its first line (where the last

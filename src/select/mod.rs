@@ -34,6 +34,7 @@ pub mod volatile;
 
 pub use binary::BinaryKey;
 pub use choose::{Choice, choose};
+pub use locate::changed_lines;
 pub use differences::differences;
 pub use narrow::Narrowed;
 pub use reuse::{BlockRef, Known, Reuse, Row};
@@ -64,6 +65,22 @@ mod tests {
         let refs: Vec<&FunctionSpan> = spans.iter().collect();
         locate(&line_hashes(OLD.as_bytes()), &line_hashes(new.as_bytes()), &refs)
             .map(|(lines, touched)| (lines, touched.into_iter().cloned().collect()))
+    }
+
+    /// Changed, added and deleted lines in today's coordinates; a new file whole; an
+    /// unchanged file and other files left out.
+    #[test]
+    fn changed_lines_are_todays_lines_an_edit_wrote_or_enclosed() {
+        let old = snapshot(OLD);
+        // Line 3 changed, a line added after 7; line 1 deleted.
+        let now = "fn a() {\n    9\n}\n\nfn b() {\n    2\n    3\n}\n";
+        let mut new = snapshot(now);
+        new.files.insert("src/new.rs".into(), FileState::lines(b"fn c() {}\n"));
+        let changed = changed_lines(&old, &new);
+        assert_eq!(changed["src/lib.rs"], [1, 2, 7]);
+        assert_eq!(changed["src/new.rs"], [1]);
+        assert_eq!(changed.len(), 2, "{changed:?}");
+        assert!(changed_lines(&old, &snapshot(OLD)).is_empty());
     }
 
     #[test]

@@ -54,6 +54,7 @@ pub fn look(files: BTreeMap<String, FileState>, cfg: &RunConfig, rustc: &str) ->
         context,
         files,
         build_env: Vec::new(),
+        since_green: None,
     }
 }
 

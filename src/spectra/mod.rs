@@ -21,7 +21,7 @@ pub use facts::{SourceFacts, file_digest, sources_digest};
 pub use file::EdgeProfiles;
 pub use matrix::{Attempt, BuildInfo, Frame, Outcome, Spectra, TestRecord, test_order};
 pub use schema::{SCHEMA, SCHEMA_V1, SCHEMA_V2};
-pub use snapshot::{FileState, Snapshot, line_hashes};
+pub use snapshot::{FileState, SinceGreen, Snapshot, line_hashes};
 pub use sources::Hidden;
 pub use unit::{FunctionSpan, Unit, UnitId};
 

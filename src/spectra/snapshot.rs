@@ -24,6 +24,24 @@ pub struct Snapshot {
     /// `rerun-if-env-changed`), read after it: a change of one re-runs every test.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub build_env: Vec<String>,
+    /// When tests fail that passed in the workspace's last green run (every test passed): what
+    /// changed since ([`SinceGreen`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub since_green: Option<SinceGreen>,
+}
+
+/// What changed since the workspace's last green run, for the tests that passed then and fail
+/// now: the prime suspects are the changed lines those tests run.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SinceGreen {
+    /// When the green run started, in seconds since the Unix epoch.
+    pub taken: u64,
+    /// The tests (`binary name`) that passed then and fail now.
+    pub tests: Vec<String>,
+    /// Per Rust source (relative to the workspace root), the lines (1-based, in today's file)
+    /// changed or added since, and for a deletion the lines on either side of it.
+    pub lines: BTreeMap<String, Vec<u32>>,
 }
 
 /// One file of a [`Snapshot`].

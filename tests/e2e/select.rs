@@ -40,7 +40,62 @@ pub fn trials() -> Vec<Trial> {
             "select::a_change_of_the_environment_reruns_the_tests_that_read_it",
             a_change_of_the_environment,
         ),
+        Trial::test(
+            "select::what_changed_since_the_failing_tests_last_passed",
+            changed_since_last_passed,
+        ),
     ]
+}
+
+/// A green run of minmax (the fault fixed), then the fault put back: the tests that fail
+/// now passed then, and the line the edit changed is shown as changed since they last passed,
+/// in the human and JSON reports and by `explain`, also when the saved spectra are reported
+/// again; a second failing run keeps the green run to compare with.
+fn changed_since_last_passed() -> Result {
+    let tmp = copy_fixture("minmax");
+    let dir = tmp.path();
+    let (fault, fixed) = ("most = in2; // FAULT", "least = in2; // FIXED");
+    edit(dir, fault, fixed)?;
+    // Exit code 3: no test failed.
+    let green = sfl(&[], dir);
+    check(green.status.code() == Some(3), || show(&green))?;
+    edit(dir, fixed, fault)?;
+    let run = sfl(&["--color", "never"], dir);
+    check(run.status.code() == Some(0), || show(&run))?;
+    let human = String::from_utf8_lossy(&run.stdout);
+    check(
+        human.contains("Changed since these tests last passed (3 failing tests, in the last green run")
+            && human.contains("1 changed line they run")
+            && human.contains("  src/lib.rs:16  rank 1 by stack-combined, run by 3 of 3  | most = in2;"),
+        || show(&run),
+    )?;
+    for _ in 0..2 {
+        let json = sfl(&["report", "--format", "json"], dir);
+        let v: serde_json::Value = serde_json::from_slice(&json.stdout)?;
+        let since = &v["changed_since_passed"];
+        check(
+            since["lines"].as_array().map(Vec::len) == Some(1)
+                && since["lines"][0]["line"] == 16
+                && since["tests"].as_array().map(Vec::len) == Some(3),
+            || format!("{since:#}"),
+        )?;
+        let explain = sfl(&["explain", "src/lib.rs:16"], dir);
+        let text = String::from_utf8_lossy(&explain.stdout);
+        check(
+            text.contains("changed since the last green run, and run by 3 tests that passed then and fail now"),
+            || show(&explain),
+        )?;
+        // A line the edit did not touch says nothing of it.
+        let other = sfl(&["explain", "src/lib.rs:15"], dir);
+        check(!String::from_utf8_lossy(&other.stdout).contains("green run"), || show(&other))?;
+        // Another run with the fault still there compares with the same green run.
+        let again = sfl(&["--color", "never"], dir);
+        check(
+            String::from_utf8_lossy(&again.stdout).contains("Changed since these tests last passed"),
+            || show(&again),
+        )?;
+    }
+    Ok(())
 }
 
 /// The "Selected N of M" line's N and M, if the run has one.

@@ -69,7 +69,7 @@ pub fn collect(cfg: &RunConfig) -> anyhow::Result<Collected> {
     // run again (an untested binary's lines are units of a full run all the same).
     let units = units(coverage, reuse.map(Reuse::known_now));
     let mut spectra = assemble::assemble(&ws.root, units, outcomes, recorded, edges);
-    describe(&mut spectra, &ws.root, snapshot, rustc, sources, exec);
+    describe(&mut spectra, &ws, snapshot, rustc, sources, exec);
     let spectra = Arc::new(spectra);
     let to = SaveTo::new(&ws, exec, scratch.clone());
     let saving = Saving::start(Arc::clone(&spectra), to, kept, journal, lock);
@@ -199,16 +199,19 @@ fn units(coverage: LineDecoder, known: Option<Known>) -> SortedUnits {
     }
 }
 
-/// Gives the spectra what they were built from (`snapshot`, the toolchain `rustc`), the facts
-/// read from the sources, and the partition.
+/// Gives the spectra what they were built from (`snapshot`, with what changed since the last
+/// green run for the tests that fail now; the toolchain `rustc`), the facts read from the
+/// sources, and the partition.
 fn describe(
     spectra: &mut Spectra,
-    root: &Path,
-    snapshot: Snapshot,
+    ws: &Workspace,
+    mut snapshot: Snapshot,
     rustc: String,
     sources: Prefetch,
     exec: &Execution,
 ) {
+    let root = ws.root.as_path();
+    snapshot.since_green = reuse::since_green(ws, spectra, &snapshot);
     spectra.snapshot = Some(snapshot);
     let mut parsed = Parsed::new(root);
     parsed.absorb(sources);

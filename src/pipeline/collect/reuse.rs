@@ -12,7 +12,7 @@ use crate::edges::{Collector, Edge};
 use crate::error::DecodeError;
 use crate::run::Job;
 use crate::select::{BinaryKey, BlockRef, Choice, Reuse, Row, UnknownFunction};
-use crate::spectra::{EdgeProfiles, Outcome, Snapshot, Spectra, SpectraError, TestRecord};
+use crate::spectra::{EdgeProfiles, Outcome, SinceGreen, Snapshot, Spectra, SpectraError, TestRecord};
 use crate::ui;
 use crate::workspace::{Built, Workspace};
 
@@ -43,6 +43,50 @@ fn last_run(ws: &Workspace, cfg: &RunConfig) -> Option<(PathBuf, Result<Spectra,
     };
     let loaded = Spectra::load_with(&path, EdgeProfiles::Load);
     Some((path, loaded))
+}
+
+/// The workspace's last green run (no test failed or timed out): `spectra-green.json`, else
+/// the workspace's last run when it was green; one made in this workspace's root.
+fn last_green(ws: &Workspace) -> Option<Spectra> {
+    let main = ws.spectra_path();
+    let green = |s: &Spectra| {
+        s.workspace_root == ws.root.to_string_lossy()
+            && s.tests.iter().all(|t| !t.outcome.is_failing() && t.outcome != Outcome::TimedOut)
+    };
+    [main.with_file_name("spectra-green.json"), main]
+        .iter()
+        .filter_map(|p| Spectra::load_with(p, EdgeProfiles::Skip).ok())
+        .find(green)
+}
+
+/// When tests fail that passed in the workspace's last green run: those tests and the lines
+/// of the workspace's Rust sources changed since (both runs' snapshots compared). `None`
+/// without a green run, or when every failing test is new or failed then too.
+pub(super) fn since_green(ws: &Workspace, spectra: &Spectra, now: &Snapshot) -> Option<SinceGreen> {
+    if !spectra.tests.iter().any(|t| t.outcome.is_failing()) {
+        return None;
+    }
+    let green = last_green(ws)?;
+    let then = green.snapshot.as_ref()?;
+    let id = |t: &TestRecord| format!("{} {}", t.binary, t.name);
+    let passed: HashSet<String> = green
+        .tests
+        .iter()
+        .filter(|t| t.outcome == Outcome::Passed)
+        .map(id)
+        .collect();
+    let tests: Vec<String> = spectra
+        .tests
+        .iter()
+        .filter(|t| t.outcome.is_failing())
+        .map(id)
+        .filter(|t| passed.contains(t))
+        .collect();
+    (!tests.is_empty()).then(|| SinceGreen {
+        taken: then.taken,
+        tests,
+        lines: crate::select::changed_lines(then, now),
+    })
 }
 
 /// What this run does with the last run, said on a status line when it runs every test for

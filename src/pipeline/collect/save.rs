@@ -145,7 +145,10 @@ enum Saved {
 /// Saves `spectra` to `main`, unless no test failed and `main` holds a run with failing tests:
 /// a green run (a flaky test passing this time, a fix being tried) must not silently replace
 /// the evidence. Then the green run goes to `spectra-green.json` next to it. A run with
-/// failures replaces both.
+/// failures replaces `main`; when `main` held a green run, that run becomes
+/// `spectra-green.json` first (the last green run, which later runs compare with to say what
+/// changed since their failing tests last passed). A green run saved to `main` drops a stale
+/// green file.
 fn save_keeping_failures(spectra: &Spectra, main: &Path) -> std::io::Result<Saved> {
     let green = main.with_file_name("spectra-green.json");
     // Timed-out tests count: such a run is not green either.
@@ -153,19 +156,27 @@ fn save_keeping_failures(spectra: &Spectra, main: &Path) -> std::io::Result<Save
         let bad = |o: Outcome| o.is_failing() || o == Outcome::TimedOut;
         s.tests.iter().filter(|t| bad(t.outcome)).count()
     };
+    let earlier = Spectra::load_with(main, crate::spectra::EdgeProfiles::Skip).ok();
     if failing(spectra) == 0
-        && let Ok(earlier) = Spectra::load_with(main, crate::spectra::EdgeProfiles::Skip)
-        && failing(&earlier) > 0
+        && let Some(earlier) = &earlier
+        && failing(earlier) > 0
     {
         spectra.save(&green)?;
         let when = std::fs::metadata(main).and_then(|m| m.modified());
-        let n = failing(&earlier);
+        let n = failing(earlier);
         let kept = format!(
             "{}, {n} test{} not passing",
             when.map_or_else(|_| "time unknown".into(), ui::ago),
             if n == 1 { "" } else { "s" }
         );
         return Ok(Saved::Green { kept, green });
+    }
+    if failing(spectra) > 0 {
+        if earlier.as_ref().is_some_and(|e| failing(e) == 0) {
+            std::fs::rename(main, &green)?;
+        }
+        spectra.save(main)?;
+        return Ok(Saved::Main);
     }
     spectra.save(main)?;
     match std::fs::remove_file(&green) {
@@ -208,12 +219,20 @@ mod saving {
         assert_eq!(to, green);
         assert!(kept.ends_with("s ago, 1 test not passing"), "{kept}");
         assert_eq!((outcome(&main), outcome(&green)), (Outcome::Failed, Outcome::Passed));
-        // The next run with failures replaces the kept one and drops the stale green file.
+        // The next run with failures replaces the kept one and keeps the last green run.
         assert_eq!(
             save_keeping_failures(&run(Outcome::Crashed), &main).unwrap(),
             Saved::Main
         );
-        assert_eq!(outcome(&main), Outcome::Crashed);
+        assert_eq!((outcome(&main), outcome(&green)), (Outcome::Crashed, Outcome::Passed));
+        // A green run with a green one before: the workspace's file, the stale green file
+        // dropped; a run with failures then moves that green run aside first.
+        let dir = tempfile::tempdir().unwrap();
+        let (main, green) = (dir.path().join("spectra.json"), dir.path().join("spectra-green.json"));
+        std::fs::write(&green, "stale").unwrap();
+        save_keeping_failures(&run(Outcome::Passed), &main).unwrap();
         assert!(!green.exists());
+        save_keeping_failures(&run(Outcome::Failed), &main).unwrap();
+        assert_eq!((outcome(&main), outcome(&green)), (Outcome::Failed, Outcome::Passed));
     }
 }

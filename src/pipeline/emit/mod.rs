@@ -82,7 +82,7 @@ fn emit_with(spectra: &Spectra, out: &ReportConfig, mutate: Option<(usize, &Muta
     } = at_granularity(spectra, out, &mut converted)?;
     require_edges(spectra, &out.measures)?;
     let analyses = Analyses::prepared(spectra, lines, out.options.group, &out.measures, out.tie_break);
-    let mut report = Report::of(analyses.base());
+    let mut report = Report::of(analyses.base()).with_since_green(since_green(whole));
     let changes = match &out.diff_base {
         Some(rev) => Some(
             crate::diff::changed_since(Path::new(&spectra.workspace_root), rev)
@@ -109,6 +109,11 @@ fn emit_with(spectra: &Spectra, out: &ReportConfig, mutate: Option<(usize, &Muta
     };
     write_report(out, &report, &view)?;
     Ok(exit_code(whole, out, &report))
+}
+
+/// What changed since the workspace's last green run, as the run saved it.
+fn since_green(whole: &Spectra) -> Option<&crate::spectra::SinceGreen> {
+    whole.snapshot.as_ref()?.since_green.as_ref()
 }
 
 /// `--mutate`: the first `lines` lines of each ranking mutated, and the rankings re-ordered
@@ -174,7 +179,7 @@ pub(super) fn explanation(
     line: u32,
 ) -> crate::explain::Explanation {
     let analyses = Analyses::prepared(ranked, None, cfg.options.group, &cfg.measures, cfg.tie_break);
-    let mut report = Report::of(analyses.base());
+    let mut report = Report::of(analyses.base()).with_since_green(since_green(whole));
     for &m in &cfg.measures {
         report.add(&crate::rank::rank(analyses.of(m), m, &cfg.options));
     }

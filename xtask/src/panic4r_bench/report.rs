@@ -82,6 +82,9 @@ pub fn eval(
 pub struct Sums {
     pub versions: usize,
     pub by_measure: BTreeMap<String, [f64; M]>,
+    /// Per measure, each bug's lines read before its first faulty line in the functions-first
+    /// reading order (infinite when no faulty line is ranked).
+    pub lines_read: BTreeMap<String, Vec<f64>>,
 }
 
 /// How many metrics a row has.
@@ -134,7 +137,25 @@ impl Sums {
             for (a, v) in acc.iter_mut().zip(vals) {
                 *a += v;
             }
+            let read = m["lines_read"].as_f64().unwrap_or(f64::INFINITY);
+            self.lines_read.entry(name.clone()).or_default().push(read);
         }
+    }
+
+    /// The median of `measure`'s lines read before the first faulty line (`None` without
+    /// bugs; infinite when most bugs' faults are not ranked).
+    pub(crate) fn median_lines_read(&self, measure: &str) -> Option<f64> {
+        let mut v = self.lines_read.get(measure)?.clone();
+        if v.is_empty() {
+            return None;
+        }
+        v.sort_by(f64::total_cmp);
+        let n = v.len();
+        Some(if n % 2 == 1 {
+            v[n / 2]
+        } else {
+            (v[n / 2 - 1] + v[n / 2]) / 2.0
+        })
     }
 
     /// Means per measure, best mean Standard Rank Score first.
@@ -185,6 +206,7 @@ pub fn write(out_dir: &Path, s: &Summary) -> Result<()> {
                 for (k, x) in NAMES.iter().zip(v) {
                     o.insert((*k).into(), json!(x));
                 }
+                o.insert("median_lines_read".into(), json!(s.sums.median_lines_read(m)));
                 Value::Object(o)
             }).collect::<Vec<_>>(),
         }},
@@ -198,6 +220,15 @@ pub fn write(out_dir: &Path, s: &Summary) -> Result<()> {
     std::fs::write(out_dir.join("panic4r.md"), &md)?;
     print!("{md}");
     Ok(())
+}
+
+/// A median number of lines read: `-` without bugs, `∞` when most faults are not ranked.
+pub(crate) fn fmt_read(x: Option<f64>) -> String {
+    match x {
+        None => "-".into(),
+        Some(x) if x.is_infinite() => "∞".into(),
+        Some(x) => format!("{x:.1}"),
+    }
 }
 
 fn markdown(s: &Summary, reproduced: &[&Record], rows: &[(&str, [f64; M])], default: &str) -> String {
@@ -243,22 +274,25 @@ fn markdown(s: &Summary, reproduced: &[&Record], rows: &[(&str, [f64; M])], defa
         let _ = writeln!(
             md,
             "Means over the localisable bugs; Standard Rank Score counts lines (`higher + tied/2`); top-N is the share of bugs \
-             whose first fault line is expected within N entries (functions for the function columns). By default test code \
+             whose first fault line is expected within N entries (functions for the function columns); lines read is the median \
+             number of lines a reader of the functions-first report reads before the first faulty line (each function's \
+             first three entries, function after function, then the remaining lines in rank order). By default test code \
              is left out of the ranking; the last two columns rank it too (`--include-test-code`), where the trigger \
              test's own lines, run only by the failing test, come first.\n"
         );
         let _ = writeln!(
             md,
-            "| measure | std rank | top-1 | top-3 | top-5 | top-10 | fn top-1 | fn top-5 | std rank, with test code | top-5, with test code |"
+            "| measure | std rank | top-1 | top-3 | top-5 | top-10 | fn top-1 | fn top-5 | lines read (median) | std rank, with test code | top-5, with test code |"
         );
-        let _ = writeln!(md, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+        let _ = writeln!(md, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
         for (m, v) in rows {
             let pct: Vec<String> = v[1..7].iter().map(|x| format!("{:.0}%", 100.0 * x)).collect();
             let _ = writeln!(
                 md,
-                "| {m} | {:.2} | {} | {:.2} | {:.0}% |",
+                "| {m} | {:.2} | {} | {} | {:.2} | {:.0}% |",
                 v[0],
                 pct.join(" | "),
+                fmt_read(s.sums.median_lines_read(m)),
                 v[7],
                 100.0 * v[8]
             );

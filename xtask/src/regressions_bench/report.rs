@@ -48,6 +48,7 @@ fn figures(line: &Option<Vec<(String, Value)>>, function: &Option<Vec<(String, V
         "line_top1": top(l, "1"), "line_top3": top(l, "3"), "line_top5": top(l, "5"), "line_top10": top(l, "10"),
         "function_rank": f.and_then(|m| m["standard_rank"].as_f64()),
         "function_top1": top(f, "1"), "function_top5": top(f, "5"),
+        "lines_read": l.and_then(|m| m["lines_read"].as_f64()),
     })
 }
 
@@ -130,8 +131,26 @@ fn mean(per_bug: &[Value], key: &str, field: &str) -> f64 {
     v.iter().sum::<f64>() / v.len().max(1) as f64
 }
 
+/// The median of `per_bug`'s `key` lines read (a bug whose fault is not ranked counts as
+/// infinitely many; `null` when most are).
+fn median_read(per_bug: &[Value], key: &str) -> Option<f64> {
+    let mut v: Vec<f64> = per_bug
+        .iter()
+        .map(|b| b[key]["lines_read"].as_f64().unwrap_or(f64::INFINITY))
+        .collect();
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    let m = match n {
+        0 => return None,
+        n if n % 2 == 1 => v[n / 2],
+        n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
+    };
+    m.is_finite().then_some(m)
+}
+
 fn summary(per_bug: &[Value], key: &str) -> Value {
     json!({
+        "median_lines_read": median_read(per_bug, key),
         "line": {
             "mean_rank": mean(per_bug, key, "line_rank"),
             "top1": share(per_bug, key, "line_top1"), "top3": share(per_bug, key, "line_top3"),
@@ -205,6 +224,7 @@ fn write(
             for (k, x) in p4r::NAMES.iter().zip(v) {
                 o.insert((*k).into(), json!(x));
             }
+            o.insert("median_lines_read".into(), json!(sums.median_lines_read(m)));
             Value::Object(o)
         })
         .collect();
@@ -217,7 +237,7 @@ fn write(
         "crates": crates.len(),
         "attempted": all.len(),
         "results": {
-            "line": d["line"], "function": d["function"],
+            "line": d["line"], "function": d["function"], "median_lines_read": d["median_lines_read"],
             "baseline": summary(per_bug, "baseline"),
             "ochiai": summary(per_bug, "ochiai"),
         },
@@ -272,13 +292,13 @@ fn markdown(j: &Value, per_bug: &[Value], sums: &p4r::Sums) -> String {
     let r = &j["results"];
     let _ = writeln!(
         md,
-        "| ranking | line mean rank | line top-1 | top-3 | top-5 | top-10 | fn mean rank | fn top-1 | fn top-5 |"
+        "| ranking | line mean rank | line top-1 | top-3 | top-5 | top-10 | fn mean rank | fn top-1 | fn top-5 | lines read (median) |"
     );
-    let _ = writeln!(md, "|---|---:|---:|---:|---:|---:|---:|---:|---:|");
+    let _ = writeln!(md, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     let rows = [
         (
             format!("default ({})", j["default"].as_str().unwrap_or("")),
-            json!({"line": r["line"], "function": r["function"]}),
+            json!({"line": r["line"], "function": r["function"], "median_lines_read": r["median_lines_read"]}),
         ),
         ("ochiai".to_string(), r["ochiai"].clone()),
         ("panic-stack (baseline)".to_string(), r["baseline"].clone()),
@@ -286,7 +306,7 @@ fn markdown(j: &Value, per_bug: &[Value], sums: &p4r::Sums) -> String {
     for (name, s) in rows {
         let _ = writeln!(
             md,
-            "| {name} | {:.1} | {} | {} | {} | {} | {:.1} | {} | {} |",
+            "| {name} | {:.1} | {} | {} | {} | {} | {:.1} | {} | {} | {} |",
             s["line"]["mean_rank"].as_f64().unwrap_or(0.0),
             pct(&s["line"]["top1"]),
             pct(&s["line"]["top3"]),
@@ -295,12 +315,16 @@ fn markdown(j: &Value, per_bug: &[Value], sums: &p4r::Sums) -> String {
             s["function"]["mean_rank"].as_f64().unwrap_or(0.0),
             pct(&s["function"]["top1"]),
             pct(&s["function"]["top5"]),
+            p4r::fmt_read(Some(s["median_lines_read"].as_f64().unwrap_or(f64::INFINITY))),
         );
     }
     let _ = writeln!(
         md,
         "\nRanks are Standard Rank Scores (`higher + tied/2`, lines or functions); top-N is the share of bugs whose first fault \
-         line (function) is expected within N entries. No weight of the combined ranking was fitted on these bugs.\n"
+         line (function) is expected within N entries; lines read is the median number of lines a reader of the \
+         functions-first report reads before the first faulty line (each function's first three entries, function after \
+         function, then the remaining lines in rank order; ∞ when most faults are not ranked). No weight of the combined \
+         ranking was fitted on these bugs.\n"
     );
     let _ = writeln!(
         md,
@@ -311,14 +335,14 @@ fn markdown(j: &Value, per_bug: &[Value], sums: &p4r::Sums) -> String {
     let _ = writeln!(md, "## Per bug\n");
     let _ = writeln!(
         md,
-        "| repository | commit | failure | library frame | changed lines | line rank | fn rank | baseline line rank |"
+        "| repository | commit | failure | library frame | changed lines | line rank | fn rank | lines read | baseline line rank |"
     );
-    let _ = writeln!(md, "|---|---|---|---|---:|---:|---:|---:|");
+    let _ = writeln!(md, "|---|---|---|---|---:|---:|---:|---:|---:|");
     for b in per_bug {
         let rank = |x: &Value| x.as_f64().map_or("-".to_string(), |v| format!("{v:.1}"));
         let _ = writeln!(
             md,
-            "| {} | {} | {} | {} | {}{} | {} | {} | {} |",
+            "| {} | {} | {} | {} | {}{} | {} | {} | {} | {} |",
             b["repository"].as_str().unwrap_or(""),
             &b["commit"].as_str().unwrap_or("")[..12],
             b["failure_kind"].as_str().unwrap_or(""),
@@ -327,6 +351,7 @@ fn markdown(j: &Value, per_bug: &[Value], sums: &p4r::Sums) -> String {
             if b["omission"] == true { " (omission)" } else { "" },
             rank(&b["default"]["line_rank"]),
             rank(&b["default"]["function_rank"]),
+            rank(&b["default"]["lines_read"]),
             rank(&b["baseline"]["line_rank"]),
         );
     }
