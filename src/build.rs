@@ -55,7 +55,7 @@ pub fn build(
     let mut script_env = HashMap::new();
     if !select.doc {
         let cmd = instrumented_cargo(ws, select, runtime, &["test", "--no-run"])?;
-        let status = stream(cmd, "compiling", &mut script_env, |art| {
+        let status = stream(cmd, "compiling", select.cargo_messages, &mut script_env, |art| {
             add_artifact(ws, &mut built, art)
         })?;
         if !status.success() {
@@ -165,7 +165,13 @@ fn instrumented_cargo(
     args: &[&str],
 ) -> Result<Command, SflError> {
     let mut cmd = wrapped_cargo(ws, select, &ws.build_dir, args)?;
-    cmd.arg("--message-format=json-render-diagnostics");
+    // Passed through, cargo's messages carry rustc's diagnostics as JSON (for the editor);
+    // else they are rendered on stderr.
+    cmd.arg(if select.cargo_messages {
+        "--message-format=json"
+    } else {
+        "--message-format=json-render-diagnostics"
+    });
     match runtime {
         Some(rt) => cmd.env(crate::edges::RUNTIME_ENV, &rt.object),
         None => cmd.env_remove(crate::edges::RUNTIME_ENV),
@@ -218,10 +224,12 @@ fn wrapped_cargo(ws: &Workspace, select: &Selection, target: &Path, args: &[&str
 }
 
 /// Runs a cargo build, forwarding its stderr above a spinner, handing each artifact of the
-/// JSON stream to `on_artifact` and collecting build scripts' `rustc-env`.
+/// JSON stream to `on_artifact` and collecting build scripts' `rustc-env`; with `pass_through`
+/// (`--message-format json`), every line of cargo's JSON stream is printed on stdout as read.
 fn stream(
     mut cmd: Command,
     what: &str,
+    pass_through: bool,
     script_env: &mut HashMap<cargo_metadata::PackageId, Vec<(String, String)>>,
     mut on_artifact: impl FnMut(cargo_metadata::Artifact),
 ) -> Result<std::process::ExitStatus, SflError> {
@@ -246,14 +254,22 @@ fn stream(
     });
     let spinner = crate::ui::spinner("Building", what);
     let mut artifacts = 0;
-    for msg in Message::parse_stream(BufReader::new(stdout)) {
+    let mut out = std::io::stdout();
+    for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+        if pass_through {
+            use std::io::Write as _;
+            let _ = writeln!(out, "{line}");
+        }
+        let Ok(msg) = serde_json::from_str::<Message>(&line) else {
+            continue;
+        };
         match msg {
-            Ok(Message::CompilerArtifact(art)) => {
+            Message::CompilerArtifact(art) => {
                 artifacts += 1;
                 spinner.set_message(format!("{artifacts} crates compiled, last {}", art.target.name));
                 on_artifact(art);
             }
-            Ok(Message::BuildScriptExecuted(script)) => {
+            Message::BuildScriptExecuted(script) => {
                 script_env.insert(script.package_id, script.env);
             }
             _ => {}
@@ -325,7 +341,7 @@ fn build_doctests(
     if select.standalone_doctests {
         cmd.env(crate::doctest::STANDALONE_ENV, "1");
     }
-    let status = stream(cmd, "doctests", script_env, |_| {})?;
+    let status = stream(cmd, "doctests", select.cargo_messages, script_env, |_| {})?;
     let suites = match crate::doctest::read_suites(&base) {
         Some(s) if !s.is_empty() || status.success() => s,
         // No library compiled, or a doctest build that failed before rustdoc tested anything.

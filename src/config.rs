@@ -97,6 +97,9 @@ pub struct Selection {
     pub no_doctests: bool,
     /// `--standalone-doctests`: one executable per doctest, never merged.
     pub standalone_doctests: bool,
+    /// `--message-format json`: the build's cargo messages go to stdout as cargo prints them
+    /// (how the report is written, not what is built: the next run's selection ignores it).
+    pub cargo_messages: bool,
 }
 
 impl Selection {
@@ -366,6 +369,8 @@ pub enum Format {
     Sarif,
     Html,
     Short,
+    /// `--message-format json`: cargo's JSON messages, the suspects as `compiler-message`s.
+    CargoJson,
 }
 
 /// The order of the suspects.

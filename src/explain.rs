@@ -276,7 +276,10 @@ fn measures(report: &Report, u: usize) -> Vec<MeasureRank> {
 /// Where unit `u`'s function ranks in `r` read function by function.
 fn function_rank(report: &Report, r: &crate::report::model::Ranking, u: usize) -> Option<FunctionRank> {
     let s = report.spectra;
-    let b = r.functions.iter().find(|b| b.entries.iter().any(|(_, l)| l.contains(&u)))?;
+    let b = r
+        .functions
+        .iter()
+        .find(|b| b.entries.iter().any(|(_, l)| l.contains(&u)))?;
     let f = b.function?;
     Some(FunctionRank {
         name: s.function_name(&s.functions[f as usize]).map(str::to_string),

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use super::values::{Format, Granularity, Order, TieBreak, at_least_one, measure_name};
+use super::values::{Format, Granularity, MessageFormat, Order, TieBreak, at_least_one, measure_name};
 use crate::config::{HtParams, ReportConfig};
 
 /// What the report shows and where it goes.
@@ -91,6 +91,13 @@ pub struct OutputArgs {
     /// Report format.
     #[arg(long, value_enum, default_value_t = Format::Human)]
     pub format: Format,
+    /// As cargo names it: `json` prints cargo's own build messages as `cargo test
+    /// --message-format json` does, then the suspects as `compiler-message`s (warnings for
+    /// lines ranked in the top 5, notes for the other shown lines) for rust-analyzer's
+    /// `check.overrideCommand` and every tool that reads cargo's messages; `short` and `human`
+    /// are `--format short` and `--format human`.
+    #[arg(long, value_enum, value_name = "FMT", conflicts_with = "format")]
+    pub message_format: Option<MessageFormat>,
     /// Write the report to this file instead of standard output (a directory for html).
     #[arg(long, short = 'o', value_name = "FILE")]
     pub output: Option<PathBuf>,
@@ -98,7 +105,12 @@ pub struct OutputArgs {
 
 impl OutputArgs {
     pub fn into_config(self) -> ReportConfig {
-        let format = self.format.into();
+        let format = match self.message_format {
+            Some(MessageFormat::Json) => crate::config::Format::CargoJson,
+            Some(MessageFormat::Short) => crate::config::Format::Short,
+            Some(MessageFormat::Human) => crate::config::Format::Human,
+            None => self.format.into(),
+        };
         ReportConfig {
             measures: ReportConfig::resolve_measures(&self.measure, format).expect("validated by clap"),
             options: crate::analysis::Options {

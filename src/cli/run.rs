@@ -37,6 +37,8 @@ impl RunArgs {
         if self.filter.is_some() && !selection.doc {
             selection.no_doctests = true;
         }
+        let report = self.output.into_config();
+        selection.cargo_messages = report.format == config::Format::CargoJson;
         RunConfig {
             selection,
             execution: self.exec.into(),
@@ -46,7 +48,7 @@ impl RunArgs {
                 config: self.nextest.nextest_config,
                 profile: self.nextest.nextest_profile,
             },
-            report: self.output.into_config(),
+            report,
         }
     }
 }
@@ -237,6 +239,7 @@ impl From<SelectionArgs> for config::Selection {
             doc: s.doc,
             no_doctests: s.no_doctests,
             standalone_doctests: s.standalone_doctests,
+            cargo_messages: false,
         }
     }
 }

@@ -66,6 +66,18 @@ value_enums! {
     }
 }
 
+/// `--message-format`, named after cargo's.
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MessageFormat {
+    /// The terminal report (`--format human`).
+    Human,
+    /// One `file:line:column: severity: message` line per shown line (`--format short`).
+    Short,
+    /// cargo's JSON messages: the build's as cargo prints them, then one `compiler-message`
+    /// per shown line (what rust-analyzer's `check.overrideCommand` reads).
+    Json,
+}
+
 /// The longest `--test-timeout`: a year (longer ones overflow the clock's deadlines).
 const MAX_TEST_TIMEOUT_SECS: f64 = 365.0 * 24.0 * 3600.0;
 

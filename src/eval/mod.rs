@@ -341,7 +341,11 @@ fn stack_baseline(spectra: &Spectra, faulty: &HashSet<usize>) -> Option<MeasureR
         .enumerate()
         .filter_map(|(u, k)| k.filter(|k| *k > Key::UNRANKED).map(|k| (k, u)))
         .collect();
-    pointed.sort_by(|a, b| b.0.partial_cmp(&a.0).unwrap_or(std::cmp::Ordering::Equal).then(a.1.cmp(&b.1)));
+    pointed.sort_by(|a, b| {
+        b.0.partial_cmp(&a.0)
+            .unwrap_or(std::cmp::Ordering::Equal)
+            .then(a.1.cmp(&b.1))
+    });
     let mut entries: Vec<(f64, Vec<usize>)> = Vec::new();
     for (i, (k, u)) in pointed.iter().enumerate() {
         let rank = match i.checked_sub(1).map(|p| pointed[p].0 == *k) {

@@ -16,6 +16,16 @@ pub struct Disk {
     pub here: Option<PathBuf>,
     /// Files of the workspace (relative to its root) that failing tests' panic sites name.
     pub panic_files: HashSet<String>,
+    /// The workspace's members, for cargo's JSON messages (`--message-format json`).
+    pub packages: Vec<Package>,
+}
+
+/// A workspace member as cargo's messages name it.
+#[derive(Debug)]
+pub struct Package {
+    pub id: cargo_metadata::PackageId,
+    pub manifest_path: String,
+    pub targets: Vec<cargo_metadata::Target>,
 }
 
 /// The repository a workspace is in.

@@ -111,34 +111,14 @@ fn data<'a>(report: &'a Report, view: &'a View<'a>, sources: &'a Sources) -> Pag
 /// Functions first: the top functions of `r`, each with its heading and first entries.
 fn page_functions(s: &Spectra, view: &View, r: &super::model::Ranking) -> Option<Vec<PageFunction>> {
     let (blocks, names) = view.functions(r)?;
-    let shown = blocks.iter().take(view.top).map(|b| {
-        let lead = &s.units[b.entries[0].1[0]];
-        let place = match b.function {
-            Some(f) => {
-                let span = &s.functions[f as usize];
-                let name = names.get(f as usize).map_or("?", String::as_str);
-                let lines = super::text::LineSpan {
-                    start: span.start,
-                    end: span.end,
-                };
-                format!("{name}  {}:{lines}", span.file)
-            }
-            None => format!("(outside any function)  {}:{}", lead.file, lead.line),
-        };
-        let tie = if b.tied > 1 {
-            format!(" ={}", b.tied)
-        } else {
-            String::new()
-        };
-        PageFunction {
-            label: format!("#{}{tie}  {place}", b.rank),
-            entries: b
-                .entries
-                .iter()
-                .take(crate::rank::functions::LINES_SHOWN)
-                .map(|(e, _)| *e)
-                .collect(),
-        }
+    let shown = blocks.iter().take(view.top).map(|b| PageFunction {
+        label: super::human::function_heading(s, b, names),
+        entries: b
+            .entries
+            .iter()
+            .take(crate::rank::functions::LINES_SHOWN)
+            .map(|(e, _)| *e)
+            .collect(),
     });
     Some(shown.collect())
 }

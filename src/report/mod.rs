@@ -4,6 +4,7 @@
 //! command. What the formats share (scores, tests and line spans as text) is in [`text`].
 
 pub mod assemble;
+mod cargo;
 pub mod catalogue;
 pub mod disk;
 mod html;
@@ -16,6 +17,7 @@ mod short;
 pub mod text;
 pub mod view;
 
+pub use cargo::WARNING_RANKS;
 pub use disk::Disk;
 pub use human::{NoLineNumber, Shown, failing_tests, human, no_failures, shown_entries};
 pub use json::{SCHEMA, json};
@@ -44,6 +46,7 @@ pub fn render(format: Format, report: &Report, view: &View, disk: &Disk) -> Rend
         Format::Json => Rendered::Text(json(report, view)),
         Format::Sarif => Rendered::Text(sarif::sarif(report, view, disk)),
         Format::Short => Rendered::Text(short::short(report, view, disk)),
+        Format::CargoJson => Rendered::Text(cargo::messages(report, view, disk)),
         Format::Html => Rendered::Page {
             file_name: html::FILE_NAME,
             html: html::page(report, view, &disk.sources),
@@ -192,14 +195,24 @@ pub(crate) mod tests {
         let shown = human::shown_entries(&text).unwrap();
         assert_eq!(
             shown[0].1,
-            [("src/lib.rs".into(), 1), ("src/lib.rs".into(), 5), ("src/lib.rs".into(), 3)]
+            [
+                ("src/lib.rs".into(), 1),
+                ("src/lib.rs".into(), 5),
+                ("src/lib.rs".into(), 3)
+            ]
         );
         assert!(text.contains("(#N: the function's rank"), "{text}");
         let Rendered::Text(short) = rendered(Format::Short, &a, &rankings, &view) else {
             panic!("short is text");
         };
-        assert!(short.contains("src/lib.rs:5:1: warning: a::f::{closure} (function #1.5): ochiai rank 1 of 2"), "{short}");
-        assert!(short.contains("src/lib.rs:3:1: note: b (function #3): ochiai rank 2 of 2"), "{short}");
+        assert!(
+            short.contains("src/lib.rs:5:1: warning: a::f::{closure} (function #1.5): ochiai rank 1 of 2"),
+            "{short}"
+        );
+        assert!(
+            short.contains("src/lib.rs:3:1: note: b (function #3): ochiai rank 2 of 2"),
+            "{short}"
+        );
         let Rendered::Text(json) = rendered(Format::Json, &a, &rankings, &view) else {
             panic!("json is text");
         };

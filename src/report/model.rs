@@ -7,8 +7,8 @@
 use serde::Serialize;
 
 use crate::evidence::LineEvidence;
-pub use crate::rank::functions::FunctionBlock;
 use crate::measures::{Counts, Measure};
+pub use crate::rank::functions::FunctionBlock;
 use crate::spectra::Spectra;
 
 /// One report's rankings and the facts they share.

@@ -92,7 +92,12 @@ pub fn changed_lines(old: &Snapshot, new: &Snapshot) -> BTreeMap<String, Vec<u32
                 }
                 DiffOp::Delete { new_index, .. } => {
                     // The new lines new_index and new_index + 1 (1-based) enclose the deletion.
-                    lines.extend([new_index, new_index + 1].into_iter().filter(|&l| l >= 1 && l <= now.len()).map(|l| l as u32));
+                    lines.extend(
+                        [new_index, new_index + 1]
+                            .into_iter()
+                            .filter(|&l| l >= 1 && l <= now.len())
+                            .map(|l| l as u32),
+                    );
                 }
             }
         }

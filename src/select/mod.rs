@@ -34,8 +34,8 @@ pub mod volatile;
 
 pub use binary::BinaryKey;
 pub use choose::{Choice, choose};
-pub use locate::changed_lines;
 pub use differences::differences;
+pub use locate::changed_lines;
 pub use narrow::Narrowed;
 pub use reuse::{BlockRef, Known, Reuse, Row};
 pub use snapshot::{build_env, files, look};

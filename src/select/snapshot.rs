@@ -29,6 +29,8 @@ pub fn look(files: BTreeMap<String, FileState>, cfg: &RunConfig, rustc: &str) ->
     // at another path).
     selection.manifest_path = None;
     selection.target_dir = None;
+    // Where cargo's messages go is not what the run builds.
+    selection.cargo_messages = false;
     let exec = &cfg.execution;
     part(
         "selection".into(),

@@ -215,10 +215,9 @@ fn reports_lead_alike(dir: &std::path::Path, report: &Value) -> Result {
         for (result, (file, line)) in results.zip(crate::support::shown_in_json(ranking)) {
             let at = &result["locations"][0]["physicalLocation"];
             let uri = at["artifactLocation"]["uri"].as_str().unwrap_or_default();
-            check(
-                uri.ends_with(&file) && at["region"]["startLine"] == line,
-                || format!("{rule}: SARIF points at {at}, the JSON report shows {file}:{line}"),
-            )?;
+            check(uri.ends_with(&file) && at["region"]["startLine"] == line, || {
+                format!("{rule}: SARIF points at {at}, the JSON report shows {file}:{line}")
+            })?;
         }
     }
     Ok(())

@@ -9,6 +9,7 @@ mod clusters;
 mod docs;
 mod doctests;
 mod edges;
+mod editor;
 mod eval;
 mod exits;
 mod explain;
@@ -48,6 +49,7 @@ fn main() {
         doctests::trials(),
         nextest::trials(),
         docs::trials(),
+        editor::trials(),
         targets::trials(),
     ]
     .into_iter()

@@ -87,7 +87,9 @@ fn changed_since_last_passed() -> Result {
         )?;
         // A line the edit did not touch says nothing of it.
         let other = sfl(&["explain", "src/lib.rs:15"], dir);
-        check(!String::from_utf8_lossy(&other.stdout).contains("green run"), || show(&other))?;
+        check(!String::from_utf8_lossy(&other.stdout).contains("green run"), || {
+            show(&other)
+        })?;
         // Another run with the fault still there compares with the same green run.
         let again = sfl(&["--color", "never"], dir);
         check(

@@ -51,7 +51,9 @@ fn last_green(ws: &Workspace) -> Option<Spectra> {
     let main = ws.spectra_path();
     let green = |s: &Spectra| {
         s.workspace_root == ws.root.to_string_lossy()
-            && s.tests.iter().all(|t| !t.outcome.is_failing() && t.outcome != Outcome::TimedOut)
+            && s.tests
+                .iter()
+                .all(|t| !t.outcome.is_failing() && t.outcome != Outcome::TimedOut)
     };
     [main.with_file_name("spectra-green.json"), main]
         .iter()

@@ -31,7 +31,40 @@ pub(super) fn disk(format: Format, report: &Report, top: usize) -> Disk {
     if format == Format::Short {
         disk.here = std::env::current_dir().ok();
     }
+    if format == Format::CargoJson {
+        for file in crate::report::sarif::panic_files(spectra) {
+            if !file.starts_with('/')
+                && spectra.may_show(&file)
+                && let Ok(text) = std::fs::read_to_string(root.join(&file))
+            {
+                disk.sources.insert(&file, &text);
+            }
+        }
+        disk.packages = packages(root);
+    }
     disk
+}
+
+/// The workspace's members as cargo's messages name them (none when `cargo metadata` fails:
+/// then no suspect can be attributed, and a warning says so).
+fn packages(root: &Path) -> Vec<crate::report::disk::Package> {
+    match crate::workspace::Workspace::load(Some(&root.join("Cargo.toml")), None) {
+        Ok(ws) => ws
+            .members
+            .into_iter()
+            .map(|p| crate::report::disk::Package {
+                id: p.id,
+                manifest_path: p.manifest_path.to_string(),
+                targets: p.targets,
+            })
+            .collect(),
+        Err(e) => {
+            crate::ui::warn(format!(
+                "--message-format json: cannot read the workspace's packages ({e}): no suspect is reported"
+            ));
+            Vec::new()
+        }
+    }
 }
 
 /// The files whose lines `format` shows: every ranked file on the HTML page, the files of
@@ -40,7 +73,11 @@ fn shown_files<'a>(format: Format, report: &Report<'a>, top: usize) -> BTreeSet<
     let units = &report.spectra.units;
     let lines: Vec<usize> = match format {
         Format::Json => Vec::new(),
-        Format::Html => report.groups.iter().flat_map(|g| g.lines.iter().copied()).collect(),
+        // Functions first, a top function's lines may rank anywhere: every ranked file.
+        Format::Html | Format::CargoJson => report.groups.iter().flat_map(|g| g.lines.iter().copied()).collect(),
+        Format::Human | Format::Sarif | Format::Short if report.lines_in_functions => {
+            report.groups.iter().flat_map(|g| g.lines.iter().copied()).collect()
+        }
         Format::Human | Format::Sarif | Format::Short => report
             .rankings
             .iter()

@@ -13,8 +13,8 @@ use md5::{Digest, Md5};
 
 use super::disk::{Disk, Sources};
 use super::model::{Ranking, Report};
-use super::view::ShownLine;
 use super::text::{fmt_score, test_label};
+use super::view::ShownLine;
 use super::view::{Conventions, View};
 use crate::coverage::hex;
 use crate::measures::Measure;
@@ -70,7 +70,7 @@ fn rule_id(name: &str) -> String {
 }
 
 /// `panicked at src/lib.rs:30:9:` → (`src/lib.rs`, 30, 9).
-fn panic_site(message: &str) -> Option<(String, u32, u32)> {
+pub(crate) fn panic_site(message: &str) -> Option<(String, u32, u32)> {
     let rest = message.lines().find_map(|l| l.trim().strip_prefix("panicked at "))?;
     let rest = rest.trim_end_matches(':');
     let mut parts = rest.rsplitn(3, ':');
@@ -151,7 +151,7 @@ pub fn sarif<'a>(report: &Report, view: &'a View<'a>, disk: &Disk) -> String {
 
 /// The first line of a panic's own message (`assertion `left == right` failed`), not the
 /// `panicked at` line above it nor the values below it.
-fn headline(message: &str) -> &str {
+pub(crate) fn headline(message: &str) -> &str {
     let mut lines = message.lines().map(str::trim).filter(|l| !l.is_empty());
     let first = lines.next().unwrap_or("");
     if first.starts_with("panicked at ") || first.starts_with("thread '") {

@@ -4,11 +4,16 @@
 use std::fmt::Write as _;
 
 use super::disk::Sources;
-use super::model::{Entry, FunctionBlock, Ranking, Report};
-use super::text::{fmt_score, spans};
+use super::model::{Entry, Ranking, Report};
 use super::view::View;
-use crate::rank::functions::LINES_SHOWN;
-use crate::spectra::{Outcome, Spectra, Unit};
+use crate::spectra::{Outcome, Spectra};
+
+mod functions;
+pub(crate) use functions::function_heading;
+mod rows;
+mod since;
+
+use rows::{cut, entry_line, fmt_rank, line_entry};
 
 /// The failing tests with their messages.
 pub fn failing_tests(spectra: &Spectra) -> String {
@@ -65,56 +70,6 @@ fn timed_out_tests(spectra: &Spectra) -> String {
     out
 }
 
-/// Changed lines shown in the "changed since these tests last passed" section.
-const CHANGED_SHOWN: usize = 10;
-
-/// The lines changed since the last green run that the tests failing since run, most
-/// suspicious first by the first ranking, each with its rank there and how many of those
-/// tests run it. Shown, not ranked: no benchmark of ours can say what the fact is worth.
-fn changed_since_passed(out: &mut String, report: &Report, sources: &Sources) {
-    let Some(since) = &report.since_passed else { return };
-    let spectra = report.spectra;
-    let when = std::time::UNIX_EPOCH + std::time::Duration::from_secs(since.taken);
-    let they_run = if since.lines.is_empty() {
-        "no changed line they run (the change is elsewhere: test code, a dependency, a data file)".to_string()
-    } else {
-        format!("{} they run", crate::ui::counted(since.lines.len(), "changed line", "changed lines"))
-    };
-    let _ = writeln!(
-        out,
-        "\n{} ({}, in the last green run {}): {they_run}",
-        console::style("Changed since these tests last passed").bold(),
-        crate::ui::counted(since.tests.len(), "failing test", "failing tests"),
-        crate::ui::ago(when),
-    );
-    let ranking = report.rankings.first();
-    let rank_of = |u: usize| ranking.and_then(|r| r.entries.iter().find(|x| x.lines.contains(&u)).map(|x| x.rank));
-    let mut lines: Vec<&(usize, Vec<usize>)> = since.lines.iter().collect();
-    lines.sort_by(|a, b| {
-        let (ra, rb) = (rank_of(a.0).unwrap_or(f64::MAX), rank_of(b.0).unwrap_or(f64::MAX));
-        ra.total_cmp(&rb).then(a.0.cmp(&b.0))
-    });
-    for (u, tests) in lines.iter().take(CHANGED_SHOWN) {
-        let unit = &spectra.units[*u];
-        let rank = match (rank_of(*u), ranking) {
-            (Some(r), Some(ranking)) => format!("rank {} by {}", fmt_rank(r), ranking.measure.name),
-            _ => "not ranked".to_string(),
-        };
-        let _ = writeln!(
-            out,
-            "  {}:{}  {rank}, run by {} of {}  | {}",
-            unit.file,
-            unit.line,
-            tests.len(),
-            since.tests.len(),
-            sources.line(&unit.file, unit.line).unwrap_or("").trim()
-        );
-    }
-    if lines.len() > CHANGED_SHOWN {
-        let _ = writeln!(out, "  … and {} more", lines.len() - CHANGED_SHOWN);
-    }
-}
-
 /// Frames shown of a failing test's panic backtrace (workspace code, innermost first).
 const STACK_SHOWN: usize = 5;
 
@@ -161,7 +116,7 @@ pub fn human(report: &Report, view: &View, sources: &Sources) -> String {
     out.push('\n');
     out.push_str(&failing_tests(report.spectra));
     out.push_str(&timed_out_tests(report.spectra));
-    changed_since_passed(&mut out, report, sources);
+    since::changed_since_passed(&mut out, report, sources);
     for r in &report.rankings {
         human_ranking(&mut out, report, r, view, sources);
     }
@@ -284,7 +239,7 @@ fn human_ranking(out: &mut String, report: &Report, r: &Ranking, view: &View, so
         return;
     }
     if let Some((blocks, names)) = view.functions(r) {
-        by_function(out, report, r, (blocks, names), view, sources);
+        functions::by_function(out, report, r, (blocks, names), view, sources);
         return;
     }
     let shown = &r.entries[..view.top.min(r.entries.len())];
@@ -319,101 +274,6 @@ fn human_ranking(out: &mut String, report: &Report, r: &Ranking, view: &View, so
                 out,
                 "  … and {} more tied at rank {}",
                 crate::ui::counted(more_tied, "entry", "entries"),
-                fmt_rank(last.rank)
-            );
-        }
-    }
-}
-
-/// The functions-first layout: the top functions in rank order (each where its best line
-/// ranks), each with its file and span, and under it its most suspicious lines with their own
-/// ranks; then what the cut leaves out. The order on screen is the reading order.
-fn by_function(
-    out: &mut String,
-    report: &Report,
-    r: &Ranking,
-    (blocks, names): (&[FunctionBlock], &[String]),
-    view: &View,
-    sources: &Sources,
-) {
-    let spectra = report.spectra;
-    let shown = &blocks[..view.top.min(blocks.len())];
-    let order = if r.ht.is_some() {
-        " in the HT_Rank model's order"
-    } else {
-        ""
-    };
-    let _ = writeln!(
-        out,
-        "\n{}{order}, top {} of {}:",
-        console::style(format!("Most suspicious functions by {}", r.measure.name)).bold(),
-        shown.len(),
-        crate::ui::counted(blocks.len(), "function", "functions"),
-    );
-    for b in shown {
-        let lead = b.entries[0].1[0];
-        let place = match b.function {
-            Some(f) => {
-                let span = &spectra.functions[f as usize];
-                let name = names.get(f as usize).map_or("?", String::as_str);
-                let lines = crate::report::text::LineSpan {
-                    start: span.start,
-                    end: span.end,
-                };
-                format!("{name}  {}:{lines}", span.file)
-            }
-            None => format!("(outside any function)  {}:{}", spectra.units[lead].file, spectra.units[lead].line),
-        };
-        let tie = if b.tied > 1 {
-            format!(" ={}", b.tied)
-        } else {
-            String::new()
-        };
-        let head = format!("  #{}{tie}  {place}", fmt_rank(b.rank));
-        let _ = writeln!(out, "{}", console::style(head).cyan().bold());
-        for (e, lines) in b.entries.iter().take(LINES_SHOWN) {
-            let x = &r.entries[*e];
-            let (location, src) = line_entry(&spectra.units, &x.in_code_order(), lines[0], sources);
-            let text = entry_line(r, x, &location, &src);
-            let text = if x.rank <= 1.0 {
-                console::style(text).red().to_string()
-            } else {
-                text
-            };
-            let _ = writeln!(out, "{text}");
-        }
-        if let Some((next, _)) = b.entries.get(LINES_SHOWN) {
-            let more: usize = b.entries[LINES_SHOWN..].iter().map(|(_, l)| l.len()).sum();
-            let _ = writeln!(
-                out,
-                "      … {} more of its lines {} ranked, the next at rank {}",
-                more,
-                if more == 1 { "is" } else { "are" },
-                fmt_rank(r.entries[*next].rank)
-            );
-        }
-    }
-    if let Some(rev) = view.diff_base {
-        let mut entries: Vec<usize> = shown
-            .iter()
-            .flat_map(|b| b.entries.iter().take(LINES_SHOWN).map(|(e, _)| *e))
-            .collect();
-        entries.sort_unstable();
-        entries.dedup();
-        let k = entries.iter().filter(|&&e| r.entries[e].changed).count();
-        let _ = writeln!(
-            out,
-            "  {k} of these {} touch lines changed since {rev}",
-            crate::ui::counted(entries.len(), "entry", "entries")
-        );
-    }
-    if let Some(last) = shown.last() {
-        let more_tied = blocks[shown.len()..].iter().filter(|b| b.rank == last.rank).count();
-        if more_tied > 0 {
-            let _ = writeln!(
-                out,
-                "  … and {} more tied at #{}",
-                crate::ui::counted(more_tied, "function", "functions"),
                 fmt_rank(last.rank)
             );
         }
@@ -468,56 +328,6 @@ fn by_file(out: &mut String, report: &Report, r: &Ranking, shown: &[&Entry], vie
     }
 }
 
-/// One entry: its rank, score and counts, then `location | src`.
-fn entry_line(r: &Ranking, x: &Entry, location: &str, src: &str) -> String {
-    let what = if r.measure.is_probability() {
-        "probability"
-    } else {
-        "score"
-    };
-    let tie = if x.tied > 1 {
-        format!("={}", x.tied)
-    } else {
-        String::new()
-    };
-    let certain = [
-        (x.panicked, " panicked"),
-        (x.certain, " certain"),
-        (x.changed, " changed"),
-    ]
-    .iter()
-    .filter(|(on, _)| *on)
-    .map(|(_, tag)| *tag)
-    .collect::<String>();
-    let time = x.expected_time.map(|t| format!("  E[T] {t:>7.1}")).unwrap_or_default();
-    format!(
-        "    rank {:>5} {:<4} {what} {:>8}{time}  ef {:>3} ep {:>3}{certain}  {location:>5} | {src}",
-        fmt_rank(x.rank),
-        tie,
-        fmt_score(r.measure, x),
-        x.counts.ef,
-        x.counts.ep,
-    )
-}
-
-/// A line entry's location (its lead line: the first, or the best by evidence) and text (that
-/// line's source, and the other lines of its group in short).
-fn line_entry(units: &[Unit], group: &[usize], lead: usize, sources: &Sources) -> (String, String) {
-    let first = &units[lead];
-    let mut src = sources.line(&first.file, first.line).unwrap_or("").trim().to_string();
-    let others: Vec<usize> = group.iter().copied().filter(|&u| u != lead).collect();
-    if !others.is_empty() {
-        let noun = if others.len() == 1 { "line" } else { "lines" };
-        let _ = write!(
-            src,
-            "   (+{} {noun} alike: {})",
-            others.len(),
-            alike(&first.file, &others, units)
-        );
-    }
-    (first.line.to_string(), src)
-}
-
 /// A function entry's location (`file:start-end` of its first function) and text (its name,
 /// and the other functions of its group with their spans).
 fn function_entry(spectra: &Spectra, view: &View, group: &[usize]) -> (String, String) {
@@ -542,28 +352,6 @@ fn function_entry(spectra: &Spectra, view: &View, group: &[usize]) -> (String, S
         let _ = write!(src, "   (+{} {noun} alike: {})", others.len(), cut(&others.join(", ")));
     }
     (format!("{}:{span}", file(group[0])), src)
-}
-
-/// The other lines of an entry in short: spans in the lead line's `file` first and bare, then
-/// the others prefixed with their file; cut to 60 characters.
-fn alike(file: &str, others: &[usize], units: &[Unit]) -> String {
-    let spans = spans(others, units);
-    let own = spans.iter().filter(|fs| fs.file == file).map(|fs| fs.runs());
-    let elsewhere = spans
-        .iter()
-        .filter(|fs| fs.file != file)
-        .map(|fs| format!("{}:{}", fs.file, fs.runs()));
-    let all: Vec<String> = own.chain(elsewhere).collect();
-    cut(&all.join(", "))
-}
-
-/// `list` cut to 60 characters.
-fn cut(list: &str) -> String {
-    if list.chars().count() > 60 {
-        list.chars().take(59).collect::<String>() + "…"
-    } else {
-        list.to_string()
-    }
 }
 
 /// Per ranking of a human report, its measure and the (file, line) of each entry shown.
@@ -636,14 +424,6 @@ pub fn no_failures(report: &Report) -> String {
     )
 }
 
-fn fmt_rank(r: f64) -> String {
-    if r.fract() == 0.0 {
-        format!("{r:.0}")
-    } else {
-        format!("{r:.1}")
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -688,7 +468,11 @@ Most suspicious functions by stack-combined, top 2 of 2 functions:
         assert_eq!(e[0].0, "stack-combined");
         assert_eq!(
             e[0].1,
-            [("src/util.rs".into(), 2), ("src/lib.rs".into(), 9), ("src/x.rs".into(), 40)]
+            [
+                ("src/util.rs".into(), 2),
+                ("src/lib.rs".into(), 9),
+                ("src/x.rs".into(), 40)
+            ]
         );
     }
 }

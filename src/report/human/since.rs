@@ -1,0 +1,60 @@
+//! The "changed since these tests last passed" section.
+
+use std::fmt::Write as _;
+
+use super::super::disk::Sources;
+use super::super::model::Report;
+use super::rows::fmt_rank;
+
+/// Changed lines shown in the "changed since these tests last passed" section.
+const CHANGED_SHOWN: usize = 10;
+
+/// The lines changed since the last green run that the tests failing since run, most
+/// suspicious first by the first ranking, each with its rank there and how many of those
+/// tests run it. Shown, not ranked: no benchmark of ours can say what the fact is worth.
+pub(super) fn changed_since_passed(out: &mut String, report: &Report, sources: &Sources) {
+    let Some(since) = &report.since_passed else { return };
+    let spectra = report.spectra;
+    let when = std::time::UNIX_EPOCH + std::time::Duration::from_secs(since.taken);
+    let they_run = if since.lines.is_empty() {
+        "no changed line they run (the change is elsewhere: test code, a dependency, a data file)".to_string()
+    } else {
+        format!(
+            "{} they run",
+            crate::ui::counted(since.lines.len(), "changed line", "changed lines")
+        )
+    };
+    let _ = writeln!(
+        out,
+        "\n{} ({}, in the last green run {}): {they_run}",
+        console::style("Changed since these tests last passed").bold(),
+        crate::ui::counted(since.tests.len(), "failing test", "failing tests"),
+        crate::ui::ago(when),
+    );
+    let ranking = report.rankings.first();
+    let rank_of = |u: usize| ranking.and_then(|r| r.entries.iter().find(|x| x.lines.contains(&u)).map(|x| x.rank));
+    let mut lines: Vec<&(usize, Vec<usize>)> = since.lines.iter().collect();
+    lines.sort_by(|a, b| {
+        let (ra, rb) = (rank_of(a.0).unwrap_or(f64::MAX), rank_of(b.0).unwrap_or(f64::MAX));
+        ra.total_cmp(&rb).then(a.0.cmp(&b.0))
+    });
+    for (u, tests) in lines.iter().take(CHANGED_SHOWN) {
+        let unit = &spectra.units[*u];
+        let rank = match (rank_of(*u), ranking) {
+            (Some(r), Some(ranking)) => format!("rank {} by {}", fmt_rank(r), ranking.measure.name),
+            _ => "not ranked".to_string(),
+        };
+        let _ = writeln!(
+            out,
+            "  {}:{}  {rank}, run by {} of {}  | {}",
+            unit.file,
+            unit.line,
+            tests.len(),
+            since.tests.len(),
+            sources.line(&unit.file, unit.line).unwrap_or("").trim()
+        );
+    }
+    if lines.len() > CHANGED_SHOWN {
+        let _ = writeln!(out, "  … and {} more", lines.len() - CHANGED_SHOWN);
+    }
+}
