@@ -104,7 +104,9 @@ mod tests {
     /// Lines 0-2 in function 0, 3-5 in function 1, 6 outside every function. Ranking: entry 0
     /// = [4], entry 1 = [0, 5] (alike across two functions), entry 2 = [1] and entry 3 = [6]
     /// tied at 3.5, entry 4 = [2, 3].
-    fn sample() -> (Vec<(f64, Vec<usize>)>, Vec<Option<u32>>) {
+    type Entries = Vec<(f64, Vec<usize>)>;
+
+    fn sample() -> (Entries, Vec<Option<u32>>) {
         let entries = vec![
             (1.0, vec![4]),
             (2.0, vec![0, 5]),
@@ -124,7 +126,8 @@ mod tests {
     fn functions_come_in_the_order_their_best_lines_rank_with_their_entries() {
         let (e, f) = sample();
         let blocks = by_function(&borrowed(&e), &f);
-        let shape: Vec<(Option<u32>, f64, usize, Vec<(usize, Vec<usize>)>)> = blocks
+        type Shape = (Option<u32>, f64, usize, Vec<(usize, Vec<usize>)>);
+        let shape: Vec<Shape> = blocks
             .into_iter()
             .map(|b| (b.function, b.rank, b.tied, b.entries))
             .collect();

@@ -4,7 +4,7 @@
 //! when the faulty file is saved, and nothing on a line no failing test ran.
 
 use std::collections::BTreeSet;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
@@ -22,9 +22,12 @@ pub fn trials() -> Vec<Trial> {
     ]
 }
 
+/// Every ranked line of a report, and the (file, line) of each suspect it shows.
+type Lines = (BTreeSet<u64>, Vec<(String, u32)>);
+
 /// The ranked lines of the JSON report (every entry's lines; `more` given to the report) and
 /// the lines it shows first.
-fn ranked_lines(dir: &Path, more: &[&str]) -> Result<(BTreeSet<u64>, Vec<(String, u32)>)> {
+fn ranked_lines(dir: &Path, more: &[&str]) -> Result<Lines> {
     let json = sfl(&[&["report", "--format", "json"], more].concat(), dir);
     let v: Value = serde_json::from_slice(&json.stdout)?;
     let ranking = &v["rankings"][0];
