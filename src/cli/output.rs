@@ -121,7 +121,11 @@ impl OutputArgs {
                 group: !self.no_group,
                 clusters: self.clusters,
             },
-            top: self.top.unwrap_or(if self.granularity.is_none() { 5 } else { 10 }),
+            top: self.top.unwrap_or(if self.granularity.is_none() {
+                crate::rank::functions::TOP_FUNCTIONS
+            } else {
+                10
+            }),
             format,
             output: self.output,
             diff_base: self.diff_base,

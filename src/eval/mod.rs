@@ -322,10 +322,10 @@ fn measure_result(
 /// Lines read before the first of `faulty` in the functions-first reading order of a line
 /// ranking (`entries`: each entry's rank and lines, in rank order).
 fn lines_read(entries: &[(f64, Vec<usize>)], unit_function: &[Option<u32>], faulty: &HashSet<usize>) -> Option<f64> {
-    use crate::rank::functions::{LINES_SHOWN, by_function, reading_order};
+    use crate::rank::functions::{LINES_SHOWN, TOP_FUNCTIONS, by_function, reading_order};
     let entries: Vec<(f64, &[usize])> = entries.iter().map(|(r, l)| (*r, l.as_slice())).collect();
     let blocks = by_function(&entries, unit_function);
-    let order = reading_order(&blocks, &entries, LINES_SHOWN);
+    let order = reading_order(&blocks, &entries, (TOP_FUNCTIONS, LINES_SHOWN));
     order.iter().position(|u| faulty.contains(u)).map(|p| p as f64)
 }
 

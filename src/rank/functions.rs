@@ -5,13 +5,19 @@
 //! Functions come in the order a reader of the line ranking first meets them (a function
 //! ranks where its best line ranks, as `--granularity function` ranks them), each with the
 //! entries that hold its lines, in rank order. The *reading order* is what a person following
-//! the functions-first report reads: the line each of a function's first [`LINES_SHOWN`]
-//! entries is shown at (its first line in the function, with its source text; the entry's
-//! other lines are only listed by number), function after function, then every ranked line not
-//! read yet, in rank order.
+//! the functions-first report reads: the line each of the [`TOP_FUNCTIONS`] functions' first
+//! [`LINES_SHOWN`] entries is shown at (its first line in the function, with its source text),
+//! function after function, then every ranked line not read yet, in rank order (as `--top` or the
+//! JSON report lists them). On the regressions and Panic4R benchmarks one line per function read
+//! fewest lines before the fault (`bench-results/regressions.md`): a second line of the first
+//! function costs more often than it finds the fault.
 
-/// Entries shown under each function in the functions-first report.
-pub const LINES_SHOWN: usize = 3;
+/// Entries shown with their code under each function in the functions-first report (its other
+/// ranked lines are listed by number).
+pub const LINES_SHOWN: usize = 1;
+
+/// Functions the functions-first report shows by default (`--top`).
+pub const TOP_FUNCTIONS: usize = 5;
 
 /// One function of a line ranking, or a ranked line outside every function.
 #[derive(Clone, Debug, PartialEq)]
@@ -80,13 +86,19 @@ pub fn by_function(entries: &[(f64, &[usize])], unit_function: &[Option<u32>]) -
 }
 
 /// The lines in the order a reader of the functions-first report reads them: the line each
-/// of a block's first `shown` entries is shown at, block after block, then the ranked lines not
-/// read yet in rank order (`entries` as for [`by_function`]). Each line once.
-pub fn reading_order(blocks: &[FunctionBlock], entries: &[(f64, &[usize])], shown: usize) -> Vec<usize> {
+/// of the first `functions` blocks' first `shown` entries is shown at, block after block, then
+/// the ranked lines not read yet in rank order (`entries` as for [`by_function`]). Each line
+/// once.
+pub fn reading_order(
+    blocks: &[FunctionBlock],
+    entries: &[(f64, &[usize])],
+    (functions, shown): (usize, usize),
+) -> Vec<usize> {
     let mut seen = std::collections::HashSet::new();
     let mut order = Vec::new();
     let shown_lines = blocks
         .iter()
+        .take(functions)
         .flat_map(|b| b.entries.iter().take(shown).map(|(_, us)| us[0]));
     let rest = entries.iter().flat_map(|(_, lines)| lines.iter().copied());
     for u in shown_lines.chain(rest) {
@@ -157,15 +169,17 @@ mod tests {
         let e = borrowed(&e);
         let blocks = by_function(&e, &f);
         // Function 1's lines 4, 5 and 3, function 0's 0, 1 and 2 (entry 4's line in it), 6.
-        assert_eq!(reading_order(&blocks, &e, 3), [4, 5, 3, 0, 1, 2, 6]);
+        assert_eq!(reading_order(&blocks, &e, (5, 3)), [4, 5, 3, 0, 1, 2, 6]);
         // One entry per function: function 1's line 4, function 0's line 0, then 6; the rest
         // in rank order (5 of entry 1, 1, then 2 and 3 of entry 4).
-        assert_eq!(reading_order(&blocks, &e, 1), [4, 0, 6, 5, 1, 2, 3]);
+        assert_eq!(reading_order(&blocks, &e, (5, 1)), [4, 0, 6, 5, 1, 2, 3]);
+        // Only the first function shown: its line 4, then the rest in rank order.
+        assert_eq!(reading_order(&blocks, &e, (1, 1)), [4, 0, 5, 1, 6, 2, 3]);
         // An entry of several lines in one function is read at its first line there; the
         // others wait for the rest.
         let e2 = [(1.0, vec![4, 3]), (2.0, vec![0])];
         let e2 = borrowed(&e2);
         let blocks = by_function(&e2, &f);
-        assert_eq!(reading_order(&blocks, &e2, 3), [4, 0, 3]);
+        assert_eq!(reading_order(&blocks, &e2, (5, 3)), [4, 0, 3]);
     }
 }

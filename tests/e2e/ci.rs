@@ -114,7 +114,7 @@ fn ci_action_steps() -> Result {
     )?;
     let md = std::fs::read_to_string(dir.join("sfl.md"))?;
     check(
-        md.contains("changed") && md.contains("1 of these") && md.contains("entries touch lines changed since HEAD"),
+        md.contains(" changed ") && md.contains("1 of the 1 line shown changed since HEAD"),
         || md.clone(),
     )?;
     // The job fails: always without a threshold; with one, only when a changed line reaches it

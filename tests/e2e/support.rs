@@ -173,7 +173,7 @@ pub fn standard_rank(report: &Value, measure: &str) -> Value {
 }
 
 /// The (file, line) each suspect of a JSON ranking is shown at, in the order the human, short
-/// and SARIF reports show them: by default the first three entries of each function (each at
+/// and SARIF reports show them: by default the first entry of each function (at
 /// its first line in the function), function after function; with `--granularity line` the
 /// entries at their lead lines.
 pub fn shown_in_json(ranking: &Value) -> Vec<(String, u32)> {
@@ -193,7 +193,7 @@ pub fn shown_in_json(ranking: &Value) -> Vec<(String, u32)> {
                     .as_array()
                     .into_iter()
                     .flatten()
-                    .take(3)
+                    .take(1)
                     .map(move |e| (file.clone(), e["lines"][0].as_u64().unwrap_or(0) as u32))
                     .collect::<Vec<_>>()
             })

@@ -56,7 +56,7 @@ function render() {
   $("formula").textContent = r.formula;
   $("scorehead").textContent = r.probability ? "probability" : "score";
   const groups = r.groups || D.groups;
-  // Functions first: each top function's heading, then its first entries; else the entries.
+  // Functions first: each top function's heading, then its best entry; else the entries.
   const shown = r.functions
     ? r.functions.flatMap((f) => [{heading: f.label}, ...f.entries.map((i) => r.entries[i])])
     : r.entries.slice(0, 50);

@@ -48,8 +48,8 @@ pub(super) fn by_function(
         let k = entries.iter().filter(|&&e| r.entries[e].changed).count();
         let _ = writeln!(
             out,
-            "  {k} of these {} touch lines changed since {rev}",
-            crate::ui::counted(entries.len(), "entry", "entries")
+            "  {k} of the {} shown changed since {rev}",
+            crate::ui::counted(entries.len(), "line", "lines")
         );
     }
     if let Some(last) = shown.last() {
@@ -89,8 +89,8 @@ pub(crate) fn function_heading(spectra: &Spectra, b: &FunctionBlock, names: &[St
     format!("#{}{tie}  {place}", fmt_rank(b.rank))
 }
 
-/// A function's first entries, each at its first line in the function, and how many of its
-/// lines the cut leaves out.
+/// A function's first entries, each at its first line in the function with its code, then its
+/// other ranked lines by number and rank ([`ALSO_LISTED`] at most).
 fn function_lines(out: &mut String, report: &Report, r: &Ranking, b: &FunctionBlock, sources: &Sources) {
     for (e, lines) in b.entries.iter().take(LINES_SHOWN) {
         let x = &r.entries[*e];
@@ -103,14 +103,31 @@ fn function_lines(out: &mut String, report: &Report, r: &Ranking, b: &FunctionBl
         };
         let _ = writeln!(out, "{text}");
     }
-    if let Some((next, _)) = b.entries.get(LINES_SHOWN) {
-        let more: usize = b.entries[LINES_SHOWN..].iter().map(|(_, l)| l.len()).sum();
-        let _ = writeln!(
-            out,
-            "      … {} more of its lines {} ranked, the next at rank {}",
-            more,
-            if more == 1 { "is" } else { "are" },
-            fmt_rank(r.entries[*next].rank)
-        );
+    // Its other ranked lines: the shown entries' other lines in it, then the later entries'.
+    let units = &report.spectra.units;
+    let others: Vec<(u32, f64)> = b
+        .entries
+        .iter()
+        .enumerate()
+        .flat_map(|(i, (e, lines))| {
+            let skip = usize::from(i < LINES_SHOWN);
+            lines.iter().skip(skip).map(|&u| (units[u].line, r.entries[*e].rank))
+        })
+        .collect();
+    if others.is_empty() {
+        return;
     }
+    let listed: Vec<String> = others
+        .iter()
+        .take(ALSO_LISTED)
+        .map(|(line, rank)| format!("{line} ({})", fmt_rank(*rank)))
+        .collect();
+    let more = match others.len().saturating_sub(ALSO_LISTED) {
+        0 => String::new(),
+        n => format!(" and {n} more"),
+    };
+    let _ = writeln!(out, "      also ranked in it, line (rank): {}{more}", listed.join(", "));
 }
+
+/// Other ranked lines of a function listed by number under it.
+const ALSO_LISTED: usize = 6;

@@ -195,7 +195,7 @@ fn footer(out: &mut String, report: &Report, view: &View) {
     if rankings.iter().any(|r| view.functions(r).is_some()) {
         let _ = writeln!(
             out,
-            "{blank}(#N: the function's rank, where its best line ranks; the lines under it keep their own ranks; --granularity line lists lines alone.)"
+            "{blank}(#N: the function's rank, where its best line ranks; under it that line with its own rank, then its other ranked lines as line (rank); --granularity line lists lines alone.)"
         );
         blank = "";
     }

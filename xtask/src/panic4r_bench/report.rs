@@ -276,7 +276,7 @@ fn markdown(s: &Summary, reproduced: &[&Record], rows: &[(&str, [f64; M])], defa
             "Means over the localisable bugs; Standard Rank Score counts lines (`higher + tied/2`); top-N is the share of bugs \
              whose first fault line is expected within N entries (functions for the function columns); lines read is the median \
              number of lines a reader of the functions-first report reads before the first faulty line (each function's \
-             first three entries, function after function, then the remaining lines in rank order). By default test code \
+             best line of each of the top 5 functions, then the remaining lines in rank order). By default test code \
              is left out of the ranking; the last two columns rank it too (`--include-test-code`), where the trigger \
              test's own lines, run only by the failing test, come first.\n"
         );

@@ -322,8 +322,8 @@ fn markdown(j: &Value, per_bug: &[Value], sums: &p4r::Sums) -> String {
         md,
         "\nRanks are Standard Rank Scores (`higher + tied/2`, lines or functions); top-N is the share of bugs whose first fault \
          line (function) is expected within N entries; lines read is the median number of lines a reader of the \
-         functions-first report reads before the first faulty line (each function's first three entries, function after \
-         function, then the remaining lines in rank order; ∞ when most faults are not ranked). No weight of the combined \
+         functions-first report reads before the first faulty line (the best line of each of the top 5 functions, then the \
+         remaining lines in rank order; ∞ when most faults are not ranked). No weight of the combined \
          ranking was fitted on these bugs.\n"
     );
     let _ = writeln!(
