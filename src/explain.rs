@@ -422,7 +422,7 @@ pub fn human(e: &Explanation) -> String {
             out,
             "  changed since the last green run, and run by {} that passed then and fail now: {}",
             crate::ui::counted(e.changed_since_passed.len(), "test", "tests"),
-            shorten(&e.changed_since_passed)
+            crate::ui::shortened(&e.changed_since_passed, SHOWN)
         );
     }
     tests_and_frames(&mut out, e);
@@ -454,7 +454,7 @@ fn entry_and_scores(out: &mut String, e: &Explanation) {
             "  entry: {} line{} run exactly alike: {}",
             places.len(),
             if places.len() == 1 { "" } else { "s" },
-            shorten(&places)
+            crate::ui::shortened(&places, SHOWN)
         );
     }
     for m in &e.measures {
@@ -500,7 +500,7 @@ fn tests_and_frames(out: &mut String, e: &Explanation) {
         ("passing tests that did not", &e.tests.passing_not),
     ] {
         if !list.is_empty() {
-            let _ = writeln!(out, "  {what} ({}): {}", list.len(), shorten(list));
+            let _ = writeln!(out, "  {what} ({}): {}", list.len(), crate::ui::shortened(list, SHOWN));
         }
     }
     for f in &e.frames {
@@ -540,15 +540,6 @@ fn within_entry(out: &mut String, e: &Explanation) {
             })
             .collect();
         let _ = writeln!(out, "  combined score {total:.3}: {}", parts.join(", "));
-    }
-}
-
-/// A list of names cut after [`SHOWN`].
-fn shorten(list: &[String]) -> String {
-    let shown = list.iter().take(SHOWN).cloned().collect::<Vec<_>>().join(", ");
-    match list.len() {
-        n if n > SHOWN => format!("{shown} and {} more", n - SHOWN),
-        _ => shown,
     }
 }
 

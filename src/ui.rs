@@ -170,6 +170,15 @@ pub fn ago(then: std::time::SystemTime) -> String {
     }
 }
 
+/// The first `shown` of `items` joined by `, `, and how many more: `a, b and 3 more`.
+pub fn shortened(items: &[String], shown: usize) -> String {
+    let head = items.iter().take(shown).cloned().collect::<Vec<_>>().join(", ");
+    match items.len() {
+        n if n > shown => format!("{head} and {} more", n - shown),
+        _ => head,
+    }
+}
+
 /// `n` and the noun agreeing with it: `counted(1, "entry", "entries")` is `1 entry`.
 pub fn counted(n: usize, one: &str, many: &str) -> String {
     format!("{n} {}", if n == 1 { one } else { many })

@@ -30,6 +30,11 @@ impl Measure {
         }
     }
 
+    /// What the reports call its score: `probability` for Doric's measures, else `score`.
+    pub fn score_noun(&self) -> &'static str {
+        if self.is_probability() { "probability" } else { "score" }
+    }
+
     /// Whether the measure's score is a probability (Doric's measures).
     pub fn is_probability(&self) -> bool {
         match self.kind {

@@ -62,11 +62,7 @@ fn short_entry(
         r.measure.name,
         x.rank,
         r.entries.len(),
-        if r.measure.is_probability() {
-            "probability"
-        } else {
-            "score"
-        },
+        r.measure.score_noun(),
         fmt_score(r.measure, x),
         x.counts.ef,
         total_f,

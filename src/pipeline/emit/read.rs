@@ -15,7 +15,15 @@ pub(super) fn disk(format: Format, report: &Report, top: usize) -> Disk {
     let spectra = report.spectra;
     let root = Path::new(&spectra.workspace_root);
     let mut disk = Disk::default();
-    for file in shown_files(format, report, top) {
+    let mut files: BTreeSet<String> = shown_files(format, report, top)
+        .into_iter()
+        .map(str::to_string)
+        .collect();
+    if format == Format::CargoJson {
+        // The failing tests' panic sites, where the suspects' child notes point.
+        files.extend(crate::report::sarif::panic_files(spectra).filter(|f| !f.starts_with('/')));
+    }
+    for file in &files {
         if spectra.may_show(file)
             && let Ok(text) = std::fs::read_to_string(root.join(file))
         {
@@ -32,14 +40,6 @@ pub(super) fn disk(format: Format, report: &Report, top: usize) -> Disk {
         disk.here = std::env::current_dir().ok();
     }
     if format == Format::CargoJson {
-        for file in crate::report::sarif::panic_files(spectra) {
-            if !file.starts_with('/')
-                && spectra.may_show(&file)
-                && let Ok(text) = std::fs::read_to_string(root.join(&file))
-            {
-                disk.sources.insert(&file, &text);
-            }
-        }
         disk.packages = packages(root);
     }
     disk

@@ -93,15 +93,11 @@ fn diagnostic(report: &Report, r: &Ranking, shown: &ShownLine, disk: &Disk) -> D
         x.rank,
         crate::ui::counted(r.entries.len(), "entry", "entries"),
         r.measure.name,
-        if r.measure.is_probability() {
-            "probability"
-        } else {
-            "score"
-        },
+        r.measure.score_noun(),
         fmt_score(r.measure, x),
         x.counts.ef,
         total_f,
-        shorten(&names),
+        crate::ui::shortened(&names, 3),
         x.counts.ep,
         total_p,
     );
@@ -243,14 +239,6 @@ fn render(level: &str, message: &str, spans: &[Span], children: &[Diagnostic], s
         }
     }
     out
-}
-
-/// A list of test names, the first three and how many more.
-fn shorten(names: &[String]) -> String {
-    match names.len() {
-        0..=3 => names.join(", "),
-        n => format!("{} and {} more", names[..3].join(", "), n - 3),
-    }
 }
 
 #[cfg(test)]

@@ -10,11 +10,7 @@ use crate::spectra::Unit;
 
 /// One entry: its rank, score and counts, then `location | src`.
 pub(super) fn entry_line(r: &Ranking, x: &Entry, location: &str, src: &str) -> String {
-    let what = if r.measure.is_probability() {
-        "probability"
-    } else {
-        "score"
-    };
+    let what = r.measure.score_noun();
     let tie = if x.tied > 1 {
         format!("={}", x.tied)
     } else {

@@ -277,7 +277,7 @@ fn message(r: &Ranking, shown: &ShownLine, at: &Place) -> String {
     let x = shown.entry;
     let m = r.measure;
     let c = x.counts;
-    let what = if m.is_probability() { "probability" } else { "score" };
+    let what = m.score_noun();
     let noun = at.view.unit_noun();
     let subject = match (at.view.function(at.spectra, x.first()), shown.function_label()) {
         (Some((name, _)), _) => format!("Suspicious function {name}"),
