@@ -140,6 +140,8 @@ pub struct Execution {
     pub retries: Option<u32>,
     pub no_edges: bool,
     pub keep_profiles: bool,
+    /// `--process-per-test`: launch every test (no fork servers, [`crate::forkserver`]).
+    pub process_per_test: bool,
     pub partition: Option<Partition>,
     pub save_spectra: Option<PathBuf>,
     /// `--junit FILE`: the run as JUnit XML.

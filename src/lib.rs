@@ -45,6 +45,7 @@ pub mod doctest;
 pub mod list;
 pub mod nextest;
 pub mod process;
+pub mod forkserver;
 pub mod schedule;
 pub mod run;
 pub mod verdict;

@@ -210,6 +210,45 @@ pub fn kill_group(_: u32) -> bool {
     false
 }
 
+/// A directory on a memory filesystem with at least `need` bytes free, for files that live
+/// a moment (each test's profiles, read and deleted as it ends): `/dev/shm` on Linux. Creating
+/// and deleting files there costs a fraction of what it costs on a disk's filesystem.
+#[cfg(target_os = "linux")]
+pub fn memory_dir(need: u64) -> Option<std::path::PathBuf> {
+    use nix::sys::statfs::{TMPFS_MAGIC, statfs};
+    let dir = std::path::Path::new("/dev/shm");
+    let s = statfs(dir).ok()?;
+    let free = (s.blocks_available() as u64).saturating_mul(s.block_size() as u64);
+    (s.filesystem_type() == TMPFS_MAGIC && free >= need).then(|| dir.to_path_buf())
+}
+
+/// No memory filesystem is known elsewhere.
+#[cfg(not(target_os = "linux"))]
+pub fn memory_dir(_need: u64) -> Option<std::path::PathBuf> {
+    None
+}
+
+/// The exit status a raw wait status (as `waitpid` gives it) stands for.
+#[cfg(unix)]
+pub fn wait_status(raw: i32) -> std::process::ExitStatus {
+    use std::os::unix::process::ExitStatusExt;
+    std::process::ExitStatus::from_raw(raw)
+}
+
+/// The exit status a raw status stands for.
+#[cfg(windows)]
+pub fn wait_status(raw: i32) -> std::process::ExitStatus {
+    use std::os::windows::process::ExitStatusExt;
+    std::process::ExitStatus::from_raw(raw as u32)
+}
+
+/// The wait status of a process SIGKILL ended.
+pub const KILLED_STATUS: i32 = 9;
+
+/// Whether test binaries can serve tests forked from one process ([`crate::forkserver`]): the
+/// runtime's server uses `fork`, and the dynamic loader's and std's start-up as on Linux.
+pub const FORK_SERVERS: bool = cfg!(target_os = "linux");
+
 /// The signal that ended a process, if one did.
 #[cfg(unix)]
 pub fn exit_signal(status: &std::process::ExitStatus) -> Option<i32> {

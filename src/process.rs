@@ -24,6 +24,10 @@ pub(crate) struct Captured {
 /// The process groups of the tests running now (their leaders' ids), for an interrupt.
 static RUNNING: Mutex<Vec<u32>> = Mutex::new(Vec::new());
 
+/// The process groups of the fork servers running now ([`crate::forkserver`]), killed by an
+/// interrupt too (their tests die with them) but not counted as tests.
+static SERVERS: Mutex<Vec<u32>> = Mutex::new(Vec::new());
+
 /// What an interrupt leaves behind, said after "killed N running tests; " (the pipeline sets
 /// it once results are being kept).
 static INTERRUPT_NOTE: Mutex<Option<String>> = Mutex::new(None);
@@ -69,6 +73,9 @@ pub fn kill_tests_on_interrupt() {
         let groups = running.as_ref().map(|g| g.to_vec()).unwrap_or_default();
         for leader in &groups {
             crate::platform::kill_group(*leader);
+        }
+        for server in SERVERS.lock().map(|s| s.to_vec()).unwrap_or_default() {
+            crate::platform::kill_group(server);
         }
         let note = INTERRUPT_NOTE.lock().ok().and_then(|n| n.clone());
         let message = format!(
@@ -118,7 +125,43 @@ pub(crate) fn run_captured_leaking(
             None
         }
     };
-    let elapsed = start.elapsed();
+    Ok(ended(leader, status, start.elapsed(), out_path, leak_timeout))
+}
+
+/// Lists the process group `leader` among the running tests an interrupt kills.
+pub(crate) fn track(leader: u32) {
+    RUNNING.lock().unwrap_or_else(PoisonError::into_inner).push(leader);
+}
+
+/// Lists the fork server `leader` among the processes an interrupt kills.
+pub(crate) fn track_server(leader: u32) {
+    SERVERS.lock().unwrap_or_else(PoisonError::into_inner).push(leader);
+}
+
+/// Forgets the fork server `leader` (it ended).
+pub(crate) fn untrack_server(leader: u32) {
+    if let Ok(mut servers) = SERVERS.lock() {
+        servers.retain(|&l| l != leader);
+    }
+}
+
+/// Forgets the process group `leader` (it ended).
+pub(crate) fn untrack(leader: u32) {
+    if let Ok(mut running) = RUNNING.lock() {
+        running.retain(|&l| l != leader);
+    }
+}
+
+/// The end of a test process, group `leader`, that ended with `status` (`None`: timed out and
+/// killed) after `elapsed`, its output in `out_path` (read, then removed): what it left running
+/// gets `leak_timeout` to end on its own, then the group is killed and forgotten.
+pub(crate) fn ended(
+    leader: u32,
+    status: Option<ExitStatus>,
+    elapsed: Duration,
+    out_path: &Path,
+    leak_timeout: Duration,
+) -> Captured {
     if status.is_some() {
         let waited = Instant::now();
         while waited.elapsed() < leak_timeout && crate::platform::group_alive(leader) {
@@ -126,15 +169,13 @@ pub(crate) fn run_captured_leaking(
         }
     }
     let leaked = crate::platform::kill_group(leader);
-    if let Ok(mut running) = RUNNING.lock() {
-        running.retain(|&l| l != leader);
-    }
+    untrack(leader);
     let bytes = std::fs::read(out_path).unwrap_or_default();
     let _ = std::fs::remove_file(out_path);
-    Ok(Captured {
+    Captured {
         status,
         output: String::from_utf8_lossy(&bytes).into_owned(),
         elapsed,
         leaked,
-    })
+    }
 }

@@ -129,6 +129,8 @@ pub struct TestRun<'a> {
     pub dir: &'a Path,
     pub limits: Limits,
     pub edges: bool,
+    /// Fork a libtest test from its binary's server (`None`: a process per test).
+    pub servers: Option<&'a crate::forkserver::ForkServers>,
 }
 
 /// Runs one test in its own process; its profiles (and edge files, with `edges`) land in
@@ -145,13 +147,22 @@ pub fn run_test(run: &TestRun) -> std::io::Result<Finished> {
         .zip(job.name.as_deref())
         .and_then(|(s, n)| s.test(n));
     let env_reads = dir.join("sfl.env-reads");
-    let cmd = test_command(run, doctest, &env_reads);
+    let out_path = dir.join("output.txt");
+    let served = serve(run, doctest.is_some(), &env_reads, &out_path);
     let Captured {
         status,
         output,
         elapsed: duration,
         leaked,
-    } = run_captured_leaking(cmd, &dir.join("output.txt"), timeout, limits.leak_timeout)?;
+    } = match served {
+        Some(captured) => captured,
+        None => run_captured_leaking(
+            test_command(run, doctest, &env_reads),
+            &out_path,
+            timeout,
+            limits.leak_timeout,
+        )?,
+    };
     let (mut outcome, signal, message) = match doctest {
         Some(doc) => classify_doctest(status, &output, timeout, doc.should_panic),
         None => classify(status, &output, timeout, job.name.as_deref()),
@@ -184,13 +195,72 @@ pub fn run_test(run: &TestRun) -> std::io::Result<Finished> {
     })
 }
 
+/// Runs `run`'s test on its binary's fork server when it has one (a libtest test, servers on):
+/// what it did, or `None` to run it in a process of its own (`doctest`: it is a doctest).
+fn serve(run: &TestRun, doctest: bool, env_reads: &Path, out_path: &Path) -> Option<Captured> {
+    let servers = run.servers?;
+    let Some(name) = run.job.name.as_deref().filter(|_| !doctest && !run.bin.custom_harness) else {
+        servers.fell_back(if doctest { "doctests" } else { "harness = false targets" });
+        return None;
+    };
+    let key = (run.job.binary, run.job.ignored);
+    let server = match servers.server(key, || {
+        let mut cmd = base_command(run, None, Some(crate::forkserver::SLOT));
+        cmd.env_remove("LLVM_PROFILE_FILE").env_remove(crate::edges::FILE_ENV);
+        cmd
+    }) {
+        Ok(s) => s,
+        Err(why) => {
+            servers.fell_back(&format!("{} cannot fork tests: {why}", run.bin.id));
+            return None;
+        }
+    };
+    let env = per_test_env(run, env_reads);
+    match server.run(name, &env, out_path, run.limits.timeout, run.limits.leak_timeout) {
+        Ok(captured) => {
+            servers.forked();
+            Some(captured)
+        }
+        Err(crate::forkserver::NotServed(why)) => {
+            servers.fell_back(&why);
+            None
+        }
+    }
+}
+
+/// The variables that differ between the tests of one binary: the names of its profiles, its
+/// edge files (with edges), and the file the runtime records the variables it reads in.
+fn per_test_env(run: &TestRun, env_reads: &Path) -> Vec<(&'static str, std::ffi::OsString)> {
+    // %p: one file per process (a test may run other instrumented binaries);
+    // %c: continuous mode, counters live in the file while the test runs.
+    let mut env = vec![
+        ("LLVM_PROFILE_FILE", run.dir.join("sfl-%p%c.profraw").into_os_string()),
+        (crate::edges::ENV_READS_ENV, env_reads.as_os_str().to_owned()),
+    ];
+    if run.edges {
+        env.push((crate::edges::FILE_ENV, run.dir.join("sfl-%p.edges").into_os_string()));
+    }
+    env
+}
+
 /// The command that runs `run`'s test (`doctest`: the doctest it is), with the environment
 /// `cargo test` gives it, its profiles' and edge files' names, and where the runtime records
 /// the variables it reads (`env_reads`).
 fn test_command(run: &TestRun, doctest: Option<&DocTest>, env_reads: &Path) -> Command {
-    let TestRun { job, bin, dir, .. } = *run;
+    let mut cmd = base_command(run, doctest, run.job.name.as_deref());
+    if !run.edges {
+        cmd.env_remove(crate::edges::FILE_ENV);
+    }
+    cmd.envs(per_test_env(run, env_reads));
+    cmd
+}
+
+/// [`test_command`] without the variables that differ per test ([`per_test_env`]), running
+/// the test `name` (a libtest binary's).
+fn base_command(run: &TestRun, doctest: Option<&DocTest>, name: Option<&str>) -> Command {
+    let TestRun { job, bin, .. } = *run;
     let mut cmd = Command::new(bin.exe_for(job.name.as_deref()));
-    match (doctest, &job.name) {
+    match (doctest, name) {
         // A merged doctest runner runs the one test its number names; others are their `main`.
         (Some(doc), _) => {
             if let Some(i) = doc.index {
@@ -199,9 +269,12 @@ fn test_command(run: &TestRun, doctest: Option<&DocTest>, env_reads: &Path) -> C
         }
         (None, Some(name)) => {
             cmd.args(["--exact", name, "--nocapture"]);
-            // libtest runs the test on one thread its main thread spawns, then waits.
+            // libtest runs the test on one thread its main thread spawns, then waits. One test,
+            // so one thread: it need not work out how many it could use (reading the cgroup
+            // files, a noticeable part of a small test's cost).
             if !bin.custom_harness {
                 cmd.env(crate::edges::relax::SERIAL_SPAWNS_ENV, "1");
+                cmd.arg("--test-threads=1");
             }
             if job.ignored {
                 cmd.arg("--ignored");
@@ -210,9 +283,6 @@ fn test_command(run: &TestRun, doctest: Option<&DocTest>, env_reads: &Path) -> C
         (None, None) => {}
     }
     test_env(&mut cmd, bin, run.pkg, run.target_dir, run.release);
-    // %p: one file per process (a test may run other instrumented binaries);
-    // %c: continuous mode, counters live in the file while the test runs.
-    cmd.env("LLVM_PROFILE_FILE", dir.join("sfl-%p%c.profraw"));
     // A panic's backtrace says where a failing test failed. Only panics print it: library
     // backtraces (`Backtrace::capture`, e.g. anyhow's) stay off, as under `cargo test`. A user's
     // own setting wins.
@@ -221,12 +291,6 @@ fn test_command(run: &TestRun, doctest: Option<&DocTest>, env_reads: &Path) -> C
         if std::env::var_os("RUST_LIB_BACKTRACE").is_none() {
             cmd.env("RUST_LIB_BACKTRACE", "0");
         }
-    }
-    cmd.env(crate::edges::ENV_READS_ENV, env_reads);
-    if run.edges {
-        cmd.env(crate::edges::FILE_ENV, dir.join("sfl-%p.edges"));
-    } else {
-        cmd.env_remove(crate::edges::FILE_ENV);
     }
     cmd
 }

@@ -184,6 +184,11 @@ pub struct ExecutionArgs {
     /// tests, but no `cp` measure). Built in a directory of its own.
     #[arg(long)]
     pub no_edges: bool,
+    /// Launch every test as a process of its own. By default the tests of a libtest binary are
+    /// forked from one process of that binary, stopped before `main`: each still runs alone in
+    /// its own process with its own profile, without paying a launch.
+    #[arg(long)]
+    pub process_per_test: bool,
     /// Keep each test's .profraw files under <target-dir>/profiles (for debugging the decoder).
     #[arg(long)]
     pub keep_profiles: bool,
@@ -255,6 +260,7 @@ impl From<ExecutionArgs> for config::Execution {
             reuse_spectra: e.reuse_spectra,
             no_edges: e.no_edges,
             keep_profiles: e.keep_profiles,
+            process_per_test: e.process_per_test,
             partition: e.partition,
             save_spectra: e.save_spectra,
             junit: e.junit,

@@ -275,13 +275,18 @@ impl<'a> LineDecoder<'a> {
     /// The `(file, line)` of each of `ids`: ids are this process's numbering, so what outlives
     /// it (the resume journal) stores lines.
     pub fn lines_of(&self, ids: &[UnitId]) -> Vec<(String, u32)> {
+        let mut lines = Vec::with_capacity(ids.len());
+        self.each_line_of(ids, |file, line| lines.push((file.to_string(), line)));
+        lines
+    }
+
+    /// [`LineDecoder::lines_of`] handed to `f` one by one, without a copy of each file's name.
+    pub fn each_line_of(&self, ids: &[UnitId], mut f: impl FnMut(&str, u32)) {
         let table = self.units.lock().expect("not poisoned");
-        ids.iter()
-            .map(|id| {
-                let u = &table.units[id.index()];
-                (u.file.clone(), u.line)
-            })
-            .collect()
+        for id in ids {
+            let u = &table.units[id.index()];
+            f(&u.file, u.line);
+        }
     }
 
     /// The ids of `lines` in this process (interned if not met yet).

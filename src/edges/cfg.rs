@@ -58,6 +58,9 @@ pub struct Blocks {
     /// Per block, its immediate dominator within its function (`u32::MAX`: an entry, or not
     /// reachable from one). Only computed when some block is pruned.
     idom: Vec<u32>,
+    /// Per flag (PC-table index), its block ([`NO`] if none): what a test ran is read from
+    /// the flags it set, not from every block.
+    by_flag: Vec<u32>,
 }
 
 impl Blocks {
@@ -74,6 +77,7 @@ impl Blocks {
         let matched = Matched::new(&table, &ids, &functions, pcs)?;
         let keep = matched.kept_pruned(&table, &ids);
         let (mut out, numbered) = Blocks::number(&functions, &matched, &keep, &table, pcs);
+        out.by_flag = numbered.block_of_flag.clone();
         out.cfg = numbered.successors(&table, &ids, &matched, &keep);
         out.calls = out.calls_by_address(&table, &numbered.source);
         if out.flag.iter().any(Option::is_none) {
@@ -262,15 +266,17 @@ impl Blocks {
     /// test's stack: a pruned dominator that panicked counts as not run, and a pruned join
     /// after a predecessor that panicked in a call without cleanup counts as run.
     pub fn ran(&self, flags: &[bool]) -> Vec<bool> {
-        let mut ran: Vec<bool> = self
-            .flag
-            .iter()
-            .map(|f| f.is_some_and(|i| flags.get(i as usize).copied().unwrap_or(false)))
-            .collect();
+        let mut ran = vec![false; self.len()];
+        let mut work: Vec<u32> = Vec::new();
+        for (i, _) in flags.iter().enumerate().filter(|(_, set)| **set) {
+            if let Some(&b) = self.by_flag.get(i).filter(|&&b| b != NO) {
+                ran[b as usize] = true;
+                work.push(b);
+            }
+        }
         if self.idom.is_empty() {
             return ran;
         }
-        let mut work: Vec<u32> = (0..self.len() as u32).filter(|&b| ran[b as usize]).collect();
         let mut walked = vec![false; self.len()];
         while let Some(b) = work.pop() {
             // Every dominator of a block that ran ran too.

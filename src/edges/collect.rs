@@ -117,6 +117,8 @@ pub struct Collector<'a> {
     binaries: PerBinary<BinaryBlocks, MapError>,
     relative: &'a (dyn Fn(&Path) -> Option<String> + Sync),
     names: Mutex<BlockNames>,
+    /// The executables edge files named, resolved ([`Collector::canonical`]).
+    canonical: Mutex<std::collections::HashMap<PathBuf, PathBuf>>,
 }
 
 impl<'a> Collector<'a> {
@@ -132,6 +134,7 @@ impl<'a> Collector<'a> {
             binaries: PerBinary::new(canonical),
             relative,
             names: Mutex::new(BlockNames::default()),
+            canonical: Mutex::default(),
         }
     }
 
@@ -178,7 +181,7 @@ impl<'a> Collector<'a> {
     /// process alone ([`EdgeMap::parse_for`]) and not kept.
     pub fn decode(&self, path: &Path, out: &mut Vec<Edge>, single: Option<usize>) -> Result<(), CollectError> {
         let file = record::read(path)?;
-        let exe = file.exe.canonicalize().unwrap_or_else(|_| file.exe.clone());
+        let exe = self.canonical(&file.exe);
         let Some(which) = self.binaries.paths().iter().position(|p| *p == exe) else {
             return Err(CollectError::ForeignBinary {
                 file: path.to_path_buf(),
@@ -225,12 +228,30 @@ impl<'a> Collector<'a> {
         Ok(())
     }
 
+    /// `exe` with its links resolved, asked of the file system once per executable.
+    fn canonical(&self, exe: &Path) -> PathBuf {
+        let mut known = self.canonical.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        known
+            .entry(exe.to_path_buf())
+            .or_insert_with(|| exe.canonicalize().unwrap_or_else(|_| exe.to_path_buf()))
+            .clone()
+    }
+
     /// The name of block `id`: `(function, index)`, the same in every process (ids are
     /// numbered as binaries happen to be read).
     pub fn block_name(&self, id: BlockId) -> (String, u32) {
+        let mut name = None;
+        self.each_block_name([id], |f, k| name = Some((f.to_string(), k)));
+        name.expect("one name per block")
+    }
+
+    /// [`Collector::block_name`] of each of `ids`, handed to `f` one by one without a copy.
+    pub fn each_block_name(&self, ids: impl IntoIterator<Item = BlockId>, mut f: impl FnMut(&str, u32)) {
         let names = self.names.lock().expect("not poisoned");
-        let b = &names.blocks[id.index()];
-        (b.function.to_string(), b.index)
+        for id in ids {
+            let b = &names.blocks[id.index()];
+            f(&b.function, b.index);
+        }
     }
 
     /// The id of the block named `(function, index)`, if a binary read so far has it.

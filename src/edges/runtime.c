@@ -35,8 +35,15 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
 #include <sys/mman.h>
+#ifdef __linux__
+#include <sys/prctl.h>
+#endif
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #define SFL_MAGIC 0x32454744454c4653ULL /* "SFLEDGE2" */
@@ -124,10 +131,21 @@ void __sanitizer_cov_bool_flag_init(char *start, char *stop) {
     pad_linked = sfl_edges_pad >= start && sfl_edges_pad < stop;
 }
 
+static char *plain_getenv(const char *name);
+
+/* Set in a fork server (below) until it forks: each test's child opens its own output. */
+static int in_fork_server;
+/* Blocks whose output a fork server's child opens. */
+static uint64_t deferred_blocks;
+
 void __sanitizer_cov_pcs_init(const uintptr_t *beg, const uintptr_t *end) {
     /* One (pc, flags) pair per block, in the flags' order; the pad is not in the table. */
     if (started || !flags_start || end <= beg) return;
     started = 1;
+    if (in_fork_server || plain_getenv("CARGO_SFL_FORK_SERVER")) {
+        deferred_blocks = (uint64_t)(end - beg) / 2;
+        return;
+    }
     open_output(flags_start, (uint64_t)(end - beg) / 2);
 }
 
@@ -290,4 +308,168 @@ char *getenv(const char *name) {
 
 __attribute__((constructor)) static void sfl_env_reads_start(void) {
     env_reads_file();
+}
+
+/*
+ * ---- Fork server: a test process per test without a launch per test ----
+ *
+ * With CARGO_SFL_FORK_SERVER set, the executable becomes a server before `main`: this
+ * constructor runs after the standard library has noted argc and argv (priority 99) and after
+ * the instrumented objects' SanitizerCoverage constructors, but before the profiler runtime
+ * opens its profile and before any constructor of the program's own code, so nothing has run
+ * that a test's coverage would count. It reads requests on stdin and answers on stdout:
+ *
+ *   request  `<id>\t<test name>\t<output file>[\t<NAME=value>]...\n`
+ *   replies  `ready\n` once, `started <id> <pid>\n`, `exited <id> <wait status>\n`
+ *
+ * For each request it forks. The child takes a process group of its own, sets the variables
+ * (the profile's and edge file's names, ...), writes stdout and stderr to the output file,
+ * puts the test's name where the placeholder argument was (the standard library reads argv
+ * only when `main` asks for it), opens its edge file and returns: the remaining constructors
+ * (the profiler runtime's among them) and `main`, that is libtest, run as in a process of its
+ * own. The server reaps every child and reports how it ended. At the end of stdin it waits for
+ * its children and exits.
+ */
+#define SFL_SLOT "__cargo_sfl_test__"
+#define SFL_MAX_CHILDREN 1024
+
+static int sigchld_pipe[2] = {-1, -1};
+static pid_t child_pids[SFL_MAX_CHILDREN];
+static uint64_t child_ids[SFL_MAX_CHILDREN];
+
+static void on_sigchld(int sig) {
+    (void)sig;
+    int saved = errno;
+    char b = 0;
+    if (write(sigchld_pipe[1], &b, 1) < 0) { /* a byte is already waiting */ }
+    errno = saved;
+}
+
+static void reply(const char *line) {
+    size_t n = strlen(line), o = 0;
+    while (o < n) {
+        ssize_t w = write(1, line + o, n - o);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) _exit(3); /* cargo sfl is gone */
+        o += (size_t)w;
+    }
+}
+
+/* Reaps every child that ended and reports it; how many are still running. */
+static int reap(int running) {
+    int status;
+    pid_t pid;
+    while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
+        for (int i = 0; i < SFL_MAX_CHILDREN; i++) {
+            if (child_pids[i] != pid) continue;
+            char line[96];
+            snprintf(line, sizeof line, "exited %llu %d\n", (unsigned long long)child_ids[i], status);
+            reply(line);
+            child_pids[i] = 0;
+            running--;
+            break;
+        }
+    }
+    return running;
+}
+
+/* In the child: becomes the test the request `req` (tab-separated, modified) names. */
+static void become_test(char *req, int argc, char **argv) {
+    signal(SIGCHLD, SIG_DFL);
+    close(sigchld_pipe[0]);
+    close(sigchld_pipe[1]);
+    setpgid(0, 0);
+#ifdef __linux__
+    /* A test outlives no server: killed with it (an interrupt kills the server's group). */
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() == 1) _exit(127);
+#endif
+    char *save = NULL;
+    strtok_r(req, "\t", &save); /* the id */
+    char *name = strtok_r(NULL, "\t", &save);
+    char *output = strtok_r(NULL, "\t", &save);
+    for (char *kv; (kv = strtok_r(NULL, "\t", &save));) {
+        char *eq = strchr(kv, '=');
+        if (!eq) continue;
+        *eq = 0;
+        setenv(kv, eq + 1, 1);
+    }
+    unsetenv("CARGO_SFL_FORK_SERVER");
+    int out = output ? open(output, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644) : -1;
+    int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    if (out < 0 || null < 0 || dup2(null, 0) < 0 || dup2(out, 1) < 0 || dup2(out, 2) < 0) _exit(126);
+    close(out);
+    close(null);
+    for (int i = 1; i < argc; i++) {
+        if (name && strcmp(argv[i], SFL_SLOT) == 0) argv[i] = name;
+    }
+    in_fork_server = 0;
+    env_reads_fd = -2;
+    memset(env_seen, 0, sizeof env_seen);
+    if (deferred_blocks) open_output(flags_start, deferred_blocks);
+}
+
+__attribute__((constructor(101))) static void sfl_fork_server(int argc, char **argv, char **envp) {
+    (void)envp;
+    if (!plain_getenv("CARGO_SFL_FORK_SERVER")) return;
+    in_fork_server = 1;
+    if (pipe(sigchld_pipe) != 0) _exit(125);
+    fcntl(sigchld_pipe[0], F_SETFL, O_NONBLOCK);
+    fcntl(sigchld_pipe[1], F_SETFL, O_NONBLOCK);
+    fcntl(sigchld_pipe[0], F_SETFD, FD_CLOEXEC);
+    fcntl(sigchld_pipe[1], F_SETFD, FD_CLOEXEC);
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_sigchld;
+    sa.sa_flags = SA_RESTART | SA_NOCLDSTOP;
+    sigaction(SIGCHLD, &sa, NULL);
+    reply("ready\n");
+    static char buf[1 << 16];
+    size_t len = 0;
+    int open_input = 1, running = 0;
+    while (open_input || running > 0) {
+        struct pollfd fds[2] = {{sigchld_pipe[0], POLLIN, 0}, {0, POLLIN, 0}};
+        int r = poll(fds, open_input ? 2 : 1, -1);
+        if (r < 0 && errno != EINTR) _exit(4);
+        char drain[64];
+        while (read(sigchld_pipe[0], drain, sizeof drain) > 0) {}
+        running = reap(running);
+        if (!open_input || r <= 0 || !(fds[1].revents & (POLLIN | POLLHUP))) continue;
+        ssize_t n = read(0, buf + len, sizeof buf - 1 - len);
+        if (n <= 0) {
+            if (n < 0 && errno == EINTR) continue;
+            open_input = 0;
+            continue;
+        }
+        len += (size_t)n;
+        char *line = buf, *nl;
+        while ((nl = memchr(line, '\n', len - (size_t)(line - buf)))) {
+            *nl = 0;
+            int slot = -1;
+            for (int i = 0; i < SFL_MAX_CHILDREN && slot < 0; i++)
+                if (child_pids[i] == 0) slot = i;
+            uint64_t id = strtoull(line, NULL, 10);
+            pid_t pid = slot < 0 ? -1 : fork();
+            if (pid == 0) {
+                become_test(line, argc, argv);
+                return;
+            }
+            char msg[96];
+            if (pid < 0) {
+                snprintf(msg, sizeof msg, "failed %llu %d\n", (unsigned long long)id, errno);
+            } else {
+                setpgid(pid, pid);
+                child_pids[slot] = pid;
+                child_ids[slot] = id;
+                running++;
+                snprintf(msg, sizeof msg, "started %llu %d\n", (unsigned long long)id, (int)pid);
+            }
+            reply(msg);
+            line = nl + 1;
+        }
+        len -= (size_t)(line - buf);
+        memmove(buf, line, len);
+        if (len == sizeof buf - 1) _exit(5); /* a request longer than the buffer */
+    }
+    _exit(0);
 }

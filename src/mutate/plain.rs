@@ -168,6 +168,7 @@ pub(super) fn run_all(
                 dir: &dir,
                 limits,
                 edges: false,
+                servers: None,
             });
             let _ = std::fs::remove_dir_all(&dir);
             match got {

@@ -45,7 +45,73 @@ pub fn trials() -> Vec<Trial> {
             "reliability::a_build_of_another_copy_is_named",
             a_build_of_another_copy_is_named,
         ),
+        Trial::test(
+            "reliability::forked_tests_match_their_own_processes",
+            forked_tests_match_their_own_processes,
+        ),
     ]
+}
+
+/// Tests forked from their binary's server (the default) end as they do in processes of their
+/// own (`--process-per-test`) and cover the same lines and edges: on a crate whose tests
+/// crash, panic and pass, and on one with two faults. The status line says how many
+/// were forked.
+fn forked_tests_match_their_own_processes() -> Result {
+    for fixture in ["crash", "two-bugs"] {
+        let dir = copy_fixture(fixture);
+        let mut runs = Vec::new();
+        for args in [&["--rerun"][..], &["--rerun", "--process-per-test"]] {
+            let out = sfl(args, dir.path());
+            check(out.status.success(), || show(&out))?;
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            let forked = stderr.contains(" forked from 1 server");
+            check(forked == (args.len() == 1), || {
+                format!("{fixture} {args:?}: {}", show(&out))
+            })?;
+            let spectra: Value = serde_json::from_slice(&std::fs::read(dir.path().join("target/sfl/spectra.json"))?)?;
+            let tests: Vec<Value> = spectra["tests"]
+                .as_array()
+                .ok_or("no tests")?
+                .iter()
+                .map(|t| {
+                    let mut t = t.clone();
+                    let o = t.as_object_mut().expect("a test is an object");
+                    o.remove("duration_ms");
+                    // A thread's id (`thread 'x' (20107) has overflowed its stack`) is no outcome.
+                    if let Some(m) = o.get("message").and_then(Value::as_str) {
+                        let kept = m.split('(').map(|part| {
+                            let digits = part
+                                .find(')')
+                                .filter(|&i| i > 0 && part[..i].bytes().all(|b| b.is_ascii_digit()));
+                            digits.map_or(part.to_string(), |i| format!("N{}", &part[i..]))
+                        });
+                        o.insert("message".into(), Value::from(kept.collect::<Vec<_>>().join("(")));
+                    }
+                    t
+                })
+                .collect();
+            runs.push((
+                tests,
+                spectra["units"].clone(),
+                spectra["coverage"].clone(),
+                spectra["edges_deflated"].clone(),
+            ));
+        }
+        let (forked, own) = (&runs[0], &runs[1]);
+        check(!forked.0.is_empty() && forked.0 == own.0, || {
+            format!("{fixture}: outcomes differ\nforked {:#?}\nown {:#?}", forked.0, own.0)
+        })?;
+        check(forked.0.iter().any(|t| t["outcome"] != "passed"), || {
+            format!("{fixture}: nothing failed")
+        })?;
+        check(forked.1 == own.1 && forked.2 == own.2, || {
+            format!("{fixture}: coverage differs")
+        })?;
+        check(forked.3 == own.3 && !forked.3.is_null(), || {
+            format!("{fixture}: edges differ")
+        })?;
+    }
+    Ok(())
 }
 
 /// `cp -a` of `from`'s contents, its target directory among them (modification times kept, so

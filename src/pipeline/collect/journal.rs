@@ -83,12 +83,12 @@ impl Earlier {
     }
 }
 
-/// The open journal of this run.
+/// The open journal of this run; tests are kept from the workers that ran them.
 pub struct Journal {
-    file: File,
+    file: std::sync::Mutex<File>,
     path: PathBuf,
     /// A write failed (said once): the run goes on without a journal.
-    broken: bool,
+    broken: std::sync::atomic::AtomicBool,
 }
 
 /// The fingerprint of a run's build, selection and result-changing flags.
@@ -157,9 +157,9 @@ impl Journal {
         let file = std::fs::OpenOptions::new().append(true).open(&path)?;
         Ok((
             Journal {
-                file,
+                file: std::sync::Mutex::new(file),
                 path,
-                broken: false,
+                broken: Default::default(),
             },
             earlier,
         ))
@@ -168,24 +168,27 @@ impl Journal {
     /// Keeps a finished test, unless it is no result: killed by the interrupt, or not started
     /// at all (then the run stops with an error). A journal that cannot be written is warned
     /// about once; the run itself goes on.
-    pub fn keep(&mut self, o: &JobOutcome, coverage: &LineDecoder, edges: Option<&Collector>) {
-        if o.not_run.is_some() || crate::process::interrupted() || self.broken {
+    pub fn keep(&self, o: &JobOutcome, coverage: &LineDecoder, edges: Option<&Collector>) {
+        use std::sync::atomic::Ordering;
+        if o.not_run.is_some() || crate::process::interrupted() || self.broken.load(Ordering::Relaxed) {
             return;
         }
-        if let Err(e) = self.append(o, coverage, edges) {
+        if let Err(e) = self.append(o, coverage, edges)
+            && !self.broken.swap(true, Ordering::Relaxed)
+        {
             crate::ui::warn(format!(
                 "cannot write the resume journal {}: {e}; an interrupted run will start afresh",
                 self.path.display()
             ));
-            self.broken = true;
         }
     }
 
     /// Appends a finished test (one write, so an interrupt leaves whole lines or a cut last one).
-    fn append(&mut self, o: &JobOutcome, coverage: &LineDecoder, edges: Option<&Collector>) -> std::io::Result<()> {
+    fn append(&self, o: &JobOutcome, coverage: &LineDecoder, edges: Option<&Collector>) -> std::io::Result<()> {
         let mut line = serde_json::to_string(&encode(o, coverage, edges))?;
         line.push('\n');
-        self.file.write_all(line.as_bytes())
+        let mut file = self.file.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        file.write_all(line.as_bytes())
     }
 
     /// The run completed and its spectra are saved: the journal is no longer needed.
@@ -244,17 +247,31 @@ impl Entry {
 /// A finished test with its lines and blocks named.
 fn encode(o: &JobOutcome, coverage: &LineDecoder, edges: Option<&Collector>) -> Entry {
     let mut files = Interner::default();
-    let lines = coverage
-        .lines_of(&o.covered)
-        .into_iter()
-        .map(|(f, l)| (files.index(f), l))
-        .collect();
+    let mut lines = Vec::with_capacity(o.covered.len());
+    coverage.each_line_of(&o.covered, |f, l| lines.push((files.index(f), l)));
+    // A function's name is one shared string in the collector: known by its address here.
     let mut functions = Interner::default();
-    let mut block = |id| {
-        let (f, k) = edges.expect("edges only with a collector").block_name(id);
-        (functions.index(f), k)
-    };
-    let edges = o.edges.iter().map(|e| (e.from.map(&mut block), block(e.to))).collect();
+    let mut seen: HashMap<usize, u32> = HashMap::new();
+    let mut blocks = Vec::new();
+    if let Some(collector) = edges {
+        let ids = o.edges.iter().flat_map(|e| e.from.into_iter().chain([e.to]));
+        collector.each_block_name(ids, |f, k| {
+            let i = *seen.entry(f.as_ptr() as usize).or_insert_with(|| functions.index(f));
+            blocks.push((i, k));
+        });
+    }
+    let mut named = blocks.into_iter();
+    let edges = o
+        .edges
+        .iter()
+        .map_while(|e| {
+            let from = match e.from {
+                Some(_) => Some(named.next()?),
+                None => None,
+            };
+            Some((from, named.next()?))
+        })
+        .collect();
     Entry {
         record: o.record.clone(),
         files: files.names,
@@ -272,13 +289,13 @@ struct Interner {
 }
 
 impl Interner {
-    fn index(&mut self, name: String) -> u32 {
-        if let Some(&i) = self.ids.get(&name) {
+    fn index(&mut self, name: &str) -> u32 {
+        if let Some(&i) = self.ids.get(name) {
             return i;
         }
         let i = self.names.len() as u32;
-        self.ids.insert(name.clone(), i);
-        self.names.push(name);
+        self.ids.insert(name.to_string(), i);
+        self.names.push(name.to_string());
         i
     }
 }
@@ -322,7 +339,7 @@ mod tests {
         let relative = |_: &Path| None;
         let coverage = LineDecoder::new(Vec::new(), &relative);
         let ids = coverage.ids_of([("src/a.rs", 3), ("src/b.rs", 1)]);
-        let (mut journal, earlier) = Journal::open(dir.path(), "fp", false).unwrap();
+        let (journal, earlier) = Journal::open(dir.path(), "fp", false).unwrap();
         assert!(earlier.is_none(), "a new journal");
         journal
             .append(&outcome("t1", Outcome::Failed, ids.clone()), &coverage, None)
@@ -331,7 +348,12 @@ mod tests {
             .append(&outcome("t2", Outcome::Failed, vec![ids[1]]), &coverage, None)
             .unwrap();
         // The interrupt cut the third line short.
-        journal.file.write_all(b"{\"record\":{\"binary\":\"b\",\"na").unwrap();
+        journal
+            .file
+            .lock()
+            .unwrap()
+            .write_all(b"{\"record\":{\"binary\":\"b\",\"na")
+            .unwrap();
         let path = journal.path().to_path_buf();
         drop(journal);
 
@@ -357,7 +379,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let relative = |_: &Path| None;
         let coverage = LineDecoder::new(Vec::new(), &relative);
-        let (mut journal, _) = Journal::open(dir.path(), "fp", false).unwrap();
+        let (journal, _) = Journal::open(dir.path(), "fp", false).unwrap();
         let o = outcome("t1", Outcome::Passed, Vec::new());
         journal.keep(&o, &coverage, None);
         // A test that could not start is no result: not kept.
@@ -374,7 +396,7 @@ mod tests {
         let (_, earlier) = Journal::open(dir.path(), "other", false).unwrap();
         assert!(earlier.is_none());
         assert!(!dir.path().join("fp.jsonl").exists(), "a stale journal is removed");
-        let (mut journal, _) = Journal::open(dir.path(), "fp", false).unwrap();
+        let (journal, _) = Journal::open(dir.path(), "fp", false).unwrap();
         journal.append(&o, &coverage, None).unwrap();
         drop(journal);
         let (_, earlier) = Journal::open(dir.path(), "fp", true).unwrap();

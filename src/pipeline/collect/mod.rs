@@ -50,7 +50,11 @@ pub fn collect(cfg: &RunConfig) -> anyhow::Result<Collected> {
     let (snapshot, rustc, mut choice) = look(&ws, cfg)?;
     let built = building::build_tests(&mut ws, &cfg.selection, exec, &mut choice)?;
     let snapshot = as_built(snapshot, &ws);
-    let scratch = setup::fresh_dir(ws.target_dir.join("profiles"))?;
+    let scratch = setup::scratch_dir(
+        &ws.target_dir,
+        exec.keep_profiles,
+        nextest.jobs(&setup::own_flags(exec)),
+    )?;
     let relative = |p: &Path| ws.relative(p);
     let binaries = built.tests.iter().map(|t| t.path.clone());
     let coverage = LineDecoder::new(binaries.chain(built.others.iter().cloned()).collect(), &relative);

@@ -73,7 +73,7 @@ impl Session<'_> {
         jobs: &[Job],
         reuse: Option<&Reuse>,
     ) -> anyhow::Result<(journal::Journal, Vec<JobOutcome>, Reused)> {
-        let (mut journal, mut done) = resume(self, cfg, jobs)?;
+        let (journal, mut done) = resume(self, cfg, jobs)?;
         let mut reused = Reused::default();
         if let Some(reuse) = reuse {
             let ids: Vec<&str> = self.built.tests.iter().map(|t| t.id.as_str()).collect();

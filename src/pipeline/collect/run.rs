@@ -16,12 +16,12 @@ use crate::verdict::RawFrame;
 
 impl Session<'_> {
     /// Runs every job not `done` yet, showing progress and handing each outcome to `finished`
-    /// as it arrives; the outcomes are in job order.
+    /// in the worker that ran it; the outcomes are in job order.
     pub(super) fn run_all(
         &self,
         jobs: &[Job],
         mut done: Vec<Option<JobOutcome>>,
-        mut finished: impl FnMut(&JobOutcome),
+        finished: impl Fn(&JobOutcome) + Sync,
     ) -> Vec<JobOutcome> {
         let todo = self.todo(jobs, &done);
         let started = Instant::now();
@@ -47,6 +47,7 @@ impl Session<'_> {
                 |_, &i| {
                     progress.started(i);
                     let outcome = self.run_one(i, &jobs[i], exes[i], single[exes[i]], &decode_total);
+                    finished(&outcome);
                     if left[exes[i]].fetch_sub(1, Ordering::AcqRel) == 1 {
                         self.coverage.evict(exes[i]);
                         if let Some(edges) = self.edges {
@@ -58,7 +59,6 @@ impl Session<'_> {
                 },
                 |k, r| {
                     progress.record(&r.record);
-                    finished(&r);
                     done[todo[k]] = Some(r);
                 },
             );
@@ -66,6 +66,7 @@ impl Session<'_> {
         });
         let elapsed = started.elapsed();
         let decode_time = *decode_total.lock().unwrap();
+        let forked = self.servers.as_ref().and_then(|s| s.shut_down());
         ui::status(
             "Finished",
             format!(
@@ -77,6 +78,9 @@ impl Session<'_> {
                 decode_time.as_secs_f64() * 1e6 / todo.len().max(1) as f64
             ),
         );
+        if let Some(how) = forked {
+            ui::status("Processes", how);
+        }
         done.into_iter().map(|r| r.expect("every job finished")).collect()
     }
 
@@ -153,6 +157,7 @@ impl Session<'_> {
             dir,
             limits: self.settings[i].limits,
             edges: self.edges.is_some(),
+            servers: self.servers.as_ref(),
         })
     }
 

@@ -36,6 +36,8 @@ pub(super) struct Session<'a> {
     /// cargo sfl's own flags, which win over the nextest profile.
     pub(super) flags: Flags,
     pub(super) keep: bool,
+    /// The fork servers tests run on (`None`: `--process-per-test`, or not on this system).
+    pub(super) servers: Option<crate::forkserver::ForkServers>,
     /// How long each test took in the last run (it orders the longest first).
     pub(super) last: plan::Durations,
 }
@@ -67,6 +69,8 @@ impl<'a> Session<'a> {
             jobs: nextest.jobs(&flags),
             flags,
             keep: exec.keep_profiles,
+            servers: (!exec.process_per_test && crate::platform::FORK_SERVERS)
+                .then(crate::forkserver::ForkServers::default),
             last: plan::load_durations(&durations_path(ws)),
         }
     }

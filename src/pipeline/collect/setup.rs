@@ -1,7 +1,7 @@
 //! The checks and settings of a collect before it builds: the packages asked for, the nextest
 //! configuration and `-E`; and what to say when the plan holds no job.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 
@@ -62,6 +62,24 @@ pub(super) fn own_flags(exec: &Execution) -> Flags {
 }
 
 /// `dir`, emptied (what an earlier run left there is not this run's).
+/// Where each test's profiles land while it is decoded: a fresh directory on a memory
+/// filesystem when one has room for `jobs` tests at once (files there cost a fraction of a
+/// disk's), named after the target directory `target` (whose lock keeps it to one run), else
+/// `<target>/profiles`; always there with `keep` (`--keep-profiles`).
+pub(super) fn scratch_dir(target: &Path, keep: bool, jobs: usize) -> anyhow::Result<PathBuf> {
+    const MIB: u64 = 1 << 20;
+    let memory = (!keep)
+        .then(|| crate::platform::memory_dir(256 * MIB + jobs as u64 * 64 * MIB))
+        .flatten();
+    let Some(memory) = memory else {
+        return fresh_dir(target.join("profiles"));
+    };
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    std::hash::Hash::hash(target, &mut h);
+    let dir = memory.join(format!("cargo-sfl-{:016x}", std::hash::Hasher::finish(&h)));
+    fresh_dir(dir.clone()).or_else(|_| fresh_dir(target.join("profiles")))
+}
+
 pub(super) fn fresh_dir(dir: PathBuf) -> anyhow::Result<PathBuf> {
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;

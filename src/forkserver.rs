@@ -1,0 +1,313 @@
+//! Tests forked from one process per test binary instead of launched one by one.
+//!
+//! Launching a process per test costs its start (the kernel's `exec`, the dynamic loader,
+//! relocations, the runtime's start-up) before the test runs. cargo sfl's runtime, linked into
+//! every instrumented test binary, can instead make the binary a **fork server** (see the end of
+//! `edges/runtime.c`): started once with a placeholder test name, it stops before `main` and
+//! forks a child per request; the child takes the test's name, its profile's and edge file's
+//! names and its output file, and goes on to `main` (libtest) as a process of its own would.
+//! Each test still runs alone in its own process group, writes its own profile, and a crash,
+//! abort, hang or `exit` costs only that test; what is saved is the launch.
+//!
+//! A binary that cannot serve (no runtime linked, it exits at start-up) runs its tests one
+//! process each, as does a test when its server ends before it started.
+
+use std::collections::HashMap;
+use std::ffi::OsString;
+use std::io::{BufRead, BufReader, Write};
+use std::path::Path;
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use crate::process::Captured;
+
+/// The variable that makes a test binary a fork server (read by the runtime before `main`).
+pub const SERVER_ENV: &str = "CARGO_SFL_FORK_SERVER";
+/// The argument the runtime replaces with each test's name.
+pub const SLOT: &str = "__cargo_sfl_test__";
+/// How long a server may take to say it is ready before its binary runs a process per test.
+const READY_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// What the server says about one request.
+#[derive(Debug)]
+enum Reply {
+    Started(u32),
+    /// Its raw wait status.
+    Exited(i32),
+    /// `fork` failed with this errno.
+    Failed(i32),
+    /// The server ended.
+    Gone,
+}
+
+/// One test binary's server.
+pub struct ForkServer {
+    /// `None` once closed.
+    requests: Mutex<Option<ChildStdin>>,
+    waiting: Arc<Mutex<HashMap<u64, Sender<Reply>>>>,
+    gone: Arc<AtomicBool>,
+    child: Mutex<Child>,
+    next: AtomicU64,
+}
+
+/// Why a test did not run on a fork server (or a binary has none): the caller runs it in a
+/// process of its own.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("{0}")]
+pub struct NotServed(pub String);
+
+impl ForkServer {
+    /// Starts `cmd` (a libtest binary, its arguments naming [`SLOT`] as the test) as a server
+    /// and waits until it is ready.
+    pub fn start(mut cmd: Command) -> Result<ForkServer, NotServed> {
+        cmd.env(SERVER_ENV, "1")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null());
+        crate::platform::own_process_group(&mut cmd);
+        let mut child = cmd.spawn().map_err(|e| NotServed(format!("cannot start: {e}")))?;
+        crate::process::track_server(child.id());
+        let (stdin, stdout) = (child.stdin.take(), child.stdout.take());
+        let (Some(stdin), Some(stdout)) = (stdin, stdout) else {
+            return Err(NotServed("no pipes to the server".into()));
+        };
+        let waiting: Arc<Mutex<HashMap<u64, Sender<Reply>>>> = Arc::default();
+        let gone = Arc::new(AtomicBool::new(false));
+        let (ready_tx, ready_rx) = mpsc::channel();
+        {
+            let (waiting, gone) = (Arc::clone(&waiting), Arc::clone(&gone));
+            std::thread::spawn(move || read_replies(BufReader::new(stdout), ready_tx, &waiting, &gone));
+        }
+        let server = ForkServer {
+            requests: Mutex::new(Some(stdin)),
+            waiting,
+            gone,
+            child: Mutex::new(child),
+            next: AtomicU64::new(0),
+        };
+        match ready_rx.recv_timeout(READY_TIMEOUT) {
+            Ok(true) => Ok(server),
+            Ok(false) | Err(RecvTimeoutError::Disconnected) => Err(NotServed(
+                "it does not serve (it does not link cargo sfl's runtime, or exits before `main`)".into(),
+            )),
+            Err(RecvTimeoutError::Timeout) => Err(NotServed(format!("not ready within {} s", READY_TIMEOUT.as_secs()))),
+        }
+    }
+
+    /// Runs test `name` in a child of the server with the variables `env` set, its stdout and
+    /// stderr into `out_path`, as [`crate::process::run_captured_leaking`] runs a process.
+    pub(crate) fn run(
+        &self,
+        name: &str,
+        env: &[(&str, OsString)],
+        out_path: &Path,
+        timeout: Duration,
+        leak_timeout: Duration,
+    ) -> Result<Captured, NotServed> {
+        let request = request_line(name, env, out_path)
+            .ok_or_else(|| NotServed("its name or a file name holds a tab or a line break".into()))?;
+        let id = self.next.fetch_add(1, Ordering::Relaxed);
+        let (tx, rx) = mpsc::channel();
+        self.waiting
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(id, tx);
+        let start = Instant::now();
+        let sent = {
+            let mut w = self.requests.lock().unwrap_or_else(PoisonError::into_inner);
+            let line = format!("{id}\t{request}\n");
+            !self.gone.load(Ordering::SeqCst) && w.as_mut().is_some_and(|w| w.write_all(line.as_bytes()).is_ok())
+        };
+        let forget = || {
+            self.waiting.lock().unwrap_or_else(PoisonError::into_inner).remove(&id);
+        };
+        if !sent {
+            forget();
+            return Err(NotServed("its binary's fork server has ended".into()));
+        }
+        let pid = match rx.recv_timeout(READY_TIMEOUT) {
+            Ok(Reply::Started(pid)) => pid,
+            Ok(Reply::Failed(errno)) => {
+                forget();
+                return Err(NotServed(format!(
+                    "the fork server could not fork: {}",
+                    std::io::Error::from_raw_os_error(errno)
+                )));
+            }
+            _ => {
+                forget();
+                return Err(NotServed("its binary's fork server has ended".into()));
+            }
+        };
+        crate::process::track(pid);
+        let status = match wait_exit(&rx, timeout.saturating_sub(start.elapsed())) {
+            Waited::Exited(raw) => Some(crate::platform::wait_status(raw)),
+            Waited::TimedOut => {
+                crate::platform::kill_group(pid);
+                // Killed: the server reports it once it has reaped the child.
+                let _ = wait_exit(&rx, READY_TIMEOUT);
+                None
+            }
+            // Its server died, and with it the test (the runtime asks for that on Linux).
+            Waited::Gone => Some(crate::platform::wait_status(crate::platform::KILLED_STATUS)),
+        };
+        let elapsed = start.elapsed();
+        forget();
+        Ok(crate::process::ended(pid, status, elapsed, out_path, leak_timeout))
+    }
+}
+
+enum Waited {
+    Exited(i32),
+    TimedOut,
+    Gone,
+}
+
+fn wait_exit(rx: &Receiver<Reply>, timeout: Duration) -> Waited {
+    match rx.recv_timeout(timeout) {
+        Ok(Reply::Exited(raw)) => Waited::Exited(raw),
+        Err(RecvTimeoutError::Timeout) => Waited::TimedOut,
+        Ok(_) | Err(RecvTimeoutError::Disconnected) => Waited::Gone,
+    }
+}
+
+/// `<name>\t<output>\t<K=V>...`, or `None` when a part holds a tab or a line break.
+fn request_line(name: &str, env: &[(&str, OsString)], out_path: &Path) -> Option<String> {
+    let mut parts = vec![name.to_string(), out_path.to_str()?.to_string()];
+    for (k, v) in env {
+        parts.push(format!("{k}={}", v.to_str()?));
+    }
+    let clean = parts.iter().all(|p| !p.contains(['\t', '\n', '\r']) && !p.is_empty());
+    clean.then(|| parts.join("\t"))
+}
+
+/// Reads the server's replies and hands each to the test waiting for it; `ready` hears whether
+/// the server started. At its end every waiting test hears it is gone.
+fn read_replies(
+    out: impl BufRead,
+    ready: Sender<bool>,
+    waiting: &Mutex<HashMap<u64, Sender<Reply>>>,
+    gone: &AtomicBool,
+) {
+    let mut lines = out.lines();
+    let first = lines.next().and_then(Result::ok);
+    let _ = ready.send(first.as_deref() == Some("ready"));
+    if first.as_deref() == Some("ready") {
+        for line in lines.map_while(Result::ok) {
+            let mut words = line.split(' ');
+            let (kind, id, value) = (words.next(), words.next(), words.next());
+            let (Some(id), Some(value)) = (
+                id.and_then(|i| i.parse::<u64>().ok()),
+                value.and_then(|v| v.parse::<i64>().ok()),
+            ) else {
+                continue;
+            };
+            let reply = match kind {
+                Some("started") => Reply::Started(value as u32),
+                Some("exited") => Reply::Exited(value as i32),
+                Some("failed") => Reply::Failed(value as i32),
+                _ => continue,
+            };
+            if let Some(tx) = waiting.lock().unwrap_or_else(PoisonError::into_inner).get(&id) {
+                let _ = tx.send(reply);
+            }
+        }
+    }
+    gone.store(true, Ordering::SeqCst);
+    for (_, tx) in waiting.lock().unwrap_or_else(PoisonError::into_inner).drain() {
+        let _ = tx.send(Reply::Gone);
+    }
+}
+
+impl Drop for ForkServer {
+    /// Closes its requests: the server waits for its children and exits.
+    fn drop(&mut self) {
+        drop(self.requests.get_mut().unwrap_or_else(PoisonError::into_inner).take());
+        let child = self.child.get_mut().unwrap_or_else(PoisonError::into_inner);
+        let leader = child.id();
+        let waited = Instant::now();
+        while waited.elapsed() < Duration::from_secs(5) && !matches!(child.try_wait(), Ok(Some(_))) {
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        crate::platform::kill_group(leader);
+        let _ = child.kill();
+        let _ = child.wait();
+        crate::process::untrack_server(leader);
+    }
+}
+
+/// A server's test binary (index in the build's) and whether it runs ignored tests.
+pub type ServerKey = (usize, bool);
+
+/// The servers of one run, one per test binary (and per `--ignored`), started when their
+/// binary's first test runs; a binary that cannot serve is remembered with the reason.
+#[derive(Default)]
+pub struct ForkServers {
+    servers: Mutex<HashMap<ServerKey, Result<Arc<ForkServer>, NotServed>>>,
+    forked: std::sync::atomic::AtomicUsize,
+    /// Why tests ran in processes of their own, with how many did for each reason.
+    fallbacks: Mutex<Vec<(String, usize)>>,
+}
+
+impl ForkServers {
+    /// The server of `key` (binary, ignored), started with `command` if it is the first ask.
+    pub fn server(&self, key: ServerKey, command: impl FnOnce() -> Command) -> Result<Arc<ForkServer>, NotServed> {
+        let mut servers = self.servers.lock().unwrap_or_else(PoisonError::into_inner);
+        servers
+            .entry(key)
+            .or_insert_with(|| ForkServer::start(command()).map(Arc::new))
+            .clone()
+    }
+
+    /// Counts a test that ran on a server.
+    pub fn forked(&self) {
+        self.forked.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Counts a test that ran in a process of its own, and why.
+    pub fn fell_back(&self, why: &str) {
+        let mut f = self.fallbacks.lock().unwrap_or_else(PoisonError::into_inner);
+        match f.iter_mut().find(|(w, _)| w == why) {
+            Some((_, n)) => *n += 1,
+            None => f.push((why.to_string(), 1)),
+        }
+    }
+
+    /// Ends every server (each waits for its children) and says how the tests ran, for the
+    /// status line (`None`: no test ran); the counts start again.
+    pub fn shut_down(&self) -> Option<String> {
+        let summary = self.summary();
+        self.servers.lock().unwrap_or_else(PoisonError::into_inner).clear();
+        self.forked.store(0, Ordering::Relaxed);
+        self.fallbacks.lock().unwrap_or_else(PoisonError::into_inner).clear();
+        summary
+    }
+
+    fn summary(&self) -> Option<String> {
+        let forked = self.forked.load(Ordering::Relaxed);
+        let fallbacks = self.fallbacks.lock().unwrap_or_else(PoisonError::into_inner);
+        let own: usize = fallbacks.iter().map(|(_, n)| n).sum();
+        if forked + own == 0 {
+            return None;
+        }
+        let servers = self
+            .servers
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .values()
+            .filter(|s| s.is_ok())
+            .count();
+        let mut s = format!(
+            "{forked} forked from {servers} server{}",
+            if servers == 1 { "" } else { "s" }
+        );
+        if own > 0 {
+            let why: Vec<String> = fallbacks.iter().map(|(w, n)| format!("{n}: {w}")).collect();
+            s.push_str(&format!(", {own} in processes of their own ({})", why.join("; ")));
+        }
+        Some(s)
+    }
+}
