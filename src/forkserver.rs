@@ -248,6 +248,8 @@ pub type ServerKey = (usize, bool);
 pub struct ForkServers {
     servers: Mutex<HashMap<ServerKey, Result<Arc<ForkServer>, NotServed>>>,
     forked: std::sync::atomic::AtomicUsize,
+    /// Servers ended before the end of the run ([`ForkServers::retire`]).
+    retired: std::sync::atomic::AtomicUsize,
     /// Why tests ran in processes of their own, with how many did for each reason.
     fallbacks: Mutex<Vec<(String, usize)>>,
 }
@@ -260,6 +262,23 @@ impl ForkServers {
             .entry(key)
             .or_insert_with(|| ForkServer::start(command()).map(Arc::new))
             .clone()
+    }
+
+    /// Ends the servers of test binary `binary` (its last test has run): a workspace of many
+    /// test binaries keeps no idle server per binary until the end of the run.
+    pub fn retire(&self, binary: usize) {
+        let ended: Vec<Arc<ForkServer>> = {
+            let mut servers = self.servers.lock().unwrap_or_else(PoisonError::into_inner);
+            let keys: Vec<ServerKey> = servers
+                .iter()
+                .filter(|((b, _), s)| *b == binary && s.is_ok())
+                .map(|(k, _)| *k)
+                .collect();
+            keys.iter().filter_map(|k| servers.remove(k)?.ok()).collect()
+        };
+        self.retired.fetch_add(ended.len(), Ordering::Relaxed);
+        // Each waits for its server to end, outside the lock.
+        drop(ended);
     }
 
     /// Counts a test that ran on a server.
@@ -282,6 +301,7 @@ impl ForkServers {
         let summary = self.summary();
         self.servers.lock().unwrap_or_else(PoisonError::into_inner).clear();
         self.forked.store(0, Ordering::Relaxed);
+        self.retired.store(0, Ordering::Relaxed);
         self.fallbacks.lock().unwrap_or_else(PoisonError::into_inner).clear();
         summary
     }
@@ -299,7 +319,8 @@ impl ForkServers {
             .unwrap_or_else(PoisonError::into_inner)
             .values()
             .filter(|s| s.is_ok())
-            .count();
+            .count()
+            + self.retired.load(Ordering::Relaxed);
         let mut s = format!(
             "{forked} forked from {servers} server{}",
             if servers == 1 { "" } else { "s" }

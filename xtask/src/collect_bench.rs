@@ -134,11 +134,11 @@ pub fn run(runs: usize, output: Option<&Path>) -> Result<()> {
 }
 
 /// Tests in the generated crate.
-const TRIVIAL: usize = 3000;
+pub(crate) const TRIVIAL: usize = 3000;
 
 /// A crate of [`TRIVIAL`] tests that each check one addition: what is measured is what a runner
 /// spends per test (listing, spawning, profile files, decoding).
-fn trivial_crate(work: &Path) -> Result<PathBuf> {
+pub(crate) fn trivial_crate(work: &Path) -> Result<PathBuf> {
     let dir = work.join(format!("trivial-{TRIVIAL}"));
     std::fs::create_dir_all(dir.join("src"))?;
     let manifest = "[package]\nname = \"trivial\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[workspace]\n";
@@ -164,7 +164,7 @@ fn trivial_crate(work: &Path) -> Result<PathBuf> {
 
 /// Wall seconds of a command whose failure (a failing test) is expected; a command that could
 /// not start is an error.
-fn wall(cmd: &mut Command) -> Result<f64> {
+pub(crate) fn wall(cmd: &mut Command) -> Result<f64> {
     let t = Instant::now();
     let status = cmd.stdout(Stdio::null()).stderr(Stdio::null()).status()?;
     if status.code().is_none() {
@@ -173,7 +173,7 @@ fn wall(cmd: &mut Command) -> Result<f64> {
     Ok(t.elapsed().as_secs_f64())
 }
 
-fn median(v: &mut [f64]) -> f64 {
+pub(crate) fn median(v: &mut [f64]) -> f64 {
     v.sort_by(f64::total_cmp);
     v[v.len() / 2]
 }

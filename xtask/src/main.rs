@@ -1,7 +1,8 @@
 //! Project chores: `cargo xtask bench collect` (the collection benchmark) and
 //! `cargo xtask bench measures` (every measure on a large synthetic matrix),
 //! `cargo xtask bench edges` (edge recording's cost, CP's solve time), `bench ht`, `bench faults`,
-//! `bench panic4r` (real panics from the Panic4R data set), `bench corpus` (parity with `cargo test`
+//! `bench panic4r` (real panics from the Panic4R data set), `bench launch` (what a test costs, forked
+//! and launched, against `cargo test` and nextest), `bench corpus` (parity with `cargo test`
 //! on published crates of many shapes, and the run after an edit against a full run); `cargo xtask fuzz` (the decoders of
 //! untrusted input under structure-aware mutation); `cargo xtask house` (the library's shape); `cargo xtask soak` (repeated runs with random
 //! kills of test processes); `cargo xtask readme` (the README's sample report, regenerated).
@@ -11,6 +12,7 @@ mod corpus_bench;
 mod edges_bench;
 mod edges_compare;
 mod faults_bench;
+mod launch_bench;
 mod fit;
 mod fuzz;
 mod house;
@@ -90,6 +92,17 @@ enum Bench {
         #[arg(long)]
         eval_only: bool,
         /// Where faults.md and faults.json go.
+        #[arg(long, default_value = "bench-results")]
+        output_dir: PathBuf,
+    },
+    /// What a test costs beyond `cargo test`: tests forked from each binary's server (the
+    /// default) and launched one process each (`--process-per-test`), against `cargo test` and
+    /// `cargo nextest run` in the same rounds: bench-results/launch.md and launch.json.
+    Launch {
+        /// Rounds (each runs every command once; medians are reported).
+        #[arg(long, default_value_t = 5)]
+        runs: usize,
+        /// Where launch.md and launch.json go.
         #[arg(long, default_value = "bench-results")]
         output_dir: PathBuf,
     },
@@ -205,6 +218,7 @@ fn main() -> Result<()> {
             eval_only,
             output_dir: root().join(output_dir),
         }),
+        Xtask::Bench(Bench::Launch { runs, output_dir }) => launch_bench::run(runs, &root().join(output_dir)),
         Xtask::Bench(Bench::Corpus { crates, output_dir }) => corpus_bench::run(&crates, &root().join(output_dir)),
         Xtask::Bench(Bench::Panic4r(args)) => panic4r_bench::run_bench(&args),
         Xtask::Bench(Bench::Regressions(args)) => regressions_bench::run_bench(&args),
@@ -271,7 +285,7 @@ pub(crate) struct SflRun {
     pub(crate) tests: usize,
     /// The test-run phase: every test run and its profiles decoded (the build excluded).
     pub(crate) run_secs: f64,
-    decode_ms: f64,
+    pub(crate) decode_ms: f64,
 }
 
 /// Runs cargo sfl (with `extra` arguments) and reads its "Finished N tests in Xs; decoded … in

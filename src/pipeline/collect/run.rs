@@ -49,6 +49,13 @@ impl Session<'_> {
                     let outcome = self.run_one(i, &jobs[i], exes[i], single[exes[i]], &decode_total);
                     finished(&outcome);
                     if left[exes[i]].fetch_sub(1, Ordering::AcqRel) == 1 {
+                        // The binary's own executable (not one of its doctests') is done.
+                        let bin = &self.built.tests[jobs[i].binary];
+                        if let Some(servers) = &self.servers
+                            && bin.exe_for(jobs[i].name.as_deref()) == bin.path
+                        {
+                            servers.retire(jobs[i].binary);
+                        }
                         self.coverage.evict(exes[i]);
                         if let Some(edges) = self.edges {
                             edges.evict(exes[i]);
