@@ -50,16 +50,17 @@ pub fn collect(cfg: &RunConfig) -> anyhow::Result<Collected> {
     let (snapshot, rustc, mut choice) = look(&ws, cfg)?;
     let built = building::build_tests(&mut ws, &cfg.selection, exec, &mut choice)?;
     let snapshot = as_built(snapshot, &ws);
-    let scratch = setup::scratch_dir(
+    let scratch_dir = setup::scratch_dir(
         &ws.target_dir,
         exec.keep_profiles,
         nextest.jobs(&setup::own_flags(exec)),
     )?;
+    let scratch = &scratch_dir.path;
     let relative = |p: &Path| ws.relative(p);
     let binaries = built.tests.iter().map(|t| t.path.clone());
     let coverage = LineDecoder::new(binaries.chain(built.others.iter().cloned()).collect(), &relative);
     let edges = (!exec.no_edges).then(|| Collector::new(coverage.paths(), &relative));
-    let mut session = Session::new(&ws, &built, &coverage, edges.as_ref(), &scratch, cfg, &nextest);
+    let mut session = Session::new(&ws, &built, &coverage, edges.as_ref(), scratch, cfg, &nextest);
     let reuse = choice.reuse();
     let (plan, sources, nothing) = list_and_plan(&mut session, cfg, &nextest, reuse.is_some())?;
     let (journal, mut outcomes, reused) = session.run_planned(cfg, &plan.jobs, reuse)?;

@@ -66,18 +66,40 @@ pub(super) fn own_flags(exec: &Execution) -> Flags {
 /// filesystem when one has room for `jobs` tests at once (files there cost a fraction of a
 /// disk's), named after the target directory `target` (whose lock keeps it to one run), else
 /// `<target>/profiles`; always there with `keep` (`--keep-profiles`).
-pub(super) fn scratch_dir(target: &Path, keep: bool, jobs: usize) -> anyhow::Result<PathBuf> {
+pub(super) fn scratch_dir(target: &Path, keep: bool, jobs: usize) -> anyhow::Result<Scratch> {
     const MIB: u64 = 1 << 20;
+    let on_disk = || {
+        fresh_dir(target.join("profiles")).map(|path| Scratch { path, in_memory: false })
+    };
     let memory = (!keep)
         .then(|| crate::platform::memory_dir(256 * MIB + jobs as u64 * 64 * MIB))
         .flatten();
     let Some(memory) = memory else {
-        return fresh_dir(target.join("profiles"));
+        return on_disk();
     };
     let mut h = std::collections::hash_map::DefaultHasher::new();
     std::hash::Hash::hash(target, &mut h);
     let dir = memory.join(format!("cargo-sfl-{:016x}", std::hash::Hasher::finish(&h)));
-    fresh_dir(dir.clone()).or_else(|_| fresh_dir(target.join("profiles")))
+    match fresh_dir(dir) {
+        Ok(path) => Ok(Scratch { path, in_memory: true }),
+        Err(_) => on_disk(),
+    }
+}
+
+/// Where each test's profiles land ([`scratch_dir`]); one on a memory filesystem is removed
+/// when the collect ends, however it ends (an interrupt, which ends the process, leaves it for
+/// the next run to clear).
+pub(super) struct Scratch {
+    pub(super) path: PathBuf,
+    in_memory: bool,
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        if self.in_memory {
+            let _ = std::fs::remove_dir_all(&self.path);
+        }
+    }
 }
 
 pub(super) fn fresh_dir(dir: PathBuf) -> anyhow::Result<PathBuf> {
