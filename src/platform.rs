@@ -228,6 +228,13 @@ pub fn memory_dir(_need: u64) -> Option<std::path::PathBuf> {
     None
 }
 
+/// The CPUs this process may use (`std::thread::available_parallelism`, at least 1), asked
+/// once: the answer reads the cgroup files, and planning asks it for every test.
+pub fn cpus() -> usize {
+    static CPUS: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *CPUS.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+}
+
 /// The exit status a raw wait status (as `waitpid` gives it) stands for.
 #[cfg(unix)]
 pub fn wait_status(raw: i32) -> std::process::ExitStatus {

@@ -132,9 +132,7 @@ impl<'a> Parsed<'a> {
     /// parsed after every run: one file after another, that was ~50 ms on regex-syntax).
     pub fn prefetch(&mut self, rels: &[&str]) {
         let todo: Vec<&str> = rels.iter().copied().filter(|r| !self.files.contains_key(*r)).collect();
-        let threads = std::thread::available_parallelism()
-            .map_or(1, |n| n.get())
-            .min(todo.len());
+        let threads = crate::platform::cpus().min(todo.len());
         if threads < 2 {
             return;
         }

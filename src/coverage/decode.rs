@@ -29,6 +29,17 @@ pub struct BinaryCoverage {
     layouts: Vec<(u32, Arc<SharedLayout>, Vec<u32>)>,
     /// Flat region index → (index into `layouts`, group), for regions whose counts count.
     region_group: Vec<Option<(u32, u32)>>,
+    /// The last profile's records matched to functions ([`RecordMatch`]): every profile of one
+    /// binary has the same records, so a test's decoding looks up only the functions it ran.
+    matched: std::sync::Mutex<Option<Arc<RecordMatch>>>,
+}
+
+/// A profile's data records matched to the map's functions once, keyed by a digest of the
+/// records (names, hashes, counter places).
+struct RecordMatch {
+    digest: u64,
+    /// Per record: its function, and whether its hash matches the function's mapping.
+    function: Vec<Option<(usize, bool)>>,
 }
 
 /// Per-line counts of one profile: `(file index into map.files, [(line, count)])`.
@@ -84,6 +95,7 @@ impl BinaryCoverage {
             build_id,
             map,
             by_name,
+            matched: std::sync::Mutex::new(None),
             region_base,
             total_regions: total,
             layouts,
@@ -160,12 +172,13 @@ impl BinaryCoverage {
             active: vec![true; self.map.functions.len()],
             all_active: true,
         };
-        for rec in &profile.records {
-            let Some(&fi) = self.by_name.get(&rec.name_ref) else {
+        let matched = self.match_records(profile);
+        for (rec, m) in profile.records.iter().zip(&matched.function) {
+            let Some((fi, hash_ok)) = *m else {
                 continue;
             };
             let f = &self.map.functions[fi];
-            if rec.func_hash != f.func_hash {
+            if !hash_ok {
                 // llvm-cov drops a function whose profile hash does not match its mapping.
                 out.hide(fi);
                 continue;
@@ -199,6 +212,36 @@ impl BinaryCoverage {
             }
         }
         out
+    }
+}
+
+impl BinaryCoverage {
+    /// `profile`'s records matched to this binary's functions: the last profile's match when
+    /// its records are the same (every profile of one binary), else matched now.
+    fn match_records(&self, profile: &RawProfile) -> Arc<RecordMatch> {
+        let digest = profile.records.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, r| {
+            let mix =
+                r.name_ref ^ r.func_hash.rotate_left(17) ^ ((r.first_counter as u64) << 32) ^ r.num_counters as u64;
+            (h ^ mix).wrapping_mul(0x0000_0100_0000_01b3).rotate_left(5)
+        });
+        let mut last = self.matched.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(m) = last
+            .as_ref()
+            .filter(|m| m.digest == digest && m.function.len() == profile.records.len())
+        {
+            return Arc::clone(m);
+        }
+        let function = profile
+            .records
+            .iter()
+            .map(|rec| {
+                let &fi = self.by_name.get(&rec.name_ref)?;
+                Some((fi, rec.func_hash == self.map.functions[fi].func_hash))
+            })
+            .collect();
+        let m = Arc::new(RecordMatch { digest, function });
+        *last = Some(Arc::clone(&m));
+        m
     }
 }
 

@@ -159,7 +159,7 @@ impl Nextest {
             path: path.clone(),
             why,
         };
-        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let cpus = crate::platform::cpus();
         for (group, cfg) in &file.test_groups {
             let n = cfg
                 .max_threads
@@ -252,7 +252,7 @@ impl Nextest {
         flags
             .jobs
             .or(self.test_threads)
-            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+            .unwrap_or_else(|| crate::platform::cpus())
             .max(1)
     }
 
@@ -266,7 +266,7 @@ impl Nextest {
 
     /// [`Nextest::settings`] of the test that `takes` says each override's filter takes.
     fn settings_matching(&self, takes: &dyn Fn(&CompiledExpr) -> bool, jobs: usize) -> TestSettings {
-        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let cpus = crate::platform::cpus();
         let matching: Vec<&Override> = self
             .overrides
             .iter()

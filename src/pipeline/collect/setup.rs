@@ -68,9 +68,7 @@ pub(super) fn own_flags(exec: &Execution) -> Flags {
 /// `<target>/profiles`; always there with `keep` (`--keep-profiles`).
 pub(super) fn scratch_dir(target: &Path, keep: bool, jobs: usize) -> anyhow::Result<Scratch> {
     const MIB: u64 = 1 << 20;
-    let on_disk = || {
-        fresh_dir(target.join("profiles")).map(|path| Scratch { path, in_memory: false })
-    };
+    let on_disk = || fresh_dir(target.join("profiles")).map(|path| Scratch { path, in_memory: false });
     let memory = (!keep)
         .then(|| crate::platform::memory_dir(256 * MIB + jobs as u64 * 64 * MIB))
         .flatten();
