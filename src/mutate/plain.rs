@@ -137,7 +137,7 @@ pub(super) fn run_all(
     copy: &WorkspaceCopy,
     cfg: &RunConfig,
 ) -> Vec<(Outcome, String)> {
-    let jobs = cfg.execution.jobs.unwrap_or_else(|| crate::platform::cpus());
+    let jobs = cfg.execution.jobs.unwrap_or_else(crate::platform::cpus);
     let mut out = vec![(Outcome::Passed, String::new()); runs.len()];
     crate::run::parallel(
         runs,

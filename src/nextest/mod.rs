@@ -252,7 +252,7 @@ impl Nextest {
         flags
             .jobs
             .or(self.test_threads)
-            .unwrap_or_else(|| crate::platform::cpus())
+            .unwrap_or_else(crate::platform::cpus)
             .max(1)
     }
 
