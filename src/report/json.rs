@@ -368,3 +368,29 @@ fn json_entry<'a>(spectra: &'a Spectra, view: &View<'a>, x: &Entry) -> JsonEntry
         np: c.np as u32,
     }
 }
+
+/// The lines a reader of one JSON ranking (`rankings[i]`) sees first, in order: with functions
+/// first, each function's first entry's first line (as the human report shows it); otherwise
+/// the units in rank order. What the tests and the corpus benchmark compare the other formats
+/// with.
+pub fn shown_in_json(ranking: &serde_json::Value) -> Vec<(String, u32)> {
+    let line = |v: &serde_json::Value| v.as_u64().unwrap_or(0) as u32;
+    match ranking["functions"].as_array() {
+        Some(functions) => functions
+            .iter()
+            .filter_map(|f| {
+                let first = f["entries"].as_array()?.first()?;
+                Some((
+                    f["file"].as_str().unwrap_or_default().to_string(),
+                    line(&first["lines"][0]),
+                ))
+            })
+            .collect(),
+        None => ranking["units"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|u| (u["file"].as_str().unwrap_or_default().to_string(), line(&u["line"])))
+            .collect(),
+    }
+}

@@ -20,7 +20,7 @@ pub mod view;
 pub use cargo::WARNING_RANKS;
 pub use disk::Disk;
 pub use human::{NoLineNumber, Shown, failing_tests, human, no_failures, shown_entries};
-pub use json::{SCHEMA, json};
+pub use json::{SCHEMA, json, shown_in_json};
 pub use junit::junit;
 pub use model::{Report, Summary};
 pub use view::View;

@@ -177,29 +177,7 @@ pub fn standard_rank(report: &Value, measure: &str) -> Value {
 /// its first line in the function), function after function; with `--granularity line` the
 /// entries at their lead lines.
 pub fn shown_in_json(ranking: &Value) -> Vec<(String, u32)> {
-    let units = ranking["units"].as_array().cloned().unwrap_or_default();
-    let at = |u: &Value| {
-        (
-            u["file"].as_str().unwrap_or_default().to_string(),
-            u["line"].as_u64().unwrap_or(0) as u32,
-        )
-    };
-    match ranking["functions"].as_array() {
-        Some(functions) => functions
-            .iter()
-            .flat_map(|f| {
-                let file = f["file"].as_str().unwrap_or_default().to_string();
-                f["entries"]
-                    .as_array()
-                    .into_iter()
-                    .flatten()
-                    .take(1)
-                    .map(move |e| (file.clone(), e["lines"][0].as_u64().unwrap_or(0) as u32))
-                    .collect::<Vec<_>>()
-            })
-            .collect(),
-        None => units.iter().map(at).collect(),
-    }
+    cargo_sfl::report::shown_in_json(ranking)
 }
 
 /// The human report shows every entry at the line the JSON report shows it at, under that

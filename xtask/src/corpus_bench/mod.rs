@@ -552,20 +552,13 @@ fn report_agrees(human: &str, report: &Value, problems: &mut Vec<String>) -> Opt
             ok = false;
             continue;
         };
-        let mut want: Vec<(String, u32)> = ranking["units"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .take(entries.len())
-            .map(|u| {
-                (
-                    u["file"].as_str().unwrap_or_default().to_string(),
-                    u["line"].as_u64().map_or(0, |l| l as u32),
-                )
-            })
-            .collect();
-        entries.sort();
-        want.sort();
+        let mut want = cargo_sfl::report::shown_in_json(ranking);
+        want.truncate(entries.len());
+        // Functions first, the human report is in the JSON's order; lines, grouped by file.
+        if ranking["functions"].is_null() {
+            entries.sort();
+            want.sort();
+        }
         if entries != want {
             problems.push(format!(
                 "{measure}: the human report shows {entries:?}, the JSON leads with {want:?}"
