@@ -70,10 +70,8 @@ impl ForkServer {
         crate::platform::own_process_group(&mut cmd);
         let mut child = cmd.spawn().map_err(|e| NotServed(format!("cannot start: {e}")))?;
         crate::process::track_server(child.id());
-        let (stdin, stdout) = (child.stdin.take(), child.stdout.take());
-        let (Some(stdin), Some(stdout)) = (stdin, stdout) else {
-            return Err(NotServed("no pipes to the server".into()));
-        };
+        let stdin = child.stdin.take().expect("stdin is piped");
+        let stdout = child.stdout.take().expect("stdout is piped");
         let waiting: Arc<Mutex<HashMap<u64, Sender<Reply>>>> = Arc::default();
         let gone = Arc::new(AtomicBool::new(false));
         let (ready_tx, ready_rx) = mpsc::channel();

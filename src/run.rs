@@ -204,11 +204,7 @@ fn serve(run: &TestRun, doctest: bool, env_reads: &Path, out_path: &Path) -> Opt
         return None;
     };
     let key = (run.job.binary, run.job.ignored);
-    let server = match servers.server(key, || {
-        let mut cmd = base_command(run, None, Some(crate::forkserver::SLOT));
-        cmd.env_remove("LLVM_PROFILE_FILE").env_remove(crate::edges::FILE_ENV);
-        cmd
-    }) {
+    let server = match servers.server(key, || base_command(run, None, Some(crate::forkserver::SLOT))) {
         Ok(s) => s,
         Err(why) => {
             servers.fell_back(&format!("{} cannot fork tests: {why}", run.bin.id));
@@ -248,9 +244,6 @@ fn per_test_env(run: &TestRun, env_reads: &Path) -> Vec<(&'static str, std::ffi:
 /// the variables it reads (`env_reads`).
 fn test_command(run: &TestRun, doctest: Option<&DocTest>, env_reads: &Path) -> Command {
     let mut cmd = base_command(run, doctest, run.job.name.as_deref());
-    if !run.edges {
-        cmd.env_remove(crate::edges::FILE_ENV);
-    }
     cmd.envs(per_test_env(run, env_reads));
     cmd
 }
@@ -283,6 +276,8 @@ fn base_command(run: &TestRun, doctest: Option<&DocTest>, name: Option<&str>) ->
         (None, None) => {}
     }
     test_env(&mut cmd, bin, run.pkg, run.target_dir, run.release);
+    // Set per test ([`per_test_env`]), never inherited from cargo sfl's own environment.
+    cmd.env_remove("LLVM_PROFILE_FILE").env_remove(crate::edges::FILE_ENV);
     // A panic's backtrace says where a failing test failed. Only panics print it: library
     // backtraces (`Backtrace::capture`, e.g. anyhow's) stay off, as under `cargo test`. A user's
     // own setting wins.

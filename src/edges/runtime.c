@@ -449,7 +449,11 @@ __attribute__((constructor(101))) static void sfl_fork_server(int argc, char **a
             for (int i = 0; i < SFL_MAX_CHILDREN && slot < 0; i++)
                 if (child_pids[i] == 0) slot = i;
             uint64_t id = strtoull(line, NULL, 10);
-            pid_t pid = slot < 0 ? -1 : fork();
+            pid_t pid = -1;
+            if (slot < 0)
+                errno = EAGAIN; /* as many tests running as the table holds */
+            else
+                pid = fork();
             if (pid == 0) {
                 become_test(line, argc, argv);
                 return;

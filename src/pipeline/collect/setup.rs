@@ -61,7 +61,6 @@ pub(super) fn own_flags(exec: &Execution) -> Flags {
     }
 }
 
-/// `dir`, emptied (what an earlier run left there is not this run's).
 /// Where each test's profiles land while it is decoded: a fresh directory on a memory
 /// filesystem when one has room for `jobs` tests at once (files there cost a fraction of a
 /// disk's), named after the target directory `target` (whose lock keeps it to one run), else
@@ -100,6 +99,7 @@ impl Drop for Scratch {
     }
 }
 
+/// `dir`, emptied (what an earlier run left there is not this run's).
 pub(super) fn fresh_dir(dir: PathBuf) -> anyhow::Result<PathBuf> {
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
