@@ -11,7 +11,7 @@
 //! - Real regressions (`bench regressions`, reproduced bugs; mostly assertion failures).
 //!
 //! A crate in several benchmarks (strsim, semver, chrono, …) is held out of all at once. The fit
-//! minimises the softmax cross-entropy of the faulty lines, every version weighing the same
+//! minimises the softmax cross-entropy of the faulty lines, every benchmark weighing the same
 //! ([`loss`]), by damped Newton steps from the stack-first ranking's weights (Ochiai, operation
 //! panics first). `stack-combined` (operation panic sites first, then the combined score) is
 //! scored with the same folds.
@@ -29,6 +29,7 @@ mod results;
 mod versions;
 
 use results::{CHOSEN, Found, Table};
+pub use versions::crate_of;
 use versions::{Source, Version};
 
 #[derive(clap::Args)]
@@ -50,7 +51,7 @@ const RIDGE: f64 = 0.01;
 
 /// The fit's loss, gradient and Hessian: per version, the softmax cross-entropy of the faulty
 /// lines (`ln Σ_all e^s − ln Σ_faulty e^s`, small when the faulty lines outscore the rest), every
-/// version weighing the same, plus `RIDGE/2 ‖w‖²`. The Hessian of a version is the covariance of its
+/// benchmark weighing the same (and every version within it), plus `RIDGE/2 ‖w‖²`. The Hessian of a version is the covariance of its
 /// features under the softmax over all lines less that over its faulty lines.
 fn loss(versions: &[&Version], w: &[f64; N]) -> (f64, [f64; N], [[f64; N]; N]) {
     let mut total = RIDGE / 2.0 * w.iter().map(|x| x * x).sum::<f64>();
@@ -59,8 +60,14 @@ fn loss(versions: &[&Version], w: &[f64; N]) -> (f64, [f64; N], [[f64; N]; N]) {
     for (k, row) in hess.iter_mut().enumerate() {
         row[k] = RIDGE;
     }
+    // Every benchmark weighs the same, and every version the same within its benchmark.
+    let mut per_source: BTreeMap<Source, f64> = BTreeMap::new();
     for v in versions {
-        let weight = 1.0 / versions.len() as f64;
+        *per_source.entry(v.source).or_default() += 1.0;
+    }
+    let sources = per_source.len() as f64;
+    for v in versions {
+        let weight = 1.0 / (sources * per_source[&v.source]);
         let rows: Vec<&[f64; N]> = v.train.iter().map(|&i| &v.rows[i]).collect();
         let faulty: Vec<bool> = v.train.iter().map(|&i| v.faulty[i]).collect();
         let scores: Vec<f64> = rows.iter().map(|x| x.iter().zip(w).map(|(x, w)| x * w).sum()).collect();
@@ -175,17 +182,19 @@ const CV: &str = "combined (leave-one-crate-out)";
 const STACK_CV: &str = "stack-combined (leave-one-crate-out)";
 const HYBRID: &str = "stack-combined with a library frame, else stack-cl (leave-one-crate-out)";
 const HYBRID_OCHIAI: &str = "stack-combined with a library frame, else stack-ochiai (leave-one-crate-out)";
+const REVERSE: &str = "stack-ochiai with a library frame, else combined (leave-one-crate-out)";
 const SPLIT: &str = "stack-combined, weights fitted apart with and without a library frame (leave-one-crate-out)";
 const IN_SAMPLE: &str = "combined (fitted on all, in-sample)";
 
 /// The rankings the default is chosen from, simplest first.
-const CANDIDATES: [&str; 9] = [
+const CANDIDATES: [&str; 10] = [
     "ochiai",
     "cl",
     "stack-ochiai",
     "stack-cl",
     HYBRID_OCHIAI,
     HYBRID,
+    REVERSE,
     CV,
     STACK_CV,
     SPLIT,
@@ -200,6 +209,17 @@ pub fn fold_weights(out_dir: &Path, krate: &str) -> Option<cargo_sfl::weights::W
     let all: BTreeMap<String, serde_json::Value> = serde_json::from_str(&text).ok()?;
     let w: cargo_sfl::weights::Weights = serde_json::from_value(all.get(krate)?.clone()).ok()?;
     w.check().ok().map(|()| w)
+}
+
+/// Writes the weights fitted without `krate` to `dir/weights-<krate>.json`, for `cargo sfl eval
+/// --weights`, when the fit held the crate out.
+pub fn fold_weights_file(out_dir: &Path, krate: &str, dir: &Path) -> Result<Option<PathBuf>> {
+    let Some(w) = fold_weights(out_dir, krate) else {
+        return Ok(None);
+    };
+    let path = dir.join(format!("weights-{krate}.json"));
+    std::fs::write(&path, json!({"features": w.features, "weights": w.weights}).to_string())?;
+    Ok(Some(path))
 }
 
 /// Every benchmark's cached versions, numbered.
@@ -284,6 +304,12 @@ pub fn run(args: &Args) -> Result<()> {
                 v.scores(v.baseline("stack-ochiai"))
             };
             table.add(v, HYBRID_OCHIAI, hybrid);
+            let reverse = if v.frame {
+                v.scores(v.baseline("stack-ochiai"))
+            } else {
+                v.scores(&v.combined_keys(w))
+            };
+            table.add(v, REVERSE, reverse);
             table.add(
                 v,
                 SPLIT,

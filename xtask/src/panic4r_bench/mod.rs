@@ -231,16 +231,8 @@ fn evaluate(
         let spectra = (spectra.as_path(), root.as_deref());
         // The combined ranking ranks this crate by weights fitted without it (cross-validation),
         // when the fit held it out.
-        let weights = cache.join(format!("weights-{}.json", r.krate));
-        let weights_arg = weights.display().to_string();
-        let mut extra: Vec<&str> = Vec::new();
-        if let Some(w) = crate::fit::fold_weights(out_dir, &r.krate) {
-            std::fs::write(
-                &weights,
-                serde_json::json!({"features": w.features, "weights": w.weights}).to_string(),
-            )?;
-            extra = vec!["--weights", &weights_arg];
-        }
+        let weights = crate::fit::fold_weights_file(out_dir, &r.krate, cache)?.map(|p| p.display().to_string());
+        let extra: Vec<&str> = weights.iter().flat_map(|w| ["--weights", w.as_str()]).collect();
         let eval = |more: &[&str]| report::eval(sfl, spectra, &faults, &[extra.as_slice(), more].concat());
         match eval(&[])? {
             Some(line) => sums.add(&report::Evals {

@@ -68,7 +68,19 @@ pub(super) fn evaluate(sfl: &Path, cache: &Path, out_dir: &Path, listed: &[Bug])
         if !spectra.is_file() || !root.is_dir() {
             continue;
         }
-        let eval = |more: &[&str]| p4r::eval(sfl, (&spectra, Some(&root)), &faults, more);
+        // The combined ranking ranks this crate by weights fitted without it (cross-validation),
+        // when the fit held it out.
+        let krate = crate::fit::crate_of(&bug.repository);
+        let weights = crate::fit::fold_weights_file(out_dir, &krate, dir)?.map(|p| p.display().to_string());
+        let extra: Vec<&str> = weights.iter().flat_map(|w| ["--weights", w.as_str()]).collect();
+        let eval = |more: &[&str]| {
+            p4r::eval(
+                sfl,
+                (&spectra, Some(&root)),
+                &faults,
+                &[extra.as_slice(), more].concat(),
+            )
+        };
         let Some(line) = eval(&[])? else {
             unlocalisable.push(format!("{} {}", bug.repository, &bug.commit[..12]));
             continue;
@@ -323,8 +335,9 @@ fn markdown(j: &Value, per_bug: &[Value], sums: &p4r::Sums) -> String {
         "\nRanks are Standard Rank Scores (`higher + tied/2`, lines or functions); top-N is the share of bugs whose first fault \
          line (function) is expected within N entries; lines read is the median number of lines a reader of the \
          functions-first report reads before the first faulty line (the best line of each of the top 5 functions, then the \
-         remaining lines in rank order; ∞ when most faults are not ranked). No weight of the combined \
-         ranking was fitted on these bugs.\n"
+         remaining lines in rank order; ∞ when most faults are not ranked). The combined ranking ranks each \
+         crate's bugs by the weights `cargo xtask fit` fitted without that crate (`combined-folds.json`), so \
+         its figures are leave-one-crate-out.\n"
     );
     let _ = writeln!(
         md,
