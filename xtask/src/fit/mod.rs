@@ -11,9 +11,9 @@
 //! - Real regressions (`bench regressions`, reproduced bugs; mostly assertion failures).
 //!
 //! A crate in several benchmarks (strsim, semver, chrono, …) is held out of all at once. The fit
-//! minimises the softmax cross-entropy of the faulty lines, every benchmark weighing the same
-//! ([`loss`]), by damped Newton steps from the stack-first ranking's weights (Ochiai, operation
-//! panics first). `stack-combined` (operation panic sites first, then the combined score) is
+//! minimises the softmax cross-entropy of the faulty lines, every version weighing the same
+//! ([`loss`]; one candidate weighs every benchmark the same instead), by damped Newton steps
+//! from the stack-first ranking's weights (Ochiai, operation panics first). `stack-combined` (operation panic sites first, then the combined score) is
 //! scored with the same folds.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -49,25 +49,36 @@ pub struct Args {
 /// small, so that a crate with an unusual feature does not decide them.
 const RIDGE: f64 = 0.01;
 
+/// What the fit's loss weighs the same.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Weighing {
+    /// Every version (the larger benchmark counts for more).
+    Versions,
+    /// Every benchmark, and every version within it.
+    Benchmarks,
+}
+
 /// The fit's loss, gradient and Hessian: per version, the softmax cross-entropy of the faulty
 /// lines (`ln Σ_all e^s − ln Σ_faulty e^s`, small when the faulty lines outscore the rest), every
-/// benchmark weighing the same (and every version within it), plus `RIDGE/2 ‖w‖²`. The Hessian of a version is the covariance of its
+/// version or every benchmark weighing the same (`weighing`), plus `RIDGE/2 ‖w‖²`. The Hessian of a version is the covariance of its
 /// features under the softmax over all lines less that over its faulty lines.
-fn loss(versions: &[&Version], w: &[f64; N]) -> (f64, [f64; N], [[f64; N]; N]) {
+fn loss(versions: &[&Version], w: &[f64; N], weighing: Weighing) -> (f64, [f64; N], [[f64; N]; N]) {
     let mut total = RIDGE / 2.0 * w.iter().map(|x| x * x).sum::<f64>();
     let mut grad: [f64; N] = w.map(|x| RIDGE * x);
     let mut hess = [[0.0; N]; N];
     for (k, row) in hess.iter_mut().enumerate() {
         row[k] = RIDGE;
     }
-    // Every benchmark weighs the same, and every version the same within its benchmark.
     let mut per_source: BTreeMap<Source, f64> = BTreeMap::new();
     for v in versions {
         *per_source.entry(v.source).or_default() += 1.0;
     }
     let sources = per_source.len() as f64;
     for v in versions {
-        let weight = 1.0 / (sources * per_source[&v.source]);
+        let weight = match weighing {
+            Weighing::Versions => 1.0 / versions.len() as f64,
+            Weighing::Benchmarks => 1.0 / (sources * per_source[&v.source]),
+        };
         let rows: Vec<&[f64; N]> = v.train.iter().map(|&i| &v.rows[i]).collect();
         let faulty: Vec<bool> = v.train.iter().map(|&i| v.faulty[i]).collect();
         let scores: Vec<f64> = rows.iter().map(|x| x.iter().zip(w).map(|(x, w)| x * w).sum()).collect();
@@ -147,9 +158,9 @@ fn start() -> [f64; N] {
 
 /// Damped Newton steps on [`loss`] from [`start`] (Levenberg–Marquardt: the damping grows until
 /// a step lowers the loss, and shrinks after one does), until the loss stops falling.
-fn fit(versions: &[&Version]) -> [f64; N] {
+fn fit(versions: &[&Version], weighing: Weighing) -> [f64; N] {
     let mut w = start();
-    let (mut value, mut grad, mut hess) = loss(versions, &w);
+    let (mut value, mut grad, mut hess) = loss(versions, &w, weighing);
     let mut damping = 1e-3;
     for _ in 0..100 {
         let mut damped = hess;
@@ -158,7 +169,7 @@ fn fit(versions: &[&Version]) -> [f64; N] {
         }
         let step = solve(damped, grad.map(|g| -g));
         let next = step.map(|d| std::array::from_fn(|k| w[k] + d[k]));
-        match next.map(|n: [f64; N]| (n, loss(versions, &n))) {
+        match next.map(|n: [f64; N]| (n, loss(versions, &n, weighing))) {
             Some((n, (v, g, h))) if v < value => {
                 let gain = value - v;
                 (w, value, grad, hess) = (n, v, g, h);
@@ -183,11 +194,12 @@ const STACK_CV: &str = "stack-combined (leave-one-crate-out)";
 const HYBRID: &str = "stack-combined with a library frame, else stack-cl (leave-one-crate-out)";
 const HYBRID_OCHIAI: &str = "stack-combined with a library frame, else stack-ochiai (leave-one-crate-out)";
 const REVERSE: &str = "stack-ochiai with a library frame, else combined (leave-one-crate-out)";
+const BALANCED: &str = "stack-combined, fitted with every benchmark weighing the same (leave-one-crate-out)";
 const SPLIT: &str = "stack-combined, weights fitted apart with and without a library frame (leave-one-crate-out)";
 const IN_SAMPLE: &str = "combined (fitted on all, in-sample)";
 
 /// The rankings the default is chosen from, simplest first.
-const CANDIDATES: [&str; 10] = [
+const CANDIDATES: [&str; 11] = [
     "ochiai",
     "cl",
     "stack-ochiai",
@@ -197,6 +209,7 @@ const CANDIDATES: [&str; 10] = [
     REVERSE,
     CV,
     STACK_CV,
+    BALANCED,
     SPLIT,
 ];
 
@@ -256,6 +269,7 @@ fn fit_folds(
     versions: &[Version],
     crates: &BTreeSet<String>,
     learn: &(dyn Fn(&Version) -> bool + Sync),
+    weighing: Weighing,
 ) -> Vec<(String, [f64; N])> {
     let held: Vec<&String> = crates.iter().collect();
     let next = std::sync::atomic::AtomicUsize::new(0);
@@ -267,7 +281,7 @@ fn fit_folds(
                     let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                     let Some(held) = held.get(i) else { break };
                     let train: Vec<&Version> = versions.iter().filter(|v| &v.krate != *held && learn(v)).collect();
-                    let w = fit(&train);
+                    let w = fit(&train, weighing);
                     eprintln!("fit: held out {held}");
                     fitted.lock().expect("no fold panicked").push(((*held).clone(), w));
                 }
@@ -283,11 +297,12 @@ pub fn run(args: &Args) -> Result<()> {
     let root = root();
     let versions = read_all(&root.join(&args.bench_dir))?;
     let crates: BTreeSet<String> = versions.iter().map(|v| v.krate.clone()).collect();
-    let folds = fit_folds(&versions, &crates, &|_| true);
-    let framed = fit_folds(&versions, &crates, &|v: &Version| v.frame);
-    let plain = fit_folds(&versions, &crates, &|v: &Version| !v.frame);
+    let folds = fit_folds(&versions, &crates, &|_| true, Weighing::Versions);
+    let balanced = fit_folds(&versions, &crates, &|_| true, Weighing::Benchmarks);
+    let framed = fit_folds(&versions, &crates, &|v: &Version| v.frame, Weighing::Versions);
+    let plain = fit_folds(&versions, &crates, &|v: &Version| !v.frame, Weighing::Versions);
     let mut table = Table::default();
-    for (((held, w), (_, wf)), (_, wp)) in folds.iter().zip(&framed).zip(&plain) {
+    for ((((held, w), (_, wf)), (_, wp)), (_, wb)) in folds.iter().zip(&framed).zip(&plain).zip(&balanced) {
         for v in versions.iter().filter(|v| &v.krate == held) {
             let stacked = v.stack_combined_keys(w);
             table.add(v, CV, v.scores(&v.combined_keys(w)));
@@ -310,6 +325,7 @@ pub fn run(args: &Args) -> Result<()> {
                 v.scores(&v.combined_keys(w))
             };
             table.add(v, REVERSE, reverse);
+            table.add(v, BALANCED, v.scores(&v.stack_combined_keys(wb)));
             table.add(
                 v,
                 SPLIT,
@@ -318,7 +334,7 @@ pub fn run(args: &Args) -> Result<()> {
         }
     }
     let all: Vec<&Version> = versions.iter().collect();
-    let w = fit(&all);
+    let w = fit(&all, Weighing::Versions);
     for v in &versions {
         table.add(v, IN_SAMPLE, v.scores(&v.combined_keys(&w)));
         for (name, keys) in &v.baselines {

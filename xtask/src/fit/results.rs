@@ -215,8 +215,8 @@ pub fn write(out: &Path, f: &Found) -> Result<()> {
         String::from("# `cargo xtask fit`: the combined ranking, and the default chosen on three benchmarks\n\n");
     let _ = writeln!(
         md,
-        "Weights fitted by damped Newton steps on the softmax cross-entropy of the faulty lines (every benchmark \
-         weighing the same and every version the same within it, ridge 0.01), scored with leave-one-crate-out cross-validation over {} crates: each crate's versions are \
+        "Weights fitted by damped Newton steps on the softmax cross-entropy of the faulty lines (every version \
+         weighing the same, or every benchmark where the ranking says so; ridge 0.01), scored with leave-one-crate-out cross-validation over {} crates: each crate's versions are \
          ranked by weights fitted on the other crates' versions (a crate in several benchmarks is held out of all of them). \
          Injected faults are single-fault versions of `bench faults`, their lines' text facts read from the original source; \
          real panics are the reproduced bugs of `bench panic4r`; regressions are the reproduced bugs of `bench regressions` \
