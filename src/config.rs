@@ -464,7 +464,7 @@ pub struct ReportConfig {
 /// The measures the HTML page offers when none is asked for (it switches between them).
 const HTML_MEASURES: &[&str] = &[
     crate::measures::DEFAULT,
-    "stack-ochiai",
+    "stack-combined",
     "ochiai",
     "dstar2",
     "tarantula",
@@ -577,11 +577,11 @@ mod tests {
         );
         assert_eq!(
             names(ReportConfig::resolve_measures(&[], Format::Json).unwrap()),
-            ["stack-combined"]
+            ["stack-ochiai"]
         );
         assert_eq!(
             names(ReportConfig::resolve_measures(&[], Format::Html).unwrap())[..2],
-            ["stack-combined", "stack-ochiai"]
+            ["stack-ochiai", "stack-combined"]
         );
         assert_eq!(ReportConfig::resolve_measures(&[], Format::Html).unwrap().len(), 7);
         assert!(ReportConfig::resolve_measures(&["nope".into()], Format::Human).is_err());

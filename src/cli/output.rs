@@ -17,9 +17,9 @@ pub struct OutputArgs {
     #[arg(long, value_name = "N", value_parser = at_least_one)]
     pub top: Option<usize>,
     /// Suspiciousness measure(s) to rank by (repeatable; `cargo sfl measures` lists them)
-    /// [default: stack-combined: the lines where failing tests' own operations panicked, then
-    /// coverage, backtraces and each line's text weighed as fitted on the project's benchmarks;
-    /// `cargo sfl explain FILE:LINE` shows the parts].
+    /// [default: stack-ochiai: the lines where failing tests' own operations panicked (an index
+    /// out of bounds, an overflow), then Ochiai's coverage score; `stack-combined` also weighs
+    /// backtraces and each line's text; `cargo sfl explain FILE:LINE` shows why a line ranks].
     #[arg(long, short = 'm', value_name = "NAME", value_parser = measure_name)]
     pub measure: Vec<String>,
     /// Add 0.5 to ef, ep, nf and np before each formula (the convention of Doric's

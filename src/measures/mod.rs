@@ -169,8 +169,10 @@ pub static COMBINED: &[Measure] = &[Measure {
     kind: Kind::Combined,
 }];
 
-/// The default measure.
-pub const DEFAULT: &str = "stack-combined";
+/// The default measure: chosen among simpler and fitted rankings on three benchmarks (injected
+/// faults, real panics, real regressions) by leave-one-crate-out, the simplest within one
+/// standard error of the best (`cargo xtask fit`, DESIGN.md).
+pub const DEFAULT: &str = "stack-ochiai";
 
 /// Every measure: the spectrum catalogue, then Doric's, then CP, then the stack-first rankings.
 pub fn all() -> impl Iterator<Item = &'static Measure> {

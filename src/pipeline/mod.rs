@@ -79,7 +79,7 @@ pub fn report(spectra: Option<&Path>, manifest_path: Option<&Path>, cfg: &Report
 /// The measures `explain` shows when none is asked for: the default and a few classic ones.
 const EXPLAIN_MEASURES: &[&str] = &[
     crate::measures::DEFAULT,
-    "stack-ochiai",
+    "stack-combined",
     "ochiai",
     "tarantula",
     "dstar2",

@@ -66,7 +66,7 @@ fn changed_since_last_passed() -> Result {
     check(
         human.contains("Changed since these tests last passed (3 failing tests, in the last green run")
             && human.contains("1 changed line they run")
-            && human.contains("  src/lib.rs:16  rank 1 by stack-combined, run by 3 of 3  | most = in2;"),
+            && human.contains("  src/lib.rs:16  rank 1 by stack-ochiai, run by 3 of 3  | most = in2;"),
         || show(&run),
     )?;
     for _ in 0..2 {

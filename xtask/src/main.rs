@@ -45,8 +45,10 @@ enum Xtask {
     /// Fuzz the decoders of files cargo sfl did not write (raw profiles, coverage maps, edge
     /// files, saved spectra, GZoltar input, faults files) with mutated real inputs.
     Fuzz(fuzz::Args),
-    /// Fit the combined ranking's weights on both benchmarks' cached runs, with leave-one-crate-out
-    /// cross-validation: bench-results/combined.md and combined.json (`--write`: the weights too).
+    /// Fit the combined ranking's weights on the cached runs of three benchmarks (injected faults,
+    /// Panic4R, regressions) with leave-one-crate-out cross-validation, and choose the default
+    /// ranking among simpler and fitted candidates the same way (the simplest within one standard
+    /// error of the best): bench-results/combined.md and combined.json (`--write`: the weights too).
     Fit(fit::Args),
     /// The guide's pictures of the terminal and HTML reports (docs/guide/img/), made from a run
     /// on fixtures/minmax by headless Chromium.

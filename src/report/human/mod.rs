@@ -185,7 +185,18 @@ fn footer(out: &mut String, report: &Report, view: &View) {
     let mut blank = "\n";
     // The legends of what the shown entries carry (not of entries below the cut).
     let any_shown = |mark: fn(&Entry) -> bool| rankings.iter().any(|r| r.entries.iter().take(view.top).any(mark));
-    if any_shown(|x| x.tied > 1) {
+    // Functions first, a tie shows at a function's #rank or at the rank of a line shown under it.
+    let tie_shown = rankings.iter().any(|r| match view.functions(r) {
+        Some((blocks, _)) => blocks.iter().take(view.top).any(|b| {
+            b.tied > 1
+                || b.entries
+                    .iter()
+                    .take(crate::rank::functions::LINES_SHOWN)
+                    .any(|(e, _)| r.entries[*e].tied > 1)
+        }),
+        None => r.entries.iter().take(view.top).any(|x| x.tied > 1),
+    });
+    if tie_shown {
         let _ = writeln!(
             out,
             "{blank}(=N after a rank: N entries share that score and that mid-rank.)"
