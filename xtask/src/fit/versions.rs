@@ -126,6 +126,23 @@ impl Version {
         s
     }
 
+    /// `keys` with every structural line (a brace, a declaration, an attribute) below every
+    /// other line of its tier.
+    pub fn structural_last(&self, keys: &[Key]) -> Vec<Key> {
+        let st = FEATURES.iter().position(|f| *f == "structural").expect("a feature");
+        let span = keys.iter().map(|k| k.value.abs()).fold(1.0, f64::max) * 4.0;
+        keys.iter()
+            .zip(&self.rows)
+            .map(|(k, x)| {
+                let mut k = *k;
+                if x[st] > 0.0 {
+                    k.value -= span;
+                }
+                k
+            })
+            .collect()
+    }
+
     /// The line keys of one of the [`BASELINES`] (or the panic-stack baseline).
     pub fn baseline(&self, name: &str) -> &[Key] {
         &self
