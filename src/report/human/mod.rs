@@ -183,19 +183,16 @@ fn summary(out: &mut String, report: &Report, view: &View) {
 fn footer(out: &mut String, report: &Report, view: &View) {
     let rankings = &report.rankings;
     let mut blank = "\n";
-    // The legends of what the shown entries carry (not of entries below the cut).
-    let any_shown = |mark: fn(&Entry) -> bool| rankings.iter().any(|r| r.entries.iter().take(view.top).any(mark));
-    // Functions first, a tie shows at a function's #rank or at the rank of a line shown under it.
-    let tie_shown = rankings.iter().any(|r| match view.functions(r) {
-        Some((blocks, _)) => blocks.iter().take(view.top).any(|b| {
-            b.tied > 1
-                || b.entries
-                    .iter()
-                    .take(crate::rank::functions::LINES_SHOWN)
-                    .any(|(e, _)| r.entries[*e].tied > 1)
-        }),
-        None => r.entries.iter().take(view.top).any(|x| x.tied > 1),
+    // The legends of what the shown entries carry (not of entries below the cut, nor of the
+    // lines a function lists only by number).
+    let shown: Vec<_> = rankings.iter().map(|r| view.shown(r)).collect();
+    let any_shown = |mark: fn(&Entry) -> bool| shown.iter().flatten().any(|s| mark(s.entry));
+    // A tie shows at a rank, or at a function's #rank.
+    let function_tied = rankings.iter().any(|r| {
+        view.functions(r)
+            .is_some_and(|(blocks, _)| blocks.iter().take(view.top).any(|b| b.tied > 1))
     });
+    let tie_shown = any_shown(|x| x.tied > 1) || function_tied;
     if tie_shown {
         let _ = writeln!(
             out,
@@ -227,12 +224,7 @@ fn footer(out: &mut String, report: &Report, view: &View) {
     }
     // The explanation speaks of lines: a report of imported units only goes without it.
     let units = &report.spectra.units;
-    let lists_lines = rankings.iter().any(|r| {
-        r.entries
-            .iter()
-            .take(view.top)
-            .any(|x| units[x.first()].name().is_none())
-    });
+    let lists_lines = shown.iter().flatten().any(|s| units[s.entry.first()].name().is_none());
     if lists_lines {
         let _ = writeln!(
             out,
