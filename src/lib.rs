@@ -11,9 +11,9 @@
 //!   [`select`] (which tests an edit can affect, against the last run) → [`build`] (the
 //!   instrumented tests; [`doctest`]s kept by rustdoc) → [`list`] (each binary's tests) with
 //!   [`nextest`] (filtersets, profiles) → [`run`] (a process per test, through [`process`]
-//!   and [`schedule`]; [`verdict`] reads each outcome) → [`coverage`] (per-test line coverage)
-//!   and [`edges`] (per-test control-flow edges) → [`spectra`] (the saved matrix; [`gzoltar`]
-//!   imports one).
+//!   and [`schedule`]; [`verdict`] reads each outcome, [`stacks`] names a panic's frames) →
+//!   [`coverage`] (per-test line coverage) and [`edges`] (per-test control-flow edges) →
+//!   [`spectra`] (the saved matrix; [`gzoltar`] imports one).
 //! - Analysing: [`score`] (what a measure gives an entry) → [`analysis`] (ambiguity groups,
 //!   the all-failing core) with [`measures`] (the catalogue, Doric's measures), [`cp`],
 //!   [`testcode`] (test code, from [`syntax`]) and [`evidence`] (what orders lines coverage
@@ -48,6 +48,7 @@ pub mod process;
 pub mod forkserver;
 pub mod schedule;
 pub mod run;
+pub mod stacks;
 pub mod verdict;
 pub mod coverage;
 pub mod edges;

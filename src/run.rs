@@ -131,6 +131,9 @@ pub struct TestRun<'a> {
     pub edges: bool,
     /// Fork a libtest test from its binary's server (`None`: a process per test).
     pub servers: Option<&'a crate::forkserver::ForkServers>,
+    /// Names the panic stacks cargo sfl's runtime records (`None`: read the backtrace the
+    /// standard library prints, as for a program without the runtime).
+    pub stacks: Option<&'a crate::stacks::Symbolizer>,
 }
 
 /// Runs one test in its own process; its profiles (and edge files, with `edges`) land in
@@ -177,10 +180,11 @@ pub fn run_test(run: &TestRun) -> std::io::Result<Finished> {
             limits.leak_timeout.as_millis()
         ));
     }
-    let stack = if outcome.is_failing() {
-        panic_stack(&output)
-    } else {
-        Vec::new()
+    let stack = match stacks_of(run) {
+        _ if !outcome.is_failing() => Vec::new(),
+        Some(names) => crate::stacks::read(&stacks_file(dir), bin.exe_for(job.name.as_deref()))
+            .map_or_else(|| panic_stack(&output), |rec| names.frames(&rec)),
+        None => panic_stack(&output),
     };
     Ok(Finished {
         outcome,
@@ -236,7 +240,24 @@ fn per_test_env(run: &TestRun, env_reads: &Path) -> Vec<(&'static str, std::ffi:
     if run.edges {
         env.push((crate::edges::FILE_ENV, run.dir.join("sfl-%p.edges").into_os_string()));
     }
+    if stacks_of(run).is_some() {
+        env.push((crate::stacks::FILE_ENV, stacks_file(run.dir).into_os_string()));
+    }
     env
+}
+
+/// Who names `run`'s panic stacks recorded by the runtime: `None` when the standard library
+/// prints them, because the caller asked for that or because the user set `RUST_BACKTRACE` or
+/// `RUST_LIB_BACKTRACE` (the tests then run with the user's setting, as under `cargo test`).
+fn stacks_of<'a>(run: &TestRun<'a>) -> Option<&'a crate::stacks::Symbolizer> {
+    let user = |v: &str| std::env::var_os(v).is_some();
+    run.stacks
+        .filter(|_| !user("RUST_BACKTRACE") && !user("RUST_LIB_BACKTRACE"))
+}
+
+/// Where the runtime records the panic stacks of a test whose files land in `dir`.
+fn stacks_file(dir: &Path) -> PathBuf {
+    dir.join("sfl.stacks")
 }
 
 /// The command that runs `run`'s test (`doctest`: the doctest it is), with the environment
@@ -277,15 +298,22 @@ fn base_command(run: &TestRun, doctest: Option<&DocTest>, name: Option<&str>) ->
     }
     test_env(&mut cmd, bin, run.pkg, run.target_dir, run.release);
     // Set per test ([`per_test_env`]), never inherited from cargo sfl's own environment.
-    cmd.env_remove("LLVM_PROFILE_FILE").env_remove(crate::edges::FILE_ENV);
+    cmd.env_remove("LLVM_PROFILE_FILE")
+        .env_remove(crate::edges::FILE_ENV)
+        .env_remove(crate::stacks::FILE_ENV)
+        .env_remove(crate::stacks::QUIET_ENV);
     // A panic's backtrace says where a failing test failed. Only panics print it: library
     // backtraces (`Backtrace::capture`, e.g. anyhow's) stay off, as under `cargo test`. A user's
-    // own setting wins.
+    // own setting wins. Where cargo sfl's runtime records the stack itself (`stacks`), it unsets
+    // both again: the standard library would symbolise it in the test, at a cost.
     if std::env::var_os("RUST_BACKTRACE").is_none() {
         cmd.env("RUST_BACKTRACE", "1");
         if std::env::var_os("RUST_LIB_BACKTRACE").is_none() {
             cmd.env("RUST_LIB_BACKTRACE", "0");
         }
+    }
+    if stacks_of(run).is_some() {
+        cmd.env(crate::stacks::QUIET_ENV, "1");
     }
     cmd
 }

@@ -163,7 +163,7 @@ pub(crate) fn panic_stack(output: &str) -> Vec<RawFrame> {
 
 /// Drops frames that say nothing new: libtest calls a test through a closure of the test's
 /// own (`t::{closure#0}` just outside `t`), and a frame on the same line as the one inside it.
-fn fold(frames: Vec<RawFrame>) -> Vec<RawFrame> {
+pub(crate) fn fold(frames: Vec<RawFrame>) -> Vec<RawFrame> {
     let mut kept: Vec<RawFrame> = Vec::with_capacity(frames.len());
     for f in frames {
         if let Some(inner) = kept.last() {

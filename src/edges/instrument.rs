@@ -27,11 +27,20 @@ const RUNTIME_C: &str = include_str!("runtime.c");
 /// line coverage alone; 2.0 ms without them).
 pub const EXECUTABLE_FLAGS: [&str; 2] = ["-C", "relocation-model=static"];
 
-/// What the cached runtime object is keyed by: its source and the flags it is linked with
-/// (a change in either must rebuild the instrumented crates, which cargo cannot see).
+/// How the runtime is compiled (unwind tables: the panic stacks' walk starts in its own frame).
+const CC_FLAGS: [&str; 5] = [
+    "-c",
+    "-O2",
+    "-fPIC",
+    "-fno-stack-protector",
+    "-fasynchronous-unwind-tables",
+];
+
+/// What the cached runtime object is keyed by: its source, how it is compiled and the flags it
+/// is linked with (a change in any must rebuild the instrumented crates, which cargo cannot see).
 fn stamp() -> String {
     format!(
-        "{RUNTIME_C}\n/* {:?} {:?} */\n",
+        "{RUNTIME_C}\n/* {CC_FLAGS:?} {:?} {:?} */\n",
         rustc_flags(Path::new("")),
         EXECUTABLE_FLAGS
     )
@@ -91,7 +100,8 @@ pub fn prepare_runtime(build_dir: &Path) -> Result<PathBuf, SflError> {
     std::fs::write(&source, RUNTIME_C).map_err(|e| setup(format!("cannot write {}: {e}", source.display())))?;
     let cc = std::env::var_os("CC").unwrap_or_else(|| "cc".into());
     let out = std::process::Command::new(&cc)
-        .args(["-c", "-O2", "-fPIC", "-fno-stack-protector", "-o"])
+        .args(CC_FLAGS)
+        .arg("-o")
         .arg(&object)
         .arg(&source)
         .output()

@@ -1,8 +1,8 @@
 /*
  * cargo sfl's edge recorder: the SanitizerCoverage runtime linked into instrumented test
  * binaries (see src/edges/mod.rs). Compiled by the system C compiler at run time; no libc
- * beyond POSIX (open, read, write, pwrite, mmap, mprotect, readlink, sysconf, environ) and
- * dlsym.
+ * beyond POSIX (open, read, write, pwrite, mmap, mprotect, readlink, sysconf, environ), dlsym,
+ * dladdr1 and the unwinder's _Unwind_Backtrace.
  *
  * Every basic block of the workspace's code has a one-byte flag that code inlined by the
  * compiler sets the first time the block runs (`-sanitizer-coverage-inline-bool-flag`): no
@@ -29,6 +29,7 @@
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <link.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -45,6 +46,7 @@
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <unwind.h>
 
 #define SFL_MAGIC 0x32454744454c4653ULL /* "SFLEDGE2" */
 #define SFL_PATH_MAX 4096
@@ -308,6 +310,110 @@ char *getenv(const char *name) {
 
 __attribute__((constructor)) static void sfl_env_reads_start(void) {
     env_reads_file();
+}
+
+/*
+ * ---- Panic stacks, recorded where the unwinder starts ----
+ *
+ * cargo sfl needs a failing test's stack at its panic. With RUST_BACKTRACE=1 the standard
+ * library prints it, but symbolising it in the test process (parsing the executable's DWARF)
+ * costs about 50 ms per failing test, most of a small test's run. So when cargo sfl sets
+ * CARGO_SFL_QUIET_BACKTRACE, this runtime takes the stack instead: a panic unwinds through
+ * _Unwind_RaiseException, which the definition below (the executable's, so std's call binds
+ * to it) wraps. It walks the stack with _Unwind_Backtrace, writes each return address as an
+ * address of its file (`<hex address> <file>` per frame, the executable's file named once in
+ * the `exe` line) to the file CARGO_SFL_STACKS names, and calls libgcc's. cargo sfl symbolises
+ * the addresses once per executable. Only a process's first panic is recorded (the one whose
+ * backtrace the standard library would have printed first).
+ *
+ * The definition is weak: where the unwinder is linked statically its own definition wins,
+ * the wrapper never runs, and the constructor below then leaves RUST_BACKTRACE as cargo sfl
+ * set it, so the standard library prints the backtrace as before.
+ */
+#define SFL_STACK_MAX 256
+
+struct stack_walk {
+    uintptr_t pcs[SFL_STACK_MAX];
+    int n;
+};
+
+static _Unwind_Reason_Code stack_frame(struct _Unwind_Context *ctx, void *arg) {
+    struct stack_walk *w = arg;
+    int before = 0;
+    uintptr_t ip = _Unwind_GetIPInfo(ctx, &before);
+    if (ip == 0) return _URC_END_OF_STACK;
+    /* A return address: the call is the instruction before it. */
+    w->pcs[w->n++] = before ? ip : ip - 1;
+    return w->n < SFL_STACK_MAX ? _URC_NO_REASON : _URC_END_OF_STACK;
+}
+
+static int stack_recorded;
+
+static void put(char *buf, size_t size, size_t *o, const char *s) {
+    size_t n = strlen(s);
+    if (*o + n < size) {
+        memcpy(buf + *o, s, n);
+        *o += n;
+    }
+}
+
+static void record_stack(void) {
+    const char *path = plain_getenv("CARGO_SFL_STACKS");
+    if (!path || __atomic_exchange_n(&stack_recorded, 1, __ATOMIC_ACQ_REL)) return;
+    static struct stack_walk w; /* the first panic only, so no other thread is here */
+    w.n = 0;
+    _Unwind_Backtrace(stack_frame, &w);
+    static char buf[SFL_STACK_MAX * 96 + SFL_PATH_MAX];
+    char exe[SFL_PATH_MAX];
+    ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    exe[len > 0 ? len : 0] = 0;
+    size_t o = 0;
+    put(buf, sizeof buf, &o, "exe ");
+    put(buf, sizeof buf, &o, exe);
+    put(buf, sizeof buf, &o, "\n");
+    for (int i = 0; i < w.n; i++) {
+        Dl_info info;
+        struct link_map *map = NULL;
+        if (!dladdr1((void *)w.pcs[i], &info, (void **)&map, RTLD_DL_LINKMAP) || !map) continue;
+        char line[64];
+        snprintf(line, sizeof line, "%llx ", (unsigned long long)(w.pcs[i] - (uintptr_t)map->l_addr));
+        put(buf, sizeof buf, &o, line);
+        /* The executable's own link map has an empty name. */
+        put(buf, sizeof buf, &o, map->l_name && map->l_name[0] ? map->l_name : "-");
+        put(buf, sizeof buf, &o, "\n");
+    }
+    put(buf, sizeof buf, &o, "end\n");
+    int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (fd < 0) return;
+    if (write(fd, buf, o) < 0) { /* no stack; cargo sfl reports the test without one */ }
+    close(fd);
+}
+
+typedef _Unwind_Reason_Code (*sfl_raise_fn)(struct _Unwind_Exception *);
+
+static _Unwind_Reason_Code sfl_raise(struct _Unwind_Exception *e) {
+    record_stack();
+    static sfl_raise_fn real;
+    sfl_raise_fn f = __atomic_load_n(&real, __ATOMIC_ACQUIRE);
+    if (!f) {
+        f = (sfl_raise_fn)dlsym(RTLD_NEXT, "_Unwind_RaiseException");
+        if (!f) abort(); /* cannot happen: this definition is used only beside libgcc_s's */
+        __atomic_store_n(&real, f, __ATOMIC_RELEASE);
+    }
+    return f(e);
+}
+
+_Unwind_Reason_Code _Unwind_RaiseException(struct _Unwind_Exception *e) __attribute__((weak, alias("sfl_raise")));
+
+/* With CARGO_SFL_QUIET_BACKTRACE set, cargo sfl set RUST_BACKTRACE=1 and RUST_LIB_BACKTRACE=0
+ * for a program without this runtime; here, where the stack is recorded above, the test gets
+ * the environment `cargo test` gives it, neither set. Runs in each forked test too. */
+__attribute__((constructor)) static void sfl_quiet_backtrace(void) {
+    if (!plain_getenv("CARGO_SFL_QUIET_BACKTRACE")) return;
+    unsetenv("CARGO_SFL_QUIET_BACKTRACE");
+    if ((void *)&_Unwind_RaiseException != (void *)&sfl_raise) return;
+    unsetenv("RUST_BACKTRACE");
+    unsetenv("RUST_LIB_BACKTRACE");
 }
 
 /*

@@ -166,6 +166,7 @@ pub(super) fn run_all(
                 limits,
                 edges: false,
                 servers: None,
+                stacks: None,
             });
             let _ = std::fs::remove_dir_all(&dir);
             match got {

@@ -6,10 +6,56 @@ use serde_json::Value;
 
 use crate::fixtures::saved;
 use crate::formats::{multitool, sarif_schema};
-use crate::support::{Result, check, eval_ochiai, report, sfl, show, standard_rank};
+use crate::support::{Result, check, copy_fixture, eval_ochiai, report, sfl, sfl_command, show, standard_rank};
 
 pub fn trials() -> Vec<Trial> {
-    vec![Trial::test("stacks::panic_in_library_code", panic_in_library_code)]
+    let mut trials = vec![Trial::test("stacks::panic_in_library_code", panic_in_library_code)];
+    // A libtest crate, a proc-macro crate's tests, a `harness = false` target.
+    for fixture in ["panic", "proc-macro", "harness-false"] {
+        trials.push(Trial::test(
+            format!("stacks::recorded_stacks_match_printed_ones::{fixture}"),
+            move || recorded_stacks_match_printed_ones(fixture),
+        ));
+    }
+    trials
+}
+
+/// The stacks cargo sfl's runtime records and cargo sfl names are the frames the standard
+/// library prints with `RUST_BACKTRACE=1` (which, set by the user, makes cargo sfl read those),
+/// test by test; the recorded ones were recorded (their files are kept with the profiles).
+fn recorded_stacks_match_printed_ones(fixture: &str) -> Result {
+    let tmp = copy_fixture(fixture);
+    let dir = tmp.path();
+    let stacks = |out: &std::process::Output| -> Result<Vec<(String, Value)>> {
+        check(out.status.success(), || show(out))?;
+        let report: Value = serde_json::from_slice(&out.stdout)?;
+        let tests = report["tests"].as_array().cloned().unwrap_or_default();
+        Ok(tests
+            .iter()
+            .map(|t| (format!("{} {}", t["binary"], t["name"]), t["stack"].clone()))
+            .collect())
+    };
+    let recorded = stacks(&sfl(&["--format", "json", "--keep-profiles"], dir))?;
+    let files = std::fs::read_dir(dir.join("target/sfl/profiles"))?
+        .flatten()
+        .filter(|e| e.path().join("sfl.stacks").exists())
+        .count();
+    let printed = stacks(
+        &sfl_command(dir)
+            .args(["--rerun", "--format", "json"])
+            .env("RUST_BACKTRACE", "1")
+            .output()?,
+    )?;
+    let with_frames = recorded
+        .iter()
+        .filter(|(_, s)| s.as_array().is_some_and(|a| !a.is_empty()))
+        .count();
+    check(with_frames >= 2 && files >= with_frames, || {
+        format!("{with_frames} tests with frames, {files} recorded stacks: {recorded:#?}")
+    })?;
+    check(recorded == printed, || {
+        format!("recorded {recorded:#?}\nprinted {printed:#?}")
+    })
 }
 
 /// The backtrace is saved and reported; the panic-stack baseline points at the fault; by

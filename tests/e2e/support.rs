@@ -58,9 +58,16 @@ pub fn lib_crate(name: &str, sections: &str, lib_rs: &str) -> Result<tempfile::T
 }
 
 /// `cargo sfl` as cargo would start it, in `dir`; for runs that need their own environment.
+/// The tests run in the environment a developer's shell gives by default: no `RUST_BACKTRACE`
+/// (a set one makes cargo sfl read the standard library's printed backtraces instead of the
+/// stacks its runtime records; `stacks::recorded_stacks_match_printed_ones` sets it itself).
 pub fn sfl_command(dir: &Path) -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_cargo-sfl"));
-    command.arg("sfl").current_dir(dir);
+    command
+        .arg("sfl")
+        .current_dir(dir)
+        .env_remove("RUST_BACKTRACE")
+        .env_remove("RUST_LIB_BACKTRACE");
     command
 }
 

@@ -92,7 +92,10 @@ fn measure(sfl: &Path, dir: &Path, runs: usize) -> Result<Row> {
     let manifest = dir.join("Cargo.toml");
     let cargo = |args: &[&str]| {
         let mut c = Command::new(env!("CARGO"));
-        c.args(args).arg("--manifest-path").arg(&manifest);
+        crate::default_env(&mut c)
+            .args(args)
+            .arg("--manifest-path")
+            .arg(&manifest);
         c
     };
     let cargo_test = || cargo(&["test", "--no-fail-fast"]);

@@ -290,10 +290,17 @@ pub(crate) struct SflRun {
     pub(crate) decode_ms: f64,
 }
 
+/// `c` without the backtrace variables a developer's shell may set: what the speed benchmarks
+/// time runs in the default environment (with `RUST_BACKTRACE=1` the standard library
+/// symbolises every failing test's backtrace, under `cargo test` and cargo sfl alike).
+pub(crate) fn default_env(c: &mut Command) -> &mut Command {
+    c.env_remove("RUST_BACKTRACE").env_remove("RUST_LIB_BACKTRACE")
+}
+
 /// Runs cargo sfl (with `extra` arguments) and reads its "Finished N tests in Xs; decoded … in
 /// Y ms" line.
 pub(crate) fn sfl_run(sfl: &Path, manifest: &Path, extra: &[&str]) -> Result<SflRun> {
-    let out = Command::new(sfl)
+    let out = default_env(&mut Command::new(sfl))
         .args(["sfl", "--format", "json", "--test-timeout", "60", "--manifest-path"])
         .arg(manifest)
         .args(extra)

@@ -165,7 +165,8 @@ fn lay_out(work: &Path, name: &str) -> Result<(PathBuf, PathBuf)> {
 
 fn cargo(dir: &Path, target: &Path) -> Command {
     let mut c = Command::new(env!("CARGO"));
-    c.current_dir(dir)
+    crate::default_env(&mut c)
+        .current_dir(dir)
         .env("CARGO_TARGET_DIR", target)
         .env("CARGO_TERM_COLOR", "never");
     c
@@ -173,7 +174,8 @@ fn cargo(dir: &Path, target: &Path) -> Command {
 
 fn sfl(sfl: &Path, dir: &Path, target: &Path, args: &[&str]) -> Command {
     let mut c = Command::new(sfl);
-    c.arg("sfl")
+    crate::default_env(&mut c)
+        .arg("sfl")
         .args(["--format", "json", "-o", "/dev/null", "--test-timeout", "5"])
         .args(args)
         .current_dir(dir)

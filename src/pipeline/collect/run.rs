@@ -165,6 +165,7 @@ impl Session<'_> {
             limits: self.settings[i].limits,
             edges: self.edges.is_some(),
             servers: self.servers.as_ref(),
+            stacks: Some(&self.stacks),
         })
     }
 

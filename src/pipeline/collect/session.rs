@@ -38,6 +38,8 @@ pub(super) struct Session<'a> {
     pub(super) keep: bool,
     /// The fork servers tests run on (`None`: `--process-per-test`, or not on this system).
     pub(super) servers: Option<crate::forkserver::ForkServers>,
+    /// Names the panic stacks the runtime records.
+    pub(super) stacks: crate::stacks::Symbolizer,
     /// How long each test took in the last run (it orders the longest first).
     pub(super) last: plan::Durations,
 }
@@ -71,6 +73,7 @@ impl<'a> Session<'a> {
             keep: exec.keep_profiles,
             servers: (!exec.process_per_test && crate::platform::FORK_SERVERS)
                 .then(crate::forkserver::ForkServers::default),
+            stacks: crate::stacks::Symbolizer::default(),
             last: plan::load_durations(&durations_path(ws)),
         }
     }

@@ -358,7 +358,8 @@ fn target_dir() -> PathBuf {
 
 fn cargo(dir: &Path) -> Command {
     let mut c = Command::new(env!("CARGO"));
-    c.current_dir(dir)
+    crate::default_env(&mut c)
+        .current_dir(dir)
         .env("CARGO_TARGET_DIR", target_dir())
         .env("CARGO_TERM_COLOR", "never");
     c
@@ -366,7 +367,8 @@ fn cargo(dir: &Path) -> Command {
 
 fn sfl_cmd(sfl: &Path, dir: &Path) -> Command {
     let mut c = Command::new(sfl);
-    c.arg("sfl")
+    crate::default_env(&mut c)
+        .arg("sfl")
         .current_dir(dir)
         .env("CARGO_TARGET_DIR", target_dir())
         .env("CARGO_TERM_COLOR", "never");
