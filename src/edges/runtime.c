@@ -29,7 +29,6 @@
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
-#include <link.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -46,7 +45,6 @@
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
-#include <unwind.h>
 
 #define SFL_MAGIC 0x32454744454c4653ULL /* "SFLEDGE2" */
 #define SFL_PATH_MAX 4096
@@ -328,8 +326,13 @@ __attribute__((constructor)) static void sfl_env_reads_start(void) {
  *
  * The definition is weak: where the unwinder is linked statically its own definition wins,
  * the wrapper never runs, and the constructor below then leaves RUST_BACKTRACE as cargo sfl
- * set it, so the standard library prints the backtrace as before.
+ * set it, so the standard library prints the backtrace as before. glibc only (dladdr1 and its
+ * link maps); elsewhere nothing here is compiled and the backtrace is printed.
  */
+#ifdef __GLIBC__
+#include <link.h>
+#include <unwind.h>
+
 #define SFL_STACK_MAX 256
 
 struct stack_walk {
@@ -415,6 +418,7 @@ __attribute__((constructor)) static void sfl_quiet_backtrace(void) {
     unsetenv("RUST_BACKTRACE");
     unsetenv("RUST_LIB_BACKTRACE");
 }
+#endif /* __GLIBC__ */
 
 /*
  * ---- Fork server: a test process per test without a launch per test ----
