@@ -74,7 +74,7 @@ type Reader = gimli::EndianArcSlice<gimli::RunTimeEndian>;
 struct Module {
     /// `None`: no debug information could be read (then only symbols name frames).
     dwarf: Option<addr2line::Context<Reader>>,
-    /// Function symbols by address: (start, size, demangled name).
+    /// Function symbols by address: (start, size, mangled name).
     symbols: Vec<(u64, u64, String)>,
 }
 
@@ -88,8 +88,11 @@ struct Named {
 
 impl Module {
     fn open(path: &Path) -> Option<Module> {
-        let data = std::fs::read(path).ok()?;
-        let obj = object::File::parse(&*data).ok()?;
+        // Only the sections read below are read from the file (a test binary is mostly code and
+        // debug information, and only the latter is kept).
+        let file = std::fs::File::open(path).ok()?;
+        let cache = object::ReadCache::new(&file);
+        let obj = object::File::parse(&cache).ok()?;
         let endian = if obj.is_little_endian() {
             gimli::RunTimeEndian::Little
         } else {
@@ -107,7 +110,7 @@ impl Module {
         let mut symbols: Vec<(u64, u64, String)> = obj
             .symbols()
             .filter(|s| s.kind() == object::SymbolKind::Text && s.address() > 0)
-            .filter_map(|s| Some((s.address(), s.size(), demangled(s.name().ok()?))))
+            .filter_map(|s| Some((s.address(), s.size(), s.name().ok()?.to_string())))
             .collect();
         symbols.sort_unstable_by_key(|s| s.0);
         Some(Module { dwarf, symbols })
@@ -144,7 +147,7 @@ impl Module {
         if let Some(last) = out.last_mut()
             && last.function.is_none()
         {
-            last.function = self.symbol(addr).map(str::to_string);
+            last.function = self.symbol(addr).map(demangled);
         }
         out
     }
