@@ -16,7 +16,10 @@ pub(crate) struct RunProgress {
     running: Mutex<HashMap<usize, Instant>>,
     /// Passed, failed, timed out, crashed, flaky (flaky tests are counted by outcome too).
     tally: Mutex<[usize; 5]>,
-    finished: std::sync::atomic::AtomicBool,
+    /// Set by [`RunProgress::done`], which wakes the ticker: the run does not wait out its
+    /// last tick (up to 100 ms at the end of every run, a third of a small crate's).
+    finished: Mutex<bool>,
+    wake: std::sync::Condvar,
     total: usize,
 }
 
@@ -26,7 +29,8 @@ impl RunProgress {
             bar: ui::bar("Testing", total as u64),
             running: Mutex::new(HashMap::new()),
             tally: Mutex::new([0; 5]),
-            finished: std::sync::atomic::AtomicBool::new(false),
+            finished: Mutex::new(false),
+            wake: std::sync::Condvar::new(),
             total,
         }
     }
@@ -91,8 +95,9 @@ impl RunProgress {
 
     /// Refreshes the bar's message (counts and the slowest running test) until `done`.
     pub(crate) fn tick_until_done(&self, jobs: &[Job], built: &Built) {
-        use std::sync::atomic::Ordering;
-        while !self.finished.load(Ordering::Relaxed) {
+        let mut finished = self.finished.lock().unwrap();
+        while !*finished {
+            drop(finished);
             let slowest = self
                 .running
                 .lock()
@@ -111,12 +116,16 @@ impl RunProgress {
                 ));
             }
             self.bar.set_message(msg);
-            std::thread::sleep(Duration::from_millis(100));
+            finished = self.finished.lock().unwrap();
+            if !*finished {
+                finished = self.wake.wait_timeout(finished, Duration::from_millis(100)).unwrap().0;
+            }
         }
     }
 
     pub(crate) fn done(&self) {
-        self.finished.store(true, std::sync::atomic::Ordering::Relaxed);
+        *self.finished.lock().unwrap() = true;
+        self.wake.notify_all();
         self.bar.finish_and_clear();
     }
 }

@@ -42,12 +42,14 @@ use crate::workspace::Workspace;
 pub fn collect(cfg: &RunConfig) -> anyhow::Result<Collected> {
     crate::process::kill_tests_on_interrupt();
     let exec = &cfg.execution;
+    // `rustc -vV` goes through rustup's proxy (30-40 ms): asked while cargo metadata runs.
+    let rustc = std::thread::spawn(assemble::rustc_version);
     let (mut ws, nextest) = open(cfg)?;
     // Held until the spectra are saved: everything below writes into the target dir.
     let lock = lock::DirLock::acquire(&ws.target_dir, |dir| {
         ui::status("Blocking", format!("waiting for lock on {}", dir.display()))
     })?;
-    let (snapshot, rustc, mut choice) = look(&ws, cfg)?;
+    let (snapshot, rustc, mut choice) = look(&ws, cfg, rustc)?;
     let built = building::build_tests(&mut ws, &cfg.selection, exec, &mut choice)?;
     let snapshot = as_built(snapshot, &ws);
     let scratch_dir = setup::scratch_dir(
@@ -97,11 +99,13 @@ fn open(cfg: &RunConfig) -> anyhow::Result<(Workspace, Nextest)> {
     Ok((ws, nextest))
 }
 
-/// What this run sees of the workspace before it builds, `rustc -vV`, and what it does with
-/// the last run.
-fn look(ws: &Workspace, cfg: &RunConfig) -> Result<(Snapshot, String, Choice), SflError> {
-    // `rustc -vV` goes through rustup's proxy: it is asked while the files are read.
-    let rustc = std::thread::spawn(assemble::rustc_version);
+/// What this run sees of the workspace before it builds, `rustc -vV` (`rustc`, asked
+/// meanwhile), and what it does with the last run.
+fn look(
+    ws: &Workspace,
+    cfg: &RunConfig,
+    rustc: std::thread::JoinHandle<String>,
+) -> Result<(Snapshot, String, Choice), SflError> {
     let looked = Instant::now();
     let files = crate::select::files(ws);
     let rustc = rustc.join().unwrap_or_else(|_| "unknown".into());
