@@ -10,8 +10,9 @@
 //! markers, inlined calls expanded, innermost first), read as [`crate::verdict::panic_stack`]
 //! reads the printed ones.
 //!
-//! When the runtime cannot record (not linked, as in doctests; the unwinder linked statically)
-//! it leaves `RUST_BACKTRACE=1` set, and the printed backtrace is read as before.
+//! When the runtime cannot record (an executable that does not link it, an unwinder linked
+//! statically, a system without glibc) it leaves `RUST_BACKTRACE=1` set, and the printed
+//! backtrace is read as before. Doctests link it too: rustdoc builds them with the same flags.
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
