@@ -19,6 +19,7 @@ use std::sync::{Arc, Mutex};
 
 use object::{Object, ObjectSection, ObjectSymbol};
 
+use crate::edges::demangled;
 use crate::verdict::RawFrame;
 
 /// Where the runtime writes a test process's first panic stack (set per test).
@@ -44,8 +45,11 @@ pub struct Recorded {
 /// may run other instrumented programs, which append their own); `None` when there is none.
 pub fn read(path: &Path, exe: &Path) -> Option<Recorded> {
     let text = std::fs::read_to_string(path).ok()?;
-    let same = |p: &Path| p == exe || std::fs::canonicalize(exe).is_ok_and(|e| e == p);
-    parse(&text).into_iter().find(|r| same(&r.exe))
+    // The runtime writes the path the kernel has for the executable (`/proc/self/exe`).
+    let canonical = std::fs::canonicalize(exe).ok();
+    parse(&text)
+        .into_iter()
+        .find(|r| r.exe == exe || canonical.as_deref() == Some(r.exe.as_path()))
 }
 
 /// Every complete record in the runtime's file (`exe PATH`, `ADDR FILE` lines, `end`).
@@ -158,11 +162,6 @@ impl Module {
         let (start, size, name) = &self.symbols[i];
         (size == &0 || addr < start + size).then_some(name.as_str())
     }
-}
-
-/// A symbol's name demangled, without its hash (as the standard library prints it).
-fn demangled(mangled: &str) -> String {
-    format!("{:#}", rustc_demangle::demangle(mangled))
 }
 
 /// The frames the standard library's short backtrace would print with a location, from each

@@ -469,8 +469,8 @@ fn text_symbols<'data>(obj: &object::File<'data>) -> Vec<Symbol<'data>> {
     out
 }
 
-/// A symbol's name demangled, without its hash.
-fn demangled(mangled: &str) -> String {
+/// A symbol's name demangled, without its hash (as the standard library's backtraces print it).
+pub fn demangled(mangled: &str) -> String {
     format!("{:#}", rustc_demangle::demangle(mangled))
 }
 

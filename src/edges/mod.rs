@@ -44,3 +44,4 @@ pub use collect::{CollectError, Collector};
 pub use instrument::{
     ENV_READS_ENV, FILE_ENV, LINES_ONLY_ENV, RUNTIME_ENV, prepare_runtime, rustc_flags, wrapper_flags,
 };
+pub use map::demangled;
