@@ -3,7 +3,23 @@
 
 /// Bytes as lowercase hex, two digits each.
 pub fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut s = String::with_capacity(2 * bytes.len());
+    for &b in bytes {
+        s.push(char::from(DIGITS[usize::from(b >> 4)]));
+        s.push(char::from(DIGITS[usize::from(b & 15)]));
+    }
+    s
+}
+
+/// The value of one lowercase or uppercase hex digit (no signs, no spaces).
+fn nibble(c: u8) -> Option<u8> {
+    match c {
+        b'0'..=b'9' => Some(c - b'0'),
+        b'a'..=b'f' => Some(c - b'a' + 10),
+        b'A'..=b'F' => Some(c - b'A' + 10),
+        _ => None,
+    }
 }
 
 /// A fixed-size set of test indices.
@@ -85,18 +101,15 @@ impl BitSet {
         }
         let mut set = BitSet::new(len);
         for (i, pair) in s.as_bytes().chunks(2).enumerate() {
-            // `from_str_radix` alone would take "+1" for 01.
-            if !pair.iter().all(u8::is_ascii_hexdigit) {
-                return None;
-            }
-            let byte = u8::from_str_radix(std::str::from_utf8(pair).ok()?, 16).ok()?;
+            let byte = nibble(pair[0])? << 4 | nibble(pair[1])?;
             set.words[i / 8] |= u64::from(byte) << (8 * (i % 8));
         }
         // No bit may name a test that does not exist.
-        (0..len.div_ceil(64) * 64)
-            .filter(|&i| i >= len)
-            .all(|i| !set.contains(i))
-            .then_some(set)
+        let past_end = match len % 64 {
+            0 => 0,
+            used => !0u64 << used,
+        };
+        set.words.last().is_none_or(|&w| w & past_end == 0).then_some(set)
     }
 }
 

@@ -168,12 +168,12 @@ impl Blocks {
     /// The calls a test made, given which blocks ran: `(a, entry)` when block `a` calls the
     /// function starting at `entry` and both ran, in order. Which call reached the callee is not
     /// recorded, so a function called from several blocks that ran counts as called by each.
-    pub fn calls_taken<'a>(&'a self, ran: &'a [bool]) -> impl Iterator<Item = (u32, u32)> + 'a {
-        (0..self.len() as u32).filter(|&a| ran[a as usize]).flat_map(move |a| {
+    pub fn calls_taken<'a>(&'a self, ran: &'a RanBlocks) -> impl Iterator<Item = (u32, u32)> + 'a {
+        ran.list.iter().flat_map(move |&a| {
             self.calls
                 .successors(a)
                 .iter()
-                .filter(|&&c| ran[c as usize])
+                .filter(|&&c| ran.flags[c as usize])
                 .map(move |&c| (a, c))
         })
     }
@@ -266,43 +266,80 @@ impl Blocks {
     /// test's stack: a pruned dominator that panicked counts as not run, and a pruned join
     /// after a predecessor that panicked in a call without cleanup counts as run.
     pub fn ran(&self, flags: &[bool]) -> Vec<bool> {
+        self.ran_set(flags).flags
+    }
+
+    /// [`Blocks::ran`], with the blocks that ran also listed: what a test ran is a small part
+    /// of a binary, and walking the list instead of every block keeps decoding a test's edges
+    /// proportional to what it ran.
+    pub fn ran_set(&self, flags: &[bool]) -> RanBlocks {
         let mut ran = vec![false; self.len()];
+        let mut list: Vec<u32> = Vec::new();
         let mut work: Vec<u32> = Vec::new();
-        for (i, _) in flags.iter().enumerate().filter(|(_, set)| **set) {
-            if let Some(&b) = self.by_flag.get(i).filter(|&&b| b != NO) {
+        for i in set_flags(flags) {
+            if let Some(&b) = self.by_flag.get(i).filter(|&&b| b != NO)
+                && !ran[b as usize]
+            {
                 ran[b as usize] = true;
+                list.push(b);
                 work.push(b);
             }
         }
-        if self.idom.is_empty() {
-            return ran;
-        }
-        let mut walked = vec![false; self.len()];
-        while let Some(b) = work.pop() {
-            // Every dominator of a block that ran ran too.
-            let mut d = b;
-            while !walked[d as usize] {
-                walked[d as usize] = true;
-                if !ran[d as usize] {
-                    ran[d as usize] = true;
-                    work.push(d);
+        if !self.idom.is_empty() {
+            let mut walked = vec![false; self.len()];
+            while let Some(b) = work.pop() {
+                // Every dominator of a block that ran ran too.
+                let mut d = b;
+                while !walked[d as usize] {
+                    walked[d as usize] = true;
+                    if !ran[d as usize] {
+                        ran[d as usize] = true;
+                        list.push(d);
+                        work.push(d);
+                    }
+                    match self.idom[d as usize] {
+                        u32::MAX => break,
+                        up => d = up,
+                    }
                 }
-                match self.idom[d as usize] {
-                    u32::MAX => break,
-                    up => d = up,
+                // A pruned only successor ran after it.
+                if let [s] = self.cfg.successors(b)
+                    && self.flag[*s as usize].is_none()
+                    && !ran[*s as usize]
+                {
+                    ran[*s as usize] = true;
+                    list.push(*s);
+                    work.push(*s);
                 }
             }
-            // A pruned only successor ran after it.
-            if let [s] = self.cfg.successors(b)
-                && self.flag[*s as usize].is_none()
-                && !ran[*s as usize]
-            {
-                ran[*s as usize] = true;
-                work.push(*s);
-            }
         }
-        ran
+        list.sort_unstable();
+        RanBlocks { flags: ran, list }
     }
+}
+
+/// The blocks one process ran ([`Blocks::ran_set`]).
+pub struct RanBlocks {
+    /// Per block, whether it ran.
+    pub flags: Vec<bool>,
+    /// The blocks that ran, in increasing order.
+    pub list: Vec<u32>,
+}
+
+/// The indices of the set flags, eight at a time past runs of clear ones: a test sets a few
+/// hundred of a binary's tens of thousands of flags.
+fn set_flags(flags: &[bool]) -> impl Iterator<Item = usize> + '_ {
+    flags.chunks(8).enumerate().flat_map(|(k, chunk)| {
+        let any = match <[bool; 8]>::try_from(chunk) {
+            Ok(eight) => u64::from_ne_bytes(eight.map(u8::from)) != 0,
+            Err(_) => chunk.contains(&true),
+        };
+        chunk
+            .iter()
+            .enumerate()
+            .filter(move |(_, set)| any && **set)
+            .map(move |(i, _)| 8 * k + i)
+    })
 }
 
 /// The blocks as [`Blocks::number`] numbered them.
@@ -395,11 +432,17 @@ impl Cfg {
     /// The edges a test took, given which blocks ran (`ran[b]`) and which start a function:
     /// `(None, entry)` for the virtual edge into an entry, `(Some(a), b)` otherwise, in order.
     pub fn taken(&self, ran: &[bool], entry: impl Fn(u32) -> bool) -> Vec<(Option<u32>, u32)> {
+        let list: Vec<u32> = (0..self.blocks() as u32).filter(|&a| ran[a as usize]).collect();
+        self.taken_from(ran, &list, entry)
+    }
+
+    /// [`Cfg::taken`] given also the blocks that ran, in increasing order (`list`).
+    pub fn taken_from(&self, ran: &[bool], list: &[u32], entry: impl Fn(u32) -> bool) -> Vec<(Option<u32>, u32)> {
         let mut out = Vec::new();
         // Unwind edges into a landing pad that ran, not yet explained: (pad, from).
         let mut unsure: Vec<(u32, u32)> = Vec::new();
         let mut explained: Vec<u32> = Vec::new();
-        for a in (0..self.blocks() as u32).filter(|&a| ran[a as usize]) {
+        for &a in list {
             if entry(a) {
                 out.push((None, a));
             }
@@ -508,7 +551,7 @@ mod tests {
         assert!(b.calls.successors(1).is_empty());
         assert_eq!(b.calls.successors(2), &[0]);
         // A call counts when the caller and the callee's entry both ran.
-        let taken = |ran: &[bool]| b.calls_taken(ran).collect::<Vec<_>>();
+        let taken = |flags: &[bool]| b.calls_taken(&b.ran_set(flags)).collect::<Vec<_>>();
         assert_eq!(taken(&[true, true, true]), vec![(0, 0), (0, 2), (2, 0)]);
         assert_eq!(taken(&[true, true, false]), vec![(0, 0)]);
     }
@@ -564,6 +607,32 @@ mod tests {
         assert_eq!(b.ran(&[true, false, false]), [true, true, false, false, false]);
         // A test that panicked inside A (a call without cleanup) gets J too: the case the
         // inference cannot tell.
+    }
+
+    #[test]
+    fn the_list_of_blocks_that_ran_is_the_flags_in_order() {
+        let b = pruned();
+        for flags in [
+            [true, true, false],
+            [true, false, false],
+            [false, false, true],
+            [false; 3],
+        ] {
+            let ran = b.ran_set(&flags);
+            let listed: Vec<u32> = (0..5).filter(|&i| ran.flags[i as usize]).collect();
+            assert_eq!(ran.list, listed, "flags {flags:?}");
+        }
+    }
+
+    #[test]
+    fn set_flags_are_found_past_runs_of_clear_ones() {
+        let mut flags = vec![false; 70];
+        for i in [0, 7, 8, 63, 64, 69] {
+            flags[i] = true;
+        }
+        assert_eq!(set_flags(&flags).collect::<Vec<_>>(), [0, 7, 8, 63, 64, 69]);
+        assert_eq!(set_flags(&[false; 13]).count(), 0);
+        assert_eq!(set_flags(&[]).count(), 0);
     }
 
     #[test]

@@ -206,8 +206,12 @@ impl<'a> Collector<'a> {
                 blocks: binary.flags,
             });
         }
-        let ran = binary.graph.ran(&file.ran);
-        for (from, to) in binary.graph.cfg.taken(&ran, |b| binary.entry[b as usize]) {
+        let ran = binary.graph.ran_set(&file.ran);
+        for (from, to) in binary
+            .graph
+            .cfg
+            .taken_from(&ran.flags, &ran.list, |b| binary.entry[b as usize])
+        {
             let Some(to) = binary.ids[to as usize] else { continue };
             match from {
                 None => out.push(Edge { from: None, to }),

@@ -4,27 +4,31 @@
 //!
 //! A journal is keyed by a fingerprint of what decides the results: the test binaries (path,
 //! size, modification time), the tests selected, and the flags that change outcomes
-//! (`--no-edges`, `--retries`, the timeout, `--release`). One JSON line per test; unit ids and
-//! block ids are numbered per process, so lines store `(file, line)` and blocks their
-//! `(function, index)` names. A completed run deletes its journal.
+//! (`--no-edges`, `--retries`, the timeout, `--release`). One JSON line per test. Lines and
+//! blocks are written as this process's ids, each named (`(file, line)`, `(function, index)`)
+//! by the first line that uses it, so a test costs a few numbers per line it ran, not a name:
+//! writing the journal was a sixth of the run's own work on a crate of a thousand small tests.
+//! Ids are another process's after a resume: a `segment` line starts a new numbering. A
+//! completed run deletes its journal.
 
-use std::collections::HashMap;
 use std::fs::File;
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};
 
 use super::outcome::JobOutcome;
 use crate::coverage::LineDecoder;
 use crate::edges::{Collector, Edge};
 use crate::run::Job;
-use crate::spectra::TestRecord;
+use crate::spectra::{BlockId, TestRecord, UnitId};
 use crate::workspace::Built;
 
 /// Tag of a journal's first line; bump on any incompatible change (an old journal is dropped).
-const SCHEMA: &str = "cargo-sfl-journal/v1";
+const SCHEMA: &str = "cargo-sfl-journal/v2";
 
 /// The first line of a journal.
 #[derive(Serialize, Deserialize)]
@@ -35,20 +39,44 @@ struct Header {
     started: u64,
 }
 
-/// One finished test. Files and functions are listed once per entry and referred to by index.
-#[derive(Serialize, Deserialize)]
-struct Entry {
-    record: TestRecord,
-    files: Vec<String>,
-    /// `[file index, line]` of every covered line.
-    lines: Vec<(u32, u32)>,
-    functions: Vec<String>,
-    /// `[from, to]` (`from` null: entry into `to`).
-    edges: Vec<(Option<BlockName>, BlockName)>,
+/// One line after the header: a finished test, with the names of the ids it uses first.
+#[derive(Serialize, Deserialize, Default)]
+struct Line {
+    /// The ids of the lines from here on are another process's (a resumed run's).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    segment: bool,
+    /// New files: `[file id, path]`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    files: Vec<(u32, String)>,
+    /// New lines: `[unit id, file id, line]`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    units: Vec<(u32, u32, u32)>,
+    /// New functions: `[function id, name]`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    functions: Vec<(u32, String)>,
+    /// New blocks: `[block id, function id, index]`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    blocks: Vec<(u32, u32, u32)>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    record: Option<TestRecord>,
+    /// The unit ids of the covered lines, ascending, each as its difference from the last.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    lines: Vec<u32>,
+    /// The edges as pairs `from + 1` (0: entry into `to`), `to`, in order; `from + 1` as its
+    /// difference from the last pair's.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    edges: Vec<u32>,
 }
 
-/// A block as `[function index, block index]`.
-type BlockName = (u32, u32);
+/// A line of a file, or a block of a function, by its name.
+type Named = (Arc<str>, u32);
+
+/// A finished test of an earlier run, its lines and blocks named.
+struct Entry {
+    record: TestRecord,
+    lines: Vec<Named>,
+    edges: Vec<(Option<Named>, Named)>,
+}
 
 /// What an earlier, interrupted run of the same build finished.
 pub struct Earlier {
@@ -66,7 +94,7 @@ impl Earlier {
         coverage: &LineDecoder,
         edges: Option<&Collector>,
     ) -> Vec<Option<JobOutcome>> {
-        let mut by_key: HashMap<(String, String), Entry> = self
+        let mut by_key: std::collections::HashMap<(String, String), Entry> = self
             .entries
             .into_iter()
             .map(|e| ((e.record.binary.clone(), e.record.name.clone()), e))
@@ -85,10 +113,50 @@ impl Earlier {
 
 /// The open journal of this run; tests are kept from the workers that ran them.
 pub struct Journal {
-    file: std::sync::Mutex<File>,
+    state: std::sync::Mutex<Writer>,
     path: PathBuf,
     /// A write failed (said once): the run goes on without a journal.
     broken: std::sync::atomic::AtomicBool,
+}
+
+/// The journal's file and which ids of this process it has named.
+struct Writer {
+    file: File,
+    units: Vec<bool>,
+    blocks: Vec<bool>,
+    files: FxHashMap<Arc<str>, u32>,
+    functions: FxHashMap<Arc<str>, u32>,
+}
+
+impl Writer {
+    fn new(file: File) -> Writer {
+        Writer {
+            file,
+            units: Vec::new(),
+            blocks: Vec::new(),
+            files: FxHashMap::default(),
+            functions: FxHashMap::default(),
+        }
+    }
+}
+
+/// Marks `id` named in `seen`: whether it was new.
+fn first_use(seen: &mut Vec<bool>, id: usize) -> bool {
+    if seen.len() <= id {
+        seen.resize(id + 1, false);
+    }
+    !std::mem::replace(&mut seen[id], true)
+}
+
+/// The id of `name` in `ids`, adding it to `new` when first met.
+fn name_id(ids: &mut FxHashMap<Arc<str>, u32>, name: &str, new: &mut Vec<(u32, String)>) -> u32 {
+    if let Some(&i) = ids.get(name) {
+        return i;
+    }
+    let i = ids.len() as u32;
+    ids.insert(Arc::from(name), i);
+    new.push((i, name.to_string()));
+    i
 }
 
 /// The fingerprint of a run's build, selection and result-changing flags.
@@ -101,7 +169,10 @@ pub fn fingerprint(built: &Built, binary_ids: &[&str], jobs: &[Job], flags: &str
     };
     add(SCHEMA);
     add(flags);
-    for path in built.tests.iter().map(|t| &t.path).chain(&built.others) {
+    // In a fixed order: cargo reports the artifacts of a build in the order they finish.
+    let mut paths: Vec<&PathBuf> = built.tests.iter().map(|t| &t.path).chain(&built.others).collect();
+    paths.sort();
+    for path in paths {
         add(&path.to_string_lossy());
         let meta = std::fs::metadata(path).ok();
         let modified = meta
@@ -137,9 +208,15 @@ impl Journal {
                 for l in &lines {
                     writeln!(file, "{l}")?;
                 }
+                // This process numbers lines and blocks afresh.
+                let segment = Line {
+                    segment: true,
+                    ..Line::default()
+                };
+                writeln!(file, "{}", serde_json::to_string(&segment)?)?;
                 Some(Earlier {
                     started: UNIX_EPOCH + Duration::from_secs(header.started),
-                    entries: lines.iter().filter_map(|l| serde_json::from_str(l).ok()).collect(),
+                    entries: entries(&lines),
                 })
             }
             None => {
@@ -157,7 +234,7 @@ impl Journal {
         let file = std::fs::OpenOptions::new().append(true).open(&path)?;
         Ok((
             Journal {
-                file: std::sync::Mutex::new(file),
+                state: std::sync::Mutex::new(Writer::new(file)),
                 path,
                 broken: Default::default(),
             },
@@ -184,11 +261,13 @@ impl Journal {
     }
 
     /// Appends a finished test (one write, so an interrupt leaves whole lines or a cut last one).
+    /// Names are marked written under the same lock as the line is written, so a line that
+    /// names an id comes before every line that uses it.
     fn append(&self, o: &JobOutcome, coverage: &LineDecoder, edges: Option<&Collector>) -> std::io::Result<()> {
-        let mut line = serde_json::to_string(&encode(o, coverage, edges))?;
+        let mut w = self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut line = serde_json::to_string(&encode(&mut w, o, coverage, edges))?;
         line.push('\n');
-        let mut file = self.file.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        file.write_all(line.as_bytes())
+        w.file.write_all(line.as_bytes())
     }
 
     /// The run completed and its spectra are saved: the journal is no longer needed.
@@ -201,31 +280,90 @@ impl Journal {
     }
 }
 
-/// The header and entry lines of the journal at `path`, if it is one of `fingerprint`.
+/// The header and the whole lines of the journal at `path`, if it is one of `fingerprint`.
 fn read(path: &Path, fingerprint: &str) -> Option<(Header, Vec<String>)> {
     let mut lines = BufReader::new(File::open(path).ok()?).lines().map_while(Result::ok);
     let header: Header = serde_json::from_str(&lines.next()?).ok()?;
     if header.schema != SCHEMA || header.fingerprint != fingerprint {
         return None;
     }
-    // Only whole entries: the last line may have been cut by the interrupt.
-    let entries = lines.filter(|l| serde_json::from_str::<Entry>(l).is_ok()).collect();
-    Some((header, entries))
+    // Only whole lines: the last one may have been cut by the interrupt (and a cut line names
+    // nothing a later line uses: none follows it).
+    let lines = lines.filter(|l| serde_json::from_str::<Line>(l).is_ok()).collect();
+    Some((header, lines))
+}
+
+/// The finished tests of a journal's lines, their ids named.
+fn entries(lines: &[String]) -> Vec<Entry> {
+    let mut files: FxHashMap<u32, Arc<str>> = FxHashMap::default();
+    let mut units: FxHashMap<u32, Named> = FxHashMap::default();
+    let mut functions: FxHashMap<u32, Arc<str>> = FxHashMap::default();
+    let mut blocks: FxHashMap<u32, Named> = FxHashMap::default();
+    let mut out = Vec::new();
+    for l in lines {
+        let Ok(line) = serde_json::from_str::<Line>(l) else {
+            continue;
+        };
+        if line.segment {
+            files.clear();
+            units.clear();
+            functions.clear();
+            blocks.clear();
+        }
+        files.extend(line.files.into_iter().map(|(i, f)| (i, Arc::from(f))));
+        functions.extend(line.functions.into_iter().map(|(i, f)| (i, Arc::from(f))));
+        for (u, f, l) in line.units {
+            if let Some(f) = files.get(&f) {
+                units.insert(u, (f.clone(), l));
+            }
+        }
+        for (b, f, k) in line.blocks {
+            if let Some(f) = functions.get(&f) {
+                blocks.insert(b, (f.clone(), k));
+            }
+        }
+        let Some(record) = line.record else { continue };
+        // An id no line named: the entry is dropped and its test run again.
+        let mut unit = 0u32;
+        let named_lines: Option<Vec<Named>> = line
+            .lines
+            .iter()
+            .map(|&d| {
+                unit = unit.wrapping_add(d);
+                units.get(&unit).cloned()
+            })
+            .collect();
+        let mut from = 0u32;
+        let named_edges: Option<Vec<(Option<Named>, Named)>> = line
+            .edges
+            .chunks(2)
+            .map(|pair| {
+                let [d, to] = *pair else { return None };
+                from = from.wrapping_add(d);
+                let source = match from {
+                    0 => None,
+                    b => Some(blocks.get(&(b - 1))?.clone()),
+                };
+                Some((source, blocks.get(&to)?.clone()))
+            })
+            .collect();
+        if let (Some(lines), Some(edges)) = (named_lines, named_edges) {
+            out.push(Entry { record, lines, edges });
+        }
+    }
+    out
 }
 
 impl Entry {
     /// The outcome with this process's ids; `None` when a block it took is unknown to this
     /// build (then the test is run again).
     fn decode(self, coverage: &LineDecoder, edges: Option<&Collector>) -> Option<JobOutcome> {
-        let e = self;
-        let file = |i: u32| e.files.get(i as usize).map(String::as_str);
-        let lines: Option<Vec<(&str, u32)>> = e.lines.iter().map(|&(f, l)| Some((file(f)?, l))).collect();
-        let mut covered = coverage.ids_of(lines?);
+        let mut covered = coverage.ids_of(self.lines.iter().map(|(f, l)| (&**f, *l)));
         covered.sort_unstable();
-        let mut traversed = Vec::with_capacity(e.edges.len());
+        let mut traversed = Vec::with_capacity(self.edges.len());
         if let Some(collector) = edges {
-            let block = |(f, k): (u32, u32)| collector.block_id(e.functions.get(f as usize)?, k);
-            for &(from, to) in &e.edges {
+            let block = |(f, k): &Named| collector.block_id(f, *k);
+            for (from, to) in &self.edges {
                 let from = match from {
                     Some(b) => Some(block(b)?),
                     None => None,
@@ -235,7 +373,7 @@ impl Entry {
             traversed.sort_unstable();
         }
         Some(JobOutcome {
-            record: e.record,
+            record: self.record,
             covered,
             profiles: Vec::new(),
             edges: traversed,
@@ -244,60 +382,53 @@ impl Entry {
     }
 }
 
-/// A finished test with its lines and blocks named.
-fn encode(o: &JobOutcome, coverage: &LineDecoder, edges: Option<&Collector>) -> Entry {
-    let mut files = Interner::default();
-    let mut lines = Vec::with_capacity(o.covered.len());
-    coverage.each_line_of(&o.covered, |f, l| lines.push((files.index(f), l)));
-    // A function's name is one shared string in the collector: known by its address here.
-    let mut functions = Interner::default();
-    let mut seen: HashMap<usize, u32> = HashMap::new();
-    let mut blocks = Vec::new();
-    if let Some(collector) = edges {
-        let ids = o.edges.iter().flat_map(|e| e.from.into_iter().chain([e.to]));
-        collector.each_block_name(ids, |f, k| {
-            let i = *seen.entry(f.as_ptr() as usize).or_insert_with(|| functions.index(f));
-            blocks.push((i, k));
-        });
-    }
-    let mut named = blocks.into_iter();
-    let edges = o
-        .edges
+/// A finished test as a journal line: its ids, with the names of those `w` has not written.
+fn encode(w: &mut Writer, o: &JobOutcome, coverage: &LineDecoder, edges: Option<&Collector>) -> Line {
+    let mut line = Line {
+        record: Some(o.record.clone()),
+        ..Line::default()
+    };
+    let mut ids: Vec<UnitId> = o.covered.clone();
+    ids.sort_unstable();
+    ids.dedup();
+    let new: Vec<UnitId> = ids
         .iter()
-        .map_while(|e| {
-            let from = match e.from {
-                Some(_) => Some(named.next()?),
-                None => None,
-            };
-            Some((from, named.next()?))
+        .copied()
+        .filter(|u| first_use(&mut w.units, u.index()))
+        .collect();
+    let mut k = 0;
+    coverage.each_line_of(&new, |f, l| {
+        let file = name_id(&mut w.files, f, &mut line.files);
+        line.units.push((new[k].0, file, l));
+        k += 1;
+    });
+    let mut last = 0u32;
+    line.lines = ids
+        .iter()
+        .map(|u| {
+            let d = u.0.wrapping_sub(last);
+            last = u.0;
+            d
         })
         .collect();
-    Entry {
-        record: o.record.clone(),
-        files: files.names,
-        lines,
-        functions: functions.names,
-        edges,
-    }
-}
-
-/// Names numbered in the order first met.
-#[derive(Default)]
-struct Interner {
-    ids: HashMap<String, u32>,
-    names: Vec<String>,
-}
-
-impl Interner {
-    fn index(&mut self, name: &str) -> u32 {
-        if let Some(&i) = self.ids.get(name) {
-            return i;
+    if let Some(collector) = edges {
+        let used = o.edges.iter().flat_map(|e| e.from.into_iter().chain([e.to]));
+        let new: Vec<BlockId> = used.filter(|b| first_use(&mut w.blocks, b.index())).collect();
+        let mut k = 0;
+        collector.each_block_name(new.iter().copied(), |f, index| {
+            let function = name_id(&mut w.functions, f, &mut line.functions);
+            line.blocks.push((new[k].0, function, index));
+            k += 1;
+        });
+        let mut last = 0u32;
+        for e in &o.edges {
+            let from = e.from.map_or(0, |b| b.0 + 1);
+            line.edges.push(from.wrapping_sub(last));
+            line.edges.push(e.to.0);
+            last = from;
         }
-        let i = self.names.len() as u32;
-        self.ids.insert(name.to_string(), i);
-        self.names.push(name.to_string());
-        i
     }
+    line
 }
 
 #[cfg(test)]
@@ -333,6 +464,24 @@ mod tests {
         assert_ne!(base, fp(&[job("t1"), job("t2")], "retries=1"));
     }
 
+    /// Cargo reports a build's executables in the order they finish: a run resumed after a
+    /// build that reported them in another order is the same build.
+    #[test]
+    fn the_fingerprint_does_not_depend_on_the_order_executables_were_reported_in() {
+        let dir = tempfile::tempdir().unwrap();
+        let exes: Vec<PathBuf> = ["a", "b", "c"].iter().map(|n| dir.path().join(n)).collect();
+        for (k, e) in exes.iter().enumerate() {
+            std::fs::write(e, vec![0u8; k + 1]).unwrap();
+        }
+        let built = |order: &[usize]| Built {
+            tests: Vec::new(),
+            others: order.iter().map(|&i| exes[i].clone()).collect(),
+        };
+        let fp = |b: &Built| fingerprint(b, &["b"], &[job("t1")], "");
+        assert_eq!(fp(&built(&[0, 1, 2])), fp(&built(&[2, 0, 1])));
+        assert_ne!(fp(&built(&[0, 1, 2])), fp(&built(&[0, 1])));
+    }
+
     #[test]
     fn finished_tests_survive_a_cut_line_and_come_back_with_this_process_ids() {
         let dir = tempfile::tempdir().unwrap();
@@ -349,9 +498,10 @@ mod tests {
             .unwrap();
         // The interrupt cut the third line short.
         journal
-            .file
+            .state
             .lock()
             .unwrap()
+            .file
             .write_all(b"{\"record\":{\"binary\":\"b\",\"na")
             .unwrap();
         let path = journal.path().to_path_buf();
@@ -372,6 +522,74 @@ mod tests {
         assert!(std::fs::read_to_string(&path).unwrap().ends_with("}\n"));
         journal.finish();
         assert!(!path.exists());
+    }
+
+    #[test]
+    fn a_resumed_run_numbers_lines_and_blocks_afresh() {
+        let dir = tempfile::tempdir().unwrap();
+        let relative = |_: &Path| None;
+        let with_edges = |o: JobOutcome, edges: Vec<Edge>| JobOutcome { edges, ..o };
+        // The first process: unit 0 is a.rs:1, block 0 is f#0, block 1 is g#2.
+        let first = LineDecoder::new(Vec::new(), &relative);
+        let blocks = Collector::new(&[], &relative);
+        let ids = first.ids_of([("src/a.rs", 1), ("src/b.rs", 2)]);
+        let (f0, g2) = (blocks.adopt("f", 0, &[]), blocks.adopt("g", 2, &[]));
+        let (journal, _) = Journal::open(dir.path(), "fp", false).unwrap();
+        let taken = vec![Edge { from: None, to: f0 }, Edge { from: Some(f0), to: g2 }];
+        let t1 = with_edges(outcome("t1", Outcome::Failed, ids.clone()), taken);
+        journal.keep(&t1, &first, Some(&blocks));
+        drop(journal);
+
+        // The second process resumes and numbers the other way round: its unit 0 is b.rs:2.
+        let second = LineDecoder::new(Vec::new(), &relative);
+        let blocks2 = Collector::new(&[], &relative);
+        let ids2 = second.ids_of([("src/b.rs", 2), ("src/a.rs", 1)]);
+        let (g2b, f0b) = (blocks2.adopt("g", 2, &[]), blocks2.adopt("f", 0, &[]));
+        let (journal, earlier) = Journal::open(dir.path(), "fp", false).unwrap();
+        let jobs = [job("t1"), job("t2")];
+        let done = earlier.unwrap().outcomes(&jobs, &["b"], &second, Some(&blocks2));
+        let t1_again = done[0].as_ref().expect("t1 finished");
+        let sorted = |mut v: Vec<(String, u32)>| {
+            v.sort();
+            v
+        };
+        assert_eq!(sorted(second.lines_of(&t1_again.covered)), sorted(first.lines_of(&ids)));
+        assert_eq!(
+            t1_again.edges,
+            [
+                Edge { from: None, to: f0b },
+                Edge {
+                    from: Some(f0b),
+                    to: g2b
+                }
+            ]
+        );
+        // t2 ran only b.rs:2 and g#2: id 0 in this process, named anew after the segment.
+        let t2 = with_edges(
+            outcome("t2", Outcome::Passed, vec![ids2[0]]),
+            vec![Edge { from: None, to: g2b }],
+        );
+        journal.keep(&t2, &second, Some(&blocks2));
+        drop(journal);
+
+        let third = LineDecoder::new(Vec::new(), &relative);
+        let (_, earlier) = Journal::open(dir.path(), "fp", false).unwrap();
+        // Blocks this process's build does not have: the tests run again.
+        let unknown = Collector::new(&[], &relative);
+        let done = earlier.unwrap().outcomes(&jobs, &["b"], &third, Some(&unknown));
+        assert!(done.iter().all(Option::is_none));
+        let (_, earlier) = Journal::open(dir.path(), "fp", false).unwrap();
+        let blocks3 = Collector::new(&[], &relative);
+        let g2c = blocks3.adopt("g", 2, &[]);
+        blocks3.adopt("f", 0, &[]);
+        let done = earlier.unwrap().outcomes(&jobs, &["b"], &third, Some(&blocks3));
+        let lines = |o: &Option<JobOutcome>| sorted(third.lines_of(&o.as_ref().unwrap().covered));
+        assert_eq!(
+            lines(&done[0]),
+            [("src/a.rs".to_string(), 1), ("src/b.rs".to_string(), 2)]
+        );
+        assert_eq!(lines(&done[1]), [("src/b.rs".to_string(), 2)]);
+        assert_eq!(done[1].as_ref().unwrap().edges, [Edge { from: None, to: g2c }]);
     }
 
     #[test]
