@@ -18,7 +18,7 @@ use syn::visit::Visit;
 use crate::spectra::FunctionSpan;
 
 /// One file's syntax facts.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
 pub struct FileSyntax {
     /// Lines of `#[test]`-like functions, `#[cfg(test)]` items and doc comments (doctests).
     pub test_ranges: Vec<(u32, u32)>,
@@ -33,7 +33,7 @@ pub struct FileSyntax {
 }
 
 /// A function, closure or macro and where it is.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Named {
     pub kind: NamedKind,
     /// First line of its declaration (attributes included) and the line its signature starts
@@ -43,7 +43,7 @@ pub struct Named {
     pub name: String,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
 pub enum NamedKind {
     Function,
     Closure,
@@ -182,17 +182,87 @@ pub struct Prefetch(Option<std::thread::JoinHandle<Vec<Source>>>);
 type Source = (String, Option<FileSyntax>);
 
 impl Prefetch {
-    /// Starts parsing `rels` under `root`.
-    pub fn start(root: std::path::PathBuf, rels: Vec<String>) -> Prefetch {
+    /// Starts parsing `rels` under `root`. With `cache` (a file), the facts of a file whose
+    /// text is the same as when the cache was written are read from it, not parsed again
+    /// (syn took a tenth of a run's own work on pulldown-cmark), and the cache is rewritten
+    /// with this run's files.
+    pub fn start(root: std::path::PathBuf, rels: Vec<String>, cache: Option<std::path::PathBuf>) -> Prefetch {
         Prefetch(Some(std::thread::spawn(move || {
-            rels.into_iter()
+            use md5::{Digest, Md5};
+            let mut known = cache.as_deref().map(SyntaxCache::read).unwrap_or_default();
+            let mut keep = SyntaxCache::default();
+            let mut parsed = 0;
+            let out = rels
+                .into_iter()
                 .map(|rel| {
                     let text = std::fs::read_to_string(root.join(&rel)).ok();
-                    let syntax = text.and_then(|t| FileSyntax::parse(&t));
+                    let syntax = text.and_then(|t| {
+                        let key = crate::bitset::hex(&Md5::digest(t.as_bytes()));
+                        let syntax = match known.files.remove(&key) {
+                            Some(s) => s,
+                            None => {
+                                parsed += 1;
+                                FileSyntax::parse(&t)?
+                            }
+                        };
+                        keep.files.insert(key, syntax.clone());
+                        Some(syntax)
+                    });
                     (rel, syntax)
                 })
-                .collect()
+                .collect();
+            // Rewritten when a file was parsed, or one it held is gone or changed.
+            if let Some(path) = cache
+                && (parsed > 0 || !known.files.is_empty())
+            {
+                keep.write(&path);
+            }
+            out
         })))
+    }
+}
+
+/// The syntax facts of files by the MD5 of their text, kept between runs. Written by one
+/// build of cargo sfl and read only by the same (its executable's size and time stamp): facts
+/// from another version's visitor could differ.
+#[derive(Default, serde::Serialize, serde::Deserialize)]
+struct SyntaxCache {
+    by: String,
+    files: HashMap<String, FileSyntax>,
+}
+
+impl SyntaxCache {
+    /// This executable, as the cache names it.
+    fn this_build() -> String {
+        let meta = std::env::current_exe().and_then(std::fs::metadata).ok();
+        let modified = meta.as_ref().and_then(|m| m.modified().ok());
+        format!(
+            "cargo-sfl {} {:?} {:?}",
+            env!("CARGO_PKG_VERSION"),
+            meta.map(|m| m.len()),
+            modified
+        )
+    }
+
+    /// The cache at `path`, empty when it is missing, unreadable or another build's.
+    fn read(path: &Path) -> SyntaxCache {
+        std::fs::read(path)
+            .ok()
+            .and_then(|b| serde_json::from_slice::<SyntaxCache>(&b).ok())
+            .filter(|c| c.by == Self::this_build())
+            .unwrap_or_default()
+    }
+
+    /// Writes the cache (best effort: without it the next run parses again).
+    fn write(mut self, path: &Path) {
+        self.by = Self::this_build();
+        let tmp = path.with_extension("json.tmp");
+        let written = serde_json::to_vec(&self)
+            .ok()
+            .is_some_and(|bytes| std::fs::write(&tmp, bytes).is_ok());
+        if written {
+            let _ = std::fs::rename(&tmp, path);
+        }
     }
 }
 
@@ -440,6 +510,33 @@ impl<'ast> Visit<'ast> for Visitor {
 
 #[cfg(test)]
 mod tests {
+    /// A file whose text did not change is read from the cache, not parsed (the test plants a
+    /// fact syn would not find to tell them apart); a changed file is parsed again.
+    #[test]
+    fn unchanged_files_come_from_the_cache() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = dir.path().join("syntax.json");
+        std::fs::write(dir.path().join("a.rs"), "fn f() {}\n").unwrap();
+        let run = || {
+            let p = Prefetch::start(dir.path().to_path_buf(), vec!["a.rs".into()], Some(cache.clone()));
+            p.0.unwrap().join().unwrap().remove(0).1.unwrap()
+        };
+        assert!(!run().test_file);
+        let mut saved = SyntaxCache::read(&cache);
+        assert_eq!(saved.files.len(), 1, "the first run wrote the cache");
+        saved.files.values_mut().for_each(|f| f.test_file = true);
+        saved.write(&cache);
+        assert!(run().test_file, "read from the cache");
+        std::fs::write(dir.path().join("a.rs"), "fn g() {}\n").unwrap();
+        let fresh = run();
+        assert!(!fresh.test_file && fresh.items[0].name == "g", "parsed again");
+        assert_eq!(
+            SyntaxCache::read(&cache).files.len(),
+            1,
+            "the old text's entry is dropped"
+        );
+    }
+
     use super::*;
 
     const SOURCE: &str = "\

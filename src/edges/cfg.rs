@@ -269,9 +269,9 @@ impl Blocks {
         self.ran_set(flags).flags
     }
 
-    /// [`Blocks::ran`], with the blocks that ran also listed: what a test ran is a small part
-    /// of a binary, and walking the list instead of every block keeps decoding a test's edges
-    /// proportional to what it ran.
+    /// [`Blocks::ran`], with the blocks that ran also listed (in no particular order): what a
+    /// test ran is a small part of a binary, and walking the list instead of every block keeps
+    /// decoding a test's edges proportional to what it ran.
     pub fn ran_set(&self, flags: &[bool]) -> RanBlocks {
         let mut ran = vec![false; self.len()];
         let mut list: Vec<u32> = Vec::new();
@@ -313,7 +313,6 @@ impl Blocks {
                 }
             }
         }
-        list.sort_unstable();
         RanBlocks { flags: ran, list }
     }
 }
@@ -322,7 +321,7 @@ impl Blocks {
 pub struct RanBlocks {
     /// Per block, whether it ran.
     pub flags: Vec<bool>,
-    /// The blocks that ran, in increasing order.
+    /// The blocks that ran, in no particular order.
     pub list: Vec<u32>,
 }
 
@@ -433,10 +432,13 @@ impl Cfg {
     /// `(None, entry)` for the virtual edge into an entry, `(Some(a), b)` otherwise, in order.
     pub fn taken(&self, ran: &[bool], entry: impl Fn(u32) -> bool) -> Vec<(Option<u32>, u32)> {
         let list: Vec<u32> = (0..self.blocks() as u32).filter(|&a| ran[a as usize]).collect();
-        self.taken_from(ran, &list, entry)
+        let mut out = self.taken_from(ran, &list, entry);
+        out.sort_unstable();
+        out
     }
 
-    /// [`Cfg::taken`] given also the blocks that ran, in increasing order (`list`).
+    /// [`Cfg::taken`] given also the blocks that ran (`list`, in any order), in no particular
+    /// order (a caller that renumbers the blocks sorts once, after).
     pub fn taken_from(&self, ran: &[bool], list: &[u32], entry: impl Fn(u32) -> bool) -> Vec<(Option<u32>, u32)> {
         let mut out = Vec::new();
         // Unwind edges into a landing pad that ran, not yet explained: (pad, from).
@@ -463,7 +465,6 @@ impl Cfg {
                 out.push((Some(a), b));
             }
         }
-        out.sort_unstable();
         out
     }
 }
@@ -551,7 +552,11 @@ mod tests {
         assert!(b.calls.successors(1).is_empty());
         assert_eq!(b.calls.successors(2), &[0]);
         // A call counts when the caller and the callee's entry both ran.
-        let taken = |flags: &[bool]| b.calls_taken(&b.ran_set(flags)).collect::<Vec<_>>();
+        let taken = |flags: &[bool]| {
+            let mut calls = b.calls_taken(&b.ran_set(flags)).collect::<Vec<_>>();
+            calls.sort_unstable();
+            calls
+        };
         assert_eq!(taken(&[true, true, true]), vec![(0, 0), (0, 2), (2, 0)]);
         assert_eq!(taken(&[true, true, false]), vec![(0, 0)]);
     }
@@ -618,8 +623,9 @@ mod tests {
             [false, false, true],
             [false; 3],
         ] {
-            let ran = b.ran_set(&flags);
+            let mut ran = b.ran_set(&flags);
             let listed: Vec<u32> = (0..5).filter(|&i| ran.flags[i as usize]).collect();
+            ran.list.sort_unstable();
             assert_eq!(ran.list, listed, "flags {flags:?}");
         }
     }

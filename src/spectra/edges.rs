@@ -2,7 +2,7 @@
 //! edges between them, and per edge the tests that traversed it; and how they are saved in
 //! `spectra.json`.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 
 use serde::{Deserialize, Serialize};
 
@@ -242,14 +242,28 @@ impl EdgeSpectra {
         for (new, (_, old)) in order.iter().enumerate() {
             new_id[*old as usize] = BlockId(new as u32);
         }
-        let mut index: BTreeMap<Edge, BitSet> = BTreeMap::new();
+        // A hash map, sorted once at the end: a thousand tests take a million edges.
+        let mut slot: rustc_hash::FxHashMap<Edge, u32> = rustc_hash::FxHashMap::default();
+        let mut keys: Vec<Edge> = Vec::new();
+        let mut columns: Vec<BitSet> = Vec::new();
         for (t, edges) in traversed.iter().enumerate() {
             for e in edges {
                 let key = e.map(|b| new_id[b.index()]);
-                index.entry(key).or_insert_with(|| BitSet::new(tests)).insert(t);
+                let i = *slot.entry(key).or_insert_with(|| {
+                    keys.push(key);
+                    columns.push(BitSet::new(tests));
+                    keys.len() as u32 - 1
+                });
+                columns[i as usize].insert(t);
             }
         }
-        let (edges, coverage) = index.into_iter().unzip();
+        let mut by_edge: Vec<u32> = (0..keys.len() as u32).collect();
+        by_edge.sort_unstable_by_key(|&i| keys[i as usize]);
+        let edges = by_edge.iter().map(|&i| keys[i as usize]).collect();
+        let coverage = by_edge
+            .iter()
+            .map(|&i| std::mem::take(&mut columns[i as usize]))
+            .collect();
         EdgeSpectra {
             blocks: order.into_iter().map(|(b, _)| b).collect(),
             edges,

@@ -161,7 +161,7 @@ fn prefetch_sources(ws: &Workspace, coverage: &LineDecoder) -> Prefetch {
     let mut files = coverage.files();
     files.retain(|f| !crate::testcode::is_test_path(f));
     files.sort();
-    Prefetch::start(ws.root.clone(), files)
+    Prefetch::start(ws.root.clone(), files, Some(ws.target_dir.join("syntax.json")))
 }
 
 /// Marks the tests whose rows are samples, not facts ([`reuse::mark_volatile`]), saying how
