@@ -156,10 +156,10 @@ fn list_and_plan(
 }
 
 /// The spectra save what rankings read from the sources (test code, function names): they are
-/// parsed while the tests run, from the files the coverage maps name.
+/// parsed while the tests run, from the files the coverage maps name (test files too: their
+/// functions are named).
 fn prefetch_sources(ws: &Workspace, coverage: &LineDecoder) -> Prefetch {
     let mut files = coverage.files();
-    files.retain(|f| !crate::testcode::is_test_path(f));
     files.sort();
     Prefetch::start(ws.root.clone(), files, Some(ws.target_dir.join("syntax.json")))
 }
