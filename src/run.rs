@@ -88,6 +88,12 @@ pub fn test_env(cmd: &mut Command, bin: &TestBinary, pkg: &Package, target_dir: 
     }
 }
 
+/// Asks for [`toolchain_lib_dir`] on a thread of its own now (a rustc start through rustup's
+/// proxy, 40-60 ms), so the first test does not wait for it: called while the tests build.
+pub fn ask_toolchain_lib_dir(package_dir: PathBuf) {
+    std::thread::spawn(move || toolchain_lib_dir(&package_dir));
+}
+
 /// The toolchain's library directory for the host (`rustc --print target-libdir`, where the
 /// `libstd` dylib is), asked once of the rustc cargo uses (`$RUSTC`, else `rustc` run in the
 /// package, so toolchain files apply).

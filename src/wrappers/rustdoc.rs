@@ -47,7 +47,7 @@ pub fn rustdoc_wrapper() -> ! {
         eprintln!("error: cannot write {}", dir.display());
         std::process::exit(exit::SETUP)
     };
-    keep_doctests(&mut cmd, &args, (&real, merge), &dir, me);
+    keep_doctests(&mut cmd, &args, (&real, merge), &dir, Path::new(&base), me);
     cmd.stdout(out);
     match cmd.status() {
         Ok(status) => {
@@ -89,7 +89,14 @@ fn fresh(dir: &Path) -> std::io::Result<File> {
 
 /// The options that make `real` (merging as `merge` says) build the doctests with coverage
 /// and keep them in `dir`, handing each to `me` as the run tool.
-fn keep_doctests(cmd: &mut Command, args: &[OsString], (real, merge): (&OsString, &str), dir: &Path, me: PathBuf) {
+fn keep_doctests(
+    cmd: &mut Command,
+    args: &[OsString],
+    (real, merge): (&OsString, &str),
+    dir: &Path,
+    base: &Path,
+    me: PathBuf,
+) {
     cmd.args(cargo_sfl::build::COVERAGE_FLAGS);
     // As the library they link was built (position-dependent, with the runtime); their own
     // counter updates stay atomic.
@@ -106,7 +113,7 @@ fn keep_doctests(cmd: &mut Command, args: &[OsString], (real, merge): (&OsString
     // coverage map instead of one per doctest. Each still runs in its own process. (Not when
     // the project's RUSTDOCFLAGS already say how.)
     let said = args.iter().any(|a| a.to_string_lossy().starts_with("--merge-doctests"));
-    if !said && merges(real) {
+    if !said && merges(real, base) {
         cmd.arg(format!("--merge-doctests={merge}"));
     }
     cmd.arg("--persist-doctests")
@@ -145,13 +152,57 @@ fn build_key(rustdoc: &OsString, args: &[OsString], merge: &str) -> String {
 }
 
 /// Whether `rustdoc` takes `--merge-doctests` (unstable, from Rust 1.95); without it an older
-/// toolchain's doctests are built as their edition says.
-fn merges(rustdoc: &OsString) -> bool {
-    Command::new(rustdoc)
+/// toolchain's doctests are built as their edition says. Asking costs a rustup proxy and a
+/// rustdoc start (30-50 ms of every doctest build), so the answer is kept in `base` for the
+/// rustdoc binary it was asked of ([`rustdoc_binary`]), when that is known.
+fn merges(rustdoc: &OsString, base: &Path) -> bool {
+    let binary = rustdoc_binary(rustdoc);
+    let kept = base.join("sfl-rustdoc-merges");
+    if let Some(key) = &binary
+        && let Ok(text) = std::fs::read_to_string(&kept)
+        && let Some((k, answer)) = text.rsplit_once('\n')
+        && k == key
+    {
+        return answer == "yes";
+    }
+    let yes = Command::new(rustdoc)
         .args(["-Z", "unstable-options", "--help"])
         .env("RUSTC_BOOTSTRAP", "1")
         .output()
-        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).contains("--merge-doctests"))
+        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).contains("--merge-doctests"));
+    if let Some(key) = binary {
+        let _ = std::fs::write(&kept, format!("{key}\n{}", if yes { "yes" } else { "no" }));
+    }
+    yes
+}
+
+/// The rustdoc executable `rustdoc` runs, with its size and time stamp: a path to a file
+/// outside rustup's proxies is itself; a bare name or a proxy (in `$CARGO_HOME/bin`), under
+/// rustup (which names the toolchain cargo runs in `RUSTUP_HOME` and `RUSTUP_TOOLCHAIN`), is the
+/// toolchain's own, since the proxy stays the same file when the toolchain changes. `None` when
+/// it is not known.
+fn rustdoc_binary(rustdoc: &OsString) -> Option<String> {
+    let given = Path::new(rustdoc);
+    let proxies = std::env::var_os("CARGO_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| Path::new(&h).join(".cargo")))
+        .map(|home| home.join("bin"));
+    let proxied = !given.is_absolute() || given.parent() == proxies.as_deref();
+    let path = match (
+        proxied,
+        std::env::var_os("RUSTUP_HOME"),
+        std::env::var_os("RUSTUP_TOOLCHAIN"),
+    ) {
+        (false, _, _) => given.to_path_buf(),
+        (true, Some(home), Some(toolchain)) => Path::new(&home)
+            .join("toolchains")
+            .join(toolchain)
+            .join("bin")
+            .join(given.file_name()?),
+        (true, _, _) => return None,
+    };
+    let meta = std::fs::metadata(&path).ok().filter(|m| m.is_file())?;
+    Some(format!("{} {} {:?}", path.display(), meta.len(), meta.modified().ok()?))
 }
 
 /// Entry point when rustdoc runs cargo-sfl as its `--test-runtool` (`cargo-sfl RUNTOOL_ARG

@@ -50,6 +50,7 @@ pub fn collect(cfg: &RunConfig) -> anyhow::Result<Collected> {
         ui::status("Blocking", format!("waiting for lock on {}", dir.display()))
     })?;
     let (snapshot, rustc, mut choice) = look(&ws, cfg, rustc)?;
+    crate::run::ask_toolchain_lib_dir(ws.root.clone());
     let built = building::build_tests(&mut ws, &cfg.selection, exec, &mut choice)?;
     let snapshot = as_built(snapshot, &ws);
     let scratch_dir = setup::scratch_dir(
