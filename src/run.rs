@@ -192,13 +192,14 @@ pub fn run_test(run: &TestRun) -> std::io::Result<Finished> {
             .map_or_else(|| panic_stack(&output), |rec| names.frames(&rec)),
         None => panic_stack(&output),
     };
+    let [profiles, edge_files] = files_in(dir, ["profraw", "edges"])?;
     Ok(Finished {
         outcome,
         signal,
         message,
         duration,
-        profiles: files_in(dir, "profraw")?,
-        edge_files: files_in(dir, "edges")?,
+        profiles,
+        edge_files,
         stack,
         leaked,
         env_reads: read_env_reads(&env_reads, !bin.custom_harness && doctest.is_none()),
@@ -324,15 +325,18 @@ fn base_command(run: &TestRun, doctest: Option<&DocTest>, name: Option<&str>) ->
     cmd
 }
 
-/// The files in `dir` with extension `ext`, sorted.
-fn files_in(dir: &Path, ext: &str) -> std::io::Result<Vec<PathBuf>> {
-    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)?
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|x| x == ext))
-        .collect();
-    v.sort();
-    Ok(v)
+/// Per extension of `exts`, the files in `dir` with it, sorted (one read of the directory).
+fn files_in<const N: usize>(dir: &Path, exts: [&str; N]) -> std::io::Result<[Vec<PathBuf>; N]> {
+    let mut found: [Vec<PathBuf>; N] = std::array::from_fn(|_| Vec::new());
+    for path in std::fs::read_dir(dir)?.flatten().map(|e| e.path()) {
+        if let Some(k) = exts.iter().position(|x| path.extension().is_some_and(|e| e == *x)) {
+            found[k].push(path);
+        }
+    }
+    for v in &mut found {
+        v.sort();
+    }
+    Ok(found)
 }
 
 /// The variables the runtime recorded as read (`None`: no file, the reads were not observed),
