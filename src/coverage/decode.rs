@@ -173,6 +173,8 @@ impl BinaryCoverage {
             all_active: true,
         };
         let matched = self.match_records(profile);
+        // Evaluation buffers, reused from function to function.
+        let (mut memo, mut on_stack, mut stack) = (Vec::new(), Vec::new(), Vec::new());
         for (rec, m) in profile.records.iter().zip(&matched.function) {
             let Some((fi, hash_ok)) = *m else {
                 continue;
@@ -197,11 +199,13 @@ impl BinaryCoverage {
             let values = |i: u32| -> Option<u64> {
                 ((i as usize) < rec.num_counters).then(|| profile.counter(rec.first_counter + i as usize))
             };
-            let mut memo = vec![None; f.expressions.len()];
-            let mut on_stack = vec![false; f.expressions.len()];
+            memo.clear();
+            memo.resize(f.expressions.len(), None);
+            on_stack.clear();
+            on_stack.resize(f.expressions.len(), false);
             let mut ok = true;
             for (k, r) in f.regions.iter().enumerate() {
-                match eval(f, r.counter, &values, &mut memo, &mut on_stack) {
+                match eval(f, r.counter, &values, (&mut memo, &mut on_stack, &mut stack)) {
                     Some(0) => {}
                     Some(v) => out.regions.push((base + k as u32, v)),
                     None => ok = false,
@@ -298,13 +302,11 @@ impl BinaryCoverage {
 ///
 /// Iterative, with an explicit stack: a chain of expressions as long as a corrupt (or a very
 /// large) function has must not overflow a worker thread's stack.
-fn eval(
-    f: &CovFunction,
-    c: Counter,
-    values: &dyn Fn(u32) -> Option<u64>,
-    memo: &mut [Option<u64>],
-    on_stack: &mut [bool],
-) -> Option<u64> {
+/// `memo` and `on_stack` have one entry per expression of `f`; `stack` is scratch space.
+type EvalBuffers<'b> = (&'b mut [Option<u64>], &'b mut [bool], &'b mut Vec<(usize, bool)>);
+
+fn eval(f: &CovFunction, c: Counter, values: &dyn Fn(u32) -> Option<u64>, buffers: EvalBuffers<'_>) -> Option<u64> {
+    let (memo, on_stack, stack) = buffers;
     let root = match c {
         Counter::Zero => return Some(0),
         Counter::Value(i) => return values(i),
@@ -324,7 +326,8 @@ fn eval(
             Some(None) => Operand::Needs(e as usize, matches!(c, Counter::Sub(_))),
         },
     };
-    let mut stack = vec![(root, matches!(c, Counter::Sub(_)))];
+    stack.clear();
+    stack.push((root, matches!(c, Counter::Sub(_))));
     let mut ok = true;
     while let Some(&(e, sub)) = stack.last() {
         let Some(&(lhs, rhs)) = f.expressions.get(e) else {
@@ -356,7 +359,7 @@ fn eval(
             }
         }
     }
-    for &(e, _) in &stack {
+    for &(e, _) in stack.iter() {
         if let Some(flag) = on_stack.get_mut(e) {
             *flag = false;
         }
@@ -510,7 +513,7 @@ mod tests {
     fn run(f: &CovFunction, c: Counter, counters: &[u64]) -> Option<u64> {
         let values = |i: u32| counters.get(i as usize).copied();
         let n = f.expressions.len();
-        eval(f, c, &values, &mut vec![None; n], &mut vec![false; n])
+        eval(f, c, &values, (&mut vec![None; n], &mut vec![false; n], &mut Vec::new()))
     }
 
     #[test]
