@@ -510,6 +510,8 @@ impl<'ast> Visit<'ast> for Visitor {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+
     /// A file whose text did not change is read from the cache, not parsed (the test plants a
     /// fact syn would not find to tell them apart); a changed file is parsed again.
     #[test]
@@ -536,8 +538,6 @@ mod tests {
             "the old text's entry is dropped"
         );
     }
-
-    use super::*;
 
     const SOURCE: &str = "\
 mod outer {

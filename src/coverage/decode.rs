@@ -295,16 +295,18 @@ impl BinaryCoverage {
     }
 }
 
+/// [`eval`]'s scratch: `memo` and `on_stack` have one entry per expression of the function,
+/// the stack is the pending expressions.
+type EvalBuffers<'b> = (&'b mut [Option<u64>], &'b mut [bool], &'b mut Vec<(usize, bool)>);
+
 /// Evaluates a counter; `None` when it refers to a counter or expression that does not exist,
 /// or to expressions that form a cycle (llvm-cov then drops the whole function). Arithmetic
 /// wraps as LLVM's int64 evaluation does. An expression's kind is that of the first counter
 /// that reaches it (`memo` is per function).
 ///
 /// Iterative, with an explicit stack: a chain of expressions as long as a corrupt (or a very
-/// large) function has must not overflow a worker thread's stack.
-/// `memo` and `on_stack` have one entry per expression of `f`; `stack` is scratch space.
-type EvalBuffers<'b> = (&'b mut [Option<u64>], &'b mut [bool], &'b mut Vec<(usize, bool)>);
-
+/// large) function has must not overflow a worker thread's stack. The buffers are reused from
+/// call to call (one allocation per profile, not per expression).
 fn eval(f: &CovFunction, c: Counter, values: &dyn Fn(u32) -> Option<u64>, buffers: EvalBuffers<'_>) -> Option<u64> {
     let (memo, on_stack, stack) = buffers;
     let root = match c {
@@ -513,7 +515,12 @@ mod tests {
     fn run(f: &CovFunction, c: Counter, counters: &[u64]) -> Option<u64> {
         let values = |i: u32| counters.get(i as usize).copied();
         let n = f.expressions.len();
-        eval(f, c, &values, (&mut vec![None; n], &mut vec![false; n], &mut Vec::new()))
+        eval(
+            f,
+            c,
+            &values,
+            (&mut vec![None; n], &mut vec![false; n], &mut Vec::new()),
+        )
     }
 
     #[test]

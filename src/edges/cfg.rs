@@ -429,7 +429,9 @@ impl Cfg {
     }
 
     /// The edges a test took, given which blocks ran (`ran[b]`) and which start a function:
-    /// `(None, entry)` for the virtual edge into an entry, `(Some(a), b)` otherwise, in order.
+    /// `(None, entry)` for the virtual edge into an entry, `(Some(a), b)` otherwise, in order
+    /// ([`Cfg::taken_from`] sorted, for the tests).
+    #[cfg(test)]
     pub fn taken(&self, ran: &[bool], entry: impl Fn(u32) -> bool) -> Vec<(Option<u32>, u32)> {
         let list: Vec<u32> = (0..self.blocks() as u32).filter(|&a| ran[a as usize]).collect();
         let mut out = self.taken_from(ran, &list, entry);
@@ -437,8 +439,9 @@ impl Cfg {
         out
     }
 
-    /// [`Cfg::taken`] given also the blocks that ran (`list`, in any order), in no particular
-    /// order (a caller that renumbers the blocks sorts once, after).
+    /// The edges a test took, given which blocks ran (`ran[b]`, and `list`, in any order) and
+    /// which start a function: `(None, entry)` for the virtual edge into an entry, `(Some(a), b)`
+    /// otherwise, in no particular order (a caller that renumbers the blocks sorts once, after).
     pub fn taken_from(&self, ran: &[bool], list: &[u32], entry: impl Fn(u32) -> bool) -> Vec<(Option<u32>, u32)> {
         let mut out = Vec::new();
         // Unwind edges into a landing pad that ran, not yet explained: (pad, from).

@@ -59,7 +59,8 @@ struct Line {
     blocks: Vec<(u32, u32, u32)>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     record: Option<TestRecord>,
-    /// The unit ids of the covered lines, ascending, each as its difference from the last.
+    /// The unit ids of the covered lines, in the outcome's order (ascending), each as its
+    /// difference from the last (wrapping).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     lines: Vec<u32>,
     /// The edges as pairs `from + 1` (0: entry into `to`), `to`, in order; `from + 1` as its
@@ -205,8 +206,8 @@ impl Journal {
         let earlier = match earlier.filter(|_| !rerun) {
             Some((header, lines)) => {
                 writeln!(file, "{}", serde_json::to_string(&header)?)?;
-                for l in &lines {
-                    writeln!(file, "{l}")?;
+                for (text, _) in &lines {
+                    writeln!(file, "{text}")?;
                 }
                 // This process numbers lines and blocks afresh.
                 let segment = Line {
@@ -216,7 +217,7 @@ impl Journal {
                 writeln!(file, "{}", serde_json::to_string(&segment)?)?;
                 Some(Earlier {
                     started: UNIX_EPOCH + Duration::from_secs(header.started),
-                    entries: entries(&lines),
+                    entries: entries(lines.into_iter().map(|(_, line)| line)),
                 })
             }
             None => {
@@ -280,8 +281,9 @@ impl Journal {
     }
 }
 
-/// The header and the whole lines of the journal at `path`, if it is one of `fingerprint`.
-fn read(path: &Path, fingerprint: &str) -> Option<(Header, Vec<String>)> {
+/// The header and the whole lines of the journal at `path` (as written and as read), if it is
+/// one of `fingerprint`.
+fn read(path: &Path, fingerprint: &str) -> Option<(Header, Vec<(String, Line)>)> {
     let mut lines = BufReader::new(File::open(path).ok()?).lines().map_while(Result::ok);
     let header: Header = serde_json::from_str(&lines.next()?).ok()?;
     if header.schema != SCHEMA || header.fingerprint != fingerprint {
@@ -289,21 +291,23 @@ fn read(path: &Path, fingerprint: &str) -> Option<(Header, Vec<String>)> {
     }
     // Only whole lines: the last one may have been cut by the interrupt (and a cut line names
     // nothing a later line uses: none follows it).
-    let lines = lines.filter(|l| serde_json::from_str::<Line>(l).is_ok()).collect();
+    let lines = lines
+        .filter_map(|text| {
+            let line = serde_json::from_str::<Line>(&text).ok()?;
+            Some((text, line))
+        })
+        .collect();
     Some((header, lines))
 }
 
 /// The finished tests of a journal's lines, their ids named.
-fn entries(lines: &[String]) -> Vec<Entry> {
+fn entries(lines: impl IntoIterator<Item = Line>) -> Vec<Entry> {
     let mut files: FxHashMap<u32, Arc<str>> = FxHashMap::default();
     let mut units: FxHashMap<u32, Named> = FxHashMap::default();
     let mut functions: FxHashMap<u32, Arc<str>> = FxHashMap::default();
     let mut blocks: FxHashMap<u32, Named> = FxHashMap::default();
     let mut out = Vec::new();
-    for l in lines {
-        let Ok(line) = serde_json::from_str::<Line>(l) else {
-            continue;
-        };
+    for line in lines {
         if line.segment {
             files.clear();
             units.clear();
@@ -388,10 +392,8 @@ fn encode(w: &mut Writer, o: &JobOutcome, coverage: &LineDecoder, edges: Option<
         record: Some(o.record.clone()),
         ..Line::default()
     };
-    let mut ids: Vec<UnitId> = o.covered.clone();
-    ids.sort_unstable();
-    ids.dedup();
-    let new: Vec<UnitId> = ids
+    let new: Vec<UnitId> = o
+        .covered
         .iter()
         .copied()
         .filter(|u| first_use(&mut w.units, u.index()))
@@ -403,7 +405,8 @@ fn encode(w: &mut Writer, o: &JobOutcome, coverage: &LineDecoder, edges: Option<
         k += 1;
     });
     let mut last = 0u32;
-    line.lines = ids
+    line.lines = o
+        .covered
         .iter()
         .map(|u| {
             let d = u.0.wrapping_sub(last);
