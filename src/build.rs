@@ -37,6 +37,8 @@ pub struct Runtime {
     pub object: PathBuf,
     /// With SanitizerCoverage (edge profiles); else linked only for its counter updates.
     pub edges: bool,
+    /// libtest's entry, which the runtime was compiled to wrap ([`crate::edges::harness`]).
+    pub test_main: Option<String>,
 }
 
 /// Builds the selected tests with coverage (linking `runtime` when given, with edge
@@ -180,6 +182,10 @@ fn instrumented_cargo(
         Some(rt) if !rt.edges => cmd.env(crate::edges::LINES_ONLY_ENV, "1"),
         _ => cmd.env_remove(crate::edges::LINES_ONLY_ENV),
     };
+    match runtime.and_then(|rt| rt.test_main.as_deref()) {
+        Some(symbol) => cmd.env(crate::edges::harness::TEST_MAIN_ENV, symbol),
+        None => cmd.env_remove(crate::edges::harness::TEST_MAIN_ENV),
+    };
     cmd.arg(if crate::ui::stderr_colors() {
         "--color=always"
     } else {
@@ -201,7 +207,8 @@ pub(crate) fn plain_cargo(ws: &Workspace, select: &Selection, target: &Path) -> 
     let mut cmd = wrapped_cargo(ws, &select, target, &["test", "--no-run"])?;
     cmd.args(["--message-format=json", "--color=never", "--quiet"])
         .env(PLAIN_ENV, "1")
-        .env_remove(crate::edges::RUNTIME_ENV);
+        .env_remove(crate::edges::RUNTIME_ENV)
+        .env_remove(crate::edges::harness::TEST_MAIN_ENV);
     Ok(cmd)
 }
 

@@ -97,7 +97,7 @@ pub fn ask_toolchain_lib_dir(package_dir: PathBuf) {
 /// The toolchain's library directory for the host (`rustc --print target-libdir`, where the
 /// `libstd` dylib is), asked once of the rustc cargo uses (`$RUSTC`, else `rustc` run in the
 /// package, so toolchain files apply).
-fn toolchain_lib_dir(package_dir: &Path) -> Option<PathBuf> {
+pub(crate) fn toolchain_lib_dir(package_dir: &Path) -> Option<PathBuf> {
     static DIR: std::sync::OnceLock<Option<PathBuf>> = std::sync::OnceLock::new();
     DIR.get_or_init(|| {
         let rustc = std::env::var_os("RUSTC").unwrap_or_else(|| "rustc".into());
@@ -296,6 +296,8 @@ fn base_command(run: &TestRun, doctest: Option<&DocTest>, name: Option<&str>) ->
             if !bin.custom_harness {
                 cmd.env(crate::edges::relax::SERIAL_SPAWNS_ENV, "1");
                 cmd.arg("--test-threads=1");
+                // libtest is handed this test alone ([`crate::edges::harness`]).
+                cmd.env(crate::edges::harness::ONE_TEST_ENV, "1");
             }
             if job.ignored {
                 cmd.arg("--ignored");

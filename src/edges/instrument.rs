@@ -36,11 +36,12 @@ const CC_FLAGS: [&str; 5] = [
     "-fasynchronous-unwind-tables",
 ];
 
-/// What the cached runtime object is keyed by: its source, how it is compiled and the flags it
-/// is linked with (a change in any must rebuild the instrumented crates, which cargo cannot see).
-fn stamp() -> String {
+/// What the cached runtime object is keyed by: its source, how it is compiled (libtest's entry
+/// it wraps included) and the flags it is linked with (a change in any must rebuild the
+/// instrumented crates, which cargo cannot see).
+fn stamp(test_main: Option<&str>) -> String {
     format!(
-        "{RUNTIME_C}\n/* {CC_FLAGS:?} {:?} {:?} */\n",
+        "{RUNTIME_C}\n/* {CC_FLAGS:?} {:?} {:?} {test_main:?} */\n",
         rustc_flags(Path::new("")),
         EXECUTABLE_FLAGS
     )
@@ -84,14 +85,20 @@ pub fn wrapper_flags(rt: &Path, edges: bool, shared: bool) -> Vec<String> {
     flags
 }
 
+/// The directory in `build_dir` that holds the compiled runtime.
+pub fn runtime_dir(build_dir: &Path) -> PathBuf {
+    build_dir.join("edges-runtime")
+}
+
 /// Compiles the runtime into `build_dir` unless the same source is already there; returns the
-/// object. When the runtime changed, binaries linked against the old one are stale but cargo
-/// cannot know (the flags are added by our wrapper), so that build is cleaned.
-pub fn prepare_runtime(build_dir: &Path) -> Result<PathBuf, SflError> {
-    let rt_dir = build_dir.join("edges-runtime");
+/// object. With `test_main` (libtest's entry, [`crate::edges::harness`]) the runtime wraps it.
+/// When the runtime changed, binaries linked against the old one are stale but cargo cannot
+/// know (the flags are added by our wrapper), so that build is cleaned.
+pub fn prepare_runtime(build_dir: &Path, test_main: Option<&str>) -> Result<PathBuf, SflError> {
+    let rt_dir = runtime_dir(build_dir);
     let object = rt_dir.join("sfl_edges.o");
     let stamp = rt_dir.join("source.c");
-    if std::fs::read_to_string(&stamp).is_ok_and(|s| s == self::stamp()) && object.exists() {
+    if std::fs::read_to_string(&stamp).is_ok_and(|s| s == self::stamp(test_main)) && object.exists() {
         return Ok(object);
     }
     let setup = |what: String| SflError::Setup(what);
@@ -101,6 +108,7 @@ pub fn prepare_runtime(build_dir: &Path) -> Result<PathBuf, SflError> {
     let cc = std::env::var_os("CC").unwrap_or_else(|| "cc".into());
     let out = std::process::Command::new(&cc)
         .args(CC_FLAGS)
+        .args(test_main.map(|symbol| format!("-DSFL_TEST_MAIN=\"{symbol}\"")))
         .arg("-o")
         .arg(&object)
         .arg(&source)
@@ -124,6 +132,7 @@ pub fn prepare_runtime(build_dir: &Path) -> Result<PathBuf, SflError> {
     for profile in ["debug", "release"] {
         let _ = std::fs::remove_dir_all(build_dir.join(profile));
     }
-    std::fs::write(&stamp, self::stamp()).map_err(|e| setup(format!("cannot write {}: {e}", stamp.display())))?;
+    std::fs::write(&stamp, self::stamp(test_main))
+        .map_err(|e| setup(format!("cannot write {}: {e}", stamp.display())))?;
     Ok(object)
 }

@@ -20,7 +20,8 @@
 //! a binary's PC table, control-flow table and DWARF (`dwarf`: only the units that hold the
 //! functions; `line_rows`: their line-table rows), read once (or, for an executable that runs
 //! one test, for the functions that test ran): functions, their blocks, each block's source
-//! lines. [`collect`]: the [`Collector`] names blocks `(function without hash, index within
+//! lines. [`harness`]: libtest's entry, which the runtime wraps to hand libtest only the test a
+//! process runs. [`collect`]: the [`Collector`] names blocks `(function without hash, index within
 //! function)` so the same function's blocks in several test binaries are one block, and builds
 //! [`EdgeSpectra`] (saved with the matrix: [`crate::spectra::edges`]): blocks, edges and, per
 //! edge, the tests that traversed it (a bitset, like the line matrix). [`relax`]: the coverage
@@ -30,6 +31,7 @@
 pub mod cfg;
 mod dwarf;
 pub mod collect;
+pub mod harness;
 pub mod instrument;
 mod line_rows;
 pub mod map;
@@ -42,6 +44,6 @@ pub use crate::spectra::edges::{
 };
 pub use collect::{CollectError, Collector};
 pub use instrument::{
-    ENV_READS_ENV, FILE_ENV, LINES_ONLY_ENV, RUNTIME_ENV, prepare_runtime, rustc_flags, wrapper_flags,
+    ENV_READS_ENV, FILE_ENV, LINES_ONLY_ENV, RUNTIME_ENV, prepare_runtime, runtime_dir, rustc_flags, wrapper_flags,
 };
 pub use map::demangled;

@@ -421,6 +421,106 @@ __attribute__((constructor)) static void sfl_quiet_backtrace(void) {
 #endif /* __GLIBC__ */
 
 /*
+ * ---- One test handed to libtest ----
+ *
+ * A test binary's `main` passes libtest's entry (`test::test_main_static`) every test of the
+ * binary; run with `--exact NAME`, libtest copies and sorts all of their descriptors before it
+ * keeps the one, a cost per test process in the number of tests. cargo sfl compiles this file
+ * with SFL_TEST_MAIN set to the toolchain's mangled name of the entry and links harness test
+ * crates with `--wrap` of it, so `main` calls sfl_test_main below. In a process cargo sfl runs
+ * for one test (CARGO_SFL_ONE_TEST), it passes on only the descriptor of the test named after
+ * `--exact`: the one descriptor among whose first words is the (address, length) pair of a
+ * string equal to the name. The descriptor's layout is libtest's and is not assumed: a name
+ * found in no descriptor or in two, or a descriptor or string outside the executable's loaded
+ * segments, passes every test on, as without this. libtest then filters and runs the test as
+ * before; only its count of tests "filtered out" is 0.
+ */
+#ifdef SFL_TEST_MAIN
+#include <link.h>
+
+#define SFL_DESC_WORDS 16
+
+static int one_test;
+static int saved_argc;
+static char **saved_argv;
+
+__attribute__((constructor)) static void sfl_note_args(int argc, char **argv, char **envp) {
+    (void)envp;
+    saved_argc = argc;
+    saved_argv = argv;
+    if (plain_getenv("CARGO_SFL_ONE_TEST")) {
+        one_test = 1;
+        unsetenv("CARGO_SFL_ONE_TEST");
+    }
+}
+
+struct sfl_segments {
+    uintptr_t lo[16], hi[16];
+    int n;
+};
+
+static int note_segments(struct dl_phdr_info *info, size_t size, void *data) {
+    (void)size;
+    struct sfl_segments *s = data;
+    for (int i = 0; i < info->dlpi_phnum && s->n < 16; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_R)) continue;
+        s->lo[s->n] = (uintptr_t)info->dlpi_addr + ph->p_vaddr;
+        s->hi[s->n] = s->lo[s->n] + ph->p_memsz;
+        s->n++;
+    }
+    return 1; /* the executable comes first: only its segments */
+}
+
+/* Whether [p, p + len) lies in one loaded segment of the executable. */
+static int loaded(const struct sfl_segments *s, uintptr_t p, size_t len) {
+    for (int i = 0; i < s->n; i++)
+        if (p >= s->lo[i] && p < s->hi[i] && len <= s->hi[i] - p) return 1;
+    return 0;
+}
+
+static const char *exact_name(void) {
+    for (int i = 1; i + 1 < saved_argc; i++)
+        if (strcmp(saved_argv[i], "--exact") == 0) return saved_argv[i + 1];
+    return NULL;
+}
+
+/* The address of the one descriptor in tests[0..n) that names `name`, or NULL. */
+static const void *const *named_test(const void *const *tests, size_t n, const char *name) {
+    struct sfl_segments segs;
+    segs.n = 0;
+    dl_iterate_phdr(note_segments, &segs);
+    size_t len = strlen(name);
+    const void *const *found = NULL;
+    for (size_t i = 0; i < n; i++) {
+        const uintptr_t *w = tests[i];
+        if (!loaded(&segs, (uintptr_t)w, SFL_DESC_WORDS * sizeof *w)) return NULL;
+        for (int k = 0; k + 1 < SFL_DESC_WORDS; k++) {
+            if (w[k + 1] != len || !loaded(&segs, w[k], len) || memcmp((const void *)w[k], name, len) != 0)
+                continue;
+            if (found) return NULL;
+            found = &tests[i];
+            break;
+        }
+    }
+    return found;
+}
+
+extern void sfl_test_main_real(const void *const *tests, size_t n) __asm__("__real_" SFL_TEST_MAIN)
+    __attribute__((weak));
+void sfl_test_main(const void *const *tests, size_t n) __asm__("__wrap_" SFL_TEST_MAIN);
+
+void sfl_test_main(const void *const *tests, size_t n) {
+    const char *name = one_test ? exact_name() : NULL;
+    const void *const *one = name && *name ? named_test(tests, n, name) : NULL;
+    if (one)
+        sfl_test_main_real(one, 1);
+    else
+        sfl_test_main_real(tests, n);
+}
+#endif /* SFL_TEST_MAIN */
+
+/*
  * ---- Fork server: a test process per test without a launch per test ----
  *
  * With CARGO_SFL_FORK_SERVER set, the executable becomes a server before `main`: this

@@ -37,6 +37,12 @@ pub fn rustc_wrapper() -> ! {
                 edges,
                 shared_library(&rest),
             ));
+            // A libtest harness: its `main`'s call of libtest goes through the runtime.
+            if let Some(symbol) = std::env::var(cargo_sfl::edges::harness::TEST_MAIN_ENV).ok()
+                && rest.iter().any(|a| a == "--test")
+            {
+                cmd.args(cargo_sfl::edges::harness::link_flags(&symbol));
+            }
             // Blocks are mapped to lines through DWARF: a profile without debug info (the
             // release profile's default) gets line tables, and cargo's matching
             // `-C strip=debuginfo` is undone.

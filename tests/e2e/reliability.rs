@@ -49,6 +49,10 @@ pub fn trials() -> Vec<Trial> {
             "reliability::forked_tests_match_their_own_processes",
             forked_tests_match_their_own_processes,
         ),
+        Trial::test(
+            "reliability::libtest_is_handed_the_one_test",
+            libtest_is_handed_the_one_test,
+        ),
     ]
 }
 
@@ -112,6 +116,65 @@ fn forked_tests_match_their_own_processes() -> Result {
         })?;
     }
     Ok(())
+}
+
+/// In a process cargo sfl runs for one test (`CARGO_SFL_ONE_TEST`), the runtime hands libtest
+/// that test alone: libtest runs it as before (same outcome) and filters nothing out. A name no
+/// test has, or the binary run without the variable, gets every test, as without the runtime.
+fn libtest_is_handed_the_one_test() -> Result {
+    let dir = copy_fixture("two-bugs");
+    let out = sfl(&["--rerun"], dir.path());
+    check(out.status.success(), || show(&out))?;
+    let deps = dir.path().join("target/sfl/debug/deps");
+    let exe = std::fs::read_dir(&deps)?
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| {
+            let name = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
+            name.starts_with("fixture_two_bugs-") && !name.contains('.')
+        })
+        .ok_or("no test binary")?;
+    let run = |name: &str, one: bool| {
+        let mut cmd = Command::new(&exe);
+        cmd.args(["--exact", name, "--test-threads=1"])
+            .env_remove("CARGO_SFL_ONE_TEST");
+        if one {
+            cmd.env("CARGO_SFL_ONE_TEST", "1");
+        }
+        cmd.output()
+    };
+    let listed = Command::new(&exe).args(["--list", "--format", "terse"]).output()?;
+    let names: Vec<String> = String::from_utf8_lossy(&listed.stdout)
+        .lines()
+        .filter_map(|l| l.strip_suffix(": test").map(str::to_string))
+        .collect();
+    check(names.len() > 2, || format!("{names:?}"))?;
+    let mut failed = 0;
+    for name in &names {
+        let (one, all) = (run(name, true)?, run(name, false)?);
+        let (one_out, all_out) = (
+            String::from_utf8_lossy(&one.stdout),
+            String::from_utf8_lossy(&all.stdout),
+        );
+        check(one.status.code() == all.status.code(), || {
+            format!("{name}: {one_out}\n---\n{all_out}")
+        })?;
+        check(
+            one_out.contains("running 1 test") && one_out.contains("; 0 filtered out"),
+            || format!("{name} alone: {one_out}"),
+        )?;
+        let others = format!("; {} filtered out", names.len() - 1);
+        check(all_out.contains(&others), || format!("{name} among all: {all_out}"))?;
+        failed += usize::from(!one.status.success());
+    }
+    check(failed > 0 && failed < names.len(), || {
+        format!("{failed} of {} failed", names.len())
+    })?;
+    let none = run("no_such_test", true)?;
+    let none_out = String::from_utf8_lossy(&none.stdout);
+    check(none_out.contains(&format!("; {} filtered out", names.len())), || {
+        none_out.to_string()
+    })
 }
 
 /// `cp -a` of `from`'s contents, its target directory among them (modification times kept, so

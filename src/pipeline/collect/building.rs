@@ -21,12 +21,13 @@ pub(super) fn build_tests(
     select: &Selection,
     exec: &Execution,
     choice: &mut Choice,
+    rustc: &str,
 ) -> anyhow::Result<Built> {
     let with_edges = !exec.no_edges;
     if !with_edges {
         ws.build_dir = ws.target_dir.join("lines-only");
     }
-    let runtime = runtime(&ws.build_dir, with_edges)?;
+    let runtime = runtime(ws, with_edges, rustc)?;
     ui::status(
         "Building",
         format!(
@@ -53,13 +54,17 @@ pub(super) fn build_tests(
     Ok(built)
 }
 
-/// cargo sfl's runtime, compiled into `build_dir`: the edge recorder (`with_edges`), else only
-/// faster line coverage, whose absence is a warning.
-fn runtime(build_dir: &Path, with_edges: bool) -> Result<Option<Runtime>, SflError> {
-    match crate::edges::prepare_runtime(build_dir) {
+/// cargo sfl's runtime, compiled into the build directory: the edge recorder (`with_edges`),
+/// else only faster line coverage, whose absence is a warning. It wraps libtest's entry of the
+/// toolchain `rustc` (`rustc -vV`) when that is found.
+fn runtime(ws: &Workspace, with_edges: bool, rustc: &str) -> Result<Option<Runtime>, SflError> {
+    let rt_dir = crate::edges::runtime_dir(&ws.build_dir);
+    let test_main = crate::edges::harness::test_main_symbol(&rt_dir, rustc, || crate::run::toolchain_lib_dir(&ws.root));
+    match crate::edges::prepare_runtime(&ws.build_dir, test_main.as_deref()) {
         Ok(object) => Ok(Some(Runtime {
             object,
             edges: with_edges,
+            test_main,
         })),
         Err(e) if with_edges => Err(e),
         // Without edges the runtime only speeds line coverage up.

@@ -51,7 +51,7 @@ pub fn collect(cfg: &RunConfig) -> anyhow::Result<Collected> {
     })?;
     let (snapshot, rustc, mut choice) = look(&ws, cfg, rustc)?;
     crate::run::ask_toolchain_lib_dir(ws.root.clone());
-    let built = building::build_tests(&mut ws, &cfg.selection, exec, &mut choice)?;
+    let built = building::build_tests(&mut ws, &cfg.selection, exec, &mut choice, &rustc)?;
     let snapshot = as_built(snapshot, &ws);
     let scratch_dir = setup::scratch_dir(
         &ws.target_dir,
