@@ -40,6 +40,7 @@ pub fn rustc_wrapper() -> ! {
             // A libtest harness: its `main`'s call of libtest goes through the runtime.
             if let Some(symbol) = std::env::var(cargo_sfl::edges::harness::TEST_MAIN_ENV).ok()
                 && rest.iter().any(|a| a == "--test")
+                && links_through_a_compiler_driver(&rest)
             {
                 cmd.args(cargo_sfl::edges::harness::link_flags(&symbol));
             }
@@ -56,18 +57,39 @@ pub fn rustc_wrapper() -> ! {
 
 /// Whether cargo asked rustc for any debug info (`-C debuginfo=…` other than 0/none).
 fn has_debuginfo(args: &[OsString]) -> bool {
-    let level = args
-        .iter()
-        .zip(args.iter().skip(1))
-        .filter(|(flag, _)| *flag == "-C")
-        .filter_map(|(_, v)| v.to_str()?.strip_prefix("debuginfo="))
-        .chain(args.iter().filter_map(|a| a.to_str()?.strip_prefix("-Cdebuginfo=")))
-        .last();
-    level.is_some_and(|l| !matches!(l, "0" | "none" | "false"))
+    codegen_option(args, "debuginfo").is_some_and(|l| !matches!(l, "0" | "none" | "false"))
 }
 
-/// Whether rustc is asked for a shared library (`dylib`, `cdylib`), which must stay
-/// position-independent.
+/// Whether rustc links through a C compiler driver (its default), which takes `-Wl,` options:
+/// no linker or flavor given, or a linker named like one (`cc`, `gcc`, `clang`, with a prefix
+/// or version). A linker run directly (`rust-lld`, `ld`) would refuse them.
+fn links_through_a_compiler_driver(args: &[OsString]) -> bool {
+    if codegen_option(args, "linker-flavor").is_some_and(|f| !f.starts_with("gcc")) {
+        return false;
+    }
+    codegen_option(args, "linker").is_none_or(|l| {
+        let name = Path::new(l).file_name().and_then(|n| n.to_str()).unwrap_or(l);
+        ["cc", "gcc", "clang"].iter().any(|d| name.contains(d))
+    })
+}
+
+/// The last value of the codegen option `-C name=value` (or `-Cname=value`) in `args`: the
+/// last one given wins, as in rustc.
+fn codegen_option<'a>(args: &'a [OsString], name: &str) -> Option<&'a str> {
+    let prefix = format!("{name}=");
+    let mut last = None;
+    for (i, a) in args.iter().enumerate() {
+        let Some(a) = a.to_str() else { continue };
+        let value = if a == "-C" {
+            args.get(i + 1).and_then(|v| v.to_str()?.strip_prefix(prefix.as_str()))
+        } else {
+            a.strip_prefix("-C").and_then(|v| v.strip_prefix(prefix.as_str()))
+        };
+        last = value.or(last);
+    }
+    last
+}
+
 fn shared_library(args: &[OsString]) -> bool {
     let types = args
         .iter()
@@ -117,5 +139,27 @@ mod tests {
         assert!(has_debuginfo(&args(&["-Cdebuginfo=line-tables-only"])));
         assert!(!has_debuginfo(&args(&["-C", "opt-level=3"])));
         assert!(!has_debuginfo(&args(&["-C", "debuginfo=2", "-C", "debuginfo=0"])));
+    }
+
+    #[test]
+    fn wl_options_only_through_a_compiler_driver() {
+        let args = |a: &[&str]| a.iter().map(OsString::from).collect::<Vec<_>>();
+        assert!(links_through_a_compiler_driver(&args(&["--test"])));
+        assert!(links_through_a_compiler_driver(&args(&[
+            "-C",
+            "linker=/usr/bin/clang-18"
+        ])));
+        assert!(links_through_a_compiler_driver(&args(&[
+            "-Clinker=x86_64-linux-gnu-gcc"
+        ])));
+        assert!(links_through_a_compiler_driver(&args(&["-C", "linker-flavor=gcc"])));
+        assert!(!links_through_a_compiler_driver(&args(&["-C", "linker=rust-lld"])));
+        assert!(!links_through_a_compiler_driver(&args(&[
+            "-C",
+            "linker=cc",
+            "-C",
+            "linker=ld.lld"
+        ])));
+        assert!(!links_through_a_compiler_driver(&args(&["-C", "linker-flavor=ld.lld"])));
     }
 }
