@@ -372,7 +372,7 @@ pub fn parallel<T: Sync, R: Send>(
         };
         items.len()
     ];
-    crate::schedule::run_limited(items, &needs, jobs, &[], f, sink);
+    crate::schedule::run_limited(items, &needs, jobs, &[], |i, item, _| f(i, item), sink);
 }
 
 #[cfg(test)]

@@ -2,6 +2,7 @@
 //! of the `test-threads` slots, and a test group never runs more of its tests at once than
 //! its `max-threads`.
 
+use std::cell::Cell;
 use std::sync::{Condvar, Mutex};
 
 /// What one job needs while it runs.
@@ -21,16 +22,45 @@ struct State {
     in_group: Vec<usize>,
 }
 
+/// A running job's hold on its slots (and its place in its group), handed to the job: it
+/// can give them back before it ends ([`Slot::release`]), when what is left of its work (a
+/// test's decoding, say) should not keep another job from starting.
+pub struct Slot<'a> {
+    state: &'a Mutex<State>,
+    changed: &'a Condvar,
+    needs: Needs,
+    slots: usize,
+    held: Cell<bool>,
+}
+
+impl Slot<'_> {
+    /// Gives the job's slots back now (once; the scheduler does it when the job ends).
+    pub fn release(&self) {
+        if !self.held.replace(false) {
+            return;
+        }
+        let mut s = self.state.lock().expect("scheduler state");
+        s.free += self.needs.threads.clamp(1, self.slots);
+        if let Some(g) = self.needs.group {
+            s.in_group[g] -= 1;
+        }
+        drop(s);
+        self.changed.notify_all();
+    }
+}
+
 /// Runs `f` over `items` with at most `slots` slots taken at once and at most `group_limits[g]`
 /// jobs of group `g` at once, handing each result to `sink` on this thread as it is ready. A
 /// job that does not fit yet waits while later jobs that fit run, so a group's tests queue
-/// behind each other without holding up the rest.
+/// behind each other without holding up the rest. A job that releases its slots early
+/// ([`Slot::release`]) finishes its work beside the jobs that take them: there are twice as many
+/// threads as slots.
 pub fn run_limited<T: Sync, R: Send>(
     items: &[T],
     needs: &[Needs],
     slots: usize,
     group_limits: &[usize],
-    f: impl Fn(usize, &T) -> R + Sync,
+    f: impl Fn(usize, &T, &Slot<'_>) -> R + Sync,
     mut sink: impl FnMut(usize, R),
 ) {
     let slots = slots.max(1);
@@ -46,7 +76,7 @@ pub fn run_limited<T: Sync, R: Send>(
     };
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::scope(|scope| {
-        for _ in 0..slots.min(items.len()) {
+        for _ in 0..(2 * slots).min(items.len()) {
             let tx = tx.clone();
             let (state, changed, f, fits) = (&state, &changed, &f, &fits);
             scope.spawn(move || {
@@ -67,14 +97,15 @@ pub fn run_limited<T: Sync, R: Send>(
                         s.in_group[g] += 1;
                     }
                     drop(s);
-                    let r = f(i, &items[i]);
-                    let mut s = state.lock().expect("scheduler state");
-                    s.free += n.threads.clamp(1, slots);
-                    if let Some(g) = n.group {
-                        s.in_group[g] -= 1;
-                    }
-                    drop(s);
-                    changed.notify_all();
+                    let slot = Slot {
+                        state,
+                        changed,
+                        needs: n,
+                        slots,
+                        held: Cell::new(true),
+                    };
+                    let r = f(i, &items[i], &slot);
+                    slot.release();
                     if tx.send((i, r)).is_err() {
                         return;
                     }
@@ -106,7 +137,7 @@ mod tests {
             needs,
             slots,
             limits,
-            |_, n| {
+            |_, n, _| {
                 let t = n.threads.clamp(1, slots);
                 let now = running.fetch_add(t, Ordering::SeqCst) + t;
                 peak.fetch_max(now, Ordering::SeqCst);
@@ -124,6 +155,39 @@ mod tests {
         );
         let groups = group_peak.iter().map(|p| p.load(Ordering::SeqCst)).collect();
         (peak.load(Ordering::SeqCst), groups, done)
+    }
+
+    /// A job that gives its slot back goes on beside the next job, which takes the slot: the
+    /// parts before the release never overlap on one slot, the parts after do.
+    #[test]
+    fn a_released_slot_starts_the_next_job_while_the_first_finishes() {
+        let holding = AtomicUsize::new(0);
+        let (hold_peak, after, after_peak) = (AtomicUsize::new(0), AtomicUsize::new(0), AtomicUsize::new(0));
+        let needs = [Needs {
+            threads: 1,
+            group: None,
+        }; 4];
+        let mut done = 0;
+        run_limited(
+            &needs,
+            &needs,
+            1,
+            &[],
+            |_, _, slot| {
+                hold_peak.fetch_max(holding.fetch_add(1, Ordering::SeqCst) + 1, Ordering::SeqCst);
+                std::thread::sleep(Duration::from_millis(5));
+                holding.fetch_sub(1, Ordering::SeqCst);
+                slot.release();
+                slot.release();
+                after_peak.fetch_max(after.fetch_add(1, Ordering::SeqCst) + 1, Ordering::SeqCst);
+                std::thread::sleep(Duration::from_millis(60));
+                after.fetch_sub(1, Ordering::SeqCst);
+            },
+            |_, ()| done += 1,
+        );
+        assert_eq!(done, 4);
+        assert_eq!(hold_peak.load(Ordering::SeqCst), 1, "one slot, one job holding it");
+        assert_eq!(after_peak.load(Ordering::SeqCst), 2, "two threads per slot");
     }
 
     #[test]

@@ -65,9 +65,9 @@ impl Session<'_> {
                 &needs,
                 self.jobs,
                 &self.groups,
-                |_, &i| {
+                |_, &i, slot| {
                     progress.started(i);
-                    let outcome = self.run_one(i, &jobs[i], exes[i], single[exes[i]], &decode_total);
+                    let outcome = self.run_one(i, &jobs[i], exes[i], single[exes[i]], &decode_total, slot);
                     finished(&outcome);
                     if left[exes[i]].fetch_sub(1, Ordering::AcqRel) == 1 {
                         // The binary's own executable (not one of its doctests') is done.
@@ -141,8 +141,18 @@ impl Session<'_> {
     }
 
     /// Runs job `i` in its own directory and decodes what it wrote; any problem becomes a
-    /// warning on its record (`single`: its executable runs no other job).
-    fn run_one(&self, i: usize, job: &Job, exe: usize, single: bool, decode_total: &Mutex<Duration>) -> JobOutcome {
+    /// warning on its record (`single`: its executable runs no other job). Once its process has
+    /// ended, the job gives its slot back (unless a retry may run it again): its decoding is
+    /// cargo sfl's own work, and the next test starts meanwhile.
+    fn run_one(
+        &self,
+        i: usize,
+        job: &Job,
+        exe: usize,
+        single: bool,
+        decode_total: &Mutex<Duration>,
+        slot: &crate::schedule::Slot<'_>,
+    ) -> JobOutcome {
         let bin = &self.built.tests[job.binary];
         let dir = self.scratch.join(format!("t{i}"));
         let name = job.name.clone().unwrap_or_else(|| "main".into());
@@ -153,7 +163,11 @@ impl Session<'_> {
             edges: Vec::new(),
             not_run: None,
         };
-        match self.run_process(i, job, &dir) {
+        let ran = self.run_process(i, job, &dir);
+        if self.settings[i].retries == 0 {
+            slot.release();
+        }
+        match ran {
             Err(e) => out.not_run = Some(e.to_string()),
             Ok(fin) => {
                 let t0 = Instant::now();
