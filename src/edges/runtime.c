@@ -435,7 +435,7 @@ __attribute__((constructor)) static void sfl_quiet_backtrace(void) {
  * segments, passes every test on, as without this. libtest then filters and runs the test as
  * before; only its count of tests "filtered out" is 0.
  */
-#ifdef SFL_TEST_MAIN
+#if defined(SFL_TEST_MAIN) && defined(__linux__)
 #include <link.h>
 
 #define SFL_DESC_WORDS 16
@@ -518,7 +518,7 @@ void sfl_test_main(const void *const *tests, size_t n) {
     else
         sfl_test_main_real(tests, n);
 }
-#endif /* SFL_TEST_MAIN */
+#endif /* SFL_TEST_MAIN && __linux__ */
 
 /*
  * ---- Fork server: a test process per test without a launch per test ----
