@@ -25,9 +25,13 @@ const CACHE: &str = "test-main";
 
 /// The mangled name of libtest's entry for the toolchain that `rustc -vV` describes, cached in
 /// `rt_dir`; `lib_dir` gives the toolchain's library directory when the cache does not answer.
-/// `None` when there is no libtest archive or it does not define the entry once (the runtime
-/// then wraps nothing and libtest gets every test, as without it).
+/// `None` when there is no libtest archive or it does not define the entry once, and off Linux
+/// (`--wrap` is an ELF linker's option, not macOS's): the runtime then wraps nothing and libtest
+/// gets every test, as without it.
 pub fn test_main_symbol(rt_dir: &Path, rustc_vv: &str, lib_dir: impl FnOnce() -> Option<PathBuf>) -> Option<String> {
+    if !cfg!(target_os = "linux") {
+        return None;
+    }
     let cache = rt_dir.join(CACHE);
     let cached = std::fs::read_to_string(&cache).ok();
     if let Some((key, symbol)) = cached.as_deref().and_then(|s| s.rsplit_once('\n'))
@@ -58,36 +62,33 @@ fn entry_in_archive(data: &[u8]) -> Option<String> {
     use object::read::archive::ArchiveFile;
     use object::{Object, ObjectSymbol};
     let archive = ArchiveFile::parse(data).ok()?;
-    let mut names: Vec<String> = Vec::new();
+    let mut entries: Vec<String> = Vec::new();
     if let Ok(Some(index)) = archive.symbols() {
-        names.extend(
-            index
-                .flatten()
-                .filter_map(|s| Some(std::str::from_utf8(s.name()).ok()?.to_string())),
-        );
-    }
-    if names.is_empty() {
+        entries.extend(index.flatten().filter_map(|s| {
+            std::str::from_utf8(s.name())
+                .ok()
+                .filter(|n| is_entry(n))
+                .map(str::to_string)
+        }));
+    } else {
         for member in archive.members().flatten() {
-            let Ok(file) = member.data(data).and_then(object::File::parse) else {
-                continue;
-            };
-            names.extend(
-                file.symbols()
-                    .filter(|s| s.is_definition() && s.is_global())
-                    .filter_map(|s| s.name().ok().map(str::to_string)),
-            );
+            if let Ok(file) = member.data(data).and_then(object::File::parse) {
+                let defined = file.symbols().filter(|s| s.is_definition() && s.is_global());
+                entries.extend(defined.filter_map(|s| s.name().ok().filter(|n| is_entry(n)).map(str::to_string)));
+            }
         }
     }
-    let mut entries = names.into_iter().filter(|n| is_entry(n));
-    let entry = entries.next()?;
-    entries.all(|other| other == entry).then_some(entry)
+    let entry = entries.pop()?;
+    entries.iter().all(|other| *other == entry).then_some(entry)
 }
 
 /// Whether `symbol` is libtest's entry and safe to pass on as written.
 fn is_entry(symbol: &str) -> bool {
-    symbol
-        .bytes()
-        .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'$' || b == b'.')
+    // Both manglings spell the name's length before it: most symbols are left without demangling.
+    symbol.contains("16test_main_static")
+        && symbol
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'$' || b == b'.')
         && rustc_demangle::try_demangle(symbol).is_ok_and(|d| format!("{d:#}") == ENTRY)
 }
 

@@ -134,16 +134,24 @@ fn libtest_is_handed_the_one_test() -> Result {
             name.starts_with("fixture_two_bugs-") && !name.contains('.')
         })
         .ok_or("no test binary")?;
-    let run = |name: &str, one: bool| {
+    // Run directly, the instrumented binary writes a profile: into the fixture's copy, not the
+    // current directory.
+    let direct = || {
         let mut cmd = Command::new(&exe);
-        cmd.args(["--exact", name, "--test-threads=1"])
+        cmd.current_dir(dir.path())
+            .env("LLVM_PROFILE_FILE", dir.path().join("direct-%p.profraw"))
             .env_remove("CARGO_SFL_ONE_TEST");
+        cmd
+    };
+    let run = |name: &str, one: bool| {
+        let mut cmd = direct();
+        cmd.args(["--exact", name, "--test-threads=1"]);
         if one {
             cmd.env("CARGO_SFL_ONE_TEST", "1");
         }
         cmd.output()
     };
-    let listed = Command::new(&exe).args(["--list", "--format", "terse"]).output()?;
+    let listed = direct().args(["--list", "--format", "terse"]).output()?;
     let names: Vec<String> = String::from_utf8_lossy(&listed.stdout)
         .lines()
         .filter_map(|l| l.strip_suffix(": test").map(str::to_string))

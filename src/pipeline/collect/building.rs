@@ -59,12 +59,7 @@ pub(super) fn build_tests(
 /// toolchain `rustc` (`rustc -vV`) when that is found.
 fn runtime(ws: &Workspace, with_edges: bool, rustc: &str) -> Result<Option<Runtime>, SflError> {
     let rt_dir = crate::edges::runtime_dir(&ws.build_dir);
-    // `--wrap` is GNU ld's, lld's and mold's (ELF): not macOS's linker.
-    let test_main = if cfg!(target_os = "linux") {
-        crate::edges::harness::test_main_symbol(&rt_dir, rustc, || crate::run::toolchain_lib_dir(&ws.root))
-    } else {
-        None
-    };
+    let test_main = crate::edges::harness::test_main_symbol(&rt_dir, rustc, || crate::run::toolchain_lib_dir(&ws.root));
     match crate::edges::prepare_runtime(&ws.build_dir, test_main.as_deref()) {
         Ok(object) => Ok(Some(Runtime {
             object,
