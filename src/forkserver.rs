@@ -23,6 +23,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use crate::process::Captured;
+use crate::schedule::Permits;
 
 /// The variable that makes a test binary a fork server (read by the runtime before `main`).
 pub const SERVER_ENV: &str = "CARGO_SFL_FORK_SERVER";
@@ -43,12 +44,74 @@ enum Reply {
     Gone,
 }
 
-/// One test binary's server.
-pub struct ForkServer {
+/// A test waiting for its server's replies.
+struct Waiter {
+    replies: Sender<Reply>,
+    /// Permits its request holds (taken before it was written, given back when the server says
+    /// the test ended or could not start, or when the server ends).
+    held: usize,
+    /// When its request was written (`None`: still queued for permits).
+    sent: Option<Instant>,
+}
+
+/// What a server's tests, its reader thread and the permits' queue share.
+struct Shared {
     /// `None` once closed.
     requests: Mutex<Option<ChildStdin>>,
-    waiting: Arc<Mutex<HashMap<u64, Sender<Reply>>>>,
-    gone: Arc<AtomicBool>,
+    waiting: Mutex<HashMap<u64, Waiter>>,
+    gone: AtomicBool,
+    permits: Arc<Permits>,
+}
+
+impl Shared {
+    fn waiting(&self) -> std::sync::MutexGuard<'_, HashMap<u64, Waiter>> {
+        self.waiting.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Writes request `id` (its `k` permits taken); if the server has ended, gives them back
+    /// and tells the test.
+    fn send(&self, id: u64, line: &str, k: usize) {
+        if let Some(w) = self.waiting().get_mut(&id) {
+            w.held = k;
+            w.sent = Some(Instant::now());
+        }
+        let sent = {
+            let mut w = self.requests.lock().unwrap_or_else(PoisonError::into_inner);
+            !self.gone.load(Ordering::SeqCst) && w.as_mut().is_some_and(|w| w.write_all(line.as_bytes()).is_ok())
+        };
+        if !sent {
+            self.settle(id, Reply::Gone);
+        }
+    }
+
+    /// Gives back the permits of test `id` (if it holds any) and hands it `reply`.
+    fn settle(&self, id: u64, reply: Reply) {
+        let (held, replies) = match self.waiting().get_mut(&id) {
+            Some(w) => (std::mem::take(&mut w.held), Some(w.replies.clone())),
+            None => (0, None),
+        };
+        self.give_back(held);
+        if let Some(tx) = replies {
+            let _ = tx.send(reply);
+        }
+    }
+
+    fn give_back(&self, held: usize) {
+        if held > 0 {
+            self.permits.release(held);
+        }
+    }
+
+    /// Forgets test `id`, giving back any permits it still holds.
+    fn forget(&self, id: u64) {
+        let held = self.waiting().remove(&id).map_or(0, |w| w.held);
+        self.give_back(held);
+    }
+}
+
+/// One test binary's server.
+pub struct ForkServer {
+    shared: Arc<Shared>,
     child: Mutex<Child>,
     next: AtomicU64,
 }
@@ -61,8 +124,8 @@ pub struct NotServed(pub String);
 
 impl ForkServer {
     /// Starts `cmd` (a libtest binary, its arguments naming [`SLOT`] as the test) as a server
-    /// and waits until it is ready.
-    pub fn start(mut cmd: Command) -> Result<ForkServer, NotServed> {
+    /// and waits until it is ready; its tests start as `permits` are granted to them.
+    pub fn start(mut cmd: Command, permits: Arc<Permits>) -> Result<ForkServer, NotServed> {
         cmd.env(SERVER_ENV, "1")
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -72,17 +135,19 @@ impl ForkServer {
         crate::process::track_server(child.id());
         let stdin = child.stdin.take().expect("stdin is piped");
         let stdout = child.stdout.take().expect("stdout is piped");
-        let waiting: Arc<Mutex<HashMap<u64, Sender<Reply>>>> = Arc::default();
-        let gone = Arc::new(AtomicBool::new(false));
+        let shared = Arc::new(Shared {
+            requests: Mutex::new(Some(stdin)),
+            waiting: Mutex::default(),
+            gone: AtomicBool::new(false),
+            permits,
+        });
         let (ready_tx, ready_rx) = mpsc::channel();
         {
-            let (waiting, gone) = (Arc::clone(&waiting), Arc::clone(&gone));
-            std::thread::spawn(move || read_replies(BufReader::new(stdout), ready_tx, &waiting, &gone));
+            let shared = Arc::clone(&shared);
+            std::thread::spawn(move || read_replies(BufReader::new(stdout), ready_tx, &shared));
         }
         let server = ForkServer {
-            requests: Mutex::new(Some(stdin)),
-            waiting,
-            gone,
+            shared,
             child: Mutex::new(child),
             next: AtomicU64::new(0),
         };
@@ -95,11 +160,13 @@ impl ForkServer {
         }
     }
 
-    /// Runs test `name` in a child of the server with the variables `env` set, its stdout and
-    /// stderr into `out_path`, as [`crate::process::run_captured_leaking`] runs a process.
+    /// Runs test `name` (taking `threads` permits) in a child of the
+    /// server with the variables `env` set, its stdout and stderr into `out_path`, as
+    /// [`crate::process::run_captured_leaking`] runs a process; its timeout counts from its start.
     pub(crate) fn run(
         &self,
         name: &str,
+        threads: usize,
         env: &[(&str, OsString)],
         out_path: &Path,
         timeout: Duration,
@@ -109,39 +176,46 @@ impl ForkServer {
             .ok_or_else(|| NotServed("its name or a file name holds a tab or a line break".into()))?;
         let id = self.next.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = mpsc::channel();
-        self.waiting
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .insert(id, tx);
+        self.shared.waiting().insert(
+            id,
+            Waiter {
+                replies: tx,
+                held: 0,
+                sent: None,
+            },
+        );
+        let line = format!("{id}\t{request}\n");
+        let k = self.shared.permits.count(threads);
+        let shared = Arc::clone(&self.shared);
+        self.shared
+            .permits
+            .when_free(k, Box::new(move || shared.send(id, &line, k)));
+        let pid = loop {
+            match rx.recv_timeout(READY_TIMEOUT) {
+                Ok(Reply::Started(pid)) => break pid,
+                Ok(Reply::Failed(errno)) => {
+                    self.shared.forget(id);
+                    return Err(NotServed(format!(
+                        "the fork server could not fork: {}",
+                        std::io::Error::from_raw_os_error(errno)
+                    )));
+                }
+                // Queued behind running tests: it waits as long as they run.
+                Err(RecvTimeoutError::Timeout)
+                    if self
+                        .shared
+                        .waiting()
+                        .get(&id)
+                        .is_some_and(|w| w.sent.is_none_or(|t| t.elapsed() < READY_TIMEOUT)) => {}
+                _ => {
+                    self.shared.forget(id);
+                    return Err(NotServed("its binary's fork server has ended".into()));
+                }
+            }
+        };
         let start = Instant::now();
-        let sent = {
-            let mut w = self.requests.lock().unwrap_or_else(PoisonError::into_inner);
-            let line = format!("{id}\t{request}\n");
-            !self.gone.load(Ordering::SeqCst) && w.as_mut().is_some_and(|w| w.write_all(line.as_bytes()).is_ok())
-        };
-        let forget = || {
-            self.waiting.lock().unwrap_or_else(PoisonError::into_inner).remove(&id);
-        };
-        if !sent {
-            forget();
-            return Err(NotServed("its binary's fork server has ended".into()));
-        }
-        let pid = match rx.recv_timeout(READY_TIMEOUT) {
-            Ok(Reply::Started(pid)) => pid,
-            Ok(Reply::Failed(errno)) => {
-                forget();
-                return Err(NotServed(format!(
-                    "the fork server could not fork: {}",
-                    std::io::Error::from_raw_os_error(errno)
-                )));
-            }
-            _ => {
-                forget();
-                return Err(NotServed("its binary's fork server has ended".into()));
-            }
-        };
         crate::process::track(pid);
-        let status = match wait_exit(&rx, timeout.saturating_sub(start.elapsed())) {
+        let status = match wait_exit(&rx, timeout) {
             Waited::Exited(raw) => Some(crate::platform::wait_status(raw)),
             Waited::TimedOut => {
                 crate::platform::kill_group(pid);
@@ -153,7 +227,7 @@ impl ForkServer {
             Waited::Gone => Some(crate::platform::wait_status(crate::platform::KILLED_STATUS)),
         };
         let elapsed = start.elapsed();
-        forget();
+        self.shared.forget(id);
         Ok(crate::process::ended(pid, status, elapsed, out_path, leak_timeout))
     }
 }
@@ -183,13 +257,9 @@ fn request_line(name: &str, env: &[(&str, OsString)], out_path: &Path) -> Option
 }
 
 /// Reads the server's replies and hands each to the test waiting for it; `ready` hears whether
-/// the server started. At its end every waiting test hears it is gone.
-fn read_replies(
-    out: impl BufRead,
-    ready: Sender<bool>,
-    waiting: &Mutex<HashMap<u64, Sender<Reply>>>,
-    gone: &AtomicBool,
-) {
+/// the server started. A test's end gives its permits back first, which starts the next test
+/// queued for them. At the server's end every waiting test hears it is gone.
+fn read_replies(out: impl BufRead, ready: Sender<bool>, shared: &Shared) {
     let mut lines = out.lines();
     let first = lines.next().and_then(Result::ok);
     let _ = ready.send(first.as_deref() == Some("ready"));
@@ -203,27 +273,35 @@ fn read_replies(
             ) else {
                 continue;
             };
-            let reply = match kind {
-                Some("started") => Reply::Started(value as u32),
-                Some("exited") => Reply::Exited(value as i32),
-                Some("failed") => Reply::Failed(value as i32),
-                _ => continue,
-            };
-            if let Some(tx) = waiting.lock().unwrap_or_else(PoisonError::into_inner).get(&id) {
-                let _ = tx.send(reply);
+            match kind {
+                Some("started") => {
+                    if let Some(w) = shared.waiting().get(&id) {
+                        let _ = w.replies.send(Reply::Started(value as u32));
+                    }
+                }
+                Some("exited") => shared.settle(id, Reply::Exited(value as i32)),
+                Some("failed") => shared.settle(id, Reply::Failed(value as i32)),
+                _ => {}
             }
         }
     }
-    gone.store(true, Ordering::SeqCst);
-    for (_, tx) in waiting.lock().unwrap_or_else(PoisonError::into_inner).drain() {
-        let _ = tx.send(Reply::Gone);
+    shared.gone.store(true, Ordering::SeqCst);
+    let ids: Vec<u64> = shared.waiting().keys().copied().collect();
+    for id in ids {
+        shared.settle(id, Reply::Gone);
     }
 }
 
 impl Drop for ForkServer {
     /// Closes its requests: the server waits for its children and exits.
     fn drop(&mut self) {
-        drop(self.requests.get_mut().unwrap_or_else(PoisonError::into_inner).take());
+        drop(
+            self.shared
+                .requests
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .take(),
+        );
         let child = self.child.get_mut().unwrap_or_else(PoisonError::into_inner);
         let leader = child.id();
         let waited = Instant::now();
@@ -241,10 +319,11 @@ impl Drop for ForkServer {
 pub type ServerKey = (usize, bool);
 
 /// The servers of one run, one per test binary (and per `--ignored`), started when their
-/// binary's first test runs; a binary that cannot serve is remembered with the reason.
-#[derive(Default)]
+/// binary's first test runs; a binary that cannot serve is remembered with the reason. Every
+/// test process of the run, forked or not, holds permits while it runs ([`ForkServers::permits`]).
 pub struct ForkServers {
     servers: Mutex<HashMap<ServerKey, Result<Arc<ForkServer>, NotServed>>>,
+    permits: Arc<Permits>,
     forked: std::sync::atomic::AtomicUsize,
     /// Servers ended before the end of the run ([`ForkServers::retire`]).
     retired: std::sync::atomic::AtomicUsize,
@@ -253,12 +332,28 @@ pub struct ForkServers {
 }
 
 impl ForkServers {
+    /// Servers whose tests run at most `threads` processes at once.
+    pub fn new(threads: usize) -> ForkServers {
+        ForkServers {
+            servers: Mutex::default(),
+            permits: Arc::new(Permits::new(threads)),
+            forked: Default::default(),
+            retired: Default::default(),
+            fallbacks: Mutex::default(),
+        }
+    }
+
+    /// What a test process of this run takes while it runs, forked or not.
+    pub fn permits(&self) -> &Permits {
+        &self.permits
+    }
+
     /// The server of `key` (binary, ignored), started with `command` if it is the first ask.
     pub fn server(&self, key: ServerKey, command: impl FnOnce() -> Command) -> Result<Arc<ForkServer>, NotServed> {
         let mut servers = self.servers.lock().unwrap_or_else(PoisonError::into_inner);
         servers
             .entry(key)
-            .or_insert_with(|| ForkServer::start(command()).map(Arc::new))
+            .or_insert_with(|| ForkServer::start(command(), Arc::clone(&self.permits)).map(Arc::new))
             .clone()
     }
 

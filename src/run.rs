@@ -134,6 +134,8 @@ pub struct TestRun<'a> {
     /// Where its profiles (and edge files, with `edges`) land (created by [`run_test`]).
     pub dir: &'a Path,
     pub limits: Limits,
+    /// Slots of `test-threads` it takes (`threads-required`).
+    pub threads: usize,
     pub edges: bool,
     /// Fork a libtest test from its binary's server (`None`: a process per test).
     pub servers: Option<&'a crate::forkserver::ForkServers>,
@@ -165,12 +167,15 @@ pub fn run_test(run: &TestRun) -> std::io::Result<Finished> {
         leaked,
     } = match served {
         Some(captured) => captured,
-        None => run_captured_leaking(
-            test_command(run, doctest, &env_reads),
-            &out_path,
-            timeout,
-            limits.leak_timeout,
-        )?,
+        None => {
+            let _permits = run.servers.map(|s| s.permits().hold(run.threads));
+            run_captured_leaking(
+                test_command(run, doctest, &env_reads),
+                &out_path,
+                timeout,
+                limits.leak_timeout,
+            )?
+        }
     };
     let (mut outcome, signal, message) = match doctest {
         Some(doc) => classify_doctest(status, &output, timeout, doc.should_panic),
@@ -223,7 +228,14 @@ fn serve(run: &TestRun, doctest: bool, env_reads: &Path, out_path: &Path) -> Opt
         }
     };
     let env = per_test_env(run, env_reads);
-    match server.run(name, &env, out_path, run.limits.timeout, run.limits.leak_timeout) {
+    match server.run(
+        name,
+        run.threads,
+        &env,
+        out_path,
+        run.limits.timeout,
+        run.limits.leak_timeout,
+    ) {
         Ok(captured) => {
             servers.forked();
             Some(captured)

@@ -3,7 +3,8 @@
 //! its `max-threads`.
 
 use std::cell::Cell;
-use std::sync::{Condvar, Mutex};
+use std::collections::VecDeque;
+use std::sync::{Condvar, Mutex, PoisonError};
 
 /// What one job needs while it runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -117,6 +118,103 @@ pub fn run_limited<T: Sync, R: Send>(
             sink(i, r);
         }
     });
+}
+
+/// What runs once its permits are granted: quick and non-blocking, as it may run on the
+/// thread that gave permits back.
+pub type Start = Box<dyn FnOnce() + Send>;
+
+/// The processes that run at once (`test-threads`), when a job's process is started by whoever
+/// frees the permits rather than by the job's own thread: a fork server's reader, on hearing that
+/// a test ended, starts the next test queued behind it at once, with no thread to wake between
+/// one test's end and the next one's start. Permits go in the order they were asked for.
+pub struct Permits {
+    total: usize,
+    state: Mutex<PermitState>,
+}
+
+struct PermitState {
+    free: usize,
+    queue: VecDeque<(usize, Start)>,
+}
+
+impl Permits {
+    pub fn new(total: usize) -> Permits {
+        Permits {
+            total: total.max(1),
+            state: Mutex::new(PermitState {
+                free: total.max(1),
+                queue: VecDeque::new(),
+            }),
+        }
+    }
+
+    /// `threads` permits, as a job takes them (at least one, at most all).
+    pub fn count(&self, threads: usize) -> usize {
+        threads.clamp(1, self.total)
+    }
+
+    /// Runs `start` once `k` permits ([`Permits::count`]) are taken for it: now on this thread
+    /// when they are free and no one asked before, else later on the thread that frees them.
+    pub fn when_free(&self, k: usize, start: Start) {
+        let mut s = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        if s.queue.is_empty() && s.free >= k {
+            s.free -= k;
+            drop(s);
+            start();
+        } else {
+            s.queue.push_back((k, start));
+        }
+    }
+
+    /// Takes `k` permits, waiting for them.
+    pub fn acquire(&self, k: usize) {
+        let (tx, rx) = std::sync::mpsc::channel();
+        self.when_free(
+            k,
+            Box::new(move || {
+                let _ = tx.send(());
+            }),
+        );
+        rx.recv().expect("a queued start runs before the permits are dropped");
+    }
+
+    /// Takes the permits of a job needing `threads` slots, waiting for them, until the hold is
+    /// dropped.
+    pub fn hold(&self, threads: usize) -> Held<'_> {
+        let k = self.count(threads);
+        self.acquire(k);
+        Held { permits: self, k }
+    }
+
+    /// Gives `k` permits back, starting what waited for them.
+    pub fn release(&self, k: usize) {
+        let mut ready = Vec::new();
+        {
+            let mut s = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+            s.free += k;
+            while s.queue.front().is_some_and(|(need, _)| *need <= s.free) {
+                let (need, start) = s.queue.pop_front().expect("front exists");
+                s.free -= need;
+                ready.push(start);
+            }
+        }
+        for start in ready {
+            start();
+        }
+    }
+}
+
+/// Permits taken by [`Permits::hold`], given back when dropped.
+pub struct Held<'a> {
+    permits: &'a Permits,
+    k: usize,
+}
+
+impl Drop for Held<'_> {
+    fn drop(&mut self) {
+        self.permits.release(self.k);
+    }
 }
 
 #[cfg(test)]
@@ -234,5 +332,43 @@ mod tests {
             &[],
         );
         assert_eq!((peak <= 2, done), (true, 2));
+    }
+
+    /// Permits go in order of asking, started by the thread that frees them, and never more
+    /// than the total at once.
+    #[test]
+    fn permits_start_queued_work_in_order_on_release() {
+        let permits = std::sync::Arc::new(Permits::new(2));
+        let log = std::sync::Arc::new(Mutex::new(Vec::new()));
+        let push = |tag: &'static str| {
+            let log = std::sync::Arc::clone(&log);
+            Box::new(move || log.lock().unwrap().push(tag)) as Start
+        };
+        assert_eq!(permits.count(5), 2);
+        assert_eq!(permits.count(0), 1);
+        permits.when_free(1, push("a"));
+        permits.when_free(1, push("b"));
+        assert_eq!(*log.lock().unwrap(), ["a", "b"], "free permits start at once");
+        permits.when_free(2, push("wide"));
+        permits.when_free(1, push("c"));
+        assert_eq!(log.lock().unwrap().len(), 2, "none free: both wait");
+        permits.release(1);
+        assert_eq!(log.lock().unwrap().len(), 2, "the wide one is first and needs two");
+        permits.release(1);
+        assert_eq!(*log.lock().unwrap(), ["a", "b", "wide"]);
+        permits.release(2);
+        assert_eq!(*log.lock().unwrap(), ["a", "b", "wide", "c"]);
+        permits.when_free(1, push("d"));
+        let waiter = {
+            let permits = std::sync::Arc::clone(&permits);
+            std::thread::spawn(move || {
+                permits.acquire(1);
+                permits.release(1);
+            })
+        };
+        std::thread::sleep(Duration::from_millis(20));
+        assert!(!waiter.is_finished(), "c and d hold both permits");
+        permits.release(1);
+        waiter.join().unwrap();
     }
 }

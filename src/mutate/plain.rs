@@ -164,6 +164,7 @@ pub(super) fn run_all(
                 release: cfg.selection.release,
                 dir: &dir,
                 limits,
+                threads: 1,
                 edges: false,
                 servers: None,
                 stacks: None,

@@ -18,6 +18,10 @@ pub fn trials() -> Vec<Trial> {
             same_outcomes_as_cargo_nextest,
         ),
         Trial::test("nextest::overrides_time_out_and_retry", overrides_time_out_and_retry),
+        Trial::test(
+            "nextest::one_test_process_at_a_time_with_j1",
+            one_test_process_at_a_time_with_j1,
+        ),
         Trial::test("junit::read_by_a_junit_reader", junit_read_by_a_junit_reader),
         Trial::test(
             "nextest::filtersets_select_what_nextest_lists",
@@ -141,6 +145,28 @@ fn same_outcomes_as_cargo_nextest() -> Result {
         stderr.contains("Nextest profile default from .config/nextest.toml: 1 test group, 3 overrides"),
         || show(&out),
     )
+}
+
+/// Without their test group, the two tests sharing a file pass only one at a time: with `-j 1`
+/// a test forked from a server waits for the other's process to end, even with the next test
+/// already queued at the server (the scheduler hands out twice as many tests as run at once).
+fn one_test_process_at_a_time_with_j1() -> Result {
+    let tmp = copy_fixture("nextest-config");
+    let dir = tmp.path();
+    let config = dir.join(".config/nextest.toml");
+    let text = std::fs::read_to_string(&config)?;
+    let ungrouped = text.replace("test-group = 'shared-file'", "");
+    check(ungrouped != text, || text.clone())?;
+    std::fs::write(&config, ungrouped)?;
+    let (out, spectra) = sfl_spectra(dir, &["-j", "1", "-E", "binary(shared)"])?;
+    let got = sfl_outcomes(&spectra);
+    check(got.len() == 2 && got.values().all(|o| *o == "passed"), || {
+        format!("{got:#?}\n{}", show(&out))
+    })?;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    check(stderr.contains("(1 at a time") && stderr.contains("2 forked"), || {
+        show(&out)
+    })
 }
 
 /// The override's `slow-timeout` (1 s, terminate after 2) kills the slow test at 2 s, not

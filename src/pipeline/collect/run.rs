@@ -63,7 +63,7 @@ impl Session<'_> {
             crate::schedule::run_limited(
                 &todo,
                 &needs,
-                self.jobs,
+                self.in_flight(),
                 &self.groups,
                 |_, &i, slot| {
                     progress.started(i);
@@ -110,6 +110,17 @@ impl Session<'_> {
             ui::status("Processes", how);
         }
         done.into_iter().map(|r| r.expect("every job finished")).collect()
+    }
+
+    /// The jobs the scheduler hands out at once: with fork servers twice the processes that
+    /// run at once, so that a test is queued for the permits of each one running and its server
+    /// starts it the moment one ends ([`crate::schedule::Permits`]).
+    fn in_flight(&self) -> usize {
+        if self.servers.is_some() {
+            2 * self.jobs
+        } else {
+            self.jobs
+        }
     }
 
     /// The jobs not `done` yet, the longest (in the last run) first, said on the status line.
@@ -197,6 +208,7 @@ impl Session<'_> {
             release: self.release,
             dir,
             limits: self.settings[i].limits,
+            threads: self.settings[i].needs.threads,
             edges: self.edges.is_some(),
             servers: self.servers.as_ref(),
             stacks: Some(&self.stacks),

@@ -57,6 +57,7 @@ impl<'a> Session<'a> {
     ) -> Self {
         let exec = &cfg.execution;
         let flags = own_flags(exec);
+        let jobs = nextest.jobs(&flags);
         Session {
             ws,
             built,
@@ -68,11 +69,11 @@ impl<'a> Session<'a> {
             timeout_note: exec.timeout_note(),
             settings: Vec::new(),
             groups: nextest.groups.iter().map(|(_, n)| *n).collect(),
-            jobs: nextest.jobs(&flags),
+            jobs,
             flags,
             keep: exec.keep_profiles,
             servers: (!exec.process_per_test && crate::platform::FORK_SERVERS)
-                .then(crate::forkserver::ForkServers::default),
+                .then(|| crate::forkserver::ForkServers::new(jobs)),
             stacks: crate::stacks::Symbolizer::default(),
             last: plan::load_durations(&durations_path(ws)),
         }
