@@ -42,7 +42,7 @@ pub enum Rendered {
 pub fn render(format: Format, report: &Report, view: &View, disk: &Disk) -> Rendered {
     match format {
         Format::Human if report.summary.failing() == 0 => Rendered::Text(no_failures(report)),
-        Format::Human => Rendered::Text(human(report, view, &disk.sources)),
+        Format::Human => Rendered::Text(human(report, view, &disk.sources, &disk.history)),
         Format::Json => Rendered::Text(json(report, view)),
         Format::Sarif => Rendered::Text(sarif::sarif(report, view, disk)),
         Format::Short => Rendered::Text(short::short(report, view, disk)),

@@ -14,6 +14,10 @@ pub fn trials() -> Vec<Trial> {
     vec![
         Trial::test("ci::action_steps", ci_action_steps),
         Trial::test("terminal::quiet_and_color", terminal_quiet_and_color),
+        Trial::test(
+            "report::when_the_top_functions_last_changed",
+            when_the_top_functions_last_changed,
+        ),
     ]
 }
 
@@ -42,6 +46,41 @@ fn git(dir: &Path, args: &[&str]) -> Result {
         .current_dir(dir)
         .output()?;
     check(out.status.success(), || show(&out))
+}
+
+/// In a git checkout the report says under each function when it last changed (`git blame`):
+/// the commit that added minmax, then, with a line of it edited, that it has uncommitted
+/// changes; outside git it says nothing of it (the snapshots).
+fn when_the_top_functions_last_changed() -> Result {
+    let tmp = copy_fixture("minmax");
+    let dir = tmp.path();
+    git(dir, &["init", "-q"])?;
+    git(dir, &["add", "-A"])?;
+    git(dir, &["commit", "-q", "-m", "minmax: least and most of three"])?;
+    let heading_then_change = |out: &std::process::Output| -> Option<String> {
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        let mut lines = text
+            .lines()
+            .skip_while(|l| !l.trim_start().starts_with("#1  minmax  src/lib.rs:"));
+        lines.next()?;
+        lines.next().map(|l| l.trim().to_string())
+    };
+    let out = sfl(&["--color", "never"], dir);
+    check_exit(&out, 0, &out.stdout, &["#1  minmax"])?;
+    let change = heading_then_change(&out).unwrap_or_default();
+    check(
+        change.starts_with("last changed just now in ") && change.ends_with(" \"minmax: least and most of three\""),
+        || format!("{change:?}\n{}", show(&out)),
+    )?;
+    let lib = dir.join("src/lib.rs");
+    let text = std::fs::read_to_string(&lib)?;
+    std::fs::write(&lib, text.replacen("// FAULT (u3)", "// FAULT (u3, edited)", 1))?;
+    let out = sfl(&["--color", "never"], dir);
+    check_exit(&out, 0, &out.stdout, &["#1  minmax"])?;
+    let change = heading_then_change(&out).unwrap_or_default();
+    check(change.starts_with("changed since the last commit"), || {
+        format!("{change:?}\n{}", show(&out))
+    })
 }
 
 /// Runs the step `name` of action.yml in `dir` as the runner would: bash, the step's inputs in

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use crate::config::Format;
 use crate::report::Report;
-use crate::report::disk::{Disk, Repository};
+use crate::report::disk::{Disk, History, Repository};
 
 /// What `format` shows of the checkout `report`'s spectra were collected in, with `top`
 /// entries per ranking.
@@ -42,7 +42,37 @@ pub(super) fn disk(format: Format, report: &Report, top: usize) -> Disk {
     if format == Format::CargoJson {
         disk.packages = packages(root);
     }
+    if format == Format::Human && report.lines_in_functions {
+        disk.history = history(root, files.iter().filter(|f| !disk.sources.lines(f).is_empty()));
+    }
     disk
+}
+
+/// When each line of `files` last changed, from `git blame` run in the workspace (nothing for
+/// a file git does not track, or outside a repository). Shown, not ranked: on the regressions
+/// benchmark, putting the most recently changed of the top functions first did not find more
+/// faults first.
+fn history<'a>(root: &Path, files: impl Iterator<Item = &'a String>) -> History {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64);
+    let mut history = History {
+        now,
+        ..History::default()
+    };
+    for file in files {
+        let blamed = std::process::Command::new("git")
+            .args(["blame", "--porcelain", "--", file])
+            .current_dir(root)
+            .stderr(std::process::Stdio::null())
+            .output();
+        if let Ok(out) = blamed
+            && out.status.success()
+        {
+            history.add_blame(file, &String::from_utf8_lossy(&out.stdout));
+        }
+    }
+    history
 }
 
 /// The workspace's members as cargo's messages name them (none when `cargo metadata` fails:

@@ -2,7 +2,7 @@
 
 use std::fmt::Write as _;
 
-use super::super::disk::Sources;
+use super::super::disk::{History, Sources};
 use super::super::model::{FunctionBlock, Ranking, Report};
 use super::super::view::View;
 use super::rows::{entry_line, fmt_rank, line_entry};
@@ -18,7 +18,7 @@ pub(super) fn by_function(
     r: &Ranking,
     (blocks, names): (&[FunctionBlock], &[String]),
     view: &View,
-    sources: &Sources,
+    (sources, history): (&Sources, &History),
 ) {
     let shown = &blocks[..view.top.min(blocks.len())];
     let order = if r.ht.is_some() {
@@ -36,6 +36,12 @@ pub(super) fn by_function(
     for b in shown {
         let head = format!("  {}", function_heading(report.spectra, b, names));
         let _ = writeln!(out, "{}", console::style(head).cyan().bold());
+        if let Some(change) = b.function.and_then(|f| {
+            let span = &report.spectra.functions[f as usize];
+            history.last_change(&span.file, span.start, span.end)
+        }) {
+            let _ = writeln!(out, "    {}", console::style(history.describe(change)).dim());
+        }
         function_lines(out, report, r, b, sources);
     }
     if let Some(rev) = view.diff_base {

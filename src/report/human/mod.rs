@@ -3,7 +3,7 @@
 
 use std::fmt::Write as _;
 
-use super::disk::Sources;
+use super::disk::{History, Sources};
 use super::model::{Entry, Ranking, Report};
 use super::view::View;
 use crate::spectra::{Outcome, Spectra};
@@ -110,7 +110,7 @@ fn option_notes(view: &View) -> Vec<String> {
 }
 
 /// The human report: summary, failing tests, then each measure's top-N entries by file.
-pub fn human(report: &Report, view: &View, sources: &Sources) -> String {
+pub fn human(report: &Report, view: &View, sources: &Sources, history: &History) -> String {
     let mut out = String::new();
     summary(&mut out, report, view);
     out.push('\n');
@@ -118,7 +118,7 @@ pub fn human(report: &Report, view: &View, sources: &Sources) -> String {
     out.push_str(&timed_out_tests(report.spectra));
     since::changed_since_passed(&mut out, report, sources);
     for r in &report.rankings {
-        human_ranking(&mut out, report, r, view, sources);
+        human_ranking(&mut out, report, r, view, (sources, history));
     }
     footer(&mut out, report, view);
     out
@@ -236,13 +236,19 @@ fn footer(out: &mut String, report: &Report, view: &View) {
 
 /// One ranking's top entries: a heading, the entries under the files of their lead lines,
 /// imported units apart, then what the cut leaves out.
-fn human_ranking(out: &mut String, report: &Report, r: &Ranking, view: &View, sources: &Sources) {
+fn human_ranking(
+    out: &mut String,
+    report: &Report,
+    r: &Ranking,
+    view: &View,
+    (sources, history): (&Sources, &History),
+) {
     if r.entries.is_empty() {
         // No heading over nothing: the summary said why.
         return;
     }
     if let Some((blocks, names)) = view.functions(r) {
-        functions::by_function(out, report, r, (blocks, names), view, sources);
+        functions::by_function(out, report, r, (blocks, names), view, (sources, history));
         return;
     }
     let shown = &r.entries[..view.top.min(r.entries.len())];
