@@ -129,6 +129,10 @@ enum Bench {
     /// library with the commit's tests, localised by cargo sfl: bench-results/regressions.md,
     /// regressions.json and the bug list regressions-bugs.json.
     Regressions(regressions_bench::Args),
+    /// Whether a function's git history (its age, its churn) tells the faulty one apart among the
+    /// default's top functions, on the bugs `bench regressions` cached (`--repo PATH` each):
+    /// bench-results/history.md and history.json.
+    History(regressions_bench::history::Args),
     /// What `cargo sfl --mutate` gains and costs on a sample of the injected faults and on
     /// reproduced Panic4R bugs: bench-results/mutate.md and mutate.json.
     Mutate(mutate_bench::Args),
@@ -224,6 +228,7 @@ fn main() -> Result<()> {
         Xtask::Bench(Bench::Corpus { crates, output_dir }) => corpus_bench::run(&crates, &root().join(output_dir)),
         Xtask::Bench(Bench::Panic4r(args)) => panic4r_bench::run_bench(&args),
         Xtask::Bench(Bench::Regressions(args)) => regressions_bench::run_bench(&args),
+        Xtask::Bench(Bench::History(args)) => regressions_bench::history::run(&args),
         Xtask::Bench(Bench::Mutate(args)) => mutate_bench::run(&args),
         Xtask::Bench(Bench::Select(args)) => select_bench::run(&args),
         Xtask::Soak(args) => soak::run(&args),

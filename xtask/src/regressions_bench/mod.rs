@@ -47,6 +47,7 @@ use cargo_sfl::faults::Fault;
 use cargo_sfl::spectra::{Spectra, TestRecord};
 use serde::{Deserialize, Serialize};
 
+pub(crate) mod history;
 pub(crate) mod mine;
 mod report;
 pub(crate) mod reproduce;
@@ -256,7 +257,7 @@ pub fn run_bench(args: &Args) -> Result<()> {
 
 /// Builds cargo sfl into a directory of its own (other builds of the checkout cannot replace
 /// it during a long run).
-fn build_sfl(cache: &Path) -> Result<PathBuf> {
+pub(super) fn build_sfl(cache: &Path) -> Result<PathBuf> {
     let target = cache.join("sfl-build");
     crate::run(
         Command::new(env!("CARGO"))

@@ -13,7 +13,7 @@ use super::{Attempt, BUGS_FILE, Bug, cached, slug};
 use crate::panic4r_bench::report as p4r;
 
 /// Every cached attempt, per repository directory, in commit order.
-fn attempts(cache: &Path) -> Vec<(PathBuf, Attempt)> {
+pub(super) fn attempts(cache: &Path) -> Vec<(PathBuf, Attempt)> {
     let mut out = Vec::new();
     let Ok(repos) = std::fs::read_dir(cache) else {
         return out;
