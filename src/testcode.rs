@@ -22,15 +22,15 @@ pub struct TestCode {
 impl TestCode {
     /// Reads the given files (paths relative to `root`, `/`-separated).
     pub fn find(root: &Path, files: &[&str]) -> TestCode {
-        Self::find_in(&mut Parsed::new(root), files)
+        Self::find_in(&mut Parsed::new(root), files, &test_support_dirs(root))
     }
 
-    /// Like `find`, with files parsed once for every other use of their syntax.
-    pub fn find_in(parsed: &mut Parsed, files: &[&str]) -> TestCode {
+    /// Like `find`, with files parsed once for every other use of their syntax, and the
+    /// workspace's test-support directories ([`support_dirs`]) known.
+    pub fn find_in(parsed: &mut Parsed, files: &[&str], support: &[String]) -> TestCode {
         let root = parsed.root().to_path_buf();
         let mut out = TestCode::default();
         let mut test_modules: BTreeSet<PathBuf> = BTreeSet::new();
-        let support = test_support_dirs(&root);
         let sources: Vec<&str> = files
             .iter()
             .copied()
@@ -71,11 +71,9 @@ impl TestCode {
     }
 }
 
-/// Directories (workspace-relative, ending in `/`) of the members that only tests use: some
-/// member has them as a dev-dependency and none as a normal or build dependency. Empty when
+/// [`support_dirs`] of the workspace at `root`, asking cargo for its members. Empty when
 /// `root` is not a cargo workspace (an imported matrix) or cargo cannot read it.
 fn test_support_dirs(root: &Path) -> Vec<String> {
-    use cargo_metadata::DependencyKind;
     let Ok(meta) = cargo_metadata::MetadataCommand::new()
         .manifest_path(root.join("Cargo.toml"))
         .no_deps()
@@ -83,7 +81,13 @@ fn test_support_dirs(root: &Path) -> Vec<String> {
     else {
         return Vec::new();
     };
-    let members = meta.workspace_packages();
+    support_dirs(meta.workspace_root.as_std_path(), &meta.workspace_packages())
+}
+
+/// Directories (relative to `workspace_root`, ending in `/`) of the `members` that only tests
+/// use: some member has them as a dev-dependency and none as a normal or build dependency.
+pub fn support_dirs(workspace_root: &Path, members: &[&cargo_metadata::Package]) -> Vec<String> {
+    use cargo_metadata::DependencyKind;
     let used_as = |name: &str, dev: bool| {
         members.iter().any(|m| {
             m.dependencies
@@ -99,7 +103,7 @@ fn test_support_dirs(root: &Path) -> Vec<String> {
                 .manifest_path
                 .parent()?
                 .as_std_path()
-                .strip_prefix(&meta.workspace_root)
+                .strip_prefix(workspace_root)
                 .ok()?;
             let rel: Vec<String> = dir
                 .components()
@@ -133,10 +137,10 @@ fn module_files(file: &Path, name: &str) -> Vec<PathBuf> {
 
 /// Per unit of `spectra`, whether it is test code, found in the sources read through `parsed`
 /// (rooted at the workspace): what the collect saves with the spectra (`SourceFacts`).
-pub fn test_units(spectra: &Spectra, parsed: &mut Parsed) -> Vec<bool> {
+pub fn test_units(spectra: &Spectra, parsed: &mut Parsed, support: &[String]) -> Vec<bool> {
     let mut files: Vec<&str> = spectra.units.iter().map(|u| u.file.as_str()).collect();
     files.dedup();
-    let tests = TestCode::find_in(parsed, &files);
+    let tests = TestCode::find_in(parsed, &files, support);
     spectra.units.iter().map(|u| tests.contains(&u.file, u.line)).collect()
 }
 
@@ -146,7 +150,10 @@ pub fn test_units(spectra: &Spectra, parsed: &mut Parsed) -> Vec<bool> {
 pub fn without_test_code(spectra: &Spectra, parsed: &mut Parsed) -> (Spectra, usize) {
     let keep: Vec<bool> = match &spectra.facts {
         Some(f) => (0..spectra.units.len()).map(|u| !f.test_code.contains(u)).collect(),
-        None => test_units(spectra, parsed).into_iter().map(|t| !t).collect(),
+        None => {
+            let support = test_support_dirs(parsed.root());
+            test_units(spectra, parsed, &support).into_iter().map(|t| !t).collect()
+        }
     };
     let left_out = keep.iter().filter(|k| !**k).count();
     (spectra.retain_units(&keep), left_out)

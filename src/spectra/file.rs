@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use super::edges::{self, EdgeSpectra, SavedEdges};
 use super::error::SpectraError;
 use super::facts::{self, SourceFacts};
-use super::matrix::{BuildInfo, Spectra, TestRecord};
+use super::matrix::{BuildInfo, Outcome, Spectra, TestRecord};
 use super::schema::{SCHEMA, SCHEMA_V1, SCHEMA_V2};
 use super::snapshot::Snapshot;
 use super::unit::{FunctionSpan, Unit, inside_workspace};
@@ -106,6 +106,25 @@ impl Spectra {
     /// Reads saved spectra; the error says what is wrong in words.
     pub fn load(path: &Path) -> Result<Self, SpectraError> {
         Spectra::load_with(path, EdgeProfiles::Load)
+    }
+
+    /// The outcome of every test of the saved file at `path`, reading nothing else (the rest of
+    /// the file is skimmed, not built); `None` when it is missing, unreadable or of a schema
+    /// this version does not read.
+    pub fn outcomes_in(path: &Path) -> Option<Vec<Outcome>> {
+        #[derive(Deserialize)]
+        struct Tests {
+            schema: String,
+            tests: Vec<OutcomeOnly>,
+        }
+        #[derive(Deserialize)]
+        struct OutcomeOnly {
+            outcome: Outcome,
+        }
+        let t: Tests = serde_json::from_slice(&std::fs::read(path).ok()?).ok()?;
+        [SCHEMA, SCHEMA_V2, SCHEMA_V1]
+            .contains(&t.schema.as_str())
+            .then(|| t.tests.into_iter().map(|o| o.outcome).collect())
     }
 
     /// [`Spectra::load`], reading the edge profiles only when `edges` says so.

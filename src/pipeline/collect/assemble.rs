@@ -86,13 +86,21 @@ pub(crate) fn rustc_version() -> String {
 /// information (the toolchain and a digest over the units' source files, what shards must
 /// agree on) and the source facts rankings read instead of the sources (test code, each line's
 /// kind and operators, function names, each file's digest). `parsed` holds the files parsed
-/// while the tests ran.
-pub(crate) fn describe_sources(root: &Path, spectra: &mut Spectra, rustc: String, parsed: &mut Parsed) {
+/// while the tests ran; `support`, the workspace's test-support directories.
+pub(crate) fn describe_sources(
+    root: &Path,
+    spectra: &mut Spectra,
+    rustc: String,
+    (parsed, support): (&mut Parsed, &[String]),
+) {
     let files: Vec<String> = spectra.source_files().into_iter().map(str::to_string).collect();
     let read: Vec<Option<Vec<u8>>> = files.iter().map(|f| std::fs::read(root.join(f)).ok()).collect();
     let sources = sources_digest(files.iter().map(String::as_str).zip(read.iter().map(|b| b.as_deref())));
     let mut facts = SourceFacts::new(spectra.units.len());
-    for (u, test) in crate::testcode::test_units(spectra, parsed).into_iter().enumerate() {
+    for (u, test) in crate::testcode::test_units(spectra, parsed, support)
+        .into_iter()
+        .enumerate()
+    {
         if test {
             facts.test_code.insert(u);
         }

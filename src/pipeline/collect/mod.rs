@@ -225,6 +225,8 @@ fn describe(
     spectra.snapshot = Some(snapshot);
     let mut parsed = Parsed::new(root);
     parsed.absorb(sources);
-    assemble::describe_sources(root, spectra, rustc, &mut parsed);
+    let members: Vec<&cargo_metadata::Package> = ws.members.iter().collect();
+    let support = crate::testcode::support_dirs(root, &members);
+    assemble::describe_sources(root, spectra, rustc, (&mut parsed, &support));
     spectra.partition = exec.partition.map(|p| p.to_string());
 }
