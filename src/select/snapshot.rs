@@ -110,9 +110,21 @@ pub fn files(ws: &Workspace) -> BTreeMap<String, FileState> {
         .collect()
 }
 
+/// Whether `dir` is tagged as a cache (the Cache Directory Tagging Specification's
+/// `CACHEDIR.TAG`, which cargo writes in every target directory): another build's target
+/// directory inside a package, with no `.gitignore` to leave it out, holds no source of ours
+/// and may hold gigabytes.
+fn is_cache_dir(dir: &Path) -> bool {
+    const SIGNATURE: &[u8] = b"Signature: 8a477f597d28d172789f06886806bc55";
+    let mut head = [0u8; SIGNATURE.len()];
+    std::fs::File::open(dir.join("CACHEDIR.TAG"))
+        .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut head))
+        .is_ok_and(|()| head == SIGNATURE)
+}
+
 /// Every file a test's result may depend on outside the toolchain and the registry: the
 /// members' directories (as git would see them: ignored and hidden files left out, and the
-/// target directories), path dependencies outside the workspace, and the workspace's manifest,
+/// target directories, ours and any other tagged as a cache), path dependencies outside the workspace, and the workspace's manifest,
 /// lock file, cargo and nextest configuration. Relative to the root where inside it.
 fn package_files(ws: &Workspace) -> BTreeMap<String, PathBuf> {
     let mut dirs: BTreeSet<PathBuf> = BTreeSet::new();
@@ -139,7 +151,11 @@ fn package_files(ws: &Workspace) -> BTreeMap<String, PathBuf> {
         let walk = ignore::WalkBuilder::new(&dir)
             .filter_entry({
                 let skip = skip.clone();
-                move |e| !skip.iter().any(|s| e.path() == s)
+                move |e| {
+                    let ours = skip.iter().any(|s| e.path() == s);
+                    let a_cache = e.file_type().is_some_and(|t| t.is_dir()) && is_cache_dir(e.path());
+                    !ours && !a_cache
+                }
             })
             .build();
         for entry in walk.flatten() {
@@ -161,4 +177,27 @@ fn package_files(ws: &Workspace) -> BTreeMap<String, PathBuf> {
         }
     }
     files
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_a_tagged_directory_is_a_cache() {
+        let dir = tempfile::tempdir().unwrap();
+        let tagged = dir.path().join("target");
+        std::fs::create_dir(&tagged).unwrap();
+        std::fs::write(
+            tagged.join("CACHEDIR.TAG"),
+            "Signature: 8a477f597d28d172789f06886806bc55\n# This file is a cache directory tag.\n",
+        )
+        .unwrap();
+        assert!(is_cache_dir(&tagged));
+        let untagged = dir.path().join("src");
+        std::fs::create_dir(&untagged).unwrap();
+        assert!(!is_cache_dir(&untagged));
+        std::fs::write(untagged.join("CACHEDIR.TAG"), "not the signature").unwrap();
+        assert!(!is_cache_dir(&untagged), "a file of that name without the signature");
+    }
 }

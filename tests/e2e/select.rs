@@ -37,6 +37,10 @@ pub fn trials() -> Vec<Trial> {
         ),
         Trial::test("select::a_crate_without_a_lock_file", a_crate_without_a_lock_file),
         Trial::test(
+            "select::another_builds_target_directory_is_not_a_source",
+            another_builds_target_directory,
+        ),
+        Trial::test(
             "select::a_change_of_the_environment_reruns_the_tests_that_read_it",
             a_change_of_the_environment,
         ),
@@ -342,6 +346,30 @@ fn a_crate_without_a_lock_file() -> Result {
     std::fs::remove_file(dir.join("Cargo.lock"))?;
     let first = sfl(&[], dir);
     check(first.status.code() == Some(0), || show(&first))?;
+    let second = sfl(&[], dir);
+    check(
+        !String::from_utf8_lossy(&second.stderr).contains("Selecting every test") && selected(&second).is_some(),
+        || show(&second),
+    )
+}
+
+/// A target directory of another build inside the package (tagged `CACHEDIR.TAG` as cargo
+/// tags them, and no `.gitignore`, as in a crate unpacked from the registry): what that build
+/// writes is no edit of the package's, so the next run selects tests instead of running every
+/// test for a file added.
+fn another_builds_target_directory() -> Result {
+    let tmp = copy_fixture("minmax");
+    let dir = tmp.path();
+    let other = dir.join("other-target");
+    std::fs::create_dir_all(other.join("debug"))?;
+    std::fs::write(
+        other.join("CACHEDIR.TAG"),
+        "Signature: 8a477f597d28d172789f06886806bc55\n# This file is a cache directory tag created by cargo.\n",
+    )?;
+    std::fs::write(other.join("debug/old.rlib"), "built before")?;
+    let first = sfl(&[], dir);
+    check(first.status.code() == Some(0), || show(&first))?;
+    std::fs::write(other.join("debug/new.rlib"), "built since")?;
     let second = sfl(&[], dir);
     check(
         !String::from_utf8_lossy(&second.stderr).contains("Selecting every test") && selected(&second).is_some(),
