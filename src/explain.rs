@@ -143,6 +143,21 @@ pub struct Explanation {
     /// then and fail now, run it.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub changed_since_passed: Vec<String>,
+    /// The commit that last changed the line (`git blame`; none outside git).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_changed: Option<LastChanged>,
+}
+
+/// When a line last changed, as `git blame` says.
+#[derive(Serialize, Debug, Clone, PartialEq, Eq)]
+pub struct LastChanged {
+    /// Its abbreviated hash; `None`: the line is not committed yet.
+    pub commit: Option<String>,
+    /// Committer time, seconds since the epoch (for an uncommitted line, when it was read).
+    pub time: i64,
+    pub summary: String,
+    /// As the human output says it (`last changed 3 days ago in 1a2b3c4 "subject"`).
+    pub said: String,
 }
 
 /// Explains `file:line` of `report` (the matrix as reports rank it: test code left out, the
@@ -216,6 +231,7 @@ impl Explanation {
             separation: None,
             combined: Vec::new(),
             changed_since_passed: Vec::new(),
+            last_changed: None,
         }
     }
 }
@@ -424,6 +440,9 @@ pub fn human(e: &Explanation) -> String {
             crate::ui::counted(e.changed_since_passed.len(), "test", "tests"),
             crate::ui::shortened(&e.changed_since_passed, SHOWN)
         );
+    }
+    if let Some(change) = &e.last_changed {
+        let _ = writeln!(out, "  {}", change.said);
     }
     tests_and_frames(&mut out, e);
     within_entry(&mut out, e);

@@ -116,6 +116,15 @@ pub fn explain(
     if let Some(why) = statement_hint(&whole, &file, line) {
         e.not_ranked = Some(why);
     }
+    let history = emit::history(Path::new(&whole.workspace_root), std::iter::once(&file));
+    e.last_changed = history
+        .last_change(&file, line, line)
+        .map(|c| crate::explain::LastChanged {
+            commit: c.short.clone(),
+            time: c.time,
+            summary: c.summary.clone(),
+            said: history.describe(c),
+        });
     let text = match cfg.format {
         Format::Json => crate::explain::json(&e),
         _ => crate::explain::human(&e),

@@ -6,6 +6,7 @@
 mod prepare;
 mod rankings;
 mod read;
+pub(crate) use read::history;
 
 use std::io::Write;
 use std::path::Path;

@@ -52,7 +52,7 @@ pub(super) fn disk(format: Format, report: &Report, top: usize) -> Disk {
 /// a file git does not track, or outside a repository). Shown, not ranked: on the regressions
 /// benchmark, putting the most recently changed of the top functions first did not find more
 /// faults first.
-fn history<'a>(root: &Path, files: impl Iterator<Item = &'a String>) -> History {
+pub(crate) fn history<'a>(root: &Path, files: impl Iterator<Item = &'a String>) -> History {
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs() as i64);
