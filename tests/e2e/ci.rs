@@ -8,7 +8,7 @@ use std::process::Command;
 use libtest_mimic::Trial;
 use serde_json::Value;
 
-use crate::support::{Result, check, check_exit, copy_fixture, lib_crate, root, sfl, show};
+use crate::support::{Result, check, check_exit, copy_fixture, edit_file, lib_crate, root, sfl, show};
 
 pub fn trials() -> Vec<Trial> {
     vec![
@@ -74,9 +74,7 @@ fn when_the_top_functions_last_changed() -> Result {
     let explained = sfl(&["explain", "src/lib.rs:16"], dir);
     let said = String::from_utf8_lossy(&explained.stdout).into_owned();
     check(said.lines().any(|l| committed(l.trim())), || show(&explained))?;
-    let lib = dir.join("src/lib.rs");
-    let text = std::fs::read_to_string(&lib)?;
-    std::fs::write(&lib, text.replacen("// FAULT (u3)", "// FAULT (u3, edited)", 1))?;
+    edit_file(&dir.join("src/lib.rs"), "// FAULT (u3)", "// FAULT (u3, edited)")?;
     let out = sfl(&["--color", "never"], dir);
     check_exit(&out, 0, &out.stdout, &["#1  minmax"])?;
     let change = heading_then_change(&out).unwrap_or_default();

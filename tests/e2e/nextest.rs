@@ -9,7 +9,7 @@ use std::process::Command;
 use libtest_mimic::Trial;
 use serde_json::Value;
 
-use crate::support::{Result, check, check_exit, copy_fixture, sfl, show};
+use crate::support::{Result, check, check_exit, copy_fixture, edit_file, sfl, show};
 
 pub fn trials() -> Vec<Trial> {
     vec![
@@ -153,11 +153,7 @@ fn same_outcomes_as_cargo_nextest() -> Result {
 fn one_test_process_at_a_time_with_j1() -> Result {
     let tmp = copy_fixture("nextest-config");
     let dir = tmp.path();
-    let config = dir.join(".config/nextest.toml");
-    let text = std::fs::read_to_string(&config)?;
-    let ungrouped = text.replace("test-group = 'shared-file'", "");
-    check(ungrouped != text, || text.clone())?;
-    std::fs::write(&config, ungrouped)?;
+    edit_file(&dir.join(".config/nextest.toml"), "test-group = 'shared-file'", "")?;
     let (out, spectra) = sfl_spectra(dir, &["-j", "1", "-E", "binary(shared)"])?;
     let got = sfl_outcomes(&spectra);
     check(got.len() == 2 && got.values().all(|o| *o == "passed"), || {

@@ -7,7 +7,7 @@ use std::path::Path;
 
 use libtest_mimic::Trial;
 
-use crate::support::{Result, check, copy_fixture, sfl, show};
+use crate::support::{Result, check, copy_fixture, edit_file, sfl, show};
 
 pub fn trials() -> Vec<Trial> {
     vec![
@@ -114,13 +114,6 @@ fn selected(out: &std::process::Output) -> Option<(usize, usize)> {
 
 fn edit(dir: &Path, from: &str, to: &str) -> Result {
     edit_file(&dir.join("src/lib.rs"), from, to)
-}
-
-fn edit_file(path: &Path, from: &str, to: &str) -> Result {
-    let text = std::fs::read_to_string(path)?;
-    check(text.contains(from), || format!("{from:?} not in the fixture"))?;
-    std::fs::write(path, text.replacen(from, to, 1))?;
-    Ok(())
 }
 
 /// The selected run saved at `selected` against a full run of the same sources (with `args`).

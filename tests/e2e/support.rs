@@ -82,6 +82,14 @@ pub fn report(args: &[&str], dir: &Path) -> Output {
     sfl_command(dir).arg("report").args(args).output().unwrap()
 }
 
+/// Replaces the first `from` in the file at `path` with `to`; fails when `from` is not there.
+pub fn edit_file(path: &Path, from: &str, to: &str) -> Result {
+    let text = std::fs::read_to_string(path)?;
+    check(text.contains(from), || format!("{from:?} not in {}", path.display()))?;
+    std::fs::write(path, text.replacen(from, to, 1))?;
+    Ok(())
+}
+
 pub fn check(cond: bool, msg: impl FnOnce() -> String) -> Result {
     if cond { Ok(()) } else { Err(msg().into()) }
 }
