@@ -55,6 +55,17 @@ pub fn on_interrupt_say(note: String) {
     }
 }
 
+/// What to write before an interrupt ends the process (the journal's held-back tests).
+type Keep = Box<dyn Fn() + Send>;
+static INTERRUPT_KEEP: Mutex<Option<Keep>> = Mutex::new(None);
+
+/// Has an interrupt run `keep` before it ends the process (replacing any earlier one).
+pub fn on_interrupt_keep(keep: Keep) {
+    if let Ok(mut k) = INTERRUPT_KEEP.lock() {
+        *k = Some(keep);
+    }
+}
+
 /// Whether an interrupt is killing the tests (results arriving now are not the tests' own).
 pub fn interrupted() -> bool {
     INTERRUPTED.load(Ordering::SeqCst)
@@ -76,6 +87,11 @@ pub fn kill_tests_on_interrupt() {
         }
         for server in SERVERS.lock().map(|s| s.to_vec()).unwrap_or_default() {
             crate::platform::kill_group(server);
+        }
+        if let Ok(keep) = INTERRUPT_KEEP.lock()
+            && let Some(keep) = keep.as_ref()
+        {
+            keep();
         }
         let note = INTERRUPT_NOTE.lock().ok().and_then(|n| n.clone());
         let message = format!(

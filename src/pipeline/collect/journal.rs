@@ -9,7 +9,9 @@
 //! by the first line that uses it, so a test costs a few numbers per line it ran, not a name:
 //! writing the journal was a sixth of the run's own work on a crate of a thousand small tests.
 //! Ids are another process's after a resume: a `segment` line starts a new numbering. A
-//! completed run deletes its journal.
+//! completed run deletes its journal. The first seconds of a run are held back ([`HOLD`]) and
+//! written when they have passed, on Ctrl-C, or when the run ends in an error: a run of a few
+//! seconds writes no journal at all.
 
 use std::fs::File;
 use std::io::{BufRead, BufReader, Write};
@@ -114,7 +116,7 @@ impl Earlier {
 
 /// The open journal of this run; tests are kept from the workers that ran them.
 pub struct Journal {
-    state: std::sync::Mutex<Writer>,
+    state: Arc<std::sync::Mutex<Writer>>,
     path: PathBuf,
     /// A write failed (said once): the run goes on without a journal.
     broken: std::sync::atomic::AtomicBool,
@@ -123,6 +125,10 @@ pub struct Journal {
 /// The journal's file and which ids of this process it has named.
 struct Writer {
     file: File,
+    /// When the journal was opened: lines are held back for the run's first [`HOLD`].
+    opened: std::time::Instant,
+    /// Finished tests not written yet, in order.
+    held: Vec<Line>,
     units: Vec<bool>,
     blocks: Vec<bool>,
     files: FxHashMap<Arc<str>, u32>,
@@ -133,6 +139,8 @@ impl Writer {
     fn new(file: File) -> Writer {
         Writer {
             file,
+            opened: std::time::Instant::now(),
+            held: Vec::new(),
             units: Vec::new(),
             blocks: Vec::new(),
             files: FxHashMap::default(),
@@ -140,6 +148,27 @@ impl Writer {
         }
     }
 }
+
+impl Writer {
+    /// Writes the held lines (one write, so an interrupt leaves whole lines or a cut last one).
+    fn write_held(&mut self) -> std::io::Result<()> {
+        if self.held.is_empty() {
+            return Ok(());
+        }
+        let mut text = Vec::new();
+        for line in self.held.drain(..) {
+            serde_json::to_writer(&mut text, &line)?;
+            text.push(b'\n');
+        }
+        self.file.write_all(&text)
+    }
+}
+
+/// How long a run's finished tests are held back before the journal is written: a run whose
+/// tests end within it writes nothing (writing the lines was a tenth of cargo sfl's own work on
+/// a crate of a thousand small tests), and only a crash of cargo sfl itself within it loses
+/// them (an interrupt, or a run that ends in an error, writes them first).
+const HOLD: Duration = Duration::from_secs(5);
 
 /// Marks `id` named in `seen`: whether it was new.
 fn first_use(seen: &mut Vec<bool>, id: usize) -> bool {
@@ -201,12 +230,16 @@ impl Journal {
         }
         let earlier = read(&path, fingerprint);
         // Rewritten whole: a line cut short by the interrupt must not swallow the next one.
-        let tmp = path.with_extension("jsonl.tmp");
-        let mut file = File::create(&tmp)?;
-        let earlier = match earlier.filter(|_| !rerun) {
+        let earlier = earlier.filter(|_| !rerun);
+        let file = match &earlier {
             Some((header, lines)) => {
-                writeln!(file, "{}", serde_json::to_string(&header)?)?;
-                for (text, _) in &lines {
+                // Rewritten whole, then put in place: a line cut short by the interrupt must not
+                // swallow the next one, and a crash while rewriting must not lose the earlier
+                // run's tests.
+                let tmp = path.with_extension("jsonl.tmp");
+                let mut file = File::create(&tmp)?;
+                writeln!(file, "{}", serde_json::to_string(header)?)?;
+                for (text, _) in lines {
                     writeln!(file, "{text}")?;
                 }
                 // This process numbers lines and blocks afresh.
@@ -215,27 +248,36 @@ impl Journal {
                     ..Line::default()
                 };
                 writeln!(file, "{}", serde_json::to_string(&segment)?)?;
-                Some(Earlier {
-                    started: UNIX_EPOCH + Duration::from_secs(header.started),
-                    entries: entries(lines.into_iter().map(|(_, line)| line)),
-                })
+                file.sync_data()?;
+                std::fs::rename(&tmp, &path)?;
+                std::fs::OpenOptions::new().append(true).open(&path)?
             }
+            // A new journal holds nothing to lose: no sync (on a busy disk it held up the first
+            // test by 50-100 ms), and a header cut short is a journal no run reads.
             None => {
                 let header = Header {
                     schema: SCHEMA.into(),
                     fingerprint: fingerprint.into(),
                     started: SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs()),
                 };
-                writeln!(file, "{}", serde_json::to_string(&header)?)?;
-                None
+                let mut file = std::fs::OpenOptions::new().create(true).truncate(true).write(true).open(&path)?;
+                file.write_all(format!("{}\n", serde_json::to_string(&header)?).as_bytes())?;
+                file
             }
         };
-        file.sync_data()?;
-        std::fs::rename(&tmp, &path)?;
-        let file = std::fs::OpenOptions::new().append(true).open(&path)?;
+        let earlier = earlier.map(|(header, lines)| Earlier {
+            started: UNIX_EPOCH + Duration::from_secs(header.started),
+            entries: entries(lines.into_iter().map(|(_, line)| line)),
+        });
+        let state = Arc::new(std::sync::Mutex::new(Writer::new(file)));
+        let held = Arc::clone(&state);
+        // Ctrl-C ends the process from its handler: what is held back is written first.
+        crate::process::on_interrupt_keep(Box::new(move || {
+            let _ = lock(&held).write_held();
+        }));
         Ok((
             Journal {
-                state: std::sync::Mutex::new(Writer::new(file)),
+                state,
                 path,
                 broken: Default::default(),
             },
@@ -264,21 +306,39 @@ impl Journal {
     /// Appends a finished test (one write, so an interrupt leaves whole lines or a cut last one).
     /// Names are marked written under the same lock as the line is written, so a line that
     /// names an id comes before every line that uses it.
+    /// For the first [`HOLD`] of a run the lines are held back and written at once when that
+    /// has passed, or when the run ends without saving its spectra (an error, or Ctrl-C).
     fn append(&self, o: &JobOutcome, coverage: &LineDecoder, edges: Option<&Collector>) -> std::io::Result<()> {
-        let mut w = self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        let mut line = serde_json::to_string(&encode(&mut w, o, coverage, edges))?;
-        line.push('\n');
-        w.file.write_all(line.as_bytes())
+        let mut w = lock(&self.state);
+        let line = encode(&mut w, o, coverage, edges);
+        w.held.push(line);
+        if w.opened.elapsed() >= HOLD {
+            w.write_held()?;
+        }
+        Ok(())
     }
 
     /// The run completed and its spectra are saved: the journal is no longer needed.
     pub fn finish(self) {
+        crate::process::on_interrupt_keep(Box::new(|| {}));
+        lock(&self.state).held.clear();
         let _ = std::fs::remove_file(&self.path);
     }
 
     pub fn path(&self) -> &Path {
         &self.path
     }
+}
+
+/// A run that ends without saving its spectra keeps what it finished.
+impl Drop for Journal {
+    fn drop(&mut self) {
+        let _ = lock(&self.state).write_held();
+    }
+}
+
+fn lock(state: &std::sync::Mutex<Writer>) -> std::sync::MutexGuard<'_, Writer> {
+    state.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// The header and the whole lines of the journal at `path` (as written and as read), if it is
@@ -499,15 +559,14 @@ mod tests {
         journal
             .append(&outcome("t2", Outcome::Failed, vec![ids[1]]), &coverage, None)
             .unwrap();
-        // The interrupt cut the third line short.
-        journal
-            .state
-            .lock()
-            .unwrap()
-            .file
-            .write_all(b"{\"record\":{\"binary\":\"b\",\"na")
-            .unwrap();
         let path = journal.path().to_path_buf();
+        // Held back for the run's first seconds: only the header is written yet.
+        assert_eq!(std::fs::read_to_string(&path).unwrap().lines().count(), 1);
+        let mut w = lock(&journal.state);
+        w.write_held().unwrap();
+        // The interrupt cut the third line short.
+        w.file.write_all(b"{\"record\":{\"binary\":\"b\",\"na").unwrap();
+        drop(w);
         drop(journal);
 
         // Another process numbers units in another order.
