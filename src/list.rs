@@ -1,5 +1,6 @@
-//! Lists the tests a test binary holds (`--list --format terse`, and `--ignored`), in the
-//! environment `cargo test` gives it.
+//! Lists the tests a test binary holds, in the environment `cargo test` gives it: libtest's
+//! JSON listing (every test and whether it is ignored, one process), else `--list --format
+//! terse` and `--list --ignored` (a toolchain without the JSON listing, a custom harness).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -62,10 +63,14 @@ pub fn list(
             ..Listing::default()
         });
     }
-    let run = |extra: &[&str]| -> Result<(bool, String), ListError> {
+    let run = |args: &[&str]| -> Result<(bool, String), ListError> {
         let mut cmd = Command::new(&bin.path);
-        cmd.args(["--list", "--format", "terse"]).args(extra);
+        cmd.args(["--list"]).args(args);
         test_env(&mut cmd, bin, pkg, target_dir, release);
+        // libtest takes `-Z unstable-options` (the JSON format) on a stable toolchain with it.
+        if args.contains(&"json") {
+            cmd.env("RUSTC_BOOTSTRAP", "1");
+        }
         // Listing must not leave default.profraw files in the user's package directory.
         cmd.env("LLVM_PROFILE_FILE", scratch.join("list-%p.profraw"));
         let out_path = scratch.join(format!("list-{}.out", std::process::id()));
@@ -75,12 +80,20 @@ pub fn list(
         })?;
         Ok((captured.status.is_some_and(|s| s.success()), captured.output))
     };
-    let (ok, text) = run(&[])?;
+    // A custom harness is not handed options it may not know (or may take for a test's name).
+    if !bin.custom_harness {
+        let (ok, text) = run(&["--format", "json", "-Z", "unstable-options"])?;
+        if let Some(listing) = parse_json(&text).filter(|_| ok) {
+            clean_dir_files(scratch, "list-");
+            return Ok(listing);
+        }
+    }
+    let (ok, text) = run(&["--format", "terse"])?;
     let tests = if ok { parse_terse(&text) } else { None };
     let result = match tests {
         // A custom harness that answered `--list` with nothing is run as one test.
         Some(t) if !(bin.custom_harness && t.is_empty()) => {
-            let (ok, text) = run(&["--ignored"])?;
+            let (ok, text) = run(&["--format", "terse", "--ignored"])?;
             let ignored = if ok {
                 parse_terse(&text).unwrap_or_default()
             } else {
@@ -106,6 +119,31 @@ pub fn list(
     };
     clean_dir_files(scratch, "list-");
     Ok(result)
+}
+
+/// libtest's JSON listing (`{"type":"test","event":"discovered","name":...,"ignore":...}` per
+/// test after a `{"type":"suite","event":"discovery"}` line): every test, and the ignored among
+/// them; benchmarks are left out. `None` when a line is not libtest's JSON, or the listing is
+/// not this one (a toolchain that lists otherwise).
+fn parse_json(text: &str) -> Option<Listing> {
+    let mut listing = Listing::default();
+    let mut discovery = false;
+    for line in text.lines().filter(|l| !l.trim().is_empty()) {
+        let v: serde_json::Value = serde_json::from_str(line).ok()?;
+        let field = |k: &str| v.get(k).and_then(serde_json::Value::as_str);
+        match (field("type")?, field("event")) {
+            ("suite", Some("discovery")) => discovery = true,
+            ("test", Some("discovered")) => {
+                let name = field("name")?.to_string();
+                if v.get("ignore").and_then(serde_json::Value::as_bool)? {
+                    listing.ignored.push(name.clone());
+                }
+                listing.tests.push(name);
+            }
+            _ => {}
+        }
+    }
+    discovery.then_some(listing)
 }
 
 /// The test names of libtest's terse listing; `None` when a line is not libtest's.
@@ -142,5 +180,26 @@ mod tests {
             Some(vec!["a::t1".to_string(), "t2".to_string()])
         );
         assert_eq!(parse_terse("custom harness output\n"), None);
+    }
+
+    #[test]
+    fn json_listings_name_every_test_and_the_ignored_ones() {
+        let text = concat!(
+            "{ \"type\": \"suite\", \"event\": \"discovery\" }\n",
+            "{ \"type\": \"test\", \"event\": \"discovered\", \"name\": \"a::t1\", \"ignore\": false, \"ignore_message\": \"\" }\n",
+            "{ \"type\": \"bench\", \"event\": \"discovered\", \"name\": \"b\", \"ignore\": false }\n",
+            "{ \"type\": \"test\", \"event\": \"discovered\", \"name\": \"t \\\"2\\\"\", \"ignore\": true, \"ignore_message\": \"slow\" }\n",
+            "{ \"type\": \"suite\", \"event\": \"completed\", \"tests\": 2, \"benchmarks\": 1 }\n",
+        );
+        let l = parse_json(text).expect("libtest's JSON listing");
+        assert_eq!(l.tests, ["a::t1", "t \"2\""]);
+        assert_eq!(l.ignored, ["t \"2\""]);
+        // Not libtest's JSON listing: the terse listings are asked instead.
+        assert!(parse_json("a::t1: test\n").is_none());
+        assert!(
+            parse_json("{ \"type\": \"test\", \"event\": \"discovered\", \"name\": \"x\", \"ignore\": false }\n")
+                .is_none()
+        );
+        assert!(parse_json("").is_none());
     }
 }

@@ -260,7 +260,11 @@ impl Journal {
                     fingerprint: fingerprint.into(),
                     started: SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs()),
                 };
-                let mut file = std::fs::OpenOptions::new().create(true).truncate(true).write(true).open(&path)?;
+                let mut file = std::fs::OpenOptions::new()
+                    .create(true)
+                    .truncate(true)
+                    .write(true)
+                    .open(&path)?;
                 file.write_all(format!("{}\n", serde_json::to_string(&header)?).as_bytes())?;
                 file
             }
