@@ -20,7 +20,7 @@ use cargo_sfl::error::exit;
 /// process alone, never for the crates' builds.
 pub fn rustdoc_wrapper() -> ! {
     let real = std::env::var_os(RUSTDOC_WRAPPER_ENV).unwrap_or_else(|| "rustdoc".into());
-    let args: Vec<OsString> = std::env::args_os().skip(1).collect();
+    let args = without_runtool(std::env::args_os().skip(1).collect());
     let mut cmd = Command::new(&real);
     cmd.args(&args).env_remove(RUSTDOC_WRAPPER_ENV);
     let testing = args.iter().any(|a| a == "--test");
@@ -62,6 +62,25 @@ pub fn rustdoc_wrapper() -> ! {
             std::process::exit(exit::SETUP)
         }
     }
+}
+
+/// The arguments without the run tool cargo passes on from a target's `runner` (`--test-runtool`,
+/// `--runtool` before rustdoc 1.87, and their `-arg`s): cargo sfl is the doctests' run tool, and
+/// a whole `cargo test` has its test binaries "run" by a runner that does nothing, which must not
+/// change what the doctests are built from (their kept build's key).
+fn without_runtool(args: Vec<OsString>) -> Vec<OsString> {
+    const OPTIONS: [&str; 4] = ["--test-runtool", "--test-runtool-arg", "--runtool", "--runtool-arg"];
+    let mut out = Vec::with_capacity(args.len());
+    let mut args = args.into_iter();
+    while let Some(a) = args.next() {
+        let text = a.to_string_lossy();
+        if OPTIONS.contains(&text.as_ref()) {
+            args.next();
+        } else if !OPTIONS.iter().any(|o| text.starts_with(&format!("{o}="))) {
+            out.push(a);
+        }
+    }
+    out
 }
 
 /// rustdoc's exit code when the doctests kept in `dir` were built from `key` (they are then
@@ -214,4 +233,31 @@ pub fn runtool() -> ! {
         let _ = std::fs::write(dir.join(RUNNABLE), b"");
     }
     std::process::exit(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_runners_run_tool_is_left_out() {
+        let args = |a: &[&str]| a.iter().map(OsString::from).collect::<Vec<_>>();
+        let given = args(&[
+            "--test",
+            "--test-runtool",
+            "true",
+            "--crate-name",
+            "x",
+            "--test-runtool-arg=-v",
+            "--runtool",
+            "qemu",
+            "--runtool-arg",
+            "-L",
+            "src/lib.rs",
+        ]);
+        assert_eq!(
+            without_runtool(given),
+            args(&["--test", "--crate-name", "x", "src/lib.rs"])
+        );
+    }
 }

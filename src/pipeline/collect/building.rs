@@ -38,7 +38,7 @@ pub(super) fn build_tests(
     );
     let ws: &Workspace = ws;
     let Some(narrowed) = choice.reuse().and_then(|r| r.narrowed(select)) else {
-        return build_whole(ws, select, runtime.as_ref(), choice);
+        return build_whole(ws, select, runtime.as_ref(), choice, rustc);
     };
     let (built, what) = build_narrowed(ws, &narrowed, runtime.as_ref())?;
     if what.is_empty() {
@@ -49,7 +49,7 @@ pub(super) fn build_tests(
     check_edit(ws, &built, choice, false);
     if matches!(choice, Choice::All(_)) || reuse::missing_binaries(choice, &built) {
         ui::detail("the edit needs more than that build: building every test target");
-        return build_whole(ws, select, runtime.as_ref(), choice);
+        return build_whole(ws, select, runtime.as_ref(), choice, rustc);
     }
     Ok(built)
 }
@@ -96,18 +96,29 @@ fn check_edit(ws: &Workspace, built: &Built, choice: &mut Choice, complete: bool
     }
 }
 
-/// The selection's whole build; the doctests only when one runs again.
+/// The selection's whole build; the doctests only when one runs again (always when every test
+/// runs: then in the same cargo invocation as the other tests, [`build::Doctests::Always`]).
 fn build_whole(
     ws: &Workspace,
     select: &Selection,
     runtime: Option<&Runtime>,
     choice: &mut Choice,
+    rustc: &str,
 ) -> anyhow::Result<Built> {
+    if matches!(choice, Choice::All(_)) {
+        let host = build::host_triple(rustc);
+        return Ok(build::build(ws, select, runtime, build::Doctests::Always { host })?);
+    }
     let checked = std::cell::Cell::new(false);
-    let built = build::build(ws, select, runtime, &mut |built| {
-        checked.set(true);
-        check_edit(ws, built, choice, true)
-    })?;
+    let built = build::build(
+        ws,
+        select,
+        runtime,
+        build::Doctests::Ask(&mut |built| {
+            checked.set(true);
+            check_edit(ws, built, choice, true)
+        }),
+    )?;
     if !checked.get() {
         check_edit(ws, &built, choice, true);
     }
@@ -124,11 +135,11 @@ fn build_narrowed(
     let mut what = Vec::new();
     if let Some(tests) = &narrowed.tests {
         what.push(format!("the test targets of {}", tests.package.join(", ")));
-        built = build::build(ws, tests, runtime, &mut |_| false)?;
+        built = build::build(ws, tests, runtime, build::Doctests::Never)?;
     }
     if let Some(doctests) = &narrowed.doctests {
         what.push(format!("the doctests of {}", doctests.package.join(", ")));
-        let more = build::build(ws, doctests, runtime, &mut |_| true)?;
+        let more = build::build(ws, doctests, runtime, build::Doctests::Always { host: None })?;
         built.tests.extend(more.tests);
         built.others.extend(more.others);
         built.tests.sort_by(|a, b| a.id.cmp(&b.id));

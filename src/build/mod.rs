@@ -1,0 +1,210 @@
+//! Builds the workspace's tests with LLVM source-based coverage, in its own target directory,
+//! instrumenting only the workspace's own crates (through a rustc wrapper, as cargo-llvm-cov
+//! does), so dependencies build and run uninstrumented. The wrapper is the binary's
+//! (`wrappers::rustc`); the constants in [`cargo`] are what the build tells it.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use crate::config::Selection;
+use crate::error::SflError;
+use crate::workspace::{Built, Workspace};
+
+mod cargo;
+mod doctests;
+
+pub use cargo::{COVERAGE_FLAGS, INSTRUMENT_DIRS_ENV, PLAIN_ENV, Runtime, WRAPPER_ENV};
+pub(crate) use cargo::{add_artifact, plain_cargo};
+use cargo::{instrumented_cargo, is_library, stream};
+pub use doctests::{Doctests, host_triple};
+use doctests::{build_doctests, idle_runner};
+
+/// Builds the selected tests with coverage (linking `runtime` when given, with edge
+/// instrumentation when it says so), then, when the selection includes doctests, has rustdoc
+/// build and keep those ([`crate::doctest`]); cargo's diagnostics go to the terminal.
+/// `doctests` says whether the doctests are built ([`Doctests`]): always (then in the same
+/// cargo invocation as the other tests), never, or as asked once the other tests are built
+/// (test selection skips them when it reuses every doctest's row).
+pub fn build(
+    ws: &Workspace,
+    select: &Selection,
+    runtime: Option<&Runtime>,
+    doctests: Doctests<'_>,
+) -> Result<Built, SflError> {
+    forget_other_roots(ws, select)?;
+    let mut built = Built::default();
+    let mut script_env = HashMap::new();
+    // cargo refuses `test --doc` when no selected package has a library (a binary-only crate).
+    let libraries = select.doc || ws.selected(select).iter().any(|p| p.targets.iter().any(is_library));
+    let with_doctests = select.doctests() && libraries;
+    let at_once = match doctests {
+        Doctests::Always { host } if !select.doc && with_doctests => idle_runner(host),
+        _ => None,
+    };
+    if let Some(runner) = at_once {
+        let mut cmd = instrumented_cargo(ws, select, runtime, &["test", "--no-fail-fast"])?;
+        cmd.env(runner, "true");
+        build_doctests(ws, select, cmd, &mut built, &mut script_env)?;
+    } else {
+        if !select.doc {
+            let cmd = instrumented_cargo(ws, select, runtime, &["test", "--no-run"])?;
+            let status = stream(cmd, "compiling", select.cargo_messages, &mut script_env, |art| {
+                add_artifact(ws, &mut built, art)
+            })?;
+            if !status.built() {
+                return Err(SflError::BuildFailed);
+            }
+        }
+        let wanted = match doctests {
+            Doctests::Always { .. } => true,
+            Doctests::Never => false,
+            Doctests::Ask(ask) => with_doctests && ask(&built),
+        };
+        if with_doctests && wanted {
+            let cmd = instrumented_cargo(ws, select, runtime, &["test", "--doc", "--no-fail-fast"])?;
+            build_doctests(ws, select, cmd, &mut built, &mut script_env)?;
+        }
+    }
+    built.tests.sort_by(|a, b| a.id.cmp(&b.id));
+    let config = config_env(&ws.root);
+    for t in &mut built.tests {
+        t.env = config.clone();
+        t.env
+            .extend(script_env.get(&ws.members[t.package].id).cloned().unwrap_or_default());
+    }
+    Ok(built)
+}
+
+/// Where a profile directory of the build records the workspace root its crates were built
+/// from (`target/sfl/debug/.sfl-workspace-root`): it goes when the directory goes.
+const ROOT_STAMP: &str = ".sfl-workspace-root";
+
+/// Makes cargo rebuild the workspace's own crates when the build directory holds them as built
+/// from another root: a workspace copied or moved with its target directory (a restored CI
+/// cache, a moved checkout). cargo would reuse them, since it fingerprints a path package by
+/// paths relative to the workspace and by modification times, which a copy keeps; but their
+/// coverage maps, line tables and panic locations name the old root's files, so not one line
+/// would be recognised as this workspace's. Only the members are cleaned (`cargo clean -p`):
+/// dependencies name no workspace file and stay built. A profile directory without the record
+/// (built by an older cargo sfl) is cleaned alike; one that does not exist has nothing to clean.
+fn forget_other_roots(ws: &Workspace, select: &Selection) -> Result<(), SflError> {
+    let profile_dir = ws.build_dir.join(if select.release { "release" } else { "debug" });
+    let stamp = profile_dir.join(ROOT_STAMP);
+    let root = ws.root.as_os_str().as_encoded_bytes();
+    match std::fs::read(&stamp) {
+        Ok(recorded) if recorded == root => return Ok(()),
+        Ok(recorded) => {
+            crate::ui::status(
+                "Rebuilding",
+                format!(
+                    "the workspace's crates: {} holds them as built at {}, a copy of this workspace at another path",
+                    ws.build_dir.display(),
+                    String::from_utf8_lossy(&recorded)
+                ),
+            );
+            clean_members(ws, select, &profile_dir)?;
+        }
+        Err(_) if profile_dir.join(".fingerprint").is_dir() => {
+            crate::ui::detail(format!(
+                "{} does not say where the workspace's crates were built: rebuilding them",
+                profile_dir.display()
+            ));
+            clean_members(ws, select, &profile_dir)?;
+        }
+        Err(_) => {}
+    }
+    std::fs::create_dir_all(&profile_dir)
+        .and_then(|()| std::fs::write(&stamp, root))
+        .map_err(|why| SflError::CannotWrite { path: stamp, why })
+}
+
+/// `cargo clean -p` of every member in `profile_dir`'s profile of the build directory; if cargo
+/// cannot, the whole profile directory goes (dependencies are rebuilt too).
+fn clean_members(ws: &Workspace, select: &Selection, profile_dir: &Path) -> Result<(), SflError> {
+    let mut cmd = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
+    cmd.arg("clean").arg("--target-dir").arg(&ws.build_dir);
+    if let Some(p) = &select.manifest_path {
+        cmd.arg("--manifest-path").arg(p);
+    }
+    if select.release {
+        cmd.arg("--release");
+    }
+    for m in &ws.members {
+        cmd.arg("-p").arg(&m.id.repr);
+    }
+    match cmd.stdin(Stdio::null()).output() {
+        Ok(out) if out.status.success() => Ok(()),
+        failed => {
+            let why = match failed {
+                Ok(out) => String::from_utf8_lossy(&out.stderr).trim_end().to_string(),
+                Err(e) => e.to_string(),
+            };
+            crate::ui::warn(format!(
+                "`cargo clean -p` of the workspace's crates failed ({why}): removing {} instead",
+                profile_dir.display()
+            ));
+            match std::fs::remove_dir_all(profile_dir) {
+                Err(why) if why.kind() != std::io::ErrorKind::NotFound => Err(SflError::StaleBuild {
+                    path: profile_dir.to_path_buf(),
+                    why,
+                }),
+                _ => Ok(()),
+            }
+        }
+    }
+}
+
+/// The `[env]` tables of cargo's configuration files that apply in `dir` (`.cargo/config.toml`
+/// or `.cargo/config` in it and every parent, then `$CARGO_HOME/config.toml`; nearer files
+/// win), as cargo applies them: a variable the environment already has is kept unless
+/// `force = true`; `relative = true` resolves the value against the directory holding `.cargo`.
+fn config_env(dir: &Path) -> Vec<(String, String)> {
+    let mut files: Vec<PathBuf> = dir
+        .ancestors()
+        .flat_map(|d| [d.join(".cargo/config.toml"), d.join(".cargo/config")])
+        .filter(|f| f.is_file())
+        .collect();
+    if let Some(home) = std::env::var_os("CARGO_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cargo")))
+    {
+        let file = home.join("config.toml");
+        if file.is_file() && !files.contains(&file) {
+            files.push(file);
+        }
+    }
+    let mut env: Vec<(String, String)> = Vec::new();
+    // Farthest first, so nearer files override.
+    for file in files.iter().rev() {
+        let Ok(table) = std::fs::read_to_string(file).map(|t| t.parse::<toml::Table>()) else {
+            continue;
+        };
+        let Some(toml::Value::Table(vars)) = table.ok().and_then(|mut t| t.remove("env")) else {
+            continue;
+        };
+        let base = file.parent().and_then(Path::parent).unwrap_or(dir);
+        for (key, value) in vars {
+            let (value, force, relative) = match value {
+                toml::Value::String(v) => (v, false, false),
+                toml::Value::Table(t) => (
+                    t.get("value").and_then(|v| v.as_str()).unwrap_or_default().to_string(),
+                    t.get("force").and_then(toml::Value::as_bool).unwrap_or(false),
+                    t.get("relative").and_then(toml::Value::as_bool).unwrap_or(false),
+                ),
+                _ => continue,
+            };
+            if !force && std::env::var_os(&key).is_some() {
+                continue;
+            }
+            let value = if relative {
+                base.join(&value).to_string_lossy().into_owned()
+            } else {
+                value
+            };
+            env.retain(|(k, _)| *k != key);
+            env.push((key, value));
+        }
+    }
+    env
+}
