@@ -68,7 +68,7 @@ pub fn list(
         cmd.args(["--list"]).args(args);
         test_env(&mut cmd, bin, pkg, target_dir, release);
         // libtest takes `-Z unstable-options` (the JSON format) on a stable toolchain with it.
-        if args.contains(&"json") {
+        if args.contains(&"unstable-options") {
             cmd.env("RUSTC_BOOTSTRAP", "1");
         }
         // Listing must not leave default.profraw files in the user's package directory.

@@ -76,7 +76,10 @@ fn without_runtool(args: Vec<OsString>) -> Vec<OsString> {
         let text = a.to_string_lossy();
         if OPTIONS.contains(&text.as_ref()) {
             args.next();
-        } else if !OPTIONS.iter().any(|o| text.starts_with(&format!("{o}="))) {
+        } else if !OPTIONS
+            .iter()
+            .any(|o| text.strip_prefix(o).is_some_and(|value| value.starts_with('=')))
+        {
             out.push(a);
         }
     }
