@@ -2,6 +2,8 @@
 
 use std::collections::BTreeSet;
 
+use cargo_metadata::{Package, TargetKind};
+
 use super::binary::BinaryKey;
 use super::reuse::Reuse;
 use crate::config::Selection;
@@ -13,6 +15,38 @@ pub struct Narrowed {
     pub tests: Option<Selection>,
     /// Libraries' doctests (`-p PKG --doc`).
     pub doctests: Option<Selection>,
+}
+
+impl Narrowed {
+    /// Whether the narrowed test build holds every target of `package` that `cargo test`
+    /// without a target option builds: the library's, binaries', integration tests' and
+    /// benches' test targets (those with `test = true`), every binary and every example.
+    pub fn builds_all_of(&self, package: &Package) -> bool {
+        let Some(tests) = &self.tests else {
+            return false;
+        };
+        if tests.package.iter().any(|p| *p != package.name.as_str()) {
+            return false;
+        }
+        let has = |names: &[String], name: &str| names.iter().any(|n| n == name);
+        package.targets.iter().all(|t| {
+            let kind = |k: TargetKind| t.kind.contains(&k);
+            if kind(TargetKind::CustomBuild) {
+                true
+            } else if kind(TargetKind::Bin) {
+                has(&tests.bin, &t.name)
+            } else if kind(TargetKind::Example) {
+                has(&tests.example, &t.name)
+            } else if kind(TargetKind::Test) {
+                !t.test || has(&tests.test, &t.name)
+            } else if kind(TargetKind::Bench) {
+                !t.test || has(&tests.bench, &t.name)
+            } else {
+                // The library, of whatever crate type.
+                !t.test || tests.lib
+            }
+        })
+    }
 }
 
 impl Reuse {
@@ -86,5 +120,79 @@ impl Reuse {
             tests: (!tests.package.is_empty()).then_some(tests),
             doctests: (!doctests.package.is_empty()).then_some(doctests),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A package `p` with a library, a binary `cli`, integration tests `it` and `slow` (this
+    /// one `test = false`), a bench `b` (not tested by default) and a build script.
+    fn package() -> Package {
+        let target = |name: &str, kind: &str, test: bool| {
+            serde_json::json!({
+                "name": name, "kind": [kind], "crate_types": ["bin"], "src_path": "/p/src/x.rs",
+                "edition": "2021", "doctest": kind == "lib", "test": test,
+            })
+        };
+        serde_json::from_value(serde_json::json!({
+            "name": "p", "version": "0.1.0", "id": "path+file:///p#0.1.0", "source": null,
+            "dependencies": [], "features": {}, "manifest_path": "/p/Cargo.toml",
+            "targets": [
+                target("p", "lib", true),
+                target("cli", "bin", true),
+                target("it", "test", true),
+                target("slow", "test", false),
+                target("b", "bench", false),
+                target("build-script-build", "custom-build", false),
+            ],
+        }))
+        .unwrap()
+    }
+
+    fn narrowed(lib: bool, bin: &[&str], test: &[&str], example: &[&str]) -> Narrowed {
+        let names = |n: &[&str]| n.iter().map(|s| s.to_string()).collect();
+        Narrowed {
+            tests: Some(Selection {
+                package: vec!["p".into()],
+                lib,
+                bin: names(bin),
+                test: names(test),
+                example: names(example),
+                ..Selection::default()
+            }),
+            doctests: None,
+        }
+    }
+
+    #[test]
+    fn a_narrowed_build_holds_all_of_a_package_only_with_each_target_cargo_test_builds() {
+        let p = package();
+        assert!(narrowed(true, &["cli"], &["it"], &[]).builds_all_of(&p));
+        // The library's tests, a binary, an integration test left out: the whole build is more.
+        assert!(!narrowed(false, &["cli"], &["it"], &[]).builds_all_of(&p));
+        assert!(!narrowed(true, &[], &["it"], &[]).builds_all_of(&p));
+        assert!(!narrowed(true, &["cli"], &[], &[]).builds_all_of(&p));
+        // Examples are built by `cargo test` whether they have tests or not.
+        let mut with_example = package();
+        let mut example = with_example.targets[1].clone();
+        example.name = "demo".into();
+        example.kind = vec![TargetKind::Example];
+        with_example.targets.push(example);
+        assert!(!narrowed(true, &["cli"], &["it"], &[]).builds_all_of(&with_example));
+        assert!(narrowed(true, &["cli"], &["it"], &["demo"]).builds_all_of(&with_example));
+        // Another package's targets in the build: not this package's alone.
+        let mut other = narrowed(true, &["cli"], &["it"], &[]);
+        other.tests.as_mut().unwrap().package.push("q".into());
+        assert!(!other.builds_all_of(&p));
+        // No test target to build.
+        assert!(
+            !Narrowed {
+                tests: None,
+                doctests: None
+            }
+            .builds_all_of(&p)
+        );
     }
 }

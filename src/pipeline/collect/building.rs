@@ -37,7 +37,8 @@ pub(super) fn build_tests(
         ),
     );
     let ws: &Workspace = ws;
-    let Some(narrowed) = choice.reuse().and_then(|r| r.narrowed(select)) else {
+    let narrowed = choice.reuse().and_then(|r| r.narrowed(select));
+    let Some(narrowed) = narrowed.filter(|n| !whole_build_adds_nothing(ws, select, n)) else {
         return build_whole(ws, select, runtime.as_ref(), choice, rustc);
     };
     let (built, what) = build_narrowed(ws, &narrowed, runtime.as_ref())?;
@@ -96,8 +97,10 @@ fn check_edit(ws: &Workspace, built: &Built, choice: &mut Choice, complete: bool
     }
 }
 
-/// The selection's whole build; the doctests only when one runs again (always when every test
-/// runs: then in the same cargo invocation as the other tests, [`build::Doctests::Always`]).
+/// The selection's whole build; the doctests only when one runs again: in the same cargo
+/// invocation as the other tests ([`build::Doctests::Always`]) when that is known before the
+/// build (every test runs, or the edit reruns a doctest), else asked once the other tests are
+/// built (a second invocation when they must be).
 fn build_whole(
     ws: &Workspace,
     select: &Selection,
@@ -105,9 +108,17 @@ fn build_whole(
     choice: &mut Choice,
     rustc: &str,
 ) -> anyhow::Result<Built> {
-    if matches!(choice, Choice::All(_)) {
+    let doctests_known = match choice {
+        Choice::All(_) => true,
+        Choice::Reuse(reuse) => reuse.doctests_run_again(),
+    };
+    if doctests_known {
+        // One cargo invocation builds the tests and the doctests; the edit is checked
+        // against the build afterwards.
         let host = build::host_triple(rustc);
-        return Ok(build::build(ws, select, runtime, build::Doctests::Always { host })?);
+        let built = build::build(ws, select, runtime, build::Doctests::Always { host })?;
+        check_edit(ws, &built, choice, true);
+        return Ok(built);
     }
     let checked = std::cell::Cell::new(false);
     let built = build::build(
@@ -123,6 +134,15 @@ fn build_whole(
         check_edit(ws, &built, choice, true);
     }
     Ok(built)
+}
+
+/// Whether a narrowed build that needs test targets and doctests builds everything the
+/// selection's whole build would ([`Narrowed::builds_all_of`], one package): then the whole
+/// build does it in one cargo invocation, where the tests and the doctests (which need the
+/// library itself, not its test target) compile side by side instead of in two invocations
+/// one after the other.
+fn whole_build_adds_nothing(ws: &Workspace, select: &Selection, narrowed: &Narrowed) -> bool {
+    narrowed.doctests.is_some() && matches!(ws.selected(select)[..], [package] if narrowed.builds_all_of(package))
 }
 
 /// The build of only what runs again, and what it built, in words (empty: nothing).
