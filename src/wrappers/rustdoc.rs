@@ -11,12 +11,6 @@ use cargo_sfl::doctest::{
 };
 use cargo_sfl::error::exit;
 
-/// How the doctests' own code is built, in the kept build's key: with line coverage, without
-/// SanitizerCoverage. A doctest is test code, which no ranking counts, and the blocks a doctest
-/// runs in the library come from the library's build; SanitizerCoverage on the doctests' own
-/// code made each doctest build a quarter slower (itoa 1.0.18: rustdoc 0.68 s against 0.94 s).
-const DOCTEST_FLAGS: &str = "coverage, no SanitizerCoverage";
-
 /// Entry point when cargo runs cargo-sfl as `RUSTDOC`. A `--test` run gets the coverage flags
 /// and keeps its doctests in `$CARGO_SFL_DOCTEST_DIR/<crate>`, building them without running
 /// any: rustdoc "runs" each through cargo-sfl as `--test-runtool`, which only marks it as one to
@@ -126,10 +120,11 @@ fn keep_doctests(
     me: PathBuf,
 ) {
     cmd.args(cargo_sfl::build::COVERAGE_FLAGS);
-    // Linked as the library they link was built (position-dependent, with the runtime); their
-    // own counter updates stay atomic. [`DOCTEST_FLAGS`].
+    // As the library they link was built (position-dependent, with the runtime); their own
+    // counter updates stay atomic.
     if let Some(rt) = std::env::var_os(cargo_sfl::edges::RUNTIME_ENV) {
-        cmd.args(cargo_sfl::edges::wrapper_flags(Path::new(&rt), false, false));
+        let edges = std::env::var_os(cargo_sfl::edges::LINES_ONLY_ENV).is_none();
+        cmd.args(cargo_sfl::edges::wrapper_flags(Path::new(&rt), edges, false));
     }
     // Every doctest by name on its own line: libtest turns terse (dots) on its own for large
     // suites, which would hide the names.
@@ -166,10 +161,7 @@ fn build_key(rustdoc: &OsString, args: &[OsString], merge: &str) -> String {
             .map(|m| format!("{}:{:?}", m.len(), m.modified().ok()))
     };
     let rustdoc_path = Path::new(rustdoc);
-    h.update(format!(
-        "{rustdoc:?} {:?} merge={merge} {DOCTEST_FLAGS}\n",
-        stamp(rustdoc_path)
-    ));
+    h.update(format!("{rustdoc:?} {:?} merge={merge}\n", stamp(rustdoc_path)));
     if let Some(rt) = std::env::var_os(cargo_sfl::edges::RUNTIME_ENV) {
         h.update(format!("runtime {rt:?} {:?}\n", stamp(Path::new(&rt))));
     }
