@@ -29,6 +29,13 @@ use crate::schedule::Permits;
 pub const SERVER_ENV: &str = "CARGO_SFL_FORK_SERVER";
 /// The argument the runtime replaces with each test's name.
 pub const SLOT: &str = "__cargo_sfl_test__";
+
+/// Set for a fork server: it writes `<exe>.sfl-template.profraw`, the profile its forked tests'
+/// counters are decoded with ([`crate::coverage::TEMPLATE_SUFFIX`]).
+pub const TEMPLATE_ENV: &str = "CARGO_SFL_PROFILE_TEMPLATE";
+/// Set per forked test: the file its counters are mapped onto (`%p`: its process id), instead
+/// of a whole profile of its own.
+pub const COUNTERS_ENV: &str = "CARGO_SFL_COUNTERS_FILE";
 /// How long a server may take to say it is ready before its binary runs a process per test.
 const READY_TIMEOUT: Duration = Duration::from_secs(20);
 
@@ -329,17 +336,23 @@ pub struct ForkServers {
     retired: std::sync::atomic::AtomicUsize,
     /// Why tests ran in processes of their own, with how many did for each reason.
     fallbacks: Mutex<Vec<(String, usize)>>,
+    /// Forked tests keep only their counters ([`COUNTERS_ENV`]); their binaries' servers write
+    /// the records the counters are decoded with ([`TEMPLATE_ENV`]).
+    pub counters_only: bool,
 }
 
 impl ForkServers {
-    /// Servers whose tests run at most `threads` processes at once.
-    pub fn new(threads: usize) -> ForkServers {
+    /// Servers whose tests run at most `threads` processes at once, keeping only their
+    /// counters when `counters_only` (else the profiler's whole profile per test, which
+    /// `--keep-profiles` keeps for llvm-profdata).
+    pub fn new(threads: usize, counters_only: bool) -> ForkServers {
         ForkServers {
             servers: Mutex::default(),
             permits: Arc::new(Permits::new(threads)),
             forked: Default::default(),
             retired: Default::default(),
             fallbacks: Mutex::default(),
+            counters_only,
         }
     }
 

@@ -197,7 +197,8 @@ pub fn run_test(run: &TestRun) -> std::io::Result<Finished> {
             .map_or_else(|| panic_stack(&output), |rec| names.frames(&rec)),
         None => panic_stack(&output),
     };
-    let [profiles, edge_files] = files_in(dir, ["profraw", "edges"])?;
+    let [mut profiles, counters, edge_files] = files_in(dir, ["profraw", "counters", "edges"])?;
+    profiles.extend(counters);
     Ok(Finished {
         outcome,
         signal,
@@ -220,14 +221,27 @@ fn serve(run: &TestRun, doctest: bool, env_reads: &Path, out_path: &Path) -> Opt
         return None;
     };
     let key = (run.job.binary, run.job.ignored);
-    let server = match servers.server(key, || base_command(run, None, Some(crate::forkserver::SLOT))) {
+    let command = || {
+        let mut cmd = base_command(run, None, Some(crate::forkserver::SLOT));
+        if servers.counters_only {
+            cmd.env(crate::forkserver::TEMPLATE_ENV, "1");
+        }
+        cmd
+    };
+    let server = match servers.server(key, command) {
         Ok(s) => s,
         Err(why) => {
             servers.fell_back(&format!("{} cannot fork tests: {why}", run.bin.id));
             return None;
         }
     };
-    let env = per_test_env(run, env_reads);
+    let mut env = per_test_env(run, env_reads);
+    if servers.counters_only {
+        env.push((
+            crate::forkserver::COUNTERS_ENV,
+            run.dir.join("sfl-%p.counters").into_os_string(),
+        ));
+    }
     match server.run(
         name,
         run.threads,

@@ -189,7 +189,8 @@ pub struct ExecutionArgs {
     /// its own process with its own profile, without paying a launch.
     #[arg(long)]
     pub process_per_test: bool,
-    /// Keep each test's .profraw files under <target-dir>/profiles (for debugging the decoder).
+    /// Keep each test's .profraw files under <target-dir>/profiles (for debugging the decoder;
+    /// every test then writes a whole profile, which forked tests otherwise skip).
     #[arg(long)]
     pub keep_profiles: bool,
     /// Run one shard of the tests: `count:K/N` (every N-th test of the sorted list, from the

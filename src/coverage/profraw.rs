@@ -4,6 +4,8 @@
 //! INSTR_PROF_DATA), llvm/lib/ProfileData/InstrProfReader.cpp (`RawInstrProfReader`) @ llvmorg-22.
 //! A continuous-mode (`%c`) profile has the same layout, with page-aligned counters.
 
+use std::borrow::Cow;
+
 use crate::error::DecodeError;
 
 /// `\xfflprofr\x81` read as a little-endian u64 (64-bit producer).
@@ -27,7 +29,8 @@ pub struct DataRecord {
 /// A parsed profile, borrowing the file's bytes.
 pub struct RawProfile<'a> {
     pub binary_ids: Vec<&'a [u8]>,
-    pub records: Vec<DataRecord>,
+    /// Its own, or a [`Template`]'s.
+    pub records: Cow<'a, [DataRecord]>,
     counters: &'a [u8],
 }
 
@@ -61,7 +64,7 @@ impl<'a> RawProfile<'a> {
         let counters = slice(counters_start, counters_end)?;
         Ok(RawProfile {
             binary_ids,
-            records: records(data, num_data, counters_delta, num_counters)?,
+            records: Cow::Owned(records(data, num_data, counters_delta, num_counters)?),
             counters,
         })
     }
@@ -77,6 +80,46 @@ impl<'a> RawProfile<'a> {
         self.counters[rec.first_counter * 8..(rec.first_counter + rec.num_counters) * 8]
             .iter()
             .all(|&b| b == 0)
+    }
+}
+
+/// What every forked test of one binary shares: the records of a profile its fork server wrote
+/// (`<exe>.sfl-template.profraw`, [`TEMPLATE_SUFFIX`]), whose counters are then each test's
+/// counters file (the counters section alone, as the test's process mapped it).
+pub struct Template {
+    binary_ids: Vec<Vec<u8>>,
+    records: Vec<DataRecord>,
+    num_counters: usize,
+}
+
+/// Appended to an executable's path: the template its fork server writes.
+pub const TEMPLATE_SUFFIX: &str = ".sfl-template.profraw";
+
+impl Template {
+    pub fn parse(bytes: &[u8]) -> Result<Template, DecodeError> {
+        let p = RawProfile::parse(bytes)?;
+        Ok(Template {
+            binary_ids: p.binary_ids.iter().map(|id| id.to_vec()).collect(),
+            num_counters: p.counters.len() / 8,
+            records: p.records.into_owned(),
+        })
+    }
+
+    /// The profile of a test whose counters section is `counters`.
+    pub fn profile<'a>(&'a self, counters: &'a [u8]) -> Result<RawProfile<'a>, DecodeError> {
+        if counters.is_empty() {
+            return Err(DecodeError::EmptyProfile);
+        }
+        if counters.len() != self.num_counters * 8 {
+            return Err(DecodeError::malformed(
+                "counters file and its binary's profile disagree on the number of counters",
+            ));
+        }
+        Ok(RawProfile {
+            binary_ids: self.binary_ids.iter().map(Vec::as_slice).collect(),
+            records: Cow::Borrowed(&self.records),
+            counters,
+        })
     }
 }
 
@@ -222,6 +265,27 @@ mod tests {
             RawProfile::parse(&v9),
             Err(DecodeError::UnsupportedVersion { found: 9, .. })
         ));
+    }
+
+    #[test]
+    fn a_template_takes_a_tests_counters() {
+        let bytes = synthetic(b"\x01\x02", 42, 7, &[0, 0, 0]);
+        let t = Template::parse(&bytes).unwrap();
+        let counters: Vec<u8> = [5u64, 0, 9].iter().flat_map(|c| c.to_le_bytes()).collect();
+        let p = t.profile(&counters).unwrap();
+        assert_eq!(p.binary_ids, vec![&b"\x01\x02"[..]]);
+        assert_eq!((p.records[0].name_ref, p.records[0].first_counter), (42, 0));
+        assert_eq!((p.counter(0), p.counter(1), p.counter(2)), (5, 0, 9));
+        // The same as the whole profile with those counters.
+        let whole = synthetic(b"\x01\x02", 42, 7, &[5, 0, 9]);
+        let w = RawProfile::parse(&whole).unwrap();
+        assert_eq!(
+            (w.counter(0), w.counter(2), w.records[0].num_counters),
+            (5, 9, p.records[0].num_counters)
+        );
+        // A counters file of another length is another binary's (or cut short).
+        assert!(t.profile(&counters[..16]).is_err());
+        assert!(matches!(t.profile(&[]), Err(DecodeError::EmptyProfile)));
     }
 
     #[test]

@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex};
 use rustc_hash::FxHashMap as HashMap;
 
 use super::decode::{BinaryCoverage, Layouts};
-use super::profraw::RawProfile;
+use super::profraw::{RawProfile, TEMPLATE_SUFFIX, Template};
 use crate::bitset::hex;
 use crate::error::DecodeError;
 use crate::per_binary::{BinaryError, PerBinary};
@@ -27,6 +27,8 @@ pub enum ProfileError {
     Decode { name: String, source: DecodeError },
     #[error(transparent)]
     Binary(#[from] BinaryError<DecodeError>),
+    #[error("counters {name}: their binary's profile template is missing or unreadable ({why})")]
+    Template { name: String, why: String },
     #[error("profile {name} belongs to no binary of this build (build-id {build_id}); ignored")]
     Foreign { name: String, build_id: String },
 }
@@ -102,6 +104,8 @@ pub struct SortedUnits {
 /// One binary's coverage map with, per file and line, its unit.
 pub struct BinaryUnits {
     cov: BinaryCoverage,
+    /// The profile its fork server wrote for its forked tests' counters, read on first use.
+    template: std::sync::OnceLock<Result<Template, String>>,
     /// `line_units[file][line]`: the unit of that line (None: the map has no region there).
     line_units: Vec<Arc<Vec<Option<UnitId>>>>,
     /// Workspace-relative path per file (None: not the workspace's code).
@@ -194,7 +198,12 @@ impl<'a> LineDecoder<'a> {
         }
         drop(by_layout);
         table.functions.extend(spans(&cov.map, &rel));
-        Ok(BinaryUnits { cov, line_units, rel })
+        Ok(BinaryUnits {
+            cov,
+            template: std::sync::OnceLock::new(),
+            line_units,
+            rel,
+        })
     }
 
     /// The binary that wrote `profile`: test binary `own` if the build-ids say so, else the
@@ -234,7 +243,24 @@ impl<'a> LineDecoder<'a> {
             name: name.clone(),
             source,
         };
-        let profile = RawProfile::parse(&bytes).map_err(failed)?;
+        let own_units;
+        let profile = if path.extension().is_some_and(|e| e == "counters") {
+            // A forked test's counters alone: its binary's template holds the rest.
+            own_units = self.binary(own)?;
+            let template = own_units.template.get_or_init(|| {
+                let mut path = own_units.cov.path.clone().into_os_string();
+                path.push(TEMPLATE_SUFFIX);
+                let bytes = std::fs::read(&path).map_err(|e| format!("{}: {e}", Path::new(&path).display()))?;
+                Template::parse(&bytes).map_err(|e| format!("{}: {e}", Path::new(&path).display()))
+            });
+            let template = template.as_ref().map_err(|why| ProfileError::Template {
+                name: name.clone(),
+                why: why.clone(),
+            })?;
+            template.profile(&bytes).map_err(failed)?
+        } else {
+            RawProfile::parse(&bytes).map_err(failed)?
+        };
         let b = self.owner(own, &profile, &name)?;
         let lines = b.cov.decode_parsed(&profile, true).map_err(failed)?;
         // A line the binary's units did not list up front is still a unit when it is the

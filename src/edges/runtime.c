@@ -291,7 +291,17 @@ static int env_first_read(const char *name, size_t n) {
     return 1;
 }
 
+/* Set in a forked test whose counters cargo sfl's own file holds (below): the profiler's one
+ * read of LLVM_PROFILE_FILE at start-up is answered /dev/null, so it maps no profile of its own
+ * and what it writes at exit (from the unused counters section) goes nowhere; the variable stays
+ * in the environment for the programs the test starts. */
+static int profile_to_null;
+
 char *getenv(const char *name) {
+    if (profile_to_null && strcmp(name, "LLVM_PROFILE_FILE") == 0) {
+        profile_to_null = 0;
+        return (char *)"/dev/null";
+    }
     char *value = plain_getenv(name);
     int fd = env_reads_file();
     size_t n = strlen(name);
@@ -521,6 +531,83 @@ void sfl_test_main(const void *const *tests, size_t n) {
 #endif /* SFL_TEST_MAIN && __linux__ */
 
 /*
+ * ---- Counters only: a forked test's coverage without a profile of its own ----
+ *
+ * A continuous-mode profile (LLVM_PROFILE_FILE with %c) is written whole when the process
+ * starts: its header, a record per function and the names (130 KB for a parser's test binary),
+ * then the counters are mapped onto the file. Every forked test of one executable would write
+ * the same records and names. So with CARGO_SFL_PROFILE_TEMPLATE set, the fork server writes
+ * them once, as a profile (`<exe>.sfl-template.profraw`, written aside and renamed), and with
+ * CARGO_SFL_COUNTERS_FILE set, each forked test maps its counters onto that file alone (zeros
+ * until run: only the pages a test touches take memory) and points the instrumented code at it
+ * through the counter bias that runtime counter relocation reads at each function's entry, as
+ * the profiler's continuous mode does. The profiler's start-up then reads LLVM_PROFILE_FILE as
+ * /dev/null (profile_to_null), so it maps nothing and its exit write goes nowhere. cargo sfl
+ * decodes the counters with the template's records. A program the test starts writes its own
+ * profile as before. Where anything is missing (no profiler, no relocation, a failed mapping),
+ * the test's profile is the profiler's own, as without this.
+ */
+extern intptr_t __llvm_profile_counter_bias __attribute__((weak));
+extern char *__llvm_profile_begin_counters(void) __attribute__((weak));
+extern char *__llvm_profile_end_counters(void) __attribute__((weak));
+extern uint64_t __llvm_profile_get_size_for_buffer(void) __attribute__((weak));
+extern int __llvm_profile_write_buffer(char *buffer) __attribute__((weak));
+
+#define SFL_TEMPLATE_SUFFIX ".sfl-template.profraw"
+
+static int counters_supported(void) {
+    return &__llvm_profile_counter_bias && __llvm_profile_begin_counters && __llvm_profile_end_counters &&
+           __llvm_profile_get_size_for_buffer && __llvm_profile_write_buffer;
+}
+
+/* In the fork server, before any test: the profile every test of this executable shares. */
+static void write_template(void) {
+    if (!plain_getenv("CARGO_SFL_PROFILE_TEMPLATE") || !counters_supported()) return;
+    char path[SFL_PATH_MAX + 64], tmp[SFL_PATH_MAX + 96];
+    ssize_t n = readlink("/proc/self/exe", path, SFL_PATH_MAX - 1);
+    if (n <= 0) return;
+    memcpy(path + n, SFL_TEMPLATE_SUFFIX, sizeof SFL_TEMPLATE_SUFFIX);
+    snprintf(tmp, sizeof tmp, "%s.%ld", path, (long)getpid());
+    uint64_t size = __llvm_profile_get_size_for_buffer();
+    char *buf = size > 0 && size < ((uint64_t)1 << 34) ? malloc((size_t)size) : NULL;
+    if (!buf) return;
+    int ok = __llvm_profile_write_buffer(buf) == 0;
+    int fd = ok ? open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644) : -1;
+    size_t o = 0;
+    while (fd >= 0 && o < size) {
+        ssize_t w = write(fd, buf + o, (size_t)size - o);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) break;
+        o += (size_t)w;
+    }
+    if (fd >= 0) close(fd);
+    if (fd >= 0 && (o != size || rename(tmp, path) != 0)) unlink(tmp);
+    free(buf);
+}
+
+/* In a forked test, before any instrumented code: its counters onto the file `pattern` names
+ * (%p: its process id). 1 when they are there. */
+static int map_counters(const char *pattern) {
+    if (!counters_supported()) return 0;
+    char *begin = __llvm_profile_begin_counters(), *end = __llvm_profile_end_counters();
+    if (!begin || end <= begin) return 0;
+    size_t size = (size_t)(end - begin);
+    char path[SFL_PATH_MAX];
+    expand_pid(pattern, path, sizeof path);
+    int fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) return 0;
+    void *m = ftruncate(fd, (off_t)size) == 0 ? mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)
+                                              : MAP_FAILED;
+    close(fd);
+    if (m == MAP_FAILED) {
+        unlink(path);
+        return 0;
+    }
+    __llvm_profile_counter_bias = (intptr_t)m - (intptr_t)begin;
+    return 1;
+}
+
+/*
  * ---- Fork server: a test process per test without a launch per test ----
  *
  * With CARGO_SFL_FORK_SERVER set, the executable becomes a server before `main`: this
@@ -616,6 +703,10 @@ static void become_test(char *req, int argc, char **argv) {
     in_fork_server = 0;
     env_reads_fd = -2;
     memset(env_seen, 0, sizeof env_seen);
+    const char *counters = plain_getenv("CARGO_SFL_COUNTERS_FILE");
+    if (counters && *counters && map_counters(counters)) profile_to_null = 1;
+    /* For this process only: a program the test starts writes a profile of its own. */
+    unsetenv("CARGO_SFL_COUNTERS_FILE");
     if (deferred_blocks) open_output(flags_start, deferred_blocks);
 }
 
@@ -633,6 +724,7 @@ __attribute__((constructor(101))) static void sfl_fork_server(int argc, char **a
     sa.sa_handler = on_sigchld;
     sa.sa_flags = SA_RESTART | SA_NOCLDSTOP;
     sigaction(SIGCHLD, &sa, NULL);
+    write_template();
     reply("ready\n");
     static char buf[1 << 16];
     size_t len = 0;

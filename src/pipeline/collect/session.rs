@@ -73,7 +73,7 @@ impl<'a> Session<'a> {
             flags,
             keep: exec.keep_profiles,
             servers: (!exec.process_per_test && crate::platform::FORK_SERVERS)
-                .then(|| crate::forkserver::ForkServers::new(jobs)),
+                .then(|| crate::forkserver::ForkServers::new(jobs, !exec.keep_profiles)),
             stacks: crate::stacks::Symbolizer::default(),
             last: plan::load_durations(&durations_path(ws)),
         }
