@@ -27,10 +27,19 @@ pub enum ProfileError {
     Decode { name: String, source: DecodeError },
     #[error(transparent)]
     Binary(#[from] BinaryError<DecodeError>),
-    #[error("counters {name}: their binary's profile template is missing or unreadable ({why})")]
-    Template { name: String, why: String },
+    #[error("counters {name}: their binary's profile template: {source}")]
+    Template { name: String, source: Arc<TemplateError> },
     #[error("profile {name} belongs to no binary of this build (build-id {build_id}); ignored")]
     Foreign { name: String, build_id: String },
+}
+
+/// Why a binary's profile template ([`Template`]) cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum TemplateError {
+    #[error("cannot read {}: {source}", path.display())]
+    Read { path: PathBuf, source: std::io::Error },
+    #[error("{}: {source}", path.display())]
+    Decode { path: PathBuf, source: DecodeError },
 }
 
 /// The units of the run, numbered as first met (any order: see [`LineDecoder::finish`]).
@@ -105,7 +114,7 @@ pub struct SortedUnits {
 pub struct BinaryUnits {
     cov: BinaryCoverage,
     /// The profile its fork server wrote for its forked tests' counters, read on first use.
-    template: std::sync::OnceLock<Result<Template, String>>,
+    template: std::sync::OnceLock<Result<Template, Arc<TemplateError>>>,
     /// `line_units[file][line]`: the unit of that line (None: the map has no region there).
     line_units: Vec<Arc<Vec<Option<UnitId>>>>,
     /// Workspace-relative path per file (None: not the workspace's code).
@@ -250,12 +259,16 @@ impl<'a> LineDecoder<'a> {
             let template = own_units.template.get_or_init(|| {
                 let mut path = own_units.cov.path.clone().into_os_string();
                 path.push(TEMPLATE_SUFFIX);
-                let bytes = std::fs::read(&path).map_err(|e| format!("{}: {e}", Path::new(&path).display()))?;
-                Template::parse(&bytes).map_err(|e| format!("{}: {e}", Path::new(&path).display()))
+                let path = PathBuf::from(path);
+                let bytes = match std::fs::read(&path) {
+                    Ok(b) => b,
+                    Err(source) => return Err(Arc::new(TemplateError::Read { path, source })),
+                };
+                Template::parse(&bytes).map_err(|source| Arc::new(TemplateError::Decode { path, source }))
             });
-            let template = template.as_ref().map_err(|why| ProfileError::Template {
+            let template = template.as_ref().map_err(|source| ProfileError::Template {
                 name: name.clone(),
-                why: why.clone(),
+                source: Arc::clone(source),
             })?;
             template.profile(&bytes).map_err(failed)?
         } else {

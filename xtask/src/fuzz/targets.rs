@@ -233,7 +233,7 @@ impl Target for Profraw {
             Ok(p) => {
                 // What the decoder reads of a parsed profile.
                 let mut sum = 0u64;
-                for r in &p.records {
+                for r in p.records.iter() {
                     if !p.all_zero(r) {
                         sum = (0..r.num_counters).fold(sum, |s, i| s.wrapping_add(p.counter(r.first_counter + i)));
                     }
