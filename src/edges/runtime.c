@@ -544,8 +544,8 @@ void sfl_test_main(const void *const *tests, size_t n) {
  * the profiler's continuous mode does. The profiler's start-up then reads LLVM_PROFILE_FILE as
  * /dev/null (profile_to_null), so it maps nothing and its exit write goes nowhere. cargo sfl
  * decodes the counters with the template's records. A program the test starts writes its own
- * profile as before. Where anything is missing (no profiler, no relocation, a failed mapping),
- * the test's profile is the profiler's own, as without this.
+ * profile as before. Where anything is missing (no profiler, no relocation, no template written,
+ * a failed mapping), the test's profile is the profiler's own, as without this.
  */
 extern intptr_t __llvm_profile_counter_bias __attribute__((weak));
 extern char *__llvm_profile_begin_counters(void) __attribute__((weak));
@@ -559,6 +559,9 @@ static int counters_supported(void) {
     return &__llvm_profile_counter_bias && __llvm_profile_begin_counters && __llvm_profile_end_counters &&
            __llvm_profile_get_size_for_buffer && __llvm_profile_write_buffer;
 }
+
+/* Whether the fork server wrote the template: its children map their counters only then. */
+static int template_written;
 
 /* In the fork server, before any test: the profile every test of this executable shares. */
 static void write_template(void) {
@@ -581,7 +584,10 @@ static void write_template(void) {
         o += (size_t)w;
     }
     if (fd >= 0) close(fd);
-    if (fd >= 0 && (o != size || rename(tmp, path) != 0)) unlink(tmp);
+    if (fd >= 0 && o == size && rename(tmp, path) == 0)
+        template_written = 1;
+    else if (fd >= 0)
+        unlink(tmp);
     free(buf);
 }
 
@@ -704,7 +710,7 @@ static void become_test(char *req, int argc, char **argv) {
     env_reads_fd = -2;
     memset(env_seen, 0, sizeof env_seen);
     const char *counters = plain_getenv("CARGO_SFL_COUNTERS_FILE");
-    if (counters && *counters && map_counters(counters)) profile_to_null = 1;
+    if (template_written && counters && *counters && map_counters(counters)) profile_to_null = 1;
     /* For this process only: a program the test starts writes a profile of its own. */
     unsetenv("CARGO_SFL_COUNTERS_FILE");
     if (deferred_blocks) open_output(flags_start, deferred_blocks);
