@@ -121,6 +121,23 @@ pub struct BinaryUnits {
     rel: Vec<Option<String>>,
 }
 
+impl BinaryUnits {
+    /// The profile template its fork server wrote (`<exe>.sfl-template.profraw`), read once.
+    fn template(&self) -> Result<&Template, &Arc<TemplateError>> {
+        let read = || {
+            let mut path = self.cov.path.clone().into_os_string();
+            path.push(TEMPLATE_SUFFIX);
+            let path = PathBuf::from(path);
+            let bytes = std::fs::read(&path).map_err(|source| TemplateError::Read {
+                path: path.clone(),
+                source,
+            })?;
+            Template::parse(&bytes).map_err(|source| TemplateError::Decode { path, source })
+        };
+        self.template.get_or_init(|| read().map_err(Arc::new)).as_ref()
+    }
+}
+
 /// A file of a coverage map in which no file is the workspace's, if so: every executable of the
 /// build contains the workspace's code, so such a map comes from a build of another copy (a
 /// moved or copied workspace whose target directory came along).
@@ -256,17 +273,7 @@ impl<'a> LineDecoder<'a> {
         let profile = if path.extension().is_some_and(|e| e == "counters") {
             // A forked test's counters alone: its binary's template holds the rest.
             own_units = self.binary(own)?;
-            let template = own_units.template.get_or_init(|| {
-                let mut path = own_units.cov.path.clone().into_os_string();
-                path.push(TEMPLATE_SUFFIX);
-                let path = PathBuf::from(path);
-                let bytes = match std::fs::read(&path) {
-                    Ok(b) => b,
-                    Err(source) => return Err(Arc::new(TemplateError::Read { path, source })),
-                };
-                Template::parse(&bytes).map_err(|source| Arc::new(TemplateError::Decode { path, source }))
-            });
-            let template = template.as_ref().map_err(|source| ProfileError::Template {
+            let template = own_units.template().map_err(|source| ProfileError::Template {
                 name: name.clone(),
                 source: Arc::clone(source),
             })?;

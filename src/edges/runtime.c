@@ -591,10 +591,10 @@ static void write_template(void) {
     free(buf);
 }
 
-/* In a forked test, before any instrumented code: its counters onto the file `pattern` names
- * (%p: its process id). 1 when they are there. */
+/* In a forked test, before any instrumented code, once its server wrote the template (so the
+ * profiler's functions are there): its counters onto the file `pattern` names (%p: its process
+ * id). 1 when they are there. */
 static int map_counters(const char *pattern) {
-    if (!counters_supported()) return 0;
     char *begin = __llvm_profile_begin_counters(), *end = __llvm_profile_end_counters();
     if (!begin || end <= begin) return 0;
     size_t size = (size_t)(end - begin);
