@@ -187,7 +187,8 @@ pub struct TestBinary {
     /// `harness = false` in the manifest.
     pub custom_harness: bool,
     /// Environment `cargo test` gives this binary's tests beyond the package's own variables:
-    /// `[env]` of cargo's configuration and its build script's `cargo::rustc-env`.
+    /// `[env]` of cargo's configuration and its build script's `cargo::rustc-env`; and insta's
+    /// workspace root (`INSTA_WORKSPACE_ROOT`, the answer insta would ask cargo for per process).
     pub env: Vec<(String, String)>,
     /// A library's doctests (`pkg::doctest/<lib>`): several executables, each test found by
     /// name here; `path` is the first of them.

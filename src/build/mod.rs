@@ -67,13 +67,28 @@ pub fn build(
         }
     }
     built.tests.sort_by(|a, b| a.id.cmp(&b.id));
-    let config = config_env(&ws.root);
+    let mut config = config_env(&ws.root);
+    answer_insta(&mut config, &ws.root, std::env::var_os(INSTA_ROOT).is_some());
     for t in &mut built.tests {
         t.env = config.clone();
         t.env
             .extend(script_env.get(&ws.members[t.package].id).cloned().unwrap_or_default());
     }
     Ok(built)
+}
+
+/// insta's override of the workspace root it keeps snapshots under.
+const INSTA_ROOT: &str = "INSTA_WORKSPACE_ROOT";
+
+/// Gives the tests insta's workspace root (`root`) unless the environment (`set`) or cargo's
+/// `[env]` already does. insta otherwise runs `cargo metadata` in the test's package to find
+/// it, once per process: once per binary under `cargo test`, once per test here (60-100 ms
+/// each, most of a small snapshot test). Every package cargo sfl runs tests of is a member of
+/// this workspace, so the answer is the one `cargo metadata` would give.
+fn answer_insta(env: &mut Vec<(String, String)>, root: &Path, set: bool) {
+    if !set && !env.iter().any(|(k, _)| k == INSTA_ROOT) {
+        env.push((INSTA_ROOT.to_string(), root.to_string_lossy().into_owned()));
+    }
 }
 
 /// Where a profile directory of the build records the workspace root its crates were built
@@ -207,4 +222,23 @@ fn config_env(dir: &Path) -> Vec<(String, String)> {
         }
     }
     env
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn insta_gets_the_workspace_root_unless_it_is_given_one() {
+        let root = Path::new("/ws");
+        let mut env = vec![("A".to_string(), "1".to_string())];
+        answer_insta(&mut env, root, false);
+        assert_eq!(env[1], (INSTA_ROOT.to_string(), "/ws".to_string()));
+        let mut env = Vec::new();
+        answer_insta(&mut env, root, true);
+        assert!(env.is_empty(), "the environment sets it: {env:?}");
+        let mut env = vec![(INSTA_ROOT.to_string(), "/elsewhere".to_string())];
+        answer_insta(&mut env, root, false);
+        assert_eq!(env, [(INSTA_ROOT.to_string(), "/elsewhere".to_string())]);
+    }
 }

@@ -524,7 +524,8 @@ fn one_line_spectra(root: impl serde::Serialize, unit: (&str, u32), row: &str) -
 }
 
 /// Tests see the environment `cargo test` gives them: `[env]` of `.cargo/config.toml` (plain
-/// and `relative`) and the build script's `cargo::rustc-env`. All pass, so exit 3.
+/// and `relative`) and the build script's `cargo::rustc-env`; and insta's workspace root, which
+/// insta would otherwise ask `cargo metadata` for in every test's process. All pass, so exit 3.
 fn tests_see_cargos_environment() -> Result {
     let tmp = tempfile::tempdir()?;
     let dir = tmp.path();
@@ -549,16 +550,21 @@ fn tests_see_cargos_environment() -> Result {
             "#[cfg(test)]\nmod tests {{\n    #[test]\n    fn config_env() {{\n        \
              assert_eq!(std::env::var(\"SFL_GREETING\").as_deref(), Ok(\"hi\"));\n        \
              assert_eq!(std::env::var(\"SFL_DATA\").as_deref(), Ok({data:?}));\n    }}\n    #[test]\n    \
-             fn build_script_env() {{\n        assert_eq!(std::env::var(\"BUILT_BY_SCRIPT\").as_deref(), Ok(\"yes\"));\n    }}\n}}\n",
+             fn build_script_env() {{\n        assert_eq!(std::env::var(\"BUILT_BY_SCRIPT\").as_deref(), Ok(\"yes\"));\n    }}\n    \
+             #[test]\n    fn insta_root() {{\n        \
+             assert_eq!(std::env::var(\"INSTA_WORKSPACE_ROOT\").as_deref(), Ok(env!(\"CARGO_MANIFEST_DIR\")));\n    }}\n}}\n",
             data = data.to_string_lossy()
         ),
     )?;
-    let out = sfl(&["--format", "json"], dir);
+    let out = crate::support::sfl_command(dir)
+        .args(["--format", "json"])
+        .env_remove("INSTA_WORKSPACE_ROOT")
+        .output()?;
     check(out.status.code() == Some(3), || show(&out))?;
     let report: Value = serde_json::from_slice(&out.stdout)?;
     let tests = report["tests"].as_array().ok_or("no tests")?;
     check(
-        tests.len() == 2 && tests.iter().all(|t| t["outcome"] == "passed"),
+        tests.len() == 3 && tests.iter().all(|t| t["outcome"] == "passed"),
         || show(&out),
     )
 }
