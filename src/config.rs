@@ -97,6 +97,8 @@ pub struct Selection {
     pub no_doctests: bool,
     /// `--standalone-doctests`: one executable per doctest, never merged.
     pub standalone_doctests: bool,
+    /// `--merged-doctests`: merged however few they are.
+    pub merged_doctests: bool,
     /// `--message-format json`: the build's cargo messages go to stdout as cargo prints them
     /// (how the report is written, not what is built: the next run's selection ignores it).
     pub cargo_messages: bool,

@@ -17,6 +17,8 @@ pub enum Section {
     CoverageMap,
     /// The coverage map's function records.
     CoverageFunctions,
+    /// The profile names of the instrumented functions (`-C instrument-coverage`).
+    ProfileNames,
     /// SanitizerCoverage's inline flags, one byte per instrumented block.
     SancovFlags,
     /// SanitizerCoverage's PC table, one `(pc, flags)` pair of pointers per block.
@@ -38,6 +40,8 @@ impl Section {
             (Section::CoverageMap, true) => ".lcovmap$M",
             (Section::CoverageFunctions, false) => "__llvm_covfun",
             (Section::CoverageFunctions, true) => ".lcovfun$M",
+            (Section::ProfileNames, false) => "__llvm_prf_names",
+            (Section::ProfileNames, true) => ".lprfn$M",
             (Section::SancovFlags, false) => "__sancov_bools",
             (Section::SancovFlags, true) => ".SCOV$BM",
             (Section::SancovPcs, false) => "__sancov_pcs",

@@ -76,6 +76,9 @@ pub(super) fn build_doctests(
     if select.standalone_doctests {
         cmd.env(crate::doctest::STANDALONE_ENV, "1");
     }
+    if select.merged_doctests {
+        cmd.env(crate::doctest::MERGED_ENV, "1");
+    }
     let status = stream(cmd, "doctests", select.cargo_messages, script_env, |art| {
         add_artifact(ws, built, art)
     })?;

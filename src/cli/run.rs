@@ -108,11 +108,16 @@ pub struct SelectionArgs {
     #[arg(long, help_heading = "Target selection")]
     pub no_doctests: bool,
     /// Build each doctest as an executable of its own, as `cargo test --doc` does before edition
-    /// 2024. By default a library's doctests are merged into one executable wherever rustdoc can
-    /// merge them (each still runs in its own process), which builds and decodes them several
-    /// times faster; use this when a doctest depends on being a crate of its own.
-    #[arg(long, help_heading = "Target selection")]
+    /// 2024. By default a library with five doctests or more has them merged into one executable
+    /// wherever rustdoc can merge them (each still runs in its own process), which builds and
+    /// decodes many doctests several times faster; fewer are built one executable each, which
+    /// skips the merged runner's build. Use this when a doctest depends on being a crate of its
+    /// own.
+    #[arg(long, help_heading = "Target selection", conflicts_with = "merged_doctests")]
     pub standalone_doctests: bool,
+    /// Merge a library's doctests into one executable however few they are.
+    #[arg(long, help_heading = "Target selection")]
+    pub merged_doctests: bool,
 
     /// Space or comma separated list of features to activate.
     #[arg(short = 'F', long, value_name = "FEATURES", help_heading = "Feature selection")]
@@ -245,6 +250,7 @@ impl From<SelectionArgs> for config::Selection {
             doc: s.doc,
             no_doctests: s.no_doctests,
             standalone_doctests: s.standalone_doctests,
+            merged_doctests: s.merged_doctests,
             cargo_messages: false,
         }
     }

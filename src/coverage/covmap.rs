@@ -107,8 +107,42 @@ pub fn read_binary<'data>(data: impl object::ReadRef<'data>) -> Result<BinaryInf
     let (Some(covmap), Some(covfun)) = (section(Section::CoverageMap)?, section(Section::CoverageFunctions)?) else {
         return Err(DecodeError::NoCoverageMap);
     };
-    let map = parse_coverage_map(&covmap, &covfun)?;
+    let mut map = parse_coverage_map(&covmap, &covfun)?;
+    if let Some(names) = section(Section::ProfileNames)? {
+        let own = doctest_functions(&names)?;
+        if !own.is_empty() {
+            map.functions.retain(|f| !own.contains(&f.name_ref));
+        }
+    }
     Ok(BinaryInfo { build_id, map })
+}
+
+/// The name refs of the functions a standalone doctest defines itself
+/// ([`crate::doctest::defined_by_doctest`]), from the profile names section: blocks of `ULEB
+/// uncompressed length, ULEB compressed length (0: stored), data`, names separated by `\x01`;
+/// a function's name ref is the MD5 of its name.
+fn doctest_functions(section: &[u8]) -> Result<std::collections::HashSet<u64>, DecodeError> {
+    let mut own = std::collections::HashSet::new();
+    let mut r = Cursor::new(section);
+    while !r.at_end() {
+        let uncompressed_len = r.uleb()? as usize;
+        let compressed_len = r.uleb()? as usize;
+        let owned;
+        let raw: &[u8] = if compressed_len == 0 {
+            r.bytes(uncompressed_len)?
+        } else {
+            owned = inflate(r.bytes(compressed_len)?, uncompressed_len)?;
+            &owned
+        };
+        for name in raw.split(|&b| b == 1) {
+            if std::str::from_utf8(name).is_ok_and(crate::doctest::defined_by_doctest) {
+                own.insert(md5_low(name));
+            }
+        }
+        // Blocks of the linked objects follow one another, some padded with zeros.
+        r.skip_zeros();
+    }
+    Ok(own)
 }
 
 /// Parses the two coverage sections.
@@ -435,11 +469,44 @@ impl<'a> Cursor<'a> {
         self.pos = end;
         Ok(s)
     }
+
+    pub(crate) fn at_end(&self) -> bool {
+        self.pos >= self.data.len()
+    }
+
+    /// Moves past zero bytes (padding).
+    pub(crate) fn skip_zeros(&mut self) {
+        while self.data.get(self.pos) == Some(&0) {
+            self.pos += 1;
+        }
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_standalone_doctests_own_functions_are_found_by_name() {
+        let own = "_RNvCsdqsnfIJc26X_8rust_out4main";
+        let library = "_RINvMs1_CseBen9pL05tE_4itoaNtB6_6Buffer6formatyECsdqsnfIJc26X_8rust_out";
+        let names = format!("{own}\x01{library}");
+        // A stored block, zero padding, then a compressed one holding the doctest's name again.
+        let mut section = vec![names.len() as u8, 0];
+        section.extend(names.as_bytes());
+        section.extend([0, 0]);
+        let mut z = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::default());
+        std::io::Write::write_all(&mut z, own.as_bytes()).unwrap();
+        let z = z.finish().unwrap();
+        section.extend([own.len() as u8, z.len() as u8]);
+        section.extend(&z);
+        let found = doctest_functions(&section).unwrap();
+        assert_eq!(found, std::collections::HashSet::from([md5_low(own.as_bytes())]));
+        assert!(
+            doctest_functions(&[9, 0, b'x']).is_err(),
+            "a block shorter than it says"
+        );
+    }
 
     #[test]
     fn uleb_decodes_multibyte_values() {

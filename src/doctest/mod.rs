@@ -2,11 +2,13 @@
 //! executables (`--persist-doctests`), with cargo-sfl standing in for rustdoc (cargo's `RUSTDOC`)
 //! and for the tool that would run them (`--test-runtool`), so that nothing runs while building;
 //! the pipeline then runs each doctest in its own process. A library's doctests are merged into
-//! one executable wherever rustdoc can merge them, in every edition (`--standalone-doctests`:
-//! never). When rustdoc cannot do that, the doctests are run plainly by `cargo test --doc` and
+//! one executable wherever rustdoc can merge them, in every edition, when it has enough of them
+//! to repay the merged runner's build ([`count`]; `--standalone-doctests`: never;
+//! `--merged-doctests`: however few). When rustdoc cannot do that, the doctests are run plainly by `cargo test --doc` and
 //! reported without coverage. The stand-ins are the binary's (`wrappers::rustdoc`); this module
 //! reads what they leave.
 
+pub mod count;
 pub mod parse;
 
 use std::collections::HashSet;
@@ -18,6 +20,8 @@ use crate::spectra::{Outcome, TestRecord};
 pub const RUSTDOC_WRAPPER_ENV: &str = "CARGO_SFL_RUSTDOC";
 /// Set for `--standalone-doctests`: rustdoc builds one executable per doctest.
 pub const STANDALONE_ENV: &str = "CARGO_SFL_STANDALONE_DOCTESTS";
+/// Set for `--merged-doctests`: merged however few the doctests ([`count::MERGE_FROM`]).
+pub const MERGED_ENV: &str = "CARGO_SFL_MERGED_DOCTESTS";
 /// Where each crate's doctests are persisted (`<dir>/<crate name>/`).
 pub const DIR_ENV: &str = "CARGO_SFL_DOCTEST_DIR";
 /// cargo-sfl's first argument when rustdoc runs it as `--test-runtool`.
@@ -31,6 +35,28 @@ pub const OUTPUT: &str = "rustdoc-output.txt";
 pub const BUILT_FROM: &str = "sfl-built-from";
 /// Marks a crate's directory as built (or reused) by this run's `cargo test --doc`.
 pub const THIS_RUN: &str = "sfl-this-run";
+
+/// The crate rustdoc compiles a standalone doctest as.
+const DOCTEST_CRATE: &str = "rust_out";
+
+/// Whether the function of symbol or profile name `name` (mangled) is a doctest's own: defined
+/// in a standalone doctest's crate, or an impl there. rustdoc maps that crate's source to the
+/// doc comment's lines, and its `main` wrapper's last line past the comment (onto the item the
+/// comment documents), so its lines would be library lines no test ran; merged doctests' own
+/// code is in a generated file, which names no workspace file. Library functions instantiated
+/// for the doctest are the library's.
+pub fn defined_by_doctest(name: &str) -> bool {
+    if !name.contains(DOCTEST_CRATE) {
+        return false;
+    }
+    // A profile name may be `FILE;SYMBOL` (a function of internal linkage).
+    let symbol = name.rsplit_once(';').map_or(name, |(_, s)| s);
+    let path = format!("{:#}", rustc_demangle::demangle(symbol));
+    let own = format!("{DOCTEST_CRATE}::");
+    path.starts_with(&own)
+        || path.strip_prefix('<').is_some_and(|p| p.starts_with(&own))
+        || path.contains(&format!(" as {own}"))
+}
 
 /// Unmarks every crate's doctests under `base`, before a run's doctest build marks its own.
 pub fn forget_marks(base: &Path) {
@@ -298,6 +324,27 @@ mod tests {
     fn touch(p: &Path) {
         std::fs::create_dir_all(p.parent().unwrap()).unwrap();
         std::fs::write(p, b"").unwrap();
+    }
+
+    #[test]
+    fn a_doctests_own_functions_are_told_from_the_librarys() {
+        // rust_out::main, a closure in it, an impl of a library trait for a doctest type.
+        for own in [
+            "_RNvCsdqsnfIJc26X_8rust_out4main",
+            "_RNCNvCsdqsnfIJc26X_8rust_out4main0B3_",
+            "src/lib.rs;_RNvCsdqsnfIJc26X_8rust_out4main",
+            "_ZN8rust_out4main17h0123456789abcdefE",
+        ] {
+            assert!(defined_by_doctest(own), "{own}");
+        }
+        // itoa::Buffer::format::<u64> instantiated in the doctest's crate; std's lang_start for it.
+        for library in [
+            "_RINvMs1_CseBen9pL05tE_4itoaNtB6_6Buffer6formatyECsdqsnfIJc26X_8rust_out",
+            "_RINvNtCsjrHSEGnQ3l9_3std2rt10lang_startuECsdqsnfIJc26X_8rust_out",
+            "_RNvCsdqsnfIJc26X_4itoa4main",
+        ] {
+            assert!(!defined_by_doctest(library), "{library}");
+        }
     }
 
     #[test]

@@ -170,8 +170,13 @@ impl EdgeMap {
             LineReader::Addr2line => None,
         };
         let mut map = EdgeMap::of_blocks(flags, graph);
-        let wanted = map.wanted(ran);
         let syms = map.function_symbols(&symbols);
+        // A doctest's own functions are test code whose lines a standalone doctest's line table
+        // puts in the doc comment (and past it): left out, as a merged doctest's are.
+        let mut wanted = map.wanted(ran);
+        for (w, sym) in wanted.iter_mut().zip(&syms) {
+            *w &= !sym.is_some_and(|s| crate::doctest::defined_by_doctest(s.2));
+        }
         let ranges = line_ranges(&syms, &wanted);
         let ranges = ranges.as_deref().unwrap_or(&[(0, u64::MAX)]);
         let mut tables = units.as_ref().map(UnitTables::new);

@@ -7,7 +7,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use cargo_sfl::doctest::{
-    BUILT_FROM, DIR_ENV, OUTPUT, RUNNABLE, RUNTOOL_ARG, RUSTDOC_WRAPPER_ENV, STANDALONE_ENV, THIS_RUN,
+    BUILT_FROM, DIR_ENV, MERGED_ENV, OUTPUT, RUNNABLE, RUNTOOL_ARG, RUSTDOC_WRAPPER_ENV, STANDALONE_ENV, THIS_RUN,
+    count,
 };
 use cargo_sfl::error::exit;
 
@@ -36,6 +37,8 @@ pub fn rustdoc_wrapper() -> ! {
     // doctests kept last time are these doctests.
     let merge = if std::env::var_os(STANDALONE_ENV).is_some() {
         "no"
+    } else if std::env::var_os(MERGED_ENV).is_none() && few_doctests(&args, &crate_name) {
+        "no"
     } else {
         "auto"
     };
@@ -62,6 +65,30 @@ pub fn rustdoc_wrapper() -> ! {
             std::process::exit(exit::SETUP)
         }
     }
+}
+
+/// Whether the library being documented has fewer doctests than merging repays
+/// ([`count::MERGE_FROM`]), counted in the sources its build's dependency-info file lists
+/// (beside the `.rlib` rustdoc is given as `--extern CRATE=…`). Not known: merged.
+fn few_doctests(args: &[OsString], crate_name: &str) -> bool {
+    let prefix = format!("{crate_name}=");
+    let rlib = args
+        .iter()
+        .zip(args.iter().skip(1))
+        .filter_map(|(a, b)| match a.to_str()? {
+            "--extern" => b.to_str()?.strip_prefix(&prefix),
+            a => a.strip_prefix("--extern=")?.strip_prefix(&prefix),
+        })
+        .map(Path::new)
+        .find(|p| p.extension().is_some_and(|e| e == "rlib"));
+    let dep_info = rlib.and_then(|p| {
+        let stem = p.file_stem()?.to_str()?.strip_prefix("lib")?;
+        Some(p.with_file_name(format!("{stem}.d")))
+    });
+    let dir = std::env::current_dir().unwrap_or_default();
+    dep_info
+        .and_then(|d| count::in_library(&d, &dir))
+        .is_some_and(|n| n < count::MERGE_FROM)
 }
 
 /// The arguments without the run tool cargo passes on from a target's `runner` (`--test-runtool`,

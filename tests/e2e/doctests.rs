@@ -1,6 +1,7 @@
 //! Doctests: a crate whose only failing test is a doctest is localised from the doctests'
-//! coverage, whether its doctests are merged into one executable (the default, in every
-//! edition) or built one executable each (`--standalone-doctests`), and each runs in its own
+//! coverage, whether its doctests are merged into one executable (the default from five
+//! doctests, in every edition; `--merged-doctests` always) or built one executable each (fewer,
+//! or `--standalone-doctests`), and each runs in its own
 //! process; `--no-doctests` leaves them out, `--doc` runs only them, and a rustdoc that cannot
 //! keep its doctests still has them run and reported, without coverage.
 
@@ -25,7 +26,7 @@ pub fn trials() -> Vec<Trial> {
         Trial::test("doctests::kept_until_their_sources_change", kept_until_changed),
         Trial::test("doctests::quiet_runs_find_them_too", quiet_run),
         Trial::test("doctests::of_a_cdylib_and_rlib_library", cdylib_library),
-        Trial::test("doctests::all_merged_into_one_executable", all_merged),
+        Trial::test("doctests::few_alone_or_all_merged_into_one_executable", all_merged),
     ]);
     trials
 }
@@ -320,9 +321,11 @@ fn cdylib_library() -> Result {
     Ok(())
 }
 
-/// A library whose doctests all merge (none is `compile_fail`, which is built alone): rustdoc
-/// reports no "running N tests" of standalone doctests, only its closing summary, and the
-/// doctests are still found, run and localised with coverage.
+/// A library of three doctests: built one executable each by default (too few to repay the
+/// merged runner), and with `--merged-doctests` all merged (none is `compile_fail`, which is
+/// built alone): rustdoc then reports no "running N tests" of standalone doctests, only its
+/// closing summary, and the doctests are still found, run and localised with coverage, the same
+/// as when built alone.
 fn all_merged() -> Result {
     let tmp = lib_crate(
         "merged",
@@ -334,18 +337,31 @@ fn all_merged() -> Result {
          pub fn twice(x: u32) -> u32 {\n    x * 2\n}\n",
     )?;
     let dir = tmp.path();
-    let out = sfl(&["--format", "json", "-m", "ochiai"], dir);
+    let kept = dir.join("target/sfl/doctests/merged");
+    // Three doctests: fewer than merging repays, so by default one executable each.
+    let alone = sfl(&["--format", "json", "-m", "ochiai"], dir);
+    check(alone.status.code() == Some(0), || show(&alone))?;
+    check(
+        kept.join("src_lib_rs_1_0/rust_out").is_file() && !kept.join("merged_doctest_2021_0").exists(),
+        || format!("not built one executable each\n{}", show(&alone)),
+    )?;
+    let out = sfl(&["--format", "json", "-m", "ochiai", "--merged-doctests"], dir);
     check(out.status.code() == Some(0), || show(&out))?;
     check(
         !String::from_utf8_lossy(&out.stderr).contains("without coverage"),
         || show(&out),
     )?;
-    check(
-        dir.join("target/sfl/doctests/merged/merged_doctest_2021_0/rust_out")
-            .is_file(),
-        || format!("no merged executable\n{}", show(&out)),
-    )?;
+    check(kept.join("merged_doctest_2021_0/rust_out").is_file(), || {
+        format!("no merged executable\n{}", show(&out))
+    })?;
     let report = json(&out)?;
+    // Built either way, the doctests run the same library lines: the same tests, the same ranking
+    // (a standalone doctest's own code, mapped into the doc comment, is not counted).
+    let standalone = json(&alone)?;
+    check(
+        tests(&standalone) == tests(&report) && standalone["rankings"] == report["rankings"],
+        || format!("standalone {standalone:#}\nmerged {report:#}"),
+    )?;
     let all = tests(&report);
     let failing: Vec<_> = all.iter().filter(|t| t.2 == "failed").collect();
     check(

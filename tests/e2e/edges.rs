@@ -382,8 +382,13 @@ fn counts_exact_with_threads() -> Result {
     let dir = lib_crate("threads", "", &lib)?;
     let d = dir.path();
     // Both builds link the runtime: with edge profiles (the default) and without. The
-    // doctests run from their merged runner, on its main thread (one of them spawns two more).
-    for extra in [&["--no-doctests"][..], &["--no-doctests", "--no-edges"][..], &[][..]] {
+    // doctests run from their merged runner, on its main thread (one of them spawns two more);
+    // two doctests are merged only when asked (standalone ones are left atomic).
+    for extra in [
+        &["--no-doctests"][..],
+        &["--no-doctests", "--no-edges"][..],
+        &["--merged-doctests"][..],
+    ] {
         let mut args = vec!["--keep-profiles"];
         args.extend_from_slice(extra);
         let out = sfl(&args, d);
