@@ -35,13 +35,11 @@ pub fn rustdoc_wrapper() -> ! {
     let dir = Path::new(&base).join(&crate_name);
     // rustdoc recompiles every doctest each time; when nothing it reads has changed, the
     // doctests kept last time are these doctests.
-    let merge = if std::env::var_os(STANDALONE_ENV).is_some() {
-        "no"
-    } else if std::env::var_os(MERGED_ENV).is_none() && few_doctests(&args, &crate_name) {
-        "no"
-    } else {
-        "auto"
-    };
+    // One executable each with `--standalone-doctests`, or for a few doctests unless
+    // `--merged-doctests`.
+    let standalone = std::env::var_os(STANDALONE_ENV).is_some()
+        || (std::env::var_os(MERGED_ENV).is_none() && few_doctests(&args, &crate_name));
+    let merge = if standalone { "no" } else { "auto" };
     let key = build_key(&real, &args, merge);
     if let Some(code) = kept(&dir, &key) {
         std::process::exit(code)
