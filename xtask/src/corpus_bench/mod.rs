@@ -658,6 +658,9 @@ fn run_crate(c: &Crate, sfl: &Path, work: &Path) -> Result<Value> {
         &plain.output,
     )?;
     eprintln!("   cargo sfl");
+    // cargo test compiles the doctests every time; cargo sfl keeps them while their sources
+    // are unchanged, and whether a kept build matches would depend on what ran before.
+    let _ = std::fs::remove_dir_all(target_dir().join("sfl/doctests"));
     let run = run_sfl(sfl, c, &manifest, "pristine")?;
     std::fs::write(
         target_dir().join(format!("corpus-reports-{}-sfl.log", c.name)),
@@ -961,8 +964,9 @@ fn write_results(rows: &[Value], output_dir: &Path, print: bool) -> Result<()> {
          Produced by `cargo xtask bench corpus`. Each crate is a copy under target/bench/corpus \
          with its lockfile kept; both tools build into target/bench/corpus/target. Wall times are \
          the whole commands after a warm-up build of each (`cargo test --no-run`; `cargo sfl` with a \
-         name filter no test has), so they include running the tests and compiling doctests, not \
-         building dependencies. Tests are counted per tool, doctests included; a `harness = false` \
+         name filter no test has), so they include running the tests and compiling doctests (the \
+         doctests cargo sfl kept from an earlier run are removed first: cargo test compiles them \
+         every time), not building dependencies. Tests are counted per tool, doctests included; a `harness = false` \
          target is one test under cargo sfl (documented, not a mismatch). The fault is the first \
          mutation of the named file (a negated comparison, `&&`/`||`, `true`/`false`, \
          `is_some`/`is_none`) that makes a test fail under cargo test; its rank is under \
