@@ -125,15 +125,7 @@ fn doctest_functions(section: &[u8]) -> Result<std::collections::HashSet<u64>, D
     let mut own = std::collections::HashSet::new();
     let mut r = Cursor::new(section);
     while !r.at_end() {
-        let uncompressed_len = r.uleb()? as usize;
-        let compressed_len = r.uleb()? as usize;
-        let owned;
-        let raw: &[u8] = if compressed_len == 0 {
-            r.bytes(uncompressed_len)?
-        } else {
-            owned = inflate(r.bytes(compressed_len)?, uncompressed_len)?;
-            &owned
-        };
+        let raw = r.maybe_compressed()?;
         for name in raw.split(|&b| b == 1) {
             if std::str::from_utf8(name).is_ok_and(crate::doctest::defined_by_doctest) {
                 own.insert(md5_low(name));
@@ -240,16 +232,8 @@ pub fn md5_low(bytes: &[u8]) -> u64 {
 fn decode_filenames(blob: &[u8]) -> Result<Vec<PathBuf>, DecodeError> {
     let mut r = Cursor::new(blob);
     let n = r.uleb()? as usize;
-    let uncompressed_len = r.uleb()? as usize;
-    let compressed_len = r.uleb()? as usize;
-    let owned;
-    let raw: &[u8] = if compressed_len == 0 {
-        r.bytes(uncompressed_len)?
-    } else {
-        owned = inflate(r.bytes(compressed_len)?, uncompressed_len)?;
-        &owned
-    };
-    let mut r = Cursor::new(raw);
+    let raw = r.maybe_compressed()?;
+    let mut r = Cursor::new(&raw);
     // Every name takes at least its length byte: `n` is only a claim.
     let mut names = Vec::with_capacity(n.min(raw.len()));
     for _ in 0..n {
@@ -276,10 +260,10 @@ fn inflate(compressed: &[u8], expected: usize) -> Result<Vec<u8>, DecodeError> {
     flate2::read::ZlibDecoder::new(compressed)
         .take((expected as u64).saturating_add(1))
         .read_to_end(&mut out)
-        .map_err(|e| DecodeError::malformed(format!("bad zlib data in filenames: {e}")))?;
+        .map_err(|e| DecodeError::malformed(format!("bad zlib data (filenames or profile names): {e}")))?;
     if out.len() != expected {
         return Err(DecodeError::malformed(format!(
-            "filenames table inflates to {}{} bytes, its header says {expected}",
+            "compressed data inflates to {}{} bytes, its header says {expected}",
             if out.len() > expected { "more than " } else { "" },
             out.len().min(expected)
         )));
@@ -468,6 +452,18 @@ impl<'a> Cursor<'a> {
         let s = &self.data[self.pos..end];
         self.pos = end;
         Ok(s)
+    }
+
+    /// `ULEB uncompressed length, ULEB compressed length (0: stored), data`, as LLVM writes
+    /// filenames tables and profile names: the data, inflated when compressed.
+    pub(crate) fn maybe_compressed(&mut self) -> Result<std::borrow::Cow<'a, [u8]>, DecodeError> {
+        let uncompressed_len = self.uleb()? as usize;
+        let compressed_len = self.uleb()? as usize;
+        Ok(if compressed_len == 0 {
+            std::borrow::Cow::Borrowed(self.bytes(uncompressed_len)?)
+        } else {
+            std::borrow::Cow::Owned(inflate(self.bytes(compressed_len)?, uncompressed_len)?)
+        })
     }
 
     pub(crate) fn at_end(&self) -> bool {
