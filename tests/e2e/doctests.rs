@@ -333,7 +333,7 @@ fn all_merged() -> Result {
         "/// ```\n/// assert_eq!(merged::clamp(150), 100);\n/// ```\n\
          ///\n/// ```\n/// assert_eq!(merged::clamp(40), 40);\n/// ```\n\
          pub fn clamp(x: u32) -> u32 {\n    if x > 100 {\n        return x;\n    }\n    x\n}\n\n\
-         /// ```\n/// assert_eq!(merged::twice(2), 4);\n/// ```\n\
+         /// ```\n/// assert_eq!(merged::clamp(2), 2);\n/// ```\n\
          pub fn twice(x: u32) -> u32 {\n    x * 2\n}\n",
     )?;
     let dir = tmp.path();
@@ -356,7 +356,8 @@ fn all_merged() -> Result {
     })?;
     let report = json(&out)?;
     // Built either way, the doctests run the same library lines: the same tests, the same ranking
-    // (a standalone doctest's own code, mapped into the doc comment, is not counted).
+    // (a standalone doctest's own code, mapped into the doc comment and past it, is not counted:
+    // `twice`'s doctest calls only `clamp`, and nothing may cover `twice`'s first line).
     let standalone = json(&alone)?;
     check(
         tests(&standalone) == tests(&report) && standalone["rankings"] == report["rankings"],
