@@ -73,13 +73,16 @@ pub(crate) fn classify_doctest(
 
 /// Whether libtest itself said `name` passed: its result line (`test NAME ... ok`, with
 /// ` - should panic` for `#[should_panic]`; the test's own unterminated output may precede it)
-/// or its summary. A test that calls `std::process::exit(0)` exits 0 without either.
+/// or its summary. A test that calls `std::process::exit(0)` exits 0 without either. Colour
+/// codes are ignored: libtest-mimic before 0.7 colours `ok` whenever `TERM` is set, terminal or
+/// not, and does not capture the test's output, which can come between the name and `ok` (then
+/// only the summary says it).
 fn libtest_passed(output: &str, name: &str) -> bool {
     let (plain, should_panic) = (
         format!("test {name} ... ok"),
         format!("test {name} - should panic ... ok"),
     );
-    output
+    console::strip_ansi_codes(output)
         .lines()
         .map(str::trim_end)
         .any(|l| l.ends_with(&plain) || l.ends_with(&should_panic) || l.starts_with("test result: ok. 1 passed;"))
@@ -267,6 +270,18 @@ mod tests {
         let msg = msg.unwrap();
         assert!(msg.starts_with("exited before libtest reported a result"), "{msg}");
         assert!(msg.ends_with("about to leave"), "{msg}");
+        // libtest-mimic 0.6 (toml_edit's compliance suites): `ok` coloured though the output is a
+        // pipe, and the test's own uncaptured output between the name and the result.
+        let mimic = "\nrunning 1 test\ntest invalid/a.toml ... \x1b[0m\x1b[32mok\x1b[0m\n\n\
+                     test result: \x1b[0m\x1b[32mok\x1b[0m. 1 passed; 0 failed; 405 filtered out\n";
+        assert_eq!(classify(exited(0), mimic, t, Some("invalid/a.toml")).0, Outcome::Passed);
+        let interleaved = "\nrunning 1 test\ntest invalid/a.toml ... TOML parse error at line 1\n\
+                           expected `]`\n\n\x1b[0m\x1b[32mok\x1b[0m\n\n\
+                           test result: \x1b[0m\x1b[32mok\x1b[0m. 1 passed; 0 failed\n";
+        assert_eq!(
+            classify(exited(0), interleaved, t, Some("invalid/a.toml")).0,
+            Outcome::Passed
+        );
         // Another test's result line is not this one's.
         let other = "running 1 test\ntest m::t1 ... ok\n";
         assert_eq!(classify(exited(0), other, t, Some("t1")).0, Outcome::Failed);
