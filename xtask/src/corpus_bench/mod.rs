@@ -257,6 +257,16 @@ const CORPUS: &[Crate] = &[
         )
     },
     krate(
+        "toml_edit",
+        "0.19.15",
+        &[
+            "libtest-mimic 0.6 harnesses (compliance suites: 700 tests, `ok` coloured in a pipe, output uncaptured)",
+            "snapbox harness",
+        ],
+        &[],
+        "src/parser/key.rs",
+    ),
+    krate(
         "zerocopy-derive",
         "0.8.64",
         &[
@@ -270,7 +280,11 @@ const CORPUS: &[Crate] = &[
 
 /// The differences between the two tools that DESIGN.md and the user guide document: listed, not
 /// mismatches.
-const HARNESS_FALSE: &str = "a `harness = false` target is one test, `main`, under cargo sfl";
+const HARNESS_FALSE: &str =
+    "a `harness = false` target that does not list its tests is one test, `main`, under cargo sfl";
+
+const CRASH_ENDS_BINARY: &str = "a test that crashes its process ends the rest of its executable's tests under cargo test; \
+                                 cargo sfl runs every test in a process of its own";
 
 const COMPILE_ONLY: &str = "a `no_run` or `compile_fail` doctest that passes its compile check runs no code: not a test \
                             under cargo sfl (docs/guide/doctests.md)";
@@ -461,22 +475,34 @@ fn targets(dir: &Path) -> Result<(Vec<Target>, CustomHarness)> {
     Ok((targets, custom))
 }
 
-/// What `cargo test` ran: outcome per (binary id, test name), and the documented differences.
+/// What `cargo test` ran: outcome per (binary id, test name), and the executables a crash ended
+/// early; the documented differences. `listed`: the custom harnesses cargo sfl ran test by test,
+/// whose tests are read from their own `test NAME ... RESULT` lines.
 fn cargo_outcomes(
     output: &str,
     targets: &[Target],
-    custom: &CustomHarness,
+    (custom, listed): (&CustomHarness, &BTreeSet<String>),
     differences: &mut Vec<Value>,
     mismatches: &mut Vec<Value>,
-) -> BTreeMap<(String, String), &'static str> {
+) -> (BTreeMap<(String, String), &'static str>, BTreeSet<String>) {
     let mut outcomes = BTreeMap::new();
+    let mut crashed = BTreeSet::new();
     for section in parse::cargo_test_sections(output) {
         let Some((id, target)) = parse::binary_id(&section.origin, targets) else {
             mismatches.push(json!({"section": format!("{:?}", section.origin), "reason": "no target of the workspace matches this cargo test section"}));
             continue;
         };
+        if section.crashed {
+            crashed.insert(id.clone());
+        }
         let is_custom = matches!(section.origin, Origin::Binary { .. })
             && custom.contains(&(target.package.clone(), target.kind.clone(), target.name.clone()));
+        if is_custom && listed.contains(&id) {
+            for (name, outcome) in section.tests.into_iter().chain(section.loose) {
+                outcomes.insert((id.clone(), name), outcome);
+            }
+            continue;
+        }
         if is_custom {
             let outcome = if section.failed { "failed" } else { "passed" };
             differences.push(json!({
@@ -494,7 +520,7 @@ fn cargo_outcomes(
             outcomes.insert((id.clone(), name), outcome);
         }
     }
-    outcomes
+    (outcomes, crashed)
 }
 
 fn sfl_outcomes(report: &Value) -> BTreeMap<(String, String), String> {
@@ -514,9 +540,15 @@ fn sfl_outcomes(report: &Value) -> BTreeMap<(String, String), String> {
         .collect()
 }
 
-/// Every per-test difference between the two runs; none is documented but `harness = false`
-/// (handled when cargo test's outcomes are read).
-fn compare(cargo: &BTreeMap<(String, String), &'static str>, sfl: &BTreeMap<(String, String), String>) -> Vec<Value> {
+/// Every per-test difference between the two runs. Documented, not returned: a test of an
+/// executable that a crash ended early under cargo test (`crashed`), which cargo test never
+/// reported (`harness = false` is handled when cargo test's outcomes are read).
+fn compare(
+    cargo: &BTreeMap<(String, String), &'static str>,
+    sfl: &BTreeMap<(String, String), String>,
+    crashed: &BTreeSet<String>,
+    differences: &mut Vec<Value>,
+) -> Vec<Value> {
     let keys: BTreeSet<&(String, String)> = cargo.keys().chain(sfl.keys()).collect();
     let mut out = Vec::new();
     for key in keys {
@@ -525,6 +557,9 @@ fn compare(cargo: &BTreeMap<(String, String), &'static str>, sfl: &BTreeMap<(Str
             (Some(a), Some(b)) if a == b => {}
             (Some(a), Some(b)) => out.push(json!({"binary": binary, "test": test, "cargo_test": a, "cargo_sfl": b, "reason": "different outcomes"})),
             (Some(a), None) => out.push(json!({"binary": binary, "test": test, "cargo_test": a, "reason": "run by cargo test, not by cargo sfl"})),
+            (None, Some(b)) if crashed.contains(binary) => {
+                differences.push(json!({"binary": binary, "test": test, "cargo_sfl": b, "difference": CRASH_ENDS_BINARY}));
+            }
             (None, Some(b)) => out.push(json!({"binary": binary, "test": test, "cargo_sfl": b, "reason": "run by cargo sfl, not by cargo test"})),
             (None, None) => {}
         }
@@ -676,9 +711,21 @@ fn run_crate(c: &Crate, sfl: &Path, work: &Path) -> Result<Value> {
 
     let mut differences = Vec::new();
     let mut mismatches = Vec::new();
-    let cargo_tests = cargo_outcomes(&plain.output, &targets, &custom, &mut differences, &mut mismatches);
     let sfl_tests = sfl_outcomes(&run.report);
-    mismatches.extend(compare(&cargo_tests, &sfl_tests));
+    // Custom harnesses that cargo sfl ran test by test (they answered `--list`).
+    let listed: BTreeSet<String> = sfl_tests
+        .keys()
+        .filter(|(_, test)| test != "main")
+        .map(|(binary, _)| binary.clone())
+        .collect();
+    let (cargo_tests, crashed) = cargo_outcomes(
+        &plain.output,
+        &targets,
+        (&custom, &listed),
+        &mut differences,
+        &mut mismatches,
+    );
+    mismatches.extend(compare(&cargo_tests, &sfl_tests, &crashed, &mut differences));
     let mut problems = Vec::new();
     let pristine_consistent = report_agrees(&run.human, &run.report, &mut problems);
     // cargo test fails exactly when cargo sfl finds failing tests (0) rather than none (3).

@@ -24,18 +24,49 @@ pub struct Section {
     /// cargo said `error: test failed` for this executable (a failing test or a process that
     /// did not exit successfully).
     pub failed: bool,
+    /// The executable was killed by a signal (cargo's `process didn't exit successfully: …
+    /// (signal: …)`): a crash in one test ended the rest of its tests under `cargo test`.
+    pub crashed: bool,
+    /// `test NAME ... RESULT` lines whose name has a `/` or a space: a line a test printed itself
+    /// in a libtest executable (trybuild's), or a test of a custom harness that names tests so
+    /// (libtest-mimic's file-based suites); [`cargo_test_sections`] cannot tell which.
+    pub loose: Vec<(String, Outcome)>,
+}
+
+/// libtest's and libtest-mimic's word for a result: `ok`, `FAILED`, `ignored[, reason]`.
+fn outcome_of(result: &str) -> Option<Outcome> {
+    match result.trim() {
+        "ok" => Some("passed"),
+        "FAILED" => Some("failed"),
+        r if r.starts_with("ignored") => Some("ignored"),
+        _ => None,
+    }
 }
 
 /// Splits `cargo test --no-fail-fast`'s merged stdout and stderr into sections.
 ///
 /// In a test executable's section, a `test … ... ok` line whose name has a `/` or a space is
-/// not libtest's (a test name is a Rust path) but a line a test printed itself, such as
-/// trybuild's `test tests/ui/x.rs ... ok`; it is skipped. A doctest's name loses rustdoc's
-/// ` - compile fail`, ` - compile` or ` - should panic` suffix, as cargo sfl names it.
+/// not libtest's (a test name is a Rust path): it is a line a test printed itself, such as
+/// trybuild's `test tests/ui/x.rs ... ok`, or a custom harness's test; it goes to
+/// [`Section::loose`]. Colour codes are dropped (libtest-mimic 0.6 colours results in a pipe),
+/// and a result alone on a line is the result of the last `test NAME ... ` line that had none
+/// (a harness that does not capture its tests' output prints it in between). A doctest's name
+/// loses rustdoc's ` - compile fail`, ` - compile` or ` - should panic` suffix, as cargo sfl names
+/// it.
 pub fn cargo_test_sections(output: &str) -> Vec<Section> {
     let mut sections: Vec<Section> = Vec::new();
+    // A `test NAME ... ` line still waiting for its result.
+    let mut pending: Option<String> = None;
+    let output = console::strip_ansi_codes(output);
     for line in output.lines() {
         let trimmed = line.trim();
+        if let Some(outcome) = outcome_of(trimmed)
+            && let Some(name) = pending.take()
+            && let Some(section) = sections.last_mut()
+        {
+            push_test(section, &name, outcome);
+            continue;
+        }
         if let Some(rest) = trimmed.strip_prefix("Running ") {
             let rest = rest.strip_prefix("unittests ").unwrap_or(rest);
             let Some((src, exe)) = rest.rsplit_once(" (") else {
@@ -53,7 +84,10 @@ pub fn cargo_test_sections(output: &str) -> Vec<Section> {
                 tests: Vec::new(),
                 compile_only: Vec::new(),
                 failed: false,
+                crashed: false,
+                loose: Vec::new(),
             });
+            pending = None;
         } else if let Some(krate) = trimmed.strip_prefix("Doc-tests ") {
             sections.push(Section {
                 origin: Origin::Doc {
@@ -62,46 +96,56 @@ pub fn cargo_test_sections(output: &str) -> Vec<Section> {
                 tests: Vec::new(),
                 compile_only: Vec::new(),
                 failed: false,
+                crashed: false,
+                loose: Vec::new(),
             });
+            pending = None;
         } else if trimmed.starts_with("error: test failed") {
             if let Some(s) = sections.last_mut() {
                 s.failed = true;
             }
+        } else if trimmed.starts_with("process didn't exit successfully") && trimmed.contains("(signal: ") {
+            if let Some(s) = sections.last_mut() {
+                s.crashed = true;
+            }
         } else if let Some(rest) = line.strip_prefix("test ")
-            && let Some((name, result)) = rest.rsplit_once(" ... ")
+            && let Some((name, result)) = rest.split_once(" ... ")
             && let Some(section) = sections.last_mut()
         {
-            let outcome = match result.trim() {
-                "ok" => "passed",
-                "FAILED" => "failed",
-                r if r.starts_with("ignored") => "ignored",
-                _ => continue,
-            };
-            let name = match section.origin {
-                Origin::Doc { .. } => {
-                    let compiled = [" - compile fail", " - compile"]
-                        .iter()
-                        .find_map(|s| name.strip_suffix(s));
-                    if let Some(n) = compiled {
-                        section.compile_only.push(n.to_string());
-                    }
-                    compiled
-                        .or_else(|| name.strip_suffix(" - should panic"))
-                        .unwrap_or(name)
-                }
-                // libtest marks a `#[should_panic]` test `name - should panic`.
-                Origin::Binary { .. } => {
-                    let name = name.strip_suffix(" - should panic").unwrap_or(name);
-                    if name.contains(['/', ' ']) {
-                        continue;
-                    }
-                    name
-                }
-            };
-            section.tests.push((name.to_string(), outcome));
+            match outcome_of(result) {
+                Some(outcome) => push_test(section, name, outcome),
+                None => pending = Some(name.to_string()),
+            }
         }
     }
     sections
+}
+
+/// Records one `test NAME ... RESULT` line of `section`.
+fn push_test(section: &mut Section, name: &str, outcome: Outcome) {
+    let name = match section.origin {
+        Origin::Doc { .. } => {
+            let compiled = [" - compile fail", " - compile"]
+                .iter()
+                .find_map(|s| name.strip_suffix(s));
+            if let Some(n) = compiled {
+                section.compile_only.push(n.to_string());
+            }
+            compiled
+                .or_else(|| name.strip_suffix(" - should panic"))
+                .unwrap_or(name)
+        }
+        // libtest marks a `#[should_panic]` test `name - should panic`.
+        Origin::Binary { .. } => {
+            let name = name.strip_suffix(" - should panic").unwrap_or(name);
+            if name.contains(['/', ' ']) {
+                section.loose.push((name.to_string(), outcome));
+                return;
+            }
+            name
+        }
+    };
+    section.tests.push((name.to_string(), outcome));
 }
 
 /// A cargo target of a workspace member, as `cargo metadata` describes it.
@@ -250,6 +294,43 @@ test src/lib.rs - h (line 12) - compile ... ok
                 "src/lib.rs - h (line 12)"
             ]
         );
+    }
+
+    /// libtest-mimic 0.6 (toml_edit's compliance suites): results coloured in a pipe, tests
+    /// named by file, a test's own output between its name and its result; and an executable
+    /// that a stack overflow killed.
+    #[test]
+    fn custom_harness_lines_and_crashes() {
+        let out = "     Running tests/decoder_compliance.rs (target/debug/deps/decoder_compliance-01)\n\
+                   \nrunning 3 tests\n\
+                   test valid/a.toml ... \x1b[0m\x1b[32mok\x1b[0m\n\
+                   test invalid/b.toml ... TOML parse error at line 1, column 12\n\
+                   expected `]`\n\
+                   \x1b[0m\x1b[32mok\x1b[0m\n\
+                   test invalid/c.toml ... \x1b[0m\x1b[31mFAILED\x1b[0m\n\
+                   \ntest result: \x1b[0m\x1b[31mFAILED\x1b[0m. 2 passed; 1 failed\n\
+                   error: test failed, to rerun pass `--test decoder_compliance`\n\
+                        Running tests/testsuite/main.rs (target/debug/deps/testsuite-02)\n\
+                   \nrunning 2 tests\n\
+                   test deep::ok_one ... ok\n\
+                   test deep::overflow ... \n\
+                   thread 'deep::overflow' has overflowed its stack\n\
+                   fatal runtime error: stack overflow, aborting\n\
+                   error: test failed, to rerun pass `--test testsuite`\n\
+                   \nCaused by:\n  process didn't exit successfully: `target/debug/deps/testsuite-02` (signal: 6, SIGABRT: process abort signal)\n";
+        let s = cargo_test_sections(out);
+        assert!(s[0].tests.is_empty());
+        assert_eq!(
+            s[0].loose,
+            [
+                ("valid/a.toml".to_string(), "passed"),
+                ("invalid/b.toml".to_string(), "passed"),
+                ("invalid/c.toml".to_string(), "failed")
+            ]
+        );
+        assert!(s[0].failed && !s[0].crashed);
+        assert_eq!(s[1].tests, [("deep::ok_one".to_string(), "passed")]);
+        assert!(s[1].failed && s[1].crashed);
     }
 
     #[test]
