@@ -121,8 +121,9 @@ pub fn cargo_test_sections(output: &str) -> Vec<Section> {
     sections
 }
 
-/// Records one `test NAME ... RESULT` line of `section`.
+/// Records one `test NAME ... RESULT` line of `section` (libtest-mimic pads names to a column).
 fn push_test(section: &mut Section, name: &str, outcome: Outcome) {
+    let name = name.trim_end();
     let name = match section.origin {
         Origin::Doc { .. } => {
             let compiled = [" - compile fail", " - compile"]
@@ -303,7 +304,7 @@ test src/lib.rs - h (line 12) - compile ... ok
     fn custom_harness_lines_and_crashes() {
         let out = "     Running tests/decoder_compliance.rs (target/debug/deps/decoder_compliance-01)\n\
                    \nrunning 3 tests\n\
-                   test valid/a.toml ... \x1b[0m\x1b[32mok\x1b[0m\n\
+                   test valid/a.toml      ... \x1b[0m\x1b[32mok\x1b[0m\n\
                    test invalid/b.toml ... TOML parse error at line 1, column 12\n\
                    expected `]`\n\
                    \x1b[0m\x1b[32mok\x1b[0m\n\
