@@ -74,9 +74,9 @@ pub(crate) fn classify_doctest(
 /// Whether libtest itself said `name` passed: its result line (`test NAME ... ok`, with
 /// ` - should panic` for `#[should_panic]`; the test's own unterminated output may precede it)
 /// or its summary. A test that calls `std::process::exit(0)` exits 0 without either. Colour
-/// codes are ignored: libtest-mimic before 0.7 colours `ok` whenever `TERM` is set, terminal or
-/// not, and does not capture the test's output, which can come between the name and `ok` (then
-/// only the summary says it).
+/// codes are ignored: libtest-mimic 0.6 colours `ok` when its output is a pipe, and does not
+/// capture the test's output, which can come between the name and `ok` (then only the summary
+/// says it).
 fn libtest_passed(output: &str, name: &str) -> bool {
     let (plain, should_panic) = (
         format!("test {name} ... ok"),

@@ -1014,7 +1014,8 @@ fn write_results(rows: &[Value], output_dir: &Path, print: bool) -> Result<()> {
          name filter no test has), so they include running the tests and compiling doctests (the \
          doctests cargo sfl kept from an earlier run are removed first: cargo test compiles them \
          every time), not building dependencies. Tests are counted per tool, doctests included; a `harness = false` \
-         target is one test under cargo sfl (documented, not a mismatch). The fault is the first \
+         target that does not list its tests is one test under cargo sfl, and the tests a crash kept \
+         cargo test from running are run by cargo sfl (both documented, not mismatches). The fault is the first \
          mutation of the named file (a negated comparison, `&&`/`||`, `true`/`false`, \
          `is_some`/`is_none`) that makes a test fail under cargo test; its rank is under \
          the default ranking.\n\n\
