@@ -21,7 +21,7 @@
 use std::collections::{BTreeMap, HashSet};
 
 use crate::analysis::Analysis;
-use crate::evidence::TieBreak;
+use crate::evidence::{LineEvidence, TieBreak};
 use crate::faults::Fault;
 use crate::hitting::{HtModel, Method, ht_rank};
 use crate::measures::Measure;
@@ -308,7 +308,8 @@ fn measure_result(
             .iter()
             .map(|x| (x.rank, analysis.ordered_units(x.group)))
             .collect();
-        lines_read(&lines, &analysis.spectra.unit_function, faulty)
+        let evidence = |u| analysis.tie(u);
+        lines_read(&lines, &analysis.spectra.unit_function, evidence, faulty)
     };
     Some(MeasureResult {
         measure: m.name,
@@ -320,11 +321,17 @@ fn measure_result(
 }
 
 /// Lines read before the first of `faulty` in the functions-first reading order of a line
-/// ranking (`entries`: each entry's rank and lines, in rank order).
-fn lines_read(entries: &[(f64, Vec<usize>)], unit_function: &[Option<u32>], faulty: &HashSet<usize>) -> Option<f64> {
+/// ranking (`entries`: each entry's rank and lines, in rank order; `evidence`: each line's tie
+/// evidence).
+fn lines_read(
+    entries: &[(f64, Vec<usize>)],
+    unit_function: &[Option<u32>],
+    evidence: impl Fn(usize) -> Option<LineEvidence>,
+    faulty: &HashSet<usize>,
+) -> Option<f64> {
     use crate::rank::functions::{LINES_SHOWN, TOP_FUNCTIONS, by_function, reading_order};
     let entries: Vec<(f64, &[usize])> = entries.iter().map(|(r, l)| (*r, l.as_slice())).collect();
-    let blocks = by_function(&entries, unit_function);
+    let blocks = by_function(&entries, unit_function, evidence);
     let order = reading_order(&blocks, &entries, (TOP_FUNCTIONS, LINES_SHOWN));
     order.iter().position(|u| faulty.contains(u)).map(|p| p as f64)
 }
@@ -356,7 +363,7 @@ fn stack_baseline(spectra: &Spectra, faulty: &HashSet<usize>) -> Option<MeasureR
     }
     Some(MeasureResult {
         measure: PANIC_STACK,
-        lines_read: lines_read(&entries, &spectra.unit_function, faulty),
+        lines_read: lines_read(&entries, &spectra.unit_function, |_| None, faulty),
         entries: EntryMetrics {
             entry_rank: metrics.standard_rank,
             entry_top: metrics.top.clone(),

@@ -3,14 +3,17 @@
 //! level is the granularity most prefer, and few look past the first five suspects).
 //!
 //! Functions come in the order a reader of the line ranking first meets them (a function
-//! ranks where its best line ranks, as `--granularity function` ranks them), each with the
-//! entries that hold its lines, in rank order. The *reading order* is what a person following
+//! ranks where its best line ranks, as `--granularity function` ranks them), functions first
+//! met in the same entry by their best line's evidence with [`function_evidence`]'s prior;
+//! each with the entries that hold its lines, in rank order. The *reading order* is what a person following
 //! the functions-first report reads: the line each of the [`TOP_FUNCTIONS`] functions' first
 //! [`LINES_SHOWN`] entries is shown at (its first line in the function, with its source text),
 //! function after function, then every ranked line not read yet, in rank order (as `--top` or the
 //! JSON report lists them). On the regressions and Panic4R benchmarks one line per function read
 //! fewest lines before the fault (`bench-results/regressions.md`): a second line of the first
 //! function costs more often than it finds the fault.
+
+use crate::evidence::LineEvidence;
 
 /// Entries shown with their code under each function in the functions-first report (its other
 /// ranked lines are listed by number).
@@ -19,13 +22,28 @@ pub const LINES_SHOWN: usize = 1;
 /// Functions the functions-first report shows by default (`--top`).
 pub const TOP_FUNCTIONS: usize = 5;
 
+/// A function's tie evidence: its best line's, with the prior replaced by how many of the
+/// function's lines that line's entry holds. Functions whose best lines share an entry (a
+/// caller and a callee every test runs together) cannot be told apart by the spectrum; when
+/// each of the entry's lines is as likely as any to be the fault, the function holding more of
+/// them is likelier to hold it. (A line's own prior, one over its function's size, orders the
+/// lines inside an entry.) Backtraces, nearness to an operation panic and the line's kind still
+/// come first.
+pub fn function_evidence(best_line: LineEvidence, lines_in_entry: usize) -> LineEvidence {
+    LineEvidence {
+        prior: lines_in_entry as f64,
+        ..best_line
+    }
+}
+
 /// One function of a line ranking, or a ranked line outside every function.
 #[derive(Clone, Debug, PartialEq)]
 pub struct FunctionBlock {
     /// Index into `Spectra::functions`; `None` for an entry whose lines are in no function.
     pub function: Option<u32>,
-    /// 1-based mid-rank among functions: functions whose best entry ranks strictly higher,
-    /// plus (functions whose best entry shares its rank + 1) / 2.
+    /// 1-based mid-rank among functions: functions whose best entry ranks strictly higher (or
+    /// ties and their [`function_evidence`] there is higher), plus (functions tied with it +
+    /// 1) / 2.
     pub rank: f64,
     /// Functions sharing this rank (1 when not tied).
     pub tied: usize,
@@ -35,13 +53,19 @@ pub struct FunctionBlock {
 }
 
 /// The functions of a line ranking. `entries`: each entry's rank and lines (lead first), in
-/// rank order; `unit_function`: each line's function.
-pub fn by_function(entries: &[(f64, &[usize])], unit_function: &[Option<u32>]) -> Vec<FunctionBlock> {
+/// rank order; `unit_function`: each line's function; `evidence`: each line's tie evidence
+/// (what orders an entry's lines; `None` with `--tie-break code`, which leaves functions first
+/// met in one entry in the entry's order).
+pub fn by_function(
+    entries: &[(f64, &[usize])],
+    unit_function: &[Option<u32>],
+    evidence: impl Fn(usize) -> Option<LineEvidence>,
+) -> Vec<FunctionBlock> {
     let mut blocks: Vec<FunctionBlock> = Vec::new();
     // Per function, its block; blocks of function-less entries are never joined.
     let mut block_of: std::collections::HashMap<u32, usize> = std::collections::HashMap::new();
-    // Per block, the rank of its best entry.
-    let mut best: Vec<f64> = Vec::new();
+    // Per block, the rank of its best entry and its evidence there.
+    let mut best: Vec<(f64, LineEvidence)> = Vec::new();
     for (e, (rank, lines)) in entries.iter().enumerate() {
         let mut here: Vec<(Option<u32>, Vec<usize>)> = Vec::new();
         for &u in *lines {
@@ -51,7 +75,18 @@ pub fn by_function(entries: &[(f64, &[usize])], unit_function: &[Option<u32>]) -
                 None => here.push((f, vec![u])),
             }
         }
-        for (f, us) in here {
+        // Functions first met in one entry in the order `--granularity function` ranks them:
+        // by their first line's evidence with the function's prior (the entry's own order,
+        // stable, where that ties).
+        let mut here: Vec<(Option<u32>, Vec<usize>, LineEvidence)> = here
+            .into_iter()
+            .map(|(f, us)| {
+                let ev = evidence(us[0]).map_or(LineEvidence::NONE, |e| function_evidence(e, us.len()));
+                (f, us, ev)
+            })
+            .collect();
+        here.sort_by(|a, b| a.2.cmp_descending(&b.2));
+        for (f, us, ev) in here {
             let b = match f.and_then(|f| block_of.get(&f).copied()) {
                 Some(b) => b,
                 None => {
@@ -61,7 +96,7 @@ pub fn by_function(entries: &[(f64, &[usize])], unit_function: &[Option<u32>]) -
                         tied: 1,
                         entries: Vec::new(),
                     });
-                    best.push(*rank);
+                    best.push((*rank, ev));
                     if let Some(f) = f {
                         block_of.insert(f, blocks.len() - 1);
                     }
@@ -71,7 +106,8 @@ pub fn by_function(entries: &[(f64, &[usize])], unit_function: &[Option<u32>]) -
             blocks[b].entries.push((e, us));
         }
     }
-    // Blocks are in the order of their best entry, so equal best ranks are adjacent.
+    // Blocks are in the order of their best entry, then of their evidence in it, so equal
+    // keys are adjacent.
     let mut i = 0;
     while i < blocks.len() {
         let j = (i..blocks.len()).find(|&j| best[j] != best[i]).unwrap_or(blocks.len());
@@ -130,6 +166,10 @@ mod tests {
         (entries, functions)
     }
 
+    fn none(_: usize) -> Option<LineEvidence> {
+        Some(LineEvidence::NONE)
+    }
+
     fn borrowed(e: &[(f64, Vec<usize>)]) -> Vec<(f64, &[usize])> {
         e.iter().map(|(r, l)| (*r, l.as_slice())).collect()
     }
@@ -137,7 +177,7 @@ mod tests {
     #[test]
     fn functions_come_in_the_order_their_best_lines_rank_with_their_entries() {
         let (e, f) = sample();
-        let blocks = by_function(&borrowed(&e), &f);
+        let blocks = by_function(&borrowed(&e), &f, none);
         type Shape = (Option<u32>, f64, usize, Vec<(usize, Vec<usize>)>);
         let shape: Vec<Shape> = blocks
             .into_iter()
@@ -154,11 +194,42 @@ mod tests {
     }
 
     #[test]
+    fn functions_first_met_in_one_entry_come_by_their_lines_in_it() {
+        // Entry 0 holds line 0 of function 0, then lines 3 and 4 of function 1: function 1
+        // first; entry 1 holds line 1 of function 0.
+        let (_, f) = sample();
+        let e = [(1.0, vec![0, 3, 4]), (2.0, vec![1])];
+        let blocks = by_function(&borrowed(&e), &f, none);
+        let shape: Vec<_> = blocks.into_iter().map(|b| (b.function, b.rank, b.entries)).collect();
+        assert_eq!(
+            shape,
+            [
+                (Some(1), 1.0, vec![(0, vec![3, 4])]),
+                (Some(0), 2.0, vec![(0, vec![0]), (1, vec![1])])
+            ]
+        );
+        // A failing test's backtrace through line 0 outweighs the count of lines.
+        let on_stack = |u: usize| {
+            Some(LineEvidence {
+                stack: if u == 0 { 1.0 } else { 0.0 },
+                ..LineEvidence::NONE
+            })
+        };
+        let blocks = by_function(&borrowed(&e), &f, on_stack);
+        let order: Vec<_> = blocks.iter().map(|b| (b.function, b.rank)).collect();
+        assert_eq!(order, [(Some(0), 1.0), (Some(1), 2.0)]);
+        // `--tie-break code`: the entry's order, tied.
+        let blocks = by_function(&borrowed(&e), &f, |_| None);
+        let order: Vec<_> = blocks.iter().map(|b| (b.function, b.rank)).collect();
+        assert_eq!(order, [(Some(0), 1.5), (Some(1), 1.5)]);
+    }
+
+    #[test]
     fn functions_whose_best_entries_tie_share_a_mid_rank() {
         // Two entries tied first, each in its own function; a third function below.
         let e = [(1.5, vec![0]), (1.5, vec![3]), (3.0, vec![6])];
         let f = [Some(0), None, None, Some(1), None, None, Some(2)];
-        let blocks = by_function(&borrowed(&e), &f);
+        let blocks = by_function(&borrowed(&e), &f, none);
         let ranks: Vec<(f64, usize)> = blocks.iter().map(|b| (b.rank, b.tied)).collect();
         assert_eq!(ranks, [(1.5, 2), (1.5, 2), (3.0, 1)]);
     }
@@ -167,7 +238,7 @@ mod tests {
     fn the_reader_reads_each_functions_first_lines_then_the_rest_in_rank_order() {
         let (e, f) = sample();
         let e = borrowed(&e);
-        let blocks = by_function(&e, &f);
+        let blocks = by_function(&e, &f, none);
         // Function 1's lines 4, 5 and 3, function 0's 0, 1 and 2 (entry 4's line in it), 6.
         assert_eq!(reading_order(&blocks, &e, (5, 3)), [4, 5, 3, 0, 1, 2, 6]);
         // One entry per function: function 1's line 4, function 0's line 0, then 6; the rest
@@ -179,7 +250,7 @@ mod tests {
         // others wait for the rest.
         let e2 = [(1.0, vec![4, 3]), (2.0, vec![0])];
         let e2 = borrowed(&e2);
-        let blocks = by_function(&e2, &f);
+        let blocks = by_function(&e2, &f, none);
         assert_eq!(reading_order(&blocks, &e2, (5, 3)), [4, 0, 3]);
     }
 }

@@ -53,13 +53,17 @@ fn spectrum(a: &Analysis, f: fn(Counts) -> f64, opts: &Options) -> Vec<Scored> {
 }
 
 /// Each function group's key, score and probability: its best line's under `m` (`lines`: the
-/// line analysis of `functions`' spectra).
+/// line analysis of `functions`' spectra), except that the evidence's prior is how many of the
+/// function's lines that line's entry holds (`rank::functions::function_evidence`; with
+/// `--tie-break code`, no evidence).
 fn best_line_scores(functions: &Analysis, lines: &Analysis, m: &Measure, opts: &Options) -> Vec<Scored> {
     let line_scored = lines.score(m, opts);
-    let mut best: Vec<Option<Scored>> = vec![None; functions.spectra.units.len()];
+    let function_of = |u: usize| lines.spectra.unit_function.get(u).copied().flatten();
+    // Per function, its best line's score and entry.
+    let mut best: Vec<Option<(Scored, usize)>> = vec![None; functions.spectra.units.len()];
     for (g, group) in lines.groups.iter().enumerate() {
         for &u in &group.units {
-            let Some(f) = lines.spectra.unit_function.get(u).copied().flatten() else {
+            let Some(f) = function_of(u) else {
                 continue;
             };
             let mut s = line_scored[g];
@@ -67,15 +71,30 @@ fn best_line_scores(functions: &Analysis, lines: &Analysis, m: &Measure, opts: &
                 s.key.evidence = e;
             }
             let slot = &mut best[f as usize];
-            if slot.is_none_or(|b| s.key.cmp_descending(&b.key).is_lt()) {
-                *slot = Some(s);
+            if slot.is_none_or(|(b, _)| s.key.cmp_descending(&b.key).is_lt()) {
+                *slot = Some((s, g));
             }
         }
     }
     functions
         .groups
         .iter()
-        .map(|g| best[g.units[0]].unwrap_or(Scored::UNSCORED))
+        .map(|fg| {
+            let f = fg.units[0];
+            let Some((mut s, g)) = best[f] else {
+                return Scored::UNSCORED;
+            };
+            // `--tie-break code`: no evidence orders lines, none orders functions.
+            if lines.tie(lines.groups[g].units[0]).is_none() {
+                return s;
+            }
+            let here = lines.groups[g]
+                .units
+                .iter()
+                .filter(|&&u| function_of(u) == Some(f as u32));
+            s.key.evidence = super::functions::function_evidence(s.key.evidence, here.count());
+            s
+        })
         .collect()
 }
 
@@ -182,6 +201,31 @@ mod tests {
         assert_eq!(order, [0, 1]);
         // The line analysis is what CP and the report's CFG summary read.
         assert!(std::ptr::eq(a.lines().spectra, &s));
+    }
+
+    /// A caller (u1, u2) and its callee (u3) that every test runs together: their lines form
+    /// one entry, so the spectrum cannot order them. The function holding more of the entry's
+    /// lines ranks first (each line as likely as any), whatever their sizes.
+    #[test]
+    fn functions_sharing_their_best_entry_rank_by_their_lines_in_it() {
+        let mut s = matrix(&["1111-", "1110+", "0001+", "0001+"]);
+        // Function 0: u0 alone (the callee); function 1: u1, u2 and u3.
+        s.set_functions(lib_functions(&[(1, 1), (2, 4)]));
+        let functions = s.by_function();
+        let a = Analysis::prepared(&functions, Some(&s), true, &[], TieBreak::Evidence);
+        let best = a.score(find("ochiai").unwrap(), &Options::default());
+        assert_eq!(best[0].score, best[1].score, "the same best entry");
+        assert_eq!((best[0].key.evidence.prior, best[1].key.evidence.prior), (1.0, 2.0));
+        let order: Vec<usize> = crate::rank::rank(&a, find("ochiai").unwrap(), &Options::default())
+            .entries
+            .iter()
+            .map(|e| a.groups[e.group].units[0])
+            .collect();
+        assert_eq!(order, [1, 0]);
+        // `--tie-break code`: no evidence, so the two keys are equal.
+        let a = Analysis::prepared(&functions, Some(&s), true, &[], TieBreak::Code);
+        let best = a.score(find("ochiai").unwrap(), &Options::default());
+        assert_eq!(best[0].key, best[1].key);
     }
 
     /// Stack-first is its base measure exactly when no failing test panicked on an operation in

@@ -67,7 +67,8 @@ impl<'a> Report<'a> {
             .collect::<Vec<Entry>>();
         let functions = if self.lines_in_functions {
             let by_rank: Vec<(f64, &[usize])> = entries.iter().map(|x| (x.rank, x.lines.as_slice())).collect();
-            crate::rank::functions::by_function(&by_rank, &self.spectra.unit_function)
+            let evidence = |u| r.analysis.tie(u);
+            crate::rank::functions::by_function(&by_rank, &self.spectra.unit_function, evidence)
         } else {
             Vec::new()
         };

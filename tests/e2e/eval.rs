@@ -27,7 +27,8 @@ pub fn trials() -> Vec<Trial> {
 /// last; of the 8 lines that compute or decide, `find_nth`'s one line comes first (a function of
 /// 3 lines against `unblock_process`'s more than 10), then the four that operate (`+ 1`, `*`, `n - 1`,
 /// an index), the fault among them: 1 + 4/2. The report leads the first entry with line 23,
-/// not the signature on line 22. At function granularity each function ranks by its best line.
+/// not the signature on line 22. At function granularity each function ranks by its best line,
+/// and of two whose best lines share an entry, the one with more lines in it comes first.
 fn tie_break_by_evidence() -> Result {
     let dir = saved("schedule")?.dir();
     let code = standard_rank(&eval_ochiai(dir, "code")?, "ochiai");
@@ -44,9 +45,10 @@ fn tie_break_by_evidence() -> Result {
     check(lead == 23, || {
         format!("first entry led by line {lead}\n{}", show(&report))
     })?;
-    // Functions rank by their best line: both functions' best lines score 0.7071, and the
-    // evidence puts `find_nth`'s (the smaller function) first, so it is the first function;
-    // with `--tie-break code` the two tie.
+    // Functions rank by their best line: both functions' best lines score 0.7071 in one entry
+    // (find_nth's 22-24, unblock_process's 30-33 and 37); the function holding more of the
+    // entry's lines comes first (the faulty one, though the line order puts `find_nth`'s line
+    // first); with `--tie-break code` the two tie.
     let functions = |tie_break: &str| -> Result<Vec<(String, f64, f64)>> {
         let out = sfl(
             &[
@@ -82,7 +84,7 @@ fn tie_break_by_evidence() -> Result {
     let top_line_score = v["rankings"][0]["units"][0]["score"].as_f64().unwrap();
     check(
         by_evidence.len() == 2
-            && by_evidence[0].0 == "find_nth"
+            && by_evidence[0].0 == "Scheduler::unblock_process"
             && by_evidence[0].2 == 1.0
             && by_evidence[1].2 == 2.0
             && by_evidence.iter().all(|f| f.1 == top_line_score),

@@ -169,7 +169,7 @@ impl Version {
             groups.push(((groups.len() + 1) as f64, &order[i..j]));
             i = j;
         }
-        let blocks = by_function(&groups, &self.function);
+        let blocks = by_function(&groups, &self.function, |u| Some(keys[u].evidence));
         let read = reading_order(&blocks, &groups, (TOP_FUNCTIONS, LINES_SHOWN));
         read.iter()
             .position(|&u| self.faulty[u])
