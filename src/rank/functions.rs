@@ -5,8 +5,8 @@
 //! Functions come in the order a reader of the line ranking first meets them (a function
 //! ranks where its best line ranks, as `--granularity function` ranks them), functions first
 //! met in the same entry by their best line's evidence with [`function_evidence`]'s prior;
-//! each with the entries that hold its lines, in rank order. The *reading order* is what a person following
-//! the functions-first report reads: the line each of the [`TOP_FUNCTIONS`] functions' first
+//! each with the entries that hold its lines, in rank order. The *reading order* is what a
+//! person following the functions-first report reads: the line each of the [`TOP_FUNCTIONS`] functions' first
 //! [`LINES_SHOWN`] entries is shown at (its first line in the function, with its source text),
 //! function after function, then every ranked line not read yet, in rank order (as `--top` or the
 //! JSON report lists them). On the regressions and Panic4R benchmarks one line per function read

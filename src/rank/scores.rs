@@ -203,9 +203,10 @@ mod tests {
         assert!(std::ptr::eq(a.lines().spectra, &s));
     }
 
-    /// A caller (u1, u2) and its callee (u3) that every test runs together: their lines form
-    /// one entry, so the spectrum cannot order them. The function holding more of the entry's
-    /// lines ranks first (each line as likely as any), whatever their sizes.
+    /// A one-line callee (u0) and its caller (u1-u3) that every test runs together: u0, u1 and
+    /// u2 form one entry, so the spectrum cannot order the two. The caller, holding more of the
+    /// entry's lines, ranks first (each line as likely as any), though the line prior alone
+    /// would put the smaller callee first.
     #[test]
     fn functions_sharing_their_best_entry_rank_by_their_lines_in_it() {
         let mut s = matrix(&["1111-", "1110+", "0001+", "0001+"]);
