@@ -140,6 +140,9 @@ pub struct Execution {
     /// Runs more of a test that did not pass (nextest's `--retries`): flaky if one passes.
     /// `None`: not given (the nextest profile's, else none).
     pub retries: Option<u32>,
+    /// Runs a test that failed or crashed beside other tests again alone (`--no-alone-rerun`
+    /// turns it off): one that then passes is ranked as passing.
+    pub alone_rerun: bool,
     pub no_edges: bool,
     pub keep_profiles: bool,
     /// `--process-per-test`: launch every test (no fork servers, [`crate::forkserver`]).

@@ -175,6 +175,13 @@ pub struct ExecutionArgs {
     /// [default: the nextest profile's `retries`, else 0]
     #[arg(long, value_name = "N", env = "CARGO_SFL_RETRIES")]
     pub retries: Option<u32>,
+    /// Do not run failing tests again alone. By default, when tests ran several at a time, each
+    /// test that failed or crashed (up to 32 of them) runs once more with no other test running;
+    /// one that then passes failed only beside other tests (they share a temporary directory,
+    /// a port or a file between processes, which `cargo test`'s one process hides) and is
+    /// ranked as passing; the human and JSON reports say so.
+    #[arg(long)]
+    pub no_alone_rerun: bool,
     /// Run every test. By default a run re-runs only the tests an edit since the last run can
     /// affect (those that ran a changed function, failed, or are new) and reuses the other
     /// tests' coverage, and resumes an interrupted run of the same build.
@@ -263,6 +270,7 @@ impl From<ExecutionArgs> for config::Execution {
             test_timeout: e.test_timeout,
             include_ignored: e.include_ignored,
             retries: e.retries,
+            alone_rerun: !e.no_alone_rerun,
             rerun: e.rerun,
             reuse_spectra: e.reuse_spectra,
             no_edges: e.no_edges,

@@ -154,6 +154,7 @@ fn summary(a: &Analysis) -> Summary {
         crashed: count(Outcome::Crashed),
         ignored: count(Outcome::Ignored),
         flaky: s.tests.iter().filter(|t| t.flaky).count(),
+        passed_alone: s.tests.iter().filter(|t| t.passed_alone).count(),
         reused: s.tests.iter().filter(|t| t.reused).count(),
         units: s.units.len(),
         covered_units: s.coverage.iter().filter(|c| !c.is_empty()).count(),

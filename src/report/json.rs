@@ -83,6 +83,9 @@ struct JsonTest<'a> {
     /// Failed, then passed on a retry (`--retries`).
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     flaky: bool,
+    /// Failed beside other tests, passed when run again alone (ranked as passing).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    passed_alone: bool,
     /// Not run: the row is the last run's (test selection).
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     reused: bool,
@@ -298,6 +301,7 @@ impl<'a> JsonTest<'a> {
             duration_ms: t.duration_ms,
             stack: &t.stack,
             flaky: t.flaky,
+            passed_alone: t.passed_alone,
             reused: t.reused,
             attempts: &t.attempts,
         }

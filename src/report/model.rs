@@ -184,6 +184,9 @@ pub struct Summary {
     pub ignored: usize,
     /// Failed, then passed on a retry (`--retries`); counted among the failing tests.
     pub flaky: usize,
+    /// Failed beside other tests, then passed alone; counted among the passing tests.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub passed_alone: usize,
     /// Not run: their rows are the last run's, which no edit since could change.
     #[serde(skip_serializing_if = "is_zero")]
     pub reused: usize,

@@ -67,14 +67,21 @@ pub struct TestRecord {
     /// code, innermost first (test code included; the report decides what to show).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub stack: Vec<Frame>,
-    /// Every run of the test when it was retried (`--retries`), the first included, in order.
-    /// The record's own outcome, message, stack and coverage are the first run's.
+    /// Every run of the test when it was retried (`--retries`) or run again alone, the first
+    /// included, in order. The record's own outcome, message, stack and coverage are the first
+    /// run's, or with `passed_alone` the last run's.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub attempts: Vec<Attempt>,
     /// It failed, then passed on a retry. It stays in the failing set with the failing run's
     /// coverage: that run is evidence of the fault (see docs/guide/reference.md, flaky tests).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub flaky: bool,
+    /// It failed (or crashed) while other tests ran beside it, then passed when run again with
+    /// no other test running: the tests share something between processes (a temporary
+    /// directory named by a counter, a port, a file). Ranked as passing, with that run's
+    /// coverage: the failure is evidence against the tests' isolation, not the code.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub passed_alone: bool,
     /// Not run: its row is the last run's, which no edit since could change (test selection).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub reused: bool,
@@ -113,6 +120,7 @@ impl TestRecord {
             stack: Vec::new(),
             attempts: Vec::new(),
             flaky: false,
+            passed_alone: false,
             reused: false,
             volatile: None,
             env_reads: None,

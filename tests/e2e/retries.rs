@@ -21,6 +21,10 @@ pub fn trials() -> Vec<Trial> {
             timed_out_tests_are_not_failing_evidence,
         ),
         Trial::test("retries::interrupted_run_resumes", interrupted_run_resumes),
+        Trial::test(
+            "retries::tests_that_fail_only_beside_others_pass_alone",
+            tests_that_fail_only_beside_others_pass_alone,
+        ),
     ]
 }
 
@@ -324,4 +328,78 @@ fn interrupted_run_resumes() -> Result {
     check(after_resume == uninterrupted, || {
         format!("resumed:\n{after_resume:#}\nuninterrupted:\n{uninterrupted:#}")
     })
+}
+
+/// Two tests that share a directory between processes (named by a per-process counter, as
+/// walkdir's tests name theirs: under `cargo test` the one process gives each its own; each
+/// counts the files there while both are written) fail when they run at once; run again alone, each passes, and is ranked as passing with both runs
+/// recorded. With `--no-alone-rerun` they stay failed, which shows the collision is real.
+fn tests_that_fail_only_beside_others_pass_alone() -> Result {
+    let tmp = copy_fixture("minmax");
+    let dir = tmp.path();
+    for name in ["shared_a", "shared_b"] {
+        add_test(
+            dir,
+            name,
+            &format!(
+                "static COUNTER: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);\n        \
+                 let n = COUNTER.fetch_add(1, std::sync::atomic::Ordering::SeqCst);\n        \
+                 let shared = std::path::Path::new(env!(\"CARGO_MANIFEST_DIR\")).join(\"shared\").join(n.to_string());\n        \
+                 std::fs::create_dir_all(&shared).unwrap();\n        \
+                 std::fs::write(shared.join(\"{name}\"), \"\").unwrap();\n        \
+                 std::thread::sleep(std::time::Duration::from_millis(1000));\n        \
+                 let files = std::fs::read_dir(&shared).unwrap().count();\n        \
+                 std::thread::sleep(std::time::Duration::from_millis(1000));\n        \
+                 std::fs::remove_file(shared.join(\"{name}\")).unwrap();\n        \
+                 check(3, 2, 1);\n        \
+                 assert_eq!(files, 1, \"another test wrote into {{}}\", shared.display());"
+            ),
+        )?;
+    }
+    let out = sfl(&["-j", "2", "--format", "json", "shared"], dir);
+    check_exit(
+        &out,
+        3,
+        &out.stderr,
+        &["Alone ran 2 failing tests again, one at a time with no other test running: "],
+    )?;
+    let report: Value = serde_json::from_slice(&out.stdout)?;
+    check(
+        report["summary"]["passed_alone"] == 2 && report["summary"]["failed"] == 0,
+        || format!("{:#}", report["summary"]),
+    )?;
+    for name in ["tests::shared_a", "tests::shared_b"] {
+        let saved = saved_test(dir, name)?;
+        let runs: Vec<&str> = saved["attempts"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|a| a["outcome"].as_str().unwrap_or(""))
+            .collect();
+        check(
+            saved["outcome"] == "passed" && saved["passed_alone"] == true && runs == ["failed", "passed"],
+            || format!("{saved:#}"),
+        )?;
+    }
+    let human = sfl(&["report"], dir);
+    check_exit(
+        &human,
+        3,
+        &human.stdout,
+        &[
+            "2 failed only beside other tests and passed alone (ranked as passing",
+            "fixture-minmax tests::shared_a, fixture-minmax tests::shared_b; `-j 1` runs every test alone.",
+        ],
+    )?;
+
+    let raw = sfl(
+        &["-j", "2", "--rerun", "--no-alone-rerun", "--format", "json", "shared"],
+        dir,
+    );
+    check(raw.status.code() == Some(0), || show(&raw))?;
+    let report: Value = serde_json::from_slice(&raw.stdout)?;
+    check(
+        report["summary"]["failed"] == 2 && report["summary"].get("passed_alone").is_none(),
+        || format!("{:#}", report["summary"]),
+    )
 }

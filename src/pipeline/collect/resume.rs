@@ -27,10 +27,11 @@ fn resume(
     // profile; groups and slots change no outcome.
     let settings: Vec<_> = session.settings.iter().map(|s| (s.limits, s.retries)).collect();
     let flags = format!(
-        "root={} edges={} settings={settings:?} release={}",
+        "root={} edges={} settings={settings:?} release={} alone={}",
         session.ws.root.display(),
         session.edges.is_some(),
-        session.release
+        session.release,
+        session.alone
     );
     let fingerprint = journal::fingerprint(session.built, &ids, jobs, &flags);
     let dir = session.ws.target_dir.join("journal");

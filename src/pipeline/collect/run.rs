@@ -35,6 +35,27 @@ fn sort_edges(edges: &mut Vec<crate::edges::Edge>) {
     }));
 }
 
+/// At most this many failing tests run again alone ([`Session::run_alone`]).
+const ALONE_AT_MOST: usize = 32;
+
+/// The outcome of a test that failed beside other tests and passed `alone`: the passing run's
+/// record and coverage, with the first run (or its retries) and this one as its attempts.
+fn passed_alone(first: &JobOutcome, mut alone: JobOutcome) -> JobOutcome {
+    let attempt = |r: &TestRecord| Attempt {
+        outcome: r.outcome,
+        duration_ms: r.duration_ms,
+        message: r.message.clone(),
+    };
+    let mut attempts = first.record.attempts.clone();
+    if attempts.is_empty() {
+        attempts.push(attempt(&first.record));
+    }
+    attempts.push(attempt(&alone.record));
+    alone.record.attempts = attempts;
+    alone.record.passed_alone = true;
+    alone
+}
+
 impl Session<'_> {
     /// Runs every job not `done` yet, showing progress and handing each outcome to `finished`
     /// in the worker that ran it; the outcomes are in job order.
@@ -92,6 +113,7 @@ impl Session<'_> {
             );
             progress.done();
         });
+        let alone = self.run_alone(jobs, &todo, &mut done, &decode_total, &finished);
         let elapsed = started.elapsed();
         let decode_time = *decode_total.lock().unwrap();
         let forked = self.servers.as_ref().and_then(|s| s.shut_down());
@@ -108,6 +130,9 @@ impl Session<'_> {
         );
         if let Some(how) = forked {
             ui::status("Processes", how);
+        }
+        if let Some(alone) = alone {
+            ui::status("Alone", alone);
         }
         done.into_iter().map(|r| r.expect("every job finished")).collect()
     }
@@ -151,6 +176,88 @@ impl Session<'_> {
         todo
     }
 
+    /// Runs again, one at a time with no other test running, the tests of `todo` that failed
+    /// or crashed while others ran beside them (not with one job at a time, a single test, or
+    /// `--no-alone-rerun`; not flaky ones, whose retries already decided; none when more than
+    /// [`ALONE_AT_MOST`] failed: that many do not all share something). A test that passes
+    /// alone takes that run's record and coverage, with both runs among its attempts
+    /// ([`passed_alone`]); one that fails again keeps its first run. The status line, if any.
+    fn run_alone(
+        &self,
+        jobs: &[Job],
+        todo: &[usize],
+        done: &mut [Option<JobOutcome>],
+        decode_total: &Mutex<Duration>,
+        finished: &(impl Fn(&JobOutcome) + Sync),
+    ) -> Option<String> {
+        if !self.alone || self.jobs < 2 || todo.len() < 2 {
+            return None;
+        }
+        let failing: Vec<usize> = todo
+            .iter()
+            .copied()
+            .filter(|&i| {
+                done[i]
+                    .as_ref()
+                    .is_some_and(|o| o.not_run.is_none() && o.record.outcome.is_failing() && !o.record.flaky)
+            })
+            .collect();
+        if failing.is_empty() || failing.len() > ALONE_AT_MOST {
+            if !failing.is_empty() {
+                ui::detail(format!(
+                    "{} tests failed: more than {ALONE_AT_MOST}, so none runs again alone",
+                    failing.len()
+                ));
+            }
+            return None;
+        }
+        let needs: Vec<_> = failing.iter().map(|&i| self.settings[i].needs).collect();
+        let mut again: Vec<Option<JobOutcome>> = failing.iter().map(|_| None).collect();
+        crate::schedule::run_limited(
+            &failing,
+            &needs,
+            1,
+            &self.groups,
+            |_, &i, slot| {
+                if crate::process::interrupted() {
+                    return None;
+                }
+                let dir = self.scratch.join(format!("t{i}-alone"));
+                let run = (self.exe_index(&jobs[i]), false, dir);
+                Some(self.run_in(i, &jobs[i], run, decode_total, slot, false))
+            },
+            |k, r| again[k] = r,
+        );
+        let mut passed = Vec::new();
+        for (&i, alone) in failing.iter().zip(again) {
+            let Some(alone) = alone.filter(|a| a.not_run.is_none() && a.record.outcome == Outcome::Passed) else {
+                continue;
+            };
+            let first = done[i].take().expect("a failing test ran");
+            let outcome = passed_alone(&first, alone);
+            finished(&outcome);
+            passed.push(format!("{} {}", outcome.record.binary, outcome.record.name));
+            done[i] = Some(outcome);
+        }
+        let again = failing.len() - passed.len();
+        Some(format!(
+            "ran {} again, one at a time with no other test running: {}",
+            ui::counted(failing.len(), "failing test", "failing tests"),
+            match passed.len() {
+                0 if failing.len() == 1 => "it failed again".to_string(),
+                0 => "all failed again".to_string(),
+                _ if again > 0 => format!(
+                    "{} passed (failed only beside other tests: ranked as passing), {again} failed again",
+                    ui::shortened(&passed, 3)
+                ),
+                _ => format!(
+                    "{} passed (failed only beside other tests: ranked as passing)",
+                    ui::shortened(&passed, 3)
+                ),
+            }
+        ))
+    }
+
     /// Runs job `i` in its own directory and decodes what it wrote; any problem becomes a
     /// warning on its record (`single`: its executable runs no other job). Once its process has
     /// ended, the job gives its slot back (unless a retry may run it again): its decoding is
@@ -164,8 +271,23 @@ impl Session<'_> {
         decode_total: &Mutex<Duration>,
         slot: &crate::schedule::Slot<'_>,
     ) -> JobOutcome {
-        let bin = &self.built.tests[job.binary];
         let dir = self.scratch.join(format!("t{i}"));
+        self.run_in(i, job, (exe, single, dir), decode_total, slot, true)
+    }
+
+    /// [`Session::run_one`] in directory `run.2` (`run`: the executable, whether it runs no
+    /// other job, the directory), with `--retries` when `retry`.
+    fn run_in(
+        &self,
+        i: usize,
+        job: &Job,
+        run: (usize, bool, std::path::PathBuf),
+        decode_total: &Mutex<Duration>,
+        slot: &crate::schedule::Slot<'_>,
+        retry: bool,
+    ) -> JobOutcome {
+        let (exe, single, dir) = run;
+        let bin = &self.built.tests[job.binary];
         let name = job.name.clone().unwrap_or_else(|| "main".into());
         let mut out = JobOutcome {
             record: record(&bin.id, &name, Outcome::Failed),
@@ -175,7 +297,7 @@ impl Session<'_> {
             not_run: None,
         };
         let ran = self.run_process(i, job, &dir);
-        if self.settings[i].retries == 0 {
+        if !retry || self.settings[i].retries == 0 {
             slot.release();
         }
         match ran {
@@ -184,7 +306,9 @@ impl Session<'_> {
                 let t0 = Instant::now();
                 self.decode(job, exe, single, fin, &mut out);
                 *decode_total.lock().unwrap() += t0.elapsed();
-                self.retry(i, job, &mut out.record);
+                if retry {
+                    self.retry(i, job, &mut out.record);
+                }
             }
         }
         if !self.keep {

@@ -36,6 +36,8 @@ pub(super) struct Session<'a> {
     /// cargo sfl's own flags, which win over the nextest profile.
     pub(super) flags: Flags,
     pub(super) keep: bool,
+    /// Tests that failed beside others run again alone ([`Session::run_alone`]).
+    pub(super) alone: bool,
     /// The fork servers tests run on (`None`: `--process-per-test`, or not on this system).
     pub(super) servers: Option<crate::forkserver::ForkServers>,
     /// Names the panic stacks the runtime records.
@@ -72,6 +74,7 @@ impl<'a> Session<'a> {
             jobs,
             flags,
             keep: exec.keep_profiles,
+            alone: exec.alone_rerun,
             servers: (!exec.process_per_test && crate::platform::FORK_SERVERS)
                 .then(|| crate::forkserver::ForkServers::new(jobs, !exec.keep_profiles)),
             stacks: crate::stacks::Symbolizer::default(),

@@ -135,6 +135,9 @@ fn summary(out: &mut String, report: &Report, view: &View) {
     if sum.flaky > 0 {
         let _ = write!(out, "; {} flaky (passed on a retry, ranked as failing)", sum.flaky);
     }
+    if sum.passed_alone > 0 {
+        let _ = write!(out, "; {}", passed_alone(sum.passed_alone));
+    }
     if sum.reused > 0 {
         let _ = write!(
             out,
@@ -417,20 +420,47 @@ pub fn no_failures(report: &Report) -> String {
             100.0 * sum.covered_units as f64 / sum.units as f64
         }
     );
+    let alone = match sum.passed_alone {
+        0 => String::new(),
+        n => format!(
+            "{}: {}; `-j 1` runs every test alone.\n",
+            passed_alone(n),
+            crate::ui::shortened(&alone_tests(report.spectra), 5)
+        ),
+    };
     if sum.timed_out == 0 {
         return format!(
-            "No failing tests: all {} tests that ran passed ({} ignored); nothing to localise.\n{coverage}",
+            "No failing tests: all {} tests that ran passed ({} ignored); nothing to localise.\n{alone}{coverage}",
             sum.ran(),
             sum.ignored,
         );
     }
     format!(
-        "No failing tests: {} passed, {} timed out, {} ignored; nothing to localise.\n{coverage}{}",
+        "No failing tests: {} passed, {} timed out, {} ignored; nothing to localise.\n{alone}{coverage}{}",
         sum.passed,
         sum.timed_out,
         sum.ignored,
         timed_out_tests(report.spectra)
     )
+}
+
+/// What `n` tests that passed alone did, for the summary.
+fn passed_alone(n: usize) -> String {
+    format!(
+        "{} only beside other tests and passed alone (ranked as passing: they share something between \
+         processes, such as a temporary directory, a port or a file)",
+        crate::ui::counted(n, "failed", "failed")
+    )
+}
+
+/// The tests that failed beside others and passed alone, as `binary name`.
+fn alone_tests(spectra: &crate::spectra::Spectra) -> Vec<String> {
+    spectra
+        .tests
+        .iter()
+        .filter(|t| t.passed_alone)
+        .map(|t| format!("{} {}", t.binary, t.name))
+        .collect()
 }
 
 #[cfg(test)]
