@@ -190,27 +190,7 @@ impl Session<'_> {
         decode_total: &Mutex<Duration>,
         finished: &(impl Fn(&JobOutcome) + Sync),
     ) -> Option<String> {
-        if !self.alone || self.jobs < 2 || todo.len() < 2 {
-            return None;
-        }
-        let failing: Vec<usize> = todo
-            .iter()
-            .copied()
-            .filter(|&i| {
-                done[i]
-                    .as_ref()
-                    .is_some_and(|o| o.not_run.is_none() && o.record.outcome.is_failing() && !o.record.flaky)
-            })
-            .collect();
-        if failing.is_empty() || failing.len() > ALONE_AT_MOST {
-            if !failing.is_empty() {
-                ui::detail(format!(
-                    "{} tests failed: more than {ALONE_AT_MOST}, so none runs again alone",
-                    failing.len()
-                ));
-            }
-            return None;
-        }
+        let failing = self.alone_candidates(todo, done)?;
         let needs: Vec<_> = failing.iter().map(|&i| self.settings[i].needs).collect();
         let mut again: Vec<Option<JobOutcome>> = failing.iter().map(|_| None).collect();
         crate::schedule::run_limited(
@@ -256,6 +236,30 @@ impl Session<'_> {
                 ),
             }
         ))
+    }
+
+    /// The tests [`Session::run_alone`] runs again (`None`: none).
+    fn alone_candidates(&self, todo: &[usize], done: &[Option<JobOutcome>]) -> Option<Vec<usize>> {
+        if !self.alone || self.jobs < 2 || todo.len() < 2 {
+            return None;
+        }
+        let failing: Vec<usize> = todo
+            .iter()
+            .copied()
+            .filter(|&i| {
+                done[i]
+                    .as_ref()
+                    .is_some_and(|o| o.not_run.is_none() && o.record.outcome.is_failing() && !o.record.flaky)
+            })
+            .collect();
+        if failing.len() > ALONE_AT_MOST {
+            ui::detail(format!(
+                "{} tests failed: more than {ALONE_AT_MOST}, so none runs again alone",
+                failing.len()
+            ));
+            return None;
+        }
+        (!failing.is_empty()).then_some(failing)
     }
 
     /// Runs job `i` in its own directory and decodes what it wrote; any problem becomes a

@@ -276,6 +276,13 @@ const CORPUS: &[Crate] = &[
         &["--lib"],
         "src/repr.rs",
     ),
+    krate(
+        "walkdir",
+        "2.5.0",
+        &["tests that share a temporary directory between processes (named by a per-process counter)"],
+        &[],
+        "src/lib.rs",
+    ),
 ];
 
 /// The differences between the two tools that DESIGN.md and the user guide document: listed, not
