@@ -446,8 +446,51 @@ impl Session<'_> {
 
 #[cfg(test)]
 mod tests {
+    use super::{JobOutcome, passed_alone};
     use crate::edges::Edge;
-    use crate::spectra::BlockId;
+    use crate::spectra::{Attempt, BlockId, Outcome, TestRecord, UnitId};
+
+    fn outcome(result: Outcome, message: Option<&str>, covered: &[u32]) -> JobOutcome {
+        let mut record = TestRecord::new("pkg", "tests::shared", result);
+        record.message = message.map(str::to_string);
+        record.duration_ms = 7;
+        JobOutcome {
+            record,
+            covered: covered.iter().map(|&u| UnitId(u)).collect(),
+            profiles: Vec::new(),
+            edges: Vec::new(),
+            not_run: None,
+        }
+    }
+
+    /// A test that passed alone is the passing run (outcome, coverage), its attempts the first
+    /// run then this one; after retries, every retry then this one.
+    #[test]
+    fn a_test_that_passed_alone_keeps_the_passing_run_and_every_attempt() {
+        let first = outcome(Outcome::Failed, Some("another test wrote here"), &[1, 2, 3]);
+        let alone = passed_alone(&first, outcome(Outcome::Passed, None, &[1, 2]));
+        let runs = |o: &JobOutcome| o.record.attempts.iter().map(|a| a.outcome).collect::<Vec<_>>();
+        assert_eq!(alone.record.outcome, Outcome::Passed);
+        assert!(alone.record.passed_alone && !alone.record.flaky);
+        assert_eq!(alone.covered, vec![UnitId(1), UnitId(2)]);
+        assert_eq!(runs(&alone), vec![Outcome::Failed, Outcome::Passed]);
+        assert_eq!(
+            alone.record.attempts[0].message.as_deref(),
+            Some("another test wrote here")
+        );
+
+        let mut retried = outcome(Outcome::Crashed, None, &[1]);
+        retried.record.attempts = vec![
+            Attempt {
+                outcome: Outcome::Crashed,
+                duration_ms: 7,
+                message: None,
+            };
+            2
+        ];
+        let alone = passed_alone(&retried, outcome(Outcome::Passed, None, &[1]));
+        assert_eq!(runs(&alone), vec![Outcome::Crashed, Outcome::Crashed, Outcome::Passed]);
+    }
 
     #[test]
     fn edges_sort_as_pairs_do() {

@@ -281,7 +281,7 @@ const CORPUS: &[Crate] = &[
         "2.5.0",
         &["tests that share a temporary directory between processes (named by a per-process counter)"],
         &[],
-        "src/lib.rs",
+        "src/dent.rs",
     ),
 ];
 
