@@ -180,26 +180,58 @@ pub fn own_process_group(cmd: &mut std::process::Command) {
 #[cfg(not(unix))]
 pub fn own_process_group(_: &mut std::process::Command) {}
 
-/// Kills whatever is left of the process group `leader` started; whether anything was.
+/// Kills whatever is left of the process group `leader` started; whether anything was (a
+/// zombie is not: see [`group_alive`]).
 #[cfg(unix)]
 pub fn kill_group(leader: u32) -> bool {
     use nix::sys::signal::{Signal, killpg};
     use nix::unistd::Pid;
-    let group = Pid::from_raw(leader as i32);
-    // Signal 0 only asks whether the group still has a member.
-    let alive = killpg(group, None).is_ok();
+    let alive = group_alive(leader);
     if alive {
-        let _ = killpg(group, Signal::SIGKILL);
+        let _ = killpg(Pid::from_raw(leader as i32), Signal::SIGKILL);
     }
     alive
 }
 
-/// Whether the process group `leader` started still has a member.
+/// Whether the process group `leader` started still has a member that runs. Signal 0 asks
+/// whether it has any; on Linux a group whose members are all zombies does not count: a child
+/// the test killed just before it returned is reparented to PID 1, which reaps it at once under
+/// an init, but a container's PID 1 often is no init and leaves it a zombie for long.
 #[cfg(unix)]
 pub fn group_alive(leader: u32) -> bool {
     use nix::sys::signal::killpg;
     use nix::unistd::Pid;
-    killpg(Pid::from_raw(leader as i32), None).is_ok()
+    killpg(Pid::from_raw(leader as i32), None).is_ok() && !only_zombies(leader)
+}
+
+/// Whether every process of group `leader` is a zombie (state `Z` in `/proc/PID/stat`).
+#[cfg(target_os = "linux")]
+fn only_zombies(leader: u32) -> bool {
+    let Ok(procs) = std::fs::read_dir("/proc") else {
+        return false;
+    };
+    let member_runs = |pid: u32| {
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            return false;
+        };
+        // `pid (comm) state ppid pgrp …`; the name may hold spaces and parentheses.
+        let Some(rest) = stat.rfind(')').and_then(|i| stat.get(i + 2..)) else {
+            return false;
+        };
+        let mut fields = rest.split(' ');
+        let (state, pgrp) = (fields.next(), fields.nth(1));
+        pgrp.and_then(|g| g.parse::<u32>().ok()) == Some(leader) && state != Some("Z")
+    };
+    !procs
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .any(member_runs)
+}
+
+/// Elsewhere a group member is taken to run.
+#[cfg(all(unix, not(target_os = "linux")))]
+fn only_zombies(_: u32) -> bool {
+    false
 }
 
 /// Without process groups nothing is left of one.
@@ -291,6 +323,33 @@ pub fn exec(mut cmd: std::process::Command) -> std::io::Result<i32> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A group whose one process has ended but is not reaped yet (a zombie) has nothing left
+    /// running; a group whose process sleeps has, and killing it says so.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_group_of_zombies_is_not_alive() {
+        let start = |script: &str| {
+            let mut cmd = std::process::Command::new("sh");
+            cmd.args(["-c", script]);
+            own_process_group(&mut cmd);
+            cmd.spawn().unwrap()
+        };
+        let mut ended = start("exit 0");
+        let zombie = |pid: u32| std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| s.contains(") Z "));
+        let waited = std::time::Instant::now();
+        while !zombie(ended.id()) && waited.elapsed() < std::time::Duration::from_secs(10) {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        assert!(zombie(ended.id()), "the child did not end");
+        assert!(!group_alive(ended.id()) && !kill_group(ended.id()));
+        ended.wait().unwrap();
+
+        let mut sleeping = start("sleep 30");
+        assert!(group_alive(sleeping.id()));
+        assert!(kill_group(sleeping.id()));
+        sleeping.wait().unwrap();
+    }
 
     #[test]
     fn section_names_follow_the_object_format() {

@@ -292,7 +292,7 @@ impl Nextest {
     }
 
     /// One job's settings: cargo sfl's flags first, then the configuration, then
-    /// `default_timeout` (no retries, nextest's leak-timeout only with a configuration).
+    /// `default_timeout` (no retries, nextest's default leak-timeout: 100 ms to end).
     pub fn job(
         &self,
         bin: &BinaryInfo,
@@ -302,10 +302,9 @@ impl Nextest {
         jobs: usize,
     ) -> JobSettings {
         let s = self.settings(bin, name, jobs);
-        let leak = s.leak.unwrap_or(Leak {
-            period: Duration::ZERO,
-            fail: false,
-        });
+        // Without a configuration nextest's default too: a test that kills its child just
+        // before it returns leaves the child dying for a moment, not leaked.
+        let leak = s.leak.unwrap_or(DEFAULT_LEAK);
         JobSettings {
             limits: crate::run::Limits {
                 timeout: flags.timeout.or(s.timeout).unwrap_or(default_timeout),
