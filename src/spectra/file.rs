@@ -109,12 +109,14 @@ impl Spectra {
     }
 
     /// The outcome of every test of the saved file at `path`, reading nothing else (the rest of
-    /// the file is skimmed, not built); `None` when it is missing, unreadable or of a schema
-    /// this version does not read.
-    pub fn outcomes_in(path: &Path) -> Option<Vec<Outcome>> {
+    /// the file is skimmed, not built); `None` when it is missing, unreadable, of a schema
+    /// this version does not read, or of another workspace than `workspace_root`.
+    pub fn outcomes_in(path: &Path, workspace_root: &str) -> Option<Vec<Outcome>> {
         #[derive(Deserialize)]
         struct Tests {
             schema: String,
+            #[serde(default)]
+            workspace_root: String,
             tests: Vec<OutcomeOnly>,
         }
         #[derive(Deserialize)]
@@ -122,8 +124,7 @@ impl Spectra {
             outcome: Outcome,
         }
         let t: Tests = serde_json::from_slice(&std::fs::read(path).ok()?).ok()?;
-        [SCHEMA, SCHEMA_V2, SCHEMA_V1]
-            .contains(&t.schema.as_str())
+        ([SCHEMA, SCHEMA_V2, SCHEMA_V1].contains(&t.schema.as_str()) && t.workspace_root == workspace_root)
             .then(|| t.tests.into_iter().map(|o| o.outcome).collect())
     }
 

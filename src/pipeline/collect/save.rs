@@ -154,8 +154,9 @@ fn save_keeping_failures(spectra: &Spectra, main: &Path) -> std::io::Result<Save
     // Timed-out tests count: such a run is not green either.
     let bad = |o: &Outcome| o.is_failing() || *o == Outcome::TimedOut;
     let failing = |s: &Spectra| s.tests.iter().filter(|t| bad(&t.outcome)).count();
-    // Only whether the earlier run was green: its outcomes are enough.
-    let earlier = Spectra::outcomes_in(main).map(|o| o.iter().filter(|o| bad(o)).count());
+    // Only whether the earlier run was green: its outcomes are enough. Another workspace's
+    // run (one target dir shared by several, as a global `build.target-dir` makes it) is none.
+    let earlier = Spectra::outcomes_in(main, &spectra.workspace_root).map(|o| o.iter().filter(|o| bad(o)).count());
     if failing(spectra) == 0
         && let Some(n) = earlier
         && n > 0
@@ -232,5 +233,29 @@ mod saving {
         assert!(!green.exists());
         save_keeping_failures(&run(Outcome::Failed), &main).unwrap();
         assert_eq!((outcome(&main), outcome(&green)), (Outcome::Failed, Outcome::Passed));
+    }
+
+    /// One target dir shared by two workspaces: the other workspace's run with failures is not
+    /// this workspace's to keep, so this one's green run replaces it.
+    #[test]
+    fn another_workspaces_failures_are_not_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let main = dir.path().join("spectra.json");
+        let other = Spectra::from_tests(
+            "/other".into(),
+            vec![TestRecord::new("b", "t", Outcome::Failed)],
+            Vec::new(),
+            &[Vec::new()],
+        );
+        save_keeping_failures(&other, &main).unwrap();
+        assert_eq!(
+            save_keeping_failures(&run(Outcome::Passed), &main).unwrap(),
+            Saved::Main
+        );
+        let saved = Spectra::load(&main).unwrap();
+        assert_eq!(
+            (saved.workspace_root.as_str(), saved.tests[0].outcome),
+            ("/ws", Outcome::Passed)
+        );
     }
 }
