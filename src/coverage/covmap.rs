@@ -96,6 +96,14 @@ pub struct BinaryInfo {
     pub map: CoverageMap,
 }
 
+/// The build-id of the executable at `path`, reading its headers and notes only (`None`: it
+/// has none, or cannot be read).
+pub fn build_id_of(path: &std::path::Path) -> Option<Vec<u8>> {
+    let file = std::fs::File::open(path).ok()?;
+    let cache = object::ReadCache::new(file);
+    platform::build_id(&object::File::parse(&cache).ok()?)
+}
+
 /// Parses the coverage map and build-id out of an executable's bytes.
 pub fn read_binary<'data>(data: impl object::ReadRef<'data>) -> Result<BinaryInfo, DecodeError> {
     let file = object::File::parse(data).map_err(|e| DecodeError::malformed(format!("not an object file: {e}")))?;

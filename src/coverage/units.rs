@@ -162,6 +162,8 @@ pub struct LineDecoder<'a> {
     layouts: Layouts,
     /// Per shared layout (by id): the unit of each of its lines, for the workspace's files.
     layout_units: Mutex<HashMap<usize, Arc<Vec<Option<UnitId>>>>>,
+    /// Per executable, its build-id, read on its own when a profile is matched to it.
+    build_ids: Vec<std::sync::OnceLock<Option<Vec<u8>>>>,
 }
 
 impl<'a> LineDecoder<'a> {
@@ -169,6 +171,7 @@ impl<'a> LineDecoder<'a> {
     /// files (None: not ours).
     pub fn new(paths: Vec<PathBuf>, relative: &'a (dyn Fn(&Path) -> Option<String> + Sync)) -> Self {
         LineDecoder {
+            build_ids: paths.iter().map(|_| std::sync::OnceLock::new()).collect(),
             binaries: PerBinary::new(paths),
             relative,
             units: Mutex::new(UnitTable::default()),
@@ -240,10 +243,19 @@ impl<'a> LineDecoder<'a> {
             self.binary(i)
                 .is_ok_and(|b| b.cov.build_id.as_ref().is_some_and(|id| ids.contains(&id.as_slice())))
         };
+        // Another executable (a binary the test ran) is looked for by its build-id alone:
+        // reading each one's coverage map would name its lines as units, and which ones were
+        // read before the match would depend on the order cargo reported them in.
+        let has_id = |i: usize| {
+            self.build_ids[i]
+                .get_or_init(|| crate::coverage::covmap::build_id_of(&self.binaries.paths()[i]))
+                .as_ref()
+                .is_some_and(|id| ids.contains(&id.as_slice()))
+        };
         let which = if matches(own) {
             Some(own)
         } else {
-            (0..self.binaries.len()).find(|&i| i != own && matches(i))
+            (0..self.binaries.len()).find(|&i| i != own && has_id(i) && matches(i))
         };
         match which {
             Some(i) => Ok(self.binary(i)?),

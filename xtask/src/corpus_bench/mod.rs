@@ -283,6 +283,13 @@ const CORPUS: &[Crate] = &[
         &[],
         "src/dent.rs",
     ),
+    krate(
+        "once_cell",
+        "1.21.4",
+        &["a test that kills the child it spawned just before it returns (left a zombie where PID 1 reaps late)"],
+        &[],
+        "src/imp_std.rs",
+    ),
 ];
 
 /// The differences between the two tools that DESIGN.md and the user guide document: listed, not
