@@ -41,6 +41,16 @@ fn saved_test(dir: &Path, name: &str) -> Result<Value> {
         .ok_or_else(|| format!("{name} not saved: {saved:#}").into())
 }
 
+/// The outcome of each of a saved test's runs (`attempts`), in order.
+fn attempt_outcomes(test: &Value) -> Vec<&str> {
+    test["attempts"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|a| a["outcome"].as_str().unwrap_or(""))
+        .collect()
+}
+
 /// With `--retries 2`, a test that fails its first run and passes its second is flaky: still
 /// failing in the spectra (with both runs recorded) and flagged in every format; a test that
 /// fails every run is failed with all three runs recorded.
@@ -63,12 +73,7 @@ fn flaky_tests_are_flagged() -> Result {
         || format!("{:#}", report["summary"]),
     )?;
     let t6 = saved_test(dir, "tests::t6_flaky")?;
-    let runs: Vec<&str> = t6["attempts"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .map(|a| a["outcome"].as_str().unwrap_or(""))
-        .collect();
+    let runs = attempt_outcomes(&t6);
     check(
         t6["outcome"] == "failed" && t6["flaky"] == true && runs == ["failed", "passed"],
         || format!("{t6:#}"),
@@ -370,12 +375,7 @@ fn tests_that_fail_only_beside_others_pass_alone() -> Result {
     )?;
     for name in ["tests::shared_a", "tests::shared_b"] {
         let saved = saved_test(dir, name)?;
-        let runs: Vec<&str> = saved["attempts"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .map(|a| a["outcome"].as_str().unwrap_or(""))
-            .collect();
+        let runs = attempt_outcomes(&saved);
         check(
             saved["outcome"] == "passed" && saved["passed_alone"] == true && runs == ["failed", "passed"],
             || format!("{saved:#}"),

@@ -447,9 +447,8 @@ pub fn no_failures(report: &Report) -> String {
 /// What `n` tests that passed alone did, for the summary.
 fn passed_alone(n: usize) -> String {
     format!(
-        "{} only beside other tests and passed alone (ranked as passing: they share something between \
-         processes, such as a temporary directory, a port or a file)",
-        crate::ui::counted(n, "failed", "failed")
+        "{n} failed only beside other tests and passed alone (ranked as passing: they share something \
+         between processes, such as a temporary directory, a port or a file)"
     )
 }
 
