@@ -147,6 +147,9 @@ pub struct Execution {
     pub keep_profiles: bool,
     /// `--process-per-test`: launch every test (no fork servers, [`crate::forkserver`]).
     pub process_per_test: bool,
+    /// `--fresh-processes`: a forked test's process never takes another test
+    /// ([`crate::forkserver`]'s kept processes).
+    pub fresh_processes: bool,
     pub partition: Option<Partition>,
     pub save_spectra: Option<PathBuf>,
     /// `--junit FILE`: the run as JUnit XML.

@@ -9,6 +9,13 @@
 //! Each test still runs alone in its own process group, writes its own profile, and a crash,
 //! abort, hang or `exit` costs only that test; what is saved is the launch.
 //!
+//! A forked test that passes and leaves its process as it found it (no thread, no child
+//! process, its environment, working directory and the Rust code's statics unchanged; see
+//! [`crate::edges::state`]) takes the server's next test in the same process: a **kept**
+//! process, which saves the fork, the exit and the start-up as well, and starts the next test
+//! from the state its own process would give it. Any other end (a failure, a crash, a changed
+//! static) ends the process as before, and the next test gets a new fork.
+//!
 //! A binary that cannot serve (no runtime linked, it exits at start-up) runs its tests one
 //! process each, as does a test when its server ends before it started.
 
@@ -36,6 +43,8 @@ pub const TEMPLATE_ENV: &str = "CARGO_SFL_PROFILE_TEMPLATE";
 /// Set per forked test: the file its counters are mapped onto (`%p`: its process id), instead
 /// of a whole profile of its own.
 pub const COUNTERS_ENV: &str = "CARGO_SFL_COUNTERS_FILE";
+/// Set for a fork server whose forked tests may take further tests (kept processes).
+pub const KEEP_ENV: &str = "CARGO_SFL_KEEP_PROCESSES";
 /// How long a server may take to say it is ready before its binary runs a process per test.
 const READY_TIMEOUT: Duration = Duration::from_secs(20);
 
@@ -45,6 +54,8 @@ enum Reply {
     Started(u32),
     /// Its raw wait status.
     Exited(i32),
+    /// It passed, and its process lives on to take another test.
+    Passed,
     /// `fork` failed with this errno.
     Failed(i32),
     /// The server ended.
@@ -109,6 +120,21 @@ impl Shared {
         }
     }
 
+    /// Kills test `id` (process group `pid`) through its server, which knows whether that
+    /// process still runs it (a kept process may run another test by now); directly when the
+    /// server has ended, and with it its children.
+    fn kill(&self, id: u64, pid: u32) {
+        let sent = {
+            let mut w = self.requests.lock().unwrap_or_else(PoisonError::into_inner);
+            !self.gone.load(Ordering::SeqCst)
+                && w.as_mut()
+                    .is_some_and(|w| w.write_all(format!("kill {id}\n").as_bytes()).is_ok())
+        };
+        if !sent {
+            crate::platform::kill_group(pid);
+        }
+    }
+
     /// Forgets test `id`, giving back any permits it still holds.
     fn forget(&self, id: u64) {
         let held = self.waiting().remove(&id).map_or(0, |w| w.held);
@@ -170,6 +196,7 @@ impl ForkServer {
     /// Runs test `name` (taking `threads` permits) in a child of the
     /// server with the variables `env` set, its stdout and stderr into `out_path`, as
     /// [`crate::process::run_captured_leaking`] runs a process; its timeout counts from its start.
+    /// Also whether it ran in a kept process.
     pub(crate) fn run(
         &self,
         name: &str,
@@ -178,7 +205,7 @@ impl ForkServer {
         out_path: &Path,
         timeout: Duration,
         leak_timeout: Duration,
-    ) -> Result<Captured, NotServed> {
+    ) -> Result<(Captured, bool), NotServed> {
         let request = request_line(name, env, out_path)
             .ok_or_else(|| NotServed("its name or a file name holds a tab or a line break".into()))?;
         let id = self.next.fetch_add(1, Ordering::Relaxed);
@@ -224,8 +251,13 @@ impl ForkServer {
         crate::process::track(pid);
         let status = match wait_exit(&rx, timeout) {
             Waited::Exited(raw) => Some(crate::platform::wait_status(raw)),
+            Waited::Passed => {
+                let elapsed = start.elapsed();
+                self.shared.forget(id);
+                return Ok((crate::process::passed_kept(pid, elapsed, out_path), true));
+            }
             Waited::TimedOut => {
-                crate::platform::kill_group(pid);
+                self.shared.kill(id, pid);
                 // Killed: the server reports it once it has reaped the child.
                 let _ = wait_exit(&rx, READY_TIMEOUT);
                 None
@@ -235,12 +267,16 @@ impl ForkServer {
         };
         let elapsed = start.elapsed();
         self.shared.forget(id);
-        Ok(crate::process::ended(pid, status, elapsed, out_path, leak_timeout))
+        Ok((
+            crate::process::ended(pid, status, elapsed, out_path, leak_timeout),
+            false,
+        ))
     }
 }
 
 enum Waited {
     Exited(i32),
+    Passed,
     TimedOut,
     Gone,
 }
@@ -248,6 +284,7 @@ enum Waited {
 fn wait_exit(rx: &Receiver<Reply>, timeout: Duration) -> Waited {
     match rx.recv_timeout(timeout) {
         Ok(Reply::Exited(raw)) => Waited::Exited(raw),
+        Ok(Reply::Passed) => Waited::Passed,
         Err(RecvTimeoutError::Timeout) => Waited::TimedOut,
         Ok(_) | Err(RecvTimeoutError::Disconnected) => Waited::Gone,
     }
@@ -287,6 +324,7 @@ fn read_replies(out: impl BufRead, ready: Sender<bool>, shared: &Shared) {
                     }
                 }
                 Some("exited") => shared.settle(id, Reply::Exited(value as i32)),
+                Some("passed") => shared.settle(id, Reply::Passed),
                 Some("failed") => shared.settle(id, Reply::Failed(value as i32)),
                 _ => {}
             }
@@ -332,6 +370,8 @@ pub struct ForkServers {
     servers: Mutex<HashMap<ServerKey, Result<Arc<ForkServer>, NotServed>>>,
     permits: Arc<Permits>,
     forked: std::sync::atomic::AtomicUsize,
+    /// Of the forked tests, those that ran in a kept process.
+    kept: std::sync::atomic::AtomicUsize,
     /// Servers ended before the end of the run ([`ForkServers::retire`]).
     retired: std::sync::atomic::AtomicUsize,
     /// Why tests ran in processes of their own, with how many did for each reason.
@@ -339,20 +379,25 @@ pub struct ForkServers {
     /// Forked tests keep only their counters ([`COUNTERS_ENV`]); their binaries' servers write
     /// the records the counters are decoded with ([`TEMPLATE_ENV`]).
     pub counters_only: bool,
+    /// A passing test's process may take further tests ([`KEEP_ENV`]; needs `counters_only`).
+    pub keep: bool,
 }
 
 impl ForkServers {
     /// Servers whose tests run at most `threads` processes at once, keeping only their
     /// counters when `counters_only` (else the profiler's whole profile per test, which
-    /// `--keep-profiles` keeps for llvm-profdata).
-    pub fn new(threads: usize, counters_only: bool) -> ForkServers {
+    /// `--keep-profiles` keeps for llvm-profdata), and keeping processes when `keep` (and
+    /// `counters_only`).
+    pub fn new(threads: usize, counters_only: bool, keep: bool) -> ForkServers {
         ForkServers {
             servers: Mutex::default(),
             permits: Arc::new(Permits::new(threads)),
             forked: Default::default(),
+            kept: Default::default(),
             retired: Default::default(),
             fallbacks: Mutex::default(),
             counters_only,
+            keep: keep && counters_only,
         }
     }
 
@@ -387,9 +432,12 @@ impl ForkServers {
         drop(ended);
     }
 
-    /// Counts a test that ran on a server.
-    pub fn forked(&self) {
+    /// Counts a test that ran on a server (`kept`: in a kept process).
+    pub fn forked(&self, kept: bool) {
         self.forked.fetch_add(1, Ordering::Relaxed);
+        if kept {
+            self.kept.fetch_add(1, Ordering::Relaxed);
+        }
     }
 
     /// Counts a test that ran in a process of its own, and why.
@@ -407,6 +455,7 @@ impl ForkServers {
         let summary = self.summary();
         self.servers.lock().unwrap_or_else(PoisonError::into_inner).clear();
         self.forked.store(0, Ordering::Relaxed);
+        self.kept.store(0, Ordering::Relaxed);
         self.retired.store(0, Ordering::Relaxed);
         self.fallbacks.lock().unwrap_or_else(PoisonError::into_inner).clear();
         summary
@@ -431,6 +480,12 @@ impl ForkServers {
             "{forked} forked from {servers} server{}",
             if servers == 1 { "" } else { "s" }
         );
+        let kept = self.kept.load(Ordering::Relaxed);
+        if kept > 0 {
+            s.push_str(&format!(
+                " ({kept} passed and left their process, unchanged, to the next test)"
+            ));
+        }
         if own > 0 {
             let why: Vec<String> = fallbacks.iter().map(|(w, n)| format!("{n}: {w}")).collect();
             s.push_str(&format!(", {own} in processes of their own ({})", why.join("; ")));

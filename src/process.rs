@@ -161,10 +161,13 @@ pub(crate) fn untrack_server(leader: u32) {
     }
 }
 
-/// Forgets the process group `leader` (it ended).
+/// Forgets the process group `leader` once (it ended, or a kept process's test did: the same
+/// process may be listed again for its next test).
 pub(crate) fn untrack(leader: u32) {
-    if let Ok(mut running) = RUNNING.lock() {
-        running.retain(|&l| l != leader);
+    if let Ok(mut running) = RUNNING.lock()
+        && let Some(i) = running.iter().position(|&l| l == leader)
+    {
+        running.swap_remove(i);
     }
 }
 
@@ -185,6 +188,18 @@ pub(crate) fn ended(
         }
     }
     let leaked = crate::platform::kill_group(leader);
+    captured(leader, status, elapsed, out_path, leaked)
+}
+
+/// The end of a test that passed in the kept process `leader`, which lives on to run another
+/// ([`crate::forkserver`]): it left no process and no thread running, so there is nothing to
+/// wait for or kill.
+pub(crate) fn passed_kept(leader: u32, elapsed: Duration, out_path: &Path) -> Captured {
+    captured(leader, Some(crate::platform::wait_status(0)), elapsed, out_path, false)
+}
+
+/// Forgets `leader` and reads (then removes) the output.
+fn captured(leader: u32, status: Option<ExitStatus>, elapsed: Duration, out_path: &Path, leaked: bool) -> Captured {
     untrack(leader);
     let bytes = std::fs::read(out_path).unwrap_or_default();
     let _ = std::fs::remove_file(out_path);

@@ -226,6 +226,9 @@ fn serve(run: &TestRun, doctest: bool, env_reads: &Path, out_path: &Path) -> Opt
         if servers.counters_only {
             cmd.env(crate::forkserver::TEMPLATE_ENV, "1");
         }
+        if servers.keep {
+            cmd.env(crate::forkserver::KEEP_ENV, "1");
+        }
         cmd
     };
     let server = match servers.server(key, command) {
@@ -250,8 +253,8 @@ fn serve(run: &TestRun, doctest: bool, env_reads: &Path, out_path: &Path) -> Opt
         run.limits.timeout,
         run.limits.leak_timeout,
     ) {
-        Ok(captured) => {
-            servers.forked();
+        Ok((captured, kept)) => {
+            servers.forked(kept);
             Some(captured)
         }
         Err(crate::forkserver::NotServed(why)) => {

@@ -201,6 +201,13 @@ pub struct ExecutionArgs {
     /// its own process with its own profile, without paying a launch.
     #[arg(long)]
     pub process_per_test: bool,
+    /// Fork a new process for every test. By default a forked test that passed and left its
+    /// process as it found it (no thread or child process left, environment, working directory
+    /// and every static of the crate's and its dependencies' code unchanged) runs the next test
+    /// of its binary in the same process, which starts it from the same state a new process
+    /// would; any other test ends its process.
+    #[arg(long)]
+    pub fresh_processes: bool,
     /// Keep each test's .profraw files under <target-dir>/profiles (for debugging the decoder;
     /// every test then writes a whole profile, which forked tests otherwise skip).
     #[arg(long)]
@@ -276,6 +283,7 @@ impl From<ExecutionArgs> for config::Execution {
             no_edges: e.no_edges,
             keep_profiles: e.keep_profiles,
             process_per_test: e.process_per_test,
+            fresh_processes: e.fresh_processes,
             partition: e.partition,
             save_spectra: e.save_spectra,
             junit: e.junit,

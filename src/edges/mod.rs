@@ -25,7 +25,8 @@
 //! function)` so the same function's blocks in several test binaries are one block, and builds
 //! [`EdgeSpectra`] (saved with the matrix: [`crate::spectra::edges`]): blocks, edges and, per
 //! edge, the tests that traversed it (a bitset, like the line matrix). [`relax`]: the coverage
-//! counters' atomic updates made plain while a test runs on one thread. CP itself is in
+//! counters' atomic updates made plain while a test runs on one thread. [`state`]: the statics a
+//! kept test process compares before it takes another test. CP itself is in
 //! [`crate::cp`].
 
 pub mod cfg;
@@ -37,6 +38,7 @@ mod line_rows;
 pub mod map;
 pub mod record;
 pub mod relax;
+pub mod state;
 mod table;
 
 pub use crate::spectra::edges::{

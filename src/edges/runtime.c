@@ -39,6 +39,8 @@
 #include <signal.h>
 #include <stdio.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
+#include <sched.h>
 #ifdef __linux__
 #include <sys/prctl.h>
 #endif
@@ -87,10 +89,10 @@ static void expand_pid(const char *pattern, char *path, size_t size) {
     path[o] = 0;
 }
 
-/* Moves the pages of flags [start, start + n) onto the output file. */
-static void open_output(char *start, uint64_t n) {
+/* Moves the pages of flags [start, start + n) onto the output file: 1 when they are there. */
+static int open_output(char *start, uint64_t n) {
     const char *pattern = getenv("CARGO_SFL_EDGES_FILE");
-    if (!pattern || !*pattern) return;
+    if (!pattern || !*pattern) return 0;
     char path[SFL_PATH_MAX];
     expand_pid(pattern, path, sizeof path);
     long page = sysconf(_SC_PAGESIZE);
@@ -99,7 +101,7 @@ static void open_output(char *start, uint64_t n) {
     uintptr_t hi = ((uintptr_t)start + n + (uintptr_t)page - 1) & ~((uintptr_t)page - 1);
     uint64_t header_size = (sizeof(struct header) + (uint64_t)page - 1) & ~((uint64_t)page - 1);
     int fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0) return;
+    if (fd < 0) return 0;
     struct header h;
     memset(&h, 0, sizeof h);
     h.header_size = header_size;
@@ -113,14 +115,17 @@ static void open_output(char *start, uint64_t n) {
     int ok = ftruncate(fd, (off_t)(header_size + h.mapped)) == 0 &&
              pwrite(fd, &h, sizeof h, 0) == (ssize_t)sizeof h &&
              pwrite(fd, (void *)lo, h.mapped, (off_t)header_size) == (ssize_t)h.mapped;
+    int mapped = 0;
     if (ok) {
         void *m = mmap((void *)lo, h.mapped, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd, (off_t)header_size);
         if (m == (void *)lo) {
+            mapped = 1;
             uint64_t magic = SFL_MAGIC;
             if (pwrite(fd, &magic, sizeof magic, 0) != (ssize_t)sizeof magic) { /* stays unstarted */ }
         }
     }
     close(fd);
+    return mapped;
 }
 
 void __sanitizer_cov_bool_flag_init(char *start, char *stop) {
@@ -161,6 +166,8 @@ void __sanitizer_cov_cfs_init(const uintptr_t *beg, const uintptr_t *end) {
 
 /* Threads the main thread may still spawn with updates kept plain (libtest's test thread). */
 static int serial_spawns;
+/* Its value at start-up, given back to a kept process's next test. */
+static int serial_spawns_each;
 static int atomics_restored;
 
 /* Its name is the marker: cargo sfl relaxes the counter updates only of executables that link
@@ -169,6 +176,7 @@ __attribute__((constructor)) void sfl_restores_atomic_counters(void) {
     const char *v = getenv("CARGO_SFL_SERIAL_SPAWNS");
     if (v) {
         serial_spawns = atoi(v);
+        serial_spawns_each = serial_spawns;
         /* For this process only: an instrumented program it starts has no such thread. */
         unsetenv("CARGO_SFL_SERIAL_SPAWNS");
     }
@@ -231,6 +239,44 @@ int pthread_create(pthread_t *thread, const pthread_attr_t *attr, void *(*start)
     }
     return real(thread, attr, start, arg);
 }
+
+/*
+ * ---- What a test changes outside its memory ----
+ *
+ * A kept test process (below) takes the next test only if the test left the process as it
+ * found it. Memory is compared; the environment and the working directory live in libc and the
+ * kernel, so their changes are noted here instead: the executable's calls of setenv, unsetenv,
+ * putenv, clearenv, chdir and fchdir (the standard library's `env::set_var`, `remove_var` and
+ * `set_current_dir`) resolve to these definitions while a test runs.
+ */
+/* A test is running in this process (libtest's entry was called). */
+static int in_test;
+/* The running test changed the environment or the working directory. */
+static int state_changed;
+
+#define SFL_NOTE_CHANGE(ret, name, params, args)                                                       \
+    ret name params {                                                                              \
+        typedef ret(*real_fn) params;                                                              \
+        static real_fn real;                                                                       \
+        real_fn f = __atomic_load_n(&real, __ATOMIC_ACQUIRE);                                      \
+        if (!f) {                                                                                  \
+            f = (real_fn)dlsym(RTLD_NEXT, #name);                                                  \
+            __atomic_store_n(&real, f, __ATOMIC_RELEASE);                                          \
+        }                                                                                          \
+        if (__atomic_load_n(&in_test, __ATOMIC_RELAXED)) __atomic_store_n(&state_changed, 1, __ATOMIC_RELAXED); \
+        if (!f) {                                                                                  \
+            errno = ENOSYS;                                                                        \
+            return -1;                                                                             \
+        }                                                                                          \
+        return f args;                                                                             \
+    }
+
+SFL_NOTE_CHANGE(int, setenv, (const char *name, const char *value, int overwrite), (name, value, overwrite))
+SFL_NOTE_CHANGE(int, unsetenv, (const char *name), (name))
+SFL_NOTE_CHANGE(int, putenv, (char *string), (string))
+SFL_NOTE_CHANGE(int, clearenv, (void), ())
+SFL_NOTE_CHANGE(int, chdir, (const char *path), (path))
+SFL_NOTE_CHANGE(int, fchdir, (int fd), (fd))
 
 /*
  * Which environment variables a test reads. This executable's own calls of getenv (the Rust
@@ -297,12 +343,22 @@ static int env_first_read(const char *name, size_t n) {
  * in the environment for the programs the test starts. */
 static int profile_to_null;
 
+/* Variables the standard library reads once per process and caches: RUST_MIN_STACK when a
+ * thread is spawned (libtest spawns one for every test), RUST_BACKTRACE and RUST_LIB_BACKTRACE
+ * at the first panic or backtrace. A kept process (below) records the first for each of its
+ * tests, as each test's own process would read it, and ends after a test that read either of
+ * the others, so the next test's own first panic reads them as in a process of its own. */
+static int read_min_stack, read_backtrace;
+
 char *getenv(const char *name) {
     if (profile_to_null && strcmp(name, "LLVM_PROFILE_FILE") == 0) {
         profile_to_null = 0;
         return (char *)"/dev/null";
     }
     char *value = plain_getenv(name);
+    if (strcmp(name, "RUST_MIN_STACK") == 0) __atomic_store_n(&read_min_stack, 1, __ATOMIC_RELAXED);
+    if (strcmp(name, "RUST_BACKTRACE") == 0 || strcmp(name, "RUST_LIB_BACKTRACE") == 0)
+        __atomic_store_n(&read_backtrace, 1, __ATOMIC_RELAXED);
     int fd = env_reads_file();
     size_t n = strlen(name);
     /* cargo sfl's own variables and the profile's file name are set per test by cargo sfl. */
@@ -520,13 +576,24 @@ extern void sfl_test_main_real(const void *const *tests, size_t n) __asm__("__re
     __attribute__((weak));
 void sfl_test_main(const void *const *tests, size_t n) __asm__("__wrap_" SFL_TEST_MAIN);
 
+static int keep_prepare(void);
+static int keep_next(void);
+
 void sfl_test_main(const void *const *tests, size_t n) {
-    const char *name = one_test ? exact_name() : NULL;
-    const void *const *one = name && *name ? named_test(tests, n, name) : NULL;
-    if (one)
-        sfl_test_main_real(one, 1);
-    else
-        sfl_test_main_real(tests, n);
+    /* A forked test whose process may take more tests (see "Kept test processes" below). */
+    int keep = keep_prepare();
+    for (;;) {
+        const char *name = one_test ? exact_name() : NULL;
+        const void *const *one = name && *name ? named_test(tests, n, name) : NULL;
+        in_test = 1;
+        if (one)
+            sfl_test_main_real(one, 1);
+        else
+            sfl_test_main_real(tests, n);
+        in_test = 0;
+        /* The test passed (libtest exits on a failure). */
+        if (!keep || !keep_next()) return;
+    }
 }
 #endif /* SFL_TEST_MAIN && __linux__ */
 
@@ -591,6 +658,10 @@ static void write_template(void) {
     free(buf);
 }
 
+/* The mapping the counters are on (a kept process maps the next test's and unmaps this one). */
+static void *counters_map;
+static size_t counters_map_size;
+
 /* In a forked test, before any instrumented code, once its server wrote the template (so the
  * profiler's functions are there): its counters onto the file `pattern` names (%p: its process
  * id). 1 when they are there. */
@@ -610,6 +681,9 @@ static int map_counters(const char *pattern) {
         return 0;
     }
     __llvm_profile_counter_bias = (intptr_t)m - (intptr_t)begin;
+    if (counters_map) munmap(counters_map, counters_map_size);
+    counters_map = m;
+    counters_map_size = size;
     return 1;
 }
 
@@ -622,8 +696,9 @@ static int map_counters(const char *pattern) {
  * opens its profile and before any constructor of the program's own code, so nothing has run
  * that a test's coverage would count. It reads requests on stdin and answers on stdout:
  *
- *   request  `<id>\t<test name>\t<output file>[\t<NAME=value>]...\n`
- *   replies  `ready\n` once, `started <id> <pid>\n`, `exited <id> <wait status>\n`
+ *   request  `<id>\t<test name>\t<output file>[\t<NAME=value>]...\n`, or `kill <id>\n`
+ *   replies  `ready\n` once, `started <id> <pid>\n`, `exited <id> <wait status>\n`, and
+ *            `passed <id> 0\n` for a test whose process lives on, kept (below)
  *
  * For each request it forks. The child takes a process group of its own, sets the variables
  * (the profile's and edge file's names, ...), writes stdout and stderr to the output file,
@@ -631,7 +706,8 @@ static int map_counters(const char *pattern) {
  * only when `main` asks for it), opens its edge file and returns: the remaining constructors
  * (the profiler runtime's among them) and `main`, that is libtest, run as in a process of its
  * own. The server reaps every child and reports how it ended. At the end of stdin it waits for
- * its children and exits.
+ * its children and exits. `kill <id>` kills the process group of the child running test <id>
+ * if one still runs it: the server alone knows which test a kept process runs now.
  */
 #define SFL_SLOT "__cargo_sfl_test__"
 #define SFL_MAX_CHILDREN 1024
@@ -639,6 +715,21 @@ static int map_counters(const char *pattern) {
 static int sigchld_pipe[2] = {-1, -1};
 static pid_t child_pids[SFL_MAX_CHILDREN];
 static uint64_t child_ids[SFL_MAX_CHILDREN];
+/* Kept processes: the server's end of each child's socket (-1: none), whether the child waits
+ * for a test, the request it was handed (until it says `run` or `refused`), what it said. */
+static int child_socks[SFL_MAX_CHILDREN];
+static char child_idle[SFL_MAX_CHILDREN];
+static char *child_requests[SFL_MAX_CHILDREN];
+static char child_said[SFL_MAX_CHILDREN][16];
+static unsigned char child_said_len[SFL_MAX_CHILDREN];
+/* The server keeps processes (CARGO_SFL_KEEP_PROCESSES). */
+static int keeping;
+/* In a child: its end of the socket to the server (-1: not kept), and where its test's name is
+ * in argv. */
+static int keep_sock = -1;
+static int slot_arg = -1;
+/* In a child: its counters are on cargo sfl's file (the profiler writes nowhere). */
+static int counters_mapped;
 
 static void on_sigchld(int sig) {
     (void)sig;
@@ -648,14 +739,36 @@ static void on_sigchld(int sig) {
     errno = saved;
 }
 
-static void reply(const char *line) {
+static int write_all(int fd, const char *line) {
     size_t n = strlen(line), o = 0;
     while (o < n) {
-        ssize_t w = write(1, line + o, n - o);
+        ssize_t w = write(fd, line + o, n - o);
         if (w < 0 && errno == EINTR) continue;
-        if (w <= 0) _exit(3); /* cargo sfl is gone */
+        if (w <= 0) return 0;
         o += (size_t)w;
     }
+    return 1;
+}
+
+static void reply(const char *line) {
+    if (!write_all(1, line)) _exit(3); /* cargo sfl is gone */
+}
+
+static void reply_id(const char *kind, uint64_t id, long value) {
+    char line[96];
+    snprintf(line, sizeof line, "%s %llu %ld\n", kind, (unsigned long long)id, value);
+    reply(line);
+}
+
+static void forget_child(int i) {
+    child_pids[i] = 0;
+    child_ids[i] = 0;
+    child_idle[i] = 0;
+    child_said_len[i] = 0;
+    free(child_requests[i]);
+    child_requests[i] = NULL;
+    if (child_socks[i] >= 0) close(child_socks[i]);
+    child_socks[i] = -1;
 }
 
 /* Reaps every child that ended and reports it; how many are still running. */
@@ -665,15 +778,117 @@ static int reap(int running) {
     while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
         for (int i = 0; i < SFL_MAX_CHILDREN; i++) {
             if (child_pids[i] != pid) continue;
-            char line[96];
-            snprintf(line, sizeof line, "exited %llu %d\n", (unsigned long long)child_ids[i], status);
-            reply(line);
-            child_pids[i] = 0;
+            /* An idle kept process has no test to report. */
+            if (!child_idle[i]) reply_id("exited", child_ids[i], status);
+            forget_child(i);
             running--;
             break;
         }
     }
     return running;
+}
+
+static void become_test(char *req, int argc, char **argv);
+
+/* Forks a child for request `line` (modified) in slot `slot`; in the child, returns 1. */
+static int fork_test(char *line, int slot, uint64_t id, int argc, char **argv, int *running) {
+    int pair[2] = {-1, -1};
+    if (keeping && socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) != 0) pair[0] = pair[1] = -1;
+    pid_t pid = fork();
+    if (pid == 0) {
+        /* Only its own socket: every kept process's end of file is its server closing it. */
+        for (int i = 0; i < SFL_MAX_CHILDREN; i++)
+            if (child_socks[i] >= 0) close(child_socks[i]);
+        if (pair[0] >= 0) close(pair[0]);
+        keep_sock = pair[1];
+        become_test(line, argc, argv);
+        return 1;
+    }
+    if (pair[1] >= 0) close(pair[1]);
+    if (pid < 0) {
+        if (pair[0] >= 0) close(pair[0]);
+        reply_id("failed", id, errno);
+        return 0;
+    }
+    setpgid(pid, pid);
+    child_pids[slot] = pid;
+    child_ids[slot] = id;
+    child_socks[slot] = pair[0];
+    (*running)++;
+    reply_id("started", id, (long)pid);
+    return 0;
+}
+
+/* What kept child `i` said, a word a line: `idle` (its test passed and left it clean), `run`
+ * (it took the test it was handed), `refused` (it could not). 1 when the server must fork the
+ * request it refused (left in child_requests[i], taken by the caller). */
+static int heard(int i) {
+    char buf[64];
+    ssize_t n = read(child_socks[i], buf, sizeof buf);
+    if (n <= 0) {
+        if (n < 0 && errno == EINTR) return 0;
+        close(child_socks[i]); /* it is ending; its reaping reports it */
+        child_socks[i] = -1;
+        return 0;
+    }
+    int refused = 0;
+    for (ssize_t k = 0; k < n; k++) {
+        if (buf[k] != '\n') {
+            if ((size_t)child_said_len[i] + 1 < sizeof child_said[i]) child_said[i][child_said_len[i]++] = buf[k];
+            continue;
+        }
+        child_said[i][child_said_len[i]] = 0;
+        child_said_len[i] = 0;
+        if (strcmp(child_said[i], "idle") == 0 && !child_idle[i]) {
+            reply_id("passed", child_ids[i], 0);
+            child_idle[i] = 1;
+            child_ids[i] = 0;
+        } else if (strcmp(child_said[i], "run") == 0 && child_requests[i]) {
+            free(child_requests[i]);
+            child_requests[i] = NULL;
+            reply_id("started", child_ids[i], (long)child_pids[i]);
+        } else if (strcmp(child_said[i], "refused") == 0 && child_requests[i]) {
+            refused = 1; /* it exits; its reaping reports nothing */
+            child_idle[i] = 1;
+        }
+    }
+    return refused;
+}
+
+/* Handles request `line` (modified): a kill, or a test for an idle kept process or a new child. */
+static int request(char *line, int argc, char **argv, int *running) {
+    if (strncmp(line, "kill ", 5) == 0) {
+        uint64_t id = strtoull(line + 5, NULL, 10);
+        for (int i = 0; i < SFL_MAX_CHILDREN; i++)
+            if (child_pids[i] && !child_idle[i] && child_ids[i] == id) kill(-child_pids[i], SIGKILL);
+        return 0;
+    }
+    uint64_t id = strtoull(line, NULL, 10);
+    for (int i = 0; i < SFL_MAX_CHILDREN; i++) {
+        if (!child_pids[i] || !child_idle[i] || child_socks[i] < 0) continue;
+        size_t n = strlen(line);
+        char *copy = malloc(n + 2);
+        if (!copy) break;
+        memcpy(copy, line, n);
+        memcpy(copy + n, "\n", 2);
+        if (!write_all(child_socks[i], copy)) {
+            free(copy);
+            continue;
+        }
+        copy[n] = 0;
+        child_requests[i] = copy;
+        child_ids[i] = id;
+        child_idle[i] = 0;
+        return 0;
+    }
+    int slot = -1;
+    for (int i = 0; i < SFL_MAX_CHILDREN && slot < 0; i++)
+        if (child_pids[i] == 0) slot = i;
+    if (slot < 0) {
+        reply_id("failed", id, EAGAIN); /* as many tests running as the table holds */
+        return 0;
+    }
+    return fork_test(line, slot, id, argc, argv, running);
 }
 
 /* In the child: becomes the test the request `req` (tab-separated, modified) names. */
@@ -704,13 +919,16 @@ static void become_test(char *req, int argc, char **argv) {
     close(out);
     close(null);
     for (int i = 1; i < argc; i++) {
-        if (name && strcmp(argv[i], SFL_SLOT) == 0) argv[i] = name;
+        if (name && strcmp(argv[i], SFL_SLOT) == 0) {
+            argv[i] = name;
+            slot_arg = i;
+        }
     }
     in_fork_server = 0;
     env_reads_fd = -2;
     memset(env_seen, 0, sizeof env_seen);
     const char *counters = plain_getenv("CARGO_SFL_COUNTERS_FILE");
-    if (template_written && counters && *counters && map_counters(counters)) profile_to_null = 1;
+    if (template_written && counters && *counters && map_counters(counters)) profile_to_null = counters_mapped = 1;
     /* For this process only: a program the test starts writes a profile of its own. */
     unsetenv("CARGO_SFL_COUNTERS_FILE");
     if (deferred_blocks) open_output(flags_start, deferred_blocks);
@@ -720,6 +938,9 @@ __attribute__((constructor(101))) static void sfl_fork_server(int argc, char **a
     (void)envp;
     if (!plain_getenv("CARGO_SFL_FORK_SERVER")) return;
     in_fork_server = 1;
+    keeping = plain_getenv("CARGO_SFL_KEEP_PROCESSES") != NULL;
+    unsetenv("CARGO_SFL_KEEP_PROCESSES");
+    for (int i = 0; i < SFL_MAX_CHILDREN; i++) child_socks[i] = -1;
     if (pipe(sigchld_pipe) != 0) _exit(125);
     fcntl(sigchld_pipe[0], F_SETFL, O_NONBLOCK);
     fcntl(sigchld_pipe[1], F_SETFL, O_NONBLOCK);
@@ -733,14 +954,49 @@ __attribute__((constructor(101))) static void sfl_fork_server(int argc, char **a
     write_template();
     reply("ready\n");
     static char buf[1 << 16];
+    static struct pollfd fds[2 + SFL_MAX_CHILDREN];
+    static int polled[2 + SFL_MAX_CHILDREN];
     size_t len = 0;
     int open_input = 1, running = 0;
     while (open_input || running > 0) {
-        struct pollfd fds[2] = {{sigchld_pipe[0], POLLIN, 0}, {0, POLLIN, 0}};
-        int r = poll(fds, open_input ? 2 : 1, -1);
+        int nfds = 0;
+        fds[nfds++] = (struct pollfd){sigchld_pipe[0], POLLIN, 0};
+        if (open_input) fds[nfds++] = (struct pollfd){0, POLLIN, 0};
+        int first_child = nfds;
+        for (int i = 0; i < SFL_MAX_CHILDREN; i++) {
+            if (!child_pids[i] || child_socks[i] < 0) continue;
+            /* At the end of the requests an idle kept process is told so: it exits. */
+            if (!open_input && child_idle[i]) {
+                close(child_socks[i]);
+                child_socks[i] = -1;
+                continue;
+            }
+            polled[nfds] = i;
+            fds[nfds++] = (struct pollfd){child_socks[i], POLLIN, 0};
+        }
+        int r = poll(fds, (nfds_t)nfds, -1);
         if (r < 0 && errno != EINTR) _exit(4);
         char drain[64];
         while (read(sigchld_pipe[0], drain, sizeof drain) > 0) {}
+        if (r > 0) {
+            for (int k = first_child; k < nfds; k++) {
+                int i = polled[k];
+                if (!(fds[k].revents & (POLLIN | POLLHUP | POLLERR)) || child_socks[i] < 0) continue;
+                if (!heard(i)) continue;
+                /* Refused: a new child takes its request. */
+                char *line = child_requests[i];
+                child_requests[i] = NULL;
+                uint64_t id = child_ids[i];
+                child_ids[i] = 0;
+                int slot = -1;
+                for (int s2 = 0; s2 < SFL_MAX_CHILDREN && slot < 0; s2++)
+                    if (child_pids[s2] == 0) slot = s2;
+                int child = slot < 0 ? (reply_id("failed", id, EAGAIN), 0)
+                                     : fork_test(line, slot, id, argc, argv, &running);
+                if (child) return;
+                free(line);
+            }
+        }
         running = reap(running);
         if (!open_input || r <= 0 || !(fds[1].revents & (POLLIN | POLLHUP))) continue;
         ssize_t n = read(0, buf + len, sizeof buf - 1 - len);
@@ -753,30 +1009,7 @@ __attribute__((constructor(101))) static void sfl_fork_server(int argc, char **a
         char *line = buf, *nl;
         while ((nl = memchr(line, '\n', len - (size_t)(line - buf)))) {
             *nl = 0;
-            int slot = -1;
-            for (int i = 0; i < SFL_MAX_CHILDREN && slot < 0; i++)
-                if (child_pids[i] == 0) slot = i;
-            uint64_t id = strtoull(line, NULL, 10);
-            pid_t pid = -1;
-            if (slot < 0)
-                errno = EAGAIN; /* as many tests running as the table holds */
-            else
-                pid = fork();
-            if (pid == 0) {
-                become_test(line, argc, argv);
-                return;
-            }
-            char msg[96];
-            if (pid < 0) {
-                snprintf(msg, sizeof msg, "failed %llu %d\n", (unsigned long long)id, errno);
-            } else {
-                setpgid(pid, pid);
-                child_pids[slot] = pid;
-                child_ids[slot] = id;
-                running++;
-                snprintf(msg, sizeof msg, "started %llu %d\n", (unsigned long long)id, (int)pid);
-            }
-            reply(msg);
+            if (request(line, argc, argv, &running)) return;
             line = nl + 1;
         }
         len -= (size_t)(line - buf);
@@ -785,3 +1018,248 @@ __attribute__((constructor(101))) static void sfl_fork_server(int argc, char **a
     }
     _exit(0);
 }
+
+/*
+ * ---- Kept test processes: the next test without a fork, when nothing is left to tell ----
+ *
+ * Forking a process per test costs ~2 ms of CPU (fork, exit, page faults, the runtime's and
+ * libtest's start-up), several times what a small test costs in one process. So with
+ * CARGO_SFL_KEEP_PROCESSES set on the server, a forked test whose test passed and left its
+ * process as the process was when the test began takes the server's next test itself:
+ * libtest's entry is called again with that test's name. "As it was" means: no other thread
+ * and no child process is left, the environment and the working directory were not changed
+ * (noted above), and the statics of the Rust code other than the standard library's (the
+ * crate's and its dependencies': `OnceLock`s, lazy statics, atomics, counters, caches), whose
+ * addresses cargo sfl lists in `<exe>.sfl-state`, hold the bytes they held when the process's
+ * first test began. A test that touches any of them, or fails, leaves the process to end as
+ * before, and the next test gets a new fork: so each test starts from the state a process of
+ * its own would give it, and its coverage and outcome are the same.
+ *
+ * Coverage that a fresh process counts before its test (constructors of the crate's code)
+ * is counted again for each kept test: the counters and flags set when the first test began
+ * are copied into each next test's files. Between tests the process maps the next test's
+ * counters and edge files, points its stdout and stderr at the next output file, sets the
+ * variables that differ per test and puts the name in argv. It tells the server `idle` after
+ * a test, `run` when it took the next one and `refused` (then exits) when it could not.
+ */
+#if defined(SFL_TEST_MAIN) && defined(__linux__)
+#define SFL_STATE_MAGIC 0x31544154534c4653ULL /* "SFLSTAT1" */
+
+/* The statics compared: (address, length) pairs in this process, and their bytes at the first
+ * test's start. */
+static uintptr_t *state_ranges;
+static size_t state_n;
+static unsigned char *state_copy;
+static size_t state_bytes;
+/* Counters and flags set when the first test began: (index, value) pairs. */
+static uint64_t *base_counters;
+static size_t base_counters_n;
+static uint64_t *base_flags;
+static size_t base_flags_n;
+
+static int first_object(struct dl_phdr_info *info, size_t size, void *data) {
+    (void)size;
+    *(uintptr_t *)data = (uintptr_t)info->dlpi_addr;
+    return 1; /* the executable comes first */
+}
+
+/* Reads `<exe>.sfl-state` and copies the statics it lists. */
+static int load_state(void) {
+    char path[SFL_PATH_MAX + 16];
+    ssize_t n = readlink("/proc/self/exe", path, SFL_PATH_MAX - 1);
+    if (n <= 0) return 0;
+    memcpy(path + n, ".sfl-state", sizeof ".sfl-state");
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return 0;
+    uint64_t head[2];
+    int ok = read(fd, head, sizeof head) == (ssize_t)sizeof head && head[0] == SFL_STATE_MAGIC &&
+             head[1] < ((uint64_t)1 << 24);
+    size_t bytes = ok ? (size_t)head[1] * 2 * sizeof(uint64_t) : 0;
+    uint64_t *pairs = ok ? malloc(bytes + 1) : NULL;
+    ok = pairs && (bytes == 0 || read(fd, pairs, bytes) == (ssize_t)bytes);
+    close(fd);
+    if (!ok) {
+        free(pairs);
+        return 0;
+    }
+    uintptr_t bias = 0;
+    dl_iterate_phdr(first_object, &bias);
+    size_t total = 0;
+    for (size_t i = 0; i < head[1]; i++) {
+        pairs[2 * i] += bias;
+        total += pairs[2 * i + 1];
+    }
+    unsigned char *copy = malloc(total + 1);
+    if (!copy) {
+        free(pairs);
+        return 0;
+    }
+    size_t o = 0;
+    for (size_t i = 0; i < head[1]; i++) {
+        memcpy(copy + o, (const void *)pairs[2 * i], pairs[2 * i + 1]);
+        o += pairs[2 * i + 1];
+    }
+    state_ranges = (uintptr_t *)pairs;
+    state_n = (size_t)head[1];
+    state_copy = copy;
+    state_bytes = total;
+    return 1;
+}
+
+static int state_same(void) {
+    size_t o = 0;
+    for (size_t i = 0; i < state_n; i++) {
+        size_t len = state_ranges[2 * i + 1];
+        if (memcmp(state_copy + o, (const void *)state_ranges[2 * i], len) != 0) return 0;
+        o += len;
+    }
+    return 1;
+}
+
+/* The nonzero words of `words[0..n)`, as (index, value) pairs (NULL when there are none). */
+static uint64_t *nonzero(const void *p, size_t n, size_t width, size_t *found) {
+    const unsigned char *b = p;
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        uint64_t v = 0;
+        memcpy(&v, b + i * width, width);
+        k += v != 0;
+    }
+    *found = k;
+    uint64_t *out = k ? malloc(k * 2 * sizeof(uint64_t)) : NULL;
+    if (!out) {
+        *found = 0;
+        return NULL;
+    }
+    k = 0;
+    for (size_t i = 0; i < n; i++) {
+        uint64_t v = 0;
+        memcpy(&v, b + i * width, width);
+        if (v) {
+            out[2 * k] = i;
+            out[2 * k + 1] = v;
+            k++;
+        }
+    }
+    return out;
+}
+
+/* At libtest's entry: whether this process may take further tests. */
+static int keep_prepare(void) {
+    if (keep_sock < 0 || !counters_mapped || slot_arg < 0 || !load_state()) return 0;
+    char *begin = __llvm_profile_begin_counters(), *end = __llvm_profile_end_counters();
+    base_counters = nonzero(begin + __llvm_profile_counter_bias, (size_t)(end - begin) / 8, 8, &base_counters_n);
+    if (deferred_blocks) base_flags = nonzero(flags_start, (size_t)deferred_blocks, 1, &base_flags_n);
+    return 1;
+}
+
+/* 1 when this process runs no thread but this one. A thread libtest joined may still be
+ * leaving the kernel's count for a moment. */
+static int one_thread(void) {
+    for (int attempt = 0; attempt < 40; attempt++) {
+        char buf[1024];
+        int fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
+        if (fd < 0) return 0;
+        ssize_t n = read(fd, buf, sizeof buf - 1);
+        close(fd);
+        if (n <= 0) return 0;
+        buf[n] = 0;
+        /* Field 20, counted after the command name's closing parenthesis (field 2). */
+        char *p = strrchr(buf, ')');
+        if (!p) return 0;
+        int field = 2;
+        for (; *p && field < 20; p++)
+            if (*p == ' ') field++;
+        if (atoi(p) == 1) return 1;
+        if (attempt < 20)
+            sched_yield();
+        else
+            usleep(50);
+    }
+    return 0;
+}
+
+/* 1 when the test left a child process (running, or ended and not waited for). */
+static int has_children(void) {
+    int status;
+    pid_t r = waitpid(-1, &status, WNOHANG);
+    return !(r < 0 && errno == ECHILD);
+}
+
+static int say(const char *word) {
+    return write_all(keep_sock, word);
+}
+
+/* The next request from the server, in a static buffer; NULL at its end. */
+static char *next_request(void) {
+    static char buf[1 << 16];
+    size_t len = 0;
+    for (;;) {
+        char *nl = memchr(buf, '\n', len);
+        if (nl) {
+            *nl = 0;
+            return buf;
+        }
+        if (len == sizeof buf - 1) return NULL;
+        ssize_t n = read(keep_sock, buf + len, sizeof buf - 1 - len);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) return NULL;
+        len += (size_t)n;
+    }
+}
+
+/* Sets this process up for request `req` (modified, kept until the next): 1 when done. */
+static int take_request(char *req) {
+    char *save = NULL;
+    strtok_r(req, "\t", &save); /* the id */
+    char *name = strtok_r(NULL, "\t", &save);
+    char *output = strtok_r(NULL, "\t", &save);
+    if (!name || !output) return 0;
+    for (char *kv; (kv = strtok_r(NULL, "\t", &save));) {
+        char *eq = strchr(kv, '=');
+        if (!eq) continue;
+        *eq = 0;
+        setenv(kv, eq + 1, 1);
+    }
+    const char *counters = plain_getenv("CARGO_SFL_COUNTERS_FILE");
+    if (!counters || !*counters || !map_counters(counters)) return 0;
+    unsetenv("CARGO_SFL_COUNTERS_FILE");
+    uint64_t *live = (uint64_t *)(__llvm_profile_begin_counters() + __llvm_profile_counter_bias);
+    for (size_t i = 0; i < base_counters_n; i++) live[base_counters[2 * i]] = base_counters[2 * i + 1];
+    if (deferred_blocks) {
+        if (!open_output(flags_start, deferred_blocks)) return 0;
+        memset(flags_start, 0, (size_t)deferred_blocks);
+        for (size_t i = 0; i < base_flags_n; i++) flags_start[base_flags[2 * i]] = (char)base_flags[2 * i + 1];
+    }
+    int out = open(output, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (out < 0 || dup2(out, 1) < 0 || dup2(out, 2) < 0) return 0;
+    close(out);
+    saved_argv[slot_arg] = name;
+    int reads = __atomic_exchange_n(&env_reads_fd, -2, __ATOMIC_ACQ_REL);
+    if (reads >= 0) close(reads);
+    memset(env_seen, 0, sizeof env_seen);
+    reads = env_reads_file();
+    if (reads >= 0 && read_min_stack && env_first_read("RUST_MIN_STACK", 14) &&
+        write(reads, "RUST_MIN_STACK\n", 15) < 0) { /* the read is lost, as a test's own */ }
+#ifdef __GLIBC__
+    stack_recorded = 0;
+#endif
+    if (!atomics_restored) serial_spawns = serial_spawns_each;
+    return 1;
+}
+
+/* After a test that passed: when it left this process as it found it, tells the server and
+ * takes its next test (1); 0 to end the process as a test's process ends. */
+static int keep_next(void) {
+    if (state_changed || read_backtrace || !one_thread() || has_children() || !state_same()) return 0;
+    if (!say("idle\n")) return 0;
+    char *req = next_request();
+    if (!req) _exit(0); /* the run is over */
+    if (!take_request(req)) {
+        say("refused\n");
+        _exit(0);
+    }
+    say("run\n");
+    return 1;
+}
+#endif /* SFL_TEST_MAIN && __linux__ */

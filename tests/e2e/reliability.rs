@@ -15,6 +15,10 @@ pub fn trials() -> Vec<Trial> {
         Trial::test("reliability::concurrent_runs_take_turns", concurrent_runs_take_turns),
         Trial::test("reliability::exit_0_in_a_test_fails_it", exit_0_in_a_test_fails_it),
         Trial::test(
+            "reliability::kept_processes_give_each_test_a_fresh_state",
+            kept_processes_give_each_test_a_fresh_state,
+        ),
+        Trial::test(
             "reliability::path_modules_are_the_crate_files",
             path_modules_are_the_crate_files,
         ),
@@ -74,34 +78,7 @@ fn forked_tests_match_their_own_processes() -> Result {
             check(forked == (args.len() == 1), || {
                 format!("{fixture} {args:?}: {}", show(&out))
             })?;
-            let spectra: Value = serde_json::from_slice(&std::fs::read(dir.path().join("target/sfl/spectra.json"))?)?;
-            let tests: Vec<Value> = spectra["tests"]
-                .as_array()
-                .ok_or("no tests")?
-                .iter()
-                .map(|t| {
-                    let mut t = t.clone();
-                    let o = t.as_object_mut().expect("a test is an object");
-                    o.remove("duration_ms");
-                    // A thread's id (`thread 'x' (20107) has overflowed its stack`) is no outcome.
-                    if let Some(m) = o.get("message").and_then(Value::as_str) {
-                        let kept = m.split('(').map(|part| {
-                            let digits = part
-                                .find(')')
-                                .filter(|&i| i > 0 && part[..i].bytes().all(|b| b.is_ascii_digit()));
-                            digits.map_or(part.to_string(), |i| format!("N{}", &part[i..]))
-                        });
-                        o.insert("message".into(), Value::from(kept.collect::<Vec<_>>().join("(")));
-                    }
-                    t
-                })
-                .collect();
-            runs.push((
-                tests,
-                spectra["units"].clone(),
-                spectra["coverage"].clone(),
-                spectra["edges_deflated"].clone(),
-            ));
+            runs.push(comparable_spectra(dir.path())?);
         }
         let (forked, own) = (&runs[0], &runs[1]);
         check(!forked.0.is_empty() && forked.0 == own.0, || {
@@ -118,6 +95,102 @@ fn forked_tests_match_their_own_processes() -> Result {
         })?;
     }
     Ok(())
+}
+
+/// A run's saved tests (without durations and thread ids), units, line coverage and edges.
+type Comparable = (Vec<Value>, Value, Value, Value);
+
+fn comparable_spectra(dir: &Path) -> Result<Comparable> {
+    let spectra = spectra(dir)?;
+    let tests: Vec<Value> = spectra["tests"]
+        .as_array()
+        .ok_or("no tests")?
+        .iter()
+        .map(|t| {
+            let mut t = t.clone();
+            let o = t.as_object_mut().expect("a test is an object");
+            o.remove("duration_ms");
+            // A thread's id (`thread 'x' (20107) has overflowed its stack`) is no outcome.
+            if let Some(m) = o.get("message").and_then(Value::as_str) {
+                let kept = m.split('(').map(|part| {
+                    let digits = part
+                        .find(')')
+                        .filter(|&i| i > 0 && part[..i].bytes().all(|b| b.is_ascii_digit()));
+                    digits.map_or(part.to_string(), |i| format!("N{}", &part[i..]))
+                });
+                o.insert("message".into(), Value::from(kept.collect::<Vec<_>>().join("(")));
+            }
+            t
+        })
+        .collect();
+    Ok((
+        tests,
+        spectra["units"].clone(),
+        spectra["coverage"].clone(),
+        spectra["edges_deflated"].clone(),
+    ))
+}
+
+/// A forked test that passed takes the next test in its process only when it left the process
+/// as it found it: tests that fill a shared `OnceLock` (whose initialisation a process of their
+/// own counts for each), set a variable, change directory or leave a thread end their process,
+/// so every test's spectra are those of a fresh process (`--fresh-processes`); the others run
+/// on in kept processes, as the status line says.
+fn kept_processes_give_each_test_a_fresh_state() -> Result {
+    let tmp = copy_fixture("minmax");
+    let dir = tmp.path();
+    let lib = dir.join("src/lib.rs");
+    let source = std::fs::read_to_string(&lib)?;
+    // Before the test module, which `add_test` adds to.
+    std::fs::write(
+        &lib,
+        source.replacen(
+            "#[cfg(test)]",
+            "pub mod cached {\n    static CELL: std::sync::OnceLock<i32> = std::sync::OnceLock::new();\n\n    \
+             pub fn value() -> i32 {\n        *CELL.get_or_init(init)\n    }\n\n    \
+             fn init() -> i32 {\n        let mut x = 0;\n        for i in 0..4 {\n            x += i;\n        }\n        x\n    }\n\n    \
+             pub fn from_env() -> i32 {\n        if std::env::var_os(\"SFL_KEPT_TRIAL\").is_some() {\n            return 1;\n        }\n        0\n    }\n}\n\n#[cfg(test)]",
+            1,
+        ),
+    )?;
+    for name in ["lazy_a", "lazy_b", "lazy_c"] {
+        add_test(dir, name, "assert_eq!(crate::cached::value(), 6);")?;
+    }
+    add_test(dir, "env_set", "std::env::set_var(\"SFL_KEPT_TRIAL\", \"1\");")?;
+    add_test(dir, "env_read", "assert!(crate::cached::from_env() <= 1);")?;
+    add_test(
+        dir,
+        "leaves_a_thread",
+        "std::thread::spawn(|| std::thread::sleep(std::time::Duration::from_millis(300)));",
+    )?;
+    add_test(dir, "changes_dir", "std::env::set_current_dir(\"/\").unwrap();")?;
+    for i in 0..6 {
+        add_test(
+            dir,
+            &format!("plain_{i}"),
+            &format!("assert_eq!(minmax(1, 2, {}), (1, {}));", 3 + i, 3 + i),
+        )?;
+    }
+    let mut runs = Vec::new();
+    for args in [
+        &["--rerun", "-j", "1"][..],
+        &["--rerun", "-j", "1", "--fresh-processes"],
+    ] {
+        let out = sfl(args, dir);
+        check(out.status.success(), || show(&out))?;
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let kept = stderr.contains("passed and left their process, unchanged, to the next test");
+        check(kept == (args.len() == 3), || format!("{args:?}: {}", show(&out)))?;
+        runs.push(comparable_spectra(dir)?);
+    }
+    let (kept, fresh) = (&runs[0], &runs[1]);
+    check(kept.0.len() == 18 && kept.0 == fresh.0, || {
+        format!("outcomes differ\nkept {:#?}\nfresh {:#?}", kept.0, fresh.0)
+    })?;
+    check(kept.1 == fresh.1 && kept.2 == fresh.2, || {
+        "line coverage differs".to_string()
+    })?;
+    check(kept.3 == fresh.3 && !kept.3.is_null(), || "edges differ".to_string())
 }
 
 /// In a process cargo sfl runs for one test (`CARGO_SFL_ONE_TEST`), the runtime hands libtest

@@ -1,6 +1,10 @@
 //! `cargo xtask bench launch`: what a test costs cargo sfl beyond what it costs `cargo test`,
-//! with tests forked from each binary's server (the default) and launched one process each
-//! (`--process-per-test`), against `cargo test` and `cargo nextest run` in the same rounds.
+//! with tests forked from each binary's server and run in kept processes (the default), forked
+//! each into a fresh process (`--fresh-processes`) and launched one process each
+//! (`--process-per-test`), against `cargo test` and `cargo nextest run` in the same rounds; and
+//! whether kept processes give the spectra fresh ones give (`cargo_sfl::select::differences`
+//! between the two, beside the differences between two fresh runs: tests whose rows vary from
+//! run to run).
 //!
 //! Every command runs on its own warm build (cargo test and nextest on the plain one), the
 //! commands alternated within each round, medians reported. cargo sfl runs with `--rerun` (every
@@ -11,7 +15,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Instant;
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use serde_json::json;
 
 use crate::collect_bench::{median, wall};
@@ -27,14 +31,14 @@ const CRATES: &[(&str, &str, &str)] = &[
 
 /// The commands of a round, in order: plain tools first, then cargo sfl's variants.
 const SFL: &[(&str, &[&str])] = &[
-    ("forked", &["--rerun"]),
+    ("kept", &["--rerun"]),
+    ("fresh", &["--rerun", "--fresh-processes"]),
     ("launched", &["--rerun", "--process-per-test"]),
-    ("forked, no doctests", &["--rerun", "--no-doctests"]),
-    (
-        "launched, no doctests",
-        &["--rerun", "--no-doctests", "--process-per-test"],
-    ),
+    ("kept, no doctests", &["--rerun", "--no-doctests"]),
+    ("fresh, no doctests", &["--rerun", "--no-doctests", "--fresh-processes"]),
 ];
+/// [`SFL`]'s variants that run every test, doctests included.
+const WITH_DOCTESTS: usize = 3;
 
 struct Row {
     name: String,
@@ -47,6 +51,12 @@ struct Row {
     sfl: Vec<f64>,
     phase: Vec<f64>,
     decode_ms: Vec<f64>,
+    /// Differences between the spectra of a kept run and a fresh one, and between two fresh
+    /// runs (rows that vary from run to run).
+    kept_vs_fresh: usize,
+    fresh_vs_fresh: usize,
+    /// The first few kept-against-fresh differences.
+    examples: Vec<String>,
 }
 
 pub fn run(runs: usize, output_dir: &Path) -> Result<()> {
@@ -107,6 +117,20 @@ fn measure(sfl: &Path, dir: &Path, runs: usize) -> Result<Row> {
         .iter()
         .map(|(_, args)| sfl_run(sfl, &manifest, args))
         .collect::<Result<_>>()?;
+    // Spectra: kept, then fresh twice.
+    let saved = |variant: usize, file: &str| -> Result<cargo_sfl::spectra::Spectra> {
+        let path = dir.join("target").join(file);
+        let path_s = path.to_str().context("a UTF-8 path")?;
+        let mut args = SFL[variant].1.to_vec();
+        args.extend(["--save-spectra", path_s]);
+        sfl_run(sfl, &manifest, &args)?;
+        cargo_sfl::spectra::Spectra::load(&path).with_context(|| format!("cannot load {}", path.display()))
+    };
+    let kept = saved(0, "launch-kept.json")?;
+    let fresh = saved(1, "launch-fresh.json")?;
+    let fresh2 = saved(1, "launch-fresh2.json")?;
+    let varying = cargo_sfl::select::differences(&fresh2, &fresh);
+    let differ = cargo_sfl::select::differences(&kept, &fresh);
     let mut test_times = Vec::new();
     let mut nextest_times = Vec::new();
     let mut walls = vec![Vec::new(); SFL.len()];
@@ -128,18 +152,21 @@ fn measure(sfl: &Path, dir: &Path, runs: usize) -> Result<Row> {
         name: String::new(),
         why: "",
         tests: first[0].tests,
-        tests_no_doc: first[2].tests,
+        tests_no_doc: first[WITH_DOCTESTS].tests,
         cargo_test: median(&mut test_times),
         nextest: median(&mut nextest_times),
         sfl: walls.iter_mut().map(|v| median(v)).collect(),
         phase: phases.iter_mut().map(|v| median(v)).collect(),
         decode_ms: decodes.iter_mut().map(|v| median(v)).collect(),
+        kept_vs_fresh: differ.len(),
+        fresh_vs_fresh: varying.len(),
+        examples: differ.into_iter().take(3).collect(),
     })
 }
 
 /// Milliseconds of worker time per test in the test phase of variant `i` (`jobs` workers).
 fn per_test_ms(r: &Row, i: usize, jobs: usize) -> f64 {
-    let tests = if i < 2 { r.tests } else { r.tests_no_doc };
+    let tests = if i < WITH_DOCTESTS { r.tests } else { r.tests_no_doc };
     r.phase[i] * 1e3 * jobs as f64 / tests.max(1) as f64
 }
 
@@ -147,19 +174,23 @@ fn render(rows: &[Row], runs: usize, jobs: usize) -> String {
     let mut s = format!(
         "# `cargo xtask bench launch`\n\nWhole commands on warm builds (cargo test and nextest on the plain build, cargo sfl on its \
          own), {jobs} jobs, median of {runs} rounds, the commands alternated within each round. cargo \
-         sfl runs with `--rerun` (every test, as `cargo test` runs them): **forked** is the default (a \
-         libtest binary's tests forked from one process of it stopped before `main`), **launched** is \
-         `--process-per-test` (one `exec` per test, as nextest does). `no doctests` runs the tests \
-         nextest runs. Per-test cost is the test phase (every test run and its profiles decoded) in \
-         worker milliseconds per test; decode is the part spent decoding profiles and edge files.\n\n"
+         sfl runs with `--rerun` (every test, as `cargo test` runs them): **kept** is the default (a \
+         libtest binary's tests forked from one process of it stopped before `main`, and a test that \
+         passed and left its process unchanged runs the next test in it), **fresh** is \
+         `--fresh-processes` (a new fork per test), **launched** is `--process-per-test` (one `exec` \
+         per test, as nextest does). `no doctests` runs the tests nextest runs. Per-test cost is the \
+         test phase (every test run and its profiles decoded) in worker milliseconds per test; decode \
+         is the part spent decoding profiles and edge files. Spectra: `cargo_sfl::select::differences` \
+         between a kept run's spectra and a fresh run's, and between two fresh runs (rows that vary \
+         from run to run whatever runs them).\n\n"
     );
     s.push_str(
-        "| crate | why | tests (no doctests) | cargo test (s) | nextest (s) | forked (s) | launched (s) | forked / cargo test | launched / cargo test | forked, no doctests / nextest | launched, no doctests / nextest | per test ms: forked / launched | decode per test ms |\n",
+        "| crate | why | tests (no doctests) | cargo test (s) | nextest (s) | kept (s) | fresh (s) | launched (s) | kept / cargo test | fresh / cargo test | launched / cargo test | kept, no doctests / nextest | fresh, no doctests / nextest | per test ms: kept / fresh / launched | decode per test ms | spectra differences: kept vs fresh (fresh vs fresh) |\n",
     );
-    s.push_str("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+    s.push_str("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
     for r in rows {
         s.push_str(&format!(
-            "| {} | {} | {} ({}) | {:.2} | {:.2} | {:.2} | {:.2} | {:.2}× | {:.2}× | {:.2}× | {:.2}× | {:.2} / {:.2} | {:.2} |\n",
+            "| {} | {} | {} ({}) | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2}× | {:.2}× | {:.2}× | {:.2}× | {:.2}× | {:.2} / {:.2} / {:.2} | {:.2} | {} ({}) |\n",
             r.name,
             r.why,
             r.tests,
@@ -168,13 +199,25 @@ fn render(rows: &[Row], runs: usize, jobs: usize) -> String {
             r.nextest,
             r.sfl[0],
             r.sfl[1],
+            r.sfl[2],
             r.sfl[0] / r.cargo_test,
             r.sfl[1] / r.cargo_test,
-            r.sfl[2] / r.nextest,
+            r.sfl[2] / r.cargo_test,
             r.sfl[3] / r.nextest,
+            r.sfl[4] / r.nextest,
             per_test_ms(r, 0, jobs),
             per_test_ms(r, 1, jobs),
+            per_test_ms(r, 2, jobs),
             r.decode_ms[0] / r.tests.max(1) as f64,
+            r.kept_vs_fresh,
+            r.fresh_vs_fresh,
+        ));
+    }
+    for r in rows.iter().filter(|r| !r.examples.is_empty()) {
+        s.push_str(&format!(
+            "\n{}: kept against fresh: {}\n",
+            r.name,
+            r.examples.join("; ")
         ));
     }
     s
@@ -182,7 +225,7 @@ fn render(rows: &[Row], runs: usize, jobs: usize) -> String {
 
 fn to_json(rows: &[Row], runs: usize, jobs: usize) -> serde_json::Value {
     json!({
-        "schema": "cargo-sfl-launch-bench/v1",
+        "schema": "cargo-sfl-launch-bench/v2",
         "runs": runs,
         "jobs": jobs,
         "crates": rows.iter().map(|r| json!({
@@ -194,9 +237,13 @@ fn to_json(rows: &[Row], runs: usize, jobs: usize) -> serde_json::Value {
             "sfl_s": SFL.iter().zip(&r.sfl).map(|((n, _), t)| (n.to_string(), json!(t))).collect::<serde_json::Map<_, _>>(),
             "test_phase_s": SFL.iter().zip(&r.phase).map(|((n, _), t)| (n.to_string(), json!(t))).collect::<serde_json::Map<_, _>>(),
             "decode_ms": SFL.iter().zip(&r.decode_ms).map(|((n, _), t)| (n.to_string(), json!(t))).collect::<serde_json::Map<_, _>>(),
-            "forked_over_cargo_test": r.sfl[0] / r.cargo_test,
-            "launched_over_cargo_test": r.sfl[1] / r.cargo_test,
-            "forked_no_doctests_over_nextest": r.sfl[2] / r.nextest,
+            "kept_over_cargo_test": r.sfl[0] / r.cargo_test,
+            "fresh_over_cargo_test": r.sfl[1] / r.cargo_test,
+            "launched_over_cargo_test": r.sfl[2] / r.cargo_test,
+            "kept_no_doctests_over_nextest": r.sfl[3] / r.nextest,
+            "fresh_no_doctests_over_nextest": r.sfl[4] / r.nextest,
+            "spectra_differences_kept_vs_fresh": r.kept_vs_fresh,
+            "spectra_differences_fresh_vs_fresh": r.fresh_vs_fresh,
         })).collect::<Vec<_>>(),
     })
 }

@@ -76,7 +76,7 @@ impl<'a> Session<'a> {
             keep: exec.keep_profiles,
             alone: exec.alone_rerun,
             servers: (!exec.process_per_test && crate::platform::FORK_SERVERS)
-                .then(|| crate::forkserver::ForkServers::new(jobs, !exec.keep_profiles)),
+                .then(|| crate::forkserver::ForkServers::new(jobs, !exec.keep_profiles, !exec.fresh_processes)),
             stacks: crate::stacks::Symbolizer::default(),
             last: plan::load_durations(&durations_path(ws)),
         }
