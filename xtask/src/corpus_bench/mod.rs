@@ -979,8 +979,13 @@ fn second_run_table_cell(s: &Value) -> String {
     }
     let total = second_run_total(s);
     let differences = s["differences"].as_u64().unwrap_or(0);
+    let fresh = match s["fresh_differences"].as_array().map(Vec::len) {
+        None => "not compared".to_string(),
+        Some(0) => "0".to_string(),
+        Some(n) => format!("**{n}**"),
+    };
     format!(
-        "{}, {} of {}, {}, {}, {:.1} / {:.1}",
+        "{}, {} of {}, {}, {}, {:.1} / {:.1}, {fresh}",
         s["edits"],
         s["selected"],
         total,
@@ -1043,8 +1048,11 @@ fn write_results(rows: &[Value], output_dir: &Path, print: bool) -> Result<()> {
          rows), their JSON reports' summary counts (but `reused`) and default rankings (every \
          entry), and their exit codes must agree. Tests run counts the selected runs' tests \
          against the full runs'; wall times are summed over the edits (the selected run builds the \
-         edit, the `--rerun` after it has nothing left to build).\n\n\
-         | crate | version | shapes | tests (cargo test / cargo sfl) | mismatches | documented differences | report consistent | exit codes (test / sfl) | wall s (test / sfl, ratio) | fault | rank | second run: edits, tests run, differences, varying tests, wall s (selected / --rerun) |\n\
+         edit, the `--rerun` after it has nothing left to build). Kept against fresh: one more \
+         full run with `--fresh-processes` (no test runs in a process an earlier test left), \
+         compared with the unedited crate's full run in kept processes (the default); differences \
+         on tests that vary are not counted (\"not compared\": a row from before the check).\n\n\
+         | crate | version | shapes | tests (cargo test / cargo sfl) | mismatches | documented differences | report consistent | exit codes (test / sfl) | wall s (test / sfl, ratio) | fault | rank | second run: edits, tests run, differences, varying tests, wall s (selected / --rerun), kept against fresh differences |\n\
          |---|---|---|---|---|---|---|---|---|---|---|---|\n",
     );
     let mut ratios = Vec::new();
@@ -1155,6 +1163,14 @@ fn write_results(rows: &[Value], output_dir: &Path, print: bool) -> Result<()> {
             .chain(second["unedited_differences"].as_array().into_iter().flatten())
             .filter_map(Value::as_str)
             .map(|t| format!("second run: {}", t.replace('\n', " / ")))
+            .chain(
+                second["fresh_differences"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(Value::as_str)
+                    .map(|t| format!("kept against fresh processes: {}", t.replace('\n', " / "))),
+            )
             .chain(
                 second["error"]
                     .as_str()

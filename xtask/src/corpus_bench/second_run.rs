@@ -3,7 +3,9 @@
 //! after it, on the same edited sources. Both must give the same spectra (outcomes, rows,
 //! units), the same summary counts and the same default ranking.
 //!
-//! Per crate: one more full run of the unedited crate, whose spectra are compared with the
+//! Per crate: a full run in fresh processes (`--fresh-processes`: no test runs in a process an
+//! earlier test left), whose spectra must be the first run's (kept processes, the default) but
+//! for tests whose rows vary between runs; one more full run of the unedited crate, whose spectra are compared with the
 //! first run's (tests whose rows differ vary between runs of unchanged code: listed apart, not
 //! counted; while an edit shows a test's row differing, up to three more full runs of the
 //! edited crate add every test whose rows differ between two full runs and those whose selected
@@ -53,6 +55,24 @@ pub(super) fn check(c: &Crate, sfl: &Path, manifest: &Path, pristine: &Path, fau
     // Differences of two full runs that are no test's: kept, for they make every comparison
     // below suspect.
     let unedited_differences: Vec<&String> = unedited.iter().filter(|d| !on_test(d, &tests)).collect();
+
+    // Kept processes against fresh ones, on the same unedited crate.
+    eprintln!("   second run: a full run in fresh processes");
+    let fresh = run_with(sfl, c, manifest, "fresh", true, &["--fresh-processes"])?;
+    let fresh_differences: Vec<String> = match cargo_sfl_spectra(&fresh.spectra) {
+        Ok(f) => cargo_sfl::select::differences(&second, &f)
+            .into_iter()
+            .filter(|d| {
+                !test_names(std::slice::from_ref(d), &tests)
+                    .iter()
+                    .any(|t| varying.contains(t))
+            })
+            .collect(),
+        Err(e) => vec![format!("the run in fresh processes saved no spectra: {e}")],
+    };
+    if fresh.code != again.code {
+        eprintln!("     fresh processes: exit {:?} against {:?}", fresh.code, again.code);
+    }
 
     let edits = edits(c, dir, &first, fault)?;
     let mut varying_all: std::collections::BTreeSet<String> = varying.iter().cloned().collect();
@@ -172,6 +192,9 @@ pub(super) fn check(c: &Crate, sfl: &Path, manifest: &Path, pristine: &Path, fau
         "difference_texts": texts,
         "varying": varying_all,
         "unedited_differences": unedited_differences,
+        "fresh_differences": fresh_differences,
+        "wall_fresh_s": round(fresh.secs),
+        "wall_kept_s": round(again.secs),
         "per_edit": per_edit,
     }))
 }
@@ -232,6 +255,11 @@ struct Sfl {
 /// report written; the files of an earlier run of the same tag are removed first, so a run that
 /// writes nothing is not compared with a stale file.
 fn run(sfl: &Path, c: &Crate, manifest: &Path, tag: &str, rerun: bool) -> Result<Sfl> {
+    run_with(sfl, c, manifest, tag, rerun, &[])
+}
+
+/// [`run`] with `extra` arguments.
+fn run_with(sfl: &Path, c: &Crate, manifest: &Path, tag: &str, rerun: bool, extra: &[&str]) -> Result<Sfl> {
     let out_dir = target_dir().join("corpus-reports");
     std::fs::create_dir_all(&out_dir)?;
     let report_path = out_dir.join(format!("{}-second-{tag}.json", c.name));
@@ -248,7 +276,8 @@ fn run(sfl: &Path, c: &Crate, manifest: &Path, tag: &str, rerun: bool) -> Result
         .arg(&spectra)
         .arg("--manifest-path")
         .arg(manifest)
-        .args(c.flags);
+        .args(c.flags)
+        .args(extra);
     let ran = run_merged(&mut cmd, Duration::from_secs(1800))?;
     std::fs::write(out_dir.join(format!("{}-second-{tag}.log", c.name)), &ran.output)?;
     let report = std::fs::read(&report_path)
