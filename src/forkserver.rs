@@ -251,15 +251,15 @@ impl ForkServer {
         crate::process::track(pid);
         let status = match wait_exit(&rx, timeout) {
             Waited::Exited(raw) => Some(crate::platform::wait_status(raw)),
-            Waited::Passed => {
-                let elapsed = start.elapsed();
-                self.shared.forget(id);
-                return Ok((crate::process::passed_kept(pid, elapsed, out_path), true));
-            }
+            Waited::Passed => return Ok(self.passed_kept(id, pid, start, out_path)),
             Waited::TimedOut => {
                 self.shared.kill(id, pid);
-                // Killed: the server reports it once it has reaped the child.
-                let _ = wait_exit(&rx, READY_TIMEOUT);
+                // Killed: the server reports it once it has reaped the child. A test that passed
+                // as its time ran out is not killed, and its kept process lives on: no group
+                // of its may be killed now.
+                if let Waited::Passed = wait_exit(&rx, READY_TIMEOUT) {
+                    return Ok(self.passed_kept(id, pid, start, out_path));
+                }
                 None
             }
             // Its server died, and with it the test (the runtime asks for that on Linux).
@@ -271,6 +271,15 @@ impl ForkServer {
             crate::process::ended(pid, status, elapsed, out_path, leak_timeout),
             false,
         ))
+    }
+}
+
+impl ForkServer {
+    /// Test `id` passed in process `pid`, which lives on (kept).
+    fn passed_kept(&self, id: u64, pid: u32, start: Instant, out_path: &Path) -> (Captured, bool) {
+        let elapsed = start.elapsed();
+        self.shared.forget(id);
+        (crate::process::passed_kept(pid, elapsed, out_path), true)
     }
 }
 
