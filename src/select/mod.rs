@@ -38,7 +38,7 @@ pub use differences::differences;
 pub use locate::changed_lines;
 pub use narrow::Narrowed;
 pub use reuse::{BlockRef, Known, Reuse, Row};
-pub use snapshot::{build_env, files, look};
+pub use snapshot::{CACHE_TAG_SIGNATURE, build_env, files, look};
 pub use verify::UnknownFunction;
 
 #[cfg(test)]

@@ -110,12 +110,15 @@ pub fn files(ws: &Workspace) -> BTreeMap<String, FileState> {
         .collect()
 }
 
+/// The first line of a `CACHEDIR.TAG` file.
+pub const CACHE_TAG_SIGNATURE: &str = "Signature: 8a477f597d28d172789f06886806bc55";
+
 /// Whether `dir` is tagged as a cache (the Cache Directory Tagging Specification's
 /// `CACHEDIR.TAG`, which cargo writes in every target directory): another build's target
 /// directory inside a package, with no `.gitignore` to leave it out, holds no source of ours
 /// and may hold gigabytes.
 fn is_cache_dir(dir: &Path) -> bool {
-    const SIGNATURE: &[u8] = b"Signature: 8a477f597d28d172789f06886806bc55";
+    const SIGNATURE: &[u8] = CACHE_TAG_SIGNATURE.as_bytes();
     let mut head = [0u8; SIGNATURE.len()];
     std::fs::File::open(dir.join("CACHEDIR.TAG"))
         .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut head))

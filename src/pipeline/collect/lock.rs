@@ -23,7 +23,7 @@ impl DirLock {
     pub fn acquire(dir: &Path, waiting: impl FnOnce(&Path)) -> Result<Self, SflError> {
         let path = dir.join(LOCK_FILE);
         let setup = |what: &str, e: std::io::Error| SflError::Setup(format!("cannot {what} {}: {e}", path.display()));
-        std::fs::create_dir_all(dir).map_err(|e| setup("create the directory of", e))?;
+        create_tagged(dir).map_err(|e| setup("create the directory of", e))?;
         let file = OpenOptions::new()
             .create(true)
             .truncate(false)
@@ -43,11 +43,49 @@ impl DirLock {
     }
 }
 
+/// Creates `dir` and the missing directories above it, each tagged as a cache as cargo tags the
+/// target directories it creates (`CACHEDIR.TAG`): a `target/` that cargo sfl made before cargo
+/// did would otherwise stay untagged, and a later run whose target directory is elsewhere
+/// would read it as part of the package (its snapshot of the sources once digested 838 MB of an
+/// old build in a crate without a `.gitignore`).
+fn create_tagged(dir: &Path) -> std::io::Result<()> {
+    let missing: Vec<&Path> = dir
+        .ancestors()
+        .take_while(|d| !d.as_os_str().is_empty() && !d.exists())
+        .collect();
+    std::fs::create_dir_all(dir)?;
+    for d in missing {
+        // Best effort, as cargo's: an untagged directory only costs a later run time.
+        let _ = std::fs::write(
+            d.join("CACHEDIR.TAG"),
+            format!(
+                "{}\n# This file is a cache directory tag created by cargo sfl.\n\
+                 # For information about cache directory tags see https://bford.info/cachedir/\n",
+                crate::select::CACHE_TAG_SIGNATURE
+            ),
+        );
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::sync::mpsc;
     use std::time::Duration;
+
+    #[test]
+    fn the_directories_it_creates_are_tagged_as_caches() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("target/sfl");
+        let _lock = DirLock::acquire(&dir, |_| {}).unwrap();
+        let tag = |d: &Path| std::fs::read_to_string(d.join("CACHEDIR.TAG")).unwrap_or_default();
+        let signature = crate::select::CACHE_TAG_SIGNATURE;
+        assert!(tag(&tmp.path().join("target")).starts_with(signature));
+        assert!(tag(&dir).starts_with(signature));
+        // A directory that was there is not ours to tag.
+        assert!(!tmp.path().join("CACHEDIR.TAG").exists());
+    }
 
     #[test]
     fn a_second_holder_waits_until_the_first_lets_go() {
