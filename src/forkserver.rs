@@ -93,13 +93,15 @@ impl Shared {
             w.held = k;
             w.sent = Some(Instant::now());
         }
-        let sent = {
-            let mut w = self.requests.lock().unwrap_or_else(PoisonError::into_inner);
-            !self.gone.load(Ordering::SeqCst) && w.as_mut().is_some_and(|w| w.write_all(line.as_bytes()).is_ok())
-        };
-        if !sent {
+        if !self.write(line) {
             self.settle(id, Reply::Gone);
         }
+    }
+
+    /// Writes `line` to the server: false when it has ended.
+    fn write(&self, line: &str) -> bool {
+        let mut w = self.requests.lock().unwrap_or_else(PoisonError::into_inner);
+        !self.gone.load(Ordering::SeqCst) && w.as_mut().is_some_and(|w| w.write_all(line.as_bytes()).is_ok())
     }
 
     /// Gives back the permits of test `id` (if it holds any) and hands it `reply`.
@@ -124,13 +126,7 @@ impl Shared {
     /// process still runs it (a kept process may run another test by now); directly when the
     /// server has ended, and with it its children.
     fn kill(&self, id: u64, pid: u32) {
-        let sent = {
-            let mut w = self.requests.lock().unwrap_or_else(PoisonError::into_inner);
-            !self.gone.load(Ordering::SeqCst)
-                && w.as_mut()
-                    .is_some_and(|w| w.write_all(format!("kill {id}\n").as_bytes()).is_ok())
-        };
-        if !sent {
+        if !self.write(&format!("kill {id}\n")) {
             crate::platform::kill_group(pid);
         }
     }

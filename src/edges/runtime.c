@@ -790,6 +790,51 @@ static int reap(int running) {
 
 static void become_test(char *req, int argc, char **argv);
 
+/* The first free slot of the children's table, or -1. */
+static int free_slot(void) {
+    for (int i = 0; i < SFL_MAX_CHILDREN; i++)
+        if (child_pids[i] == 0) return i;
+    return -1;
+}
+
+/* Request `req` (tab-separated, modified): its test name and output file, its variables set. */
+static void read_request(char *req, char **name, char **output) {
+    char *save = NULL;
+    strtok_r(req, "\t", &save); /* the id */
+    *name = strtok_r(NULL, "\t", &save);
+    *output = strtok_r(NULL, "\t", &save);
+    for (char *kv; (kv = strtok_r(NULL, "\t", &save));) {
+        char *eq = strchr(kv, '=');
+        if (!eq) continue;
+        *eq = 0;
+        setenv(kv, eq + 1, 1);
+    }
+}
+
+/* stdout and stderr onto `output` (created): 1 when done. */
+static int output_to(const char *output) {
+    int out = output ? open(output, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644) : -1;
+    int ok = out >= 0 && dup2(out, 1) >= 0 && dup2(out, 2) >= 0;
+    if (out >= 0) close(out);
+    return ok;
+}
+
+/* The counters onto the file CARGO_SFL_COUNTERS_FILE names (then unset: a program the test
+ * starts writes a profile of its own): 1 when they are there. */
+static int counters_to_file(void) {
+    const char *counters = plain_getenv("CARGO_SFL_COUNTERS_FILE");
+    int mapped = template_written && counters && *counters && map_counters(counters);
+    unsetenv("CARGO_SFL_COUNTERS_FILE");
+    return mapped;
+}
+
+/* A new file of the variables this process reads (the next test's). */
+static void env_reads_restart(void) {
+    int reads = __atomic_exchange_n(&env_reads_fd, -2, __ATOMIC_ACQ_REL);
+    if (reads >= 0) close(reads);
+    memset(env_seen, 0, sizeof env_seen);
+}
+
 /* Forks a child for request `line` (modified) in slot `slot`; in the child, returns 1. */
 static int fork_test(char *line, int slot, uint64_t id, int argc, char **argv, int *running) {
     int pair[2] = {-1, -1};
@@ -881,9 +926,7 @@ static int request(char *line, int argc, char **argv, int *running) {
         child_idle[i] = 0;
         return 0;
     }
-    int slot = -1;
-    for (int i = 0; i < SFL_MAX_CHILDREN && slot < 0; i++)
-        if (child_pids[i] == 0) slot = i;
+    int slot = free_slot();
     if (slot < 0) {
         reply_id("failed", id, EAGAIN); /* as many tests running as the table holds */
         return 0;
@@ -902,21 +945,11 @@ static void become_test(char *req, int argc, char **argv) {
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (getppid() == 1) _exit(127);
 #endif
-    char *save = NULL;
-    strtok_r(req, "\t", &save); /* the id */
-    char *name = strtok_r(NULL, "\t", &save);
-    char *output = strtok_r(NULL, "\t", &save);
-    for (char *kv; (kv = strtok_r(NULL, "\t", &save));) {
-        char *eq = strchr(kv, '=');
-        if (!eq) continue;
-        *eq = 0;
-        setenv(kv, eq + 1, 1);
-    }
+    char *name, *output;
+    read_request(req, &name, &output);
     unsetenv("CARGO_SFL_FORK_SERVER");
-    int out = output ? open(output, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644) : -1;
     int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
-    if (out < 0 || null < 0 || dup2(null, 0) < 0 || dup2(out, 1) < 0 || dup2(out, 2) < 0) _exit(126);
-    close(out);
+    if (!output_to(output) || null < 0 || dup2(null, 0) < 0) _exit(126);
     close(null);
     for (int i = 1; i < argc; i++) {
         if (name && strcmp(argv[i], SFL_SLOT) == 0) {
@@ -925,12 +958,8 @@ static void become_test(char *req, int argc, char **argv) {
         }
     }
     in_fork_server = 0;
-    env_reads_fd = -2;
-    memset(env_seen, 0, sizeof env_seen);
-    const char *counters = plain_getenv("CARGO_SFL_COUNTERS_FILE");
-    if (template_written && counters && *counters && map_counters(counters)) profile_to_null = counters_mapped = 1;
-    /* For this process only: a program the test starts writes a profile of its own. */
-    unsetenv("CARGO_SFL_COUNTERS_FILE");
+    env_reads_restart();
+    if (counters_to_file()) profile_to_null = counters_mapped = 1;
     if (deferred_blocks) open_output(flags_start, deferred_blocks);
 }
 
@@ -988,9 +1017,7 @@ __attribute__((constructor(101))) static void sfl_fork_server(int argc, char **a
                 child_requests[i] = NULL;
                 uint64_t id = child_ids[i];
                 child_ids[i] = 0;
-                int slot = -1;
-                for (int s2 = 0; s2 < SFL_MAX_CHILDREN && slot < 0; s2++)
-                    if (child_pids[s2] == 0) slot = s2;
+                int slot = free_slot();
                 int child = slot < 0 ? (reply_id("failed", id, EAGAIN), 0)
                                      : fork_test(line, slot, id, argc, argv, &running);
                 if (child) return;
@@ -1210,20 +1237,9 @@ static char *next_request(void) {
 
 /* Sets this process up for request `req` (modified, kept until the next): 1 when done. */
 static int take_request(char *req) {
-    char *save = NULL;
-    strtok_r(req, "\t", &save); /* the id */
-    char *name = strtok_r(NULL, "\t", &save);
-    char *output = strtok_r(NULL, "\t", &save);
-    if (!name || !output) return 0;
-    for (char *kv; (kv = strtok_r(NULL, "\t", &save));) {
-        char *eq = strchr(kv, '=');
-        if (!eq) continue;
-        *eq = 0;
-        setenv(kv, eq + 1, 1);
-    }
-    const char *counters = plain_getenv("CARGO_SFL_COUNTERS_FILE");
-    if (!counters || !*counters || !map_counters(counters)) return 0;
-    unsetenv("CARGO_SFL_COUNTERS_FILE");
+    char *name, *output;
+    read_request(req, &name, &output);
+    if (!name || !counters_to_file()) return 0;
     uint64_t *live = (uint64_t *)(__llvm_profile_begin_counters() + __llvm_profile_counter_bias);
     for (size_t i = 0; i < base_counters_n; i++) live[base_counters[2 * i]] = base_counters[2 * i + 1];
     if (deferred_blocks) {
@@ -1231,14 +1247,10 @@ static int take_request(char *req) {
         memset(flags_start, 0, (size_t)deferred_blocks);
         for (size_t i = 0; i < base_flags_n; i++) flags_start[base_flags[2 * i]] = (char)base_flags[2 * i + 1];
     }
-    int out = open(output, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (out < 0 || dup2(out, 1) < 0 || dup2(out, 2) < 0) return 0;
-    close(out);
+    if (!output_to(output)) return 0;
     saved_argv[slot_arg] = name;
-    int reads = __atomic_exchange_n(&env_reads_fd, -2, __ATOMIC_ACQ_REL);
-    if (reads >= 0) close(reads);
-    memset(env_seen, 0, sizeof env_seen);
-    reads = env_reads_file();
+    env_reads_restart();
+    int reads = env_reads_file();
     if (reads >= 0 && read_min_stack && env_first_read("RUST_MIN_STACK", 14) &&
         write(reads, "RUST_MIN_STACK\n", 15) < 0) { /* the read is lost, as a test's own */ }
 #ifdef __GLIBC__
