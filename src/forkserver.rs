@@ -10,11 +10,12 @@
 //! abort, hang or `exit` costs only that test; what is saved is the launch.
 //!
 //! A forked test that passes and leaves its process as it found it (no thread, no child
-//! process, its environment, working directory and the Rust code's statics unchanged; see
-//! [`crate::edges::state`]) takes the server's next test in the same process: a **kept**
-//! process, which saves the fork, the exit and the start-up as well, and starts the next test
-//! from the state its own process would give it. Any other end (a failure, a crash, a changed
-//! static) ends the process as before, and the next test gets a new fork.
+//! process, its environment, working directory and the Rust code's statics unchanged or put
+//! back as they were; see [`crate::edges::state`]) takes the server's next test in the same
+//! process: a **kept** process, which saves the fork, the exit and the start-up as well, and
+//! starts the next test from the state its own process would give it. Any other end (a
+//! failure, a crash, a thread left, a changed static that cannot be put back) ends the process
+//! as before, and the next test gets a new fork.
 //!
 //! A binary that cannot serve (no runtime linked, it exits at start-up) runs its tests one
 //! process each, as does a test when its server ends before it started.
@@ -54,8 +55,9 @@ enum Reply {
     Started(u32),
     /// Its raw wait status.
     Exited(i32),
-    /// It passed, and its process lives on to take another test.
-    Passed,
+    /// It passed, and its process lives on to take another test (after putting back what the
+    /// test changed, when `true`).
+    Passed(bool),
     /// `fork` failed with this errno.
     Failed(i32),
     /// The server ended.
@@ -192,7 +194,7 @@ impl ForkServer {
     /// Runs test `name` (taking `threads` permits) in a child of the
     /// server with the variables `env` set, its stdout and stderr into `out_path`, as
     /// [`crate::process::run_captured_leaking`] runs a process; its timeout counts from its start.
-    /// Also whether it ran in a kept process.
+    /// Also what it left of its process.
     pub(crate) fn run(
         &self,
         name: &str,
@@ -201,7 +203,7 @@ impl ForkServer {
         out_path: &Path,
         timeout: Duration,
         leak_timeout: Duration,
-    ) -> Result<(Captured, bool), NotServed> {
+    ) -> Result<(Captured, Left), NotServed> {
         let request = request_line(name, env, out_path)
             .ok_or_else(|| NotServed("its name or a file name holds a tab or a line break".into()))?;
         let id = self.next.fetch_add(1, Ordering::Relaxed);
@@ -247,14 +249,14 @@ impl ForkServer {
         crate::process::track(pid);
         let status = match wait_exit(&rx, timeout) {
             Waited::Exited(raw) => Some(crate::platform::wait_status(raw)),
-            Waited::Passed => return Ok(self.passed_kept(id, pid, start, out_path)),
+            Waited::Passed(reset) => return Ok(self.passed_kept(id, pid, start, out_path, reset)),
             Waited::TimedOut => {
                 self.shared.kill(id, pid);
                 // Killed: the server reports it once it has reaped the child. A test that passed
                 // as its time ran out is not killed, and its kept process lives on: no group
                 // of its may be killed now.
-                if let Waited::Passed = wait_exit(&rx, READY_TIMEOUT) {
-                    return Ok(self.passed_kept(id, pid, start, out_path));
+                if let Waited::Passed(reset) = wait_exit(&rx, READY_TIMEOUT) {
+                    return Ok(self.passed_kept(id, pid, start, out_path, reset));
                 }
                 None
             }
@@ -265,23 +267,37 @@ impl ForkServer {
         self.shared.forget(id);
         Ok((
             crate::process::ended(pid, status, elapsed, out_path, leak_timeout),
-            false,
+            Left::Ended,
         ))
     }
 }
 
 impl ForkServer {
-    /// Test `id` passed in process `pid`, which lives on (kept).
-    fn passed_kept(&self, id: u64, pid: u32, start: Instant, out_path: &Path) -> (Captured, bool) {
+    /// Test `id` passed in process `pid`, which lives on (kept; what the test changed put back
+    /// when `reset`).
+    fn passed_kept(&self, id: u64, pid: u32, start: Instant, out_path: &Path, reset: bool) -> (Captured, Left) {
         let elapsed = start.elapsed();
         self.shared.forget(id);
-        (crate::process::passed_kept(pid, elapsed, out_path), true)
+        let left = if reset { Left::Reset } else { Left::Unchanged };
+        (crate::process::passed_kept(pid, elapsed, out_path), left)
     }
+}
+
+/// What a forked test left of its process.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Left {
+    /// The process ended (the test failed, or changed what cannot be put back).
+    Ended,
+    /// The test passed and left the process as it found it: it takes the next test.
+    Unchanged,
+    /// The test passed and changed statics, the environment or the working directory, which
+    /// the process put back as they were when its first test began: it takes the next test.
+    Reset,
 }
 
 enum Waited {
     Exited(i32),
-    Passed,
+    Passed(bool),
     TimedOut,
     Gone,
 }
@@ -289,7 +305,7 @@ enum Waited {
 fn wait_exit(rx: &Receiver<Reply>, timeout: Duration) -> Waited {
     match rx.recv_timeout(timeout) {
         Ok(Reply::Exited(raw)) => Waited::Exited(raw),
-        Ok(Reply::Passed) => Waited::Passed,
+        Ok(Reply::Passed(reset)) => Waited::Passed(reset),
         Err(RecvTimeoutError::Timeout) => Waited::TimedOut,
         Ok(_) | Err(RecvTimeoutError::Disconnected) => Waited::Gone,
     }
@@ -329,7 +345,7 @@ fn read_replies(out: impl BufRead, ready: Sender<bool>, shared: &Shared) {
                     }
                 }
                 Some("exited") => shared.settle(id, Reply::Exited(value as i32)),
-                Some("passed") => shared.settle(id, Reply::Passed),
+                Some("passed") => shared.settle(id, Reply::Passed(value == 1)),
                 Some("failed") => shared.settle(id, Reply::Failed(value as i32)),
                 _ => {}
             }
@@ -375,8 +391,10 @@ pub struct ForkServers {
     servers: Mutex<HashMap<ServerKey, Result<Arc<ForkServer>, NotServed>>>,
     permits: Arc<Permits>,
     forked: std::sync::atomic::AtomicUsize,
-    /// Of the forked tests, those that ran in a kept process.
+    /// Of the forked tests, those that left their process to the next test.
     kept: std::sync::atomic::AtomicUsize,
+    /// Of those, the ones whose process put back what they changed ([`Left::Reset`]).
+    reset: std::sync::atomic::AtomicUsize,
     /// Servers ended before the end of the run ([`ForkServers::retire`]).
     retired: std::sync::atomic::AtomicUsize,
     /// Why tests ran in processes of their own, with how many did for each reason.
@@ -399,6 +417,7 @@ impl ForkServers {
             permits: Arc::new(Permits::new(threads)),
             forked: Default::default(),
             kept: Default::default(),
+            reset: Default::default(),
             retired: Default::default(),
             fallbacks: Mutex::default(),
             counters_only,
@@ -437,11 +456,14 @@ impl ForkServers {
         drop(ended);
     }
 
-    /// Counts a test that ran on a server (`kept`: in a kept process).
-    pub fn forked(&self, kept: bool) {
+    /// Counts a test that ran on a server, and what it left of its process.
+    pub fn forked(&self, left: Left) {
         self.forked.fetch_add(1, Ordering::Relaxed);
-        if kept {
+        if left != Left::Ended {
             self.kept.fetch_add(1, Ordering::Relaxed);
+        }
+        if left == Left::Reset {
+            self.reset.fetch_add(1, Ordering::Relaxed);
         }
     }
 
@@ -461,6 +483,7 @@ impl ForkServers {
         self.servers.lock().unwrap_or_else(PoisonError::into_inner).clear();
         self.forked.store(0, Ordering::Relaxed);
         self.kept.store(0, Ordering::Relaxed);
+        self.reset.store(0, Ordering::Relaxed);
         self.retired.store(0, Ordering::Relaxed);
         self.fallbacks.lock().unwrap_or_else(PoisonError::into_inner).clear();
         summary
@@ -486,9 +509,15 @@ impl ForkServers {
             if servers == 1 { "" } else { "s" }
         );
         let kept = self.kept.load(Ordering::Relaxed);
-        if kept > 0 {
+        let reset = self.reset.load(Ordering::Relaxed);
+        if kept > 0 && reset == 0 {
             s.push_str(&format!(
                 " ({kept} passed and left their process, unchanged, to the next test)"
+            ));
+        } else if kept > 0 {
+            s.push_str(&format!(
+                " ({kept} passed and left their process to the next test, {reset} of them after \
+                 what they changed was put back)"
             ));
         }
         if own > 0 {

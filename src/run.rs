@@ -253,8 +253,8 @@ fn serve(run: &TestRun, doctest: bool, env_reads: &Path, out_path: &Path) -> Opt
         run.limits.timeout,
         run.limits.leak_timeout,
     ) {
-        Ok((captured, kept)) => {
-            servers.forked(kept);
+        Ok((captured, left)) => {
+            servers.forked(left);
             Some(captured)
         }
         Err(crate::forkserver::NotServed(why)) => {

@@ -201,11 +201,12 @@ pub struct ExecutionArgs {
     /// its own process with its own profile, without paying a launch.
     #[arg(long)]
     pub process_per_test: bool,
-    /// Fork a new process for every test. By default a forked test that passed and left its
-    /// process as it found it (no thread or child process left, environment, working directory
-    /// and every static of the crate's and its dependencies' code unchanged) runs the next test
-    /// of its binary in the same process, which starts it from the same state a new process
-    /// would; any other test ends its process.
+    /// Fork a new process for every test. By default a forked test that passed and left no
+    /// thread or child process runs the next test of its binary in the same process, once the
+    /// environment, working directory and every static of the crate's and its dependencies'
+    /// code are as they were before the process's first test (put back if the test changed
+    /// them, unless a Rust `#[global_allocator]` is linked): the next test starts from the state
+    /// a new process would give it. Any other test ends its process.
     #[arg(long)]
     pub fresh_processes: bool,
     /// Keep each test's .profraw files under <target-dir>/profiles (for debugging the decoder;

@@ -864,7 +864,8 @@ static int fork_test(char *line, int slot, uint64_t id, int argc, char **argv, i
     return 0;
 }
 
-/* What kept child `i` said, a word a line: `idle` (its test passed and left it clean), `run`
+/* What kept child `i` said, a line each: `idle` (its test passed and left it clean), `idle reset`
+ * (the same, once what the test changed was put back), `run`
  * (it took the test it was handed), `refused` (it could not). 1 when the server must fork the
  * request it refused (left in child_requests[i], taken by the caller). */
 static int heard(int i) {
@@ -884,8 +885,9 @@ static int heard(int i) {
         }
         child_said[i][child_said_len[i]] = 0;
         child_said_len[i] = 0;
-        if (strcmp(child_said[i], "idle") == 0 && !child_idle[i]) {
-            reply_id("passed", child_ids[i], 0);
+        int reset = strcmp(child_said[i], "idle reset") == 0;
+        if ((reset || strcmp(child_said[i], "idle") == 0) && !child_idle[i]) {
+            reply_id("passed", child_ids[i], reset);
             child_idle[i] = 1;
             child_ids[i] = 0;
         } else if (strcmp(child_said[i], "run") == 0 && child_requests[i]) {
@@ -1052,25 +1054,40 @@ __attribute__((constructor(101))) static void sfl_fork_server(int argc, char **a
  * Forking a process per test costs ~2 ms of CPU (fork, exit, page faults, the runtime's and
  * libtest's start-up), several times what a small test costs in one process. So with
  * CARGO_SFL_KEEP_PROCESSES set on the server, a forked test whose test passed and left its
- * process as the process was when the test began takes the server's next test itself:
- * libtest's entry is called again with that test's name. "As it was" means: no other thread
- * and no child process is left, the environment and the working directory were not changed
- * (noted above), and the statics of the Rust code other than the standard library's (the
- * crate's and its dependencies': `OnceLock`s, lazy statics, atomics, counters, caches), whose
- * addresses cargo sfl lists in `<exe>.sfl-state`, hold the bytes they held when the process's
- * first test began. A test that touches any of them, or fails, leaves the process to end as
- * before, and the next test gets a new fork: so each test starts from the state a process of
- * its own would give it, and its coverage and outcome are the same.
+ * process as the process was when the test began, or as it can be put back, takes the
+ * server's next test itself: libtest's entry is called again with that test's name. "As it
+ * was" means: no other thread and no child process is left, the environment and the working
+ * directory are as they were (a test that changed them, noted above, has them put back: the
+ * variables in their order, the directory by its path), and the statics of the Rust code
+ * other than the standard library's (the crate's and its dependencies': `OnceLock`s, lazy
+ * statics, atomics, counters, caches), whose addresses cargo sfl lists in `<exe>.sfl-state`,
+ * hold the bytes they held when the process's first test began. Changed statics are put back
+ * byte for byte when cargo sfl found the executable allocating with the standard library's
+ * allocator (the header's SFL_STATE_RESETTABLE: a Rust `#[global_allocator]` keeps its own
+ * bookkeeping in such statics) and the test left no more open descriptors than there were
+ * (a descriptor a static held would outlive it) and less than SFL_RESET_GROWTH_PAGES more
+ * memory (what a put-back static pointed to stays allocated, unreachable). A test that left
+ * anything else, or failed, leaves the process to end as before, and the next test gets a new
+ * fork: so each test starts from the state a process of its own would give it, and its
+ * coverage and outcome are the same. (Statics are compared from the first test on: one a
+ * constructor had pointed at memory that a test freed and replaced would be put back pointing
+ * at freed memory; the crates' constructors that fill statics, such as `inventory`'s, link
+ * statics to statics.)
  *
  * Coverage that a fresh process counts before its test (constructors of the crate's code)
  * is counted again for each kept test: the counters and flags set when the first test began
  * are copied into each next test's files. Between tests the process maps the next test's
  * counters and edge files, points its stdout and stderr at the next output file, sets the
  * variables that differ per test and puts the name in argv. It tells the server `idle` after
- * a test, `run` when it took the next one and `refused` (then exits) when it could not.
+ * a test (`idle reset` when it put back what the test changed), `run` when it took the next one
+ * and `refused` (then exits) when it could not.
  */
 #if defined(SFL_TEST_MAIN) && defined(__linux__)
-#define SFL_STATE_MAGIC 0x31544154534c4653ULL /* "SFLSTAT1" */
+#define SFL_STATE_MAGIC 0x32544154534c4653ULL /* "SFLSTAT2" */
+#define SFL_STATE_RESETTABLE 1 /* header flag: the statics may be put back */
+/* A kept process whose resident memory grew by more than this since its first test ends
+ * (statics put back leave what they pointed to allocated). */
+#define SFL_RESET_GROWTH_PAGES ((64UL << 20) / 4096)
 
 /* The statics compared: (address, length) pairs in this process, and their bytes at the first
  * test's start. */
@@ -1078,6 +1095,10 @@ static uintptr_t *state_ranges;
 static size_t state_n;
 static unsigned char *state_copy;
 static size_t state_bytes;
+/* Whether the statics may be put back as they were (SFL_STATE_RESETTABLE), and the process's
+ * open descriptors and resident pages when its first test began. */
+static int state_resettable;
+static long base_fds = -1, base_pages = -1;
 /* Counters and flags set when the first test began: (index, value) pairs. */
 static uint64_t *base_counters;
 static size_t base_counters_n;
@@ -1098,7 +1119,7 @@ static int load_state(void) {
     memcpy(path + n, ".sfl-state", sizeof ".sfl-state");
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) return 0;
-    uint64_t head[2];
+    uint64_t head[3];
     int ok = read(fd, head, sizeof head) == (ssize_t)sizeof head && head[0] == SFL_STATE_MAGIC &&
              head[1] < ((uint64_t)1 << 24);
     size_t bytes = ok ? (size_t)head[1] * 2 * sizeof(uint64_t) : 0;
@@ -1130,6 +1151,7 @@ static int load_state(void) {
     state_n = (size_t)head[1];
     state_copy = copy;
     state_bytes = total;
+    state_resettable = (head[2] & SFL_STATE_RESETTABLE) != 0;
     return 1;
 }
 
@@ -1138,6 +1160,100 @@ static int state_same(void) {
     for (size_t i = 0; i < state_n; i++) {
         size_t len = state_ranges[2 * i + 1];
         if (memcmp(state_copy + o, (const void *)state_ranges[2 * i], len) != 0) return 0;
+        o += len;
+    }
+    return 1;
+}
+
+/* The number of this process's open descriptors; -1 when unknown. */
+static long open_fds(void) {
+    int fd = open("/proc/self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) return -1;
+    char buf[4096];
+    long n = 0;
+    for (;;) {
+        long got = syscall(SYS_getdents64, fd, buf, sizeof buf);
+        if (got <= 0) {
+            close(fd);
+            return got < 0 ? -1 : n; /* ".", ".." and the one read with counted: compared alike */
+        }
+        for (long o = 0; o < got;) {
+            unsigned short reclen;
+            memcpy(&reclen, buf + o + 16, sizeof reclen);
+            n++;
+            o += reclen;
+        }
+    }
+}
+
+/* This process's resident pages (/proc/self/statm); -1 when unknown. */
+static long resident_pages(void) {
+    char buf[128];
+    int fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return -1;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0) return -1;
+    buf[n] = 0;
+    char *p = strchr(buf, ' ');
+    return p ? atol(p + 1) : -1;
+}
+
+/* The environment and the working directory when the process's first test began. */
+static char **base_env;
+static size_t base_env_n;
+static char base_cwd[4096];
+
+/* Copies the environment and the working directory (keep_prepare): 0 when they cannot be. */
+static int env_save(void) {
+    if (!getcwd(base_cwd, sizeof base_cwd)) return 0;
+    size_t n = 0;
+    while (environ && environ[n]) n++;
+    base_env = malloc((n + 1) * sizeof *base_env);
+    if (!base_env) return 0;
+    for (size_t i = 0; i < n; i++)
+        if (!(base_env[i] = strdup(environ[i]))) return 0;
+    base_env[n] = NULL;
+    base_env_n = n;
+    return 1;
+}
+
+/* Puts the environment and the working directory back as they were when the first test
+ * began (its variables in their order), after a test changed either: 1 when done. Only this
+ * thread runs (keep_next), so nothing reads the environment meanwhile. */
+static int env_restore(void) {
+    if (!base_env || chdir(base_cwd) != 0) return 0;
+    size_t n = 0;
+    int same = 1;
+    for (; environ && environ[n]; n++)
+        if (n >= base_env_n || strcmp(environ[n], base_env[n]) != 0) same = 0;
+    if (same && n == base_env_n) return 1;
+    if (clearenv() != 0) return 0;
+    for (size_t i = 0; i < base_env_n; i++) {
+        char *eq = strchr(base_env[i], '=');
+        if (!eq) continue;
+        *eq = 0;
+        int r = setenv(base_env[i], eq + 1, 1);
+        *eq = '=';
+        if (r != 0) return 0;
+    }
+    return 1;
+}
+
+/* Puts the statics back as they were when the first test began, when that is allowed and
+ * the test left nothing else the statics could have held: no more open descriptors than then
+ * (one kept in a static would be a descriptor a fresh process does not have) and less than
+ * SFL_RESET_GROWTH_PAGES more memory (what the statics pointed to stays allocated). */
+static int state_reset(void) {
+    if (!state_resettable || base_fds < 0 || base_pages < 0) return 0;
+    long fds = open_fds(), pages = resident_pages();
+    if (fds < 0 || fds > base_fds || pages < 0 || pages - base_pages > (long)SFL_RESET_GROWTH_PAGES)
+        return 0;
+    size_t o = 0;
+    for (size_t i = 0; i < state_n; i++) {
+        size_t len = state_ranges[2 * i + 1];
+        void *at = (void *)state_ranges[2 * i];
+        if (memcmp(state_copy + o, at, len) != 0) memcpy(at, state_copy + o, len);
         o += len;
     }
     return 1;
@@ -1174,6 +1290,11 @@ static uint64_t *nonzero(const void *p, size_t n, size_t width, size_t *found) {
 /* At libtest's entry: whether this process may take further tests. */
 static int keep_prepare(void) {
     if (keep_sock < 0 || !counters_mapped || slot_arg < 0 || !load_state()) return 0;
+    if (!env_save()) return 0;
+    if (state_resettable) {
+        base_fds = open_fds();
+        base_pages = resident_pages();
+    }
     char *begin = __llvm_profile_begin_counters(), *end = __llvm_profile_end_counters();
     base_counters = nonzero(begin + __llvm_profile_counter_bias, (size_t)(end - begin) / 8, 8, &base_counters_n);
     if (deferred_blocks) base_flags = nonzero(flags_start, (size_t)deferred_blocks, 1, &base_flags_n);
@@ -1263,8 +1384,18 @@ static int take_request(char *req) {
 /* After a test that passed: when it left this process as it found it, tells the server and
  * takes its next test (1); 0 to end the process as a test's process ends. */
 static int keep_next(void) {
-    if (state_changed || read_backtrace || !one_thread() || has_children() || !state_same()) return 0;
-    if (!say("idle\n")) return 0;
+    if (read_backtrace || !one_thread() || has_children()) return 0;
+    int reset = 0;
+    if (state_changed) {
+        if (!env_restore()) return 0;
+        state_changed = 0;
+        reset = 1;
+    }
+    if (!state_same()) {
+        if (!state_reset()) return 0;
+        reset = 1;
+    }
+    if (!say(reset ? "idle reset\n" : "idle\n")) return 0;
     char *req = next_request();
     if (!req) _exit(0); /* the run is over */
     if (!take_request(req)) {

@@ -7,7 +7,9 @@
 //! differ (a lazy initialisation counted by the first test only). So before the tests run,
 //! cargo sfl lists the writable statics of each instrumented test executable's Rust code
 //! (`<exe>.sfl-state`); the runtime copies their bytes when the process's first test begins and
-//! keeps a process only while they are unchanged.
+//! keeps a process only while they are unchanged, or put back as they were: when the executable
+//! allocates with the standard library's allocator ([`resettable`], a flag in the file), a test
+//! that changed them has their bytes put back before the next test.
 //!
 //! Listed: the data objects (ELF `STT_OBJECT`, size > 0) in `.data` and `.bss`, named by Rust
 //! symbols, of every crate but the standard library's own (`std`, `core`, `alloc`, libtest and
@@ -22,8 +24,10 @@ use std::path::{Path, PathBuf};
 
 use object::{Object, ObjectSection, ObjectSymbol, SymbolKind};
 
-/// `<exe>.sfl-state`: magic, count, then (address, length) pairs (u64, native endian).
-const MAGIC: u64 = u64::from_le_bytes(*b"SFLSTAT1");
+/// `<exe>.sfl-state`: magic, count, flags, then (address, length) pairs (u64, native endian).
+const MAGIC: u64 = u64::from_le_bytes(*b"SFLSTAT2");
+/// The flag saying the statics may be put back as they were ([`resettable`]).
+const RESETTABLE: u64 = 1;
 
 /// The crates of the standard library and its private dependencies, whose statics are not
 /// compared.
@@ -101,12 +105,31 @@ pub fn ranges(data: &[u8]) -> Result<Vec<(u64, u64)>, object::Error> {
     Ok(merged)
 }
 
+/// Whether a test's changes to the compared statics of the executable `data` may be undone by
+/// putting their bytes back: when the program allocates with the standard library's allocator.
+/// A `#[global_allocator]` of Rust code keeps its free lists in such statics, and putting them
+/// back would hand out memory still in use; rustc then links no `__rdl_alloc` (the default
+/// allocator's entry).
+pub fn resettable(data: &[u8]) -> Result<bool, object::Error> {
+    let obj = object::File::parse(data)?;
+    Ok(obj.symbols().any(|s| {
+        s.name()
+            .is_ok_and(|n| n == "__rdl_alloc" || (n.starts_with("_RNv") && n.ends_with("___rdl_alloc")))
+    }))
+}
+
 /// Writes `exe`'s [`state_path`] from its bytes `data` (only if it changed).
 pub fn write(exe: &Path, data: &[u8]) -> std::io::Result<()> {
     let ranges = ranges(data).map_err(std::io::Error::other)?;
-    let mut out = Vec::with_capacity(16 + 16 * ranges.len());
+    let flags = if resettable(data).map_err(std::io::Error::other)? {
+        RESETTABLE
+    } else {
+        0
+    };
+    let mut out = Vec::with_capacity(24 + 16 * ranges.len());
     out.extend_from_slice(&MAGIC.to_ne_bytes());
     out.extend_from_slice(&(ranges.len() as u64).to_ne_bytes());
+    out.extend_from_slice(&flags.to_ne_bytes());
     for (at, len) in &ranges {
         out.extend_from_slice(&at.to_ne_bytes());
         out.extend_from_slice(&len.to_ne_bytes());
@@ -139,6 +162,20 @@ mod tests {
         // C symbols (the profiler's, this runtime's) are not Rust code.
         assert!(!compared("__llvm_profile_counter_bias"));
         assert!(!compared("child_pids"));
+    }
+
+    #[test]
+    fn statics_may_be_put_back_under_the_standard_allocator_alone() {
+        // This test binary allocates with the standard library's allocator.
+        let data = std::fs::read(std::env::current_exe().unwrap()).unwrap();
+        assert!(resettable(&data).unwrap());
+        let written = tempfile::tempdir().unwrap();
+        let exe = written.path().join("t");
+        write(&exe, &data).unwrap();
+        let file = std::fs::read(state_path(&exe)).unwrap();
+        let word = |i: usize| u64::from_ne_bytes(file[8 * i..8 * i + 8].try_into().unwrap());
+        assert_eq!((word(0), word(2)), (MAGIC, RESETTABLE));
+        assert_eq!(file.len() as u64, 24 + 16 * word(1));
     }
 
     static OURS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);

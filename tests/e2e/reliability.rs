@@ -19,6 +19,10 @@ pub fn trials() -> Vec<Trial> {
             kept_processes_give_each_test_a_fresh_state,
         ),
         Trial::test(
+            "reliability::statics_are_not_put_back_under_a_rust_allocator",
+            statics_are_not_put_back_under_a_rust_allocator,
+        ),
+        Trial::test(
             "reliability::path_modules_are_the_crate_files",
             path_modules_are_the_crate_files,
         ),
@@ -131,31 +135,15 @@ fn comparable_spectra(dir: &Path) -> Result<Comparable> {
     ))
 }
 
-/// A forked test that passed takes the next test in its process only when it left the process
-/// as it found it: tests that fill a shared `OnceLock` (whose initialisation a process of their
-/// own counts for each), set a variable, change directory or leave a thread end their process,
-/// so every test's spectra are those of a fresh process (`--fresh-processes`); the others run
-/// on in kept processes, as the status line says.
+/// A forked test that passed takes the next test in its process only when the process is put
+/// back as it found it: a shared `OnceLock` a test filled (whose initialisation a process of
+/// its own counts for each), a variable it set and a directory it changed to are put back; a
+/// thread it left ends the process. So every test's spectra are those of a fresh process
+/// (`--fresh-processes`), and the status line says how many processes were put back.
 fn kept_processes_give_each_test_a_fresh_state() -> Result {
     let tmp = copy_fixture("minmax");
     let dir = tmp.path();
-    let lib = dir.join("src/lib.rs");
-    let source = std::fs::read_to_string(&lib)?;
-    // Before the test module, which `add_test` adds to.
-    std::fs::write(
-        &lib,
-        source.replacen(
-            "#[cfg(test)]",
-            "pub mod cached {\n    static CELL: std::sync::OnceLock<i32> = std::sync::OnceLock::new();\n\n    \
-             pub fn value() -> i32 {\n        *CELL.get_or_init(init)\n    }\n\n    \
-             fn init() -> i32 {\n        let mut x = 0;\n        for i in 0..4 {\n            x += i;\n        }\n        x\n    }\n\n    \
-             pub fn from_env() -> i32 {\n        if std::env::var_os(\"SFL_KEPT_TRIAL\").is_some() {\n            return 1;\n        }\n        0\n    }\n}\n\n#[cfg(test)]",
-            1,
-        ),
-    )?;
-    for name in ["lazy_a", "lazy_b", "lazy_c"] {
-        add_test(dir, name, "assert_eq!(crate::cached::value(), 6);")?;
-    }
+    add_cached_module(dir, "")?;
     add_test(dir, "env_set", "std::env::set_var(\"SFL_KEPT_TRIAL\", \"1\");")?;
     add_test(dir, "env_read", "assert!(crate::cached::from_env() <= 1);")?;
     add_test(
@@ -164,6 +152,61 @@ fn kept_processes_give_each_test_a_fresh_state() -> Result {
         "std::thread::spawn(|| std::thread::sleep(std::time::Duration::from_millis(300)));",
     )?;
     add_test(dir, "changes_dir", "std::env::set_current_dir(\"/\").unwrap();")?;
+    let kept = kept_and_fresh_agree(dir, 18, true)?;
+    check(
+        kept.contains("passed and left their process to the next test, ")
+            && kept.contains("of them after what they changed was put back"),
+        || kept.clone(),
+    )
+}
+
+/// Under a `#[global_allocator]` written in Rust, whose bookkeeping lives in the statics a
+/// kept process compares, a test that changed statics ends its process instead of having them
+/// put back (putting an allocator's free lists back would hand out memory in use): the tests
+/// see a fresh state, each in a process of its own.
+fn statics_are_not_put_back_under_a_rust_allocator() -> Result {
+    let tmp = copy_fixture("minmax");
+    let dir = tmp.path();
+    add_cached_module(
+        dir,
+        "pub struct Counting;\n\n\
+         static ALLOCATIONS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);\n\n\
+         unsafe impl std::alloc::GlobalAlloc for Counting {\n    \
+         unsafe fn alloc(&self, layout: std::alloc::Layout) -> *mut u8 {\n        \
+         ALLOCATIONS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);\n        \
+         unsafe { std::alloc::System.alloc(layout) }\n    }\n\n    \
+         unsafe fn dealloc(&self, ptr: *mut u8, layout: std::alloc::Layout) {\n        \
+         unsafe { std::alloc::System.dealloc(ptr, layout) }\n    }\n}\n\n\
+         #[global_allocator]\nstatic GLOBAL: Counting = Counting;\n\n",
+    )?;
+    // Every test allocates (libtest does), so every process ends.
+    let stderr = kept_and_fresh_agree(dir, 14, false)?;
+    check(!stderr.contains("put back"), || stderr.clone())
+}
+
+/// Adds to the minmax copy in `dir` the items `extra` and a module `cached` whose `value` fills
+/// a `OnceLock` (tests `lazy_a`, `lazy_b`, `lazy_c` call it), whose `from_env` reads a
+/// variable, and six plain tests.
+fn add_cached_module(dir: &Path, extra: &str) -> Result {
+    let lib = dir.join("src/lib.rs");
+    let source = std::fs::read_to_string(&lib)?;
+    // Before the test module, which `add_test` adds to.
+    std::fs::write(
+        &lib,
+        source.replacen(
+            "#[cfg(test)]",
+            &format!(
+                "{extra}pub mod cached {{\n    static CELL: std::sync::OnceLock<i32> = std::sync::OnceLock::new();\n\n    \
+                 pub fn value() -> i32 {{\n        *CELL.get_or_init(init)\n    }}\n\n    \
+                 fn init() -> i32 {{\n        let mut x = 0;\n        for i in 0..4 {{\n            x += i;\n        }}\n        x\n    }}\n\n    \
+                 pub fn from_env() -> i32 {{\n        if std::env::var_os(\"SFL_KEPT_TRIAL\").is_some() {{\n            return 1;\n        }}\n        0\n    }}\n}}\n\n#[cfg(test)]"
+            ),
+            1,
+        ),
+    )?;
+    for name in ["lazy_a", "lazy_b", "lazy_c"] {
+        add_test(dir, name, "assert_eq!(crate::cached::value(), 6);")?;
+    }
     for i in 0..6 {
         add_test(
             dir,
@@ -171,26 +214,40 @@ fn kept_processes_give_each_test_a_fresh_state() -> Result {
             &format!("assert_eq!(minmax(1, 2, {}), (1, {}));", 3 + i, 3 + i),
         )?;
     }
+    Ok(())
+}
+
+/// Runs the crate in `dir` by default and with `--fresh-processes`: both pass with the same
+/// `tests` outcomes, lines and edges, and only the first keeps processes (when `keeps`). Its
+/// stderr.
+fn kept_and_fresh_agree(dir: &Path, tests: usize, keeps: bool) -> Result<String> {
     let mut runs = Vec::new();
+    let mut kept_stderr = String::new();
     for args in [
         &["--rerun", "-j", "1"][..],
         &["--rerun", "-j", "1", "--fresh-processes"],
     ] {
         let out = sfl(args, dir);
         check(out.status.success(), || show(&out))?;
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        let kept = stderr.contains("passed and left their process, unchanged, to the next test");
-        check(kept == (args.len() == 3), || format!("{args:?}: {}", show(&out)))?;
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        let kept = stderr.contains("passed and left their process");
+        check(kept == (keeps && args.len() == 3), || {
+            format!("{args:?}: {}", show(&out))
+        })?;
+        if args.len() == 3 {
+            kept_stderr = stderr;
+        }
         runs.push(comparable_spectra(dir)?);
     }
     let (kept, fresh) = (&runs[0], &runs[1]);
-    check(kept.0.len() == 18 && kept.0 == fresh.0, || {
+    check(kept.0.len() == tests && kept.0 == fresh.0, || {
         format!("outcomes differ\nkept {:#?}\nfresh {:#?}", kept.0, fresh.0)
     })?;
     check(kept.1 == fresh.1 && kept.2 == fresh.2, || {
         "line coverage differs".to_string()
     })?;
-    check(kept.3 == fresh.3 && !kept.3.is_null(), || "edges differ".to_string())
+    check(kept.3 == fresh.3 && !kept.3.is_null(), || "edges differ".to_string())?;
+    Ok(kept_stderr)
 }
 
 /// In a process cargo sfl runs for one test (`CARGO_SFL_ONE_TEST`), the runtime hands libtest

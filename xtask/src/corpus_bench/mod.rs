@@ -303,6 +303,10 @@ const CRASH_ENDS_BINARY: &str = "a test that crashes its process ends the rest o
 const COMPILE_ONLY: &str = "a `no_run` or `compile_fail` doctest that passes its compile check runs no code: not a test \
                             under cargo sfl (docs/guide/doctests.md)";
 
+/// Alternated rounds of `cargo test` and `cargo sfl --rerun` per crate; the medians' ratio is
+/// reported.
+const TIMING_ROUNDS: usize = 3;
+
 /// Mutations tried in turn per crate until one makes a test fail.
 const FAULT_CANDIDATES: usize = 6;
 
@@ -723,6 +727,21 @@ fn run_crate(c: &Crate, sfl: &Path, work: &Path) -> Result<Value> {
         );
     }
 
+    // The wall times: the runs above and TIMING_ROUNDS - 1 more, alternated, medians compared.
+    let (mut cargo_walls, mut sfl_walls) = (vec![plain.secs], vec![run.secs]);
+    for round in 1..TIMING_ROUNDS {
+        eprintln!("   timing round {}/{TIMING_ROUNDS}", round + 1);
+        cargo_walls.push(cargo_test(c, &manifest, Duration::from_secs(1800))?.secs);
+        let _ = std::fs::remove_dir_all(target_dir().join("sfl/doctests"));
+        sfl_walls.push(run_sfl(sfl, c, &manifest, "timing")?.secs);
+    }
+    let walls = json!({"cargo_test": cargo_walls.iter().map(|&s| round(s)).collect::<Vec<_>>(),
+                       "cargo_sfl": sfl_walls.iter().map(|&s| round(s)).collect::<Vec<_>>()});
+    let (wall_cargo, wall_sfl) = (
+        crate::collect_bench::median(&mut cargo_walls),
+        crate::collect_bench::median(&mut sfl_walls),
+    );
+
     let mut differences = Vec::new();
     let mut mismatches = Vec::new();
     let sfl_tests = sfl_outcomes(&run.report);
@@ -777,8 +796,9 @@ fn run_crate(c: &Crate, sfl: &Path, work: &Path) -> Result<Value> {
         "report_problems": problems,
         "exit_code": {"cargo_test": plain.code, "cargo_sfl": run.code},
         "exit_consistent": exit_consistent,
-        "wall_cargo_s": round(plain.secs),
-        "wall_sfl_s": round(run.secs),
+        "wall_cargo_s": round(wall_cargo),
+        "wall_sfl_s": round(wall_sfl),
+        "wall_rounds_s": walls,
         "fault": fault_row,
         "second_run": second,
     }))
@@ -1029,7 +1049,9 @@ fn write_results(rows: &[Value], output_dir: &Path, print: bool) -> Result<()> {
         "# Corpus: cargo sfl against `cargo test --no-fail-fast` on published crates\n\n\
          Produced by `cargo xtask bench corpus`. Each crate is a copy under target/bench/corpus \
          with its lockfile kept; both tools build into target/bench/corpus/target. Wall times are \
-         the whole commands after a warm-up build of each (`cargo test --no-run`; `cargo sfl` with a \
+         medians of three rounds, `cargo test` and `cargo sfl --rerun` alternated within each \
+         (the first round's runs are the ones whose outcomes are compared), of the whole commands \
+         after a warm-up build of each (`cargo test --no-run`; `cargo sfl` with a \
          name filter no test has), so they include running the tests and compiling doctests (the \
          doctests cargo sfl kept from an earlier run are removed first: cargo test compiles them \
          every time), not building dependencies. Tests are counted per tool, doctests included; a `harness = false` \
@@ -1138,7 +1160,7 @@ fn write_results(rows: &[Value], output_dir: &Path, print: bool) -> Result<()> {
         .count();
     let summary = format!(
         "{} crates, {} shapes; {mismatches} undocumented mismatches; reports consistent in {consistent}, \
-         inconsistent in {inconsistent}; median wall-time ratio (cargo sfl / cargo test) {median:.1}×; \
+         inconsistent in {inconsistent}; median wall-time ratio (cargo sfl / cargo test) {median:.2}×; \
          injected faults {faults}: top-1 {top1}, top-5 {top5}, top-10 {top10}; second run on {} crates \
          ({second_errors} more not checked): {} edits, {} differences (in {} crates), {} varying tests, \
          selected runs ran {} tests",
