@@ -200,11 +200,12 @@ fn build_key(rustdoc: &OsString, args: &[OsString], merge: &str) -> String {
 
 /// Whether `rustdoc` takes `--merge-doctests` (unstable, from Rust 1.95); without it an older
 /// toolchain's doctests are built as their edition says. Asking costs a rustup proxy and a
-/// rustdoc start (30-50 ms of every doctest build), so the answer is kept in `base` for the
-/// rustdoc binary it was asked of ([`rustdoc_binary`]), when that is known.
+/// rustdoc start (30-50 ms of every doctest build), so the answer is kept beside `base` (in
+/// the build directory, where it outlives the kept doctests) for the rustdoc binary it was
+/// asked of ([`rustdoc_binary`]), when that is known.
 fn merges(rustdoc: &OsString, base: &Path) -> bool {
     let binary = rustdoc_binary(rustdoc);
-    let kept = base.join("sfl-rustdoc-merges");
+    let kept = base.parent().unwrap_or(base).join("sfl-rustdoc-merges");
     if let Some(key) = &binary
         && let Ok(text) = std::fs::read_to_string(&kept)
         && let Some((k, answer)) = text.rsplit_once('\n')

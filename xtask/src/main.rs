@@ -415,21 +415,30 @@ fn run(cmd: &mut Command) -> Result<()> {
 /// Runs `cmd` once under GNU time: the peak RSS in MiB of the largest process among it and
 /// the processes it waited for (Linux's `wait4` reports the maximum over the tree). `None`
 /// when `/usr/bin/time` is missing.
-fn peak_rss(cmd: &mut Command) -> Result<Option<f64>> {
+pub(crate) fn peak_rss(cmd: &mut Command) -> Result<Option<f64>> {
     let time = Path::new("/usr/bin/time");
     if !time.exists() {
         return Ok(None);
     }
     let out = std::env::temp_dir().join(format!("xtask-rss-{}", std::process::id()));
-    let status = Command::new(time)
+    let mut timed = Command::new(time);
+    timed
         .args(["-f", "%M", "-o"])
         .arg(&out)
         .arg(cmd.get_program())
         .args(cmd.get_args())
-        .envs(cmd.get_envs().filter_map(|(k, v)| Some((k, v?))))
         .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()?;
+        .stderr(Stdio::null());
+    for (k, v) in cmd.get_envs() {
+        match v {
+            Some(v) => timed.env(k, v),
+            None => timed.env_remove(k),
+        };
+    }
+    if let Some(dir) = cmd.get_current_dir() {
+        timed.current_dir(dir);
+    }
+    let status = timed.status()?;
     let text = std::fs::read_to_string(&out).with_context(|| format!("GNU time wrote nothing ({status})"))?;
     let _ = std::fs::remove_file(&out);
     // The last line is the number (a non-zero exit adds a "Command exited…" line before it).

@@ -727,16 +727,42 @@ fn run_crate(c: &Crate, sfl: &Path, work: &Path) -> Result<Value> {
         );
     }
 
-    // The wall times: the runs above and TIMING_ROUNDS - 1 more, alternated, medians compared.
+    // The wall times: the runs above and TIMING_ROUNDS - 1 more, alternated, medians compared;
+    // the later rounds run under GNU time for the peak memory of each command's largest process.
     let (mut cargo_walls, mut sfl_walls) = (vec![plain.secs], vec![run.secs]);
+    let (mut cargo_rss, mut sfl_rss) = (None::<f64>, None::<f64>);
     for round in 1..TIMING_ROUNDS {
         eprintln!("   timing round {}/{TIMING_ROUNDS}", round + 1);
-        cargo_walls.push(cargo_test(c, &manifest, Duration::from_secs(1800))?.secs);
+        let (secs, rss) = timed_rss(
+            cargo(&dir)
+                .args(["test", "--no-fail-fast", "--manifest-path"])
+                .arg(&manifest)
+                .args(c.flags),
+        )?;
+        cargo_walls.push(secs);
+        cargo_rss = rss.into_iter().chain(cargo_rss).reduce(f64::max);
         let _ = std::fs::remove_dir_all(target_dir().join("sfl/doctests"));
-        sfl_walls.push(run_sfl(sfl, c, &manifest, "timing")?.secs);
+        let (secs, rss) = timed_rss(
+            sfl_cmd(sfl, &dir)
+                .args([
+                    "--format",
+                    "json",
+                    "--rerun",
+                    "--test-timeout",
+                    "120",
+                    "-o",
+                    "/dev/null",
+                    "--manifest-path",
+                ])
+                .arg(&manifest)
+                .args(c.flags),
+        )?;
+        sfl_walls.push(secs);
+        sfl_rss = rss.into_iter().chain(sfl_rss).reduce(f64::max);
     }
     let walls = json!({"cargo_test": cargo_walls.iter().map(|&s| round(s)).collect::<Vec<_>>(),
-                       "cargo_sfl": sfl_walls.iter().map(|&s| round(s)).collect::<Vec<_>>()});
+                       "cargo_sfl": sfl_walls.iter().map(|&s| round(s)).collect::<Vec<_>>(),
+                       "peak_rss_mib": {"cargo_test": cargo_rss.map(round), "cargo_sfl": sfl_rss.map(round)}});
     let (wall_cargo, wall_sfl) = (
         crate::collect_bench::median(&mut cargo_walls),
         crate::collect_bench::median(&mut sfl_walls),
@@ -802,6 +828,13 @@ fn run_crate(c: &Crate, sfl: &Path, work: &Path) -> Result<Value> {
         "fault": fault_row,
         "second_run": second,
     }))
+}
+
+/// `cmd`'s wall time, and its largest process's peak memory in MiB ([`crate::peak_rss`]).
+fn timed_rss(cmd: &mut Command) -> Result<(f64, Option<f64>)> {
+    let start = Instant::now();
+    let rss = crate::peak_rss(cmd)?;
+    Ok((start.elapsed().as_secs_f64(), rss))
 }
 
 fn round(x: f64) -> f64 {
@@ -1174,6 +1207,24 @@ fn write_results(rows: &[Value], output_dir: &Path, print: bool) -> Result<()> {
         sum("selected"),
     );
     md.push_str(&format!("\n{summary}.\n"));
+    // Peak memory, from the rows timed under GNU time.
+    let peak = |tool: &str| {
+        rows.iter()
+            .filter_map(|r| Some((r["wall_rounds_s"]["peak_rss_mib"][tool].as_f64()?, r["name"].as_str()?)))
+            .max_by(|a, b| a.0.total_cmp(&b.0))
+    };
+    let measured = rows
+        .iter()
+        .filter(|r| r["wall_rounds_s"]["peak_rss_mib"]["cargo_sfl"].is_f64())
+        .count();
+    if let (Some((sfl_mib, sfl_crate)), Some((test_mib, test_crate))) = (peak("cargo_sfl"), peak("cargo_test")) {
+        md.push_str(&format!(
+            "\nPeak memory of the largest process (GNU time's maximum resident set over the command and \
+             the processes it waited for: tests and compilers included), on the {measured} crates timed \
+             under it: cargo sfl at most {sfl_mib:.0} MiB ({sfl_crate}), cargo test at most \
+             {test_mib:.0} MiB ({test_crate}).\n"
+        ));
+    }
     for r in rows {
         let list = |key: &str| r[key].as_array().cloned().unwrap_or_default();
         let (m, p) = (list("mismatches"), list("report_problems"));
