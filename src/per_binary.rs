@@ -52,6 +52,12 @@ impl<T, E: std::error::Error + 'static> PerBinary<T, E> {
         &self.paths
     }
 
+    /// Slots for more binaries, after the others (binary `len() + k` is `more[k]`).
+    pub fn extend(&mut self, more: Vec<PathBuf>) {
+        self.slots.extend(more.iter().map(|_| Mutex::default()));
+        self.paths.extend(more);
+    }
+
     pub fn len(&self) -> usize {
         self.paths.len()
     }

@@ -77,6 +77,12 @@ pub fn build(
     Ok(built)
 }
 
+/// Whether [`build`] would build doctests for `select`: it asks for them (as `cargo test`
+/// does), and a selected package has a library (`--doc` aside).
+pub fn builds_doctests(ws: &Workspace, select: &Selection) -> bool {
+    select.doctests() && (select.doc || ws.selected(select).iter().any(|p| p.targets.iter().any(is_library)))
+}
+
 /// insta's override of the workspace root it keeps snapshots under.
 const INSTA_ROOT: &str = "INSTA_WORKSPACE_ROOT";
 

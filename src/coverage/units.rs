@@ -184,6 +184,13 @@ impl<'a> LineDecoder<'a> {
         self.binaries.paths()
     }
 
+    /// More executables whose profiles may turn up (the doctests, built while the other tests
+    /// ran), after the others.
+    pub fn add_binaries(&mut self, more: Vec<PathBuf>) {
+        self.build_ids.extend(more.iter().map(|_| std::sync::OnceLock::new()));
+        self.binaries.extend(more);
+    }
+
     /// Binary `i`, its coverage map read on first use (e.g. while its tests are listed).
     pub fn binary(&self, i: usize) -> Result<Arc<BinaryUnits>, BinaryError<DecodeError>> {
         self.binaries.get(i, |path| self.prepare(path))

@@ -138,6 +138,16 @@ impl<'a> Collector<'a> {
         }
     }
 
+    /// More executables of the build, after the others (as [`crate::coverage::LineDecoder`]
+    /// adds them, so that both number them alike).
+    pub fn add_binaries(&mut self, more: &[PathBuf]) {
+        self.binaries.extend(
+            more.iter()
+                .map(|p| p.canonicalize().unwrap_or_else(|_| p.clone()))
+                .collect(),
+        );
+    }
+
     /// Reads binary `i`'s blocks now (e.g. while its tests are being listed); errors are
     /// reported when one of its edge files is decoded.
     pub fn prepare(&self, i: usize) {

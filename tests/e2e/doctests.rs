@@ -27,6 +27,7 @@ pub fn trials() -> Vec<Trial> {
         Trial::test("doctests::quiet_runs_find_them_too", quiet_run),
         Trial::test("doctests::of_a_cdylib_and_rlib_library", cdylib_library),
         Trial::test("doctests::few_alone_or_all_merged_into_one_executable", all_merged),
+        Trial::test("doctests::built_while_the_other_tests_run", built_meanwhile),
     ]);
     trials
 }
@@ -376,4 +377,35 @@ fn all_merged() -> Result {
         .filter_map(|m| m["line"].as_u64())
         .collect();
     check(lines.contains(&10), || format!("top entry {top:#}"))
+}
+
+/// In a run of every test the doctests build while the other tests run, and run after them
+/// (the status lines say both): the outcomes, lines and edges are those of a run that builds
+/// them first (`--keep-profiles` plans every test at once).
+fn built_meanwhile() -> Result {
+    let tmp = copy_fixture("doctest-2021");
+    let dir = tmp.path();
+    let mut runs = Vec::new();
+    for (args, meanwhile) in [
+        (&["--rerun", "-v"][..], true),
+        (&["--rerun", "-v", "--keep-profiles"], false),
+    ] {
+        let out = sfl(args, dir);
+        check(out.status.code() == Some(0), || show(&out))?;
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let said = stderr.contains("the doctests build while the other tests run");
+        let phases = stderr.matches("     Running ").count();
+        check(said == meanwhile && phases == if meanwhile { 2 } else { 1 }, || {
+            format!("{args:?}: {}", show(&out))
+        })?;
+        runs.push(crate::reliability::comparable_spectra(dir)?);
+    }
+    let is_doctest = |t: &&Value| t["binary"].as_str().is_some_and(|b| b.contains("::doctest/"));
+    let doctests = runs[0].0.iter().filter(is_doctest).count();
+    check(doctests > 1 && runs[0].0.len() > doctests, || {
+        format!("{:#?}", runs[0].0)
+    })?;
+    check(runs[0] == runs[1], || {
+        format!("meanwhile:\n{:#?}\nfirst:\n{:#?}", runs[0].0, runs[1].0)
+    })
 }

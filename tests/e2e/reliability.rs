@@ -102,9 +102,9 @@ fn forked_tests_match_their_own_processes() -> Result {
 }
 
 /// A run's saved tests (without durations and thread ids), units, line coverage and edges.
-type Comparable = (Vec<Value>, Value, Value, Value);
+pub(crate) type Comparable = (Vec<Value>, Value, Value, Value);
 
-fn comparable_spectra(dir: &Path) -> Result<Comparable> {
+pub(crate) fn comparable_spectra(dir: &Path) -> Result<Comparable> {
     let spectra = spectra(dir)?;
     let tests: Vec<Value> = spectra["tests"]
         .as_array()

@@ -120,6 +120,8 @@ pub struct Journal {
     path: PathBuf,
     /// A write failed (said once): the run goes on without a journal.
     broken: std::sync::atomic::AtomicBool,
+    /// Its directory is its own, removed with it ([`Journal::in_own_dir`]).
+    own_dir: bool,
 }
 
 /// The journal's file and which ids of this process it has named.
@@ -284,6 +286,7 @@ impl Journal {
                 state,
                 path,
                 broken: Default::default(),
+                own_dir: false,
             },
             earlier,
         ))
@@ -322,11 +325,28 @@ impl Journal {
         Ok(())
     }
 
+    /// The journal's directory holds it alone (the doctests' journal, beside the other tests'
+    /// one): finishing removes the directory too.
+    pub fn in_own_dir(mut self) -> Self {
+        self.own_dir = true;
+        self
+    }
+
+    /// Writes what is held back (before another journal of the run takes over the interrupt).
+    pub fn flush(&self) {
+        let _ = lock(&self.state).write_held();
+    }
+
     /// The run completed and its spectra are saved: the journal is no longer needed.
     pub fn finish(self) {
         crate::process::on_interrupt_keep(Box::new(|| {}));
         lock(&self.state).held.clear();
         let _ = std::fs::remove_file(&self.path);
+        if self.own_dir
+            && let Some(dir) = self.path.parent()
+        {
+            let _ = std::fs::remove_dir(dir);
+        }
     }
 
     pub fn path(&self) -> &Path {

@@ -51,7 +51,10 @@ pub fn collect(cfg: &RunConfig) -> anyhow::Result<Collected> {
     })?;
     let (snapshot, rustc, mut choice) = look(&ws, cfg, rustc)?;
     crate::run::ask_toolchain_lib_dir(ws.root.clone());
-    let built = building::build_tests(&mut ws, &cfg.selection, exec, &mut choice, &rustc)?;
+    // The doctests build while the other tests run, unless a plan needs every test at once
+    // (a partition shares out the whole sorted list) or --keep-profiles indexes them together.
+    let aside = exec.partition.is_none() && !exec.keep_profiles;
+    let (built, doctests_aside) = building::build_tests(&mut ws, &cfg.selection, exec, &mut choice, &rustc, aside)?;
     let snapshot = as_built(snapshot, &ws);
     let scratch_dir = setup::scratch_dir(
         &ws.target_dir,
@@ -61,16 +64,38 @@ pub fn collect(cfg: &RunConfig) -> anyhow::Result<Collected> {
     let scratch = &scratch_dir.path;
     let relative = |p: &Path| ws.relative(p);
     let binaries = built.tests.iter().map(|t| t.path.clone());
-    let coverage = LineDecoder::new(binaries.chain(built.others.iter().cloned()).collect(), &relative);
-    let edges = (!exec.no_edges).then(|| Collector::new(coverage.paths(), &relative));
+    let mut coverage = LineDecoder::new(binaries.chain(built.others.iter().cloned()).collect(), &relative);
+    let mut edges = (!exec.no_edges).then(|| Collector::new(coverage.paths(), &relative));
     let mut session = Session::new(&ws, &built, &coverage, edges.as_ref(), scratch, cfg, &nextest);
     let reuse = choice.reuse();
-    let (plan, sources, nothing) = list_and_plan(&mut session, cfg, &nextest, reuse.is_some())?;
-    let (journal, mut outcomes, reused) = session.run_planned(cfg, &plan.jobs, reuse)?;
+    let (mut plan, sources) = list_and_plan(&mut session, cfg, &nextest);
+    // Without doctests to come, a plan with nothing to run is known now.
+    let nothing = match doctests_aside {
+        None => Some(setup::nothing_planned(&plan, cfg, reuse.is_some())?),
+        Some(_) => None,
+    };
+    let (run, doctests) = run_beside(&session, cfg, &plan, reuse, doctests_aside.as_ref());
+    let (journal, mut outcomes, reused) = run?;
     note_volatile(&session, &mut outcomes, reuse);
     let kept = exec
         .keep_profiles
         .then(|| save::kept_index(&outcomes, &plan.jobs, &built));
+    drop(session);
+    let mut journals = vec![journal];
+    if let Some(doctests) = doctests.transpose()?.filter(|d| !d.tests.is_empty()) {
+        journals[0].flush();
+        let ran = (&mut outcomes, &mut plan, &mut journals);
+        run_doctests(
+            &doctests,
+            (&mut coverage, &mut edges),
+            (&ws, scratch, cfg, &nextest),
+            ran,
+        )?;
+    }
+    let nothing = match nothing {
+        Some(nothing) => nothing,
+        None => setup::nothing_planned(&plan, cfg, reuse.is_some())?,
+    };
     let (outcomes, recorded) = with_reused(outcomes, plan.recorded, reused);
     // The lines and functions the binaries not built would have named (a full run's): also
     // when no row is reused, since a narrowed build leaves out targets that have no test to
@@ -80,12 +105,73 @@ pub fn collect(cfg: &RunConfig) -> anyhow::Result<Collected> {
     describe(&mut spectra, &ws, snapshot, rustc, sources, exec);
     let spectra = Arc::new(spectra);
     let to = SaveTo::new(&ws, exec, scratch.clone());
-    let saving = Saving::start(Arc::clone(&spectra), to, kept, journal, lock);
+    let saving = Saving::start(Arc::clone(&spectra), to, kept, journals, lock);
     if let Some(why) = nothing {
         saving.wait()?;
         return Err(SflError::NoTests(why).into());
     }
     Ok(Collected { spectra, saving })
+}
+
+/// Runs the planned jobs (phase one of a run whose doctests build meanwhile, `aside`, on a
+/// thread of its own): their run, and the doctests' build.
+#[allow(clippy::type_complexity)]
+fn run_beside(
+    session: &Session,
+    cfg: &RunConfig,
+    plan: &plan::Plan,
+    reuse: Option<&Reuse>,
+    aside: Option<&building::DoctestsAside>,
+) -> (
+    anyhow::Result<(journal::Journal, Vec<JobOutcome>, Reused)>,
+    Option<Result<crate::workspace::Built, SflError>>,
+) {
+    std::thread::scope(|s| {
+        let building = aside.map(|d| {
+            let ws = session.ws;
+            s.spawn(move || d.build(ws))
+        });
+        if building.is_some() {
+            ui::detail("the doctests build while the other tests run");
+        }
+        let run = session.run_planned(cfg, &plan.jobs, reuse);
+        let doctests = building.map(|b| b.join().expect("the doctests' build does not panic"));
+        (run, doctests)
+    })
+}
+
+/// Phase two, once the `doctests` built during the other tests' run: their executables join
+/// the decoders, they are listed, planned and run (with a resume journal of their own), and
+/// their outcomes, jobs and journal join the run's (`ran`), in canonical order.
+fn run_doctests(
+    doctests: &crate::workspace::Built,
+    (coverage, edges): (&mut LineDecoder, &mut Option<Collector>),
+    (ws, scratch, cfg, nextest): (&Workspace, &Path, &RunConfig, &Nextest),
+    (outcomes, plan, journals): (&mut Vec<JobOutcome>, &mut plan::Plan, &mut Vec<journal::Journal>),
+) -> anyhow::Result<()> {
+    let more: Vec<_> = doctests
+        .tests
+        .iter()
+        .map(|t| t.path.clone())
+        .chain(doctests.others.iter().cloned())
+        .collect();
+    if let Some(edges) = edges {
+        edges.add_binaries(&more);
+    }
+    coverage.add_binaries(more);
+    let mut session = Session::new(ws, doctests, coverage, edges.as_ref(), scratch, cfg, nextest);
+    session.journal = "doctests";
+    let (doc_plan, _) = list_and_plan(&mut session, cfg, nextest);
+    let (journal, mut doc_outcomes, _) = session.run_planned(cfg, &doc_plan.jobs, None)?;
+    note_volatile(&session, &mut doc_outcomes, None);
+    journals.push(journal);
+    outcomes.extend(doc_outcomes);
+    outcomes.sort_by(|a, b| crate::spectra::test_order(&a.record, &b.record));
+    plan.jobs.extend(doc_plan.jobs);
+    plan.recorded.extend(doc_plan.recorded);
+    plan.recorded.sort_by(crate::spectra::test_order);
+    plan.selected += doc_plan.selected;
+    Ok(())
 }
 
 /// The workspace and its nextest configuration, the packages asked for checked before the
@@ -133,18 +219,12 @@ fn as_built(mut snapshot: Snapshot, ws: &Workspace) -> Snapshot {
 }
 
 /// Lists every binary's tests and plans the jobs, the sources parsed meanwhile
-/// ([`prefetch_sources`]); with why there is nothing to run ([`setup::nothing_planned`]).
-fn list_and_plan(
-    session: &mut Session,
-    cfg: &RunConfig,
-    nextest: &Nextest,
-    reusing: bool,
-) -> Result<(plan::Plan, Prefetch, Option<String>), SflError> {
+/// ([`prefetch_sources`]).
+fn list_and_plan(session: &mut Session, cfg: &RunConfig, nextest: &Nextest) -> (plan::Plan, Prefetch) {
     let started = Instant::now();
     let listings = session.list_all();
     let sources = prefetch_sources(session.ws, session.coverage);
     let plan = session.plan(listings, cfg, nextest);
-    let nothing = setup::nothing_planned(&plan, cfg, reusing)?;
     ui::status(
         "Listed",
         format!(
@@ -153,7 +233,7 @@ fn list_and_plan(
             started.elapsed().as_secs_f64() * 1e3
         ),
     );
-    Ok((plan, sources, nothing))
+    (plan, sources)
 }
 
 /// The spectra save what rankings read from the sources (test code, function names): they are

@@ -34,9 +34,14 @@ fn resume(
         session.alone
     );
     let fingerprint = journal::fingerprint(session.built, &ids, jobs, &flags);
-    let dir = session.ws.target_dir.join("journal");
+    let dir = session.ws.target_dir.join("journal").join(session.journal);
     let (journal, earlier) = journal::Journal::open(&dir, &fingerprint, exec.rerun)
         .with_context(|| format!("cannot write the resume journal in {}", dir.display()))?;
+    let journal = if session.journal.is_empty() {
+        journal
+    } else {
+        journal.in_own_dir()
+    };
     crate::process::on_interrupt_say(format!(
         "the tests that finished are kept in {}: run the same command again to resume (--rerun to run every test)",
         journal.path().display()

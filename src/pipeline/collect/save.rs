@@ -38,18 +38,19 @@ pub struct Saving(std::thread::JoinHandle<anyhow::Result<()>>);
 
 impl Saving {
     /// Saves `spectra` on a thread of its own (serialising and writing them need not hold up
-    /// the report, which is written meanwhile on another core), then ends the journal; the
-    /// target dir's `lock` is held until they are saved.
+    /// the report, which is written meanwhile on another core), then ends the journals (the
+    /// doctests', when they ran after the other tests, have their own); the target dir's `lock`
+    /// is held until they are saved.
     pub(super) fn start(
         spectra: Arc<Spectra>,
         to: SaveTo,
         kept: Option<Vec<KeptProfile>>,
-        journal: journal::Journal,
+        journals: Vec<journal::Journal>,
         lock: lock::DirLock,
     ) -> Saving {
         Saving(std::thread::spawn(move || {
             save(&spectra, &to, kept)?;
-            journal.finish();
+            journals.into_iter().for_each(journal::Journal::finish);
             drop(lock);
             Ok(())
         }))

@@ -44,6 +44,9 @@ pub(super) struct Session<'a> {
     pub(super) stacks: crate::stacks::Symbolizer,
     /// How long each test took in the last run (it orders the longest first).
     pub(super) last: plan::Durations,
+    /// The resume journal's directory under `<target-dir>/journal` (empty: that one); the
+    /// doctests run after the other tests have their own.
+    pub(super) journal: &'static str,
 }
 
 impl<'a> Session<'a> {
@@ -79,6 +82,7 @@ impl<'a> Session<'a> {
                 .then(|| crate::forkserver::ForkServers::new(jobs, !exec.keep_profiles, !exec.fresh_processes)),
             stacks: crate::stacks::Symbolizer::default(),
             last: plan::load_durations(&durations_path(ws)),
+            journal: "",
         }
     }
 
