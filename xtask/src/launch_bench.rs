@@ -176,7 +176,7 @@ fn render(rows: &[Row], runs: usize, jobs: usize) -> String {
          own), {jobs} jobs, median of {runs} rounds, the commands alternated within each round. cargo \
          sfl runs with `--rerun` (every test, as `cargo test` runs them): **kept** is the default (a \
          libtest binary's tests forked from one process of it stopped before `main`, and a test that \
-         passed and left its process unchanged runs the next test in it), **fresh** is \
+         passed and left its process as it found it, or as it can be put back, runs the next test in it), **fresh** is \
          `--fresh-processes` (a new fork per test), **launched** is `--process-per-test` (one `exec` \
          per test, as nextest does). `no doctests` runs the tests nextest runs. Per-test cost is the \
          test phase (every test run and its profiles decoded) in worker milliseconds per test; decode \

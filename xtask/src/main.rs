@@ -303,7 +303,8 @@ pub(crate) fn default_env(c: &mut Command) -> &mut Command {
 }
 
 /// Runs cargo sfl (with `extra` arguments) and reads its "Finished N tests in Xs; decoded … in
-/// Y ms" line.
+/// Y ms" lines, summed: a run of every test says one for the other tests and one for the
+/// doctests, built while those ran.
 pub(crate) fn sfl_run(sfl: &Path, manifest: &Path, extra: &[&str]) -> Result<SflRun> {
     let out = default_env(&mut Command::new(sfl))
         .args(["sfl", "--format", "json", "--test-timeout", "60", "--manifest-path"])
@@ -315,20 +316,29 @@ pub(crate) fn sfl_run(sfl: &Path, manifest: &Path, extra: &[&str]) -> Result<Sfl
     if !matches!(out.status.code(), Some(0 | 3)) {
         bail!("cargo sfl failed on {}:\n{stderr}", manifest.display());
     }
-    let line = stderr
-        .lines()
-        .find(|l| l.contains("Finished") && l.contains("decoded"))
-        .context("no timing line")?;
-    let words: Vec<&str> = line.split_whitespace().collect();
-    let num = |after: &str, offset: usize| -> Result<f64> {
-        let i = words.iter().position(|w| *w == after).context("timing line shape")?;
-        Ok(words[i + offset].trim_end_matches(['s', ';']).parse()?)
+    let mut run = SflRun {
+        tests: 0,
+        run_secs: 0.0,
+        decode_ms: 0.0,
     };
-    Ok(SflRun {
-        tests: num("Finished", 1)? as usize,
-        run_secs: num("in", 1)?,
-        decode_ms: num("profiles", 2)?,
-    })
+    let lines: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.contains("Finished") && l.contains("decoded"))
+        .collect();
+    if lines.is_empty() {
+        bail!("no timing line:\n{stderr}");
+    }
+    for line in lines {
+        let words: Vec<&str> = line.split_whitespace().collect();
+        let num = |after: &str, offset: usize| -> Result<f64> {
+            let i = words.iter().position(|w| *w == after).context("timing line shape")?;
+            Ok(words[i + offset].trim_end_matches(['s', ';']).parse()?)
+        };
+        run.tests += num("Finished", 1)? as usize;
+        run.run_secs += num("in", 1)?;
+        run.decode_ms += num("profiles", 2)?;
+    }
+    Ok(run)
 }
 
 /// Downloads a published crate through cargo (crates.io) and unpacks it as its own workspace.
