@@ -19,6 +19,10 @@ pub fn trials() -> Vec<Trial> {
             kept_processes_give_each_test_a_fresh_state,
         ),
         Trial::test(
+            "reliability::a_kept_process_finds_each_test_among_many",
+            a_kept_process_finds_each_test_among_many,
+        ),
+        Trial::test(
             "reliability::statics_are_not_put_back_under_a_rust_allocator",
             statics_are_not_put_back_under_a_rust_allocator,
         ),
@@ -182,6 +186,44 @@ fn statics_are_not_put_back_under_a_rust_allocator() -> Result {
     // Every test allocates (libtest does), so every process ends.
     let stderr = kept_and_fresh_agree(dir, 14, false)?;
     check(!stderr.contains("put back"), || stderr.clone())
+}
+
+/// A kept process looks each test up among its binary's descriptors through an index from its
+/// second test on (a binary of 64 tests or more): with 120 tests whose names are prefixes of
+/// one another (`many_1`, `many_11`, `many_110`), each runs the test it was handed, as the
+/// outcomes say (only `many_11` fails), in processes kept from test to test.
+fn a_kept_process_finds_each_test_among_many() -> Result {
+    let tmp = copy_fixture("minmax");
+    let dir = tmp.path();
+    for i in 0..120 {
+        let body = if i == 11 {
+            "assert_eq!(minmax(1, 2, 3), (1, 2));".to_string()
+        } else {
+            format!("assert_eq!({i} + 1, {});", i + 1)
+        };
+        add_test(dir, &format!("many_{i}"), &body)?;
+    }
+    let out = sfl(&["--rerun", "-j", "1", "--format", "json"], dir);
+    check(out.status.code() == Some(0), || show(&out))?;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    check(stderr.contains("passed and left their process"), || show(&out))?;
+    let report: Value = serde_json::from_slice(&out.stdout)?;
+    let outcome = |name: &str| {
+        report["tests"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|t| t["name"] == format!("tests::{name}"))
+            .map(|t| t["outcome"].as_str().unwrap_or_default().to_string())
+    };
+    for i in 0..120 {
+        let name = format!("many_{i}");
+        let expected = if i == 11 { "failed" } else { "passed" };
+        check(outcome(&name).as_deref() == Some(expected), || {
+            format!("{name}: {:?}\n{}", outcome(&name), show(&out))
+        })?;
+    }
+    Ok(())
 }
 
 /// Adds to the minmax copy in `dir` the items `extra` and a module `cached` whose `value` fills
