@@ -82,8 +82,12 @@ pub fn list(
     };
     // A custom harness is not handed options it may not know (or may take for a test's name).
     if !bin.custom_harness {
+        if let Some(listing) = kept_listing(&bin.path) {
+            return Ok(listing);
+        }
         let (ok, text) = run(&["--format", "json", "-Z", "unstable-options"])?;
         if let Some(listing) = parse_json(&text).filter(|_| ok) {
+            keep_listing(&bin.path, &text);
             clean_dir_files(scratch, "list-");
             return Ok(listing);
         }
@@ -119,6 +123,31 @@ pub fn list(
     };
     clean_dir_files(scratch, "list-");
     Ok(result)
+}
+
+/// Where the JSON listing of libtest binary `exe` is kept (`<exe>.sfl-list`): the executable's
+/// stamp (device, inode, size, modification time: [`crate::edges::relax::stamp`]) on the first
+/// line, then the listing. A libtest binary's tests are compiled in, so the listing holds until
+/// the executable changes; a custom harness may list what it finds on disk, and is never kept.
+fn listing_path(exe: &Path) -> PathBuf {
+    let mut s = exe.as_os_str().to_owned();
+    s.push(".sfl-list");
+    PathBuf::from(s)
+}
+
+/// The kept listing of `exe`, if it was kept for the executable as it is now.
+fn kept_listing(exe: &Path) -> Option<Listing> {
+    let now = crate::edges::relax::stamp(exe).ok()?;
+    let text = std::fs::read_to_string(listing_path(exe)).ok()?;
+    parse_json(text.strip_prefix(now.as_str())?)
+}
+
+/// Keeps `exe`'s JSON listing `text` for the next run (best effort: without it the next run
+/// lists again).
+fn keep_listing(exe: &Path, text: &str) {
+    if let Ok(now) = crate::edges::relax::stamp(exe) {
+        let _ = crate::edges::relax::write_replacing(&listing_path(exe), format!("{now}{text}").as_bytes(), None);
+    }
 }
 
 /// libtest's JSON listing (`{"type":"test","event":"discovered","name":...,"ignore":...}` per
@@ -172,6 +201,22 @@ fn clean_dir_files(dir: &Path, prefix: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_kept_listing_holds_until_the_executable_changes() {
+        let dir = tempfile::tempdir().unwrap();
+        let exe = dir.path().join("tests-0123");
+        std::fs::write(&exe, b"one build").unwrap();
+        let text = "{ \"type\": \"suite\", \"event\": \"discovery\" }\n\
+                    { \"type\": \"test\", \"event\": \"discovered\", \"name\": \"a::b\", \"ignore\": false }\n\
+                    { \"type\": \"suite\", \"event\": \"completed\", \"tests\": 1, \"benchmarks\": 0, \"total\": 1, \"ignored\": 0 }\n";
+        assert!(kept_listing(&exe).is_none());
+        keep_listing(&exe, text);
+        assert_eq!(kept_listing(&exe).map(|l| l.tests), Some(vec!["a::b".to_string()]));
+        // Rebuilt: another size (and time): listed again.
+        std::fs::write(&exe, b"another build").unwrap();
+        assert!(kept_listing(&exe).is_none());
+    }
 
     #[test]
     fn terse_listings_name_tests_and_skip_benchmarks() {

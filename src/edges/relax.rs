@@ -55,7 +55,7 @@ fn stamp_path(exe: &Path) -> PathBuf {
 }
 
 /// What [`stamp_path`] holds for `exe` as it is now.
-fn stamp(exe: &Path) -> std::io::Result<String> {
+pub(crate) fn stamp(exe: &Path) -> std::io::Result<String> {
     let m = std::fs::metadata(exe)?;
     let t = m.modified()?.duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
     #[cfg(unix)]
@@ -130,7 +130,7 @@ fn rewrite(exe: &Path) -> std::io::Result<()> {
 
 /// Writes `path` through a temporary file and a rename, so a process running the old file
 /// keeps it and no reader sees half a file.
-fn write_replacing(path: &Path, data: &[u8], perms: Option<std::fs::Permissions>) -> std::io::Result<()> {
+pub(crate) fn write_replacing(path: &Path, data: &[u8], perms: Option<std::fs::Permissions>) -> std::io::Result<()> {
     let tmp = beside(path, ".sfl-tmp");
     std::fs::write(&tmp, data)?;
     if let Some(p) = perms {
