@@ -82,7 +82,10 @@ impl Session<'_> {
                 .as_ref()
                 .is_some_and(|d| d.tests.iter().filter(|t| t.exe == bin.path).count() == 1);
             let blocks = self.edges.filter(|_| !one_doctest);
-            let edges = blocks.filter(|_| beside).map(|e| s.spawn(move || e.prepare(i)));
+            // The decoders number the executables of the whole run: the doctests, listed after
+            // the other tests ran, come after theirs.
+            let exe = self.coverage.paths().iter().position(|p| *p == bin.path).unwrap_or(i);
+            let edges = blocks.filter(|_| beside).map(|e| s.spawn(move || e.prepare(exe)));
             let list_dir = self.scratch.join(format!("list{i}"));
             let _ = std::fs::create_dir_all(&list_dir);
             let r = list::list(
@@ -94,10 +97,10 @@ impl Session<'_> {
                 self.timeout,
             );
             let _ = std::fs::remove_dir_all(&list_dir);
-            let _ = self.coverage.binary(i);
+            let _ = self.coverage.binary(exe);
             match (edges, blocks) {
                 (Some(thread), _) => thread.join().expect("reading a block table"),
-                (None, Some(e)) => e.prepare(i),
+                (None, Some(e)) => e.prepare(exe),
                 (None, None) => {}
             }
             r
