@@ -35,9 +35,7 @@ pub fn build(
     forget_other_roots(ws, select)?;
     let mut built = Built::default();
     let mut script_env = HashMap::new();
-    // cargo refuses `test --doc` when no selected package has a library (a binary-only crate).
-    let libraries = select.doc || ws.selected(select).iter().any(|p| p.targets.iter().any(is_library));
-    let with_doctests = select.doctests() && libraries;
+    let with_doctests = builds_doctests(ws, select);
     let at_once = match doctests {
         Doctests::Always { host } if !select.doc && with_doctests => idle_runner(host),
         _ => None,
@@ -77,8 +75,9 @@ pub fn build(
     Ok(built)
 }
 
-/// Whether [`build`] would build doctests for `select`: it asks for them (as `cargo test`
-/// does), and a selected package has a library (`--doc` aside).
+/// Whether [`build`] builds doctests for `select`: it asks for them (as `cargo test` does),
+/// and a selected package has a library (`--doc` aside: cargo refuses `test --doc` when none
+/// has, a binary-only crate).
 pub fn builds_doctests(ws: &Workspace, select: &Selection) -> bool {
     select.doctests() && (select.doc || ws.selected(select).iter().any(|p| p.targets.iter().any(is_library)))
 }

@@ -1332,7 +1332,7 @@ static int state_reset(void) {
     for (size_t i = 0; i < state_n; i++) {
         size_t len = state_ranges[2 * i + 1];
         void *at = (void *)state_ranges[2 * i];
-        if (memcmp(state_copy + o, at, len) != 0) memcpy(at, state_copy + o, len);
+        memcpy(at, state_copy + o, len);
         o += len;
     }
     return 1;

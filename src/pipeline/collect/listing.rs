@@ -82,9 +82,7 @@ impl Session<'_> {
                 .as_ref()
                 .is_some_and(|d| d.tests.iter().filter(|t| t.exe == bin.path).count() == 1);
             let blocks = self.edges.filter(|_| !one_doctest);
-            // The decoders number the executables of the whole run: the doctests, listed after
-            // the other tests ran, come after theirs.
-            let exe = self.coverage.paths().iter().position(|p| *p == bin.path).unwrap_or(i);
+            let exe = self.decoder_index(&bin.path, i);
             let edges = blocks.filter(|_| beside).map(|e| s.spawn(move || e.prepare(exe)));
             let list_dir = self.scratch.join(format!("list{i}"));
             let _ = std::fs::create_dir_all(&list_dir);

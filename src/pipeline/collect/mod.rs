@@ -113,19 +113,18 @@ pub fn collect(cfg: &RunConfig) -> anyhow::Result<Collected> {
     Ok(Collected { spectra, saving })
 }
 
+/// What [`Session::run_planned`] gives.
+type Run = anyhow::Result<(journal::Journal, Vec<JobOutcome>, Reused)>;
+
 /// Runs the planned jobs (phase one of a run whose doctests build meanwhile, `aside`, on a
 /// thread of its own): their run, and the doctests' build.
-#[allow(clippy::type_complexity)]
 fn run_beside(
     session: &Session,
     cfg: &RunConfig,
     plan: &plan::Plan,
     reuse: Option<&Reuse>,
     aside: Option<&building::DoctestsAside>,
-) -> (
-    anyhow::Result<(journal::Journal, Vec<JobOutcome>, Reused)>,
-    Option<Result<crate::workspace::Built, SflError>>,
-) {
+) -> (Run, Option<Result<crate::workspace::Built, SflError>>) {
     std::thread::scope(|s| {
         let building = aside.map(|d| {
             let ws = session.ws;

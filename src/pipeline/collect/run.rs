@@ -387,11 +387,7 @@ impl Session<'_> {
     /// executable, else its test binary).
     fn exe_index(&self, job: &Job) -> usize {
         let exe = self.built.tests[job.binary].exe_for(job.name.as_deref());
-        self.coverage
-            .paths()
-            .iter()
-            .position(|p| p == exe)
-            .unwrap_or(job.binary)
+        self.decoder_index(exe, job.binary)
     }
 
     /// Records what the process did and decodes its profiles and edge files into `out`

@@ -86,6 +86,14 @@ impl<'a> Session<'a> {
         }
     }
 
+    /// The index among the decoders' executables of `exe` (`fallback` when they do not hold
+    /// it). The decoders number the executables of the whole run: the doctests, listed and run
+    /// after the other tests, come after theirs, so binary `b` of this session's build need not
+    /// be executable `b`.
+    pub(super) fn decoder_index(&self, exe: &Path, fallback: usize) -> usize {
+        self.coverage.paths().iter().position(|p| p == exe).unwrap_or(fallback)
+    }
+
     /// Plans the jobs from the listings (filter, `-E`, ignored tests, partition) and gives each
     /// its settings (flags, then the nextest profile), saying which share a partition took.
     pub(super) fn plan(&mut self, listings: Vec<Listing>, cfg: &RunConfig, nextest: &Nextest) -> plan::Plan {

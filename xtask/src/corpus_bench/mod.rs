@@ -641,15 +641,10 @@ fn run_sfl(sfl: &Path, c: &Crate, manifest: &Path, tag: &str) -> Result<SflOutco
     let json_path = out_dir.join(format!("{}-{tag}.json", c.name));
     let spectra = out_dir.join(format!("{}-{tag}.spectra.json", c.name));
     let _ = std::fs::remove_file(&json_path);
-    let mut cmd = sfl_cmd(sfl, dir);
-    cmd.args(["--format", "json", "--rerun", "--test-timeout", "120", "-o"])
-        .arg(&json_path)
-        .arg("--save-spectra")
-        .arg(&spectra)
-        .arg("--manifest-path")
-        .arg(manifest)
-        .args(c.flags);
-    let ran = run_merged(&mut cmd, Duration::from_secs(1800))?;
+    let ran = run_merged(
+        &mut sfl_rerun(sfl, c, manifest, (&json_path, &spectra)),
+        Duration::from_secs(1800),
+    )?;
     let report: Value = std::fs::read(&json_path)
         .ok()
         .and_then(|b| serde_json::from_slice(&b).ok())
@@ -675,13 +670,59 @@ fn run_sfl(sfl: &Path, c: &Crate, manifest: &Path, tag: &str) -> Result<SflOutco
     })
 }
 
-fn cargo_test(c: &Crate, manifest: &Path, limit: Duration) -> Result<Ran> {
-    let dir = manifest.parent().unwrap();
-    let mut cmd = cargo(dir);
+/// `cargo sfl --rerun` as the corpus runs it: the JSON report and the spectra into `to`.
+fn sfl_rerun(sfl: &Path, c: &Crate, manifest: &Path, to: (&Path, &Path)) -> Command {
+    let mut cmd = sfl_cmd(sfl, manifest.parent().unwrap());
+    cmd.args(["--format", "json", "--rerun", "--test-timeout", "120", "-o"])
+        .arg(to.0)
+        .arg("--save-spectra")
+        .arg(to.1)
+        .arg("--manifest-path")
+        .arg(manifest)
+        .args(c.flags);
+    cmd
+}
+
+/// `cargo test --no-fail-fast` as the corpus runs it.
+fn cargo_test_cmd(c: &Crate, manifest: &Path) -> Command {
+    let mut cmd = cargo(manifest.parent().unwrap());
     cmd.args(["test", "--no-fail-fast", "--manifest-path"])
         .arg(manifest)
         .args(c.flags);
-    run_merged(&mut cmd, limit)
+    cmd
+}
+
+fn cargo_test(c: &Crate, manifest: &Path, limit: Duration) -> Result<Ran> {
+    run_merged(&mut cargo_test_cmd(c, manifest), limit)
+}
+
+/// The wall times of `first` (the compared runs: cargo test's, cargo sfl's) and
+/// [`TIMING_ROUNDS`] - 1 more rounds of the same commands, alternated, under GNU time for the
+/// peak memory of each command's largest process: the medians, and every round with the peaks.
+fn time_rounds(c: &Crate, sfl: &Path, manifest: &Path, first: (f64, f64)) -> Result<(f64, f64, Value)> {
+    let (mut cargo_walls, mut sfl_walls) = (vec![first.0], vec![first.1]);
+    let (mut cargo_rss, mut sfl_rss) = (None::<f64>, None::<f64>);
+    let out_dir = target_dir().join("corpus-reports");
+    let to = (
+        out_dir.join(format!("{}-timing.json", c.name)),
+        out_dir.join(format!("{}-timing.spectra.json", c.name)),
+    );
+    for round in 1..TIMING_ROUNDS {
+        eprintln!("   timing round {}/{TIMING_ROUNDS}", round + 1);
+        let (secs, rss) = timed_rss(&mut cargo_test_cmd(c, manifest))?;
+        cargo_walls.push(secs);
+        cargo_rss = rss.into_iter().chain(cargo_rss).reduce(f64::max);
+        // As before the compared run: cargo test compiles the doctests every time.
+        let _ = std::fs::remove_dir_all(target_dir().join("sfl/doctests"));
+        let (secs, rss) = timed_rss(&mut sfl_rerun(sfl, c, manifest, (&to.0, &to.1)))?;
+        sfl_walls.push(secs);
+        sfl_rss = rss.into_iter().chain(sfl_rss).reduce(f64::max);
+    }
+    let walls = json!({"cargo_test": cargo_walls.iter().map(|&s| round(s)).collect::<Vec<_>>(),
+                       "cargo_sfl": sfl_walls.iter().map(|&s| round(s)).collect::<Vec<_>>(),
+                       "peak_rss_mib": {"cargo_test": cargo_rss.map(round), "cargo_sfl": sfl_rss.map(round)}});
+    let median = crate::collect_bench::median;
+    Ok((median(&mut cargo_walls), median(&mut sfl_walls), walls))
 }
 
 fn run_crate(c: &Crate, sfl: &Path, work: &Path) -> Result<Value> {
@@ -727,46 +768,7 @@ fn run_crate(c: &Crate, sfl: &Path, work: &Path) -> Result<Value> {
         );
     }
 
-    // The wall times: the runs above and TIMING_ROUNDS - 1 more, alternated, medians compared;
-    // the later rounds run under GNU time for the peak memory of each command's largest process.
-    let (mut cargo_walls, mut sfl_walls) = (vec![plain.secs], vec![run.secs]);
-    let (mut cargo_rss, mut sfl_rss) = (None::<f64>, None::<f64>);
-    for round in 1..TIMING_ROUNDS {
-        eprintln!("   timing round {}/{TIMING_ROUNDS}", round + 1);
-        let (secs, rss) = timed_rss(
-            cargo(&dir)
-                .args(["test", "--no-fail-fast", "--manifest-path"])
-                .arg(&manifest)
-                .args(c.flags),
-        )?;
-        cargo_walls.push(secs);
-        cargo_rss = rss.into_iter().chain(cargo_rss).reduce(f64::max);
-        let _ = std::fs::remove_dir_all(target_dir().join("sfl/doctests"));
-        let (secs, rss) = timed_rss(
-            sfl_cmd(sfl, &dir)
-                .args([
-                    "--format",
-                    "json",
-                    "--rerun",
-                    "--test-timeout",
-                    "120",
-                    "-o",
-                    "/dev/null",
-                    "--manifest-path",
-                ])
-                .arg(&manifest)
-                .args(c.flags),
-        )?;
-        sfl_walls.push(secs);
-        sfl_rss = rss.into_iter().chain(sfl_rss).reduce(f64::max);
-    }
-    let walls = json!({"cargo_test": cargo_walls.iter().map(|&s| round(s)).collect::<Vec<_>>(),
-                       "cargo_sfl": sfl_walls.iter().map(|&s| round(s)).collect::<Vec<_>>(),
-                       "peak_rss_mib": {"cargo_test": cargo_rss.map(round), "cargo_sfl": sfl_rss.map(round)}});
-    let (wall_cargo, wall_sfl) = (
-        crate::collect_bench::median(&mut cargo_walls),
-        crate::collect_bench::median(&mut sfl_walls),
-    );
+    let (wall_cargo, wall_sfl, walls) = time_rounds(c, sfl, &manifest, (plain.secs, run.secs))?;
 
     let mut differences = Vec::new();
     let mut mismatches = Vec::new();
