@@ -77,10 +77,12 @@ type Reader = gimli::EndianArcSlice<gimli::RunTimeEndian>;
 
 /// One executable's or library's debug information and symbols, for naming addresses.
 struct Module {
+    path: PathBuf,
     /// `None`: no debug information could be read (then only symbols name frames).
     dwarf: Option<addr2line::Context<Reader>>,
-    /// Function symbols by address: (start, size, mangled name).
-    symbols: Vec<(u64, u64, String)>,
+    /// Function symbols by address: (start, size, mangled name), read when a frame first needs
+    /// one (the debug information names almost every frame).
+    symbols: std::sync::OnceLock<Vec<(u64, u64, String)>>,
 }
 
 /// A symbolised frame: its function (demangled, without hash) and location.
@@ -91,10 +93,19 @@ struct Named {
     line: u32,
 }
 
+/// The sections addr2line reads to name frames: the location lists (`.debug_loc`,
+/// `.debug_loclists`, a few hundred KiB in a debug test binary) name variables' places, never
+/// a frame, and are left unread.
+fn names_frames(id: gimli::SectionId) -> bool {
+    !matches!(id, gimli::SectionId::DebugLoc | gimli::SectionId::DebugLocLists)
+}
+
 impl Module {
     fn open(path: &Path) -> Option<Module> {
         // Only the sections read below are read from the file (a test binary is mostly code and
-        // debug information, and only the latter is kept).
+        // debug information, and only the latter is kept), each once, straight into the buffer
+        // addr2line keeps: 20-30 MB of a debug test binary, so a second copy (through object's
+        // read cache) cost more than the reading.
         let file = std::fs::File::open(path).ok()?;
         let cache = object::ReadCache::new(&file);
         let obj = object::File::parse(&cache).ok()?;
@@ -104,21 +115,20 @@ impl Module {
             gimli::RunTimeEndian::Big
         };
         let dwarf = gimli::Dwarf::load(|id| -> Result<Reader, gimli::Error> {
-            let bytes: Arc<[u8]> = obj
+            let bytes = obj
                 .section_by_name(id.name())
-                .and_then(|s| s.uncompressed_data().ok())
-                .map_or_else(|| Arc::from(&[][..]), |d| Arc::from(&*d));
+                .filter(|_| names_frames(id))
+                .and_then(|s| section_bytes(&file, &s))
+                .unwrap_or_else(|| Arc::from(&[][..]));
             Ok(gimli::EndianArcSlice::new(bytes, endian))
         })
         .ok()
         .and_then(|d| addr2line::Context::from_dwarf(d).ok());
-        let mut symbols: Vec<(u64, u64, String)> = obj
-            .symbols()
-            .filter(|s| s.kind() == object::SymbolKind::Text && s.address() > 0)
-            .filter_map(|s| Some((s.address(), s.size(), s.name().ok()?.to_string())))
-            .collect();
-        symbols.sort_unstable_by_key(|s| s.0);
-        Some(Module { dwarf, symbols })
+        Some(Module {
+            path: path.to_path_buf(),
+            dwarf,
+            symbols: std::sync::OnceLock::new(),
+        })
     }
 
     /// The frames at `addr`, inlined calls first; a frame the debug information does not name
@@ -158,10 +168,48 @@ impl Module {
     }
 
     fn symbol(&self, addr: u64) -> Option<&str> {
-        let i = self.symbols.partition_point(|s| s.0 <= addr).checked_sub(1)?;
-        let (start, size, name) = &self.symbols[i];
+        let symbols = self.symbols.get_or_init(|| text_symbols(&self.path));
+        let i = symbols.partition_point(|s| s.0 <= addr).checked_sub(1)?;
+        let (start, size, name) = &symbols[i];
         (size == &0 || addr < start + size).then_some(name.as_str())
     }
+}
+
+/// A section's bytes as they are in the file, read once into the buffer kept (`None`: a
+/// compressed section, decompressed by object, or one that cannot be read).
+fn section_bytes<'d, 'f>(
+    file: &std::fs::File,
+    section: &object::Section<'d, 'f, &'d object::ReadCache<&'f std::fs::File>>,
+) -> Option<Arc<[u8]>> {
+    if !matches!(
+        section.compressed_file_range().ok()?.format,
+        object::CompressionFormat::None
+    ) {
+        return section.uncompressed_data().ok().map(|d| Arc::from(&*d));
+    }
+    let (offset, size) = section.file_range()?;
+    let mut bytes: Arc<[u8]> = std::iter::repeat_n(0u8, usize::try_from(size).ok()?).collect();
+    crate::platform::read_exact_at(file, Arc::get_mut(&mut bytes)?, offset).ok()?;
+    Some(bytes)
+}
+
+/// The function symbols of the executable at `path`, sorted by address (empty when it cannot
+/// be read).
+fn text_symbols(path: &Path) -> Vec<(u64, u64, String)> {
+    let Ok(file) = std::fs::File::open(path) else {
+        return Vec::new();
+    };
+    let cache = object::ReadCache::new(&file);
+    let Ok(obj) = object::File::parse(&cache) else {
+        return Vec::new();
+    };
+    let mut symbols: Vec<(u64, u64, String)> = obj
+        .symbols()
+        .filter(|s| s.kind() == object::SymbolKind::Text && s.address() > 0)
+        .filter_map(|s| Some((s.address(), s.size(), s.name().ok()?.to_string())))
+        .collect();
+    symbols.sort_unstable_by_key(|s| s.0);
+    symbols
 }
 
 /// The frames the standard library's short backtrace would print with a location, from each

@@ -20,6 +20,9 @@ pub enum Doctests<'a> {
     Always { host: Option<&'a str> },
     /// Never (a narrowed build of test targets).
     Never,
+    /// Not by this call but by the next one, which may start them early
+    /// ([`super::head_start`]).
+    Later,
     /// Asked once the other tests are built (test selection skips them when it reuses every
     /// doctest's row).
     Ask(&'a mut dyn FnMut(&Built) -> bool),
@@ -60,6 +63,7 @@ pub(super) fn build_doctests(
     mut cmd: Command,
     built: &mut Built,
     script_env: &mut HashMap<cargo_metadata::PackageId, Vec<(String, String)>>,
+    head: &mut super::head_start::HeadStarts,
 ) -> Result<(), SflError> {
     let base = ws.build_dir.join("doctests");
     // Kept from run to run (rustdoc's wrapper reuses a crate's doctests while their sources are
@@ -80,6 +84,7 @@ pub(super) fn build_doctests(
         cmd.env(crate::doctest::MERGED_ENV, "1");
     }
     let status = stream(cmd, "doctests", select.cargo_messages, script_env, |art| {
+        head.written(&art);
         add_artifact(ws, built, art)
     })?;
     if status.build_failed {

@@ -13,6 +13,7 @@ use crate::workspace::{Built, Workspace};
 
 mod cargo;
 mod doctests;
+pub mod head_start;
 
 pub use cargo::{COVERAGE_FLAGS, INSTRUMENT_DIRS_ENV, PLAIN_ENV, Runtime, WRAPPER_ENV};
 pub(crate) use cargo::{add_artifact, plain_cargo};
@@ -36,6 +37,13 @@ pub fn build(
     let mut built = Built::default();
     let mut script_env = HashMap::new();
     let with_doctests = builds_doctests(ws, select);
+    // The doctests' build starts as soon as their library is built when this call or the next
+    // one builds them.
+    let mut head = match doctests {
+        Doctests::Always { .. } if with_doctests => head_start::HeadStarts::new(&ws.build_dir.join("doctests")),
+        Doctests::Later => head_start::HeadStarts::new(&ws.build_dir.join("doctests")),
+        _ => head_start::HeadStarts::default(),
+    };
     let at_once = match doctests {
         Doctests::Always { host } if !select.doc && with_doctests => idle_runner(host),
         _ => None,
@@ -43,11 +51,12 @@ pub fn build(
     if let Some(runner) = at_once {
         let mut cmd = instrumented_cargo(ws, select, runtime, &["test", "--no-fail-fast"])?;
         cmd.env(runner, "true");
-        build_doctests(ws, select, cmd, &mut built, &mut script_env)?;
+        build_doctests(ws, select, cmd, &mut built, &mut script_env, &mut head)?;
     } else {
         if !select.doc {
             let cmd = instrumented_cargo(ws, select, runtime, &["test", "--no-run"])?;
             let status = stream(cmd, "compiling", select.cargo_messages, &mut script_env, |art| {
+                head.written(&art);
                 add_artifact(ws, &mut built, art)
             })?;
             if !status.built() {
@@ -56,12 +65,12 @@ pub fn build(
         }
         let wanted = match doctests {
             Doctests::Always { .. } => true,
-            Doctests::Never => false,
+            Doctests::Never | Doctests::Later => false,
             Doctests::Ask(ask) => with_doctests && ask(&built),
         };
         if with_doctests && wanted {
             let cmd = instrumented_cargo(ws, select, runtime, &["test", "--doc", "--no-fail-fast"])?;
-            build_doctests(ws, select, cmd, &mut built, &mut script_env)?;
+            build_doctests(ws, select, cmd, &mut built, &mut script_env, &mut head)?;
         }
     }
     built.tests.sort_by(|a, b| a.id.cmp(&b.id));

@@ -6,6 +6,7 @@ use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use cargo_sfl::build::head_start::{HEAD_START_ENV, HEAD_START_STDERR, Invocation, own_library, package_env};
 use cargo_sfl::doctest::{
     BUILT_FROM, DIR_ENV, MERGED_ENV, OUTPUT, RUNNABLE, RUNTOOL_ARG, RUSTDOC_WRAPPER_ENV, STANDALONE_ENV, THIS_RUN,
     count,
@@ -33,21 +34,36 @@ pub fn rustdoc_wrapper() -> ! {
         super::exec(cmd, format!("cannot run rustdoc ({})", Path::new(&real).display()))
     };
     let dir = Path::new(&base).join(&crate_name);
+    // One build of a crate's doctests at a time: cargo's invocation waits for a head start of
+    // the same one ([`cargo_sfl::build::head_start`]), then finds what it built.
+    let _lock = lock(Path::new(&base), &crate_name);
+    let head_start = std::env::var_os(HEAD_START_ENV).is_some();
     // rustdoc recompiles every doctest each time; when nothing it reads has changed, the
     // doctests kept last time are these doctests.
     // One executable each with `--standalone-doctests`, or for a few doctests unless
     // `--merged-doctests`.
-    let standalone = std::env::var_os(STANDALONE_ENV).is_some()
-        || (std::env::var_os(MERGED_ENV).is_none() && few_doctests(&args, &crate_name));
+    let standalone =
+        std::env::var_os(STANDALONE_ENV).is_some() || (std::env::var_os(MERGED_ENV).is_none() && few_doctests(&args));
     let merge = if standalone { "no" } else { "auto" };
     let key = build_key(&real, &args, merge);
     if let Some(code) = kept(&dir, &key) {
+        if !head_start && let Ok(said) = std::fs::read(dir.join(HEAD_START_STDERR)) {
+            // What rustdoc said while building them ahead, said now, when cargo asks.
+            let _ = std::io::Write::write_all(&mut std::io::stderr(), &said);
+            let _ = std::fs::remove_file(dir.join(HEAD_START_STDERR));
+        }
         std::process::exit(code)
     }
     let (Ok(out), Ok(me)) = (fresh(&dir), cargo_sfl::platform::current_exe()) else {
         eprintln!("error: cannot write {}", dir.display());
         std::process::exit(exit::SETUP)
     };
+    if let Some(invocation) = Invocation::current() {
+        invocation.save(&dir);
+    }
+    if head_start && let Ok(said) = File::create(dir.join(HEAD_START_STDERR)) {
+        cmd.stderr(said);
+    }
     keep_doctests(&mut cmd, &args, (&real, merge), &dir, Path::new(&base), me);
     cmd.stdout(out);
     match cmd.status() {
@@ -68,17 +84,8 @@ pub fn rustdoc_wrapper() -> ! {
 /// Whether the library being documented has fewer doctests than merging repays
 /// ([`count::MERGE_FROM`]), counted in the sources its build's dependency-info file lists
 /// (beside the `.rlib` rustdoc is given as `--extern CRATE=…`). Not known: merged.
-fn few_doctests(args: &[OsString], crate_name: &str) -> bool {
-    let prefix = format!("{crate_name}=");
-    let rlib = args
-        .iter()
-        .zip(args.iter().skip(1))
-        .filter_map(|(a, b)| match a.to_str()? {
-            "--extern" => b.to_str()?.strip_prefix(&prefix),
-            a => a.strip_prefix("--extern=")?.strip_prefix(&prefix),
-        })
-        .map(Path::new)
-        .find(|p| p.extension().is_some_and(|e| e == "rlib"));
+fn few_doctests(args: &[OsString]) -> bool {
+    let rlib = own_library(args);
     let dep_info = rlib.and_then(|p| {
         let stem = p.file_stem()?.to_str()?.strip_prefix("lib")?;
         Some(p.with_file_name(format!("{stem}.d")))
@@ -124,6 +131,15 @@ fn kept(dir: &Path, key: &str) -> Option<i32> {
         return Some(code);
     }
     None
+}
+
+/// Holds the lock on building `crate_name`'s doctests under `base` until this process ends
+/// (`None`: no lock could be had; then no waiting either).
+fn lock(base: &Path, crate_name: &str) -> Option<File> {
+    let _ = std::fs::create_dir_all(base);
+    let file = File::create(base.join(format!("{crate_name}.lock"))).ok()?;
+    fs4::FileExt::lock(&file).ok()?;
+    Some(file)
 }
 
 /// Empties `dir` and marks it as this run's; the file for rustdoc's output in it.
@@ -175,7 +191,8 @@ fn keep_doctests(
 /// edge recorder's runtime, and the size and modification time of every file the arguments
 /// name (the crate's root source and, through `--extern`, the libraries it links, its own
 /// among them: cargo rebuilds that one whenever any of its sources, included files too,
-/// changes). MD5 over all of it, in hex.
+/// changes), and the package's variables that doctests may read as they compile (`env!`:
+/// `CARGO_PKG_*`, `OUT_DIR`, …). MD5 over all of it, in hex.
 fn build_key(rustdoc: &OsString, args: &[OsString], merge: &str) -> String {
     use md5::{Digest, Md5};
     let mut h = Md5::new();
@@ -194,6 +211,9 @@ fn build_key(rustdoc: &OsString, args: &[OsString], merge: &str) -> String {
         let text = a.to_string_lossy();
         let file = text.split_once('=').map_or(&*text, |(_, path)| path);
         h.update(format!("{text}\t{:?}\n", stamp(Path::new(file))));
+    }
+    for (k, v) in package_env() {
+        h.update(format!("{k}={v}\n"));
     }
     h.finalize().iter().map(|b| format!("{b:02x}")).collect()
 }

@@ -28,6 +28,7 @@ pub fn trials() -> Vec<Trial> {
         Trial::test("doctests::of_a_cdylib_and_rlib_library", cdylib_library),
         Trial::test("doctests::few_alone_or_all_merged_into_one_executable", all_merged),
         Trial::test("doctests::built_while_the_other_tests_run", built_meanwhile),
+        Trial::test("doctests::built_ahead_once_the_library_is", built_ahead),
     ]);
     trials
 }
@@ -407,5 +408,65 @@ fn built_meanwhile() -> Result {
     })?;
     check(runs[0] == runs[1], || {
         format!("meanwhile:\n{:#?}\nfirst:\n{:#?}", runs[0].0, runs[1].0)
+    })
+}
+
+/// After an edit of the library, its doctests start building as soon as the library is built,
+/// while the other tests compile, from the invocation saved by the last run: rustdoc builds them
+/// once for the edit (cargo's own invocation finds what the head start built), and the spectra
+/// are those of doctests built with no head start (nothing saved).
+fn built_ahead() -> Result {
+    let tmp = copy_fixture("doctest-2021");
+    let dir = tmp.path();
+    let log = dir.join("rustdoc-tests.log");
+    let logged = dir.join("rustdoc-logged");
+    std::fs::write(
+        &logged,
+        format!(
+            "#!/bin/sh\ncase \" $* \" in *' --test '*) echo built >> '{}';; esac\nexec rustdoc \"$@\"\n",
+            log.display()
+        ),
+    )?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&logged, std::fs::Permissions::from_mode(0o755))?;
+    }
+    let builds = || std::fs::read_to_string(&log).map_or(0, |t| t.lines().count());
+    let run = || {
+        sfl_command(dir)
+            .args(["--rerun", "-v"])
+            .env("RUSTDOC", &logged)
+            .output()
+            .unwrap()
+    };
+    let ahead = "the doctests of fixture_doctest_2021 build while the other tests do";
+    let first = run();
+    check(first.status.code() == Some(0) && builds() == 1, || show(&first))?;
+    crate::support::edit_file(
+        &dir.join("src/lib.rs"),
+        "let top = 100;",
+        "let top = 100;\n    let _ = 0;",
+    )?;
+    let edited = run();
+    check(edited.status.code() == Some(0), || show(&edited))?;
+    check(String::from_utf8_lossy(&edited.stderr).contains(ahead), || {
+        show(&edited)
+    })?;
+    check(builds() == 2, || {
+        format!("{} rustdoc builds\n{}", builds(), show(&edited))
+    })?;
+    let with_head_start = crate::reliability::comparable_spectra(dir)?;
+    std::fs::remove_dir_all(dir.join("target/sfl/doctests"))?;
+    crate::support::edit_file(&dir.join("src/lib.rs"), "let _ = 0;", "let _ = 1;")?;
+    let plain = run();
+    check(plain.status.code() == Some(0), || show(&plain))?;
+    check(!String::from_utf8_lossy(&plain.stderr).contains(ahead), || show(&plain))?;
+    check(builds() == 3, || {
+        format!("{} rustdoc builds\n{}", builds(), show(&plain))
+    })?;
+    let without = crate::reliability::comparable_spectra(dir)?;
+    check(with_head_start == without, || {
+        format!("ahead:\n{:#?}\nafter:\n{:#?}", with_head_start.0, without.0)
     })
 }

@@ -42,7 +42,7 @@ pub(super) fn build_tests(
     let ws: &Workspace = ws;
     let narrowed = choice.reuse().and_then(|r| r.narrowed(select));
     if aside && matches!(choice, Choice::All(_)) && !select.doc && build::builds_doctests(ws, select) {
-        let built = build::build(ws, select, runtime.as_ref(), build::Doctests::Never)?;
+        let built = build::build(ws, select, runtime.as_ref(), build::Doctests::Later)?;
         let mut doc = select.clone();
         doc.doc = true;
         return Ok((built, Some(DoctestsAside { select: doc, runtime })));
@@ -186,7 +186,12 @@ fn build_narrowed(
     let mut what = Vec::new();
     if let Some(tests) = &narrowed.tests {
         what.push(format!("the test targets of {}", tests.package.join(", ")));
-        built = build::build(ws, tests, runtime, build::Doctests::Never)?;
+        let next = if narrowed.doctests.is_some() {
+            build::Doctests::Later
+        } else {
+            build::Doctests::Never
+        };
+        built = build::build(ws, tests, runtime, next)?;
     }
     if let Some(doctests) = &narrowed.doctests {
         what.push(format!("the doctests of {}", doctests.package.join(", ")));
