@@ -34,9 +34,9 @@ const JOBSERVER: [&str; 3] = ["CARGO_MAKEFLAGS", "MAKEFLAGS", "MFLAGS"];
 /// One rustdoc `--test` invocation of the wrapper, as cargo made it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Invocation {
-    pub dir: PathBuf,
-    pub args: Vec<String>,
-    pub env: Vec<(String, String)>,
+    dir: PathBuf,
+    args: Vec<String>,
+    env: Vec<(String, String)>,
 }
 
 impl Invocation {
@@ -98,7 +98,6 @@ pub fn own_library<A: AsRef<std::ffi::OsStr>>(args: &[A]) -> Option<PathBuf> {
 #[derive(Default)]
 pub struct HeadStarts {
     waiting: HashMap<PathBuf, Invocation>,
-    started: usize,
 }
 
 impl HeadStarts {
@@ -112,7 +111,7 @@ impl HeadStarts {
             .filter_map(|e| Invocation::load(&e.path()))
             .filter_map(|inv| Some((inv.library()?, inv)))
             .collect();
-        HeadStarts { waiting, started: 0 }
+        HeadStarts { waiting }
     }
 
     /// Starts the invocation whose library `artifact` wrote (the wrapper, in the background, its
@@ -134,13 +133,12 @@ impl HeadStarts {
                 .current_dir(&inv.dir)
                 .env_clear()
                 .envs(inv.env.iter().map(|(k, v)| (k, v)))
-                .env(HEAD_START_ENV, "1")
+                .env(HEAD_START_ENV, nanos(std::time::SystemTime::now()).to_string())
                 .stdin(Stdio::null())
                 .stdout(Stdio::null())
                 .stderr(Stdio::null())
                 .spawn();
             if started.is_ok() {
-                self.started += 1;
                 crate::ui::detail(format!(
                     "the doctests of {} build while the other tests do",
                     artifact.target.name
@@ -148,6 +146,23 @@ impl HeadStarts {
             }
         }
     }
+}
+
+/// Whether this process is a head start that cargo's own invocation overtook: the doctests in
+/// `dir` were built (`built_from` written) after it was started. It then leaves them as they
+/// are: building from a stale invocation would replace the build this run reads.
+pub fn overtaken(built_from: &Path) -> bool {
+    let Some(started) = std::env::var(HEAD_START_ENV).ok().and_then(|t| t.parse::<u128>().ok()) else {
+        return false;
+    };
+    std::fs::metadata(built_from)
+        .and_then(|m| m.modified())
+        .is_ok_and(|built| nanos(built) >= started)
+}
+
+/// Nanoseconds since the Unix epoch (0 before it).
+fn nanos(t: std::time::SystemTime) -> u128 {
+    t.duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos())
 }
 
 /// The variables cargo gives rustdoc for a package that its doctests may read at compile time

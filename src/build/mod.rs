@@ -39,10 +39,15 @@ pub fn build(
     let with_doctests = builds_doctests(ws, select);
     // The doctests' build starts as soon as their library is built when this call or the next
     // one builds them.
-    let mut head = match doctests {
-        Doctests::Always { .. } if with_doctests => head_start::HeadStarts::new(&ws.build_dir.join("doctests")),
-        Doctests::Later => head_start::HeadStarts::new(&ws.build_dir.join("doctests")),
-        _ => head_start::HeadStarts::default(),
+    let early = match doctests {
+        Doctests::Always { .. } => with_doctests,
+        Doctests::Later => true,
+        Doctests::Never | Doctests::Ask(_) => false,
+    };
+    let mut head = if early {
+        head_start::HeadStarts::new(&ws.build_dir.join("doctests"))
+    } else {
+        head_start::HeadStarts::default()
     };
     let at_once = match doctests {
         Doctests::Always { host } if !select.doc && with_doctests => idle_runner(host),

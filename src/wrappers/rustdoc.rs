@@ -6,7 +6,9 @@ use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use cargo_sfl::build::head_start::{HEAD_START_ENV, HEAD_START_STDERR, Invocation, own_library, package_env};
+use cargo_sfl::build::head_start::{
+    HEAD_START_ENV, HEAD_START_STDERR, Invocation, overtaken, own_library, package_env,
+};
 use cargo_sfl::doctest::{
     BUILT_FROM, DIR_ENV, MERGED_ENV, OUTPUT, RUNNABLE, RUNTOOL_ARG, RUSTDOC_WRAPPER_ENV, STANDALONE_ENV, THIS_RUN,
     count,
@@ -38,6 +40,9 @@ pub fn rustdoc_wrapper() -> ! {
     // the same one ([`cargo_sfl::build::head_start`]), then finds what it built.
     let _lock = lock(Path::new(&base), &crate_name);
     let head_start = std::env::var_os(HEAD_START_ENV).is_some();
+    if head_start && overtaken(&dir.join(BUILT_FROM)) {
+        std::process::exit(0)
+    }
     // rustdoc recompiles every doctest each time; when nothing it reads has changed, the
     // doctests kept last time are these doctests.
     // One executable each with `--standalone-doctests`, or for a few doctests unless
