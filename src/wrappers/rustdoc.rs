@@ -212,7 +212,7 @@ fn build_key(rustdoc: &OsString, args: &[OsString], merge: &str) -> String {
     if let Some(rt) = std::env::var_os(cargo_sfl::edges::RUNTIME_ENV) {
         h.update(format!("runtime {rt:?} {:?}\n", stamp(Path::new(&rt))));
     }
-    for a in args {
+    for a in keyed_args(args) {
         let text = a.to_string_lossy();
         let file = text.split_once('=').map_or(&*text, |(_, path)| path);
         h.update(format!("{text}\t{:?}\n", stamp(Path::new(file))));
@@ -221,6 +221,20 @@ fn build_key(rustdoc: &OsString, args: &[OsString], merge: &str) -> String {
         h.update(format!("{k}={v}\n"));
     }
     h.finalize().iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The arguments a doctest build's key reads: all but the `--test-args --quiet` (or `-q`) that
+/// `cargo test -q` adds. It changes only how the doctests report as they run, and the wrapper
+/// asks for `--format=pretty` after it, which libtest lets win; so a run with `-q` and one without
+/// keep the same build. (Other test arguments stay: a name filter changes which doctests rustdoc
+/// builds one by one.)
+fn keyed_args(args: &[OsString]) -> impl Iterator<Item = &OsString> {
+    let quiet = |i: usize| {
+        let is = |k: usize, what: &[&str]| args.get(k).is_some_and(|a| what.iter().any(|w| a == *w));
+        (is(i, &["--test-args"]) && is(i + 1, &["--quiet", "-q"]))
+            || (is(i, &["--quiet", "-q"]) && i > 0 && is(i - 1, &["--test-args"]))
+    };
+    args.iter().enumerate().filter(move |&(i, _)| !quiet(i)).map(|(_, a)| a)
 }
 
 /// Whether `rustdoc` takes `--merge-doctests` (unstable, from Rust 1.95); without it an older
@@ -292,6 +306,26 @@ pub fn runtool() -> ! {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn quiet_test_output_does_not_change_the_key() {
+        let args = |a: &[&str]| a.iter().map(OsString::from).collect::<Vec<_>>();
+        let rustdoc = OsString::from("rustdoc-that-is-not-a-file");
+        let plain = args(&["--test", "src/lib.rs", "--crate-name", "k"]);
+        let quiet = args(&["--test", "src/lib.rs", "--test-args", "--quiet", "--crate-name", "k"]);
+        let filtered = args(&["--test", "src/lib.rs", "--test-args", "parse", "--crate-name", "k"]);
+        let key = |a: &[OsString]| build_key(&rustdoc, a, "auto");
+        assert_eq!(key(&plain), key(&quiet));
+        assert_eq!(
+            keyed_args(&quiet).collect::<Vec<_>>(),
+            plain.iter().collect::<Vec<_>>()
+        );
+        // A filter changes which doctests are built.
+        assert_ne!(key(&plain), key(&filtered));
+        // `--quiet` as some other option's value is kept.
+        let value = args(&["--crate-name", "--quiet"]);
+        assert_eq!(keyed_args(&value).count(), 2);
+    }
 
     #[test]
     fn a_runners_run_tool_is_left_out() {
