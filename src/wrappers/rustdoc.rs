@@ -316,10 +316,7 @@ mod tests {
         let filtered = args(&["--test", "src/lib.rs", "--test-args", "parse", "--crate-name", "k"]);
         let key = |a: &[OsString]| build_key(&rustdoc, a, "auto");
         assert_eq!(key(&plain), key(&quiet));
-        assert_eq!(
-            keyed_args(&quiet).collect::<Vec<_>>(),
-            plain.iter().collect::<Vec<_>>()
-        );
+        assert_eq!(keyed_args(&quiet).collect::<Vec<_>>(), plain.iter().collect::<Vec<_>>());
         // A filter changes which doctests are built.
         assert_ne!(key(&plain), key(&filtered));
         // `--quiet` as some other option's value is kept.

@@ -290,6 +290,16 @@ const CORPUS: &[Crate] = &[
         &[],
         "src/imp_std.rs",
     ),
+    krate(
+        "tempfile",
+        "3.23.0",
+        &[
+            "tests that create, persist and delete files and override the temporary directory once per process (a OnceLock)",
+            "no_run doctests on generic impls",
+        ],
+        &[],
+        "src/lib.rs",
+    ),
 ];
 
 /// The differences between the two tools that DESIGN.md and the user guide document: listed, not
