@@ -96,6 +96,12 @@ impl Reuse {
         }
     }
 
+    /// Whether test `t` of the last run can be judged by [`Reuse::varied`]: it ran no code the
+    /// edit touched, so its lines of unchanged code should be the same.
+    pub fn judged(&self, t: usize) -> bool {
+        !self.touched[t]
+    }
+
     /// Whether test `t` of the last run, run again now without having run a line the edit
     /// touched (it failed, say), ran other lines of unchanged code this time (`lines`, where
     /// they are now): then its row is a sample, not a fact. A test whose last row ran touched

@@ -1,10 +1,11 @@
 //! Tests whose rows are samples, not facts: a property test draws new inputs on every run, so
-//! the lines its last run took say nothing about the next one. Such a test is never reused.
+//! the lines its last run took say nothing about the next one. Such a test is not reused.
 //!
-//! Two signs, both cheap: the test binary links a crate that makes random inputs and that the
-//! package asks for only to test with (a dev-dependency: quickcheck, proptest and the like);
-//! or the test's own coverage of unchanged code changed between two runs
-//! ([`crate::select::Reuse::varied`]).
+//! Two signs, both cheap: the test's own coverage of unchanged code changed between two runs
+//! ([`crate::select::Reuse::varied`]), which marks it for good; or the test binary links a crate
+//! that makes random inputs and that the package asks for only to test with (a dev-dependency:
+//! quickcheck, proptest and the like), which marks its tests until two runs of one cover the
+//! same lines (a test that links `rand` only to make its data goes where it went).
 
 use std::path::Path;
 

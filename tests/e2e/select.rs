@@ -306,29 +306,61 @@ fn lines_of_targets_not_rebuilt_are_kept() -> Result {
     same_as_full(dir, &sel, &["clamp"])
 }
 
-/// A property test (its binary links the fixture's quickcheck stand-in) draws new inputs on
-/// every run: after an edit it did not reach, it runs again, marked, and says so; the other
-/// tests that did not reach the edit are reused.
+/// Property tests (their binary links the fixture's quickcheck stand-in) draw new inputs on
+/// every run: after an edit they did not reach, they run again, marked, and the status line says
+/// so; the other tests that did not reach the edit are reused. Once two runs of one cover the
+/// same lines (`parity_of_twice_any_number` always takes the even branch) it is reused like any
+/// other test; one whose lines differ (`parity_of_any_number`, odd or even) stays marked for good.
 fn a_property_test_runs_again_after_every_edit() -> Result {
     let tmp = after_a_first_run("self-dev-dep", &[])?;
     let dir = tmp.path();
     edit(dir, "    let mut count = 1;", "    let mut count: u32 = 1;")?;
-    let sel = dir.join("selected.json");
+    // In the target directory: a new file of the package would run every test.
+    let sel = dir.join("target/selected.json");
     let second = sfl(&["--save-spectra", sel.to_str().unwrap()], dir);
     check(second.status.code() == Some(0), || show(&second))?;
     check(
-        String::from_utf8_lossy(&second.stderr).contains("(1 of them property or randomised tests"),
+        String::from_utf8_lossy(&second.stderr).contains("(2 of them property or randomised tests"),
         || show(&second),
     )?;
     let spectra = cargo_sfl::spectra::Spectra::load(&sel)?;
-    let test = |name: &str| spectra.tests.iter().find(|t| t.name == name).cloned();
-    let property = test("parity_of_any_number").ok_or("no property test")?;
+    let test = |spectra: &cargo_sfl::spectra::Spectra, name: &str| {
+        spectra
+            .tests
+            .iter()
+            .find(|t| t.name == name)
+            .cloned()
+            .ok_or_else(|| format!("no test {name}"))
+    };
+    let property = test(&spectra, "parity_of_any_number")?;
+    let twice = test(&spectra, "parity_of_twice_any_number")?;
+    check(!property.reused && !twice.reused, || format!("{property:?}\n{twice:?}"))?;
+    // The same branch in both runs: its row is a fact now. The other took the same branch
+    // twice (then it is not marked either) or not (then it says why, for good).
+    check(twice.volatile.is_none(), || format!("{twice:?}"))?;
     check(
-        !property.reused && property.volatile.as_deref().is_some_and(|v| v.contains("quickcheck")),
+        property
+            .volatile
+            .as_deref()
+            .is_none_or(|v| v.contains("coverage of unchanged code changed")),
         || format!("{property:?}"),
     )?;
-    let other = test("tests::parity_of_two").ok_or("no tests::parity_of_two")?;
-    check(other.reused && other.volatile.is_none(), || format!("{other:?}"))
+    let other = test(&spectra, "tests::parity_of_two")?;
+    check(other.reused && other.volatile.is_none(), || format!("{other:?}"))?;
+    edit(dir, "    let mut count: u32 = 1;", "    let mut count: u32 = 1u32;")?;
+    let third_sel = dir.join("target/third.json");
+    let third = sfl(&["--save-spectra", third_sel.to_str().unwrap()], dir);
+    check(third.status.code() == Some(0), || show(&third))?;
+    let spectra = cargo_sfl::spectra::Spectra::load(&third_sel)?;
+    let twice = test(&spectra, "parity_of_twice_any_number")?;
+    check(twice.reused && twice.volatile.is_none(), || {
+        format!("{twice:?}\n{}", show(&third))
+    })?;
+    let property = test(&spectra, "parity_of_any_number")?;
+    check(property.reused == property.volatile.is_none(), || {
+        format!("{property:?}")
+    })?;
+    same_as_full(dir, &third_sel, &[])
 }
 
 /// A crate that commits no Cargo.lock: the first run's build writes one, and the second run
@@ -372,7 +404,8 @@ fn another_builds_target_directory() -> Result {
 
 /// self-dev-dep's `tests::reads_its_mode` reads `SELFDEP_MODE`: a variable no test reads may
 /// change without a test running again; a change of `SELFDEP_MODE` runs that test again; a
-/// change of a variable builds read (`CC`) runs every test. The failing tests and the property test run every time.
+/// change of a variable builds read (`CC`) runs every test. The failing tests run every time, the
+/// property tests until two runs of one agree.
 fn a_change_of_the_environment() -> Result {
     let tmp = copy_fixture("self-dev-dep");
     let dir = tmp.path();
@@ -388,13 +421,16 @@ fn a_change_of_the_environment() -> Result {
     check(first.status.code() == Some(0), || show(&first))?;
     let unread = run("a", "2", "cc");
     check(
-        selected(&unread) == Some((3, 8))
+        selected(&unread) == Some((4, 9))
             && String::from_utf8_lossy(&unread.stderr)
                 .contains("SELFDEP_UNREAD changed in the environment: 0 tests read it"),
         || show(&unread),
     )?;
     let read = run("b", "2", "cc");
-    check(selected(&read) == Some((4, 8)), || show(&read))?;
+    // `parity_of_twice_any_number` ran twice to the same lines: reused now; `parity_of_any_number`
+    // runs again when its two runs took different branches of `parity`.
+    let sampled = String::from_utf8_lossy(&read.stderr).contains("(1 of them property or randomised tests");
+    check(selected(&read) == Some((3 + usize::from(sampled), 9)), || show(&read))?;
     let build = run("b", "2", "gcc");
     check(
         String::from_utf8_lossy(&build.stderr)

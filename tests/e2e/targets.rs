@@ -43,7 +43,7 @@ fn examples_and_all_targets() -> Result {
         check(ran == only_demo, || format!("{args:?} ran {ran:?}"))?;
     }
     let default = tests_run(dir, &[])?;
-    check(!default.contains(&demo) && default.len() == 8, || {
+    check(!default.contains(&demo) && default.len() == 9, || {
         format!("the default ran {default:?}")
     })?;
     let all = tests_run(dir, &["--all-targets"])?;

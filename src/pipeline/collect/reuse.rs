@@ -300,9 +300,17 @@ pub(super) fn randomised_binaries(ws: &Workspace, built: &Built, jobs: usize) ->
     found
 }
 
-/// Marks the tests of this run whose rows are samples, not facts: those of a binary that links
-/// a randomised-input crate (`randomised`), those the last run marked, and those whose coverage
-/// of unchanged code changed since the last run ([`Reuse::varied`]). Returns how many.
+/// Why a test's row is a sample: its coverage of unchanged code changed between two runs. The
+/// mark is kept from run to run.
+const VARIED: &str = "its coverage of unchanged code changed between two runs";
+
+/// Marks the tests of this run whose rows are samples, not facts: those whose coverage of
+/// unchanged code changed since the last run ([`Reuse::varied`]) or did before, and those of a
+/// binary that links a randomised-input crate (`randomised`) until two runs of them agree. Such a
+/// binary's test that ran again without running code the edit touched, and ran the same lines
+/// of unchanged code as last time, is not marked: what it draws does not change where it goes
+/// (tests that link `rand` only to make test data, say), so its row is reused like any other.
+/// Returns how many are marked.
 pub(super) fn mark_volatile(
     outcomes: &mut [JobOutcome],
     randomised: &HashMap<String, String>,
@@ -313,18 +321,25 @@ pub(super) fn mark_volatile(
     let mut marked = 0;
     for o in outcomes.iter_mut().filter(|o| !o.record.reused) {
         let r = &mut o.record;
-        r.volatile = if let Some(krate) = randomised.get(&r.binary) {
-            Some(format!("its binary links {krate}, which draws random inputs"))
-        } else {
-            let last = index.get(&(r.binary.as_str(), r.name.clone())).copied();
-            match (reuse, last) {
-                (Some(reuse), Some(t)) => reuse.previous.tests[t].volatile.clone().or_else(|| {
-                    reuse
-                        .varied(t, &coverage.lines_of(&o.covered))
-                        .then(|| "its coverage of unchanged code changed between two runs".to_string())
-                }),
-                _ => None,
+        let linked = randomised
+            .get(&r.binary)
+            .map(|krate| format!("its binary links {krate}, which draws random inputs"));
+        let last = index.get(&(r.binary.as_str(), r.name.clone())).copied();
+        r.volatile = match (reuse, last) {
+            (Some(reuse), Some(t)) => {
+                let before = reuse.previous.tests[t].volatile.clone();
+                if before.as_deref() == Some(VARIED) {
+                    before
+                } else if reuse.varied(t, &coverage.lines_of(&o.covered)) {
+                    Some(VARIED.to_string())
+                } else if linked.is_some() && reuse.judged(t) {
+                    // Two runs, the same lines: it goes where it went whatever it draws.
+                    None
+                } else {
+                    before.or(linked)
+                }
             }
+            _ => linked,
         };
         marked += usize::from(r.volatile.is_some());
     }
