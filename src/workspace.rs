@@ -52,7 +52,14 @@ impl Workspace {
                 flag: "--target-dir",
                 why,
             })?,
-            None => meta.target_directory.as_std_path().join("sfl"),
+            None => {
+                let names: Vec<&str> = members.iter().map(|m| m.name.as_str()).collect();
+                state_dir(
+                    meta.target_directory.as_std_path(),
+                    meta.workspace_root.as_std_path(),
+                    names,
+                )
+            }
         };
         Ok(Workspace {
             root: meta.workspace_root.into_std_path_buf(),
@@ -148,6 +155,26 @@ impl Workspace {
     }
 }
 
+/// Where cargo sfl keeps its builds and runs without `--target-dir`: `TARGET/sfl` when cargo's
+/// target directory is the workspace's own (inside it); in a target directory outside the
+/// workspace, which other workspaces may share (`CARGO_TARGET_DIR`, a global
+/// `build.target-dir`), a directory per project, `TARGET/sfl/NAME-HASH` (NAME: the first of the
+/// members' names in order, HASH: of all of them), so that one workspace's run neither replaces nor answers for
+/// another's. Copies of one workspace (a checkout at another path, a second worktree) share it,
+/// as they would share `target/sfl`, and are told apart by the root they were built at.
+fn state_dir(target: &Path, root: &Path, mut names: Vec<&str>) -> PathBuf {
+    let sfl = target.join("sfl");
+    if target.starts_with(root) {
+        return sfl;
+    }
+    use md5::{Digest, Md5};
+    names.sort_unstable();
+    let digest = Md5::digest(names.join("\n").as_bytes());
+    let hash: String = digest.iter().take(4).map(|b| format!("{b:02x}")).collect();
+    let first = names.first().copied().unwrap_or("workspace");
+    sfl.join(format!("{first}-{hash}"))
+}
+
 /// `path` with `.` and `..` components resolved lexically (no symbolic link is followed: the
 /// compiler named the file this way, and the workspace's paths are compared as names).
 fn lexically_normal(path: &Path) -> PathBuf {
@@ -228,5 +255,22 @@ mod tests {
         assert_eq!(lexically_normal(Path::new("/w/./a/b/../../c.rs")), Path::new("/w/c.rs"));
         assert_eq!(lexically_normal(Path::new("../x.rs")), Path::new("../x.rs"));
         assert_eq!(lexically_normal(Path::new("/../x.rs")), Path::new("/x.rs"));
+    }
+
+    /// The workspace's own target directory holds one `sfl`; a target directory outside it, one
+    /// per project, named by its members whatever their order or the workspace's path.
+    #[test]
+    fn a_shared_target_directory_keeps_a_directory_per_project() {
+        let own = state_dir(Path::new("/w/target"), Path::new("/w"), vec!["a"]);
+        assert_eq!(own, Path::new("/w/target/sfl"));
+        let shared = Path::new("/cache/target");
+        let a = state_dir(shared, Path::new("/w"), vec!["b", "a"]);
+        assert!(a.starts_with("/cache/target/sfl") && a.file_name().unwrap().to_string_lossy().starts_with("a-"));
+        assert_eq!(a, state_dir(shared, Path::new("/copy/of/w"), vec!["a", "b"]));
+        assert_ne!(a, state_dir(shared, Path::new("/w"), vec!["a"]));
+        assert_ne!(
+            state_dir(shared, Path::new("/v"), vec!["c"]),
+            state_dir(shared, Path::new("/u"), vec!["d"])
+        );
     }
 }

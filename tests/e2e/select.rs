@@ -48,7 +48,58 @@ pub fn trials() -> Vec<Trial> {
             "select::what_changed_since_the_failing_tests_last_passed",
             changed_since_last_passed,
         ),
+        Trial::test(
+            "select::workspaces_sharing_a_target_directory_keep_their_own_runs",
+            workspaces_sharing_a_target_directory,
+        ),
     ]
+}
+
+/// Two workspaces built in one target directory outside both (`CARGO_TARGET_DIR`, a global
+/// `build.target-dir`): each keeps its own run there, so running one does not make the other's
+/// next run start over, and `report` in each ranks its own tests.
+fn workspaces_sharing_a_target_directory() -> Result {
+    let (minmax, two_files) = (copy_fixture("minmax"), copy_fixture("two-files"));
+    let target = tempfile::tempdir()?;
+    let run = |dir: &Path, args: &[&str]| {
+        crate::support::sfl_command(dir)
+            .args(args)
+            .env("CARGO_TARGET_DIR", target.path())
+            .output()
+            .unwrap()
+    };
+    for dir in [minmax.path(), two_files.path()] {
+        let out = run(dir, &["--no-doctests"]);
+        check(out.status.code() == Some(0), || show(&out))?;
+    }
+    // minmax again, after two-files ran: nothing changed, so only its failing tests run again
+    // (as always) and nothing is rebuilt; its passing tests' rows are reused.
+    let out = run(minmax.path(), &["--no-doctests"]);
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    check(
+        out.status.code() == Some(0) && stdout.contains("3 ran, 2 reused") && !stderr.contains("Rebuilding"),
+        || format!("minmax's second run did not reuse its first:\n{}", show(&out)),
+    )?;
+    for (dir, own, other) in [
+        (minmax.path(), "minmax (function #1)", "clamp_low"),
+        (two_files.path(), "clamp_low", "minmax"),
+    ] {
+        let out = run(dir, &["report", "--format", "short"]);
+        let text = String::from_utf8_lossy(&out.stdout);
+        check(text.contains(own) && !text.contains(other), || {
+            format!("report in {} does not rank its own run:\n{}", dir.display(), show(&out))
+        })?;
+    }
+    let projects = std::fs::read_dir(target.path().join("sfl"))?
+        .flatten()
+        .filter(|e| e.path().join("spectra.json").is_file())
+        .count();
+    check(projects == 2, || {
+        format!("{projects} runs kept under the shared target directory, not 2")
+    })
 }
 
 /// A green run of minmax (the fault fixed), then the fault put back: the tests that fail

@@ -398,6 +398,21 @@ fn target_dir() -> PathBuf {
     crate::root().join("target/bench/corpus/target")
 }
 
+/// Removes cargo sfl's kept doctest builds: cargo test compiles the doctests every time. The
+/// corpus shares one target directory outside every crate, where cargo sfl keeps each
+/// project's builds in a directory of its own under `sfl/` (and older builds in `sfl/` itself).
+fn forget_doctests() {
+    let sfl = target_dir().join("sfl");
+    let projects = std::fs::read_dir(&sfl)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path());
+    for dir in std::iter::once(sfl.clone()).chain(projects) {
+        let _ = std::fs::remove_dir_all(dir.join("doctests"));
+    }
+}
+
 fn cargo(dir: &Path) -> Command {
     let mut c = Command::new(env!("CARGO"));
     crate::default_env(&mut c)
@@ -723,7 +738,7 @@ fn time_rounds(c: &Crate, sfl: &Path, manifest: &Path, first: (f64, f64)) -> Res
         cargo_walls.push(secs);
         cargo_rss = rss.into_iter().chain(cargo_rss).reduce(f64::max);
         // As before the compared run: cargo test compiles the doctests every time.
-        let _ = std::fs::remove_dir_all(target_dir().join("sfl/doctests"));
+        forget_doctests();
         let (secs, rss) = timed_rss(&mut sfl_rerun(sfl, c, manifest, (&to.0, &to.1)))?;
         sfl_walls.push(secs);
         sfl_rss = rss.into_iter().chain(sfl_rss).reduce(f64::max);
@@ -764,7 +779,7 @@ fn run_crate(c: &Crate, sfl: &Path, work: &Path) -> Result<Value> {
     eprintln!("   cargo sfl");
     // cargo test compiles the doctests every time; cargo sfl keeps them while their sources
     // are unchanged, and whether a kept build matches would depend on what ran before.
-    let _ = std::fs::remove_dir_all(target_dir().join("sfl/doctests"));
+    forget_doctests();
     let run = run_sfl(sfl, c, &manifest, "pristine")?;
     std::fs::write(
         target_dir().join(format!("corpus-reports-{}-sfl.log", c.name)),
