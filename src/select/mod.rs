@@ -261,26 +261,30 @@ mod tests {
         assert!(n.doctests.is_none());
         let t = n.tests.unwrap();
         assert_eq!(
-            (t.package, t.lib, t.test, t.bin),
-            (
-                vec!["p".to_string(), "q".into()],
-                true,
-                vec!["integration".to_string()],
-                vec!["cli".to_string()]
-            )
+            (t.lib, t.test, t.bin),
+            (true, vec!["integration".to_string()], vec!["cli".to_string()])
         );
-        assert!(!t.workspace && t.no_doctests && !t.doc && t.features == ["f"]);
+        // The packages stay the user's (`--workspace`): cargo unifies features over the
+        // packages selected, so fewer packages could build one with fewer features.
+        assert!(t.workspace && t.package.is_empty() && t.no_doctests && !t.doc && t.features == ["f"]);
         r.reusable = vec![true, true, true, false, true];
         let n = r.narrowed(&user).unwrap();
         let d = n.doctests.unwrap();
-        assert!(n.tests.is_none() && d.doc && !d.lib && d.package == ["p"] && d.features == ["f"]);
+        assert!(n.tests.is_none() && d.doc && !d.lib && d.workspace && d.features == ["f"]);
         r.reusable[4] = false;
         let e = r.narrowed(&user).unwrap().tests.unwrap();
         assert_eq!(
-            (e.package, e.example, e.lib, e.examples),
-            (vec!["q".to_string()], vec!["e".to_string()], false, false),
+            (e.workspace, e.example, e.lib, e.examples),
+            (true, vec!["e".to_string()], false, false),
             "an example's test runs again: that example is built with the harness"
         );
+        let one = Selection {
+            package: vec!["p".into()],
+            ..user.clone()
+        };
+        r.reusable = vec![false, true, true, true, true];
+        let p = r.narrowed(&one).unwrap().tests.unwrap();
+        assert!(p.package == ["p"] && p.lib && p.test.is_empty(), "{p:?}");
         r.reusable = vec![true; 5];
         r.moved.insert("src/lib.rs".into(), Vec::new());
         assert!(

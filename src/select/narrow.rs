@@ -65,19 +65,19 @@ impl Reuse {
     /// examples and benches) and the doctests of the tests that run again (`None`: the
     /// selection's whole build, for an edit no test ran or a target of a kind not known; both
     /// parts `None`: no build at all, nothing changed and no test runs again).
-    /// cargo applies target flags to every package given (`-p a -p b --lib --test t` builds
-    /// both libraries' tests, and `t` of whichever has it): tests of several packages build a
-    /// little more than they need, never less.
+    /// The packages stay the selection's: cargo unifies features over the packages a command
+    /// selects, so `-p uuid` alone would build uuid without the features the workspace's other
+    /// members enable for it under `--workspace`, and its feature-gated tests would vanish. The
+    /// target flags apply to every package selected (`--workspace --lib --test t` builds every
+    /// member's library tests, and `t` of whichever has it): a build of several packages builds
+    /// more than it needs, never less, and never otherwise.
     pub fn narrowed(&self, selection: &Selection) -> Option<Narrowed> {
         let binaries = self.binaries_to_run();
         if binaries.is_empty() && self.edited() {
             // An edit no test ran: the whole build says whether it compiles.
             return None;
         }
-        let only = |package: Vec<String>| Selection {
-            package,
-            workspace: false,
-            exclude: Vec::new(),
+        let only = || Selection {
             lib: false,
             bins: false,
             bin: Vec::new(),
@@ -92,14 +92,16 @@ impl Reuse {
             no_doctests: true,
             ..selection.clone()
         };
-        let (mut tests, mut doctests) = (only(Vec::new()), only(Vec::new()));
+        let (mut tests, mut doctests) = (only(), only());
         doctests.doc = true;
         doctests.no_doctests = false;
+        let (mut need_tests, mut need_doctests) = (false, false);
         for id in binaries {
             let key = BinaryKey::parse(id);
-            let into = if key.is_doctest() { &mut doctests } else { &mut tests };
-            if !into.package.iter().any(|p| p == key.package) {
-                into.package.push(key.package.to_string());
+            if key.is_doctest() {
+                need_doctests = true;
+            } else {
+                need_tests = true;
             }
             match key.target {
                 None => tests.lib = true,
@@ -117,8 +119,8 @@ impl Reuse {
             names.dedup();
         }
         Some(Narrowed {
-            tests: (!tests.package.is_empty()).then_some(tests),
-            doctests: (!doctests.package.is_empty()).then_some(doctests),
+            tests: need_tests.then_some(tests),
+            doctests: need_doctests.then_some(doctests),
         })
     }
 }

@@ -52,7 +52,76 @@ pub fn trials() -> Vec<Trial> {
             "select::workspaces_sharing_a_target_directory_keep_their_own_runs",
             workspaces_sharing_a_target_directory,
         ),
+        Trial::test(
+            "select::a_member_keeps_the_features_the_workspace_gives_it",
+            features_the_workspace_gives,
+        ),
     ]
+}
+
+/// A workspace whose `app` enables a feature of `core` that gates one of core's tests: under
+/// `--workspace` cargo builds core with it. After an edit only one of core's tests runs again, and the
+/// build of only what runs again must keep the workspace's packages, or core would be built
+/// without the feature and its gated test would vanish from the run. A member with no code for
+/// this target (no coverage map, no doctests) does not make that run start over.
+fn features_the_workspace_gives() -> Result {
+    let tmp = tempfile::tempdir()?;
+    let dir = tmp.path();
+    let write = |rel: &str, text: &str| {
+        let path = dir.join(rel);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    };
+    write(
+        "Cargo.toml",
+        "[workspace]\nmembers = [\"core\", \"app\", \"wasm\"]\nresolver = \"2\"\n",
+    );
+    let package = |name: &str| format!("[package]\nname = \"{name}\"\nversion = \"0.1.0\"\nedition = \"2021\"\n");
+    write(
+        "core/Cargo.toml",
+        &format!("{}[features]\nwide = []\n", package("feat-core")),
+    );
+    write(
+        "core/src/lib.rs",
+        "pub fn double(x: u32) -> u32 {\n    x * 2\n}\n\npub fn triple(x: u32) -> u32 {\n    x * 3\n}\n\n#[cfg(feature = \"wide\")]\npub fn widen(x: u32) -> u64 {\n    u64::from(double(x))\n}\n\n#[cfg(test)]\nmod tests {\n    #[test]\n    fn doubles() {\n        assert_eq!(super::double(2), 4);\n    }\n\n    #[test]\n    fn triples() {\n        assert_eq!(super::triple(2), 6);\n    }\n\n    #[cfg(feature = \"wide\")]\n    #[test]\n    fn widens() {\n        assert_eq!(super::widen(3), 6);\n    }\n}\n",
+    );
+    write(
+        "app/Cargo.toml",
+        &format!(
+            "{}[dependencies]\nfeat-core = {{ path = \"../core\", features = [\"wide\"] }}\n",
+            package("feat-app")
+        ),
+    );
+    write(
+        "app/src/lib.rs",
+        "pub fn go() -> u64 {\n    feat_core::widen(1)\n}\n\n#[test]\nfn goes() {\n    assert_eq!(go(), 2);\n}\n",
+    );
+    // A member with no code for this target: its test binary has no coverage map, and its
+    // library no doctests (a suite of no executable).
+    write("wasm/Cargo.toml", &package("feat-wasm"));
+    write(
+        "wasm/src/lib.rs",
+        "#![cfg(target_arch = \"wasm32\")]\npub fn only_there() {}\n",
+    );
+    let args = ["--workspace"];
+    let out = sfl(&args, dir);
+    check(
+        out.status.code() == Some(3) && String::from_utf8_lossy(&out.stdout).contains("all 4 tests that ran passed"),
+        || show(&out),
+    )?;
+    // Only core's `triples` runs `triple`: only core's library tests are built again.
+    edit_file(&dir.join("core/src/lib.rs"), "x * 3", "x + x + x")?;
+    let out = sfl(&args, dir);
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    check(
+        out.status.code() == Some(3)
+            && stdout.contains("all 4 tests that ran passed")
+            && stderr.contains("Selected 1 of 4"),
+        || format!("the run after the edit lost the feature-gated test:\n{}", show(&out)),
+    )
 }
 
 /// Two workspaces built in one target directory outside both (`CARGO_TARGET_DIR`, a global

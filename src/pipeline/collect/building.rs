@@ -184,8 +184,12 @@ fn build_narrowed(
 ) -> Result<(Built, Vec<String>), SflError> {
     let mut built = Built::default();
     let mut what = Vec::new();
+    let names = |select: &Selection| {
+        let names: Vec<&str> = ws.selected(select).iter().map(|p| p.name.as_str()).collect();
+        names.join(", ")
+    };
     if let Some(tests) = &narrowed.tests {
-        what.push(format!("the test targets of {}", tests.package.join(", ")));
+        what.push(format!("the test targets of {}", names(tests)));
         let next = if narrowed.doctests.is_some() {
             build::Doctests::Later
         } else {
@@ -194,7 +198,7 @@ fn build_narrowed(
         built = build::build(ws, tests, runtime, next)?;
     }
     if let Some(doctests) = &narrowed.doctests {
-        what.push(format!("the doctests of {}", doctests.package.join(", ")));
+        what.push(format!("the doctests of {}", names(doctests)));
         let more = build::build(ws, doctests, runtime, build::Doctests::Always { host: None })?;
         built.tests.extend(more.tests);
         built.others.extend(more.others);

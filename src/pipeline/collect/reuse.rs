@@ -156,9 +156,15 @@ impl Reuse {
         // Nothing was edited: the build has every function where it was.
         if self.edited() {
             let mut spans = HashSet::new();
-            for path in built.tests.iter().map(|t| &t.path).chain(&built.others) {
+            // A library without doctests has a suite of no executable (an empty path).
+            let paths = built.tests.iter().map(|t| &t.path).chain(&built.others);
+            for path in paths.filter(|p| !p.as_os_str().is_empty()) {
                 match crate::coverage::function_spans(path, relative) {
                     Ok(s) => spans.extend(s),
+                    // A binary of no instrumented function (a member whose code is all for another
+                    // target) has none to check; a function only it had is not found, and the
+                    // tests that ran it run again.
+                    Err(DecodeError::NoCoverageMap) => {}
                     Err(source) => {
                         return Err(Unconfirmed::Map {
                             path: path.clone(),
