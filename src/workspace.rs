@@ -158,10 +158,10 @@ impl Workspace {
 /// Where cargo sfl keeps its builds and runs without `--target-dir`: `TARGET/sfl` when cargo's
 /// target directory is the workspace's own (inside it); in a target directory outside the
 /// workspace, which other workspaces may share (`CARGO_TARGET_DIR`, a global
-/// `build.target-dir`), a directory per project, `TARGET/sfl/NAME-HASH` (NAME: the first of the
-/// members' names in order, HASH: of all of them), so that one workspace's run neither replaces nor answers for
-/// another's. Copies of one workspace (a checkout at another path, a second worktree) share it,
-/// as they would share `target/sfl`, and are told apart by the root they were built at.
+/// `build.target-dir`), a directory per workspace, `TARGET/sfl/NAME-HASH` (NAME: the first of the
+/// members' names in order, HASH: of the workspace's root and all the names), so that one
+/// workspace's run neither replaces nor answers for another's: two worktrees of one repository
+/// keep a run each, as they would in their own `target/`.
 fn state_dir(target: &Path, root: &Path, mut names: Vec<&str>) -> PathBuf {
     let sfl = target.join("sfl");
     if target.starts_with(root) {
@@ -169,7 +169,10 @@ fn state_dir(target: &Path, root: &Path, mut names: Vec<&str>) -> PathBuf {
     }
     use md5::{Digest, Md5};
     names.sort_unstable();
-    let digest = Md5::digest(names.join("\n").as_bytes());
+    let mut md5 = Md5::new();
+    md5.update(root.as_os_str().as_encoded_bytes());
+    md5.update(format!("\n{}", names.join("\n")));
+    let digest = md5.finalize();
     let hash: String = digest.iter().take(4).map(|b| format!("{b:02x}")).collect();
     let first = names.first().copied().unwrap_or("workspace");
     sfl.join(format!("{first}-{hash}"))
@@ -258,15 +261,16 @@ mod tests {
     }
 
     /// The workspace's own target directory holds one `sfl`; a target directory outside it, one
-    /// per project, named by its members whatever their order or the workspace's path.
+    /// per workspace (its root and members, whatever their order).
     #[test]
-    fn a_shared_target_directory_keeps_a_directory_per_project() {
+    fn a_shared_target_directory_keeps_a_directory_per_workspace() {
         let own = state_dir(Path::new("/w/target"), Path::new("/w"), vec!["a"]);
         assert_eq!(own, Path::new("/w/target/sfl"));
         let shared = Path::new("/cache/target");
         let a = state_dir(shared, Path::new("/w"), vec!["b", "a"]);
         assert!(a.starts_with("/cache/target/sfl") && a.file_name().unwrap().to_string_lossy().starts_with("a-"));
-        assert_eq!(a, state_dir(shared, Path::new("/copy/of/w"), vec!["a", "b"]));
+        assert_eq!(a, state_dir(shared, Path::new("/w"), vec!["a", "b"]));
+        assert_ne!(a, state_dir(shared, Path::new("/worktree/of/w"), vec!["a", "b"]));
         assert_ne!(a, state_dir(shared, Path::new("/w"), vec!["a"]));
         assert_ne!(
             state_dir(shared, Path::new("/v"), vec!["c"]),

@@ -400,15 +400,15 @@ fn target_dir() -> PathBuf {
 
 /// Removes cargo sfl's kept doctest builds: cargo test compiles the doctests every time. The
 /// corpus shares one target directory outside every crate, where cargo sfl keeps each
-/// project's builds in a directory of its own under `sfl/` (and older builds in `sfl/` itself).
+/// workspace's builds in a directory of its own under `sfl/` (and older builds in `sfl/` itself).
 fn forget_doctests() {
     let sfl = target_dir().join("sfl");
-    let projects = std::fs::read_dir(&sfl)
+    let workspaces = std::fs::read_dir(&sfl)
         .into_iter()
         .flatten()
         .flatten()
         .map(|e| e.path());
-    for dir in std::iter::once(sfl.clone()).chain(projects) {
+    for dir in std::iter::once(sfl.clone()).chain(workspaces) {
         let _ = std::fs::remove_dir_all(dir.join("doctests"));
     }
 }
