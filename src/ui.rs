@@ -83,11 +83,13 @@ pub fn stderr_colors() -> bool {
     console::colors_enabled_stderr()
 }
 
-/// Prints a line on stderr above any progress bar.
+/// Prints a line on stderr above any progress bar. A closed stderr (`cargo sfl 2>&1 | head`)
+/// loses the line and nothing else: the run goes on, and its results are saved and reported.
 pub fn line(text: &str) {
     let ui = ui();
     if ui.bars.is_hidden() {
-        eprintln!("{text}");
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), "{text}");
     } else {
         let _ = ui.bars.println(text);
     }

@@ -123,9 +123,24 @@ impl RunProgress {
         }
     }
 
-    pub(crate) fn done(&self) {
-        *self.finished.lock().unwrap() = true;
+    /// Ends the run's progress when the returned guard drops, however its scope ends: a panic
+    /// on the way must not leave the scope waiting for [`RunProgress::tick_until_done`].
+    pub(crate) fn done_on_drop(&self) -> DoneOnDrop<'_> {
+        DoneOnDrop(self)
+    }
+
+    fn done(&self) {
+        *self.finished.lock().unwrap_or_else(|p| p.into_inner()) = true;
         self.wake.notify_all();
         self.bar.finish_and_clear();
+    }
+}
+
+/// See [`RunProgress::done_on_drop`].
+pub(crate) struct DoneOnDrop<'a>(&'a RunProgress);
+
+impl Drop for DoneOnDrop<'_> {
+    fn drop(&mut self) {
+        self.0.done();
     }
 }

@@ -1,12 +1,12 @@
 //! Runs that end without a ranking (nothing failed, nothing matched, the build broke, the saved
 //! spectra are corrupt) and the exit code and message each gives; and `report` re-ranking good
-//! saved spectra to what the run printed.
+//! saved spectra to what the run printed; and a run whose stderr is closed.
 
 use std::path::Path;
 
 use libtest_mimic::Trial;
 
-use crate::support::{Result, check, check_exit, copy_fixture, lib_crate, report, sfl, show};
+use crate::support::{Result, check, check_exit, copy_fixture, lib_crate, report, sfl, sfl_command, show};
 
 pub fn trials() -> Vec<Trial> {
     vec![
@@ -24,7 +24,44 @@ pub fn trials() -> Vec<Trial> {
             failing_tests_ran_only_test_code,
         ),
         Trial::test("exit::version_run_directly", version_run_directly),
+        Trial::test("exit::a_closed_stderr_loses_nothing", a_closed_stderr_loses_nothing),
     ]
+}
+
+/// A closed stderr (`cargo sfl -v 2>&1 | head -2`) loses the status lines and nothing else: the
+/// run finishes, exits as it would, prints its report and saves its spectra. It used to hang
+/// after the first test's line (a worker's progress line panicked, and the progress ticker
+/// waited for an end that never came) or exit with 101 and save nothing.
+fn a_closed_stderr_loses_nothing() -> Result {
+    let tmp = copy_fixture("minmax");
+    let dir = tmp.path();
+    let (reader, writer) = std::io::pipe()?;
+    drop(reader);
+    let stdout = std::fs::File::create(dir.join("report.txt"))?;
+    let mut child = sfl_command(dir)
+        .args(["-v", "--color", "never"])
+        .stdout(stdout)
+        .stderr(writer)
+        .spawn()?;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(600);
+    let status = loop {
+        if let Some(status) = child.try_wait()? {
+            break status;
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            return Err("cargo sfl with a closed stderr was still running after 10 minutes".into());
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    };
+    let printed = std::fs::read_to_string(dir.join("report.txt"))?;
+    check(status.success(), || format!("status {status:?}\n{printed}"))?;
+    let again = report(&[], dir);
+    check(again.status.success(), || show(&again))?;
+    check(
+        printed.as_bytes() == again.stdout && printed.contains("src/lib.rs"),
+        || format!("the run printed:\n{printed}\n`report` printed:\n{}", show(&again)),
+    )
 }
 
 /// The binary run directly (`cargo-sfl --version`, as install scripts and version checks do)

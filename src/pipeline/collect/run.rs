@@ -80,6 +80,7 @@ impl Session<'_> {
         let progress = RunProgress::new(todo.len());
         std::thread::scope(|scope| {
             scope.spawn(|| progress.tick_until_done(jobs, self.built));
+            let _done = progress.done_on_drop();
             let needs: Vec<_> = todo.iter().map(|&i| self.settings[i].needs).collect();
             crate::schedule::run_limited(
                 &todo,
@@ -111,7 +112,6 @@ impl Session<'_> {
                     done[todo[k]] = Some(r);
                 },
             );
-            progress.done();
         });
         let alone = self.run_alone(jobs, &todo, &mut done, &decode_total, &finished);
         let elapsed = started.elapsed();
