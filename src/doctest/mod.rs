@@ -219,7 +219,7 @@ fn suite(dir: &Path, output: &str, crate_name: String) -> DocSuite {
 
 /// One standalone doctest as rustdoc reported it. `sharing`: how many doctests rustdoc named
 /// with its file and line (their directories differ only by a counter in an order cargo sfl
-/// cannot see).
+/// cannot see: they are run only when their executables are one program, [`same_program`]).
 fn standalone(s: &mut DocSuite, dir: &Path, subdirs: &[String], output: &str, r: &parse::Reported, sharing: usize) {
     use parse::{Kind, Result as R};
     let failed = |why: &str| Some(parse::failure(output, &r.name).unwrap_or_else(|| why.to_string()));
@@ -239,12 +239,20 @@ fn standalone(s: &mut DocSuite, dir: &Path, subdirs: &[String], output: &str, r:
         (Kind::Run | Kind::ShouldPanic, _) => {
             let found = parse::file_and_line(&r.name).and_then(|(file, line)| {
                 let prefix = parse::dir_prefix(file, line);
-                let mut matching = subdirs.iter().filter(|d| {
-                    d.strip_prefix(&prefix)
-                        .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
-                });
-                let first = matching.next()?;
-                (matching.next().is_none() && sharing == 1).then(|| dir.join(first))
+                let mut matching: Vec<PathBuf> = subdirs
+                    .iter()
+                    .filter(|d| {
+                        d.strip_prefix(&prefix)
+                            .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+                    })
+                    .map(|d| dir.join(d))
+                    .collect();
+                matching.sort();
+                let alike = || {
+                    let exes: Vec<PathBuf> = matching.iter().map(|d| d.join("rust_out")).collect();
+                    matching.iter().all(|d| runnable(d)) && same_program(&exes)
+                };
+                (matching.len() == sharing && (sharing == 1 || alike())).then(|| matching.swap_remove(0))
             });
             match found.filter(|d| runnable(d)) {
                 Some(d) => s.tests.push(DocTest {
@@ -268,6 +276,43 @@ fn standalone(s: &mut DocSuite, dir: &Path, subdirs: &[String], output: &str, r:
             }
         }
     }
+}
+
+/// Whether the executables run one program: their code and data are byte for byte the same.
+/// rustdoc names the doctests of one code block documenting several items (a doc comment
+/// inlined on re-exports, typenum's `consts` module) with one file and line; their standalone
+/// executables then differ only in the doctest's function name (it carries the counter of the
+/// directory) and what is made from it (the build id, the coverage records' names), so any of
+/// them runs any of the doctests.
+fn same_program(exes: &[PathBuf]) -> bool {
+    use object::{Object as _, ObjectSection as _, SectionKind};
+    let contents = |exe: &PathBuf| -> Option<Vec<(String, Vec<u8>)>> {
+        let bytes = std::fs::read(exe).ok()?;
+        let file = object::File::parse(&*bytes).ok()?;
+        let mut sections = Vec::new();
+        for section in file.sections() {
+            let name = section.name().ok()?.to_string();
+            let program = matches!(
+                section.kind(),
+                SectionKind::Text
+                    | SectionKind::Data
+                    | SectionKind::ReadOnlyData
+                    | SectionKind::ReadOnlyDataWithRel
+                    | SectionKind::ReadOnlyString
+                    | SectionKind::Tls
+            );
+            // The instrumentation's records name (and hash) the doctest's own function.
+            if program && !name.starts_with("__llvm_") {
+                sections.push((name, section.data().ok()?.to_vec()));
+            }
+        }
+        Some(sections)
+    };
+    let mut programs = exes.iter().map(contents);
+    let Some(Some(first)) = programs.next() else {
+        return false;
+    };
+    !first.is_empty() && programs.all(|p| p.as_ref() == Some(&first))
 }
 
 /// Whether rustdoc compiled a doctest it reported failed: the runtool only "ran" it (a
@@ -513,5 +558,31 @@ mod tests {
             ]
         );
         assert!(suites[1].recorded.is_empty() && !suites[1].coverage);
+    }
+
+    /// Copies of one executable run one program, whatever their symbols say; a changed byte of
+    /// code does not.
+    #[test]
+    fn executables_differing_in_code_are_not_one_program() {
+        use object::{Object as _, ObjectSection as _};
+        let tmp = tempfile::tempdir().unwrap();
+        let exe = std::env::current_exe().unwrap();
+        let bytes = std::fs::read(&exe).unwrap();
+        let file = object::File::parse(&*bytes).unwrap();
+        let offset = |name: &str| file.section_by_name(name).and_then(|s| s.file_range()).unwrap().0 as usize;
+        let (text, symbols) = (offset(".text"), offset(".strtab"));
+        let copy = |name: &str, at: Option<usize>| {
+            let mut b = bytes.clone();
+            if let Some(i) = at {
+                b[i] ^= 0xff;
+            }
+            let path = tmp.path().join(name);
+            std::fs::write(&path, b).unwrap();
+            path
+        };
+        let (a, b) = (copy("a", None), copy("b", Some(symbols + 1)));
+        assert!(same_program(&[a.clone(), b.clone()]));
+        assert!(!same_program(&[a.clone(), b, copy("c", Some(text + 16))]));
+        assert!(!same_program(&[a, tmp.path().join("missing")]));
     }
 }

@@ -29,6 +29,10 @@ pub fn trials() -> Vec<Trial> {
         Trial::test("doctests::few_alone_or_all_merged_into_one_executable", all_merged),
         Trial::test("doctests::built_while_the_other_tests_run", built_meanwhile),
         Trial::test("doctests::built_ahead_once_the_library_is", built_ahead),
+        Trial::test(
+            "doctests::one_block_on_several_items_runs_for_each",
+            one_block_several_items,
+        ),
     ]);
     trials
 }
@@ -469,4 +473,52 @@ fn built_ahead() -> Result {
     check(with_head_start == without, || {
         format!("ahead:\n{:#?}\nafter:\n{:#?}", with_head_start.0, without.0)
     })
+}
+
+/// One doc block on a `pub use` of two items is three doctests named with one file and line
+/// (`shapes`, `shapes::A`, `shapes::B`), built one executable each in directories told apart
+/// only by a counter: the executables run one program, so each doctest runs (they used to be
+/// recorded as not run, and the crate's only failing tests with them). Two macro-made doc
+/// blocks on one line with different code stay not run, saying why: which executable is
+/// whose cannot be known.
+fn one_block_several_items() -> Result {
+    let tmp = lib_crate(
+        "dup",
+        "",
+        "pub mod inner {\n    pub struct A;\n    pub struct B;\n}\n\n\
+         pub mod shapes {\n    /// ```\n    /// assert_eq!(dup::double(2), 4);\n    /// ```\n    pub use crate::inner::{A, B};\n}\n\n\
+         pub fn double(x: u32) -> u32 {\n    x * 3\n}\n\n\
+         macro_rules! offset {\n    ($name:ident, $by:expr, $want:expr) => {\n        \
+         #[doc = concat!(\"```\\nassert_eq!(dup::\", stringify!($name), \"(1), \", stringify!($want), \");\\n```\")]\n        \
+         pub fn $name(x: u32) -> u32 {\n            x + $by\n        }\n    };\n}\n\n\
+         #[rustfmt::skip]\nmod offsets { offset!(plus_one, 1, 2); offset!(plus_two, 2, 4); }\npub use offsets::*;\n",
+    )?;
+    let dir = tmp.path();
+    let out = sfl(&["--format", "json", "-m", "ochiai"], dir);
+    check(out.status.code() == Some(0), || show(&out))?;
+    let report = json(&out)?;
+    let outcome = |name: &str| -> (String, String) {
+        let t = report["tests"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|t| t["name"] == name);
+        let s = |k: &str| t.and_then(|t| t[k].as_str()).unwrap_or_default().to_string();
+        (s("outcome"), s("message"))
+    };
+    for item in ["shapes", "shapes::A", "shapes::B"] {
+        let (result, message) = outcome(&format!("src/lib.rs - {item} (line 7)"));
+        check(result == "failed" && message.contains("left: 6"), || {
+            format!("{item}: {result} {message}\n{}", show(&out))
+        })?;
+    }
+    for item in ["offsets::plus_one", "offsets::plus_two"] {
+        let (result, message) = outcome(&format!("src/lib.rs - {item} (line 27)"));
+        check(result == "ignored" && message.starts_with("not run"), || {
+            format!("{item}: {result} {message}\n{}", show(&out))
+        })?;
+    }
+    // `x * 3` (line 14) is first, from the three doctests' coverage.
+    let top = &report["rankings"][0]["units"][0];
+    check(top["line"] == 14 && top["ef"] == 3, || format!("top entry {top:#}"))
 }
