@@ -300,6 +300,23 @@ const CORPUS: &[Crate] = &[
         &[],
         "src/lib.rs",
     ),
+    krate(
+        "typenum",
+        "1.20.1",
+        &[
+            "one doc block on a pub use of several items (doctests named with one file and line)",
+            "a generated integration test of 1,743 tests",
+        ],
+        &[],
+        "src/lib.rs",
+    ),
+    krate(
+        "hexyl",
+        "0.16.0",
+        &["binary and library, CLI tests spawning the binary (assert_cmd)", "unit tests in the binary"],
+        &[],
+        "src/lib.rs",
+    ),
 ];
 
 /// The differences between the two tools that DESIGN.md and the user guide document: listed, not
