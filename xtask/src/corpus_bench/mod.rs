@@ -313,7 +313,10 @@ const CORPUS: &[Crate] = &[
     krate(
         "hexyl",
         "0.16.0",
-        &["binary and library, CLI tests spawning the binary (assert_cmd)", "unit tests in the binary"],
+        &[
+            "binary and library, CLI tests spawning the binary (assert_cmd)",
+            "unit tests in the binary",
+        ],
         &[],
         "src/lib.rs",
     ),
