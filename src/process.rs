@@ -28,6 +28,11 @@ static RUNNING: Mutex<Vec<u32>> = Mutex::new(Vec::new());
 /// interrupt too (their tests die with them) but not counted as tests.
 static SERVERS: Mutex<Vec<u32>> = Mutex::new(Vec::new());
 
+/// The process groups of builds running now (a cargo build, a doctests' head start), killed by
+/// an interrupt too: cargo sfl may be signalled alone (SIGTERM from `timeout`, an editor or CI),
+/// and they would build on without it.
+static BUILDS: Mutex<Vec<u32>> = Mutex::new(Vec::new());
+
 /// What an interrupt leaves behind, said after "killed N running tests; " (the pipeline sets
 /// it once results are being kept).
 static INTERRUPT_NOTE: Mutex<Option<String>> = Mutex::new(None);
@@ -85,8 +90,10 @@ pub fn kill_tests_on_interrupt() {
         for leader in &groups {
             crate::platform::kill_group(*leader);
         }
-        for server in SERVERS.lock().map(|s| s.to_vec()).unwrap_or_default() {
-            crate::platform::kill_group(server);
+        for helper in [&SERVERS, &BUILDS] {
+            for leader in helper.lock().map(|s| s.to_vec()).unwrap_or_default() {
+                crate::platform::kill_group(leader);
+            }
         }
         if let Ok(keep) = INTERRUPT_KEEP.lock()
             && let Some(keep) = keep.as_ref()
@@ -158,6 +165,25 @@ pub(crate) fn track_server(leader: u32) {
 pub(crate) fn untrack_server(leader: u32) {
     if let Ok(mut servers) = SERVERS.lock() {
         servers.retain(|&l| l != leader);
+    }
+}
+
+/// Starts `cmd` in a process group of its own that an interrupt kills ([`BUILDS`]), with no
+/// input (a process group in the background that read the terminal would be stopped); the
+/// caller that waits for it says when it ended ([`untrack_build`]).
+pub(crate) fn spawn_build(cmd: &mut Command) -> std::io::Result<std::process::Child> {
+    crate::platform::own_process_group(cmd);
+    cmd.stdin(Stdio::null());
+    let mut builds = BUILDS.lock().unwrap_or_else(PoisonError::into_inner);
+    let child = cmd.spawn()?;
+    builds.push(child.id());
+    Ok(child)
+}
+
+/// Forgets the build `leader` (it was waited for).
+pub(crate) fn untrack_build(leader: u32) {
+    if let Ok(mut builds) = BUILDS.lock() {
+        builds.retain(|&l| l != leader);
     }
 }
 

@@ -126,7 +126,7 @@ pub(super) fn stream(
 ) -> Result<Streamed, SflError> {
     // cargo's own lines and rustc's diagnostics are forwarded above the progress spinner.
     cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
-    let mut child = cmd.spawn().map_err(SflError::CargoSpawn)?;
+    let mut child = crate::process::spawn_build(&mut cmd).map_err(SflError::CargoSpawn)?;
     let stdout = child.stdout.take().expect("piped");
     let stderr = child.stderr.take().expect("piped");
     let forward = std::thread::spawn(move || {
@@ -171,7 +171,9 @@ pub(super) fn stream(
             _ => {}
         }
     }
-    let exit = child.wait().map_err(SflError::CargoWait)?;
+    let exit = child.wait().map_err(SflError::CargoWait);
+    crate::process::untrack_build(child.id());
+    let exit = exit?;
     let _ = forward.join();
     spinner.finish_and_clear();
     Ok(Streamed { exit, build_failed })

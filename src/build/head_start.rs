@@ -128,16 +128,17 @@ impl HeadStarts {
             let Ok(me) = crate::platform::current_exe() else {
                 return;
             };
-            let started = Command::new(me)
-                .args(&inv.args)
-                .current_dir(&inv.dir)
-                .env_clear()
-                .envs(inv.env.iter().map(|(k, v)| (k, v)))
-                .env(HEAD_START_ENV, nanos(std::time::SystemTime::now()).to_string())
-                .stdin(Stdio::null())
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .spawn();
+            // Not waited for: it ends on its own, or with this run when interrupted.
+            let started = crate::process::spawn_build(
+                Command::new(me)
+                    .args(&inv.args)
+                    .current_dir(&inv.dir)
+                    .env_clear()
+                    .envs(inv.env.iter().map(|(k, v)| (k, v)))
+                    .env(HEAD_START_ENV, nanos(std::time::SystemTime::now()).to_string())
+                    .stdout(Stdio::null())
+                    .stderr(Stdio::null()),
+            );
             if started.is_ok() {
                 crate::ui::detail(format!(
                     "the doctests of {} build while the other tests do",

@@ -49,6 +49,7 @@ pub fn trials() -> Vec<Trial> {
             "reliability::interrupt_kills_running_tests",
             interrupt_kills_running_tests,
         ),
+        Trial::test("reliability::interrupt_stops_the_build", interrupt_stops_the_build),
         Trial::test(
             "reliability::a_copied_workspace_ranks_as_before",
             a_copied_workspace_ranks_as_before,
@@ -815,6 +816,54 @@ fn interrupt_kills_running_tests() -> Result {
         .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
         .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
         .filter(|c| c.contains(dir.to_str().unwrap()) && c.contains("trim_indent_tab"))
+        .collect();
+    check(left.is_empty(), || format!("left running: {left:?}"))
+}
+
+/// SIGTERM to cargo sfl alone (as `timeout`, an editor or CI sends it) while it builds: the
+/// build (cargo and the build script it runs) ends with it, instead of building on without it,
+/// as it did when only tests were killed. The build script says it started, then sleeps.
+fn interrupt_stops_the_build() -> Result {
+    let tmp = lib_crate(
+        "slowbuild",
+        "",
+        "pub fn one() -> u8 {\n    1\n}\n\n#[test]\nfn is_one() {\n    assert_eq!(one(), 1);\n}\n",
+    )?;
+    let dir = tmp.path();
+    std::fs::write(
+        dir.join("build.rs"),
+        "fn main() {\n    let dir = std::env::var(\"CARGO_MANIFEST_DIR\").unwrap();\n    \
+         std::fs::write(std::path::Path::new(&dir).join(\"build-started\"), \"\").unwrap();\n    \
+         std::thread::sleep(std::time::Duration::from_secs(120));\n}\n",
+    )?;
+    let stderr = std::fs::File::create(dir.join("stderr.txt"))?;
+    let mut child = sfl_command(dir).stdout(Stdio::null()).stderr(stderr).spawn()?;
+    let started = Instant::now();
+    while !dir.join("build-started").exists() {
+        if started.elapsed() > Duration::from_secs(180) || child.try_wait()?.is_some() {
+            let _ = child.kill();
+            return Err(format!(
+                "the build script never started\n{}",
+                std::fs::read_to_string(dir.join("stderr.txt")).unwrap_or_default()
+            )
+            .into());
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let status = Command::new("kill").args(["-TERM", &child.id().to_string()]).status()?;
+    check(status.success(), || "kill failed".into())?;
+    let code = child.wait()?.code();
+    let seen = std::fs::read_to_string(dir.join("stderr.txt"))?;
+    check(code == Some(130) && seen.contains("interrupted"), || {
+        format!("exit {code:?}\n{seen}")
+    })?;
+    // Killed at once: nothing of the build is left a moment later.
+    std::thread::sleep(Duration::from_millis(300));
+    let left: Vec<String> = std::fs::read_dir("/proc")?
+        .flatten()
+        .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
+        .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
+        .filter(|c| c.contains(dir.to_str().unwrap()))
         .collect();
     check(left.is_empty(), || format!("left running: {left:?}"))
 }
