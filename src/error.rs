@@ -97,12 +97,17 @@ pub enum SflError {
     /// A bad `-E` filterset or nextest configuration.
     #[error(transparent)]
     Nextest(#[from] NextestError),
-    #[error("cannot write {what} to {}: {source}", path.display())]
+    // The reason is the error's source, which the binary prints after it (`{:#}`).
+    #[error("cannot write {what} to {}", path.display())]
     Output {
         what: &'static str,
         path: PathBuf,
         source: std::io::Error,
     },
+    /// Standard output was closed for writing or its device is full (`> /dev/full`); a closed
+    /// pipe (`| head`) is not an error.
+    #[error("cannot write {what} to standard output")]
+    Stdout { what: &'static str, source: std::io::Error },
     // The environment's failures below name their cause in their own text (none is an error
     // `source`, which the top-level report would print a second time).
     /// cargo sfl cannot find its own executable (cargo runs it as the rustc wrapper).
@@ -176,7 +181,7 @@ impl SflError {
             SflError::NoTests(_) => exit::NO_TESTS,
             SflError::BadSpectra { .. } => exit::BAD_SPECTRA,
             SflError::DiffBase(_) | SflError::Usage(_) | SflError::Nextest(_) => exit::USAGE,
-            SflError::Output { .. } => exit::OUTPUT,
+            SflError::Output { .. } | SflError::Stdout { .. } => exit::OUTPUT,
         }
     }
 }

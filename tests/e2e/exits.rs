@@ -217,6 +217,17 @@ fn report_rereads_saved_spectra() -> Result {
         &out.stderr,
         &["cannot write the HTML report to", "Cargo.toml/page"],
     )?;
+    // So is a full standard output (`> /dev/full`), and the reason is said once.
+    let full = std::fs::OpenOptions::new().write(true).open("/dev/full")?;
+    let out = sfl_command(dir).arg("report").stdout(full).output()?;
+    check_exit(
+        &out,
+        74,
+        &out.stderr,
+        &["cannot write the report to standard output: No space left on device"],
+    )?;
+    let said = String::from_utf8_lossy(&out.stderr);
+    check(said.matches("No space left").count() == 1, || show(&out))?;
 
     let spectra = dir.join("target/sfl/spectra.json");
     std::fs::write(&spectra, "{\"schema\": \"cargo-sfl-spectra/v1\", \"tests\": 3}")?;

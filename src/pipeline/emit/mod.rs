@@ -11,8 +11,6 @@ pub(crate) use read::history;
 use std::io::Write;
 use std::path::Path;
 
-use anyhow::Context;
-
 use crate::config::{Granularity, ReportConfig};
 use crate::error::{SflError, exit};
 use crate::rank::Analyses;
@@ -332,7 +330,13 @@ pub(super) fn write_output(path: Option<&Path>, text: &str) -> anyhow::Result<()
             match stdout.write_all(text.as_bytes()).and_then(|()| stdout.flush()) {
                 // A closed pipe (`cargo sfl | head`) is not an error.
                 Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
-                r => r.context("cannot write the report"),
+                r => r.map_err(|source| {
+                    SflError::Stdout {
+                        what: "the report",
+                        source,
+                    }
+                    .into()
+                }),
             }
         }
     }
