@@ -74,6 +74,11 @@ fn main() {
             &report,
         ),
     };
+    // An interrupt ends the process itself (exit 130, saying what it kept): what the run
+    // returned after it (the build it killed "failed") is its consequence, not the answer.
+    if cargo_sfl::process::interrupted() {
+        std::thread::sleep(std::time::Duration::from_secs(10));
+    }
     let code = match result {
         Ok(code) => code,
         Err(err) => {
