@@ -163,8 +163,13 @@ pub(crate) fn track_server(leader: u32) {
 
 /// Forgets the fork server `leader` (it ended).
 pub(crate) fn untrack_server(leader: u32) {
-    if let Ok(mut servers) = SERVERS.lock() {
-        servers.retain(|&l| l != leader);
+    forget(&SERVERS, leader);
+}
+
+/// Removes `leader` from `list`.
+fn forget(list: &Mutex<Vec<u32>>, leader: u32) {
+    if let Ok(mut leaders) = list.lock() {
+        leaders.retain(|&l| l != leader);
     }
 }
 
@@ -182,9 +187,7 @@ pub(crate) fn spawn_build(cmd: &mut Command) -> std::io::Result<std::process::Ch
 
 /// Forgets the build `leader` (it was waited for).
 pub(crate) fn untrack_build(leader: u32) {
-    if let Ok(mut builds) = BUILDS.lock() {
-        builds.retain(|&l| l != leader);
-    }
+    forget(&BUILDS, leader);
 }
 
 /// Forgets the process group `leader` once (it ended, or a kept process's test did: the same

@@ -11,7 +11,7 @@
 pub mod count;
 pub mod parse;
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 use crate::spectra::{Outcome, TestRecord};
@@ -206,21 +206,36 @@ fn suite(dir: &Path, output: &str, crate_name: String) -> DocSuite {
         let key = parse::file_and_line(name);
         reported.iter().filter(|r| parse::file_and_line(&r.name) == key).count()
     };
+    // Per group of directories of one file and line, whether they hold one program: read once,
+    // not once per doctest of the group.
+    let mut one_program = HashMap::new();
     for r in &reported {
         if seen.contains(&r.name) {
             continue;
         }
-        standalone(&mut s, dir, &subdirs, output, r, on_line(&r.name));
+        let sharing = Sharing {
+            count: on_line(&r.name),
+            one_program: &mut one_program,
+        };
+        standalone(&mut s, dir, &subdirs, output, r, sharing);
     }
     s.tests.sort_by(|a, b| a.name.cmp(&b.name));
     s.recorded.sort_by(|a, b| a.0.cmp(&b.0));
     s
 }
 
-/// One standalone doctest as rustdoc reported it. `sharing`: how many doctests rustdoc named
-/// with its file and line (their directories differ only by a counter in an order cargo sfl
-/// cannot see: they are run only when their executables are one program, [`same_program`]).
-fn standalone(s: &mut DocSuite, dir: &Path, subdirs: &[String], output: &str, r: &parse::Reported, sharing: usize) {
+/// The doctests rustdoc named with one doctest's file and line: their directories differ only by
+/// a counter in an order cargo sfl cannot see, so they are run only when their executables are
+/// one program ([`same_program`]).
+struct Sharing<'a> {
+    /// How many doctests share the file and line.
+    count: usize,
+    /// Whether the directories of a group (by its first) hold one program, as found so far.
+    one_program: &'a mut HashMap<PathBuf, bool>,
+}
+
+/// One standalone doctest as rustdoc reported it.
+fn standalone(s: &mut DocSuite, dir: &Path, subdirs: &[String], output: &str, r: &parse::Reported, sharing: Sharing) {
     use parse::{Kind, Result as R};
     let failed = |why: &str| Some(parse::failure(output, &r.name).unwrap_or_else(|| why.to_string()));
     match (r.kind, r.result) {
@@ -248,11 +263,15 @@ fn standalone(s: &mut DocSuite, dir: &Path, subdirs: &[String], output: &str, r:
                     .map(|d| dir.join(d))
                     .collect();
                 matching.sort();
-                let alike = || {
-                    let exes: Vec<PathBuf> = matching.iter().map(|d| d.join("rust_out")).collect();
-                    matching.iter().all(|d| runnable(d)) && same_program(&exes)
-                };
-                (matching.len() == sharing && (sharing == 1 || alike())).then(|| matching.swap_remove(0))
+                if matching.len() != sharing.count {
+                    return None;
+                }
+                let alike = sharing.count == 1
+                    || *sharing.one_program.entry(matching[0].clone()).or_insert_with(|| {
+                        let exes: Vec<PathBuf> = matching.iter().map(|d| d.join("rust_out")).collect();
+                        matching.iter().all(|d| runnable(d)) && same_program(&exes)
+                    });
+                alike.then(|| matching.swap_remove(0))
             });
             match found.filter(|d| runnable(d)) {
                 Some(d) => s.tests.push(DocTest {
@@ -269,8 +288,9 @@ fn standalone(s: &mut DocSuite, dir: &Path, subdirs: &[String], output: &str, r:
                     r.name.clone(),
                     Outcome::Ignored,
                     Some(format!(
-                        "not run: cargo sfl cannot find which executable rustdoc kept for it ({sharing} doctests \
-                         are named with this file and line)"
+                        "not run: cargo sfl cannot find which executable rustdoc kept for it ({} doctests \
+                         are named with this file and line)",
+                        sharing.count
                     )),
                 )),
             }

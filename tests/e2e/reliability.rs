@@ -811,13 +811,19 @@ fn interrupt_kills_running_tests() -> Result {
         || format!("exit {code:?}\n{seen}"),
     )?;
     std::thread::sleep(Duration::from_millis(300));
-    let left: Vec<String> = std::fs::read_dir("/proc")?
+    let left = running_with(&[dir.to_str().unwrap(), "trim_indent_tab"])?;
+    check(left.is_empty(), || format!("left running: {left:?}"))
+}
+
+/// The command lines of the processes running now whose command line contains every one of
+/// `parts`.
+fn running_with(parts: &[&str]) -> std::io::Result<Vec<String>> {
+    Ok(std::fs::read_dir("/proc")?
         .flatten()
         .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
         .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
-        .filter(|c| c.contains(dir.to_str().unwrap()) && c.contains("trim_indent_tab"))
-        .collect();
-    check(left.is_empty(), || format!("left running: {left:?}"))
+        .filter(|c| parts.iter().all(|p| c.contains(p)))
+        .collect())
 }
 
 /// SIGTERM to cargo sfl alone (as `timeout`, an editor or CI sends it) while it builds: the
@@ -859,12 +865,7 @@ fn interrupt_stops_the_build() -> Result {
     })?;
     // Killed at once: nothing of the build is left a moment later.
     std::thread::sleep(Duration::from_millis(300));
-    let left: Vec<String> = std::fs::read_dir("/proc")?
-        .flatten()
-        .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
-        .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
-        .filter(|c| c.contains(dir.to_str().unwrap()))
-        .collect();
+    let left = running_with(&[dir.to_str().unwrap()])?;
     check(left.is_empty(), || format!("left running: {left:?}"))
 }
 
