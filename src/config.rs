@@ -102,9 +102,34 @@ pub struct Selection {
     /// `--message-format json`: the build's cargo messages go to stdout as cargo prints them
     /// (how the report is written, not what is built: the next run's selection ignores it).
     pub cargo_messages: bool,
+    /// `--locked`, `--offline`, `--frozen`: how cargo may resolve and fetch dependencies, given
+    /// to every cargo command (not what is built: the next run's selection ignores them).
+    pub locked: bool,
+    pub offline: bool,
+    pub frozen: bool,
+    /// `--config KEY=VALUE` (or a file): cargo configuration given to every cargo command.
+    pub cargo_config: Vec<String>,
 }
 
 impl Selection {
+    /// cargo's own options for every cargo command of the run ([`Selection::locked`] and the
+    /// others), as `cargo test` takes them.
+    pub fn cargo_flags(&self) -> Vec<String> {
+        let mut flags: Vec<String> = [
+            ("--locked", self.locked),
+            ("--offline", self.offline),
+            ("--frozen", self.frozen),
+        ]
+        .into_iter()
+        .filter(|&(_, on)| on)
+        .map(|(flag, _)| flag.to_string())
+        .collect();
+        for c in &self.cargo_config {
+            flags.extend(["--config".to_string(), c.clone()]);
+        }
+        flags
+    }
+
     /// Whether doctests are run: as `cargo test` does, when no target is selected (or with
     /// `--doc`), unless `--no-doctests`.
     pub fn doctests(&self) -> bool {

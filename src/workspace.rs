@@ -23,16 +23,24 @@ pub struct Workspace {
     /// the two kinds of build must not share one).
     pub build_dir: PathBuf,
     pub members: Vec<Package>,
+    /// cargo's own options for every cargo command on it (`--locked`, `--offline`, `--frozen`,
+    /// `--config`: [`Selection::cargo_flags`]).
+    pub cargo_flags: Vec<String>,
     /// The members a plain `cargo test` in a virtual workspace tests (`default-members`, or
     /// every member).
     default_members: Vec<cargo_metadata::PackageId>,
 }
 
 impl Workspace {
-    /// Runs `cargo metadata` for the selection's manifest.
-    pub fn load(manifest_path: Option<&Path>, target_dir: Option<&Path>) -> Result<Self, SflError> {
+    /// Runs `cargo metadata` for the selection's manifest, with cargo's own options
+    /// `cargo_flags` ([`Selection::cargo_flags`]).
+    pub fn load(
+        manifest_path: Option<&Path>,
+        target_dir: Option<&Path>,
+        cargo_flags: Vec<String>,
+    ) -> Result<Self, SflError> {
         let mut cmd = MetadataCommand::new();
-        cmd.no_deps();
+        cmd.no_deps().other_options(cargo_flags.clone());
         if let Some(p) = manifest_path {
             // Through a symbolic link, the manifest's path is not the one the compiler records
             // (it runs in the package's directory, whose path the system gives resolved):
@@ -67,6 +75,7 @@ impl Workspace {
             target_dir,
             cargo_target_dir: meta.target_directory.into_std_path_buf(),
             members,
+            cargo_flags,
             default_members,
         })
     }

@@ -237,6 +237,7 @@ pub(super) fn is_library(t: &cargo_metadata::Target) -> bool {
 }
 
 pub(super) fn cargo_selection_args(cmd: &mut Command, s: &Selection, ws: &Workspace) {
+    cmd.args(&ws.cargo_flags);
     if let Some(p) = &s.manifest_path {
         cmd.arg("--manifest-path").arg(p);
     }

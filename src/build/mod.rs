@@ -79,7 +79,7 @@ pub fn build(
         }
     }
     built.tests.sort_by(|a, b| a.id.cmp(&b.id));
-    let mut config = config_env(&ws.root);
+    let mut config = config_env(&ws.root, &select.cargo_config);
     answer_insta(&mut config, &ws.root, std::env::var_os(INSTA_ROOT).is_some());
     for t in &mut built.tests {
         t.env = config.clone();
@@ -157,7 +157,10 @@ fn forget_other_roots(ws: &Workspace, select: &Selection) -> Result<(), SflError
 /// cannot, the whole profile directory goes (dependencies are rebuilt too).
 fn clean_members(ws: &Workspace, select: &Selection, profile_dir: &Path) -> Result<(), SflError> {
     let mut cmd = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
-    cmd.arg("clean").arg("--target-dir").arg(&ws.build_dir);
+    cmd.arg("clean")
+        .args(&ws.cargo_flags)
+        .arg("--target-dir")
+        .arg(&ws.build_dir);
     if let Some(p) = &select.manifest_path {
         cmd.arg("--manifest-path").arg(p);
     }
@@ -189,11 +192,14 @@ fn clean_members(ws: &Workspace, select: &Selection, profile_dir: &Path) -> Resu
     }
 }
 
-/// The `[env]` tables of cargo's configuration files that apply in `dir` (`.cargo/config.toml`
-/// or `.cargo/config` in it and every parent, then `$CARGO_HOME/config.toml`; nearer files
-/// win), as cargo applies them: a variable the environment already has is kept unless
-/// `force = true`; `relative = true` resolves the value against the directory holding `.cargo`.
-fn config_env(dir: &Path) -> Vec<(String, String)> {
+/// The `[env]` tables of cargo's configuration that apply in `dir`: its configuration files
+/// (`.cargo/config.toml` or `.cargo/config` in it and every parent, then
+/// `$CARGO_HOME/config.toml`; nearer files win), then the `--config` values `cli` (a file, or a
+/// `KEY=VALUE` TOML line), which win over every file, later ones over earlier ones. As cargo
+/// applies them: a variable the environment already has is kept unless `force = true`;
+/// `relative = true` resolves the value against the directory holding `.cargo` (for a
+/// `KEY=VALUE` line, the current directory).
+fn config_env(dir: &Path, cli: &[String]) -> Vec<(String, String)> {
     let mut files: Vec<PathBuf> = dir
         .ancestors()
         .flat_map(|d| [d.join(".cargo/config.toml"), d.join(".cargo/config")])
@@ -208,16 +214,26 @@ fn config_env(dir: &Path) -> Vec<(String, String)> {
             files.push(file);
         }
     }
-    let mut env: Vec<(String, String)> = Vec::new();
+    let read = |file: &Path| -> Option<(toml::Table, PathBuf)> {
+        let table = std::fs::read_to_string(file).ok()?.parse::<toml::Table>().ok()?;
+        Some((table, file.parent().and_then(Path::parent).unwrap_or(dir).to_path_buf()))
+    };
     // Farthest first, so nearer files override.
-    for file in files.iter().rev() {
-        let Ok(table) = std::fs::read_to_string(file).map(|t| t.parse::<toml::Table>()) else {
+    let from_files = files.iter().rev().filter_map(|f| read(f));
+    let from_cli = cli.iter().filter_map(|value| {
+        let path = Path::new(value);
+        if path.is_file() {
+            read(path)
+        } else {
+            let here = std::env::current_dir().unwrap_or_else(|_| dir.to_path_buf());
+            Some((value.parse::<toml::Table>().ok()?, here))
+        }
+    });
+    let mut env: Vec<(String, String)> = Vec::new();
+    for (mut table, base) in from_files.chain(from_cli) {
+        let Some(toml::Value::Table(vars)) = table.remove("env") else {
             continue;
         };
-        let Some(toml::Value::Table(vars)) = table.ok().and_then(|mut t| t.remove("env")) else {
-            continue;
-        };
-        let base = file.parent().and_then(Path::parent).unwrap_or(dir);
         for (key, value) in vars {
             let (value, force, relative) = match value {
                 toml::Value::String(v) => (v, false, false),
@@ -246,6 +262,32 @@ fn config_env(dir: &Path) -> Vec<(String, String)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn config_values_on_the_command_line_win_over_files() {
+        let ws = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(ws.path().join(".cargo")).unwrap();
+        std::fs::write(
+            ws.path().join(".cargo/config.toml"),
+            "[env]\nSFL_T_FILE = 'file'\nSFL_T_BOTH = 'file'\n",
+        )
+        .unwrap();
+        let extra = ws.path().join("extra.toml");
+        std::fs::write(&extra, "[env]\nSFL_T_EXTRA = { value = 'x', relative = true }\n").unwrap();
+        let cli = [
+            "env.SFL_T_BOTH = 'cli'".to_string(),
+            extra.to_string_lossy().into_owned(),
+            "not toml at all".to_string(),
+        ];
+        let env = config_env(ws.path(), &cli);
+        let get = |k: &str| env.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone());
+        assert_eq!(get("SFL_T_FILE").as_deref(), Some("file"));
+        assert_eq!(get("SFL_T_BOTH").as_deref(), Some("cli"));
+        // A file given to --config resolves like any configuration file: against its
+        // directory's parent.
+        let parent = ws.path().parent().unwrap().join("x");
+        assert_eq!(get("SFL_T_EXTRA"), Some(parent.to_string_lossy().into_owned()));
+    }
 
     #[test]
     fn insta_gets_the_workspace_root_unless_it_is_given_one() {

@@ -135,6 +135,21 @@ pub struct SelectionArgs {
     /// Directory for the instrumented build [default: <target-dir>/sfl].
     #[arg(long, value_name = "DIR", help_heading = "Compilation options")]
     pub target_dir: Option<PathBuf>,
+
+    /// Assert that Cargo.lock will remain unchanged (given to every cargo command, as with
+    /// `cargo test --locked`).
+    #[arg(long, help_heading = "Manifest options")]
+    pub locked: bool,
+    /// Run without accessing the network.
+    #[arg(long, help_heading = "Manifest options")]
+    pub offline: bool,
+    /// Equivalent to specifying both --locked and --offline.
+    #[arg(long, help_heading = "Manifest options")]
+    pub frozen: bool,
+    /// Override a cargo configuration value (KEY=VALUE, or a configuration file), as cargo's
+    /// `--config` does; repeatable.
+    #[arg(long = "config", value_name = "KEY=VALUE|PATH", help_heading = "Manifest options")]
+    pub cargo_config: Vec<String>,
 }
 
 /// nextest's test selection and configuration.
@@ -267,6 +282,10 @@ impl From<SelectionArgs> for config::Selection {
             standalone_doctests: s.standalone_doctests,
             merged_doctests: s.merged_doctests,
             cargo_messages: false,
+            locked: s.locked,
+            offline: s.offline,
+            frozen: s.frozen,
+            cargo_config: s.cargo_config,
         }
     }
 }

@@ -29,7 +29,7 @@ impl WorkspaceCopy {
         let src = base.join("src");
         let manifest = copy_manifest(ws, asked, &src)?;
         let target = base.join("target");
-        let copy_ws = Workspace::load(Some(&manifest), Some(&target))?;
+        let copy_ws = Workspace::load(Some(&manifest), Some(&target), ws.cargo_flags.clone())?;
         Ok(WorkspaceCopy {
             base,
             src,

@@ -55,6 +55,7 @@ pub fn mutate(cfg: &RunConfig, spectra: &Spectra, lines: &[(String, u32)]) -> Re
     let ws = Workspace::load(
         cfg.selection.manifest_path.as_deref(),
         cfg.selection.target_dir.as_deref(),
+        cfg.selection.cargo_flags(),
     )?;
     // Doctests are not rebuilt for the mutants: a run whose failures are all doctests has
     // nothing to compare.

@@ -22,7 +22,8 @@ impl Graph {
     /// Runs `cargo metadata` (with dependencies) for the workspace.
     pub fn load(ws: &Workspace) -> Result<Self, NextestError> {
         let mut cmd = guppy::MetadataCommand::new();
-        cmd.manifest_path(ws.root.join("Cargo.toml"));
+        cmd.manifest_path(ws.root.join("Cargo.toml"))
+            .other_options(ws.cargo_flags.clone());
         let graph = cmd.build_graph().map_err(|e| NextestError::Graph(e.to_string()))?;
         Ok(Graph { graph })
     }

@@ -56,6 +56,7 @@ fn write_junit(cfg: &RunConfig, spectra: &Spectra) -> anyhow::Result<()> {
             let ws = Workspace::load(
                 cfg.selection.manifest_path.as_deref(),
                 cfg.selection.target_dir.as_deref(),
+                cfg.selection.cargo_flags(),
             )?;
             match crate::nextest::Nextest::junit_path(&ws, &cfg.nextest)? {
                 Some(p) => p,
@@ -147,7 +148,7 @@ fn load_saved(
     let (path, root) = match spectra {
         Some(p) => (p.to_path_buf(), local_root(manifest_path)?),
         None => {
-            let ws = Workspace::load(manifest_path, None)?;
+            let ws = Workspace::load(manifest_path, None, Vec::new())?;
             (ws.spectra_path(), ws.root)
         }
     };
@@ -321,7 +322,7 @@ fn load_with(path: &Path, edges: EdgeProfiles) -> Result<Spectra, SflError> {
 /// file names: a saved file may come from elsewhere (a CI artifact, whose runner's paths do
 /// not exist here), and a root of `/` would let its units name any file on the machine.
 fn local_root(manifest_path: Option<&Path>) -> Result<PathBuf, SflError> {
-    match Workspace::load(manifest_path, None) {
+    match Workspace::load(manifest_path, None, Vec::new()) {
         Ok(ws) => Ok(ws.root),
         Err(e) if manifest_path.is_some() => Err(e),
         Err(_) => {

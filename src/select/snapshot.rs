@@ -31,6 +31,8 @@ pub fn look(files: BTreeMap<String, FileState>, cfg: &RunConfig, rustc: &str) ->
     selection.target_dir = None;
     // Where cargo's messages go is not what the run builds.
     selection.cargo_messages = false;
+    // Nor whether cargo may touch the lockfile or the network (`--config` may change it: kept).
+    (selection.locked, selection.offline, selection.frozen) = (false, false, false);
     let exec = &cfg.execution;
     part(
         "selection".into(),

@@ -1,18 +1,22 @@
 //! Target selection as `cargo test` has it: `--examples`, `--example NAME`, `--benches`,
 //! `--bench NAME` and `--all-targets` build those targets with the test harness and run their
-//! tests (and no doctests), each test in its own process like any other.
+//! tests (and no doctests), each test in its own process like any other; cargo's own options
+//! (`--locked`, `--offline`, `--frozen`, `--config`) reach every cargo command of a run.
 
 use std::collections::BTreeSet;
 
 use libtest_mimic::Trial;
 
-use crate::support::{Result, check, copy_fixture, sfl, show};
+use crate::support::{Result, check, check_exit, copy_fixture, lib_crate, sfl, show};
 
 pub fn trials() -> Vec<Trial> {
-    vec![Trial::test(
-        "targets::examples_and_all_targets",
-        examples_and_all_targets,
-    )]
+    vec![
+        Trial::test("targets::examples_and_all_targets", examples_and_all_targets),
+        Trial::test(
+            "targets::cargo_options_reach_every_cargo_command",
+            cargo_options_reach_every_cargo_command,
+        ),
+    ]
 }
 
 /// The tests (`binary name`) a run with `args` ran on self-dev-dep, from its saved spectra.
@@ -63,4 +67,53 @@ fn examples_and_all_targets() -> Result {
     check(benches == lib && lib.len() == 6, || {
         format!("--benches ran {benches:?}")
     })
+}
+
+/// As with `cargo test`: `--config` changes the build (a test profile without debug
+/// assertions), and `--locked` refuses a Cargo.lock that needs updating, with cargo's reason, the
+/// lockfile left as it was. Before, each was an unknown argument (exit 2).
+fn cargo_options_reach_every_cargo_command() -> Result {
+    let lib_rs = "pub fn checked() -> bool { cfg!(debug_assertions) }\n\
+                  #[cfg(test)]\nmod tests {\n\
+                  #[test] fn unchecked() { assert!(!super::checked()); }\n\
+                  #[test] fn other() {}\n}\n";
+    let tmp = lib_crate("fixture-cargo-options", "", lib_rs)?;
+    let dir = tmp.path();
+    // Debug assertions on (the default): `unchecked` fails, and a report is written.
+    let out = sfl(&["--offline"], dir);
+    check_exit(
+        &out,
+        0,
+        &out.stdout,
+        &["FAILED    fixture-cargo-options tests::unchecked"],
+    )?;
+    // Off through --config: every test passes (exit 3), so the option reached the build and
+    // the changed flags made the run select every test again.
+    let out = sfl(&["--frozen", "--config", "profile.dev.debug-assertions=false"], dir);
+    check_exit(&out, 3, &out.stderr, &["every test"])?;
+    // A path dependency the lockfile does not have yet.
+    let lock = std::fs::read_to_string(dir.join("Cargo.lock"))?;
+    std::fs::create_dir_all(dir.join("helper/src"))?;
+    std::fs::write(
+        dir.join("helper/Cargo.toml"),
+        "[package]\nname = \"helper\"\nversion = \"0.1.0\"\nedition = \"2021\"\n",
+    )?;
+    std::fs::write(dir.join("helper/src/lib.rs"), "")?;
+    let manifest = dir.join("Cargo.toml");
+    let text = std::fs::read_to_string(&manifest)?;
+    std::fs::write(
+        &manifest,
+        text.replace(
+            "[workspace]",
+            "[dependencies]\nhelper = { path = \"helper\" }\n\n[workspace]",
+        ),
+    )?;
+    let out = sfl(&["--locked"], dir);
+    check_exit(&out, 101, &out.stderr, &["--locked", "the instrumented build failed"])?;
+    check(std::fs::read_to_string(dir.join("Cargo.lock"))? == lock, || {
+        "--locked let the lockfile change".to_string()
+    })?;
+    // Without it, cargo may update the lockfile, as `cargo test` does.
+    let out = sfl(&[], dir);
+    check(out.status.code() == Some(0), || show(&out))
 }

@@ -179,6 +179,7 @@ fn open(cfg: &RunConfig) -> anyhow::Result<(Workspace, Nextest)> {
     let ws = Workspace::load(
         cfg.selection.manifest_path.as_deref(),
         cfg.selection.target_dir.as_deref(),
+        cfg.selection.cargo_flags(),
     )?;
     setup::check_packages(&ws, &cfg.selection.package)?;
     let nextest = setup::nextest_setup(&ws, cfg)?;

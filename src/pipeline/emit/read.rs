@@ -93,7 +93,7 @@ pub(crate) fn history<'a>(root: &Path, files: impl Iterator<Item = &'a String>) 
 /// The workspace's members as cargo's messages name them (none when `cargo metadata` fails:
 /// then no suspect can be attributed, and a warning says so).
 fn packages(root: &Path) -> Vec<crate::report::disk::Package> {
-    match crate::workspace::Workspace::load(Some(&root.join("Cargo.toml")), None) {
+    match crate::workspace::Workspace::load(Some(&root.join("Cargo.toml")), None, Vec::new()) {
         Ok(ws) => ws
             .members
             .into_iter()
