@@ -37,6 +37,9 @@ fn main() {
         argv.insert(1.min(argv.len()), "sfl".into());
     }
     let Cargo::Sfl(args) = Cargo::parse_from(argv);
+    if let Err(usage) = args.check() {
+        usage.exit()
+    }
     cargo_sfl::ui::init(args.color(), args.verbosity());
     cargo_sfl::process::end_interrupted_with(|note, code| {
         // Straight to stderr, ignoring a closed pipe: the terminal's progress bar may be

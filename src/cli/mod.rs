@@ -1,6 +1,7 @@
 //! Command-line arguments (clap derive, as a cargo subcommand), their validation, and their
 //! conversion into the plain [`crate::config`] types the library reads.
 
+mod harness;
 mod output;
 mod run;
 mod subcommands;
@@ -52,6 +53,17 @@ pub struct SflArgs {
 }
 
 impl SflArgs {
+    /// What clap cannot check itself: the test harness's arguments after `--` (a usage error,
+    /// for the binary to print and exit 2 with, as clap's own).
+    pub fn check(&self) -> Result<(), clap::Error> {
+        let run = match &self.command {
+            Some(Command::Eval(e)) => &e.run,
+            _ => &self.run,
+        };
+        run.check()
+            .map_err(|why| <Cargo as clap::CommandFactory>::command().error(clap::error::ErrorKind::InvalidValue, why))
+    }
+
     pub fn verbosity(&self) -> Verbosity {
         match (self.quiet, self.verbose) {
             (true, _) => Verbosity::Quiet,
@@ -151,7 +163,7 @@ mod tests {
         assert_eq!(c.selection.package, vec!["foo"]);
         assert_eq!(c.selection.test, vec!["it"]);
         assert_eq!(c.execution.jobs, Some(3));
-        assert_eq!(c.filter.as_deref(), Some("t1"));
+        assert_eq!(c.filter, crate::config::NameFilter::substring(Some("t1".into())));
         assert_eq!(
             c.report.measures.iter().map(|m| m.name).collect::<Vec<_>>(),
             vec!["dstar2"]

@@ -27,9 +27,23 @@ pub struct RunArgs {
 
     #[command(flatten)]
     pub output: OutputArgs,
+
+    /// Arguments for the test harness, as `cargo test -- ARGS` takes them: name filters (a test
+    /// runs when its name contains one), `--exact`, `--skip NAME`, `--ignored` (only #[ignore]d
+    /// tests), `--include-ignored`, `--test-threads N` (as -j N). libtest's output options
+    /// (`--nocapture`, `--show-output`, `--color`, `--format`, `-q`) have no effect: every
+    /// test's output is captured and failing tests' is shown in the report.
+    #[arg(last = true, value_name = "ARGS")]
+    pub harness_args: Vec<String>,
 }
 
 impl RunArgs {
+    /// Checks the test harness's arguments (after `--`): the error says which one is wrong.
+    pub fn check(&self) -> Result<(), String> {
+        super::harness::parse(&self.harness_args).map(|_| ())
+    }
+
+    /// The run's configuration; the harness's arguments are taken as [`RunArgs::check`]ed.
     pub fn into_config(self) -> RunConfig {
         let mut selection: config::Selection = self.select.into();
         // `cargo test NAME` runs no doctests (only `cargo test --doc NAME` filters them: cargo
@@ -39,10 +53,27 @@ impl RunArgs {
         }
         let report = self.output.into_config();
         selection.cargo_messages = report.format == config::Format::CargoJson;
+        let harness = super::harness::parse(&self.harness_args).unwrap_or_default();
+        if !harness.no_effect.is_empty() {
+            crate::ui::warn(format!(
+                "{} after `--` has no effect: cargo sfl captures every test's output and shows \
+                 failing tests' in the report",
+                harness.no_effect.join(", ")
+            ));
+        }
+        let mut filter = config::NameFilter::substring(self.filter);
+        filter.patterns.extend(harness.patterns);
+        filter.exact = harness.exact;
+        filter.skip = harness.skip;
+        let mut execution: config::Execution = self.exec.into();
+        if let Some(ignored) = harness.ignored {
+            execution.ignored = ignored;
+        }
+        execution.jobs = execution.jobs.or(harness.test_threads);
         RunConfig {
             selection,
-            execution: self.exec.into(),
-            filter: self.filter,
+            execution,
+            filter,
             nextest: crate::nextest::Options {
                 filtersets: self.nextest.filterset,
                 config: self.nextest.nextest_config,
@@ -295,7 +326,11 @@ impl From<ExecutionArgs> for config::Execution {
         config::Execution {
             jobs: e.jobs,
             test_timeout: e.test_timeout,
-            include_ignored: e.include_ignored,
+            ignored: if e.include_ignored {
+                config::Ignored::Include
+            } else {
+                config::Ignored::Skip
+            },
             retries: e.retries,
             alone_rerun: !e.no_alone_rerun,
             rerun: e.rerun,

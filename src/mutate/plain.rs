@@ -148,7 +148,7 @@ pub(super) fn run_all(
             let job = crate::run::Job {
                 binary: t.binary,
                 name: t.name.clone(),
-                ignored: cfg.execution.include_ignored,
+                ignored: cfg.execution.ignored != crate::config::Ignored::Skip,
             };
             let dir = copy.base.join("runs").join(i.to_string());
             let limits = crate::run::Limits {

@@ -37,10 +37,10 @@ pub fn look(files: BTreeMap<String, FileState>, cfg: &RunConfig, rustc: &str) ->
     part(
         "selection".into(),
         &format!(
-            "{selection:?} filter={:?} expr={:?} ignored={} partition={:?} edges={} retries={:?} timeout={:?}",
+            "{selection:?} filter={:?} expr={:?} ignored={:?} partition={:?} edges={} retries={:?} timeout={:?}",
             cfg.filter,
             cfg.nextest.filtersets,
-            exec.include_ignored,
+            exec.ignored,
             exec.partition.map(|p| p.to_string()),
             !exec.no_edges,
             exec.retries,

@@ -1,7 +1,8 @@
 //! Target selection as `cargo test` has it: `--examples`, `--example NAME`, `--benches`,
 //! `--bench NAME` and `--all-targets` build those targets with the test harness and run their
 //! tests (and no doctests), each test in its own process like any other; cargo's own options
-//! (`--locked`, `--offline`, `--frozen`, `--config`) reach every cargo command of a run.
+//! (`--locked`, `--offline`, `--frozen`, `--config`) reach every cargo command of a run, and
+//! the test harness's arguments after `--` select tests as libtest would.
 
 use std::collections::BTreeSet;
 
@@ -15,6 +16,10 @@ pub fn trials() -> Vec<Trial> {
         Trial::test(
             "targets::cargo_options_reach_every_cargo_command",
             cargo_options_reach_every_cargo_command,
+        ),
+        Trial::test(
+            "targets::harness_arguments_after_double_dash",
+            harness_arguments_after_double_dash,
         ),
     ]
 }
@@ -116,4 +121,41 @@ fn cargo_options_reach_every_cargo_command() -> Result {
     // Without it, cargo may update the lockfile, as `cargo test` does.
     let out = sfl(&[], dir);
     check(out.status.code() == Some(0), || show(&out))
+}
+
+/// `cargo sfl -- ARGS` selects the tests `cargo test -- ARGS` runs: name filters (any of them),
+/// `--exact`, `--skip`, `--ignored` (only #[ignore]d tests), the positional filter added to the
+/// others; libtest's output options are accepted with a warning, its other options refused
+/// (exit 2). Before, every argument after `--` was taken as one name filter, so `-- --ignored`
+/// said "no tests matched the filter `--ignored`" (exit 4).
+fn harness_arguments_after_double_dash() -> Result {
+    let lib_rs = "#[cfg(test)]\nmod tests {\n\
+                  #[test] fn a_one() {}\n\
+                  #[test] fn a_two() {}\n\
+                  #[test] fn b_one() {}\n\
+                  #[test] #[ignore] fn slow() {}\n}\n";
+    let tmp = lib_crate("fixture-harness-args", "", lib_rs)?;
+    let dir = tmp.path();
+    let names =
+        |v: &[&str]| -> BTreeSet<String> { v.iter().map(|n| format!("fixture-harness-args tests::{n}")).collect() };
+    for (args, expected) in [
+        (&["--", "a_"][..], names(&["a_one", "a_two"])),
+        (&["--", "two", "b_"], names(&["a_two", "b_one"])),
+        (&["--", "--exact", "tests::a_one", "a_two"], names(&["a_one"])),
+        (&["--", "--skip", "two", "--skip=b_"], names(&["a_one", "slow"])),
+        (&["--", "--ignored"], names(&["slow"])),
+        (&["--", "--include-ignored", "--skip", "a_"], names(&["b_one", "slow"])),
+        (&["b_", "--", "a_one"], names(&["a_one", "b_one"])),
+        (&["--", "--test-threads=1", "--nocapture", "b_one"], names(&["b_one"])),
+    ] {
+        let ran = tests_run(dir, args)?;
+        // An #[ignore]d test the filters take is recorded (as ignored) without running.
+        check(ran == expected, || {
+            format!("{args:?} recorded {ran:?}, expected {expected:?}")
+        })?;
+    }
+    let out = sfl(&["--", "--nocapture"], dir);
+    check_exit(&out, 3, &out.stderr, &["--nocapture after `--` has no effect"])?;
+    let out = sfl(&["--", "--list"], dir);
+    check_exit(&out, 2, &out.stderr, &["`--list` after `--` is not supported"])
 }

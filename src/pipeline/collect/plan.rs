@@ -1,7 +1,7 @@
 //! Which tests to run: every binary's listing, filtered by name, ignored tests set aside, in
 //! one canonical order, and the shard's share of them.
 
-use crate::config::Partition;
+use crate::config::{Ignored, NameFilter, Partition};
 use crate::list::Listing;
 use crate::run::Job;
 use crate::spectra::{Outcome, TestRecord};
@@ -19,23 +19,28 @@ pub struct Plan {
     pub selected: usize,
 }
 
-/// Plans the jobs: `listings[b]` lists `binaries[b]`; a test runs when its name contains
-/// `filter` and `selects(b, name)` (the filtersets) takes it, as nextest intersects the two.
+/// Plans the jobs: `listings[b]` lists `binaries[b]`; a test runs when `filter` takes its name
+/// and `selects(b, name)` (the filtersets) takes it, as nextest intersects the two; `#[ignore]`d
+/// tests as `ignored_tests` says (with [`Ignored::Only`], only they: the others, and a whole
+/// binary's `main`, are filtered out as libtest's `--ignored` does).
 pub fn plan(
     binaries: &[TestBinary],
     listings: Vec<Listing>,
-    filter: Option<&str>,
+    filter: &NameFilter,
     selects: &dyn Fn(usize, &str) -> bool,
-    include_ignored: bool,
+    ignored_tests: Ignored,
     partition: Option<&Partition>,
 ) -> Plan {
     let mut jobs = Vec::new();
     let mut ignored = Vec::new();
+    let only_ignored = ignored_tests == Ignored::Only;
     for (b, listing) in listings.into_iter().enumerate() {
-        let matches = |name: &str| filter.is_none_or(|f| name.contains(f)) && selects(b, name);
-        ignored.extend(listing.recorded.into_iter().filter(|r| matches(&r.name)));
+        let matches = |name: &str| filter.matches(name) && selects(b, name);
+        if !only_ignored {
+            ignored.extend(listing.recorded.into_iter().filter(|r| matches(&r.name)));
+        }
         if listing.whole {
-            if matches("main") {
+            if matches("main") && !only_ignored {
                 jobs.push(Job {
                     binary: b,
                     name: None,
@@ -46,7 +51,10 @@ pub fn plan(
         }
         for t in listing.tests.iter().filter(|t| matches(t)) {
             let is_ignored = listing.ignored.contains(t);
-            if is_ignored && !include_ignored {
+            if only_ignored && !is_ignored {
+                continue;
+            }
+            if is_ignored && ignored_tests == Ignored::Skip {
                 ignored.push(record(&binaries[b].id, t, Outcome::Ignored));
                 continue;
             }
@@ -193,6 +201,10 @@ mod tests {
         }
     }
 
+    fn t_filter() -> NameFilter {
+        NameFilter::substring(Some("t".into()))
+    }
+
     fn names(plan: &Plan, bins: &[TestBinary]) -> Vec<String> {
         plan.jobs
             .iter()
@@ -208,7 +220,7 @@ mod tests {
             listing(&["t3", "other"], &[]),
             Listing::whole(),
         ];
-        let plan = plan(&bins, listings, Some("t"), &|_, _| true, false, None);
+        let plan = plan(&bins, listings, &t_filter(), &|_, _| true, Ignored::Skip, None);
         assert_eq!(names(&plan, &bins), ["a other", "a t3", "z t1", "z t2"]);
         // "slow_t" matches the filter too; "main" (the whole binary) does not contain "t".
         assert_eq!(plan.recorded.len(), 1);
@@ -224,9 +236,55 @@ mod tests {
     fn included_ignored_tests_run_and_whole_binaries_are_main() {
         let bins = [binary("b"), binary("h")];
         let listings = vec![listing(&["t"], &["t"]), Listing::whole()];
-        let plan = plan(&bins, listings, None, &|_, _| true, true, None);
+        let plan = plan(
+            &bins,
+            listings,
+            &NameFilter::default(),
+            &|_, _| true,
+            Ignored::Include,
+            None,
+        );
         assert_eq!(names(&plan, &bins), ["b t", "h main"]);
         assert!(plan.jobs[0].ignored && plan.recorded.is_empty());
+    }
+
+    #[test]
+    fn only_ignored_tests_run_with_ignored() {
+        let bins = [binary("b"), binary("h")];
+        let listings = vec![listing(&["t", "u", "slow"], &["slow", "u"]), Listing::whole()];
+        let plan = plan(
+            &bins,
+            listings,
+            &NameFilter::default(),
+            &|_, _| true,
+            Ignored::Only,
+            None,
+        );
+        assert_eq!(names(&plan, &bins), ["b slow", "b u"]);
+        assert!(plan.jobs.iter().all(|j| j.ignored) && plan.recorded.is_empty());
+    }
+
+    #[test]
+    fn names_are_taken_as_libtest_takes_them() {
+        let f = |patterns: &[&str], exact: bool, skip: &[&str]| NameFilter {
+            patterns: patterns.iter().map(|s| s.to_string()).collect(),
+            exact,
+            skip: skip.iter().map(|s| s.to_string()).collect(),
+        };
+        let any = f(&[], false, &[]);
+        assert!(any.matches("a::b") && any.is_empty());
+        let two = f(&["parse", "lex"], false, &[]);
+        assert!(two.matches("tests::parse_one") && two.matches("lexer") && !two.matches("eval"));
+        let exact = f(&["tests::parse"], true, &[]);
+        assert!(exact.matches("tests::parse") && !exact.matches("tests::parse_one"));
+        let skip = f(&["tests"], false, &["slow"]);
+        assert!(skip.matches("tests::quick") && !skip.matches("tests::slow_one"));
+        let skip_exact = f(&[], true, &["tests::slow"]);
+        assert!(skip_exact.matches("tests::slow_one") && !skip_exact.matches("tests::slow"));
+        assert_eq!(
+            f(&["a", "b"], true, &["c"]).to_string(),
+            "`a` or `b`, skipping `c` (exact names)"
+        );
     }
 
     #[test]
@@ -235,7 +293,14 @@ mod tests {
         let all = ["t0", "t1", "t2", "t3", "t4"];
         let shard = |k: &str| {
             let p = Partition::parse(k).unwrap();
-            let plan = plan(&bins, vec![listing(&all, &[])], None, &|_, _| true, false, Some(&p));
+            let plan = plan(
+                &bins,
+                vec![listing(&all, &[])],
+                &NameFilter::default(),
+                &|_, _| true,
+                Ignored::Skip,
+                Some(&p),
+            );
             assert_eq!(plan.selected, 5);
             names(&plan, &bins)
         };
@@ -248,7 +313,7 @@ mod tests {
         let bins = [binary("a"), binary("b")];
         let listings = vec![listing(&["t1", "t2", "x"], &["t2"]), listing(&["t1"], &[])];
         // The filterset takes binary a's tests only; the name filter takes names with "t".
-        let plan = plan(&bins, listings, Some("t"), &|b, _| b == 0, false, None);
+        let plan = plan(&bins, listings, &t_filter(), &|b, _| b == 0, Ignored::Skip, None);
         assert_eq!(names(&plan, &bins), ["a t1"]);
         assert_eq!(plan.recorded.len(), 1, "a's ignored t2 is recorded as ignored");
         assert_eq!(plan.recorded[0].name, "t2");

@@ -102,9 +102,9 @@ impl<'a> Session<'a> {
         let plan = plan(
             &self.built.tests,
             listings,
-            cfg.filter.as_deref(),
+            &cfg.filter,
             &|b, name| nextest.selector.selects(&infos[b], name),
-            exec.include_ignored,
+            exec.ignored,
             exec.partition.as_ref(),
         );
         self.settings = plan

@@ -111,14 +111,16 @@ fn nothing_to_run(plan: &plan::Plan, cfg: &RunConfig) -> String {
     let ignored = plan.recorded.iter().filter(|r| !r.outcome.ran()).count();
     if !cfg.nextest.filtersets.is_empty() {
         let exprs: Vec<String> = cfg.nextest.filtersets.iter().map(|e| format!("-E `{e}`")).collect();
-        let filter = cfg
-            .filter
-            .as_ref()
-            .map(|f| format!(" and the filter `{f}`"))
-            .unwrap_or_default();
+        let filter = if cfg.filter.is_empty() {
+            String::new()
+        } else {
+            format!(" and the filter {}", cfg.filter)
+        };
         format!("no tests matched {}{filter}", exprs.join(" or "))
-    } else if let Some(filter) = &cfg.filter {
-        format!("no tests matched the filter `{filter}`")
+    } else if !cfg.filter.is_empty() {
+        format!("no tests matched the filter {}", cfg.filter)
+    } else if cfg.execution.ignored == crate::config::Ignored::Only {
+        "no tests to run: none of the selected tests is #[ignore]d (`-- --ignored` runs only those)".into()
     } else if plan.selected > 0 {
         "this partition's share holds no tests (its empty spectra were saved, for `merge`); the other shards have them"
             .into()
