@@ -16,8 +16,10 @@ use crate::workspace::Workspace;
 const VERSION: &str = "2";
 
 /// What a run sees of the workspace before it builds: the files of the selected packages
-/// ([`files`]) and the context. `rustc` is `rustc -vV`.
-pub fn look(files: BTreeMap<String, FileState>, cfg: &RunConfig, rustc: &str) -> Snapshot {
+/// ([`files`]) and the context. `rustc` is `rustc -vV`; `packages` names the packages the
+/// selection takes ([`Workspace::selected`]: the same flags take another package in another
+/// directory, or with another `--manifest-path`), by name.
+pub fn look(files: BTreeMap<String, FileState>, cfg: &RunConfig, rustc: &str, packages: &[String]) -> Snapshot {
     let mut context = BTreeMap::new();
     let mut part = |name: String, value: &str| {
         context.insert(name, crate::spectra::file_digest(value.as_bytes()));
@@ -37,7 +39,7 @@ pub fn look(files: BTreeMap<String, FileState>, cfg: &RunConfig, rustc: &str) ->
     part(
         "selection".into(),
         &format!(
-            "{selection:?} filter={:?} expr={:?} ignored={:?} partition={:?} edges={} retries={:?} timeout={:?}",
+            "{selection:?} packages={packages:?} filter={:?} expr={:?} ignored={:?} partition={:?} edges={} retries={:?} timeout={:?}",
             cfg.filter,
             cfg.nextest.filtersets,
             exec.ignored,

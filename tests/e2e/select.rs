@@ -56,7 +56,42 @@ pub fn trials() -> Vec<Trial> {
             "select::a_member_keeps_the_features_the_workspace_gives_it",
             features_the_workspace_gives,
         ),
+        Trial::test(
+            "select::another_directory_selects_another_package",
+            another_directory_another_package,
+        ),
     ]
+}
+
+/// The tests' binaries a run in `dir` with `args` reported, from its JSON report.
+fn binaries_reported(dir: &Path, args: &[&str]) -> Result<std::collections::BTreeSet<String>> {
+    let out = sfl(&[&["--format", "json"][..], args].concat(), dir);
+    check(out.status.code() == Some(0), || show(&out))?;
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout)?;
+    Ok(report["tests"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|t| t["binary"].as_str().map(str::to_string))
+        .collect())
+}
+
+/// In a workspace, the flags alone do not say which package a run tests: `cargo test` in a
+/// member's directory (or with its `--manifest-path`) tests that member. A run in `app` after
+/// one in `core/src` must not reuse core's rows as if the selection were the same, and a run
+/// with `--manifest-path core/Cargo.toml` after it must not narrow the build to app's targets.
+/// Before, the run in app reported core's 5 tests too (reused), and the next failed to build:
+/// "no test target named `integration` in default-run packages" (exit 101).
+fn another_directory_another_package() -> Result {
+    let tmp = copy_fixture("workspace");
+    let root = tmp.path();
+    let (core, app) = ("fixture-ws-core", ["fixture-ws-app", "fixture-ws-app::integration"]);
+    let ran = binaries_reported(&root.join("core/src"), &[])?;
+    check(ran.iter().eq([core]), || format!("in core/src: {ran:?}"))?;
+    let ran = binaries_reported(&root.join("app"), &[])?;
+    check(ran.iter().eq(app), || format!("in app: {ran:?}"))?;
+    let ran = binaries_reported(root, &["--manifest-path", "core/Cargo.toml"])?;
+    check(ran.iter().eq([core]), || format!("with core's manifest: {ran:?}"))
 }
 
 /// A workspace whose `app` enables a feature of `core` that gates one of core's tests: under

@@ -196,7 +196,8 @@ fn look(
     let looked = Instant::now();
     let files = crate::select::files(ws);
     let rustc = rustc.join().unwrap_or_else(|_| "unknown".into());
-    let snapshot = crate::select::look(files, cfg, &rustc);
+    let packages: Vec<String> = ws.selected(&cfg.selection).iter().map(|p| p.name.to_string()).collect();
+    let snapshot = crate::select::look(files, cfg, &rustc, &packages);
     let choice = reuse::choose(ws, cfg, &snapshot)?;
     ui::detail(format!(
         "compared {} files with the last run in {:.1} ms",
