@@ -159,6 +159,46 @@ impl Workspace {
         )
     }
 
+    /// The members whose code runs while compiling: proc-macro crates, the members any member's
+    /// build script depends on, and the members those depend on (normal and build dependencies
+    /// within the workspace).
+    pub fn compile_time_members(&self) -> Vec<&Package> {
+        use cargo_metadata::{DependencyKind, TargetKind};
+        let member_at = |p: &cargo_metadata::camino::Utf8Path| {
+            self.members.iter().position(|m| m.manifest_path.parent() == Some(p))
+        };
+        let mut todo: Vec<usize> = Vec::new();
+        for (i, m) in self.members.iter().enumerate() {
+            if m.targets.iter().any(|t| t.kind.contains(&TargetKind::ProcMacro)) {
+                todo.push(i);
+            }
+            todo.extend(
+                m.dependencies
+                    .iter()
+                    .filter(|d| d.kind == DependencyKind::Build)
+                    .filter_map(|d| member_at(d.path.as_deref()?)),
+            );
+        }
+        let mut compile_time = vec![false; self.members.len()];
+        while let Some(i) = todo.pop() {
+            if std::mem::replace(&mut compile_time[i], true) {
+                continue;
+            }
+            todo.extend(
+                self.members[i]
+                    .dependencies
+                    .iter()
+                    .filter(|d| d.kind != DependencyKind::Development)
+                    .filter_map(|d| member_at(d.path.as_deref()?)),
+            );
+        }
+        self.members
+            .iter()
+            .zip(compile_time)
+            .filter_map(|(m, c)| c.then_some(m))
+            .collect()
+    }
+
     pub fn spectra_path(&self) -> PathBuf {
         self.target_dir.join("spectra.json")
     }

@@ -19,6 +19,12 @@ pub const WRAPPER_ENV: &str = "CARGO_SFL_RUSTC_WRAPPER";
 /// Newline-separated manifest directories of the crates to instrument.
 pub const INSTRUMENT_DIRS_ENV: &str = "CARGO_SFL_INSTRUMENT_DIRS";
 
+/// Newline-separated manifest directories of the members whose code runs while compiling
+/// ([`Workspace::compile_time_members`]): their libraries are linked into build scripts and
+/// proc macros (one artifact serves those and the tests), which cannot link an instrumented,
+/// position-dependent library, so only their own test harnesses are instrumented.
+pub const COMPILE_TIME_DIRS_ENV: &str = "CARGO_SFL_COMPILE_TIME_DIRS";
+
 /// Set for `--mutate`'s plain build: the wrapper caps the members' lints and adds no coverage.
 pub const PLAIN_ENV: &str = "CARGO_SFL_PLAIN_BUILD";
 
@@ -108,9 +114,15 @@ fn wrapped_cargo(ws: &Workspace, select: &Selection, target: &Path, args: &[&str
         .iter()
         .filter_map(|m| m.manifest_path.parent().map(|d| d.to_string()))
         .collect();
+    let compile_time: Vec<String> = ws
+        .compile_time_members()
+        .iter()
+        .filter_map(|m| m.manifest_path.parent().map(|d| d.to_string()))
+        .collect();
     cmd.env("RUSTC_WRAPPER", &exe)
         .env(WRAPPER_ENV, "1")
-        .env(INSTRUMENT_DIRS_ENV, dirs.join("\n"));
+        .env(INSTRUMENT_DIRS_ENV, dirs.join("\n"))
+        .env(COMPILE_TIME_DIRS_ENV, compile_time.join("\n"));
     Ok(cmd)
 }
 

@@ -15,7 +15,7 @@ mod cargo;
 mod doctests;
 pub mod head_start;
 
-pub use cargo::{COVERAGE_FLAGS, INSTRUMENT_DIRS_ENV, PLAIN_ENV, Runtime, WRAPPER_ENV};
+pub use cargo::{COMPILE_TIME_DIRS_ENV, COVERAGE_FLAGS, INSTRUMENT_DIRS_ENV, PLAIN_ENV, Runtime, WRAPPER_ENV};
 pub(crate) use cargo::{add_artifact, plain_cargo};
 use cargo::{instrumented_cargo, is_library, stream};
 pub use doctests::{Doctests, host_triple};

@@ -51,6 +51,11 @@ pub fn choose(mut previous: Spectra, now: &Snapshot, root: &Path) -> Choice {
         if new == old {
             continue;
         }
+        if now.compile_time.contains(file) {
+            return Choice::All(Some(format!(
+                "{file} changed, in a package whose code runs while compiling (a proc macro or a build dependency)"
+            )));
+        }
         let (Some(old), Some(new)) = (old.line_hashes(), new.line_hashes()) else {
             return Choice::All(Some(format!("{file} changed")));
         };

@@ -11,7 +11,8 @@
 //!   macros, attributes, doc comments, `use`s, a new function) runs every test;
 //! - otherwise the edit is located by a line diff in the functions it touches (every function
 //!   whose span contains a changed line or an inserted one; a `const fn` may be evaluated at
-//!   compile time, so its change runs every test), and a test is run again when it ran a line
+//!   compile time, so its change runs every test, as does an edit of a member whose code runs
+//!   while compiling: a proc macro, a build dependency), and a test is run again when it ran a line
 //!   of a changed function, when it did not pass (failed, crashed, timed out, flaky, or with a
 //!   warning), or when it is new; every other test's row is reused, its lines and blocks moved
 //!   to where the diff says they went.
@@ -38,7 +39,7 @@ pub use differences::differences;
 pub use locate::changed_lines;
 pub use narrow::Narrowed;
 pub use reuse::{BlockRef, Known, Reuse, Row};
-pub use snapshot::{CACHE_TAG_SIGNATURE, build_env, files, look};
+pub use snapshot::{CACHE_TAG_SIGNATURE, build_env, compile_time_files, files, look};
 pub use verify::UnknownFunction;
 
 #[cfg(test)]

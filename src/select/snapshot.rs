@@ -61,7 +61,38 @@ pub fn look(files: BTreeMap<String, FileState>, cfg: &RunConfig, rustc: &str, pa
         files,
         build_env: Vec::new(),
         since_green: None,
+        compile_time: BTreeSet::new(),
     }
+}
+
+/// Of `files` (relative to the root), those of members whose code runs while compiling
+/// ([`Snapshot::compile_time`], [`Workspace::compile_time_members`]). A file belongs to the
+/// member whose directory holds it most nearly.
+pub fn compile_time_files<'a>(ws: &Workspace, files: impl Iterator<Item = &'a String>) -> BTreeSet<String> {
+    let compile_time: BTreeSet<&cargo_metadata::PackageId> = ws.compile_time_members().iter().map(|m| &m.id).collect();
+    if compile_time.is_empty() {
+        return BTreeSet::new();
+    }
+    let dirs: Vec<(PathBuf, bool)> = ws
+        .members
+        .iter()
+        .filter_map(|m| {
+            Some((
+                m.manifest_path.parent()?.as_std_path().to_path_buf(),
+                compile_time.contains(&m.id),
+            ))
+        })
+        .collect();
+    files
+        .filter(|f| {
+            let path = ws.root.join(f.as_str());
+            dirs.iter()
+                .filter(|(d, _)| path.starts_with(d))
+                .max_by_key(|(d, _)| d.components().count())
+                .is_some_and(|&(_, c)| c)
+        })
+        .cloned()
+        .collect()
 }
 
 /// The environment variables the build in `build_dir` declared reading: rustc's dependency

@@ -28,6 +28,11 @@ pub struct Snapshot {
     /// changed since ([`SinceGreen`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub since_green: Option<SinceGreen>,
+    /// The files (of [`Snapshot::files`]) of members whose code runs while compiling: proc-macro
+    /// crates, build dependencies, and the members they depend on. No test's coverage shows
+    /// what an edit there changes, so it runs every test.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeSet::is_empty")]
+    pub compile_time: std::collections::BTreeSet<String>,
 }
 
 /// What changed since the workspace's last green run, for the tests that passed then and fail

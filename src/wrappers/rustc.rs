@@ -5,7 +5,7 @@ use std::ffi::OsString;
 use std::path::Path;
 use std::process::Command;
 
-use cargo_sfl::build::{COVERAGE_FLAGS, INSTRUMENT_DIRS_ENV, PLAIN_ENV, WRAPPER_ENV};
+use cargo_sfl::build::{COMPILE_TIME_DIRS_ENV, COVERAGE_FLAGS, INSTRUMENT_DIRS_ENV, PLAIN_ENV, WRAPPER_ENV};
 use cargo_sfl::error::exit;
 
 /// Entry point when cargo runs us as `RUSTC_WRAPPER`: `cargo-sfl <rustc> <args…>`.
@@ -106,8 +106,17 @@ fn should_instrument(args: &[OsString]) -> bool {
     let Some(dir) = std::env::var_os("CARGO_MANIFEST_DIR") else {
         return false;
     };
-    let dirs = std::env::var(INSTRUMENT_DIRS_ENV).unwrap_or_default();
-    if !dirs.lines().any(|d| Path::new(d) == Path::new(&dir)) {
+    let listed = |var: &str| {
+        std::env::var(var)
+            .unwrap_or_default()
+            .lines()
+            .any(|d| Path::new(d) == Path::new(&dir))
+    };
+    if !listed(INSTRUMENT_DIRS_ENV) {
+        return false;
+    }
+    // A library that build scripts or proc macros link: its test harness only.
+    if listed(COMPILE_TIME_DIRS_ENV) && !args.iter().any(|a| a == "--test") {
         return false;
     }
     let pair = |flag: &str, value: &str| args.windows(2).any(|w| w[0] == flag && w[1] == value);

@@ -60,7 +60,46 @@ pub fn trials() -> Vec<Trial> {
             "select::another_directory_selects_another_package",
             another_directory_another_package,
         ),
+        Trial::test(
+            "select::an_edit_of_a_proc_macro_runs_every_test",
+            an_edit_of_a_proc_macro_runs_every_test,
+        ),
     ]
+}
+
+/// A proc macro runs inside the compiler: no test's coverage shows the tests that use its
+/// expansion, so an edit of a proc-macro crate runs every test. Here the fault goes back into
+/// `snake` after a green run: the unit test that calls `snake` fails, and so does the
+/// integration test that uses the macro's expansion. Before, only the unit test ran again and
+/// the integration test's passing row was reused (seen on async-trait, where an edit of the
+/// expansion ran 0 of 7 tests and the run said every test passed while `cargo test` failed).
+fn an_edit_of_a_proc_macro_runs_every_test() -> Result {
+    let tmp = copy_fixture("proc-macro");
+    let dir = tmp.path();
+    let lib = dir.join("src/lib.rs");
+    edit_file(&lib, "if i > 1 {", "if i > 0 {")?;
+    let out = sfl(&[], dir);
+    check(out.status.code() == Some(3), || show(&out))?;
+    edit_file(&lib, "if i > 0 {", "if i > 1 {")?;
+    let out = sfl(&["--format", "json"], dir);
+    check(out.status.code() == Some(0), || show(&out))?;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    check(
+        stderr.contains("src/lib.rs changed, in a package whose code runs while compiling"),
+        || show(&out),
+    )?;
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout)?;
+    let failed: Vec<&str> = report["tests"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|t| t["outcome"] == "failed")
+        .filter_map(|t| t["name"].as_str())
+        .collect();
+    check(
+        failed.contains(&"expands_at_compile_time") && failed.contains(&"tests::one_letter_words"),
+        || format!("failing tests {failed:?}\n{}", show(&out)),
+    )
 }
 
 /// The tests' binaries a run in `dir` with `args` reported, from its JSON report.

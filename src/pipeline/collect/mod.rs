@@ -197,7 +197,8 @@ fn look(
     let files = crate::select::files(ws);
     let rustc = rustc.join().unwrap_or_else(|_| "unknown".into());
     let packages: Vec<String> = ws.selected(&cfg.selection).iter().map(|p| p.name.to_string()).collect();
-    let snapshot = crate::select::look(files, cfg, &rustc, &packages);
+    let mut snapshot = crate::select::look(files, cfg, &rustc, &packages);
+    snapshot.compile_time = crate::select::compile_time_files(ws, snapshot.files.keys());
     let choice = reuse::choose(ws, cfg, &snapshot)?;
     ui::detail(format!(
         "compared {} files with the last run in {:.1} ms",
