@@ -23,14 +23,14 @@ impl<'a> Report<'a> {
         }
     }
 
-    /// With what changed since the workspace's last green run (`since`, saved with the whole
-    /// matrix) for the tests failing since, in this report's lines (none at function
-    /// granularity).
-    pub fn with_since_green(mut self, since: Option<&crate::spectra::SinceGreen>) -> Self {
+    /// With what changed since the workspace's last green run (the snapshot's `since_green`,
+    /// saved with the whole matrix) for the tests failing since, in this report's lines (none
+    /// at function granularity).
+    pub fn with_since_green(mut self, snapshot: Option<&crate::spectra::Snapshot>) -> Self {
         if !self.lines_in_functions && !self.spectra.functions.is_empty() {
             return self;
         }
-        self.since_passed = since.and_then(|since| since_passed(self.spectra, since));
+        self.since_passed = snapshot.and_then(|s| since_passed(self.spectra, s.since_green.as_ref()?, &s.compile_time));
         self
     }
 
@@ -107,7 +107,11 @@ fn groups(a: &Analysis, base_of: Option<&[Option<usize>]>) -> Vec<Group> {
 }
 
 /// The lines of `s` changed since the last green run that the tests failing since run.
-fn since_passed(s: &crate::spectra::Spectra, since: &crate::spectra::SinceGreen) -> Option<SincePassed> {
+fn since_passed(
+    s: &crate::spectra::Spectra,
+    since: &crate::spectra::SinceGreen,
+    compile_time: &std::collections::BTreeSet<String>,
+) -> Option<SincePassed> {
     let ids: std::collections::HashSet<&str> = since.tests.iter().map(String::as_str).collect();
     let tests: Vec<usize> = s
         .tests
@@ -134,10 +138,17 @@ fn since_passed(s: &crate::spectra::Spectra, since: &crate::spectra::SinceGreen)
             (!ran.is_empty()).then_some((u, ran))
         })
         .collect();
+    let compile_time = since
+        .lines
+        .iter()
+        .filter(|(file, _)| compile_time.contains(*file))
+        .flat_map(|(file, lines)| lines.iter().map(move |&l| (file.clone(), l)))
+        .collect();
     Some(SincePassed {
         taken: since.taken,
         tests,
         lines,
+        compile_time,
     })
 }
 

@@ -38,6 +38,16 @@ struct JsonSincePassed<'a> {
     green_run_started: u64,
     tests: Vec<String>,
     lines: Vec<JsonChangedLine<'a>>,
+    /// Changed lines in code that runs while compiling (proc macros, build dependencies), which
+    /// no test's coverage shows.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    compile_time_lines: Vec<JsonFileLine<'a>>,
+}
+
+#[derive(Serialize)]
+struct JsonFileLine<'a> {
+    file: &'a str,
+    line: u32,
 }
 
 #[derive(Serialize)]
@@ -49,7 +59,7 @@ struct JsonChangedLine<'a> {
 }
 
 impl<'a> JsonSincePassed<'a> {
-    fn of(spectra: &'a Spectra, since: &super::model::SincePassed) -> Self {
+    fn of(spectra: &'a Spectra, since: &'a super::model::SincePassed) -> Self {
         let label = |t: &usize| test_label(&spectra.tests[*t]);
         JsonSincePassed {
             green_run_started: since.taken,
@@ -62,6 +72,11 @@ impl<'a> JsonSincePassed<'a> {
                     line: spectra.units[*u].line,
                     tests: tests.iter().map(label).collect(),
                 })
+                .collect(),
+            compile_time_lines: since
+                .compile_time
+                .iter()
+                .map(|(file, line)| JsonFileLine { file, line: *line })
                 .collect(),
         }
     }

@@ -99,6 +99,19 @@ fn an_edit_of_a_proc_macro_runs_every_test() -> Result {
     check(
         failed.contains(&"expands_at_compile_time") && failed.contains(&"tests::one_letter_words"),
         || format!("failing tests {failed:?}\n{}", show(&out)),
+    )?;
+    // The edited line is named as changed since the tests last passed, in code that runs
+    // while compiling, though the integration test's coverage cannot show it.
+    let changed = &report["changed_since_passed"]["compile_time_lines"];
+    check(
+        changed == &serde_json::json!([{"file": "src/lib.rs", "line": 12}]),
+        || format!("compile_time_lines {changed}"),
+    )?;
+    let out = crate::support::report(&[], dir);
+    let human = String::from_utf8_lossy(&out.stdout);
+    check(
+        human.contains("changed in code that runs while compiling") && human.contains("src/lib.rs:12  | if i > 1 {"),
+        || show(&out),
     )
 }
 

@@ -110,9 +110,10 @@ fn emit_with(spectra: &Spectra, out: &ReportConfig, mutate: Option<(usize, &Muta
     Ok(exit_code(whole, out, &report))
 }
 
-/// What changed since the workspace's last green run, as the run saved it.
-fn since_green(whole: &Spectra) -> Option<&crate::spectra::SinceGreen> {
-    whole.snapshot.as_ref()?.since_green.as_ref()
+/// What the run saw of the workspace, with what changed since the last green run when tests
+/// fail that passed then.
+fn since_green(whole: &Spectra) -> Option<&crate::spectra::Snapshot> {
+    whole.snapshot.as_ref().filter(|s| s.since_green.is_some())
 }
 
 /// `--mutate`: the first `lines` lines of each ranking mutated, and the rankings re-ordered

@@ -23,6 +23,12 @@ pub(super) fn disk(format: Format, report: &Report, top: usize) -> Disk {
         // The failing tests' panic sites, where the suspects' child notes point.
         files.extend(crate::report::sarif::panic_files(spectra).filter(|f| !f.starts_with('/')));
     }
+    if format == Format::Human
+        && let Some(since) = &report.since_passed
+    {
+        // The changed lines of code that runs while compiling, shown with their text.
+        files.extend(since.compile_time.iter().map(|(f, _)| f.clone()));
+    }
     for file in &files {
         if spectra.may_show(file)
             && let Ok(text) = std::fs::read_to_string(root.join(file))
