@@ -66,30 +66,57 @@ pub fn look(files: BTreeMap<String, FileState>, cfg: &RunConfig, rustc: &str, pa
 }
 
 /// Of `files` (relative to the root), those of members whose code runs while compiling
-/// ([`Snapshot::compile_time`], [`Workspace::compile_time_members`]). A file belongs to the
-/// member whose directory holds it most nearly.
+/// ([`Snapshot::compile_time`], [`Workspace::compile_time_members`]): the files under the
+/// directory of such a member's library (or proc macro) and of its build script (the script
+/// alone when it is at the package's root). A file
+/// belongs to the member whose directory holds it most nearly; its tests, examples and benches
+/// are not compiled into what runs while compiling.
 pub fn compile_time_files<'a>(ws: &Workspace, files: impl Iterator<Item = &'a String>) -> BTreeSet<String> {
+    use cargo_metadata::TargetKind;
     let compile_time: BTreeSet<&cargo_metadata::PackageId> = ws.compile_time_members().iter().map(|m| &m.id).collect();
     if compile_time.is_empty() {
         return BTreeSet::new();
     }
-    let dirs: Vec<(PathBuf, bool)> = ws
+    // Each member's directory, with the source directories of its compile-time code.
+    let members: Vec<(PathBuf, Vec<PathBuf>)> = ws
         .members
         .iter()
         .filter_map(|m| {
-            Some((
-                m.manifest_path.parent()?.as_std_path().to_path_buf(),
-                compile_time.contains(&m.id),
-            ))
+            let sources = if compile_time.contains(&m.id) {
+                m.targets
+                    .iter()
+                    .filter(|t| {
+                        t.kind.iter().any(|k| {
+                            use TargetKind as K;
+                            matches!(
+                                k,
+                                K::Lib | K::RLib | K::DyLib | K::CDyLib | K::StaticLib | K::ProcMacro | K::CustomBuild
+                            )
+                        })
+                    })
+                    .filter_map(|t| {
+                        let file = t.src_path.as_std_path();
+                        let dir = file.parent()?;
+                        // A build script at the package's root is that file alone (its tests,
+                        // examples and benches are beside it).
+                        let root = m.manifest_path.parent().map(|d| d.as_std_path());
+                        Some(if Some(dir) == root { file } else { dir }.to_path_buf())
+                    })
+                    .collect()
+            } else {
+                Vec::new()
+            };
+            Some((m.manifest_path.parent()?.as_std_path().to_path_buf(), sources))
         })
         .collect();
     files
         .filter(|f| {
             let path = ws.root.join(f.as_str());
-            dirs.iter()
+            members
+                .iter()
                 .filter(|(d, _)| path.starts_with(d))
                 .max_by_key(|(d, _)| d.components().count())
-                .is_some_and(|&(_, c)| c)
+                .is_some_and(|(_, sources)| sources.iter().any(|s| path.starts_with(s)))
         })
         .cloned()
         .collect()

@@ -112,6 +112,19 @@ fn an_edit_of_a_proc_macro_runs_every_test() -> Result {
     check(
         human.contains("changed in code that runs while compiling") && human.contains("src/lib.rs:12  | if i > 1 {"),
         || show(&out),
+    )?;
+    // The crate's integration test is not compiled into the macro: an edit of it is located in
+    // its function as any test's is.
+    edit_file(
+        &dir.join("tests/expand.rs"),
+        "fn expands_at_compile_time() {",
+        "fn expands_at_compile_time() {\n    let _ = 0;",
+    )?;
+    let out = sfl(&[], dir);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    check(
+        out.status.code() == Some(0) && stderr.contains("Selected") && !stderr.contains("runs while compiling"),
+        || show(&out),
     )
 }
 
