@@ -159,6 +159,8 @@ pub struct Selection {
     pub all_features: bool,
     pub no_default_features: bool,
     pub release: bool,
+    /// `--profile NAME`: the cargo profile to build with (`--release` is `release`).
+    pub profile: Option<String>,
     /// Directory for the instrumented build (default: `<target-dir>/sfl`).
     pub target_dir: Option<PathBuf>,
     /// `--doc`: only the libraries' doctests.
@@ -182,6 +184,17 @@ pub struct Selection {
 }
 
 impl Selection {
+    /// The directory of the build's profile in a target directory, as cargo names it: `debug`
+    /// for `dev` and `test`, `release` for `release` and `bench`, else the profile's name.
+    pub fn profile_dir(&self) -> &str {
+        match self.profile.as_deref() {
+            _ if self.release => "release",
+            None | Some("dev" | "test") => "debug",
+            Some("bench") => "release",
+            Some(name) => name,
+        }
+    }
+
     /// cargo's own options for every cargo command of the run ([`Selection::locked`] and the
     /// others), as `cargo test` takes them.
     pub fn cargo_flags(&self) -> Vec<String> {

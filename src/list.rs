@@ -52,7 +52,7 @@ pub fn list(
     bin: &TestBinary,
     pkg: &Package,
     target_dir: &Path,
-    release: bool,
+    profile: &str,
     scratch: &Path,
     timeout: Duration,
 ) -> Result<Listing, ListError> {
@@ -66,7 +66,7 @@ pub fn list(
     let run = |args: &[&str]| -> Result<(bool, String), ListError> {
         let mut cmd = Command::new(&bin.path);
         cmd.args(["--list"]).args(args);
-        test_env(&mut cmd, bin, pkg, target_dir, release);
+        test_env(&mut cmd, bin, pkg, target_dir, profile);
         // libtest takes `-Z unstable-options` (the JSON format) on a stable toolchain with it.
         if args.contains(&"unstable-options") {
             cmd.env("RUSTC_BOOTSTRAP", "1");

@@ -48,7 +48,7 @@ pub struct Finished {
 }
 
 /// The environment `cargo test` gives a test of `pkg` run from `bin`.
-pub fn test_env(cmd: &mut Command, bin: &TestBinary, pkg: &Package, target_dir: &Path, release: bool) {
+pub fn test_env(cmd: &mut Command, bin: &TestBinary, pkg: &Package, target_dir: &Path, profile: &str) {
     let dir = pkg
         .manifest_path
         .parent()
@@ -76,7 +76,7 @@ pub fn test_env(cmd: &mut Command, bin: &TestBinary, pkg: &Package, target_dir: 
     cmd.envs(bin.env.iter().map(|(k, v)| (k, v)));
     // cargo puts the build's library directories and the toolchain's on the dynamic loader
     // path (a proc-macro crate's tests link the toolchain's `libstd` dylib).
-    let profile_dir = target_dir.join(if release { "release" } else { "debug" });
+    let profile_dir = target_dir.join(profile);
     let mut paths = vec![profile_dir.join("deps"), profile_dir];
     paths.extend(toolchain_lib_dir(&dir));
     let loader_path = crate::platform::loader_path_var();
@@ -130,7 +130,8 @@ pub struct TestRun<'a> {
     pub pkg: &'a Package,
     /// The build's target directory (its library directories go on the loader path).
     pub target_dir: &'a Path,
-    pub release: bool,
+    /// The build profile's directory in it ([`crate::config::Selection::profile_dir`]).
+    pub profile: &'a str,
     /// Where its profiles (and edge files, with `edges`) land (created by [`run_test`]).
     pub dir: &'a Path,
     pub limits: Limits,
@@ -334,7 +335,7 @@ fn base_command(run: &TestRun, doctest: Option<&DocTest>, name: Option<&str>) ->
         }
         (None, None) => {}
     }
-    test_env(&mut cmd, bin, run.pkg, run.target_dir, run.release);
+    test_env(&mut cmd, bin, run.pkg, run.target_dir, run.profile);
     // Set per test ([`per_test_env`]), never inherited from cargo sfl's own environment.
     cmd.env_remove("LLVM_PROFILE_FILE")
         .env_remove(crate::edges::FILE_ENV)

@@ -277,6 +277,9 @@ pub(super) fn cargo_selection_args(cmd: &mut Command, s: &Selection, ws: &Worksp
             cmd.arg(flag);
         }
     }
+    if let Some(p) = &s.profile {
+        cmd.args(["--profile", p]);
+    }
     for b in &s.bin {
         cmd.args(["--bin", b]);
     }

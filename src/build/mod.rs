@@ -123,7 +123,7 @@ const ROOT_STAMP: &str = ".sfl-workspace-root";
 /// dependencies name no workspace file and stay built. A profile directory without the record
 /// (built by an older cargo sfl) is cleaned alike; one that does not exist has nothing to clean.
 fn forget_other_roots(ws: &Workspace, select: &Selection) -> Result<(), SflError> {
-    let profile_dir = ws.build_dir.join(if select.release { "release" } else { "debug" });
+    let profile_dir = ws.build_dir.join(select.profile_dir());
     let stamp = profile_dir.join(ROOT_STAMP);
     let root = ws.root.as_os_str().as_encoded_bytes();
     match std::fs::read(&stamp) {
@@ -166,6 +166,9 @@ fn clean_members(ws: &Workspace, select: &Selection, profile_dir: &Path) -> Resu
     }
     if select.release {
         cmd.arg("--release");
+    }
+    if let Some(p) = &select.profile {
+        cmd.args(["--profile", p]);
     }
     for m in &ws.members {
         cmd.arg("-p").arg(&m.id.repr);

@@ -161,8 +161,11 @@ pub struct SelectionArgs {
     pub no_default_features: bool,
 
     /// Build in release mode, with optimisations.
-    #[arg(long, short = 'r', help_heading = "Compilation options")]
+    #[arg(long, short = 'r', help_heading = "Compilation options", conflicts_with = "profile")]
     pub release: bool,
+    /// Build with the given cargo profile, as `cargo test --profile NAME`.
+    #[arg(long, value_name = "PROFILE-NAME", help_heading = "Compilation options")]
+    pub profile: Option<String>,
     /// Directory for the instrumented build [default: <target-dir>/sfl].
     #[arg(long, value_name = "DIR", help_heading = "Compilation options")]
     pub target_dir: Option<PathBuf>,
@@ -307,6 +310,7 @@ impl From<SelectionArgs> for config::Selection {
             all_features: s.all_features,
             no_default_features: s.no_default_features,
             release: s.release,
+            profile: s.profile,
             target_dir: s.target_dir,
             doc: s.doc,
             no_doctests: s.no_doctests,

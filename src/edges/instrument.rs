@@ -128,9 +128,24 @@ pub fn prepare_runtime(build_dir: &Path, test_main: Option<&str>) -> Result<Path
             String::from_utf8_lossy(&out.stderr).trim_end()
         )));
     }
-    // Binaries linked with an older recorder must be relinked.
-    for profile in ["debug", "release"] {
-        let _ = std::fs::remove_dir_all(build_dir.join(profile));
+    // Binaries linked with an older recorder must be relinked: every profile's directory
+    // (`debug`, `release`, a custom profile's, under a target triple's directory too).
+    let subdirs = |d: &Path| -> Vec<PathBuf> {
+        std::fs::read_dir(d)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| p.is_dir())
+            .collect()
+    };
+    for dir in subdirs(build_dir)
+        .iter()
+        .flat_map(|d| std::iter::once(d.clone()).chain(subdirs(d)))
+    {
+        if dir.join(".fingerprint").is_dir() {
+            let _ = std::fs::remove_dir_all(&dir);
+        }
     }
     std::fs::write(&stamp, self::stamp(test_main))
         .map_err(|e| setup(format!("cannot write {}: {e}", stamp.display())))?;

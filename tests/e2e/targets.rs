@@ -74,15 +74,16 @@ fn examples_and_all_targets() -> Result {
     })
 }
 
-/// As with `cargo test`: `--config` changes the build (a test profile without debug
-/// assertions), and `--locked` refuses a Cargo.lock that needs updating, with cargo's reason, the
+/// As with `cargo test`: `--config` and `--profile` change the build (a test profile without
+/// debug assertions), and `--locked` refuses a Cargo.lock that needs updating, with cargo's reason, the
 /// lockfile left as it was. Before, each was an unknown argument (exit 2).
 fn cargo_options_reach_every_cargo_command() -> Result {
     let lib_rs = "pub fn checked() -> bool { cfg!(debug_assertions) }\n\
                   #[cfg(test)]\nmod tests {\n\
                   #[test] fn unchecked() { assert!(!super::checked()); }\n\
                   #[test] fn other() {}\n}\n";
-    let tmp = lib_crate("fixture-cargo-options", "", lib_rs)?;
+    let profile = "[profile.unchecked]\ninherits = \"dev\"\ndebug-assertions = false\n\n";
+    let tmp = lib_crate("fixture-cargo-options", profile, lib_rs)?;
     let dir = tmp.path();
     // Debug assertions on (the default): `unchecked` fails, and a report is written.
     let out = sfl(&["--offline"], dir);
@@ -96,6 +97,11 @@ fn cargo_options_reach_every_cargo_command() -> Result {
     // the changed flags made the run select every test again.
     let out = sfl(&["--frozen", "--config", "profile.dev.debug-assertions=false"], dir);
     check_exit(&out, 3, &out.stderr, &["every test"])?;
+    // A custom profile, as `cargo test --profile NAME` builds it, in its own directory.
+    let out = sfl(&["--profile", "unchecked"], dir);
+    check_exit(&out, 3, &out.stderr, &["every test"])?;
+    let built = std::fs::read_dir(dir.join("target/sfl/unchecked/deps"))?.count();
+    check(built > 0, || "nothing built under target/sfl/unchecked".to_string())?;
     // A path dependency the lockfile does not have yet.
     let lock = std::fs::read_to_string(dir.join("Cargo.lock"))?;
     std::fs::create_dir_all(dir.join("helper/src"))?;

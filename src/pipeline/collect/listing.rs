@@ -90,7 +90,7 @@ impl Session<'_> {
                 bin,
                 &self.ws.members[bin.package],
                 &self.ws.build_dir,
-                self.release,
+                &self.profile,
                 &list_dir,
                 self.timeout,
             );

@@ -27,10 +27,10 @@ fn resume(
     // profile; groups and slots change no outcome.
     let settings: Vec<_> = session.settings.iter().map(|s| (s.limits, s.retries)).collect();
     let flags = format!(
-        "root={} edges={} settings={settings:?} release={} alone={}",
+        "root={} edges={} settings={settings:?} profile={} alone={}",
         session.ws.root.display(),
         session.edges.is_some(),
-        session.release,
+        session.profile,
         session.alone
     );
     let fingerprint = journal::fingerprint(session.built, &ids, jobs, &flags);

@@ -333,7 +333,7 @@ impl Session<'_> {
             bin,
             pkg: &self.ws.members[bin.package],
             target_dir: &self.ws.build_dir,
-            release: self.release,
+            profile: &self.profile,
             dir,
             limits: self.settings[i].limits,
             threads: self.settings[i].needs.threads,

@@ -22,7 +22,8 @@ pub(super) struct Session<'a> {
     pub(super) edges: Option<&'a Collector<'a>>,
     /// Where each test's profiles land (`<target-dir>/profiles`).
     pub(super) scratch: &'a Path,
-    pub(super) release: bool,
+    /// The build profile's directory ([`crate::config::Selection::profile_dir`]).
+    pub(super) profile: String,
     pub(super) timeout: Duration,
     /// How the timeout was chosen, for the status line.
     pub(super) timeout_note: String,
@@ -69,7 +70,7 @@ impl<'a> Session<'a> {
             coverage,
             edges,
             scratch,
-            release: cfg.selection.release,
+            profile: cfg.selection.profile_dir().to_string(),
             timeout: exec.timeout(),
             timeout_note: exec.timeout_note(),
             settings: Vec::new(),
