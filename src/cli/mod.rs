@@ -61,7 +61,6 @@ impl SflArgs {
             _ => &self.run,
         };
         run.check()
-            .map_err(|why| <Cargo as clap::CommandFactory>::command().error(clap::error::ErrorKind::InvalidValue, why))
     }
 
     pub fn verbosity(&self) -> Verbosity {

@@ -38,9 +38,12 @@ pub struct RunArgs {
 }
 
 impl RunArgs {
-    /// Checks the test harness's arguments (after `--`): the error says which one is wrong.
-    pub fn check(&self) -> Result<(), String> {
-        super::harness::parse(&self.harness_args).map(|_| ())
+    /// Checks the test harness's arguments (after `--`): the usage error says which one is
+    /// wrong.
+    pub fn check(&self) -> Result<(), clap::Error> {
+        super::harness::parse(&self.harness_args).map(|_| ()).map_err(|why| {
+            <super::Cargo as clap::CommandFactory>::command().error(clap::error::ErrorKind::InvalidValue, why)
+        })
     }
 
     /// The run's configuration; the harness's arguments are taken as [`RunArgs::check`]ed.
