@@ -41,9 +41,9 @@ impl RunArgs {
     /// Checks the test harness's arguments (after `--`): the usage error says which one is
     /// wrong.
     pub fn check(&self) -> Result<(), clap::Error> {
-        super::harness::parse(&self.harness_args).map(|_| ()).map_err(|why| {
-            <super::Cargo as clap::CommandFactory>::command().error(clap::error::ErrorKind::InvalidValue, why)
-        })
+        super::harness::parse(&self.harness_args)
+            .map(|_| ())
+            .map_err(|why| clap::Error::raw(clap::error::ErrorKind::InvalidValue, format!("{why}\n")))
     }
 
     /// The run's configuration; the harness's arguments are taken as [`RunArgs::check`]ed.
