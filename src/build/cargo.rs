@@ -21,8 +21,8 @@ pub const INSTRUMENT_DIRS_ENV: &str = "CARGO_SFL_INSTRUMENT_DIRS";
 
 /// Newline-separated manifest directories of the members whose code runs while compiling
 /// ([`Workspace::compile_time_members`]): their libraries are linked into build scripts and
-/// proc macros (one artifact serves those and the tests), which cannot link an instrumented,
-/// position-dependent library, so only their own test harnesses are instrumented.
+/// proc macros as well as the tests (one artifact may serve both), so they are instrumented
+/// position independent, and build scripts and proc macros link the edge callbacks' stub.
 pub const COMPILE_TIME_DIRS_ENV: &str = "CARGO_SFL_COMPILE_TIME_DIRS";
 
 /// Set for `--mutate`'s plain build: the wrapper caps the members' lints and adds no coverage.
@@ -119,7 +119,11 @@ fn wrapped_cargo(ws: &Workspace, select: &Selection, target: &Path, args: &[&str
         .iter()
         .filter_map(|m| m.manifest_path.parent().map(|d| d.to_string()))
         .collect();
-    cmd.env("RUSTC_WRAPPER", &exe)
+    // A build script, or the compiler running a proc macro, that links a compile-time member's
+    // instrumented library writes that library's profile as it exits: nowhere, instead of a
+    // `default_*.profraw` in the package.
+    cmd.env("LLVM_PROFILE_FILE", "/dev/null")
+        .env("RUSTC_WRAPPER", &exe)
         .env(WRAPPER_ENV, "1")
         .env(INSTRUMENT_DIRS_ENV, dirs.join("\n"))
         .env(COMPILE_TIME_DIRS_ENV, compile_time.join("\n"));

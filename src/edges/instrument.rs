@@ -18,6 +18,13 @@ pub const RUNTIME_ENV: &str = "CARGO_SFL_EDGES_RUNTIME";
 pub const LINES_ONLY_ENV: &str = "CARGO_SFL_LINES_ONLY";
 /// The recorder's source, compiled on first use.
 const RUNTIME_C: &str = include_str!("runtime.c");
+/// What a build script or a proc macro of the workspace links instead of the recorder: the
+/// SanitizerCoverage callbacks of an instrumented library it links, doing nothing (code that
+/// runs while compiling records no edges).
+const HOST_C: &str = "#include <stdint.h>\n\
+void __sanitizer_cov_bool_flag_init(char *start, char *stop) { (void)start; (void)stop; }\n\
+void __sanitizer_cov_pcs_init(const uintptr_t *beg, const uintptr_t *end) { (void)beg; (void)end; }\n\
+void __sanitizer_cov_cfs_init(const uintptr_t *beg, const uintptr_t *end) { (void)beg; (void)end; }\n";
 
 /// Added for every instrumented crate that is not a shared library: its executables are linked
 /// without position independence. The PC and control-flow tables are mostly addresses, and in
@@ -41,7 +48,7 @@ const CC_FLAGS: [&str; 5] = [
 /// instrumented crates, which cargo cannot see).
 fn stamp(test_main: Option<&str>) -> String {
     format!(
-        "{RUNTIME_C}\n/* {CC_FLAGS:?} {:?} {:?} {test_main:?} */\n",
+        "{RUNTIME_C}\n{HOST_C}\n/* {CC_FLAGS:?} {:?} {:?} {test_main:?} */\n",
         rustc_flags(Path::new("")),
         EXECUTABLE_FLAGS
     )
@@ -85,6 +92,12 @@ pub fn wrapper_flags(rt: &Path, edges: bool, shared: bool) -> Vec<String> {
     flags
 }
 
+/// The callbacks' stub beside the runtime object `rt` ([`HOST_C`]), for build scripts and proc
+/// macros.
+pub fn host_stub(rt: &Path) -> PathBuf {
+    rt.with_file_name("sfl_host.o")
+}
+
 /// The directory in `build_dir` that holds the compiled runtime.
 pub fn runtime_dir(build_dir: &Path) -> PathBuf {
     build_dir.join("edges-runtime")
@@ -105,28 +118,39 @@ pub fn prepare_runtime(build_dir: &Path, test_main: Option<&str>) -> Result<Path
     std::fs::create_dir_all(&rt_dir).map_err(|e| setup(format!("cannot create {}: {e}", rt_dir.display())))?;
     let source = rt_dir.join("sfl_edges.c");
     std::fs::write(&source, RUNTIME_C).map_err(|e| setup(format!("cannot write {}: {e}", source.display())))?;
+    let host = rt_dir.join("sfl_host.c");
+    std::fs::write(&host, HOST_C).map_err(|e| setup(format!("cannot write {}: {e}", host.display())))?;
     let cc = std::env::var_os("CC").unwrap_or_else(|| "cc".into());
-    let out = std::process::Command::new(&cc)
-        .args(CC_FLAGS)
-        .args(test_main.map(|symbol| format!("-DSFL_TEST_MAIN=\"{symbol}\"")))
-        .arg("-o")
-        .arg(&object)
-        .arg(&source)
-        .output()
-        .map_err(|e| {
-            setup(format!(
-                "edge instrumentation needs a C compiler to build its recorder, and `{}` could not run: {e}. \
-                 Install one (e.g. `apt install gcc`, which rustc also uses as its linker), set CC, \
-                 or pass --no-edges to collect line coverage only",
-                cc.to_string_lossy()
-            ))
-        })?;
-    if !out.status.success() {
-        return Err(setup(format!(
-            "compiling the edge recorder with `{}` failed:\n{}",
-            cc.to_string_lossy(),
-            String::from_utf8_lossy(&out.stderr).trim_end()
-        )));
+    for (source, object, defines) in [
+        (
+            &source,
+            &object,
+            test_main.map(|symbol| format!("-DSFL_TEST_MAIN=\"{symbol}\"")),
+        ),
+        (&host, &host_stub(&object), None),
+    ] {
+        let out = std::process::Command::new(&cc)
+            .args(CC_FLAGS)
+            .args(defines)
+            .arg("-o")
+            .arg(object)
+            .arg(source)
+            .output()
+            .map_err(|e| {
+                setup(format!(
+                    "edge instrumentation needs a C compiler to build its recorder, and `{}` could not run: {e}. \
+                     Install one (e.g. `apt install gcc`, which rustc also uses as its linker), set CC, \
+                     or pass --no-edges to collect line coverage only",
+                    cc.to_string_lossy()
+                ))
+            })?;
+        if !out.status.success() {
+            return Err(setup(format!(
+                "compiling the edge recorder with `{}` failed:\n{}",
+                cc.to_string_lossy(),
+                String::from_utf8_lossy(&out.stderr).trim_end()
+            )));
+        }
     }
     // Binaries linked with an older recorder must be relinked: every profile's directory
     // (`debug`, `release`, a custom profile's, under a target triple's directory too).

@@ -46,6 +46,7 @@ pub use crate::spectra::edges::{
 };
 pub use collect::{CollectError, Collector};
 pub use instrument::{
-    ENV_READS_ENV, FILE_ENV, LINES_ONLY_ENV, RUNTIME_ENV, prepare_runtime, runtime_dir, rustc_flags, wrapper_flags,
+    ENV_READS_ENV, FILE_ENV, LINES_ONLY_ENV, RUNTIME_ENV, host_stub, prepare_runtime, runtime_dir, rustc_flags,
+    wrapper_flags,
 };
 pub use map::demangled;

@@ -9,8 +9,8 @@ use cargo_sfl::build::{COMPILE_TIME_DIRS_ENV, COVERAGE_FLAGS, INSTRUMENT_DIRS_EN
 use cargo_sfl::error::exit;
 
 /// Entry point when cargo runs us as `RUSTC_WRAPPER`: `cargo-sfl <rustc> <args…>`.
-/// Adds the coverage flags to the workspace's own crates (not build scripts or proc-macros)
-/// and replaces this process with rustc.
+/// Adds the coverage flags to the workspace's own crates (not build scripts or proc-macros,
+/// which link only the edge callbacks' stub) and replaces this process with rustc.
 pub fn rustc_wrapper() -> ! {
     let mut args = std::env::args_os().skip(1);
     let Some(rustc) = args.next() else {
@@ -20,35 +20,49 @@ pub fn rustc_wrapper() -> ! {
     let rest: Vec<OsString> = args.collect();
     let mut cmd = Command::new(rustc);
     cmd.args(&rest);
-    if should_instrument(&rest) && std::env::var_os(PLAIN_ENV).is_some() {
-        // A cap already given (RUSTFLAGS) stands: rustc refuses two.
-        if !rest
-            .iter()
-            .any(|a| a.to_str().is_some_and(|a| a.starts_with("--cap-lints")))
-        {
-            cmd.arg("--cap-lints=allow");
-        }
-    } else if should_instrument(&rest) {
-        cmd.args(COVERAGE_FLAGS);
-        if let Some(rt) = std::env::var_os(cargo_sfl::edges::RUNTIME_ENV) {
-            let edges = std::env::var_os(cargo_sfl::edges::LINES_ONLY_ENV).is_none();
-            cmd.args(cargo_sfl::edges::wrapper_flags(
-                Path::new(&rt),
-                edges,
-                shared_library(&rest),
-            ));
-            // A libtest harness: its `main`'s call of libtest goes through the runtime.
-            if let Some(symbol) = std::env::var(cargo_sfl::edges::harness::TEST_MAIN_ENV).ok()
-                && rest.iter().any(|a| a == "--test")
-                && links_through_a_compiler_driver(&rest)
+    let runtime = std::env::var_os(cargo_sfl::edges::RUNTIME_ENV);
+    let edges = std::env::var_os(cargo_sfl::edges::LINES_ONLY_ENV).is_none();
+    match kind(&rest) {
+        Kind::Other => {}
+        Kind::Member | Kind::CompileTime if std::env::var_os(PLAIN_ENV).is_some() => {
+            // A cap already given (RUSTFLAGS) stands: rustc refuses two.
+            if !rest
+                .iter()
+                .any(|a| a.to_str().is_some_and(|a| a.starts_with("--cap-lints")))
             {
-                cmd.args(cargo_sfl::edges::harness::link_flags(&symbol));
+                cmd.arg("--cap-lints=allow");
             }
-            // Blocks are mapped to lines through DWARF: a profile without debug info (the
-            // release profile's default) gets line tables, and cargo's matching
-            // `-C strip=debuginfo` is undone.
-            if edges && !has_debuginfo(&rest) {
-                cmd.args(["-C", "debuginfo=line-tables-only", "-C", "strip=none"]);
+        }
+        Kind::Host => {
+            // It may link a compile-time member's instrumented library: the callbacks of its
+            // edge tables, doing nothing.
+            if let Some(rt) = runtime.filter(|_| edges && std::env::var_os(PLAIN_ENV).is_none()) {
+                cmd.arg("-C").arg(format!(
+                    "link-arg={}",
+                    cargo_sfl::edges::host_stub(Path::new(&rt)).display()
+                ));
+            }
+        }
+        Kind::Member | Kind::CompileTime => {
+            cmd.args(COVERAGE_FLAGS);
+            if let Some(rt) = runtime {
+                // A library that build scripts or proc macros link too stays position
+                // independent, as they need.
+                let shared = shared_library(&rest) || kind(&rest) == Kind::CompileTime;
+                cmd.args(cargo_sfl::edges::wrapper_flags(Path::new(&rt), edges, shared));
+                // A libtest harness: its `main`'s call of libtest goes through the runtime.
+                if let Some(symbol) = std::env::var(cargo_sfl::edges::harness::TEST_MAIN_ENV).ok()
+                    && rest.iter().any(|a| a == "--test")
+                    && links_through_a_compiler_driver(&rest)
+                {
+                    cmd.args(cargo_sfl::edges::harness::link_flags(&symbol));
+                }
+                // Blocks are mapped to lines through DWARF: a profile without debug info (the
+                // release profile's default) gets line tables, and cargo's matching
+                // `-C strip=debuginfo` is undone.
+                if edges && !has_debuginfo(&rest) {
+                    cmd.args(["-C", "debuginfo=line-tables-only", "-C", "strip=none"]);
+                }
             }
         }
     }
@@ -102,9 +116,23 @@ fn shared_library(args: &[OsString]) -> bool {
     types.chain(inline).any(|t| t.split(',').any(|t| t.ends_with("dylib")))
 }
 
-fn should_instrument(args: &[OsString]) -> bool {
+/// What a rustc invocation compiles, for the wrapper.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    /// Not the workspace's: compiled as cargo asked.
+    Other,
+    /// A member's build script or proc macro: code the compiler runs, not instrumented.
+    Host,
+    /// The library of a member whose code runs while compiling (`COMPILE_TIME_DIRS_ENV`):
+    /// instrumented, position independent.
+    CompileTime,
+    /// Any other crate of a member: instrumented.
+    Member,
+}
+
+fn kind(args: &[OsString]) -> Kind {
     let Some(dir) = std::env::var_os("CARGO_MANIFEST_DIR") else {
-        return false;
+        return Kind::Other;
     };
     let listed = |var: &str| {
         std::env::var(var)
@@ -113,14 +141,16 @@ fn should_instrument(args: &[OsString]) -> bool {
             .any(|d| Path::new(d) == Path::new(&dir))
     };
     if !listed(INSTRUMENT_DIRS_ENV) {
-        return false;
-    }
-    // A library that build scripts or proc macros link: its test harness only.
-    if listed(COMPILE_TIME_DIRS_ENV) && !args.iter().any(|a| a == "--test") {
-        return false;
+        return Kind::Other;
     }
     let pair = |flag: &str, value: &str| args.windows(2).any(|w| w[0] == flag && w[1] == value);
-    !(pair("--crate-name", "build_script_build") || pair("--crate-type", "proc-macro"))
+    if pair("--crate-name", "build_script_build") || pair("--crate-type", "proc-macro") {
+        return Kind::Host;
+    }
+    if listed(COMPILE_TIME_DIRS_ENV) && !args.iter().any(|a| a == "--test") {
+        return Kind::CompileTime;
+    }
+    Kind::Member
 }
 
 #[cfg(test)]

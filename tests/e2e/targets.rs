@@ -21,6 +21,10 @@ pub fn trials() -> Vec<Trial> {
             "targets::harness_arguments_after_double_dash",
             harness_arguments_after_double_dash,
         ),
+        Trial::test(
+            "targets::a_library_linked_while_compiling_is_covered",
+            a_library_linked_while_compiling_is_covered,
+        ),
     ]
 }
 
@@ -164,4 +168,28 @@ fn harness_arguments_after_double_dash() -> Result {
     check_exit(&out, 3, &out.stderr, &["--nocapture after `--` has no effect"])?;
     let out = sfl(&["--", "--list"], dir);
     check_exit(&out, 2, &out.stderr, &["`--list` after `--` is not supported"])
+}
+
+/// compile-time's `units` library is linked by a proc macro and a build script as well as by
+/// `app`'s code: it builds (a build script or a proc macro cannot link a position-dependent
+/// instrumented library: exit 101 before), nothing writes a profile into the packages, and
+/// `app`'s test that calls `units` at run time is seen running its lines (after the first fix,
+/// which left such a library uninstrumented, only `units`' own tests were: darling's core).
+fn a_library_linked_while_compiling_is_covered() -> Result {
+    let tmp = copy_fixture("compile-time");
+    let dir = tmp.path();
+    let out = sfl(&[], dir);
+    check(out.status.code() == Some(0), || show(&out))?;
+    let out = sfl(&["explain", "units/src/lib.rs:8"], dir);
+    let text = String::from_utf8_lossy(&out.stdout);
+    check(text.contains("fixture-ct-app tests::parses_lengths"), || show(&out))?;
+    let litter: Vec<_> = ["", "app", "units", "macros"]
+        .iter()
+        .flat_map(|d| std::fs::read_dir(dir.join(d)).into_iter().flatten().flatten())
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "profraw"))
+        .collect();
+    check(litter.is_empty(), || {
+        format!("profiles written into the packages: {litter:?}")
+    })
 }
