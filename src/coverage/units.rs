@@ -140,9 +140,13 @@ impl BinaryUnits {
 
 /// A file of a coverage map in which no file is the workspace's, if so: every executable of the
 /// build contains the workspace's code, so such a map comes from a build of another copy (a
-/// moved or copied workspace whose target directory came along).
-fn built_elsewhere<'a>(files: &'a [PathBuf], rel: &[Option<String>]) -> Option<&'a Path> {
-    if rel.iter().any(Option::is_some) {
+/// moved or copied workspace whose target directory came along). Not when a directory the map
+/// names holds the executable `exe`: a proc-macro crate's doctests run none of its code, and
+/// their map names only the generated sources, relative to that directory.
+fn built_elsewhere<'a>(exe: &Path, files: &'a [PathBuf], rel: &[Option<String>]) -> Option<&'a Path> {
+    // A doctest runner of a proc-macro crate names only its own generated sources, beside it
+    // under the directory it was compiled in: built here.
+    if rel.iter().any(Option::is_some) || files.iter().any(|f| f.is_absolute() && exe.starts_with(f)) {
         return None;
     }
     // The map's own sources come first; std's and dependencies' sit under other roots.
@@ -204,7 +208,7 @@ impl<'a> LineDecoder<'a> {
     fn prepare(&self, path: &Path) -> Result<BinaryUnits, DecodeError> {
         let cov = BinaryCoverage::open_sharing(path, &self.layouts)?;
         let rel: Vec<Option<String>> = cov.map.files.iter().map(|f| (self.relative)(f)).collect();
-        if let Some(elsewhere) = built_elsewhere(&cov.map.files, &rel) {
+        if let Some(elsewhere) = built_elsewhere(path, &cov.map.files, &rel) {
             crate::ui::warn(format!(
                 "{}: its coverage map names none of this workspace's files (it names {}): it was built \
                  from a copy of the workspace at another path, and cargo reused it because the sources \
@@ -422,11 +426,27 @@ mod tests {
             .iter()
             .map(PathBuf::from)
             .collect();
+        let exe = Path::new("/new/place/target/sfl/debug/deps/t-1");
         assert_eq!(
-            built_elsewhere(&files, &[None, None]),
+            built_elsewhere(exe, &files, &[None, None]),
             Some(Path::new("/old/copy/src/lib.rs"))
         );
-        assert_eq!(built_elsewhere(&files, &[None, Some("src/lib.rs".into())]), None);
-        assert_eq!(built_elsewhere(&[], &[]), None);
+        assert_eq!(built_elsewhere(exe, &files, &[None, Some("src/lib.rs".into())]), None);
+        assert_eq!(built_elsewhere(exe, &[], &[]), None);
+        // A proc-macro crate's merged doctests: the compilation directory, then the generated
+        // sources relative to it.
+        let doctests: Vec<PathBuf> = [
+            "/ws",
+            "target/sfl/doctests/m/merged_doctest_2021_0/doctest_bundle_2021.rs",
+        ]
+        .iter()
+        .map(PathBuf::from)
+        .collect();
+        let runner = Path::new("/ws/target/sfl/doctests/m/merged_doctest_2021_0/rust_out");
+        assert_eq!(built_elsewhere(runner, &doctests, &[None, None]), None);
+        assert_eq!(
+            built_elsewhere(Path::new("/moved/target/sfl/x"), &doctests, &[None, None]),
+            Some(Path::new("/ws"))
+        );
     }
 }

@@ -123,7 +123,7 @@ fn since_passed(
     if tests.is_empty() {
         return None;
     }
-    let lines = s
+    let lines: Vec<(usize, Vec<usize>)> = s
         .units
         .iter()
         .enumerate()
@@ -138,11 +138,18 @@ fn since_passed(
             (!ran.is_empty()).then_some((u, ran))
         })
         .collect();
+    // Those a failing test is seen running (a proc macro's helper its unit test calls) are
+    // listed with the others.
+    let seen: std::collections::HashSet<(&str, u32)> = lines
+        .iter()
+        .map(|(u, _)| (s.units[*u].file.as_str(), s.units[*u].line))
+        .collect();
     let compile_time = since
         .lines
         .iter()
         .filter(|(file, _)| compile_time.contains(*file))
         .flat_map(|(file, lines)| lines.iter().map(move |&l| (file.clone(), l)))
+        .filter(|(file, l)| !seen.contains(&(file.as_str(), *l)))
         .collect();
     Some(SincePassed {
         taken: since.taken,

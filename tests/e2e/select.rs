@@ -100,17 +100,39 @@ fn an_edit_of_a_proc_macro_runs_every_test() -> Result {
         failed.contains(&"expands_at_compile_time") && failed.contains(&"tests::one_letter_words"),
         || format!("failing tests {failed:?}\n{}", show(&out)),
     )?;
-    // The edited line is named as changed since the tests last passed, in code that runs
-    // while compiling, though the integration test's coverage cannot show it.
+    // The edited line is run by the failing unit test: listed with the changed lines failing
+    // tests run, not again as unseen code that runs while compiling.
+    let since = &report["changed_since_passed"];
+    check(
+        since["lines"][0]["line"] == 12 && since.get("compile_time_lines").is_none(),
+        || format!("changed_since_passed {since}"),
+    )?;
+    // Green again, then an edit of the expansion alone, which no test runs: only the test that
+    // uses the macro fails, and the report names the edited line as changed in code that runs
+    // while compiling (before, it said the change was elsewhere: test code, a dependency, a
+    // data file).
+    edit_file(&lib, "if i > 1 {", "if i > 0 {")?;
+    let out = sfl(&[], dir);
+    check(out.status.code() == Some(3), || show(&out))?;
+    edit_file(
+        &lib,
+        "Literal::string(&snake(&name))",
+        "Literal::string(&snake(&name).to_uppercase())",
+    )?;
+    let out = sfl(&["--format", "json"], dir);
+    check(out.status.code() == Some(7), || show(&out))?;
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout)?;
     let changed = &report["changed_since_passed"]["compile_time_lines"];
     check(
-        changed == &serde_json::json!([{"file": "src/lib.rs", "line": 12}]),
+        changed == &serde_json::json!([{"file": "src/lib.rs", "line": 32}]),
         || format!("compile_time_lines {changed}"),
     )?;
     let out = crate::support::report(&[], dir);
     let human = String::from_utf8_lossy(&out.stdout);
     check(
-        human.contains("changed in code that runs while compiling") && human.contains("src/lib.rs:12  | if i > 1 {"),
+        human.contains("changed in code that runs while compiling")
+            && human
+                .contains("src/lib.rs:32  | TokenTree::Literal(Literal::string(&snake(&name).to_uppercase())).into()"),
         || show(&out),
     )?;
     // The crate's integration test is not compiled into the macro: an edit of it is located in
@@ -123,7 +145,7 @@ fn an_edit_of_a_proc_macro_runs_every_test() -> Result {
     let out = sfl(&[], dir);
     let stderr = String::from_utf8_lossy(&out.stderr);
     check(
-        out.status.code() == Some(0) && stderr.contains("Selected") && !stderr.contains("runs while compiling"),
+        out.status.code() == Some(7) && stderr.contains("Selected") && !stderr.contains("runs while compiling"),
         || show(&out),
     )
 }
