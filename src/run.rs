@@ -185,6 +185,14 @@ pub fn run_test(run: &TestRun) -> std::io::Result<Finished> {
     // A test's own colours (assert_cmd's and pretty_assertions' diffs) are terminal codes, not
     // text: no report format, nor `--color never`, should carry them.
     let mut message = message.map(|m| console::strip_ansi_codes(&m).into_owned());
+    // A merged doctest's panic names its line of the documentation, as `cargo test` does.
+    if let (Some(doc), Some(m), Some(package_dir)) = (doctest, &message, run.pkg.manifest_path.parent()) {
+        message = Some(crate::doctest::location::in_source(
+            m,
+            &doc.name,
+            package_dir.as_std_path(),
+        ));
+    }
     if leaked && limits.leak_fails && outcome == Outcome::Passed {
         outcome = Outcome::Failed;
         message = Some(format!(

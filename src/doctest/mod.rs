@@ -9,6 +9,7 @@
 //! reads what they leave.
 
 pub mod count;
+pub mod location;
 pub mod parse;
 
 use std::collections::{HashMap, HashSet};

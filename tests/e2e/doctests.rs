@@ -81,6 +81,25 @@ fn only_a_doctest_fails(edition: &str, standalone: bool) -> Result {
         outcome("src/lib.rs - percent (line 5)").as_deref() == Some("failed"),
         || format!("{all:?}"),
     )?;
+    // Its panic names the line of the documentation: merged, the assertion's line (before, the
+    // generated bundle's line, as `cargo test` names it for edition 2024: a file under /tmp that
+    // is gone once it ends); standalone, the line rustdoc's own mapping gives, the code block's
+    // fence (as under `cargo test`).
+    let site = if standalone {
+        "src/lib.rs:5:1:"
+    } else {
+        "src/lib.rs:6:1:"
+    };
+    let message = report["tests"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|t| t["outcome"] == "failed")
+        .and_then(|t| t["message"].as_str())
+        .unwrap_or_default();
+    check(message.starts_with(&format!("panicked at {site}")), || {
+        format!("the failing doctest's message: {message}")
+    })?;
     for passing in [
         "src/lib.rs - half (line 18)",
         "src/lib.rs - half (line 22)",
