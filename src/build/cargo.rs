@@ -284,6 +284,9 @@ pub(super) fn cargo_selection_args(cmd: &mut Command, s: &Selection, ws: &Worksp
     if let Some(p) = &s.profile {
         cmd.args(["--profile", p]);
     }
+    if let Some(t) = &s.target {
+        cmd.args(["--target", t]);
+    }
     for b in &s.bin {
         cmd.args(["--bin", b]);
     }

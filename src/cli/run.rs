@@ -169,6 +169,10 @@ pub struct SelectionArgs {
     /// Build with the given cargo profile, as `cargo test --profile NAME`.
     #[arg(long, value_name = "PROFILE-NAME", help_heading = "Compilation options")]
     pub profile: Option<String>,
+    /// Build for this target triple, as `cargo test --target TRIPLE`: the tests run on this
+    /// machine, so it must be the host's.
+    #[arg(long, value_name = "TRIPLE", help_heading = "Compilation options")]
+    pub target: Option<String>,
     /// Directory for the instrumented build [default: <target-dir>/sfl].
     #[arg(long, value_name = "DIR", help_heading = "Compilation options")]
     pub target_dir: Option<PathBuf>,
@@ -314,6 +318,7 @@ impl From<SelectionArgs> for config::Selection {
             no_default_features: s.no_default_features,
             release: s.release,
             profile: s.profile,
+            target: s.target,
             target_dir: s.target_dir,
             doc: s.doc,
             no_doctests: s.no_doctests,

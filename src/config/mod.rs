@@ -95,6 +95,9 @@ pub struct Selection {
     pub release: bool,
     /// `--profile NAME`: the cargo profile to build with (`--release` is `release`).
     pub profile: Option<String>,
+    /// `--target TRIPLE`: the host's triple, given to cargo (its builds then go under a
+    /// directory of the triple's, and build scripts and proc macros build apart).
+    pub target: Option<String>,
     /// Directory for the instrumented build (default: `<target-dir>/sfl`).
     pub target_dir: Option<PathBuf>,
     /// `--doc`: only the libraries' doctests.
@@ -119,13 +122,18 @@ pub struct Selection {
 
 impl Selection {
     /// The directory of the build's profile in a target directory, as cargo names it: `debug`
-    /// for `dev` and `test`, `release` for `release` and `bench`, else the profile's name.
-    pub fn profile_dir(&self) -> &str {
-        match self.profile.as_deref() {
+    /// for `dev` and `test`, `release` for `release` and `bench`, else the profile's name; under
+    /// the triple's directory with `--target`.
+    pub fn profile_dir(&self) -> String {
+        let profile = match self.profile.as_deref() {
             _ if self.release => "release",
             None | Some("dev" | "test") => "debug",
             Some("bench") => "release",
             Some(name) => name,
+        };
+        match &self.target {
+            Some(triple) => format!("{triple}/{profile}"),
+            None => profile.to_string(),
         }
     }
 

@@ -161,7 +161,7 @@ pub(super) fn run_all(
                 bin: &bin,
                 pkg: &copy.ws.members[bin.package],
                 target_dir: &copy.target,
-                profile: cfg.selection.profile_dir(),
+                profile: &cfg.selection.profile_dir(),
                 dir: &dir,
                 limits,
                 threads: 1,

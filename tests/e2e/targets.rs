@@ -79,7 +79,8 @@ fn examples_and_all_targets() -> Result {
 }
 
 /// As with `cargo test`: `--config` and `--profile` change the build (a test profile without
-/// debug assertions), and `--locked` refuses a Cargo.lock that needs updating, with cargo's reason, the
+/// debug assertions), `--target` builds for the host's triple (another is refused), and
+/// `--locked` refuses a Cargo.lock that needs updating, with cargo's reason, the
 /// lockfile left as it was. Before, each was an unknown argument (exit 2).
 fn cargo_options_reach_every_cargo_command() -> Result {
     let lib_rs = "pub fn checked() -> bool { cfg!(debug_assertions) }\n\
@@ -106,6 +107,31 @@ fn cargo_options_reach_every_cargo_command() -> Result {
     check_exit(&out, 3, &out.stderr, &["every test"])?;
     let built = std::fs::read_dir(dir.join("target/sfl/unchecked/deps"))?.count();
     check(built > 0, || "nothing built under target/sfl/unchecked".to_string())?;
+    // `--target` the host's triple: built under the triple's directory; another is refused
+    // before building (the tests run here).
+    let host = String::from_utf8(std::process::Command::new("rustc").arg("-vV").output()?.stdout)?;
+    let host = host
+        .lines()
+        .find_map(|l| l.strip_prefix("host: "))
+        .unwrap_or_default()
+        .to_string();
+    let out = sfl(&["--target", &host], dir);
+    check_exit(
+        &out,
+        0,
+        &out.stdout,
+        &["FAILED    fixture-cargo-options tests::unchecked"],
+    )?;
+    check(dir.join("target/sfl").join(&host).join("debug/deps").is_dir(), || {
+        format!("nothing built under target/sfl/{host}")
+    })?;
+    let out = sfl(&["--target", "nosuch-unknown-none"], dir);
+    check_exit(
+        &out,
+        2,
+        &out.stderr,
+        &["--target nosuch-unknown-none: cargo sfl runs the tests on this machine"],
+    )?;
     // A path dependency the lockfile does not have yet.
     let lock = std::fs::read_to_string(dir.join("Cargo.lock"))?;
     std::fs::create_dir_all(dir.join("helper/src"))?;

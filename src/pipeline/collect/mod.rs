@@ -50,6 +50,7 @@ pub fn collect(cfg: &RunConfig) -> anyhow::Result<Collected> {
         ui::status("Blocking", format!("waiting for lock on {}", dir.display()))
     })?;
     let (snapshot, rustc, mut choice) = look(&ws, cfg, rustc)?;
+    setup::check_target(cfg.selection.target.as_deref(), &rustc)?;
     crate::run::ask_toolchain_lib_dir(ws.root.clone());
     // The doctests build while the other tests run, unless a plan needs every test at once
     // (a partition shares out the whole sorted list) or --keep-profiles indexes them together.

@@ -70,7 +70,7 @@ impl<'a> Session<'a> {
             coverage,
             edges,
             scratch,
-            profile: cfg.selection.profile_dir().to_string(),
+            profile: cfg.selection.profile_dir(),
             timeout: exec.timeout(),
             timeout_note: exec.timeout_note(),
             settings: Vec::new(),
