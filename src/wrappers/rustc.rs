@@ -22,7 +22,8 @@ pub fn rustc_wrapper() -> ! {
     cmd.args(&rest);
     let runtime = std::env::var_os(cargo_sfl::edges::RUNTIME_ENV);
     let edges = std::env::var_os(cargo_sfl::edges::LINES_ONLY_ENV).is_none();
-    match kind(&rest) {
+    let kind = kind(&rest);
+    match kind {
         Kind::Other => {}
         Kind::Member | Kind::CompileTime if std::env::var_os(PLAIN_ENV).is_some() => {
             // A cap already given (RUSTFLAGS) stands: rustc refuses two.
@@ -48,7 +49,7 @@ pub fn rustc_wrapper() -> ! {
             if let Some(rt) = runtime {
                 // A library that build scripts or proc macros link too stays position
                 // independent, as they need.
-                let shared = shared_library(&rest) || kind(&rest) == Kind::CompileTime;
+                let shared = shared_library(&rest) || kind == Kind::CompileTime;
                 cmd.args(cargo_sfl::edges::wrapper_flags(Path::new(&rt), edges, shared));
                 // A libtest harness: its `main`'s call of libtest goes through the runtime.
                 if let Some(symbol) = std::env::var(cargo_sfl::edges::harness::TEST_MAIN_ENV).ok()
