@@ -128,8 +128,11 @@ pub fn compile_time_files<'a>(ws: &Workspace, files: impl Iterator<Item = &'a St
 pub fn build_env(build_dir: &Path) -> Vec<String> {
     let mut names = BTreeSet::new();
     let read_dir = |d: PathBuf| std::fs::read_dir(d).into_iter().flatten().flatten();
-    for profile in read_dir(build_dir.to_path_buf()).filter(|e| e.path().is_dir()) {
-        for dep in read_dir(profile.path().join("deps")) {
+    let dirs = |d: PathBuf| read_dir(d).map(|e| e.path()).filter(|p| p.is_dir());
+    // Every profile's directory, under a target triple's directory too (`--target`).
+    let profiles = dirs(build_dir.to_path_buf()).flat_map(|d| std::iter::once(d.clone()).chain(dirs(d)));
+    for profile in profiles {
+        for dep in read_dir(profile.join("deps")) {
             if dep.path().extension().is_some_and(|x| x == "d")
                 && let Ok(text) = std::fs::read_to_string(dep.path())
             {
@@ -140,7 +143,7 @@ pub fn build_env(build_dir: &Path) -> Vec<String> {
                 }
             }
         }
-        for script in read_dir(profile.path().join("build")) {
+        for script in read_dir(profile.join("build")) {
             if let Ok(text) = std::fs::read_to_string(script.path().join("output")) {
                 for line in text.lines() {
                     let line = line.strip_prefix("cargo::").or_else(|| line.strip_prefix("cargo:"));
