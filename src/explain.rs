@@ -245,7 +245,8 @@ fn not_in_the_matrix(whole: &Spectra, file: &str, line: u32) -> String {
             .into(),
         None => format!(
             "no test binary's coverage map has {file}:{line} (a blank line, a comment, code outside the \
-             workspace, or code no test binary links)"
+             workspace, code no test binary links, or code that runs while compiling: a `const`'s value, \
+             a proc macro)"
         ),
     }
 }

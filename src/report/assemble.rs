@@ -144,18 +144,34 @@ fn since_passed(
         .iter()
         .map(|(u, _)| (s.units[*u].file.as_str(), s.units[*u].line))
         .collect();
-    let compile_time = since
+    // Changed lines no coverage shows: in code that runs while compiling, and lines with no
+    // counter of their own inside a function the failing tests ran (a `const`'s value inside
+    // it, computed while compiling).
+    let counted: std::collections::HashSet<(&str, u32)> = s.units.iter().map(|u| (u.file.as_str(), u.line)).collect();
+    let ran_functions: std::collections::HashSet<u32> = (0..s.units.len())
+        .filter(|&u| tests.iter().any(|&t| s.coverage[u].contains(t)))
+        .filter_map(|u| s.unit_function.get(u).copied().flatten())
+        .collect();
+    let in_ran_function = |file: &str, line: u32| {
+        s.functions.iter().enumerate().any(|(f, span)| {
+            span.file == file && span.start <= line && line <= span.end && ran_functions.contains(&(f as u32))
+        })
+    };
+    let unseen = since
         .lines
         .iter()
-        .filter(|(file, _)| compile_time.contains(*file))
-        .flat_map(|(file, lines)| lines.iter().map(move |&l| (file.clone(), l)))
-        .filter(|(file, l)| !seen.contains(&(file.as_str(), *l)))
+        .flat_map(|(file, lines)| lines.iter().map(move |&l| (file.as_str(), l)))
+        .filter(|&(file, l)| {
+            !seen.contains(&(file, l))
+                && (compile_time.contains(file) || (!counted.contains(&(file, l)) && in_ran_function(file, l)))
+        })
+        .map(|(file, l)| (file.to_string(), l))
         .collect();
     Some(SincePassed {
         taken: since.taken,
         tests,
         lines,
-        compile_time,
+        unseen,
     })
 }
 

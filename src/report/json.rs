@@ -38,10 +38,11 @@ struct JsonSincePassed<'a> {
     green_run_started: u64,
     tests: Vec<String>,
     lines: Vec<JsonChangedLine<'a>>,
-    /// Changed lines in code that runs while compiling (proc macros, build dependencies), which
-    /// no test's coverage shows.
+    /// Changed lines no test's coverage shows: in code that runs while compiling (proc macros,
+    /// build dependencies), and lines without coverage of their own inside a function the
+    /// failing tests ran (a `const`'s value).
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    compile_time_lines: Vec<JsonFileLine<'a>>,
+    uncovered_lines: Vec<JsonFileLine<'a>>,
 }
 
 #[derive(Serialize)]
@@ -73,8 +74,8 @@ impl<'a> JsonSincePassed<'a> {
                     tests: tests.iter().map(label).collect(),
                 })
                 .collect(),
-            compile_time_lines: since
-                .compile_time
+            uncovered_lines: since
+                .unseen
                 .iter()
                 .map(|(file, line)| JsonFileLine { file, line: *line })
                 .collect(),

@@ -43,9 +43,10 @@ pub struct SincePassed {
     /// The changed lines some of those tests run (unit indices, in unit order), each with the
     /// tests that run it.
     pub lines: Vec<(usize, Vec<usize>)>,
-    /// The changed lines (file, line) in code that runs while compiling
-    /// ([`crate::spectra::Snapshot::compile_time`]), which no test's coverage shows.
-    pub compile_time: Vec<(String, u32)>,
+    /// The changed lines (file, line) no test's coverage shows: in code that runs while
+    /// compiling ([`crate::spectra::Snapshot::compile_time`]), and lines without a counter of
+    /// their own inside a function those tests ran (a `const`'s value, computed while compiling).
+    pub unseen: Vec<(String, u32)>,
 }
 
 /// Units no test tells apart: one entry of a ranking.

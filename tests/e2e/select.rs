@@ -64,6 +64,10 @@ pub fn trials() -> Vec<Trial> {
             "select::an_edit_of_a_proc_macro_runs_every_test",
             an_edit_of_a_proc_macro_runs_every_test,
         ),
+        Trial::test(
+            "select::a_changed_const_value_is_named_though_no_coverage_shows_it",
+            a_changed_const_value_is_named,
+        ),
     ]
 }
 
@@ -104,7 +108,7 @@ fn an_edit_of_a_proc_macro_runs_every_test() -> Result {
     // tests run, not again as unseen code that runs while compiling.
     let since = &report["changed_since_passed"];
     check(
-        since["lines"][0]["line"] == 12 && since.get("compile_time_lines").is_none(),
+        since["lines"][0]["line"] == 12 && since.get("uncovered_lines").is_none(),
         || format!("changed_since_passed {since}"),
     )?;
     // Green again, then an edit of the expansion alone, which no test runs: only the test that
@@ -122,15 +126,15 @@ fn an_edit_of_a_proc_macro_runs_every_test() -> Result {
     let out = sfl(&["--format", "json"], dir);
     check(out.status.code() == Some(7), || show(&out))?;
     let report: serde_json::Value = serde_json::from_slice(&out.stdout)?;
-    let changed = &report["changed_since_passed"]["compile_time_lines"];
+    let changed = &report["changed_since_passed"]["uncovered_lines"];
     check(
         changed == &serde_json::json!([{"file": "src/lib.rs", "line": 32}]),
-        || format!("compile_time_lines {changed}"),
+        || format!("uncovered_lines {changed}"),
     )?;
     let out = crate::support::report(&[], dir);
     let human = String::from_utf8_lossy(&out.stdout);
     check(
-        human.contains("changed in code that runs while compiling")
+        human.contains("changed where no test's coverage shows (code that runs while compiling")
             && human
                 .contains("src/lib.rs:32  | TokenTree::Literal(Literal::string(&snake(&name).to_uppercase())).into()"),
         || show(&out),
@@ -146,6 +150,43 @@ fn an_edit_of_a_proc_macro_runs_every_test() -> Result {
     let stderr = String::from_utf8_lossy(&out.stderr);
     check(
         out.status.code() == Some(7) && stderr.contains("Selected") && !stderr.contains("runs while compiling"),
+        || show(&out),
+    )
+}
+
+/// A `const` block inside a function is computed while compiling: its lines have no counter, so
+/// a failing test that ran the function is not seen running them. After a green run, an edit
+/// of one fails the tests that use the function, and the report names the edited line among
+/// the changes no coverage shows (before, it said the change was elsewhere: test code, a
+/// dependency, a data file; seen on shlex's `UNQUOTED_OK_MASK`).
+fn a_changed_const_value_is_named() -> Result {
+    let lib_rs = "pub fn small(n: u32) -> bool {\n\
+                  \x20   const LIMIT: u32 = {\n\
+                  \x20       let base = 10;\n\
+                  \x20       base * 2\n\
+                  \x20   };\n\
+                  \x20   n < LIMIT\n\
+                  }\n\
+                  #[cfg(test)]\nmod tests {\n\
+                  \x20   #[test] fn nineteen() { assert!(super::small(19)); }\n\
+                  \x20   #[test] fn twenty() { assert!(!super::small(20)); }\n\
+                  }\n";
+    let tmp = crate::support::lib_crate("fixture-const-value", "", lib_rs)?;
+    let dir = tmp.path();
+    let out = sfl(&[], dir);
+    check(out.status.code() == Some(3), || show(&out))?;
+    edit_file(&dir.join("src/lib.rs"), "let base = 10;", "let base = 5;")?;
+    let out = sfl(&["--format", "json"], dir);
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout)?;
+    let uncovered = &report["changed_since_passed"]["uncovered_lines"];
+    check(
+        uncovered == &serde_json::json!([{"file": "src/lib.rs", "line": 3}]),
+        || format!("uncovered_lines {uncovered}\n{}", show(&out)),
+    )?;
+    let out = crate::support::report(&[], dir);
+    let human = String::from_utf8_lossy(&out.stdout);
+    check(
+        human.contains("the change is where no coverage shows") && human.contains("src/lib.rs:3  | let base = 5;"),
         || show(&out),
     )
 }

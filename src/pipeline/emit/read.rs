@@ -26,8 +26,8 @@ pub(super) fn disk(format: Format, report: &Report, top: usize) -> Disk {
     if format == Format::Human
         && let Some(since) = &report.since_passed
     {
-        // The changed lines of code that runs while compiling, shown with their text.
-        files.extend(since.compile_time.iter().map(|(f, _)| f.clone()));
+        // The changed lines no coverage shows, shown with their text.
+        files.extend(since.unseen.iter().map(|(f, _)| f.clone()));
     }
     for file in &files {
         if spectra.may_show(file)

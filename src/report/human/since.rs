@@ -16,8 +16,17 @@ pub(super) fn changed_since_passed(out: &mut String, report: &Report, sources: &
     let Some(since) = &report.since_passed else { return };
     let spectra = report.spectra;
     let when = std::time::UNIX_EPOCH + std::time::Duration::from_secs(since.taken);
-    let they_run = if since.lines.is_empty() && !since.compile_time.is_empty() {
-        "no changed line they run: the change is in code that runs while compiling".to_string()
+    // Blank and comment lines say nothing of where the change is.
+    let unseen: Vec<&(String, u32)> = since
+        .unseen
+        .iter()
+        .filter(|(file, line)| {
+            let text = sources.line(file, *line).map(str::trim);
+            !text.is_some_and(|t| t.is_empty() || t.starts_with("//"))
+        })
+        .collect();
+    let they_run = if since.lines.is_empty() && !unseen.is_empty() {
+        "no changed line they run: the change is where no coverage shows".to_string()
     } else if since.lines.is_empty() {
         "no changed line they run (the change is elsewhere: test code, a dependency, a data file)".to_string()
     } else {
@@ -59,17 +68,17 @@ pub(super) fn changed_since_passed(out: &mut String, report: &Report, sources: &
     if lines.len() > CHANGED_SHOWN {
         let _ = writeln!(out, "  … and {} more", lines.len() - CHANGED_SHOWN);
     }
-    if !since.compile_time.is_empty() {
+    if !unseen.is_empty() {
         let _ = writeln!(
             out,
-            "  changed in code that runs while compiling (a proc macro, a build dependency), which no test's coverage shows:"
+            "  changed where no test's coverage shows (code that runs while compiling: a proc macro, a build dependency, a const's value):"
         );
-        for (file, line) in since.compile_time.iter().take(CHANGED_SHOWN) {
+        for (file, line) in unseen.iter().take(CHANGED_SHOWN) {
             let text = sources.line(file, *line).unwrap_or("").trim();
             let _ = writeln!(out, "  {file}:{line}  | {text}");
         }
-        if since.compile_time.len() > CHANGED_SHOWN {
-            let _ = writeln!(out, "  … and {} more", since.compile_time.len() - CHANGED_SHOWN);
+        if unseen.len() > CHANGED_SHOWN {
+            let _ = writeln!(out, "  … and {} more", unseen.len() - CHANGED_SHOWN);
         }
     }
 }
