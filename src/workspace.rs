@@ -10,6 +10,15 @@ use cargo_metadata::{MetadataCommand, Package};
 use crate::config::Selection;
 use crate::error::SflError;
 
+/// Whether `t` is a package's library, of whatever crate types (`lib`, or e.g. `cdylib` and
+/// `rlib` together, whose doctests cargo runs too).
+pub fn is_library(t: &cargo_metadata::Target) -> bool {
+    use cargo_metadata::TargetKind as K;
+    t.kind
+        .iter()
+        .any(|k| matches!(k, K::Lib | K::RLib | K::DyLib | K::CDyLib | K::StaticLib | K::ProcMacro))
+}
+
 /// The workspace being analysed.
 #[derive(Debug)]
 pub struct Workspace {

@@ -243,15 +243,6 @@ pub(crate) fn add_artifact(ws: &Workspace, built: &mut Built, art: cargo_metadat
     });
 }
 
-/// Whether `t` is a package's library, of whatever crate types (`lib`, or e.g. `cdylib` and
-/// `rlib` together, whose doctests cargo runs too).
-pub(super) fn is_library(t: &cargo_metadata::Target) -> bool {
-    use cargo_metadata::TargetKind as K;
-    t.kind
-        .iter()
-        .any(|k| matches!(k, K::Lib | K::RLib | K::DyLib | K::CDyLib | K::StaticLib | K::ProcMacro))
-}
-
 pub(super) fn cargo_selection_args(cmd: &mut Command, s: &Selection, ws: &Workspace) {
     cmd.args(&ws.cargo_flags);
     if let Some(p) = &s.manifest_path {

@@ -7,9 +7,10 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 use std::process::Command;
 
-use super::cargo::{WRAPPER_ENV, add_artifact, cargo_selection_args, is_library, stream};
+use super::cargo::{WRAPPER_ENV, add_artifact, cargo_selection_args, stream};
 use crate::config::Selection;
 use crate::error::SflError;
+use crate::workspace::is_library;
 use crate::workspace::{Built, TestBinary, Workspace};
 
 /// Whether [`build`] builds the doctests.

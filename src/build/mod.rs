@@ -15,9 +15,10 @@ mod cargo;
 mod doctests;
 pub mod head_start;
 
+use crate::workspace::is_library;
 pub use cargo::{COMPILE_TIME_DIRS_ENV, COVERAGE_FLAGS, INSTRUMENT_DIRS_ENV, PLAIN_ENV, Runtime, WRAPPER_ENV};
 pub(crate) use cargo::{add_artifact, plain_cargo};
-use cargo::{instrumented_cargo, is_library, stream};
+use cargo::{instrumented_cargo, stream};
 pub use doctests::{Doctests, host_triple};
 use doctests::{build_doctests, idle_runner};
 
@@ -169,6 +170,9 @@ fn clean_members(ws: &Workspace, select: &Selection, profile_dir: &Path) -> Resu
     }
     if let Some(p) = &select.profile {
         cmd.args(["--profile", p]);
+    }
+    if let Some(t) = &select.target {
+        cmd.args(["--target", t]);
     }
     for m in &ws.members {
         cmd.arg("-p").arg(&m.id.repr);

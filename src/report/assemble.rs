@@ -147,7 +147,7 @@ fn since_passed(
     // Changed lines no coverage shows: in code that runs while compiling, and lines with no
     // counter of their own inside a function the failing tests ran (a `const`'s value inside
     // it, computed while compiling).
-    let counted: std::collections::HashSet<(&str, u32)> = s.units.iter().map(|u| (u.file.as_str(), u.line)).collect();
+    let counted = s.unit_index();
     let ran_functions: std::collections::HashSet<u32> = (0..s.units.len())
         .filter(|&u| tests.iter().any(|&t| s.coverage[u].contains(t)))
         .filter_map(|u| s.unit_function.get(u).copied().flatten())
@@ -163,7 +163,7 @@ fn since_passed(
         .flat_map(|(file, lines)| lines.iter().map(move |&l| (file.as_str(), l)))
         .filter(|&(file, l)| {
             !seen.contains(&(file, l))
-                && (compile_time.contains(file) || (!counted.contains(&(file, l)) && in_ran_function(file, l)))
+                && (compile_time.contains(file) || (!counted.contains_key(&(file, l)) && in_ran_function(file, l)))
         })
         .map(|(file, l)| (file.to_string(), l))
         .collect();

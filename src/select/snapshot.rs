@@ -66,13 +66,10 @@ pub fn look(files: BTreeMap<String, FileState>, cfg: &RunConfig, rustc: &str, pa
 }
 
 /// Of `files` (relative to the root), those of members whose code runs while compiling
-/// ([`Snapshot::compile_time`], [`Workspace::compile_time_members`]): the files under the
-/// directory of such a member's library (or proc macro) and of its build script (the script
-/// alone when it is at the package's root). A file
-/// belongs to the member whose directory holds it most nearly; its tests, examples and benches
-/// are not compiled into what runs while compiling.
+/// ([`Snapshot::compile_time`], [`Workspace::compile_time_members`]): those under such a
+/// member's library and build script ([`compile_time_sources`]). A file belongs to the member
+/// whose directory holds it most nearly.
 pub fn compile_time_files<'a>(ws: &Workspace, files: impl Iterator<Item = &'a String>) -> BTreeSet<String> {
-    use cargo_metadata::TargetKind;
     let compile_time: BTreeSet<&cargo_metadata::PackageId> = ws.compile_time_members().iter().map(|m| &m.id).collect();
     if compile_time.is_empty() {
         return BTreeSet::new();
@@ -83,26 +80,7 @@ pub fn compile_time_files<'a>(ws: &Workspace, files: impl Iterator<Item = &'a St
         .iter()
         .filter_map(|m| {
             let sources = if compile_time.contains(&m.id) {
-                m.targets
-                    .iter()
-                    .filter(|t| {
-                        t.kind.iter().any(|k| {
-                            use TargetKind as K;
-                            matches!(
-                                k,
-                                K::Lib | K::RLib | K::DyLib | K::CDyLib | K::StaticLib | K::ProcMacro | K::CustomBuild
-                            )
-                        })
-                    })
-                    .filter_map(|t| {
-                        let file = t.src_path.as_std_path();
-                        let dir = file.parent()?;
-                        // A build script at the package's root is that file alone (its tests,
-                        // examples and benches are beside it).
-                        let root = m.manifest_path.parent().map(|d| d.as_std_path());
-                        Some(if Some(dir) == root { file } else { dir }.to_path_buf())
-                    })
-                    .collect()
+                compile_time_sources(m)
             } else {
                 Vec::new()
             };
@@ -119,6 +97,22 @@ pub fn compile_time_files<'a>(ws: &Workspace, files: impl Iterator<Item = &'a St
                 .is_some_and(|(_, sources)| sources.iter().any(|s| path.starts_with(s)))
         })
         .cloned()
+        .collect()
+}
+
+/// Where a compile-time member's library and build script are: the directory of each target's
+/// root file, or the build script alone when it is at the package's root (its tests, examples
+/// and benches are beside it).
+fn compile_time_sources(m: &cargo_metadata::Package) -> Vec<PathBuf> {
+    let root = m.manifest_path.parent().map(|d| d.as_std_path());
+    m.targets
+        .iter()
+        .filter(|t| crate::workspace::is_library(t) || t.kind.contains(&cargo_metadata::TargetKind::CustomBuild))
+        .filter_map(|t| {
+            let file = t.src_path.as_std_path();
+            let dir = file.parent()?;
+            Some(if Some(dir) == root { file } else { dir }.to_path_buf())
+        })
         .collect()
 }
 

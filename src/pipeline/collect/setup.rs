@@ -134,8 +134,7 @@ fn nothing_to_run(plan: &plan::Plan, cfg: &RunConfig) -> String {
 /// Refuses a `--target` that is not the host's (`rustc`: `rustc -vV`) before building: the
 /// tests run on this machine, and the edge recorder is built for it.
 pub(super) fn check_target(target: Option<&str>, rustc: &str) -> Result<(), SflError> {
-    let host = rustc.lines().find_map(|l| l.strip_prefix("host: "));
-    match (target, host) {
+    match (target, crate::build::host_triple(rustc)) {
         (Some(t), Some(host)) if t != host => Err(SflError::Usage(format!(
             "--target {t}: cargo sfl runs the tests on this machine, so the target must be its own ({host})"
         ))),
