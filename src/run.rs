@@ -143,6 +143,10 @@ pub struct TestRun<'a> {
     /// Names the panic stacks cargo sfl's runtime records (`None`: read the backtrace the
     /// standard library prints, as for a program without the runtime).
     pub stacks: Option<&'a crate::stacks::Symbolizer>,
+    /// Run a libtest test with `--nocapture` (`-- --nocapture`); else libtest captures its
+    /// output as under `cargo test`, which costs no write per print (a test printing millions
+    /// of lines runs as fast as under `cargo test`).
+    pub nocapture: bool,
 }
 
 /// Runs one test in its own process; its profiles (and edge files, with `edges`) land in
@@ -180,7 +184,13 @@ pub fn run_test(run: &TestRun) -> std::io::Result<Finished> {
     };
     let (mut outcome, signal, message) = match doctest {
         Some(doc) => classify_doctest(status, &output, timeout, doc.should_panic),
-        None => classify(status, &output, timeout, job.name.as_deref()),
+        None => classify(
+            status,
+            &output,
+            timeout,
+            job.name.as_deref(),
+            !run.nocapture && !bin.custom_harness,
+        ),
     };
     // A test's own colours (assert_cmd's and pretty_assertions' diffs) are terminal codes, not
     // text: no report format, nor `--color never`, should carry them.
@@ -327,7 +337,10 @@ fn base_command(run: &TestRun, doctest: Option<&DocTest>, name: Option<&str>) ->
             }
         }
         (None, Some(name)) => {
-            cmd.args(["--exact", name, "--nocapture"]);
+            cmd.args(["--exact", name]);
+            if run.nocapture {
+                cmd.arg("--nocapture");
+            }
             // libtest runs the test on one thread its main thread spawns, then waits. One test,
             // so one thread: it need not work out how many it could use (reading the cgroup
             // files, a noticeable part of a small test's cost).

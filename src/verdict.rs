@@ -18,23 +18,36 @@ pub struct RawFrame {
 
 /// What a finished process did. `name`: the libtest test it ran (`None`: a whole binary run
 /// with no arguments, whose harness prints what it likes).
+///
+/// `captured`: libtest captured the test's output (as under `cargo test`, where it prints it
+/// only for a test that fails); a process that ends before libtest reports the test (killed at
+/// its timeout, by a signal, or by `exit`) takes that output with it, and its message says so.
 pub(crate) fn classify(
     status: Option<ExitStatus>,
     output: &str,
     timeout: Duration,
     name: Option<&str>,
+    captured: bool,
 ) -> (Outcome, Option<i32>, Option<String>) {
+    let lost = |mut msg: String| {
+        if captured && name.is_some() && !output.contains(CAPTURED_HEADER_END) {
+            msg.push_str(LOST_OUTPUT);
+        }
+        msg
+    };
     let Some(status) = status else {
         let mut msg = format!("timed out after {}s and was killed", timeout.as_secs_f64());
         if let Some(tail) = tail(output, 3) {
             msg.push('\n');
             msg.push_str(&tail);
         }
-        return (Outcome::TimedOut, None, Some(msg));
+        return (Outcome::TimedOut, None, Some(lost(msg)));
     };
     if status.success() {
         return match name {
-            Some(name) if !libtest_passed(output, name) => (Outcome::Failed, None, Some(early_exit(output, name))),
+            Some(name) if !libtest_passed(output, name) => {
+                (Outcome::Failed, None, Some(lost(early_exit(output, name))))
+            }
             _ => (Outcome::Passed, None, None),
         };
     }
@@ -44,13 +57,22 @@ pub(crate) fn classify(
             msg.push('\n');
             msg.push_str(&m);
         }
-        return (Outcome::Crashed, Some(sig), Some(msg));
+        return (Outcome::Crashed, Some(sig), Some(lost(msg)));
     }
-    let msg = panic_message(output)
-        .or_else(|| tail(output, 5))
-        .or_else(|| status.code().map(|c| format!("exited with status {c}")));
+    let msg = panic_message(output).or_else(|| tail(output, 5)).or_else(|| {
+        status
+            .code()
+            .map(|c| lost(format!("exited with status {c}")))
+    });
     (Outcome::Failed, None, msg)
 }
+
+/// How libtest's report of a failed test's captured output ends its heading
+/// (`---- NAME stdout ----`).
+const CAPTURED_HEADER_END: &str = " stdout ----";
+/// Said of a libtest test whose process ended before libtest could print its captured output.
+const LOST_OUTPUT: &str = "\n(libtest captured the test's output, as under `cargo test`, and it ended with the \
+                           process: `cargo sfl -- --nocapture` keeps it)";
 
 /// What a doctest process did: as rustdoc judges it, by its exit status alone, inverted for
 /// `should_panic` (any failure to finish passes, as under rustdoc).
@@ -67,7 +89,7 @@ pub(crate) fn classify_doctest(
             Some("the doctest ran to its end, but it is marked should_panic".into()),
         ),
         Some(_) if should_panic => (Outcome::Passed, None, None),
-        _ => classify(status, output, timeout, None),
+        _ => classify(status, output, timeout, None, false),
     }
 }
 
@@ -184,21 +206,43 @@ pub(crate) fn fold(frames: Vec<RawFrame>) -> Vec<RawFrame> {
     kept
 }
 
-/// The last `n` lines that are not libtest's own bookkeeping.
+/// The last `n` lines that are not libtest's own bookkeeping. An uncaptured test's first
+/// printed line follows libtest's `test NAME ... ` on the same line: that part is kept.
 fn tail(output: &str, n: usize) -> Option<String> {
-    let keep: Vec<&str> = output
+    let keep: Vec<&str> = captured_section(output)
         .lines()
-        .filter(|l| {
+        .filter_map(|l| {
             let t = l.trim();
-            !(t.is_empty()
-                || t.starts_with("running ")
-                || t.starts_with("test result:")
-                || t == "failures:"
-                || (t.starts_with("test ") && t.contains(" ... ")))
+            let own = t.is_empty() || t.starts_with("running ") || t.starts_with("test result:") || t == "failures:";
+            if own || (t.starts_with("test ") && t.ends_with(" ...")) {
+                return None;
+            }
+            match t.strip_prefix("test ").and_then(|r| r.split_once(" ... ")) {
+                Some((_, rest)) => {
+                    let rest = rest.trim();
+                    (!matches!(rest, "" | "ok" | "FAILED" | "ignored")).then_some(rest)
+                }
+                None => Some(l.trim_end()),
+            }
         })
         .collect();
     (!keep.is_empty()).then(|| keep[keep.len().saturating_sub(n)..].join("\n"))
 }
+
+/// What a failed test printed, when libtest captured it: the text under its heading
+/// (`---- NAME stdout ----`), up to the list of failures that closes libtest's report; else the
+/// whole output.
+fn captured_section(output: &str) -> &str {
+    let Some(start) = output
+        .find("\n---- ")
+        .filter(|&i| output[i + 1..].lines().next().is_some_and(|l| l.ends_with(CAPTURED_HEADER_END)))
+    else {
+        return output;
+    };
+    let body = output[start + 1..].split_once('\n').map_or("", |(_, rest)| rest);
+    body.rfind("\nfailures:\n").map_or(body, |end| &body[..end])
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -260,12 +304,12 @@ mod tests {
     fn a_libtest_test_passes_only_when_libtest_says_so() {
         let t = Duration::from_secs(1);
         let ok = "\nrunning 1 test\nhello\ntest m::t1 ... ok\n\ntest result: ok. 1 passed; 0 failed\n";
-        assert_eq!(classify(exited(0), ok, t, Some("m::t1")).0, Outcome::Passed);
+        assert_eq!(classify(exited(0), ok, t, Some("m::t1"), false).0, Outcome::Passed);
         let panicked = "running 1 test\npartial output test m::t2 - should panic ... ok\n";
-        assert_eq!(classify(exited(0), panicked, t, Some("m::t2")).0, Outcome::Passed);
+        assert_eq!(classify(exited(0), panicked, t, Some("m::t2"), false).0, Outcome::Passed);
         // std::process::exit(0) inside the test: libtest never got to say anything.
         let early = "\nrunning 1 test\nabout to leave";
-        let (outcome, _, msg) = classify(exited(0), early, t, Some("m::t1"));
+        let (outcome, _, msg) = classify(exited(0), early, t, Some("m::t1"), false);
         assert_eq!(outcome, Outcome::Failed);
         let msg = msg.unwrap();
         assert!(msg.starts_with("exited before libtest reported a result"), "{msg}");
@@ -274,20 +318,53 @@ mod tests {
         // pipe, and the test's own uncaptured output between the name and the result.
         let mimic = "\nrunning 1 test\ntest invalid/a.toml ... \x1b[0m\x1b[32mok\x1b[0m\n\n\
                      test result: \x1b[0m\x1b[32mok\x1b[0m. 1 passed; 0 failed; 405 filtered out\n";
-        assert_eq!(classify(exited(0), mimic, t, Some("invalid/a.toml")).0, Outcome::Passed);
+        assert_eq!(classify(exited(0), mimic, t, Some("invalid/a.toml"), false).0, Outcome::Passed);
         let interleaved = "\nrunning 1 test\ntest invalid/a.toml ... TOML parse error at line 1\n\
                            expected `]`\n\n\x1b[0m\x1b[32mok\x1b[0m\n\n\
                            test result: \x1b[0m\x1b[32mok\x1b[0m. 1 passed; 0 failed\n";
         assert_eq!(
-            classify(exited(0), interleaved, t, Some("invalid/a.toml")).0,
+            classify(exited(0), interleaved, t, Some("invalid/a.toml"), false).0,
             Outcome::Passed
         );
         // Another test's result line is not this one's.
         let other = "running 1 test\ntest m::t1 ... ok\n";
-        assert_eq!(classify(exited(0), other, t, Some("t1")).0, Outcome::Failed);
+        assert_eq!(classify(exited(0), other, t, Some("t1"), false).0, Outcome::Failed);
         // A whole binary (harness = false) has no libtest lines: its status decides.
-        assert_eq!(classify(exited(0), "all checks passed\n", t, None).0, Outcome::Passed);
-        assert_eq!(classify(exited(1), "check a ... FAILED\n", t, None).0, Outcome::Failed);
+        assert_eq!(classify(exited(0), "all checks passed\n", t, None, false).0, Outcome::Passed);
+        assert_eq!(classify(exited(1), "check a ... FAILED\n", t, None, false).0, Outcome::Failed);
+    }
+
+    /// libtest's capture (the default, as under `cargo test`): a failed test's output comes in
+    /// its report; a process that ends first takes it along, and the message says so.
+    #[cfg(unix)]
+    #[test]
+    fn captured_output_is_read_from_libtests_report() {
+        let t = Duration::from_secs(1);
+        let err = "\nrunning 1 test\ntest err ... FAILED\n\nfailures:\n\n---- err stdout ----\nsome output\n\
+                   Error: \"bad input\"\n\n\nfailures:\n    err\n\ntest result: FAILED. 0 passed; 1 failed\n";
+        let (outcome, _, msg) = classify(exited(101), err, t, Some("err"), true);
+        assert_eq!(outcome, Outcome::Failed);
+        assert_eq!(msg.unwrap(), "some output\nError: \"bad input\"");
+        let panicked = "\nrunning 1 test\ntest pan ... FAILED\n\nfailures:\n\n---- pan stdout ----\nbefore\n\n\
+                        thread 'pan' (8612) panicked at t.rs:2:40:\nsum\nnote: run with `RUST_BACKTRACE=1`\n\n\n\
+                        failures:\n    pan\n\ntest result: FAILED. 0 passed; 1 failed\n";
+        let (_, _, msg) = classify(exited(101), panicked, t, Some("pan"), true);
+        assert_eq!(msg.unwrap(), "panicked at t.rs:2:40:\nsum");
+        // `std::process::exit(1)` and `abort()` inside the test: libtest never printed it.
+        let left = "\nrunning 1 test\ntest ex ... ";
+        let (outcome, _, msg) = classify(exited(1), left, t, Some("ex"), true);
+        assert_eq!(outcome, Outcome::Failed);
+        assert_eq!(msg.unwrap(), format!("exited with status 1{LOST_OUTPUT}"));
+        let (outcome, _, msg) = classify(exited(0), left, t, Some("ex"), true);
+        assert_eq!(outcome, Outcome::Failed);
+        assert!(msg.unwrap().ends_with(LOST_OUTPUT));
+        let (outcome, _, msg) = classify(None, left, t, Some("ex"), true);
+        assert_eq!(outcome, Outcome::TimedOut);
+        assert!(msg.unwrap().ends_with(LOST_OUTPUT));
+        // Uncaptured (`-- --nocapture`), the output is there to show, and nothing was lost; its
+        // first line follows libtest's own on the same line.
+        let (_, _, msg) = classify(exited(1), "\nrunning 1 test\ntest ex ... leaving\nbye\n", t, Some("ex"), false);
+        assert_eq!(msg.unwrap(), "leaving\nbye");
     }
 
     #[cfg(unix)]

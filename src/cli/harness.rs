@@ -1,6 +1,8 @@
 //! The test harness's arguments after `--`, as `cargo test -- ARGS` passes them to libtest:
-//! the ones that say which tests run are honoured, the ones about libtest's own output have no
-//! effect (cargo sfl captures every test's output itself), and any other is refused.
+//! the ones that say which tests run are honoured, and `--nocapture` (each test's output left
+//! to its process, so a crashed or killed test's output is kept); the others about libtest's
+//! own output have no effect (cargo sfl reads every test's output itself), and any other is
+//! refused.
 
 use crate::config::Ignored;
 
@@ -17,14 +19,14 @@ pub struct HarnessArgs {
     pub ignored: Option<Ignored>,
     /// `--test-threads N`: tests at once, as `-j N`.
     pub test_threads: Option<usize>,
+    /// `--nocapture` (or `--no-capture`).
+    pub nocapture: bool,
     /// Options about libtest's own output, which have no effect here.
     pub no_effect: Vec<String>,
 }
 
 /// libtest's options about its own output: accepted, with no effect.
-const OUTPUT_FLAGS: [&str; 6] = [
-    "--nocapture",
-    "--no-capture",
+const OUTPUT_FLAGS: [&str; 4] = [
     "--show-output",
     "--quiet",
     "-q",
@@ -49,6 +51,7 @@ pub fn parse(args: &[String]) -> Result<HarnessArgs, String> {
         };
         match name {
             "--exact" => out.exact = true,
+            "--nocapture" | "--no-capture" => out.nocapture = true,
             "--skip" => out.skip.push(value("a name")?),
             "--ignored" | "--include-ignored" => {
                 let asked = if name == "--ignored" {
@@ -79,7 +82,8 @@ pub fn parse(args: &[String]) -> Result<HarnessArgs, String> {
                 return Err(format!(
                     "`{arg}` after `--` is not supported: cargo sfl runs each test itself and takes \
                      the test harness's name filters, `--exact`, `--skip NAME`, `--ignored`, \
-                     `--include-ignored` and `--test-threads N` (its output options have no effect)"
+                     `--include-ignored`, `--test-threads N` and `--nocapture` (its other output options \
+                     have no effect)"
                 ));
             }
             _ => out.patterns.push(arg.clone()),
@@ -122,7 +126,8 @@ mod tests {
     #[test]
     fn output_options_have_no_effect_and_others_are_refused() {
         let h = parse(&args(&["--nocapture", "--color", "always", "--format=terse", "t"])).unwrap();
-        assert_eq!(h.no_effect, ["--nocapture", "--color always", "--format terse"]);
+        assert_eq!(h.no_effect, ["--color always", "--format terse"]);
+        assert!(h.nocapture);
         assert_eq!(h.patterns, ["t"]);
         for bad in [
             &["--list"][..],

@@ -30,9 +30,11 @@ pub struct RunArgs {
 
     /// Arguments for the test harness, as `cargo test -- ARGS` takes them: name filters (a test
     /// runs when its name contains one), `--exact`, `--skip NAME`, `--ignored` (only #[ignore]d
-    /// tests), `--include-ignored`, `--test-threads N` (as -j N). libtest's output options
-    /// (`--nocapture`, `--show-output`, `--color`, `--format`, `-q`) have no effect: every
-    /// test's output is captured and failing tests' is shown in the report.
+    /// tests), `--include-ignored`, `--test-threads N` (as -j N), `--nocapture` (libtest leaves
+    /// each test's output to its process, as cargo sfl reads it: a test that crashes or is killed
+    /// at its timeout keeps what it printed, at the cost of a write per print; by default libtest
+    /// captures it, as under `cargo test`). libtest's other output options (`--show-output`,
+    /// `--color`, `--format`, `-q`) have no effect: failing tests' output is shown in the report.
     #[arg(last = true, value_name = "ARGS")]
     pub harness_args: Vec<String>,
 }
@@ -73,6 +75,7 @@ impl RunArgs {
             execution.ignored = ignored;
         }
         execution.jobs = execution.jobs.or(harness.test_threads);
+        execution.nocapture = harness.nocapture;
         RunConfig {
             selection,
             execution,
@@ -345,6 +348,7 @@ impl From<ExecutionArgs> for config::Execution {
             },
             retries: e.retries,
             alone_rerun: !e.no_alone_rerun,
+            nocapture: false,
             rerun: e.rerun,
             reuse_spectra: e.reuse_spectra,
             no_edges: e.no_edges,

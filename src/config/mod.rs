@@ -194,6 +194,10 @@ pub struct Execution {
     /// Runs a test that failed or crashed beside other tests again alone (`--no-alone-rerun`
     /// turns it off): one that then passes is ranked as passing.
     pub alone_rerun: bool,
+    /// `-- --nocapture`: libtest leaves each test's output to its process (kept when the
+    /// process is killed or crashes, at the cost of a write per print) instead of capturing it
+    /// as under `cargo test`.
+    pub nocapture: bool,
     pub no_edges: bool,
     pub keep_profiles: bool,
     /// `--process-per-test`: launch every test (no fork servers, [`crate::forkserver`]).

@@ -168,6 +168,7 @@ pub(super) fn run_all(
                 edges: false,
                 servers: None,
                 stacks: None,
+                nocapture: false,
             });
             let _ = std::fs::remove_dir_all(&dir);
             match got {

@@ -161,7 +161,8 @@ fn cargo_options_reach_every_cargo_command() -> Result {
 
 /// `cargo sfl -- ARGS` selects the tests `cargo test -- ARGS` runs: name filters (any of them),
 /// `--exact`, `--skip`, `--ignored` (only #[ignore]d tests), the positional filter added to the
-/// others; libtest's output options are accepted with a warning, its other options refused
+/// others; libtest's output options but `--nocapture` are accepted with a warning (which
+/// `reliability::output_of_a_crashed_test` runs), its other options refused
 /// (exit 2). Before, every argument after `--` was taken as one name filter, so `-- --ignored`
 /// said "no tests matched the filter `--ignored`" (exit 4).
 fn harness_arguments_after_double_dash() -> Result {
@@ -190,8 +191,8 @@ fn harness_arguments_after_double_dash() -> Result {
             format!("{args:?} recorded {ran:?}, expected {expected:?}")
         })?;
     }
-    let out = sfl(&["--", "--nocapture"], dir);
-    check_exit(&out, 3, &out.stderr, &["--nocapture after `--` has no effect"])?;
+    let out = sfl(&["--", "--show-output"], dir);
+    check_exit(&out, 3, &out.stderr, &["--show-output after `--` has no effect"])?;
     let out = sfl(&["--", "--list"], dir);
     check_exit(&out, 2, &out.stderr, &["`--list` after `--` is not supported"])
 }

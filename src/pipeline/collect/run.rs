@@ -340,6 +340,7 @@ impl Session<'_> {
             edges: self.edges.is_some(),
             servers: self.servers.as_ref(),
             stacks: Some(&self.stacks),
+            nocapture: self.nocapture,
         })
     }
 

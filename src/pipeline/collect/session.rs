@@ -39,6 +39,8 @@ pub(super) struct Session<'a> {
     pub(super) keep: bool,
     /// Tests that failed beside others run again alone ([`Session::run_alone`]).
     pub(super) alone: bool,
+    /// `-- --nocapture`: tests run with libtest's `--nocapture`.
+    pub(super) nocapture: bool,
     /// The fork servers tests run on (`None`: `--process-per-test`, or not on this system).
     pub(super) servers: Option<crate::forkserver::ForkServers>,
     /// Names the panic stacks the runtime records.
@@ -79,6 +81,7 @@ impl<'a> Session<'a> {
             flags,
             keep: exec.keep_profiles,
             alone: exec.alone_rerun,
+            nocapture: exec.nocapture,
             servers: (!exec.process_per_test && crate::platform::FORK_SERVERS)
                 .then(|| crate::forkserver::ForkServers::new(jobs, !exec.keep_profiles, !exec.fresh_processes)),
             stacks: crate::stacks::Symbolizer::default(),
