@@ -19,6 +19,14 @@ pub fn is_library(t: &cargo_metadata::Target) -> bool {
         .any(|k| matches!(k, K::Lib | K::RLib | K::DyLib | K::CDyLib | K::StaticLib | K::ProcMacro))
 }
 
+/// Whether cargo runs `t`'s doctests: a library that rustdoc can link them to (of crate type
+/// `lib`, `rlib` or `proc-macro`; a `cdylib`- or `staticlib`-only library has none, cargo says
+/// "doc tests are not supported") and that does not set `doctest = false`.
+pub fn has_doctests(t: &cargo_metadata::Target) -> bool {
+    use cargo_metadata::TargetKind as K;
+    t.doctest && t.kind.iter().any(|k| matches!(k, K::Lib | K::RLib | K::ProcMacro))
+}
+
 /// The workspace being analysed.
 #[derive(Debug)]
 pub struct Workspace {

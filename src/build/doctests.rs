@@ -10,7 +10,7 @@ use std::process::Command;
 use super::cargo::{WRAPPER_ENV, add_artifact, cargo_selection_args, stream};
 use crate::config::Selection;
 use crate::error::SflError;
-use crate::workspace::is_library;
+use crate::workspace::has_doctests;
 use crate::workspace::{Built, TestBinary, Workspace};
 
 /// Whether [`build`] builds the doctests.
@@ -150,7 +150,7 @@ fn add_suite(ws: &Workspace, built: &mut Built, suite: crate::doctest::DocSuite)
     let lib = ws.members.iter().enumerate().find_map(|(i, m)| {
         m.targets
             .iter()
-            .find(|t| is_library(t) && t.name.replace('-', "_") == suite.crate_name)
+            .find(|t| has_doctests(t) && t.name.replace('-', "_") == suite.crate_name)
             .map(|t| (i, t.name.clone()))
     });
     let Some((package, lib)) = lib else {

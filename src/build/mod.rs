@@ -15,7 +15,7 @@ mod cargo;
 mod doctests;
 pub mod head_start;
 
-use crate::workspace::is_library;
+use crate::workspace::has_doctests;
 pub use cargo::{COMPILE_TIME_DIRS_ENV, COVERAGE_FLAGS, INSTRUMENT_DIRS_ENV, PLAIN_ENV, Runtime, WRAPPER_ENV};
 pub(crate) use cargo::{add_artifact, plain_cargo};
 use cargo::{instrumented_cargo, stream};
@@ -91,10 +91,12 @@ pub fn build(
 }
 
 /// Whether [`build`] builds doctests for `select`: it asks for them (as `cargo test` does),
-/// and a selected package has a library (`--doc` aside: cargo refuses `test --doc` when none
-/// has, a binary-only crate).
+/// and a selected package has a library with doctests (`--doc` aside: cargo refuses `test
+/// --doc` when none has, a binary-only crate or a `cdylib`-only one: `cargo test -p` of such a
+/// package, rustc-demangle's C API, runs its tests and no doctests).
 pub fn builds_doctests(ws: &Workspace, select: &Selection) -> bool {
-    select.doctests() && (select.doc || ws.selected(select).iter().any(|p| p.targets.iter().any(is_library)))
+    select.doctests()
+        && (select.doc || ws.selected(select).iter().any(|p| p.targets.iter().any(has_doctests)))
 }
 
 /// insta's override of the workspace root it keeps snapshots under.

@@ -26,6 +26,7 @@ pub fn trials() -> Vec<Trial> {
         Trial::test("doctests::kept_until_their_sources_change", kept_until_changed),
         Trial::test("doctests::quiet_runs_find_them_too", quiet_run),
         Trial::test("doctests::of_a_cdylib_and_rlib_library", cdylib_library),
+        Trial::test("doctests::none_for_a_cdylib_only_member", cdylib_only_member),
         Trial::test("doctests::few_alone_or_all_merged_into_one_executable", all_merged),
         Trial::test("doctests::built_while_the_other_tests_run", built_meanwhile),
         Trial::test("doctests::built_ahead_once_the_library_is", built_ahead),
@@ -302,6 +303,50 @@ fn quiet_run() -> Result {
 /// A library built as both `cdylib` and `rlib`: the shared library stays position-independent
 /// while the test executables are not (edge instrumentation links them statically), and its
 /// doctests are the library's (they were once skipped as belonging to no member).
+/// rustc-demangle's shape: a C API member whose library, of crate types `cdylib` and
+/// `staticlib` only, has the name of the root package's. cargo runs no doctests for it
+/// ("doc tests are not supported"): `-p capi` ran its tests, then exit 101 ("no library targets
+/// found", blamed on an old toolchain); the whole workspace's doctests were labelled with the
+/// C API's package, the first library of their crate name.
+fn cdylib_only_member() -> Result {
+    let tmp = lib_crate(
+        "demangle",
+        "",
+        "/// ```\n/// assert_eq!(demangle::twice(5), 10);\n/// ```\npub fn twice(x: i32) -> i32 {\n    x * 2\n}\n",
+    )?;
+    let dir = tmp.path();
+    let manifest = std::fs::read_to_string(dir.join("Cargo.toml"))?;
+    std::fs::write(
+        dir.join("Cargo.toml"),
+        manifest.replace("[workspace]\n", "[workspace]\nmembers = [\"capi\"]\n"),
+    )?;
+    std::fs::create_dir_all(dir.join("capi/src"))?;
+    std::fs::write(
+        dir.join("capi/Cargo.toml"),
+        "[package]\nname = \"demangle-capi\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n\
+         [lib]\nname = \"demangle\"\ncrate-type = [\"staticlib\", \"cdylib\"]\n\n\
+         [dependencies]\ndemangle = { path = \"..\", package = \"demangle\" }\n",
+    )?;
+    std::fs::write(
+        dir.join("capi/src/lib.rs"),
+        "/// ```\n/// not compiled: no doctests here\n/// ```\n#[no_mangle]\n\
+         pub extern \"C\" fn twice_c(x: i32) -> i32 {\n    ::demangle::twice(x)\n}\n\n\
+         #[cfg(test)]\nmod tests {\n    #[test]\n    fn small() {\n        assert_eq!(super::twice_c(2), 4);\n    }\n}\n",
+    )?;
+    let out = sfl(&["-p", "demangle-capi", "--format", "json"], dir);
+    check_exit(&out, 3, &out.stderr, &[])?;
+    let names: Vec<String> = tests(&json(&out)?).into_iter().map(|t| format!("{} {}", t.0, t.1)).collect();
+    check(names == ["demangle-capi tests::small"], || format!("{names:?}\n{}", show(&out)))?;
+    let out = sfl(&["--workspace", "--format", "json"], dir);
+    check_exit(&out, 3, &out.stderr, &[])?;
+    let binaries: Vec<String> = tests(&json(&out)?).into_iter().map(|t| t.0).collect();
+    check(
+        binaries.iter().any(|b| b == "demangle::doctest/demangle")
+            && !binaries.iter().any(|b| b.starts_with("demangle-capi::doctest")),
+        || format!("{binaries:?}\n{}", show(&out)),
+    )
+}
+
 fn cdylib_library() -> Result {
     let tmp = lib_crate(
         "shared",
