@@ -153,18 +153,21 @@ impl Workspace {
             .collect()
     }
 
-    /// The path of `file` relative to the workspace root, if it belongs to a member package
-    /// (and is not generated into a target directory).
+    /// The path of `file` relative to the workspace root, if it belongs to a member package:
+    /// one of its files, or a file its build script generated ([`Workspace::generated_by_member`]);
+    /// not another file of a target directory (a dependency's generated code).
     pub fn relative(&self, file: &Path) -> Option<String> {
         // `tests/../src/x.rs` (a `#[path]` module, a macro's `include!`) is `src/x.rs`: one
         // line is one unit whichever way the compiler reached it, and a saved file names no `..`.
         let normal = lexically_normal(file);
         let file = normal.as_path();
-        let in_member = self
-            .members
-            .iter()
-            .any(|m| m.manifest_path.parent().is_some_and(|d| file.starts_with(d)));
-        if !in_member || file.starts_with(&self.target_dir) || file.starts_with(&self.cargo_target_dir) {
+        let in_target = file.starts_with(&self.target_dir) || file.starts_with(&self.cargo_target_dir);
+        let in_member = || {
+            self.members
+                .iter()
+                .any(|m| m.manifest_path.parent().is_some_and(|d| file.starts_with(d)))
+        };
+        if (in_target && !self.generated_by_member(file)) || (!in_target && !in_member()) {
             return None;
         }
         let rel = file.strip_prefix(&self.root).ok()?;
@@ -174,6 +177,28 @@ impl Workspace {
                 .collect::<Vec<_>>()
                 .join("/"),
         )
+    }
+
+    /// Whether `file` (in a target directory) is in the `OUT_DIR` of a member's build script,
+    /// `…/build/NAME-HASH/out/…` with NAME a member's: code the member generates and includes
+    /// (`include!(concat!(env!("OUT_DIR"), "/host.rs"))`, target-lexicon), whose lines its tests
+    /// run. A dependency of the member's own name (a dev-dependency that pulls another version
+    /// of it) has such a directory too, told apart only by its hash: its generated lines, if
+    /// any, are ranked under their own path.
+    fn generated_by_member(&self, file: &Path) -> bool {
+        let parts: Vec<String> = file
+            .components()
+            .map(|c| c.as_os_str().to_string_lossy().into_owned())
+            .collect();
+        parts.windows(3).any(|w| {
+            w[0] == "build"
+                && w[2] == "out"
+                && w[1].rsplit_once('-').is_some_and(|(name, hash)| {
+                    hash.len() == 16
+                        && hash.bytes().all(|b| b.is_ascii_hexdigit())
+                        && self.members.iter().any(|m| m.name.as_str() == name)
+                })
+        })
     }
 
     /// The members whose code runs while compiling: proc-macro crates, the members any member's

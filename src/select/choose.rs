@@ -53,7 +53,8 @@ pub fn choose(mut previous: Spectra, now: &Snapshot, root: &Path) -> Choice {
         }
         if now.compile_time.contains(file) {
             return Choice::All(Some(format!(
-                "{file} changed, in a package whose code runs while compiling (a proc macro or a build dependency)"
+                "{file} changed, code that runs while compiling (a build script, a proc macro or a build \
+                 dependency)"
             )));
         }
         let (Some(old), Some(new)) = (old.line_hashes(), new.line_hashes()) else {

@@ -65,25 +65,18 @@ pub fn look(files: BTreeMap<String, FileState>, cfg: &RunConfig, rustc: &str, pa
     }
 }
 
-/// Of `files` (relative to the root), those of members whose code runs while compiling
-/// ([`Snapshot::compile_time`], [`Workspace::compile_time_members`]): those under such a
-/// member's library and build script ([`compile_time_sources`]). A file belongs to the member
-/// whose directory holds it most nearly.
+/// Of `files` (relative to the root), those of code that runs while compiling
+/// ([`Snapshot::compile_time`]): every member's build script, and the library of a member whose
+/// code runs while compiling ([`Workspace::compile_time_members`]; [`compile_time_sources`]).
+/// A file belongs to the member whose directory holds it most nearly.
 pub fn compile_time_files<'a>(ws: &Workspace, files: impl Iterator<Item = &'a String>) -> BTreeSet<String> {
     let compile_time: BTreeSet<&cargo_metadata::PackageId> = ws.compile_time_members().iter().map(|m| &m.id).collect();
-    if compile_time.is_empty() {
-        return BTreeSet::new();
-    }
     // Each member's directory, with the source directories of its compile-time code.
     let members: Vec<(PathBuf, Vec<PathBuf>)> = ws
         .members
         .iter()
         .filter_map(|m| {
-            let sources = if compile_time.contains(&m.id) {
-                compile_time_sources(m)
-            } else {
-                Vec::new()
-            };
+            let sources = compile_time_sources(m, compile_time.contains(&m.id));
             Some((m.manifest_path.parent()?.as_std_path().to_path_buf(), sources))
         })
         .collect();
@@ -100,14 +93,16 @@ pub fn compile_time_files<'a>(ws: &Workspace, files: impl Iterator<Item = &'a St
         .collect()
 }
 
-/// Where a compile-time member's library and build script are: the directory of each target's
-/// root file, or the build script alone when it is at the package's root (its tests, examples
-/// and benches are beside it).
-fn compile_time_sources(m: &cargo_metadata::Package) -> Vec<PathBuf> {
+/// Where a member's build script is, and with `library` (a member whose code runs while
+/// compiling) its library: the directory of each target's root file, or the file alone when it
+/// is at the package's root (its tests, examples and benches are beside it).
+fn compile_time_sources(m: &cargo_metadata::Package, library: bool) -> Vec<PathBuf> {
     let root = m.manifest_path.parent().map(|d| d.as_std_path());
     m.targets
         .iter()
-        .filter(|t| crate::workspace::is_library(t) || t.kind.contains(&cargo_metadata::TargetKind::CustomBuild))
+        .filter(|t| {
+            (library && crate::workspace::is_library(t)) || t.kind.contains(&cargo_metadata::TargetKind::CustomBuild)
+        })
         .filter_map(|t| {
             let file = t.src_path.as_std_path();
             let dir = file.parent()?;

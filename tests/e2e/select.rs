@@ -89,7 +89,7 @@ fn an_edit_of_a_proc_macro_runs_every_test() -> Result {
     check(out.status.code() == Some(0), || show(&out))?;
     let stderr = String::from_utf8_lossy(&out.stderr);
     check(
-        stderr.contains("src/lib.rs changed, in a package whose code runs while compiling"),
+        stderr.contains("src/lib.rs changed, code that runs while compiling"),
         || show(&out),
     )?;
     let report: serde_json::Value = serde_json::from_slice(&out.stdout)?;

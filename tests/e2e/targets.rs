@@ -25,6 +25,10 @@ pub fn trials() -> Vec<Trial> {
             "targets::a_library_linked_while_compiling_is_covered",
             a_library_linked_while_compiling_is_covered,
         ),
+        Trial::test(
+            "targets::code_a_build_script_generates_is_ranked",
+            code_a_build_script_generates_is_ranked,
+        ),
     ]
 }
 
@@ -218,5 +222,45 @@ fn a_library_linked_while_compiling_is_covered() -> Result {
         .collect();
     check(litter.is_empty(), || {
         format!("profiles written into the packages: {litter:?}")
+    })
+}
+
+/// target-lexicon's shape: the build script writes code into `OUT_DIR` that the library
+/// `include!`s. Its lines are the package's code: ranked under their path in the target
+/// directory, where before they were left out ("the failing tests ran only test code", exit 7).
+/// After a green run, an edit of the build script is named among the changes no coverage
+/// shows (code that runs while compiling), not blamed on "test code, a dependency, a data file".
+fn code_a_build_script_generates_is_ranked() -> Result {
+    let lib_rs = "include!(concat!(env!(\"OUT_DIR\"), \"/limits.rs\"));\n\n\
+                  #[cfg(test)]\nmod tests {\n    #[test]\n    fn limit_is_ten() {\n        \
+                  assert_eq!(super::limit(3), 10);\n    }\n    #[test]\n    fn other() {\n        \
+                  assert_eq!(1 + 1, 2);\n    }\n}\n";
+    let tmp = lib_crate("fixture-generated", "", lib_rs)?;
+    let dir = tmp.path();
+    let build_rs = |limit: u32| {
+        format!(
+            "fn main() {{\n    let out = std::env::var(\"OUT_DIR\").unwrap();\n    let code = \"pub fn limit(x: u32) -> u32 {{\\n    \
+             if x > 2 {{\\n        {limit}\\n    }} else {{\\n        x\\n    }}\\n}}\\n\";\n    \
+             std::fs::write(format!(\"{{out}}/limits.rs\"), code).unwrap();\n}}\n"
+        )
+    };
+    std::fs::write(dir.join("build.rs"), build_rs(10))?;
+    let out = sfl(&[], dir);
+    check_exit(&out, 3, &out.stderr, &[])?;
+    std::fs::write(dir.join("build.rs"), build_rs(11))?;
+    let out = sfl(&["--format", "json"], dir);
+    check(out.status.code() == Some(0), || show(&out))?;
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout)?;
+    let first = &report["rankings"][0]["units"][0];
+    let file = first["file"].as_str().unwrap_or_default();
+    check(
+        file.starts_with("target/sfl/")
+            && file.ends_with("/out/limits.rs")
+            && first["members"].as_array().is_some_and(|m| m.iter().any(|u| u["line"] == 3)),
+        || format!("{first}\n{}", show(&out)),
+    )?;
+    let uncovered = report["changed_since_passed"]["uncovered_lines"].to_string();
+    check(uncovered.contains("build.rs"), || {
+        format!("{}\n{}", report["changed_since_passed"], show(&out))
     })
 }
