@@ -31,6 +31,8 @@ pub fn has_doctests(t: &cargo_metadata::Target) -> bool {
 #[derive(Debug)]
 pub struct Workspace {
     pub root: PathBuf,
+    /// `root` with symbolic links resolved.
+    root_real: PathBuf,
     /// Where the instrumented build, profiles and spectra go.
     pub target_dir: PathBuf,
     /// cargo's own target directory (generated sources there are not the user's code).
@@ -86,8 +88,10 @@ impl Workspace {
                 )
             }
         };
+        let root = meta.workspace_root.into_std_path_buf();
         Ok(Workspace {
-            root: meta.workspace_root.into_std_path_buf(),
+            root_real: std::fs::canonicalize(&root).unwrap_or_else(|_| root.clone()),
+            root,
             build_dir: target_dir.clone(),
             target_dir,
             cargo_target_dir: meta.target_directory.into_std_path_buf(),
@@ -170,6 +174,11 @@ impl Workspace {
         if (in_target && !self.generated_by_member(file)) || (!in_target && !in_member()) {
             return None;
         }
+        // A file reached through a symbolic link (serde_derive_internals/src is a link to
+        // serde_derive/src/internals) is one file, named by its real path when a member holds
+        // that too: its lines are one unit each, whichever package's build ran them.
+        let real = (!in_target).then(|| self.real_path(file)).flatten();
+        let file = real.as_deref().unwrap_or(file);
         let rel = file.strip_prefix(&self.root).ok()?;
         Some(
             rel.components()
@@ -177,6 +186,21 @@ impl Workspace {
                 .collect::<Vec<_>>()
                 .join("/"),
         )
+    }
+
+    /// `file` (in a member) with symbolic links resolved, in terms of `root`, when that differs
+    /// and is in a member too.
+    fn real_path(&self, file: &Path) -> Option<PathBuf> {
+        let real = std::fs::canonicalize(file).ok()?;
+        let real = match real.strip_prefix(&self.root_real) {
+            Ok(rest) => self.root.join(rest),
+            Err(_) => real,
+        };
+        let in_member = self
+            .members
+            .iter()
+            .any(|m| m.manifest_path.parent().is_some_and(|d| real.starts_with(d)));
+        (real != file && in_member).then_some(real)
     }
 
     /// Whether `file` (in a target directory) is in the `OUT_DIR` of a member's build script,

@@ -1,6 +1,7 @@
 //! What users hit when runs overlap, tests leave early, numbers are nonsense, or a saved
 //! spectra file is hostile: each is refused or handled, never silently wrong.
 
+use std::collections::BTreeSet;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -30,6 +31,11 @@ pub fn trials() -> Vec<Trial> {
         Trial::test(
             "reliability::path_modules_are_the_crate_files",
             path_modules_are_the_crate_files,
+        ),
+        #[cfg(unix)]
+        Trial::test(
+            "reliability::a_file_behind_a_symlink_is_one_file",
+            a_file_behind_a_symlink_is_one_file,
         ),
         Trial::test("reliability::unusable_numbers_exit_2", unusable_numbers_exit_2),
         Trial::test(
@@ -956,4 +962,51 @@ fn path_modules_are_the_crate_files() -> Result {
                 .is_some_and(|m| m.iter().any(|u| u["line"] == 3)),
         || format!("{:#}", units[0]),
     )
+}
+
+/// serde's shape: `mirror/src` is a symbolic link to `core/src/internals`, so two members
+/// compile one file under two paths. Its lines are one unit each, named by the real path, and
+/// a fault both members' tests run counts both (before: ranked twice, once per path, each
+/// with one of the two failing tests, ochiai 0.577 instead of 1).
+#[cfg(unix)]
+fn a_file_behind_a_symlink_is_one_file() -> Result {
+    let tmp = lib_crate("core", "", "pub mod internals;\n\n#[test]\nfn core_cases() {\n    assert_eq!(internals::upper(\"ab\"), \"AB\");\n}\n")?;
+    let dir = tmp.path();
+    let manifest = std::fs::read_to_string(dir.join("Cargo.toml"))?;
+    std::fs::write(
+        dir.join("Cargo.toml"),
+        manifest.replace("[workspace]\n", "[workspace]\nmembers = [\"mirror\"]\n"),
+    )?;
+    std::fs::create_dir_all(dir.join("src/internals"))?;
+    std::fs::write(
+        dir.join("src/internals/mod.rs"),
+        "pub fn upper(s: &str) -> String {\n    if s.len() > 1 {\n        s.to_lowercase()\n    } else {\n        s.to_uppercase()\n    }\n}\n\n\
+         pub fn other(x: u32) -> u32 {\n    x + 1\n}\n",
+    )?;
+    std::fs::create_dir_all(dir.join("mirror"))?;
+    std::fs::write(
+        dir.join("mirror/Cargo.toml"),
+        "[package]\nname = \"mirror\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[lib]\npath = \"lib.rs\"\n",
+    )?;
+    std::fs::write(
+        dir.join("mirror/lib.rs"),
+        "#[path = \"src/mod.rs\"]\npub mod internals;\n\n#[test]\nfn mirror_cases() {\n    assert_eq!(internals::upper(\"xy\"), \"XY\");\n}\n\n\
+         #[test]\nfn mirror_other() {\n    assert_eq!(internals::other(1), 2);\n}\n",
+    )?;
+    std::os::unix::fs::symlink("../src/internals", dir.join("mirror/src"))?;
+    let run = sfl(&["--workspace", "--format", "json"], dir);
+    check(run.status.code() == Some(0), || show(&run))?;
+    let report: Value = serde_json::from_slice(&run.stdout)?;
+    let units = report["rankings"][0]["units"].as_array().cloned().unwrap_or_default();
+    let files: BTreeSet<&str> = units
+        .iter()
+        .flat_map(|u| std::iter::once(u).chain(u["members"].as_array().into_iter().flatten()))
+        .filter_map(|u| u["file"].as_str())
+        .collect();
+    check(files == BTreeSet::from(["src/internals/mod.rs"]), || format!("{files:?}"))?;
+    let fault = units
+        .iter()
+        .find(|u| u["line"] == 3 || u["members"].as_array().is_some_and(|m| m.iter().any(|m| m["line"] == 3)))
+        .ok_or("line 3 is not ranked")?;
+    check(fault["ef"] == 2 && fault["rank"] == 1.0, || format!("{fault:#}"))
 }
