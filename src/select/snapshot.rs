@@ -216,7 +216,7 @@ fn package_files(ws: &Workspace) -> BTreeMap<String, PathBuf> {
             })
             .build();
         for entry in walk.flatten() {
-            if entry.file_type().is_some_and(|t| t.is_file()) {
+            if entry.file_type().is_some_and(|t| t.is_file()) && !for_review(entry.path()) {
                 files.insert(name(entry.path()), entry.into_path());
             }
         }
@@ -236,9 +236,27 @@ fn package_files(ws: &Workspace) -> BTreeMap<String, PathBuf> {
     files
 }
 
+/// A file a failing test writes for a person to review, which no test reads: insta's new
+/// snapshots (`NAME.snap.new`, `.NAME.pending-snap`). A run that wrote one is not an edit: the
+/// next run would otherwise run every test because "NAME.snap.new was added" (similar's
+/// snapshot tests), and the one after that because it "was removed" once they passed.
+fn for_review(path: &Path) -> bool {
+    path.file_name()
+        .and_then(|n| n.to_str())
+        .is_some_and(|n| n.ends_with(".snap.new") || n.ends_with(".pending-snap"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn snapshots_written_for_review_are_no_source() {
+        assert!(for_review(Path::new("src/snapshots/similar__udiff__unified_diff.snap.new")));
+        assert!(for_review(Path::new("src/.lib__tests__inline.pending-snap")));
+        assert!(!for_review(Path::new("src/snapshots/similar__udiff__unified_diff.snap")));
+        assert!(!for_review(Path::new("tests/test.proptest-regressions")));
+    }
 
     #[test]
     fn only_a_tagged_directory_is_a_cache() {

@@ -68,6 +68,10 @@ pub fn trials() -> Vec<Trial> {
             "select::a_changed_const_value_is_named_though_no_coverage_shows_it",
             a_changed_const_value_is_named,
         ),
+        Trial::test(
+            "select::a_snapshot_written_for_review_is_no_edit",
+            a_snapshot_written_for_review_is_no_edit,
+        ),
     ]
 }
 
@@ -719,5 +723,32 @@ fn a_change_of_the_environment() -> Result {
         String::from_utf8_lossy(&build.stderr)
             .contains("Selecting every test: the environment variable CC changed (builds or every test read it)"),
         || show(&build),
+    )
+}
+
+/// A failing snapshot test writes its new snapshot for review (insta's `NAME.snap.new`, here
+/// written by hand as insta does): the next run with no edit runs only the failing tests again,
+/// where before it ran every test because the file "was added since the last run" (similar).
+fn a_snapshot_written_for_review_is_no_edit() -> Result {
+    let tmp = copy_fixture("minmax");
+    let dir = tmp.path();
+    crate::reliability::add_test(
+        dir,
+        "t8_snapshot",
+        "let (least, most) = minmax(2, 0, 1);\n        if least > most {\n            \
+         let snaps = concat!(env!(\"CARGO_MANIFEST_DIR\"), \"/src/snapshots\");\n            \
+         std::fs::create_dir_all(snaps).unwrap();\n            \
+         std::fs::write(format!(\"{snaps}/minmax__t8.snap.new\"), format!(\"{least} {most}\")).unwrap();\n            \
+         panic!(\"snapshot differs\");\n        }",
+    )?;
+    let first = sfl(&[], dir);
+    check(first.status.code() == Some(0), || show(&first))?;
+    check(dir.join("src/snapshots/minmax__t8.snap.new").is_file(), || show(&first))?;
+    let second = sfl(&[], dir);
+    check(second.status.code() == Some(0), || show(&second))?;
+    let err = String::from_utf8_lossy(&second.stderr);
+    check(
+        !err.contains("Selecting every test") && selected(&second).is_some_and(|(n, m)| n < m),
+        || show(&second),
     )
 }
