@@ -23,6 +23,7 @@ pub fn trials() -> Vec<Trial> {
             "exit::failing_tests_ran_only_test_code",
             failing_tests_ran_only_test_code,
         ),
+        Trial::test("exit::no_line_in_every_failing_test", no_line_in_every_failing_test),
         Trial::test("exit::version_run_directly", version_run_directly),
         Trial::test("exit::a_closed_stderr_loses_nothing", a_closed_stderr_loses_nothing),
     ]
@@ -163,6 +164,27 @@ fn failing_tests_ran_only_test_code() -> Result {
     )?;
     let out = sfl(&["report", "--include-test-code"], dir);
     check_exit(&out, 0, &out.stdout, &["src/lib.rs"])
+}
+
+/// Two failing tests that share no line (two faults): the header says no line is in every
+/// failing test's row and why that can be, not "0 lines are run by every failing test: if there
+/// is a single fault, it is one of them" (serde, a fault in a proc macro).
+fn no_line_in_every_failing_test() -> Result {
+    let tmp = lib_crate(
+        "twofaults",
+        "",
+        "pub fn f() -> u8 {\n    2\n}\n\npub fn g() -> u8 {\n    3\n}\n\n#[cfg(test)]\nmod tests {\n    \
+         #[test]\n    fn f_is_one() {\n        assert_eq!(super::f(), 1);\n    }\n    \
+         #[test]\n    fn g_is_one() {\n        assert_eq!(super::g(), 1);\n    }\n}\n",
+    )?;
+    let out = sfl(&["--no-edges", "--no-doctests"], tmp.path());
+    check(out.status.code() == Some(0), || show(&out))?;
+    let report = String::from_utf8_lossy(&out.stdout);
+    check(
+        report.contains("No line is run by every failing test: more than one fault")
+            && !report.contains("if there is a single fault, it is one of them"),
+        || show(&out),
+    )
 }
 
 /// A fixture that does not compile: exit code 101 and the compiler's diagnostics.

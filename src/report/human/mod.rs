@@ -167,6 +167,13 @@ fn summary(out: &mut String, report: &Report, view: &View) {
         // Nothing to rank (a failing test that ran only test code, or only a build check such
         // as trybuild's): no claim about where a single fault must be.
         let _ = writeln!(out, "No failing test ran one of these {noun}: there is nothing to rank");
+    } else if sum.failing() > 0 && sum.all_failing_core == 0 {
+        // No line is in every failing test's row: core_tests is then a cover of nothing.
+        let _ = writeln!(
+            out,
+            "No {} is run by every failing test: more than one fault, or a fault where no coverage shows (code that runs while compiling, a const's value, a data file)",
+            noun.trim_end_matches('s')
+        );
     } else if sum.failing() > 0 {
         let _ = writeln!(
             out,
