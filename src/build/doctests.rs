@@ -107,6 +107,20 @@ pub(super) fn build_doctests(
             plain_doctests(ws, select)?
         }
     };
+    let build_only: usize = suites.iter().map(|s| s.build_only.len()).sum();
+    if build_only > 0 {
+        crate::ui::status(
+            "Checked",
+            format!(
+                "{}: {} the test (`no_run`, `compile_fail`), and it passed; cargo test counts {} \
+                 as passed, here {} nothing to run or rank",
+                crate::ui::counted(build_only, "doctest", "doctests"),
+                if build_only == 1 { "its build is" } else { "their build is" },
+                if build_only == 1 { "it" } else { "them" },
+                if build_only == 1 { "it has" } else { "they have" }
+            ),
+        );
+    }
     for suite in suites {
         add_suite(ws, built, suite);
     }

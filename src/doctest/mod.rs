@@ -78,6 +78,10 @@ pub struct DocSuite {
     pub recorded: Vec<(String, Outcome, Option<String>)>,
     /// false: rustdoc could not keep its doctests; `recorded` holds the plain run's results.
     pub coverage: bool,
+    /// Doctests whose build is their whole test and passed: `no_run` ones, which compiled and
+    /// are never run, and `compile_fail` ones, which failed to compile as they must. `cargo test`
+    /// counts them as passed; here they have nothing to run or rank, and the run says how many.
+    pub build_only: Vec<String>,
 }
 
 /// One doctest executable and how to run it.
@@ -199,6 +203,8 @@ fn suite(dir: &Path, output: &str, crate_name: String) -> DocSuite {
                     index: Some(t.index),
                     should_panic: t.should_panic,
                 });
+            } else {
+                s.build_only.push(t.name);
             }
         }
     }
@@ -241,7 +247,7 @@ fn standalone(s: &mut DocSuite, dir: &Path, subdirs: &[String], output: &str, r:
     let failed = |why: &str| Some(parse::failure(output, &r.name).unwrap_or_else(|| why.to_string()));
     match (r.kind, r.result) {
         (_, R::Ignored) => s.recorded.push((r.name.clone(), Outcome::Ignored, None)),
-        (Kind::Compile | Kind::CompileFail, R::Ok) => {}
+        (Kind::Compile | Kind::CompileFail, R::Ok) => s.build_only.push(r.name.clone()),
         (Kind::CompileFail, R::Failed) => s.recorded.push((
             r.name.clone(),
             Outcome::Failed,
