@@ -146,16 +146,26 @@ fn since_passed(
         .collect();
     // Changed lines no coverage shows: in code that runs while compiling, and lines with no
     // counter of their own inside a function the failing tests ran (a `const`'s value inside
-    // it, computed while compiling).
+    // it, computed while compiling) or outside every function of a file they ran code of (a
+    // `const` table at module level, serde's; an item no test instantiated).
     let counted = s.unit_index();
-    let ran_functions: std::collections::HashSet<u32> = (0..s.units.len())
+    let ran: Vec<usize> = (0..s.units.len())
         .filter(|&u| tests.iter().any(|&t| s.coverage[u].contains(t)))
-        .filter_map(|u| s.unit_function.get(u).copied().flatten())
         .collect();
-    let in_ran_function = |file: &str, line: u32| {
-        s.functions.iter().enumerate().any(|(f, span)| {
-            span.file == file && span.start <= line && line <= span.end && ran_functions.contains(&(f as u32))
-        })
+    let ran_functions: std::collections::HashSet<u32> =
+        ran.iter().filter_map(|&u| s.unit_function.get(u).copied().flatten()).collect();
+    let ran_files: std::collections::HashSet<&str> = ran.iter().map(|&u| s.units[u].file.as_str()).collect();
+    let uncounted_and_ran = |file: &str, line: u32| {
+        let mut holding = s
+            .functions
+            .iter()
+            .enumerate()
+            .filter(|(_, span)| span.file == file && span.start <= line && line <= span.end)
+            .peekable();
+        match holding.peek() {
+            Some(_) => holding.any(|(f, _)| ran_functions.contains(&(f as u32))),
+            None => ran_files.contains(file),
+        }
     };
     let unseen = since
         .lines
@@ -163,7 +173,7 @@ fn since_passed(
         .flat_map(|(file, lines)| lines.iter().map(move |&l| (file.as_str(), l)))
         .filter(|&(file, l)| {
             !seen.contains(&(file, l))
-                && (compile_time.contains(file) || (!counted.contains_key(&(file, l)) && in_ran_function(file, l)))
+                && (compile_time.contains(file) || (!counted.contains_key(&(file, l)) && uncounted_and_ran(file, l)))
         })
         .map(|(file, l)| (file.to_string(), l))
         .collect();

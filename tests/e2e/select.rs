@@ -192,6 +192,23 @@ fn a_changed_const_value_is_named() -> Result {
     check(
         human.contains("the change is where no coverage shows") && human.contains("src/lib.rs:3  | let base = 5;"),
         || show(&out),
+    )?;
+    // A table at module level, outside every function (serde's digit pairs): named too.
+    edit_file(&dir.join("src/lib.rs"), "let base = 5;", "let base = 10;")?;
+    std::fs::write(
+        dir.join("src/lib.rs"),
+        std::fs::read_to_string(dir.join("src/lib.rs"))?.replace("n < LIMIT\n", "n < LIMIT && n != TABLE[0]\n")
+            + "const TABLE: [u32; 2] = [\n    7,\n    8,\n];\n",
+    )?;
+    let out = sfl(&[], dir);
+    check(out.status.code() == Some(3), || show(&out))?;
+    edit_file(&dir.join("src/lib.rs"), "    7,\n", "    19,\n")?;
+    let out = sfl(&["--format", "json"], dir);
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout)?;
+    let uncovered = &report["changed_since_passed"]["uncovered_lines"];
+    check(
+        uncovered == &serde_json::json!([{"file": "src/lib.rs", "line": 14}]),
+        || format!("uncovered_lines {uncovered}\n{}", show(&out)),
     )
 }
 
