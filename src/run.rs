@@ -182,27 +182,7 @@ pub fn run_test(run: &TestRun) -> std::io::Result<Finished> {
             )?
         }
     };
-    let (mut outcome, signal, message) = match doctest {
-        Some(doc) => classify_doctest(status, &output, timeout, doc.should_panic),
-        None => classify(
-            status,
-            &output,
-            timeout,
-            job.name.as_deref(),
-            !run.nocapture && !bin.custom_harness,
-        ),
-    };
-    // A test's own colours (assert_cmd's and pretty_assertions' diffs) are terminal codes, not
-    // text: no report format, nor `--color never`, should carry them.
-    let mut message = message.map(|m| console::strip_ansi_codes(&m).into_owned());
-    // A merged doctest's panic names its line of the documentation, as `cargo test` does.
-    if let (Some(doc), Some(m), Some(package_dir)) = (doctest, &message, run.pkg.manifest_path.parent()) {
-        message = Some(crate::doctest::location::in_source(
-            m,
-            &doc.name,
-            package_dir.as_std_path(),
-        ));
-    }
+    let (mut outcome, signal, mut message) = judge(run, doctest, status, &output);
     if leaked && limits.leak_fails && outcome == Outcome::Passed {
         outcome = Outcome::Failed;
         message = Some(format!(
@@ -229,6 +209,36 @@ pub fn run_test(run: &TestRun) -> std::io::Result<Finished> {
         leaked,
         env_reads: read_env_reads(&env_reads, !bin.custom_harness && doctest.is_none()),
     })
+}
+
+/// What `run`'s process did (`doctest`: the doctest it ran), read from its exit status and
+/// output: the outcome, the signal, the message.
+fn judge(
+    run: &TestRun,
+    doctest: Option<&DocTest>,
+    status: Option<std::process::ExitStatus>,
+    output: &str,
+) -> (Outcome, Option<i32>, Option<String>) {
+    let timeout = run.limits.timeout;
+    let (outcome, signal, message) = match doctest {
+        Some(doc) => classify_doctest(status, output, timeout, doc.should_panic),
+        None => {
+            let captured = !run.nocapture && !run.bin.custom_harness;
+            classify(status, output, timeout, run.job.name.as_deref(), captured)
+        }
+    };
+    // A test's own colours (assert_cmd's and pretty_assertions' diffs) are terminal codes, not
+    // text: no report format, nor `--color never`, should carry them.
+    let mut message = message.map(|m| console::strip_ansi_codes(&m).into_owned());
+    // A merged doctest's panic names its line of the documentation, as `cargo test` does.
+    if let (Some(doc), Some(m), Some(package_dir)) = (doctest, &message, run.pkg.manifest_path.parent()) {
+        message = Some(crate::doctest::location::in_source(
+            m,
+            &doc.name,
+            package_dir.as_std_path(),
+        ));
+    }
+    (outcome, signal, message)
 }
 
 /// Runs `run`'s test on its binary's fork server when it has one (a libtest test, servers on):

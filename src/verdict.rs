@@ -59,11 +59,9 @@ pub(crate) fn classify(
         }
         return (Outcome::Crashed, Some(sig), Some(lost(msg)));
     }
-    let msg = panic_message(output).or_else(|| tail(output, 5)).or_else(|| {
-        status
-            .code()
-            .map(|c| lost(format!("exited with status {c}")))
-    });
+    let msg = panic_message(output)
+        .or_else(|| tail(output, 5))
+        .or_else(|| status.code().map(|c| lost(format!("exited with status {c}"))));
     (Outcome::Failed, None, msg)
 }
 
@@ -233,10 +231,12 @@ fn tail(output: &str, n: usize) -> Option<String> {
 /// (`---- NAME stdout ----`), up to the list of failures that closes libtest's report; else the
 /// whole output.
 fn captured_section(output: &str) -> &str {
-    let Some(start) = output
-        .find("\n---- ")
-        .filter(|&i| output[i + 1..].lines().next().is_some_and(|l| l.ends_with(CAPTURED_HEADER_END)))
-    else {
+    let Some(start) = output.find("\n---- ").filter(|&i| {
+        output[i + 1..]
+            .lines()
+            .next()
+            .is_some_and(|l| l.ends_with(CAPTURED_HEADER_END))
+    }) else {
         return output;
     };
     let body = output[start + 1..].split_once('\n').map_or("", |(_, rest)| rest);
@@ -306,7 +306,10 @@ mod tests {
         let ok = "\nrunning 1 test\nhello\ntest m::t1 ... ok\n\ntest result: ok. 1 passed; 0 failed\n";
         assert_eq!(classify(exited(0), ok, t, Some("m::t1"), false).0, Outcome::Passed);
         let panicked = "running 1 test\npartial output test m::t2 - should panic ... ok\n";
-        assert_eq!(classify(exited(0), panicked, t, Some("m::t2"), false).0, Outcome::Passed);
+        assert_eq!(
+            classify(exited(0), panicked, t, Some("m::t2"), false).0,
+            Outcome::Passed
+        );
         // std::process::exit(0) inside the test: libtest never got to say anything.
         let early = "\nrunning 1 test\nabout to leave";
         let (outcome, _, msg) = classify(exited(0), early, t, Some("m::t1"), false);
@@ -318,7 +321,10 @@ mod tests {
         // pipe, and the test's own uncaptured output between the name and the result.
         let mimic = "\nrunning 1 test\ntest invalid/a.toml ... \x1b[0m\x1b[32mok\x1b[0m\n\n\
                      test result: \x1b[0m\x1b[32mok\x1b[0m. 1 passed; 0 failed; 405 filtered out\n";
-        assert_eq!(classify(exited(0), mimic, t, Some("invalid/a.toml"), false).0, Outcome::Passed);
+        assert_eq!(
+            classify(exited(0), mimic, t, Some("invalid/a.toml"), false).0,
+            Outcome::Passed
+        );
         let interleaved = "\nrunning 1 test\ntest invalid/a.toml ... TOML parse error at line 1\n\
                            expected `]`\n\n\x1b[0m\x1b[32mok\x1b[0m\n\n\
                            test result: \x1b[0m\x1b[32mok\x1b[0m. 1 passed; 0 failed\n";
@@ -330,8 +336,14 @@ mod tests {
         let other = "running 1 test\ntest m::t1 ... ok\n";
         assert_eq!(classify(exited(0), other, t, Some("t1"), false).0, Outcome::Failed);
         // A whole binary (harness = false) has no libtest lines: its status decides.
-        assert_eq!(classify(exited(0), "all checks passed\n", t, None, false).0, Outcome::Passed);
-        assert_eq!(classify(exited(1), "check a ... FAILED\n", t, None, false).0, Outcome::Failed);
+        assert_eq!(
+            classify(exited(0), "all checks passed\n", t, None, false).0,
+            Outcome::Passed
+        );
+        assert_eq!(
+            classify(exited(1), "check a ... FAILED\n", t, None, false).0,
+            Outcome::Failed
+        );
     }
 
     /// libtest's capture (the default, as under `cargo test`): a failed test's output comes in
@@ -363,7 +375,13 @@ mod tests {
         assert!(msg.unwrap().ends_with(LOST_OUTPUT));
         // Uncaptured (`-- --nocapture`), the output is there to show, and nothing was lost; its
         // first line follows libtest's own on the same line.
-        let (_, _, msg) = classify(exited(1), "\nrunning 1 test\ntest ex ... leaving\nbye\n", t, Some("ex"), false);
+        let (_, _, msg) = classify(
+            exited(1),
+            "\nrunning 1 test\ntest ex ... leaving\nbye\n",
+            t,
+            Some("ex"),
+            false,
+        );
         assert_eq!(msg.unwrap(), "leaving\nbye");
     }
 

@@ -115,7 +115,11 @@ pub(super) fn build_doctests(
                 "{}: {} the test (`no_run`, `compile_fail`), and it passed; cargo test counts {} \
                  as passed, here {} nothing to run or rank",
                 crate::ui::counted(build_only, "doctest", "doctests"),
-                if build_only == 1 { "its build is" } else { "their build is" },
+                if build_only == 1 {
+                    "its build is"
+                } else {
+                    "their build is"
+                },
                 if build_only == 1 { "it" } else { "them" },
                 if build_only == 1 { "it has" } else { "they have" }
             ),

@@ -95,8 +95,7 @@ pub fn build(
 /// --doc` when none has, a binary-only crate or a `cdylib`-only one: `cargo test -p` of such a
 /// package, rustc-demangle's C API, runs its tests and no doctests).
 pub fn builds_doctests(ws: &Workspace, select: &Selection) -> bool {
-    select.doctests()
-        && (select.doc || ws.selected(select).iter().any(|p| p.targets.iter().any(has_doctests)))
+    select.doctests() && (select.doc || ws.selected(select).iter().any(|p| p.targets.iter().any(has_doctests)))
 }
 
 /// insta's override of the workspace root it keeps snapshots under.

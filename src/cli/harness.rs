@@ -26,12 +26,7 @@ pub struct HarnessArgs {
 }
 
 /// libtest's options about its own output: accepted, with no effect.
-const OUTPUT_FLAGS: [&str; 4] = [
-    "--show-output",
-    "--quiet",
-    "-q",
-    "--report-time",
-];
+const OUTPUT_FLAGS: [&str; 4] = ["--show-output", "--quiet", "-q", "--report-time"];
 const OUTPUT_OPTIONS: [&str; 2] = ["--color", "--format"];
 
 /// Reads `args` (what follows `--`); an error names the argument and says what is supported.

@@ -152,8 +152,10 @@ fn since_passed(
     let ran: Vec<usize> = (0..s.units.len())
         .filter(|&u| tests.iter().any(|&t| s.coverage[u].contains(t)))
         .collect();
-    let ran_functions: std::collections::HashSet<u32> =
-        ran.iter().filter_map(|&u| s.unit_function.get(u).copied().flatten()).collect();
+    let ran_functions: std::collections::HashSet<u32> = ran
+        .iter()
+        .filter_map(|&u| s.unit_function.get(u).copied().flatten())
+        .collect();
     let ran_files: std::collections::HashSet<&str> = ran.iter().map(|&u| s.units[u].file.as_str()).collect();
     let uncounted_and_ran = |file: &str, line: u32| {
         let mut holding = s

@@ -252,9 +252,13 @@ mod tests {
 
     #[test]
     fn snapshots_written_for_review_are_no_source() {
-        assert!(for_review(Path::new("src/snapshots/similar__udiff__unified_diff.snap.new")));
+        assert!(for_review(Path::new(
+            "src/snapshots/similar__udiff__unified_diff.snap.new"
+        )));
         assert!(for_review(Path::new("src/.lib__tests__inline.pending-snap")));
-        assert!(!for_review(Path::new("src/snapshots/similar__udiff__unified_diff.snap")));
+        assert!(!for_review(Path::new(
+            "src/snapshots/similar__udiff__unified_diff.snap"
+        )));
         assert!(!for_review(Path::new("tests/test.proptest-regressions")));
     }
 

@@ -336,8 +336,13 @@ fn cdylib_only_member() -> Result {
     )?;
     let out = sfl(&["-p", "demangle-capi", "--format", "json"], dir);
     check_exit(&out, 3, &out.stderr, &[])?;
-    let names: Vec<String> = tests(&json(&out)?).into_iter().map(|t| format!("{} {}", t.0, t.1)).collect();
-    check(names == ["demangle-capi tests::small"], || format!("{names:?}\n{}", show(&out)))?;
+    let names: Vec<String> = tests(&json(&out)?)
+        .into_iter()
+        .map(|t| format!("{} {}", t.0, t.1))
+        .collect();
+    check(names == ["demangle-capi tests::small"], || {
+        format!("{names:?}\n{}", show(&out))
+    })?;
     // The `no_run` doctest, which cargo test counts as passed, is said to be checked by its
     // build (before, it was left out of every count without a word).
     let out = sfl(&["--workspace", "--format", "json"], dir);

@@ -970,7 +970,11 @@ fn path_modules_are_the_crate_files() -> Result {
 /// with one of the two failing tests, ochiai 0.577 instead of 1).
 #[cfg(unix)]
 fn a_file_behind_a_symlink_is_one_file() -> Result {
-    let tmp = lib_crate("core", "", "pub mod internals;\n\n#[test]\nfn core_cases() {\n    assert_eq!(internals::upper(\"ab\"), \"AB\");\n}\n")?;
+    let tmp = lib_crate(
+        "core",
+        "",
+        "pub mod internals;\n\n#[test]\nfn core_cases() {\n    assert_eq!(internals::upper(\"ab\"), \"AB\");\n}\n",
+    )?;
     let dir = tmp.path();
     let manifest = std::fs::read_to_string(dir.join("Cargo.toml"))?;
     std::fs::write(
@@ -1003,10 +1007,17 @@ fn a_file_behind_a_symlink_is_one_file() -> Result {
         .flat_map(|u| std::iter::once(u).chain(u["members"].as_array().into_iter().flatten()))
         .filter_map(|u| u["file"].as_str())
         .collect();
-    check(files == BTreeSet::from(["src/internals/mod.rs"]), || format!("{files:?}"))?;
+    check(files == BTreeSet::from(["src/internals/mod.rs"]), || {
+        format!("{files:?}")
+    })?;
     let fault = units
         .iter()
-        .find(|u| u["line"] == 3 || u["members"].as_array().is_some_and(|m| m.iter().any(|m| m["line"] == 3)))
+        .find(|u| {
+            u["line"] == 3
+                || u["members"]
+                    .as_array()
+                    .is_some_and(|m| m.iter().any(|m| m["line"] == 3))
+        })
         .ok_or("line 3 is not ranked")?;
     check(fault["ef"] == 2 && fault["rank"] == 1.0, || format!("{fault:#}"))
 }

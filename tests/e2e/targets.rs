@@ -256,7 +256,9 @@ fn code_a_build_script_generates_is_ranked() -> Result {
     check(
         file.starts_with("target/sfl/")
             && file.ends_with("/out/limits.rs")
-            && first["members"].as_array().is_some_and(|m| m.iter().any(|u| u["line"] == 3)),
+            && first["members"]
+                .as_array()
+                .is_some_and(|m| m.iter().any(|u| u["line"] == 3)),
         || format!("{first}\n{}", show(&out)),
     )?;
     let uncovered = report["changed_since_passed"]["uncovered_lines"].to_string();
