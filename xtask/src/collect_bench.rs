@@ -162,6 +162,37 @@ pub(crate) fn trivial_crate(work: &Path) -> Result<PathBuf> {
     Ok(dir)
 }
 
+/// Tests in the generated chatty crate, and the lines each prints.
+pub(crate) const CHATTY: (usize, usize) = (8, 250_000);
+
+/// A crate of [`CHATTY`] tests that each print many short lines to stderr (`eprintln!` with
+/// arguments, as bytes' `advance_bytes_mut_remaining_capacity` prints 2.8 million): what output
+/// costs a runner. libtest captures it in memory; a test run with `--nocapture` makes a few
+/// `write`s per line.
+pub(crate) fn chatty_crate(work: &Path) -> Result<PathBuf> {
+    let (tests, lines) = CHATTY;
+    let dir = work.join(format!("chatty-{tests}x{lines}"));
+    std::fs::create_dir_all(dir.join("src"))?;
+    let manifest = "[package]\nname = \"chatty\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[workspace]\n";
+    let mut lib = String::from("pub fn add(a: u64, b: u64) -> u64 {\n    a + b\n}\n\n#[cfg(test)]\nmod tests {\n");
+    for i in 0..tests {
+        lib.push_str(&format!(
+            "    #[test]\n    fn t{i}() {{\n        for k in 0..{lines}u64 {{\n            \
+             eprintln!(\"step {{k}} of test {i}: {{}}\", super::add(k, {i}));\n        }}\n    }}\n"
+        ));
+    }
+    lib.push_str("}\n");
+    for (path, text) in [
+        (dir.join("Cargo.toml"), manifest),
+        (dir.join("src/lib.rs"), lib.as_str()),
+    ] {
+        if std::fs::read_to_string(&path).ok().as_deref() != Some(text) {
+            std::fs::write(&path, text)?;
+        }
+    }
+    Ok(dir)
+}
+
 /// Wall seconds of a command whose failure (a failing test) is expected; a command that could
 /// not start is an error.
 pub(crate) fn wall(cmd: &mut Command) -> Result<f64> {

@@ -73,6 +73,12 @@ pub fn run(runs: usize, output_dir: &Path) -> Result<()> {
         "each test a few instructions: the runner's cost alone",
         crate::collect_bench::trivial_crate(&work)?,
     ));
+    let (tests, lines) = crate::collect_bench::CHATTY;
+    crates.push((
+        format!("generated, {tests} tests printing {lines} lines each"),
+        "short lines to stderr (eprintln!): what output costs",
+        crate::collect_bench::chatty_crate(&work)?,
+    ));
     let mut rows = Vec::new();
     for (name, why, dir) in crates {
         eprintln!("== {name}");
