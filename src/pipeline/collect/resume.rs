@@ -51,14 +51,17 @@ fn resume(
             let started = earlier.started;
             let done = earlier.outcomes(jobs, &ids, session.coverage, session.edges);
             let n = done.iter().filter(|o| o.is_some()).count();
-            ui::status(
-                "Resuming",
-                format!(
-                    "{n} of {} tests already ran (an interrupted run {}); --rerun to run them all",
-                    jobs.len(),
-                    ui::ago(started)
-                ),
-            );
+            // An earlier run that ran nothing (it found no test) resumes nothing worth a word.
+            if n > 0 {
+                ui::status(
+                    "Resuming",
+                    format!(
+                        "{n} of {} tests already ran (an interrupted run {}); --rerun to run them all",
+                        jobs.len(),
+                        ui::ago(started)
+                    ),
+                );
+            }
             done
         }
         None => jobs.iter().map(|_| None).collect(),
