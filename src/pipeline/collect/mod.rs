@@ -255,9 +255,10 @@ fn note_volatile(session: &Session, outcomes: &mut [JobOutcome], reuse: Option<&
     let volatile = reuse::mark_volatile(outcomes, &randomised, reuse, session.coverage);
     if volatile > 0 {
         ui::detail(format!(
-            "{} may draw random inputs or varied between runs: they run again after every edit (a test \
+            "{} {}may draw random inputs or varied between runs: they run again after every edit (a test \
              that only links a crate that draws them, until two runs of it cover the same lines)",
-            ui::counted(volatile, "test", "tests")
+            ui::counted(volatile, "test", "tests"),
+            if reuse.is_some() { "still " } else { "" }
         ));
     }
 }

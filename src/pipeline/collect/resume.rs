@@ -96,7 +96,12 @@ impl Session<'_> {
             let run = done.iter().filter(|d| d.is_none()).count();
             let volatile = match reuse.volatile() {
                 0 => String::new(),
-                n => format!(" ({n} of them property or randomised tests, which run after every edit)"),
+                // Marked by the last run; this one clears those whose two runs cover the same lines
+                // (a test that only links a crate drawing random inputs), and says how many stay.
+                n => format!(
+                    " ({n} of them may draw random inputs or varied between runs: each runs again until two \
+                     runs of it cover the same lines)"
+                ),
             };
             ui::status(
                 "Selected",
