@@ -25,6 +25,10 @@ pub fn trials() -> Vec<Trial> {
             "retries::tests_that_fail_only_beside_others_pass_alone",
             tests_that_fail_only_beside_others_pass_alone,
         ),
+        Trial::test(
+            "retries::a_test_that_crashes_beside_others_keeps_its_run_alone",
+            a_test_that_crashes_beside_others_keeps_its_run_alone,
+        ),
     ]
 }
 
@@ -401,5 +405,45 @@ fn tests_that_fail_only_beside_others_pass_alone() -> Result {
     check(
         report["summary"]["failed"] == 2 && report["summary"].get("passed_alone").is_none(),
         || format!("{:#}", report["summary"]),
+    )
+}
+
+/// A test that fails whatever runs beside it, but the way it fails depends on another test's
+/// files (ripgrep's `custom_ignore`: its temporary directory, named by a per-process counter,
+/// shared with a test running at the same time; it aborted beside it and failed plainly
+/// alone). Run again alone it fails another way: that run, with no other test beside it, is
+/// kept, with both among its attempts. Before, the crash beside the other test was kept.
+fn a_test_that_crashes_beside_others_keeps_its_run_alone() -> Result {
+    let tmp = copy_fixture("minmax");
+    let dir = tmp.path();
+    let shared = "let shared = std::path::Path::new(env!(\"CARGO_MANIFEST_DIR\")).join(\"shared\");\n        \
+                  std::fs::create_dir_all(&shared).unwrap();\n        ";
+    add_test(
+        dir,
+        "shared_writer",
+        &format!(
+            "{shared}std::fs::write(shared.join(\"writer\"), \"\").unwrap();\n        \
+             std::thread::sleep(std::time::Duration::from_millis(1500));\n        \
+             std::fs::remove_file(shared.join(\"writer\")).unwrap();"
+        ),
+    )?;
+    add_test(
+        dir,
+        "shared_reader",
+        &format!(
+            "{shared}std::thread::sleep(std::time::Duration::from_millis(500));\n        \
+             if shared.join(\"writer\").exists() {{\n            std::process::abort();\n        }}\n        \
+             check(3, 2, 1);\n        panic!(\"fails alone too\");"
+        ),
+    )?;
+    let out = sfl(&["-j", "2", "--format", "json", "shared"], dir);
+    check_exit(&out, 0, &out.stderr, &["1 failed another way alone (the run alone is kept)"])?;
+    let saved = saved_test(dir, "tests::shared_reader")?;
+    check(
+        saved["outcome"] == "failed"
+            && saved["passed_alone"] != true
+            && attempt_outcomes(&saved) == ["crashed", "failed"]
+            && saved["message"].as_str().is_some_and(|m| m.contains("fails alone too")),
+        || format!("{saved:#}\n{}", show(&out)),
     )
 }

@@ -733,7 +733,8 @@ fn a_change_of_the_environment() -> Result {
     let read = run("b", "2", "cc");
     // `parity_of_twice_any_number` ran twice to the same lines: reused now; `parity_of_any_number`
     // runs again when its two runs took different branches of `parity`.
-    let sampled = String::from_utf8_lossy(&read.stderr).contains("(1 of them may draw random inputs or varied between runs");
+    let sampled =
+        String::from_utf8_lossy(&read.stderr).contains("(1 of them may draw random inputs or varied between runs");
     check(selected(&read) == Some((3 + usize::from(sampled), 9)), || show(&read))?;
     let build = run("b", "2", "gcc");
     check(

@@ -38,9 +38,12 @@ fn sort_edges(edges: &mut Vec<crate::edges::Edge>) {
 /// At most this many failing tests run again alone ([`Session::run_alone`]).
 const ALONE_AT_MOST: usize = 32;
 
-/// The outcome of a test that failed beside other tests and passed `alone`: the passing run's
-/// record and coverage, with the first run (or its retries) and this one as its attempts.
-fn passed_alone(first: &JobOutcome, mut alone: JobOutcome) -> JobOutcome {
+/// The outcome of a test that failed beside other tests and then `alone` otherwise: passed (the
+/// passing run's record and coverage, marked `passed_alone`), or failing another way (a crash
+/// beside the others, a plain failure alone: ripgrep's tests sharing a temporary directory
+/// named by a per-process counter; the run with no other test beside it is kept). The first run
+/// (or its retries) and this one are its attempts.
+fn rerun_alone(first: &JobOutcome, mut alone: JobOutcome) -> JobOutcome {
     let attempt = |r: &TestRecord| Attempt {
         outcome: r.outcome,
         duration_ms: r.duration_ms,
@@ -52,7 +55,7 @@ fn passed_alone(first: &JobOutcome, mut alone: JobOutcome) -> JobOutcome {
     }
     attempts.push(attempt(&alone.record));
     alone.record.attempts = attempts;
-    alone.record.passed_alone = true;
+    alone.record.passed_alone = alone.record.outcome == Outcome::Passed;
     alone
 }
 
@@ -181,7 +184,8 @@ impl Session<'_> {
     /// `--no-alone-rerun`; not flaky ones, whose retries already decided; none when more than
     /// [`ALONE_AT_MOST`] failed: that many do not all share something). A test that passes
     /// alone takes that run's record and coverage, with both runs among its attempts
-    /// ([`passed_alone`]); one that fails again keeps its first run. The status line, if any.
+    /// ([`rerun_alone`]); one that fails again the same way keeps its first run, one that fails
+    /// another way takes the run alone ([`rerun_alone`]). The status line, if any.
     fn run_alone(
         &self,
         jobs: &[Job],
@@ -208,20 +212,40 @@ impl Session<'_> {
             },
             |k, r| again[k] = r,
         );
-        let mut passed = Vec::new();
+        let (mut passed, mut otherwise) = (Vec::new(), Vec::new());
         for (&i, alone) in failing.iter().zip(again) {
-            let Some(alone) = alone.filter(|a| a.not_run.is_none() && a.record.outcome == Outcome::Passed) else {
+            let first_outcome = done[i].as_ref().map(|d| d.record.outcome);
+            let Some(alone) = alone.filter(|a| {
+                a.not_run.is_none()
+                    && (a.record.outcome == Outcome::Passed
+                        || (a.record.outcome.is_failing() && Some(a.record.outcome) != first_outcome))
+            }) else {
                 continue;
             };
             let first = done[i].take().expect("a failing test ran");
-            let outcome = passed_alone(&first, alone);
+            let outcome = rerun_alone(&first, alone);
             finished(&outcome);
-            passed.push(format!("{} {}", outcome.record.binary, outcome.record.name));
+            let name = format!("{} {}", outcome.record.binary, outcome.record.name);
+            match outcome.record.outcome {
+                Outcome::Passed => passed.push(name),
+                o => otherwise.push(format!(
+                    "{name} ({} beside others, {} alone)",
+                    first.record.outcome.as_str(),
+                    o.as_str()
+                )),
+            }
             done[i] = Some(outcome);
         }
+        let otherwise = match otherwise.len() {
+            0 => String::new(),
+            n => format!(
+                "; {n} failed another way alone (the run alone is kept): {}",
+                ui::shortened(&otherwise, 3)
+            ),
+        };
         let again = failing.len() - passed.len();
         Some(format!(
-            "ran {} again, one at a time with no other test running: {}",
+            "ran {} again, one at a time with no other test running: {}{otherwise}",
             ui::counted(failing.len(), "failing test", "failing tests"),
             match passed.len() {
                 0 if failing.len() == 1 => "it failed again".to_string(),
