@@ -158,7 +158,7 @@ impl Workspace {
     }
 
     /// The path of `file` relative to the workspace root, if it belongs to a member package:
-    /// one of its files, or a file its build script generated ([`Workspace::generated_by_member`]);
+    /// one of its files, or a file its build script generated (into its `OUT_DIR`);
     /// not another file of a target directory (a dependency's generated code).
     pub fn relative(&self, file: &Path) -> Option<String> {
         // `tests/../src/x.rs` (a `#[path]` module, a macro's `include!`) is `src/x.rs`: one

@@ -67,7 +67,7 @@ pub fn look(files: BTreeMap<String, FileState>, cfg: &RunConfig, rustc: &str, pa
 
 /// Of `files` (relative to the root), those of code that runs while compiling
 /// ([`Snapshot::compile_time`]): every member's build script, and the library of a member whose
-/// code runs while compiling ([`Workspace::compile_time_members`]; [`compile_time_sources`]).
+/// code runs while compiling ([`Workspace::compile_time_members`]; `compile_time_sources`).
 /// A file belongs to the member whose directory holds it most nearly.
 pub fn compile_time_files<'a>(ws: &Workspace, files: impl Iterator<Item = &'a String>) -> BTreeSet<String> {
     let compile_time: BTreeSet<&cargo_metadata::PackageId> = ws.compile_time_members().iter().map(|m| &m.id).collect();
