@@ -437,7 +437,12 @@ fn a_test_that_crashes_beside_others_keeps_its_run_alone() -> Result {
         ),
     )?;
     let out = sfl(&["-j", "2", "--format", "json", "shared"], dir);
-    check_exit(&out, 0, &out.stderr, &["1 failed another way alone (the run alone is kept)"])?;
+    check_exit(
+        &out,
+        0,
+        &out.stderr,
+        &["1 failed another way alone (the run alone is kept)"],
+    )?;
     let saved = saved_test(dir, "tests::shared_reader")?;
     check(
         saved["outcome"] == "failed"
