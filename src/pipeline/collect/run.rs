@@ -467,7 +467,7 @@ impl Session<'_> {
 
 #[cfg(test)]
 mod tests {
-    use super::{JobOutcome, passed_alone};
+    use super::{JobOutcome, rerun_alone};
     use crate::edges::Edge;
     use crate::spectra::{Attempt, BlockId, Outcome, TestRecord, UnitId};
 
@@ -489,7 +489,7 @@ mod tests {
     #[test]
     fn a_test_that_passed_alone_keeps_the_passing_run_and_every_attempt() {
         let first = outcome(Outcome::Failed, Some("another test wrote here"), &[1, 2, 3]);
-        let alone = passed_alone(&first, outcome(Outcome::Passed, None, &[1, 2]));
+        let alone = rerun_alone(&first, outcome(Outcome::Passed, None, &[1, 2]));
         let runs = |o: &JobOutcome| o.record.attempts.iter().map(|a| a.outcome).collect::<Vec<_>>();
         assert_eq!(alone.record.outcome, Outcome::Passed);
         assert!(alone.record.passed_alone && !alone.record.flaky);
@@ -509,7 +509,7 @@ mod tests {
             };
             2
         ];
-        let alone = passed_alone(&retried, outcome(Outcome::Passed, None, &[1]));
+        let alone = rerun_alone(&retried, outcome(Outcome::Passed, None, &[1]));
         assert_eq!(runs(&alone), vec![Outcome::Crashed, Outcome::Crashed, Outcome::Passed]);
     }
 
