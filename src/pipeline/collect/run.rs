@@ -59,6 +59,35 @@ fn rerun_alone(first: &JobOutcome, mut alone: JobOutcome) -> JobOutcome {
     alone
 }
 
+/// The Alone status line: of `failing` tests run again alone, those that `passed` and those
+/// that failed another way (`otherwise`).
+fn alone_status(failing: usize, passed: &[String], otherwise: &[String]) -> String {
+    let otherwise = match otherwise.len() {
+        0 => String::new(),
+        n => format!(
+            "; {n} failed another way alone (the run alone is kept): {}",
+            ui::shortened(otherwise, 3)
+        ),
+    };
+    let again = failing - passed.len();
+    format!(
+        "ran {} again, one at a time with no other test running: {}{otherwise}",
+        ui::counted(failing, "failing test", "failing tests"),
+        match passed.len() {
+            0 if failing == 1 => "it failed again".to_string(),
+            0 => "all failed again".to_string(),
+            _ if again > 0 => format!(
+                "{} passed (failed only beside other tests: ranked as passing), {again} failed again",
+                ui::shortened(passed, 3)
+            ),
+            _ => format!(
+                "{} passed (failed only beside other tests: ranked as passing)",
+                ui::shortened(passed, 3)
+            ),
+        }
+    )
+}
+
 impl Session<'_> {
     /// Runs every job not `done` yet, showing progress and handing each outcome to `finished`
     /// in the worker that ran it; the outcomes are in job order.
@@ -236,30 +265,7 @@ impl Session<'_> {
             }
             done[i] = Some(outcome);
         }
-        let otherwise = match otherwise.len() {
-            0 => String::new(),
-            n => format!(
-                "; {n} failed another way alone (the run alone is kept): {}",
-                ui::shortened(&otherwise, 3)
-            ),
-        };
-        let again = failing.len() - passed.len();
-        Some(format!(
-            "ran {} again, one at a time with no other test running: {}{otherwise}",
-            ui::counted(failing.len(), "failing test", "failing tests"),
-            match passed.len() {
-                0 if failing.len() == 1 => "it failed again".to_string(),
-                0 => "all failed again".to_string(),
-                _ if again > 0 => format!(
-                    "{} passed (failed only beside other tests: ranked as passing), {again} failed again",
-                    ui::shortened(&passed, 3)
-                ),
-                _ => format!(
-                    "{} passed (failed only beside other tests: ranked as passing)",
-                    ui::shortened(&passed, 3)
-                ),
-            }
-        ))
+        Some(alone_status(failing.len(), &passed, &otherwise))
     }
 
     /// The tests [`Session::run_alone`] runs again (`None`: none).
