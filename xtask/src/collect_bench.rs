@@ -139,27 +139,29 @@ pub(crate) const TRIVIAL: usize = 3000;
 /// A crate of [`TRIVIAL`] tests that each check one addition: what is measured is what a runner
 /// spends per test (listing, spawning, profile files, decoding).
 pub(crate) fn trivial_crate(work: &Path) -> Result<PathBuf> {
-    let dir = work.join(format!("trivial-{TRIVIAL}"));
+    let tests: String = (0..TRIVIAL)
+        .map(|i| {
+            format!(
+                "    #[test]\n    fn t{i}() {{\n        assert_eq!(super::add({i}, 1), {});\n    }}\n",
+                i + 1
+            )
+        })
+        .collect();
+    generated_crate(&work.join(format!("trivial-{TRIVIAL}")), "trivial", &tests)
+}
+
+/// A crate `name` in `dir` whose library is an `add` function and a test module holding
+/// `tests`; its files are rewritten only when they change, so the builds stay warm.
+fn generated_crate(dir: &Path, name: &str, tests: &str) -> Result<PathBuf> {
     std::fs::create_dir_all(dir.join("src"))?;
-    let manifest = "[package]\nname = \"trivial\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[workspace]\n";
-    let mut lib = String::from("pub fn add(a: u64, b: u64) -> u64 {\n    a + b\n}\n\n#[cfg(test)]\nmod tests {\n");
-    for i in 0..TRIVIAL {
-        lib.push_str(&format!(
-            "    #[test]\n    fn t{i}() {{\n        assert_eq!(super::add({i}, 1), {});\n    }}\n",
-            i + 1
-        ));
-    }
-    lib.push_str("}\n");
-    // Rewritten only when they change, so the builds stay warm.
-    for (path, text) in [
-        (dir.join("Cargo.toml"), manifest),
-        (dir.join("src/lib.rs"), lib.as_str()),
-    ] {
-        if std::fs::read_to_string(&path).ok().as_deref() != Some(text) {
+    let manifest = format!("[package]\nname = \"{name}\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[workspace]\n");
+    let lib = format!("pub fn add(a: u64, b: u64) -> u64 {{\n    a + b\n}}\n\n#[cfg(test)]\nmod tests {{\n{tests}}}\n");
+    for (path, text) in [(dir.join("Cargo.toml"), manifest), (dir.join("src/lib.rs"), lib)] {
+        if std::fs::read_to_string(&path).ok().as_deref() != Some(text.as_str()) {
             std::fs::write(&path, text)?;
         }
     }
-    Ok(dir)
+    Ok(dir.to_path_buf())
 }
 
 /// Tests in the generated chatty crate, and the lines each prints.
@@ -171,26 +173,15 @@ pub(crate) const CHATTY: (usize, usize) = (8, 250_000);
 /// `write`s per line.
 pub(crate) fn chatty_crate(work: &Path) -> Result<PathBuf> {
     let (tests, lines) = CHATTY;
-    let dir = work.join(format!("chatty-{tests}x{lines}"));
-    std::fs::create_dir_all(dir.join("src"))?;
-    let manifest = "[package]\nname = \"chatty\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[workspace]\n";
-    let mut lib = String::from("pub fn add(a: u64, b: u64) -> u64 {\n    a + b\n}\n\n#[cfg(test)]\nmod tests {\n");
-    for i in 0..tests {
-        lib.push_str(&format!(
-            "    #[test]\n    fn t{i}() {{\n        for k in 0..{lines}u64 {{\n            \
-             eprintln!(\"step {{k}} of test {i}: {{}}\", super::add(k, {i}));\n        }}\n    }}\n"
-        ));
-    }
-    lib.push_str("}\n");
-    for (path, text) in [
-        (dir.join("Cargo.toml"), manifest),
-        (dir.join("src/lib.rs"), lib.as_str()),
-    ] {
-        if std::fs::read_to_string(&path).ok().as_deref() != Some(text) {
-            std::fs::write(&path, text)?;
-        }
-    }
-    Ok(dir)
+    let tests_src: String = (0..tests)
+        .map(|i| {
+            format!(
+                "    #[test]\n    fn t{i}() {{\n        for k in 0..{lines}u64 {{\n            \
+                 eprintln!(\"step {{k}} of test {i}: {{}}\", super::add(k, {i}));\n        }}\n    }}\n"
+            )
+        })
+        .collect();
+    generated_crate(&work.join(format!("chatty-{tests}x{lines}")), "chatty", &tests_src)
 }
 
 /// Wall seconds of a command whose failure (a failing test) is expected; a command that could
@@ -313,5 +304,34 @@ mod tests {
         assert_eq!(j["crates"][0]["ratios"]["edges_over_nextest"], 1.25);
         assert_eq!(j["crates"][0]["ratios"]["default_over_nextest_and_doctests"], 0.5);
         assert_eq!(j["crates"][0]["peak_rss_mib"]["lines"], serde_json::Value::Null);
+    }
+
+    #[test]
+    fn generated_crates_hold_their_tests_and_are_rewritten_only_when_they_change() {
+        let work = tempfile::tempdir().unwrap();
+        let dir = trivial_crate(work.path()).unwrap();
+        let lib = dir.join("src/lib.rs");
+        let text = std::fs::read_to_string(&lib).unwrap();
+        assert!(
+            text.starts_with("pub fn add(a: u64, b: u64) -> u64 {\n    a + b\n}\n\n#[cfg(test)]\nmod tests {\n"),
+            "{text}"
+        );
+        assert_eq!(text.matches("#[test]").count(), TRIVIAL);
+        assert!(
+            text.contains("assert_eq!(super::add(2, 1), 3);") && text.ends_with("    }\n}\n"),
+            "{text}"
+        );
+        let manifest = std::fs::read_to_string(dir.join("Cargo.toml")).unwrap();
+        assert!(
+            manifest.contains("name = \"trivial\"") && manifest.contains("[workspace]"),
+            "{manifest}"
+        );
+        let written = std::fs::metadata(&lib).unwrap().modified().unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        trivial_crate(work.path()).unwrap();
+        assert_eq!(std::fs::metadata(&lib).unwrap().modified().unwrap(), written);
+        let chatty = std::fs::read_to_string(chatty_crate(work.path()).unwrap().join("src/lib.rs")).unwrap();
+        assert_eq!(chatty.matches("eprintln!").count(), CHATTY.0);
+        assert!(chatty.contains(&format!("for k in 0..{}u64", CHATTY.1)), "{chatty}");
     }
 }
