@@ -125,6 +125,7 @@ impl DocSuite {
                         None => note.clone(),
                     });
                     r.warnings.push(note);
+                    r.uncovered = true;
                 }
                 r
             })

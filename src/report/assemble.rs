@@ -202,6 +202,7 @@ fn summary(a: &Analysis) -> Summary {
         flaky: s.tests.iter().filter(|t| t.flaky).count(),
         passed_alone: s.tests.iter().filter(|t| t.passed_alone).count(),
         reused: s.tests.iter().filter(|t| t.reused).count(),
+        uncovered: s.tests.iter().filter(|t| t.uncovered && t.outcome.is_failing()).count(),
         units: s.units.len(),
         covered_units: s.coverage.iter().filter(|c| !c.is_empty()).count(),
         failing_units: a.groups.iter().map(|g| g.units.len()).sum(),

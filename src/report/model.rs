@@ -194,6 +194,10 @@ pub struct Summary {
     /// Not run: their rows are the last run's, which no edit since could change.
     #[serde(skip_serializing_if = "is_zero")]
     pub reused: usize,
+    /// Failing tests with no coverage (a doctest that did not build): listed among the failing
+    /// tests, left out of the ranking.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub uncovered: usize,
     /// Lines the coverage map knows (executable lines of the workspace's code).
     pub units: usize,
     /// Lines at least one test ran.
@@ -215,6 +219,11 @@ impl Summary {
     /// The failing set: failed and crashed tests (timed-out ones are left out).
     pub fn failing(&self) -> usize {
         self.failed + self.crashed
+    }
+
+    /// The failing tests the ranking counts: those with coverage.
+    pub fn failing_ranked(&self) -> usize {
+        self.failing() - self.uncovered
     }
 
     /// Tests the ranking uses: passing and failing ones.

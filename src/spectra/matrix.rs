@@ -93,6 +93,11 @@ pub struct TestRecord {
     /// environment, only the tests that read a changed variable run again.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub env_reads: Option<Vec<String>>,
+    /// No coverage was collected for it, so its empty row is no fact (a doctest that did not
+    /// build, a `compile_fail` doctest that compiled, doctests rustdoc ran plainly): listed
+    /// with its outcome, but in neither the failing nor the passing set of the spectra.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub uncovered: bool,
 }
 
 /// One run of a retried test.
@@ -124,6 +129,7 @@ impl TestRecord {
             reused: false,
             volatile: None,
             env_reads: None,
+            uncovered: false,
         }
     }
 
@@ -280,11 +286,12 @@ impl Spectra {
     pub fn passing_mask(&self) -> BitSet {
         self.mask(|o| o == Outcome::Passed)
     }
-    /// Tests whose outcome satisfies `pred`.
+    /// Tests whose outcome satisfies `pred`, among those with a row of coverage (not
+    /// [`TestRecord::uncovered`]): the sets the spectra count.
     pub fn mask(&self, pred: impl Fn(Outcome) -> bool) -> BitSet {
         let mut m = BitSet::new(self.tests.len());
         for (i, t) in self.tests.iter().enumerate() {
-            if pred(t.outcome) {
+            if pred(t.outcome) && !t.uncovered {
                 m.insert(i);
             }
         }

@@ -34,6 +34,10 @@ pub fn trials() -> Vec<Trial> {
             "doctests::one_block_on_several_items_runs_for_each",
             one_block_several_items,
         ),
+        Trial::test(
+            "doctests::one_that_does_not_build_is_listed_not_ranked",
+            unbuilt_not_ranked,
+        ),
     ]);
     trials
 }
@@ -593,4 +597,54 @@ fn one_block_several_items() -> Result {
     // `x * 3` (line 14) is first, from the three doctests' coverage.
     let top = &report["rankings"][0]["units"][0];
     check(top["line"] == 14 && top["ef"] == 3, || format!("top entry {top:#}"))
+}
+
+/// A doctest that does not build (proc-macro2's `Ident` example, when its dev-dependency `quote`
+/// pulls a second copy of the crate) is listed among the failing tests, as `cargo test` lists it,
+/// but has no coverage: before, it still counted as a failing test that ran no line (nf + 1 on
+/// every line), so no line was "run by every failing test" and every score of the fault fell.
+fn unbuilt_not_ranked() -> Result {
+    let tmp = lib_crate(
+        "unbuilt",
+        "",
+        "/// ```\n/// let n: u32 = \"not a number\";\n/// ```\n\
+         pub fn at_most(x: i32, max: i32) -> i32 {\n    if x > max + 1 {\n        max\n    } else {\n        x\n    }\n}\n\n\
+         pub fn twice(x: i32) -> i32 {\n    x * 2\n}\n\n\
+         #[cfg(test)]\nmod tests {\n    #[test]\n    fn clamps() {\n        assert_eq!(super::at_most(5, 4), 4);\n    }\n\
+             #[test]\n    fn keeps() {\n        assert_eq!(super::at_most(3, 4), 3);\n    }\n\
+             #[test]\n    fn doubles() {\n        assert_eq!(super::twice(3), 6);\n    }\n}\n",
+    )?;
+    let out = sfl(&["--format", "json"], tmp.path());
+    check(out.status.code() == Some(0), || show(&out))?;
+    let report = json(&out)?;
+    let all = tests(&report);
+    check(
+        all.iter().any(|t| t.0.contains("::doctest/") && t.2 == "failed")
+            && all.iter().any(|t| t.1 == "tests::clamps" && t.2 == "failed"),
+        || format!("{all:?}\n{}", show(&out)),
+    )?;
+    check(
+        report["summary"]["failed"] == 2 && report["summary"]["uncovered"] == 1,
+        || format!("{:#}", report["summary"]),
+    )?;
+    // The fault (line 5) is run by the one failing test with coverage: ef 1, nf 0, Ochiai
+    // 1/sqrt(1 * (1 + 1)) with `keeps` passing through it.
+    let units = report["rankings"][0]["units"].as_array().cloned().unwrap_or_default();
+    let fault = units.iter().find(|u| u["line"] == 5);
+    check(fault.is_some_and(|f| f["ef"] == 1 && f["nf"] == 0), || {
+        format!("{fault:#?}\n{}", show(&out))
+    })?;
+    check(report["summary"]["all_failing_core"].as_u64() > Some(0), || {
+        format!("{:#}", report["summary"])
+    })?;
+    let human = sfl(&[], tmp.path());
+    check_exit(
+        &human,
+        0,
+        &human.stdout,
+        &[
+            "1 failing test with no coverage, left out of the ranking",
+            "of 1 failing tests already pin them down",
+        ],
+    )
 }

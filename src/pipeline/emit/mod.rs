@@ -203,23 +203,24 @@ fn why_unranked(spectra: &Spectra, out: &ReportConfig) -> String {
                 (target/sfl by default) and run again"
             .into();
     }
-    let failing = spectra.mask(|o| o.is_failing() || (out.count_timeouts && o == Outcome::TimedOut));
+    let counted = |o: Outcome| o.is_failing() || (out.count_timeouts && o == Outcome::TimedOut);
+    let failing = spectra.mask(counted);
     let ran = spectra.coverage.iter().filter(|c| c.count_and(&failing) > 0).count();
-    // Failing tests recorded without coverage say why in a warning (a doctest run plainly, a
-    // doctest that did not build, a `compile_fail` doctest that compiled).
+    // Failing tests recorded without coverage (in no set of the spectra) say why in a warning
+    // (a doctest run plainly, a doctest that did not build, a `compile_fail` doctest that
+    // compiled).
     let uncovered: Vec<&str> = spectra
         .tests
         .iter()
-        .enumerate()
-        .filter(|(t, _)| failing.contains(*t))
-        .filter_map(|(_, r)| {
+        .filter(|r| r.uncovered && counted(r.outcome))
+        .filter_map(|r| {
             r.warnings
                 .iter()
                 .find(|w| w.starts_with("no coverage"))
                 .map(String::as_str)
         })
         .collect();
-    if ran == 0 && !uncovered.is_empty() && uncovered.len() == failing.count_and(&failing) as usize {
+    if ran == 0 && !uncovered.is_empty() && failing.count_and(&failing) == 0 {
         return format!(
             "the failing tests have no coverage ({}), so nothing can be ranked: fix what they say and run again",
             uncovered[0]

@@ -146,6 +146,13 @@ fn summary(out: &mut String, report: &Report, view: &View) {
             sum.reused
         );
     }
+    if sum.uncovered > 0 {
+        let _ = write!(
+            out,
+            "; {} with no coverage, left out of the ranking",
+            crate::ui::counted(sum.uncovered, "failing test", "failing tests")
+        );
+    }
     let _ = writeln!(out);
     let files = crate::ui::counted(sum.files, "file", "files");
     let (noun, place) = if sum.files == 0 {
@@ -180,7 +187,7 @@ fn summary(out: &mut String, report: &Report, view: &View) {
             "{} {noun} are run by every failing test: if there is a single fault, it is one of them ({} of {} failing tests already pin them down)",
             sum.all_failing_core,
             report.core_tests.len(),
-            sum.failing()
+            sum.failing_ranked()
         );
     }
     let notes = option_notes(view);
