@@ -245,8 +245,9 @@ fn not_in_the_matrix(whole: &Spectra, file: &str, line: u32) -> String {
             .into(),
         None => format!(
             "no test binary's coverage map has {file}:{line} (a blank line, a comment, code outside the \
-             workspace, code no test binary links, or code that runs while compiling: a `const`'s value, \
-             a proc macro)"
+             workspace, code no test binary links, code that runs while compiling: a `const`'s value, \
+             a proc macro; or code a macro generates that the coverage map leaves out, as it leaves out \
+             pin_project!'s `PinnedDrop` body)"
         ),
     }
 }

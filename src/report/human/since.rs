@@ -71,7 +71,7 @@ pub(super) fn changed_since_passed(out: &mut String, report: &Report, sources: &
     if !unseen.is_empty() {
         let _ = writeln!(
             out,
-            "  changed where no test's coverage shows (code that runs while compiling: a build script, a proc macro, a build dependency, a const's value):"
+            "  changed where no test's coverage shows (code that runs while compiling: a build script, a proc macro, a build dependency, a const's value; or code a macro generates that the coverage map leaves out):"
         );
         for (file, line) in unseen.iter().take(CHANGED_SHOWN) {
             let text = sources.line(file, *line).unwrap_or("").trim();
