@@ -4,6 +4,7 @@ use std::collections::{BTreeSet, HashMap};
 use std::path::Path;
 use std::time::{Duration, UNIX_EPOCH};
 
+use super::added::harmless;
 use super::environment::{builds_read, changed_env, env_note};
 use super::locate::{is_const_fn, locate, spans_by_file};
 use super::reuse::Reuse;
@@ -43,6 +44,7 @@ pub fn choose(mut previous: Spectra, now: &Snapshot, root: &Path) -> Choice {
     }
     let spans = spans_by_file(&previous.functions);
     let mut moved = HashMap::new();
+    let mut added = HashMap::new();
     let mut changed = Vec::new();
     for (file, old) in &then.files {
         let Some(new) = now.files.get(file) else {
@@ -63,18 +65,27 @@ pub fn choose(mut previous: Spectra, now: &Snapshot, root: &Path) -> Choice {
         let Some(functions) = spans.get(file.as_str()) else {
             return Choice::All(Some(format!("{file} changed, and no test ran a function in it")));
         };
+        let outside = |line| Choice::All(Some(format!("{file} changed outside a function (line {line})")));
         match locate(&old, &new, functions) {
-            Ok((lines, touched)) => {
-                if let Some(f) = touched.iter().find(|f| is_const_fn(root, f, &lines)) {
+            Ok(at) => {
+                if let Some(f) = at.touched.iter().find(|f| is_const_fn(root, f, &at.lines)) {
                     return Choice::All(Some(format!(
                         "the const fn at {file}:{} changed (it may be evaluated while compiling)",
                         f.start
                     )));
                 }
-                moved.insert(file.clone(), lines);
-                changed.extend(touched.into_iter().cloned());
+                if let Some(&(line, _)) = at.outside.first() {
+                    let ranges: Vec<(u32, u32)> = at.outside.iter().map(|&(_, r)| r).collect();
+                    let text = std::fs::read_to_string(root.join(file)).unwrap_or_default();
+                    if line_hashes_of(&text) != new || !harmless(&text, &ranges) {
+                        return outside(line);
+                    }
+                    added.insert(file.clone(), ranges);
+                }
+                moved.insert(file.clone(), at.lines);
+                changed.extend(at.touched.into_iter().cloned());
             }
-            Err(line) => return Choice::All(Some(format!("{file} changed outside a function (line {line})"))),
+            Err(line) => return outside(line),
         }
     }
     if let Some(file) = now.files.keys().find(|f| !then.files.contains_key(*f)) {
@@ -99,10 +110,17 @@ pub fn choose(mut previous: Spectra, now: &Snapshot, root: &Path) -> Choice {
         previous,
         when,
         moved,
+        added,
         changed,
     };
     reuse.drop_dirty();
     Choice::Reuse(Box::new(reuse))
+}
+
+/// The line hashes of `text`, as the snapshot took them: the file read again is the one the
+/// snapshot saw.
+fn line_hashes_of(text: &str) -> Vec<u64> {
+    crate::spectra::line_hashes(text.as_bytes())
 }
 
 /// The first part of the context other than the environment that differs, in words.

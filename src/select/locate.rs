@@ -15,17 +15,24 @@ pub(super) fn spans_by_file(functions: &[FunctionSpan]) -> HashMap<&str, Vec<&Fu
     by_file
 }
 
-/// Locates the edit of a file (`old` and `new` line hashes) in `functions`: where each old
-/// line went (`None`: changed) and the functions containing a change. `Err(line)`: a change
-/// (at that old line) lies in no function.
-pub(super) fn locate<'f>(
-    old: &[u64],
-    new: &[u64],
-    functions: &[&'f FunctionSpan],
-) -> Result<(Vec<Option<u32>>, Vec<&'f FunctionSpan>), u32> {
+/// Where an edit of a file went ([`locate`]).
+pub(super) struct Located<'f> {
+    /// Where each old line went (`[line - 1]`; `None`: changed).
+    pub lines: Vec<Option<u32>>,
+    /// The functions containing a change.
+    pub touched: Vec<&'f FunctionSpan>,
+    /// Lines inserted outside every function: the old line they follow and the new lines
+    /// (1-based, inclusive), for [`super::added::harmless`] to judge.
+    pub outside: Vec<(u32, (u32, u32))>,
+}
+
+/// Locates the edit of a file (`old` and `new` line hashes) in `functions`. `Err(line)`: a
+/// change or deletion (at that old line) lies in no function.
+pub(super) fn locate<'f>(old: &[u64], new: &[u64], functions: &[&'f FunctionSpan]) -> Result<Located<'f>, u32> {
     use similar::{Algorithm, DiffOp, capture_diff_slices};
     let mut lines = vec![None; old.len()];
     let mut touched: Vec<&FunctionSpan> = Vec::new();
+    let mut outside = Vec::new();
     for op in capture_diff_slices(Algorithm::Myers, old, new) {
         match op {
             DiffOp::Equal {
@@ -50,7 +57,11 @@ pub(super) fn locate<'f>(
                 }
                 touched.extend(within);
             }
-            DiffOp::Insert { old_index, .. } => {
+            DiffOp::Insert {
+                old_index,
+                new_index,
+                new_len,
+            } => {
                 // New lines between old lines old_index and old_index + 1 (1-based).
                 let after = old_index as u32;
                 let within: Vec<_> = functions
@@ -59,7 +70,7 @@ pub(super) fn locate<'f>(
                     .copied()
                     .collect();
                 if within.is_empty() {
-                    return Err(after.max(1));
+                    outside.push((after.max(1), (new_index as u32 + 1, (new_index + new_len) as u32)));
                 }
                 touched.extend(within);
             }
@@ -67,7 +78,11 @@ pub(super) fn locate<'f>(
     }
     touched.sort();
     touched.dedup();
-    Ok((lines, touched))
+    Ok(Located {
+        lines,
+        touched,
+        outside,
+    })
 }
 
 /// The lines of each Rust source of `new` changed since `old` (1-based, in the new file):

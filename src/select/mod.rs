@@ -8,7 +8,9 @@
 //!
 //! - any change of context, any changed file that is not a Rust source with functions, and any
 //!   edit of a Rust source outside the functions the coverage maps knew (items, `const`s,
-//!   macros, attributes, doc comments, `use`s, a new function) runs every test;
+//!   macros, attributes, doc comments, `use`s, a new method) runs every test, but lines added
+//!   there that no test can feel ([`added`]: blank lines, comments, new free functions such as
+//!   a new `#[test]`);
 //! - otherwise the edit is located by a line diff in the functions it touches (every function
 //!   whose span contains a changed line or an inserted one; a `const fn` may be evaluated at
 //!   compile time, so its change runs every test, as does an edit of a member whose code runs
@@ -20,8 +22,10 @@
 //! After the build, [`Reuse::verify`] checks the diff against the new coverage maps: every
 //! unchanged function must be found where its lines went, and every function of the new build
 //! in a changed file must be one of those or inside a changed one; a test that ran a function
-//! not found is run again, and a new function anywhere else runs every test.
+//! not found is run again, and a new function anywhere else (but in lines [`added`] judged
+//! harmless) runs every test.
 
+mod added;
 mod binary;
 mod choose;
 mod differences;
@@ -64,8 +68,11 @@ mod tests {
 
     fn locate_text(new: &str, spans: &[FunctionSpan]) -> Result<(Vec<Option<u32>>, Vec<FunctionSpan>), u32> {
         let refs: Vec<&FunctionSpan> = spans.iter().collect();
-        locate(&line_hashes(OLD.as_bytes()), &line_hashes(new.as_bytes()), &refs)
-            .map(|(lines, touched)| (lines, touched.into_iter().cloned().collect()))
+        let at = locate(&line_hashes(OLD.as_bytes()), &line_hashes(new.as_bytes()), &refs)?;
+        match at.outside.first() {
+            Some(&(line, _)) => Err(line),
+            None => Ok((at.lines, at.touched.into_iter().cloned().collect())),
+        }
     }
 
     /// Changed, added and deleted lines in today's coordinates; a new file whole; an
@@ -175,6 +182,29 @@ mod tests {
         assert_eq!(r3.known_now().1.len(), 1, "b is still known, where the diff put it");
         assert_eq!(r2.verify(&without_b, true), Ok(1));
         assert_eq!(r2.reusable, [false, false, false]);
+    }
+
+    /// A new test written below the others (the edit before a run that should show the bug)
+    /// runs alone: every row of the last run but the failing one is reused, the new build's
+    /// function there is the new test's; a new item that is not a function still runs every
+    /// test.
+    #[test]
+    fn a_new_test_below_the_others_reuses_every_row() {
+        let with_test = format!("{OLD}\n#[test]\nfn c() {{\n    assert_eq!(1, 2);\n}}\n");
+        let mut r = reuse(choose_new(&with_test, None));
+        assert_eq!(r.reusable, [true, true, false]);
+        let now: HashSet<FunctionSpan> = [span(2, 4), span(6, 8), span(10, 13)].into_iter().collect();
+        assert_eq!(r.verify(&now, true), Ok(0));
+        assert_eq!(r.reusable, [true, true, false]);
+        // A function the build has outside the inserted lines is still unexplained.
+        let mut r = reuse(choose_new(&with_test, None));
+        let odd: HashSet<FunctionSpan> = [span(2, 4), span(6, 8), span(10, 13), span(3, 3)].into_iter().collect();
+        assert!(r.verify(&odd, true).is_err());
+        let with_static = format!("{OLD}\nstatic N: u8 = 1;\n");
+        match choose_new(&with_static, None) {
+            Choice::All(Some(why)) => assert_eq!(why, "src/lib.rs changed outside a function (line 8)"),
+            _ => panic!("a new static may change what a test sees"),
+        }
     }
 
     #[test]
@@ -310,9 +340,10 @@ mod tests {
             locate_text("use y;\nfn a() {\n    1\n}\n\nfn b() {\n    2\n}\n", &spans).unwrap_err(),
             1
         );
-        // A new function between a and b: inserted after line 4, which no span continues.
+        // A new function between a and b: inserted after line 4, which no span continues (left
+        // for `added::harmless` to judge).
         let added = "use x;\nfn a() {\n    1\n}\nfn c() {}\n\nfn b() {\n    2\n}\n";
-        assert!(locate_text(added, &spans).is_err());
+        assert_eq!(locate_text(added, &spans), Err(4));
         // The same file unchanged: nothing touched.
         let (lines, touched) = locate_text(OLD, &spans).unwrap();
         assert!(touched.is_empty());

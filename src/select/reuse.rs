@@ -16,6 +16,10 @@ pub struct Reuse {
     pub reusable: Vec<bool>,
     /// Per changed source file: where each old line went (`[line - 1]`; `None`: changed).
     pub(super) moved: HashMap<String, Vec<Option<u32>>>,
+    /// Per changed source file: lines inserted outside every function that no test of the last
+    /// run can feel (blank lines, comments, new free functions: [`super::added`]), in today's
+    /// lines (1-based, inclusive); the functions the new build has there are new.
+    pub(super) added: HashMap<String, Vec<(u32, u32)>>,
     /// Functions of the last run that the edit touched.
     pub(super) changed: Vec<FunctionSpan>,
     /// Per test of the last run: its row ran a line (or took an edge) the edit touched.

@@ -66,7 +66,11 @@ impl Reuse {
             let inside = changed_now
                 .iter()
                 .any(|(file, before, after)| *file == f.file && *before < f.start && f.end < *after);
-            if !inside {
+            let added = self
+                .added
+                .get(&f.file)
+                .is_some_and(|ranges| ranges.iter().any(|&(a, b)| a <= f.start && f.end <= b));
+            if !inside && !added {
                 return Err(UnknownFunction(f.clone()));
             }
         }

@@ -72,7 +72,53 @@ pub fn trials() -> Vec<Trial> {
             "select::a_snapshot_written_for_review_is_no_edit",
             a_snapshot_written_for_review_is_no_edit,
         ),
+        Trial::test(
+            "select::a_new_test_written_below_the_others_runs_alone",
+            a_new_test_runs_alone,
+        ),
     ]
+}
+
+/// The edit before a run that should show the bug: a new test below the others, with a helper
+/// only it calls. Before, it was a change outside every function and ran every test (slab's
+/// tests/slab.rs, helper report); now the new test runs with the failing ones, every other row
+/// is reused, and the spectra equal a full run's. A new `static` in the same place still runs
+/// every test.
+fn a_new_test_runs_alone() -> Result {
+    let tmp = after_a_first_run("workspace", &["--no-doctests"])?;
+    let dir = tmp.path();
+    let file = dir.join("app/tests/integration.rs");
+    let text = std::fs::read_to_string(&file)?;
+    std::fs::write(
+        &file,
+        format!(
+            "{text}\n// The bar of a finished task.\nfn full(width: usize) -> String {{\n    format!(\"[{{}}]\", \"#\".repeat(width))\n}}\n\n\
+             #[test]\nfn bar_done() {{\n    assert_eq!(progress_bar(4, 4, 8), full(8));\n}}\n"
+        ),
+    )?;
+    let sel = dir.join("selected.json");
+    let out = sfl(&["--no-doctests", "--save-spectra", sel.to_str().unwrap()], dir);
+    check(out.status.code() == Some(0), || show(&out))?;
+    let first = sfl(&["--no-doctests", "--rerun", "--format", "json"], dir);
+    let failing = |o: &std::process::Output| -> Result<usize> {
+        let report: serde_json::Value = serde_json::from_slice(&o.stdout)?;
+        Ok(report["summary"]["failed"].as_u64().unwrap_or(0) as usize)
+    };
+    let failed = failing(&first)?;
+    check(
+        !String::from_utf8_lossy(&out.stderr).contains("Selecting every test")
+            && selected(&out).is_some_and(|(n, total)| n < total && n <= failed + 1),
+        || format!("{failed} failing\n{}", show(&out)),
+    )?;
+    same_as_full(dir, &sel, &["--no-doctests"])?;
+    let text = std::fs::read_to_string(&file)?;
+    std::fs::write(&file, format!("{text}\nstatic LIMIT: u8 = 3;\n"))?;
+    let out = sfl(&["--no-doctests"], dir);
+    check(
+        String::from_utf8_lossy(&out.stderr)
+            .contains("Selecting every test: app/tests/integration.rs changed outside a function"),
+        || show(&out),
+    )
 }
 
 /// A proc macro runs inside the compiler: no test's coverage shows the tests that use its
@@ -502,7 +548,7 @@ fn outside_functions_or_rerun() -> Result {
     let base = dir.join("base.json");
     let first = sfl(&["--save-spectra", base.to_str().unwrap()], dir);
     check(first.status.code() == Some(0), || show(&first))?;
-    edit(dir, "/// Half of `x`", "// A comment.\n/// Half of `x`")?;
+    edit(dir, "/// Half of `x`", "const _LIMIT: u8 = 1;\n/// Half of `x`")?;
     let out = sfl(&[], dir);
     let err = String::from_utf8_lossy(&out.stderr);
     check(
