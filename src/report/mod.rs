@@ -274,7 +274,7 @@ pub(crate) mod tests {
         assert_eq!(
             no_failures(&report),
             "No failing tests: 1 passed, 1 timed out, 0 ignored; nothing to localise.\n\
-             Coverage: 2 of 2 lines in 1 files ran (100.0%).\n\
+             Coverage: 2 of 2 lines in 1 file ran (100.0%).\n\
              Timed out (1), left out of the ranking (--count-timeouts ranks them as failing):\n  \
              b t1\n            timed out after 3s and was killed\n"
         );

@@ -424,10 +424,10 @@ pub fn shown_entries(human: &str) -> Result<Shown, NoLineNumber> {
 pub fn no_failures(report: &Report) -> String {
     let sum = &report.summary;
     let coverage = format!(
-        "Coverage: {} of {} lines in {} files ran ({:.1}%).\n",
+        "Coverage: {} of {} lines in {} ran ({:.1}%).\n",
         sum.covered_units,
         sum.units,
-        sum.files,
+        crate::ui::counted(sum.files, "file", "files"),
         if sum.units == 0 {
             0.0
         } else {
