@@ -8,7 +8,8 @@
 //! module level (never in an `impl` or a trait, where a method can override a default or take a
 //! name's place in method resolution) and new inline modules holding only such functions and
 //! `use`s. A new function's name must not appear in the rest of the file (it could shadow a
-//! name a glob import brought in, changing what unchanged code calls), and its attributes must
+//! name a glob import brought in, changing what unchanged code calls; nor may it be one of the
+//! prelude's, which another file's glob import of the module would shadow), and its attributes must
 //! be ones that only make it a test or tune lints and inlining (`#[no_mangle]`, say, could
 //! replace a symbol other code links).
 
@@ -73,7 +74,10 @@ fn same_item(now: &syn::Item, then: &syn::Item, old_names: &HashSet<String>) -> 
 /// and whose attributes are harmless, or a new inline module of such functions and `use`s.
 fn new_item(item: &syn::Item, old_names: &HashSet<String>) -> bool {
     match item {
-        syn::Item::Fn(f) => !old_names.contains(&f.sig.ident.to_string()) && f.attrs.iter().all(harmless_attribute),
+        syn::Item::Fn(f) => {
+            let name = f.sig.ident.to_string();
+            !old_names.contains(&name) && !PRELUDE.contains(&name.as_str()) && f.attrs.iter().all(harmless_attribute)
+        }
         syn::Item::Mod(m) => {
             !old_names.contains(&m.ident.to_string())
                 && m.attrs.iter().all(harmless_attribute)
@@ -86,6 +90,21 @@ fn new_item(item: &syn::Item, old_names: &HashSet<String>) -> bool {
         _ => false,
     }
 }
+
+/// The standard prelude's values: a glob import of a module that gains a function of one of
+/// these names shadows it in every file that imports the module so, unseen by a check of the
+/// file it was added to.
+const PRELUDE: &[&str] = &[
+    "drop",
+    "size_of",
+    "size_of_val",
+    "align_of",
+    "align_of_val",
+    "Some",
+    "None",
+    "Ok",
+    "Err",
+];
 
 /// An attribute that makes a function a test (`#[test]`, `#[tokio::test]`, `#[ignore]`,
 /// `#[should_panic]`), documents it, or tunes lints, inlining and `cfg`.
@@ -188,6 +207,8 @@ mod tests {
             (0, "#![allow(dead_code)]\n"),
             (10, "some_macro!(x);\n"),
             (10, "mod more {\n    static N: u8 = 1;\n}\n"),
+            // A prelude function's name: another file's glob import of this module would take it.
+            (10, "pub fn drop<T>(_: T) {}\n"),
         ] {
             let (text, range) = insert(after, lines);
             assert!(!harmless(&text, &[range]), "{text}");
