@@ -7,16 +7,30 @@
 //! must hold the same items, token for token, in the same modules, but for new `fn` items at
 //! module level (never in an `impl` or a trait, where a method can override a default or take a
 //! name's place in method resolution) and new inline modules holding only such functions and
-//! `use`s. A new function's name must not appear in the rest of the file (it could shadow a
-//! name a glob import brought in, changing what unchanged code calls; nor may it be one of the
-//! prelude's, which another file's glob import of the module would shadow), and its attributes must
-//! be ones that only make it a test or tune lints and inlining (`#[no_mangle]`, say, could
-//! replace a symbol other code links).
+//! `use`s. A new function
+//! - has a name the rest of the file does not use, raw or not (it could shadow a name a glob
+//!   import brought in, changing what unchanged code calls), that is not one of the prelude's
+//!   values (another file's glob import of the module would take it instead);
+//! - holds no item in its body (an `impl` there is global: an inherent method shadows a trait's
+//!   in unchanged code) and no doctest (no code block in its docs, no `#[doc = include_str!]`:
+//!   the doctests would not be built);
+//! - has attributes that only make it a test or tune lints and inlining (`#[no_mangle]`, say,
+//!   could replace a symbol other code links);
+//! - is not added to a file that both imports a glob and calls a macro of its own: a
+//!   `macro_rules!` expansion resolves the names it calls where it is called, so a new function
+//!   there can take the place of what the glob brought, with no token of the file naming it.
+//!
+//! What it cannot see: the expansion of a macro a new function calls (one that defines an
+//! `impl` in a function body), and a file `include!`d into another module
+//! ([`included_elsewhere`] leaves those to a full run).
 
 use std::collections::HashSet;
+use std::path::Path;
 
 use proc_macro2::{TokenStream, TokenTree};
 use quote::ToTokens;
+use syn::ext::IdentExt;
+use syn::visit::Visit;
 
 /// Whether inserting the lines `ranges` (1-based, inclusive, in `text`, the file as it is now)
 /// left every item that was there unchanged and added only blank lines, comments and new free
@@ -36,9 +50,92 @@ pub(super) fn harmless(text: &str, ranges: &[(u32, u32)]) -> bool {
     if tokens(&now.attrs) != tokens(&then.attrs) {
         return false;
     }
+    let mut scan = Scan::default();
+    scan.visit_file(&then);
+    if scan.glob && scan.own_macro {
+        return false;
+    }
     let mut old_names = HashSet::new();
     idents(then.to_token_stream(), &mut old_names);
     only_new_functions(&now.items, &then.items, &old_names)
+}
+
+/// Whether another Rust source of `files` (paths relative to `root`) `include!`s `file`: its
+/// items then live in that file's module, whose names [`harmless`] does not see.
+pub(super) fn included_elsewhere<'a>(root: &Path, file: &str, mut files: impl Iterator<Item = &'a String>) -> bool {
+    let Some(name) = Path::new(file).file_name().and_then(|n| n.to_str()) else {
+        return true;
+    };
+    files.any(|f| {
+        f != file
+            && f.ends_with(".rs")
+            && std::fs::read_to_string(root.join(f)).is_ok_and(|t| t.contains("include!") && t.contains(name))
+    })
+}
+
+/// What a file holds that makes new functions in it unsafe to take as new tests: a glob
+/// import, a call of a macro that is not the standard library's, an item (in a function's
+/// body, when scanning one).
+#[derive(Default)]
+struct Scan {
+    glob: bool,
+    own_macro: bool,
+    items: usize,
+}
+
+/// The standard library's macros: their expansions call no name of the crate.
+const STD_MACROS: &[&str] = &[
+    "assert",
+    "assert_eq",
+    "assert_ne",
+    "debug_assert",
+    "debug_assert_eq",
+    "debug_assert_ne",
+    "matches",
+    "panic",
+    "unreachable",
+    "todo",
+    "unimplemented",
+    "println",
+    "eprintln",
+    "print",
+    "eprint",
+    "format",
+    "format_args",
+    "write",
+    "writeln",
+    "vec",
+    "dbg",
+    "concat",
+    "stringify",
+    "include_str",
+    "include_bytes",
+    "env",
+    "option_env",
+    "cfg",
+    "line",
+    "column",
+    "file",
+    "module_path",
+    "compile_error",
+    "thread_local",
+];
+
+impl<'ast> Visit<'ast> for Scan {
+    fn visit_use_glob(&mut self, _: &'ast syn::UseGlob) {
+        self.glob = true;
+    }
+    fn visit_macro(&mut self, m: &'ast syn::Macro) {
+        let name = m.path.segments.last().map(|s| s.ident.to_string()).unwrap_or_default();
+        if !STD_MACROS.contains(&name.as_str()) {
+            self.own_macro = true;
+        }
+        syn::visit::visit_macro(self, m);
+    }
+    fn visit_item(&mut self, i: &'ast syn::Item) {
+        self.items += 1;
+        syn::visit::visit_item(self, i);
+    }
 }
 
 /// Whether `now` is `then` with new free functions (and new modules of them) added.
@@ -75,11 +172,16 @@ fn same_item(now: &syn::Item, then: &syn::Item, old_names: &HashSet<String>) -> 
 fn new_item(item: &syn::Item, old_names: &HashSet<String>) -> bool {
     match item {
         syn::Item::Fn(f) => {
-            let name = f.sig.ident.to_string();
-            !old_names.contains(&name) && !PRELUDE.contains(&name.as_str()) && f.attrs.iter().all(harmless_attribute)
+            let name = f.sig.ident.unraw().to_string();
+            let mut body = Scan::default();
+            body.visit_block(&f.block);
+            !old_names.contains(&name)
+                && !PRELUDE.contains(&name.as_str())
+                && body.items == 0
+                && f.attrs.iter().all(harmless_attribute)
         }
         syn::Item::Mod(m) => {
-            !old_names.contains(&m.ident.to_string())
+            !old_names.contains(&m.ident.unraw().to_string())
                 && m.attrs.iter().all(harmless_attribute)
                 && m.content.as_ref().is_some_and(|(_, items)| {
                     items
@@ -113,13 +215,26 @@ fn harmless_attribute(attr: &syn::Attribute) -> bool {
         return false;
     };
     let name = last.ident.to_string();
+    if name == "doc" {
+        // A doc comment is a string; a code block in it is a doctest nothing would build.
+        return match &attr.meta {
+            syn::Meta::NameValue(syn::MetaNameValue {
+                value:
+                    syn::Expr::Lit(syn::ExprLit {
+                        lit: syn::Lit::Str(text),
+                        ..
+                    }),
+                ..
+            }) => !text.value().contains("```") && !text.value().contains("~~~"),
+            _ => false,
+        };
+    }
     name == "test"
         || name.ends_with("_test")
         || matches!(
             name.as_str(),
             "ignore"
                 | "should_panic"
-                | "doc"
                 | "cfg"
                 | "allow"
                 | "warn"
@@ -147,12 +262,12 @@ fn tokens(attrs: &[syn::Attribute]) -> String {
         .join(" ")
 }
 
-/// Every identifier in `stream`, groups included.
+/// Every identifier in `stream`, groups included, raw ones without their `r#`.
 fn idents(stream: TokenStream, out: &mut HashSet<String>) {
     for tree in stream {
         match tree {
             TokenTree::Ident(i) => {
-                out.insert(i.to_string());
+                out.insert(i.unraw().to_string());
             }
             TokenTree::Group(g) => idents(g.stream(), out),
             _ => {}
@@ -209,6 +324,16 @@ mod tests {
             (10, "mod more {\n    static N: u8 = 1;\n}\n"),
             // A prelude function's name: another file's glob import of this module would take it.
             (10, "pub fn drop<T>(_: T) {}\n"),
+            // The same name, raw.
+            (10, "fn r#helper() -> u32 {\n    2\n}\n"),
+            // An impl in the new function's body: global, an inherent method wins over a trait's.
+            (
+                10,
+                "fn later() {\n    impl Clone for Marker {\n        fn clone(&self) -> Self { Marker }\n    }\n}\n",
+            ),
+            // A doctest nothing would build, or docs read from a file.
+            (10, "/// ```\n/// assert!(true);\n/// ```\npub fn documented() {}\n"),
+            (10, "#[doc = include_str!(\"../README.md\")]\npub fn from_readme() {}\n"),
         ] {
             let (text, range) = insert(after, lines);
             assert!(!harmless(&text, &[range]), "{text}");
@@ -216,6 +341,14 @@ mod tests {
         // Shadowing: `helper` came from the glob import, a new local one takes its place.
         let text = "use other::*;\n\nfn helper() {}\n\n#[test]\nfn t() {\n    helper();\n}\n";
         assert!(!harmless(text, &[(2, 3)]));
+        // A file with a glob import that calls its own macro: the expansion resolves the names
+        // it calls here, and a new function may take the place of what the glob brought.
+        let text = "use super::*;\n\n#[test]\nfn two() {\n    check_len!(v, 2);\n}\n\nfn len_of(_: &[u8]) -> usize {\n    0\n}\n";
+        assert!(!harmless(text, &[(7, 10)]));
+        assert!(harmless(
+            &text.replace("check_len!(v, 2)", "assert_eq!(v.len(), 2)"),
+            &[(7, 10)]
+        ));
         // A string literal that spans lines: a line inserted into it changes its value.
         let text = "const S: &str = \"a\n// b\nc\";\n";
         assert!(!harmless(text, &[(2, 2)]));

@@ -85,29 +85,43 @@ pub fn trials() -> Vec<Trial> {
 /// is reused, and the spectra equal a full run's. A new `static` in the same place still runs
 /// every test.
 fn a_new_test_runs_alone() -> Result {
-    let tmp = after_a_first_run("workspace", &["--no-doctests"])?;
+    let tmp = copy_fixture("workspace");
     let dir = tmp.path();
-    let file = dir.join("app/tests/integration.rs");
+    // An integration test binary none of whose tests fail: the failing tests run again in the
+    // others, and a build of only their binaries would leave the new test out (indexmap, where
+    // its property tests run again after every edit: helper report).
+    let file = dir.join("app/tests/extra.rs");
+    std::fs::write(
+        &file,
+        "use fixture_ws_app::progress_bar;\n\n#[test]\nfn bar_empty() {\n    assert_eq!(progress_bar(0, 4, 2), \"[..]\");\n}\n",
+    )?;
+    let first = sfl(&["--no-doctests"], dir);
+    check(first.status.code() == Some(0), || show(&first))?;
     let text = std::fs::read_to_string(&file)?;
     std::fs::write(
         &file,
         format!(
             "{text}\n// The bar of a finished task.\nfn full(width: usize) -> String {{\n    format!(\"[{{}}]\", \"#\".repeat(width))\n}}\n\n\
-             #[test]\nfn bar_done() {{\n    assert_eq!(progress_bar(4, 4, 8), full(8));\n}}\n"
+             #[test]\nfn bar_done() {{\n    assert_eq!(progress_bar(4, 4, 8), full(7));\n}}\n"
         ),
     )?;
     let sel = dir.join("selected.json");
     let out = sfl(&["--no-doctests", "--save-spectra", sel.to_str().unwrap()], dir);
     check(out.status.code() == Some(0), || show(&out))?;
-    let first = sfl(&["--no-doctests", "--rerun", "--format", "json"], dir);
-    let failing = |o: &std::process::Output| -> Result<usize> {
-        let report: serde_json::Value = serde_json::from_slice(&o.stdout)?;
-        Ok(report["summary"]["failed"].as_u64().unwrap_or(0) as usize)
-    };
-    let failed = failing(&first)?;
+    let full = sfl(&["--no-doctests", "--rerun", "--format", "json"], dir);
+    let report: serde_json::Value = serde_json::from_slice(&full.stdout)?;
+    let failed = report["summary"]["failed"].as_u64().unwrap_or(0) as usize;
+    check(
+        report["tests"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .any(|t| t["name"] == "bar_done" && t["outcome"] == "failed"),
+        || show(&full),
+    )?;
     check(
         !String::from_utf8_lossy(&out.stderr).contains("Selecting every test")
-            && selected(&out).is_some_and(|(n, total)| n < total && n <= failed + 1),
+            && selected(&out).is_some_and(|(n, total)| n < total && n <= failed),
         || format!("{failed} failing\n{}", show(&out)),
     )?;
     same_as_full(dir, &sel, &["--no-doctests"])?;
@@ -116,7 +130,7 @@ fn a_new_test_runs_alone() -> Result {
     let out = sfl(&["--no-doctests"], dir);
     check(
         String::from_utf8_lossy(&out.stderr)
-            .contains("Selecting every test: app/tests/integration.rs changed outside a function"),
+            .contains("Selecting every test: app/tests/extra.rs changed outside a function"),
         || show(&out),
     )
 }
