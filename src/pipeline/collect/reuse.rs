@@ -12,7 +12,7 @@ use crate::edges::{Collector, Edge};
 use crate::error::DecodeError;
 use crate::run::Job;
 use crate::select::{BinaryKey, BlockRef, Choice, Reuse, Row, UnknownFunction};
-use crate::spectra::{EdgeProfiles, Outcome, SinceGreen, Snapshot, Spectra, SpectraError, TestRecord};
+use crate::spectra::{BlockId, EdgeProfiles, Outcome, SinceGreen, Snapshot, Spectra, SpectraError, TestRecord, UnitId};
 use crate::ui;
 use crate::workspace::{Built, Workspace};
 
@@ -220,20 +220,17 @@ impl Reuse {
             .collect();
         let wanted: Vec<usize> = of_job.iter().flatten().copied().collect();
         let mut rows: HashMap<usize, Row> = wanted.iter().copied().zip(self.rows(&wanted)).collect();
+        let mut now = Now::new(self, coverage, edges);
         let done = of_job
             .iter()
-            .map(|t| t.and_then(|t| rows.remove(&t)).map(|r| outcome(r, coverage, edges)))
+            .map(|t| t.and_then(|t| rows.remove(&t)).map(|r| now.outcome(r)))
             .collect();
         let built: HashSet<&str> = binary_ids.iter().copied().collect();
         let elsewhere: Vec<usize> = (0..self.previous.tests.len())
             .filter(|&t| !built.contains(self.previous.tests[t].binary.as_str()))
             .collect();
         let reused: Vec<usize> = elsewhere.iter().copied().filter(|&t| self.reusable[t]).collect();
-        let kept = self
-            .rows(&reused)
-            .into_iter()
-            .map(|r| outcome(r, coverage, edges))
-            .collect();
+        let kept = self.rows(&reused).into_iter().map(|r| now.outcome(r)).collect();
         let ignored = elsewhere
             .iter()
             .map(|&t| &self.previous.tests[t])
@@ -255,31 +252,70 @@ pub(super) fn missing_binaries(choice: &Choice, built: &Built) -> bool {
     reuse.binaries_to_run().iter().any(|b| !ids.contains(b))
 }
 
-/// A reused row with this process's unit and block ids.
-fn outcome(row: Row, coverage: &LineDecoder, edges: Option<&Collector>) -> JobOutcome {
-    let mut covered = coverage.ids_of(row.lines.iter().map(|(f, l)| (f.as_str(), *l)));
-    covered.sort_unstable();
-    covered.dedup();
-    let mut traversed = Vec::new();
-    if let Some(collector) = edges {
-        let block = |b: &BlockRef| collector.adopt(&b.function, b.index, &b.lines);
-        traversed = row
-            .edges
-            .iter()
-            .map(|(from, to)| Edge {
-                from: from.as_ref().map(block),
-                to: block(to),
-            })
-            .collect();
-        traversed.sort_unstable();
-        traversed.dedup();
+/// The last run's units and blocks in this process's ids, each looked up once, on first use
+/// (in the order rows name them, as this process's tests meet theirs).
+struct Now<'a, 'd> {
+    reuse: &'a Reuse,
+    coverage: &'a LineDecoder<'d>,
+    edges: Option<&'a Collector<'d>>,
+    units: Vec<Option<UnitId>>,
+    blocks: Vec<Option<BlockId>>,
+}
+
+impl<'a, 'd> Now<'a, 'd> {
+    fn new(reuse: &'a Reuse, coverage: &'a LineDecoder<'d>, edges: Option<&'a Collector<'d>>) -> Self {
+        let blocks = reuse.previous.edges.as_ref().map_or(0, |e| e.blocks.len());
+        Now {
+            reuse,
+            coverage,
+            edges,
+            units: vec![None; reuse.previous.units.len()],
+            blocks: vec![None; blocks],
+        }
     }
-    JobOutcome {
-        record: row.record,
-        covered,
-        profiles: Vec::new(),
-        edges: traversed,
-        not_run: None,
+
+    fn unit(&mut self, u: u32) -> UnitId {
+        *self.units[u as usize].get_or_insert_with(|| self.coverage.ids_of([self.reuse.unit_now(u)])[0])
+    }
+
+    fn block(&mut self, collector: &Collector<'_>, b: u32) -> BlockId {
+        if let Some(id) = self.blocks[b as usize] {
+            return id;
+        }
+        let block: BlockRef = self
+            .reuse
+            .block_now(b)
+            .expect("rows with edges come from spectra with edges");
+        let id = collector.adopt(&block.function, block.index, &block.lines);
+        self.blocks[b as usize] = Some(id);
+        id
+    }
+
+    /// A reused row with this process's unit and block ids.
+    fn outcome(&mut self, row: Row) -> JobOutcome {
+        let mut covered: Vec<UnitId> = row.lines.iter().map(|&u| self.unit(u)).collect();
+        covered.sort_unstable();
+        covered.dedup();
+        let mut traversed = Vec::new();
+        if let Some(collector) = self.edges {
+            traversed = row
+                .edges
+                .iter()
+                .map(|&(from, to)| Edge {
+                    from: from.map(|b| self.block(collector, b)),
+                    to: self.block(collector, to),
+                })
+                .collect();
+            traversed.sort_unstable();
+            traversed.dedup();
+        }
+        JobOutcome {
+            record: row.record,
+            covered,
+            profiles: Vec::new(),
+            edges: traversed,
+            not_run: None,
+        }
     }
 }
 
