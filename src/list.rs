@@ -93,13 +93,21 @@ pub fn list(
         }
     }
     let (ok, text) = run(&["--format", "terse"])?;
-    let tests = if ok { parse_terse(&text) } else { None };
+    let mut tests = if ok { parse_terse(&text) } else { None };
+    // libtest2-mimic (toml's compliance suites) refuses `--format` without `-Z
+    // unstable-options`, and lists the same lines plainly, with a count after them.
+    let mut format: &[&str] = &["--format", "terse"];
+    if tests.is_none() && bin.custom_harness {
+        let (ok, text) = run(&[])?;
+        tests = if ok { parse_plain(&text) } else { None };
+        format = &[];
+    }
     let result = match tests {
         // A custom harness that answered `--list` with nothing is run as one test.
         Some(t) if !(bin.custom_harness && t.is_empty()) => {
-            let (ok, text) = run(&["--format", "terse", "--ignored"])?;
+            let (ok, text) = run(&[format, &["--ignored"]].concat())?;
             let ignored = if ok {
-                parse_terse(&text).unwrap_or_default()
+                parse_plain(&text).unwrap_or_default()
             } else {
                 Vec::new()
             };
@@ -188,6 +196,22 @@ fn parse_terse(text: &str) -> Option<Vec<String>> {
     Some(names)
 }
 
+/// A plain `--list`: the terse lines, blank lines and libtest's count after them (`3 tests, 0
+/// benchmarks`); `None` when another line is there.
+fn parse_plain(text: &str) -> Option<Vec<String>> {
+    let counted = |l: &str| {
+        let words: Vec<&str> = l.split_whitespace().collect();
+        matches!(words.as_slice(), [n, "test," | "tests,", m, "benchmark" | "benchmarks"]
+            if n.parse::<u64>().is_ok() && m.parse::<u64>().is_ok())
+    };
+    let lines: String = text
+        .lines()
+        .filter(|l| !counted(l.trim()))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    parse_terse(&lines)
+}
+
 fn clean_dir_files(dir: &Path, prefix: &str) {
     if let Ok(rd) = std::fs::read_dir(dir) {
         for e in rd.flatten() {
@@ -225,6 +249,21 @@ mod tests {
             Some(vec!["a::t1".to_string(), "t2".to_string()])
         );
         assert_eq!(parse_terse("custom harness output\n"), None);
+    }
+
+    /// libtest2-mimic's plain `--list`: the terse lines, then a count, which is not a test.
+    #[test]
+    fn plain_listings_end_with_a_count() {
+        assert_eq!(
+            parse_plain("valid/a.toml: test\nvalid/b.toml: test\n\n2 tests, 0 benchmarks\n"),
+            Some(vec!["valid/a.toml".to_string(), "valid/b.toml".to_string()])
+        );
+        assert_eq!(parse_plain("\n0 tests, 0 benchmarks\n"), Some(Vec::new()));
+        assert_eq!(
+            parse_plain("1 test, 1 benchmark\nt: test\nb: benchmark\n"),
+            Some(vec!["t".to_string()])
+        );
+        assert_eq!(parse_plain("error: unknown option\n"), None);
     }
 
     #[test]
