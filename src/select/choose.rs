@@ -4,7 +4,7 @@ use std::collections::{BTreeSet, HashMap};
 use std::path::Path;
 use std::time::{Duration, UNIX_EPOCH};
 
-use super::added::{harmless, included_elsewhere};
+use super::added::{mentioned_elsewhere, new_names};
 use super::environment::{builds_read, changed_env, env_note};
 use super::locate::{is_const_fn, locate, spans_by_file};
 use super::reuse::Reuse;
@@ -77,11 +77,12 @@ pub fn choose(mut previous: Spectra, now: &Snapshot, root: &Path) -> Choice {
                 if let Some(&(line, _)) = at.outside.first() {
                     let ranges: Vec<(u32, u32)> = at.outside.iter().map(|&(_, r)| r).collect();
                     let text = std::fs::read_to_string(root.join(file)).unwrap_or_default();
-                    if line_hashes_of(&text) != new
-                        || !harmless(&text, &ranges)
-                        || included_elsewhere(root, file, now.files.keys())
-                    {
-                        return outside(line);
+                    let names = (line_hashes_of(&text) == new)
+                        .then(|| new_names(&text, &ranges))
+                        .flatten();
+                    match names {
+                        Some(names) if !mentioned_elsewhere(root, file, &names, now.files.keys()) => {}
+                        _ => return outside(line),
                     }
                     added.insert(file.clone(), ranges);
                 }

@@ -22,7 +22,7 @@ pub(super) struct Located<'f> {
     /// The functions containing a change.
     pub touched: Vec<&'f FunctionSpan>,
     /// Lines inserted outside every function: the old line they follow and the new lines
-    /// (1-based, inclusive), for [`super::added::harmless`] to judge.
+    /// (1-based, inclusive), for [`super::added::new_names`] to judge.
     pub outside: Vec<(u32, (u32, u32))>,
 }
 

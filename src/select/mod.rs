@@ -339,7 +339,7 @@ mod tests {
             1
         );
         // A new function between a and b: inserted after line 4, which no span continues (left
-        // for `added::harmless` to judge).
+        // for `added::new_names` to judge).
         let added = "use x;\nfn a() {\n    1\n}\nfn c() {}\n\nfn b() {\n    2\n}\n";
         assert_eq!(locate_text(added, &spans), Err(4));
         // The same file unchanged: nothing touched.

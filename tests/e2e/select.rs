@@ -101,8 +101,8 @@ fn a_new_test_runs_alone() -> Result {
     std::fs::write(
         &file,
         format!(
-            "{text}\n// The bar of a finished task.\nfn full(width: usize) -> String {{\n    format!(\"[{{}}]\", \"#\".repeat(width))\n}}\n\n\
-             #[test]\nfn bar_done() {{\n    assert_eq!(progress_bar(4, 4, 8), full(7));\n}}\n"
+            "{text}\n// The bar of a finished task.\nfn full_bar(width: usize) -> String {{\n    format!(\"[{{}}]\", \"#\".repeat(width))\n}}\n\n\
+             #[test]\nfn bar_done() {{\n    assert_eq!(progress_bar(4, 4, 8), full_bar(7));\n}}\n"
         ),
     )?;
     let sel = dir.join("selected.json");
