@@ -172,10 +172,20 @@ fn add_suite(ws: &Workspace, built: &mut Built, suite: crate::doctest::DocSuite)
             .map(|t| (i, t.name.clone()))
     });
     let Some((package, lib)) = lib else {
-        crate::ui::warn(format!(
-            "doctests of crate {} belong to no workspace member; they are not run",
-            suite.crate_name
-        ));
+        // A member's library with `doctest = false` (rust-url's idna): `cargo test --doc` still
+        // hands it to rustdoc, plain `cargo test` runs none of its doctests, and neither does
+        // cargo sfl.
+        let not_doctested = ws
+            .members
+            .iter()
+            .flat_map(|m| &m.targets)
+            .any(|t| !t.doctest && crate::workspace::is_library(t) && t.name.replace('-', "_") == suite.crate_name);
+        if !not_doctested {
+            crate::ui::warn(format!(
+                "doctests of crate {} belong to no workspace member; they are not run",
+                suite.crate_name
+            ));
+        }
         return;
     };
     // Every executable's coverage map is read when a profile names it (by build-id).

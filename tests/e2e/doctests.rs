@@ -38,6 +38,7 @@ pub fn trials() -> Vec<Trial> {
             "doctests::one_that_does_not_build_is_listed_not_ranked",
             unbuilt_not_ranked,
         ),
+        Trial::test("doctests::a_library_with_doctest_false_has_none", doctest_false),
     ]);
     trials
 }
@@ -646,5 +647,49 @@ fn unbuilt_not_ranked() -> Result {
             "1 failing test with no coverage, left out of the ranking",
             "of 1 failing tests already pin them down",
         ],
+    )
+}
+
+/// `[lib] doctest = false` on a workspace member (rust-url's idna): `cargo test --workspace`
+/// runs none of its doctests, and nor does cargo sfl, without a word; before, every run warned
+/// that the crate's doctests "belong to no workspace member".
+fn doctest_false() -> Result {
+    let tmp = tempfile::tempdir()?;
+    let dir = tmp.path();
+    let files = [
+        (
+            "Cargo.toml",
+            "[workspace]\nmembers = [\"nodoc\", \"app\"]\nresolver = \"2\"\n",
+        ),
+        (
+            "nodoc/Cargo.toml",
+            "[package]\nname = \"nodoc\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[lib]\ndoctest = false\n",
+        ),
+        (
+            "nodoc/src/lib.rs",
+            "/// ```\n/// assert_eq!(nodoc::twice(2), 4);\n/// ```\npub fn twice(x: i32) -> i32 {\n    x * 2\n}\n",
+        ),
+        (
+            "app/Cargo.toml",
+            "[package]\nname = \"app\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[dependencies]\nnodoc = { path = \"../nodoc\" }\n",
+        ),
+        (
+            "app/src/lib.rs",
+            "/// ```\n/// assert_eq!(app::quad(1), 4);\n/// ```\npub fn quad(x: i32) -> i32 {\n    nodoc::twice(nodoc::twice(x))\n}\n",
+        ),
+    ];
+    for (path, text) in files {
+        std::fs::create_dir_all(dir.join(path).parent().unwrap())?;
+        std::fs::write(dir.join(path), text)?;
+    }
+    let out = sfl(&["--workspace", "--format", "json"], dir);
+    check_exit(&out, 3, &out.stderr, &[])?;
+    let binaries: Vec<String> = tests(&json(&out)?).into_iter().map(|t| t.0).collect();
+    check(binaries == ["app::doctest/app"], || {
+        format!("{binaries:?}\n{}", show(&out))
+    })?;
+    check(
+        !String::from_utf8_lossy(&out.stderr).contains("belong to no workspace member"),
+        || show(&out),
     )
 }
