@@ -240,7 +240,8 @@ fn why_unranked(spectra: &Spectra, out: &ReportConfig) -> String {
     format!(
         "the failing tests ran only test code ({ran} lines, left out of the ranking), so nothing \
          else can be ranked: the fault is in the test, or where no coverage shows (code in another \
-         language, such as C a build script compiles; a build script; a data file). Pass \
+         language, such as C a build script compiles; a build script; a proc macro or other code that \
+         runs while compiling; a data file). Pass \
          --include-test-code to rank test code too"
     )
 }
