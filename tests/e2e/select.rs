@@ -213,7 +213,7 @@ fn an_edit_of_a_proc_macro_runs_every_test() -> Result {
     let out = sfl(&[], dir);
     let stderr = String::from_utf8_lossy(&out.stderr);
     check(
-        out.status.code() == Some(7) && stderr.contains("Selected") && !stderr.contains("runs while compiling"),
+        out.status.code() == Some(7) && stderr.contains("Selected") && !stderr.contains("Selecting every test"),
         || show(&out),
     )
 }
