@@ -92,6 +92,17 @@ pub fn list(
             return Ok(listing);
         }
     }
+    let result = listed_as_text(bin, &run);
+    clean_dir_files(scratch, "list-");
+    result
+}
+
+/// Runs a binary with `--list` and the arguments: whether it succeeded, and what it printed.
+type Ask<'a> = &'a dyn Fn(&[&str]) -> Result<(bool, String), ListError>;
+
+/// The listing `--list --format terse` gives (and with `--ignored`), or for a custom harness
+/// that refuses it a plain `--list`; `run` asks the binary with `--list` and the arguments.
+fn listed_as_text(bin: &TestBinary, run: Ask<'_>) -> Result<Listing, ListError> {
     let (ok, text) = run(&["--format", "terse"])?;
     let mut tests = if ok { parse_terse(&text) } else { None };
     // libtest2-mimic (toml's compliance suites) refuses `--format` without `-Z
@@ -102,7 +113,7 @@ pub fn list(
         tests = if ok { parse_plain(&text) } else { None };
         format = &[];
     }
-    let result = match tests {
+    Ok(match tests {
         // A custom harness that answered `--list` with nothing is run as one test.
         Some(t) if !(bin.custom_harness && t.is_empty()) => {
             let (ok, text) = run(&[format, &["--ignored"]].concat())?;
@@ -121,16 +132,13 @@ pub fn list(
         // Only a custom harness may not speak libtest's `--list`.
         None if bin.custom_harness => Listing::whole(),
         None => {
-            clean_dir_files(scratch, "list-");
             let detail = text.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("no output");
             return Err(ListError::Failed {
                 path: bin.path.clone(),
                 detail: detail.trim().to_string(),
             });
         }
-    };
-    clean_dir_files(scratch, "list-");
-    Ok(result)
+    })
 }
 
 /// Where the JSON listing of libtest binary `exe` is kept (`<exe>.sfl-list`): the executable's

@@ -54,10 +54,7 @@ pub fn choose(mut previous: Spectra, now: &Snapshot, root: &Path) -> Choice {
             continue;
         }
         if now.compile_time.contains(file) {
-            return Choice::All(Some(format!(
-                "{file} changed, code that runs while compiling (a build script, a proc macro or a build \
-                 dependency)"
-            )));
+            return Choice::All(Some(runs_while_compiling(file)));
         }
         let (Some(old), Some(new)) = (old.line_hashes(), new.line_hashes()) else {
             return Choice::All(Some(format!("{file} changed")));
@@ -65,32 +62,21 @@ pub fn choose(mut previous: Spectra, now: &Snapshot, root: &Path) -> Choice {
         let Some(functions) = spans.get(file.as_str()) else {
             return Choice::All(Some(format!("{file} changed, and no test ran a function in it")));
         };
-        let outside = |line| Choice::All(Some(format!("{file} changed outside a function (line {line})")));
-        match locate(&old, &new, functions) {
-            Ok(at) => {
-                if let Some(f) = at.touched.iter().find(|f| is_const_fn(root, f, &at.lines)) {
-                    return Choice::All(Some(format!(
-                        "the const fn at {file}:{} changed (it may be evaluated while compiling)",
-                        f.start
-                    )));
-                }
-                if let Some(&(line, _)) = at.outside.first() {
-                    let ranges: Vec<(u32, u32)> = at.outside.iter().map(|&(_, r)| r).collect();
-                    let text = std::fs::read_to_string(root.join(file)).unwrap_or_default();
-                    let names = (line_hashes_of(&text) == new)
-                        .then(|| new_names(&text, &ranges))
-                        .flatten();
-                    match names {
-                        Some(names) if !mentioned_elsewhere(root, file, &names, now.files.keys()) => {}
-                        _ => return outside(line),
-                    }
-                    added.insert(file.clone(), ranges);
-                }
-                moved.insert(file.clone(), at.lines);
-                changed.extend(at.touched.into_iter().cloned());
-            }
-            Err(line) => return outside(line),
+        let at = match locate(&old, &new, functions) {
+            Ok(at) => at,
+            Err(line) => return Choice::All(Some(outside_a_function(file, line))),
+        };
+        if let Some(f) = at.touched.iter().find(|f| is_const_fn(root, f, &at.lines)) {
+            return Choice::All(Some(const_fn_changed(file, f.start)));
         }
+        if !at.outside.is_empty() {
+            match added_harmlessly(root, file, &new, &at.outside, now) {
+                Some(ranges) => added.insert(file.clone(), ranges),
+                None => return Choice::All(Some(outside_a_function(file, at.outside[0].0))),
+            };
+        }
+        moved.insert(file.clone(), at.lines);
+        changed.extend(at.touched.into_iter().cloned());
     }
     if let Some(file) = now.files.keys().find(|f| !then.files.contains_key(*f)) {
         return Choice::All(Some(format!("{file} was added")));
@@ -119,6 +105,38 @@ pub fn choose(mut previous: Spectra, now: &Snapshot, root: &Path) -> Choice {
     };
     reuse.drop_dirty();
     Choice::Reuse(Box::new(reuse))
+}
+
+/// Why every test runs after an edit of `file`, whose code runs while compiling.
+fn runs_while_compiling(file: &str) -> String {
+    format!("{file} changed, code that runs while compiling (a build script, a proc macro or a build dependency)")
+}
+
+/// Why every test runs after an edit of the `const fn` at `file:line`.
+fn const_fn_changed(file: &str, line: u32) -> String {
+    format!("the const fn at {file}:{line} changed (it may be evaluated while compiling)")
+}
+
+/// Why every test runs after an edit of `file` at old line `line`, which no function holds.
+fn outside_a_function(file: &str, line: u32) -> String {
+    format!("{file} changed outside a function (line {line})")
+}
+
+/// The lines `outside` (after which old line, which new lines) inserted into `file` outside
+/// every function, when they add nothing an existing test can feel ([`new_names`], names
+/// [`mentioned_elsewhere`] nowhere) and the file read now is the one the snapshot hashed
+/// (`new`): the new lines; `None` when every test must run.
+fn added_harmlessly(
+    root: &Path,
+    file: &str,
+    new: &[u64],
+    outside: &[(u32, (u32, u32))],
+    now: &Snapshot,
+) -> Option<Vec<(u32, u32)>> {
+    let ranges: Vec<(u32, u32)> = outside.iter().map(|&(_, r)| r).collect();
+    let text = std::fs::read_to_string(root.join(file)).ok()?;
+    let names = (line_hashes_of(&text) == new).then(|| new_names(&text, &ranges))??;
+    (!mentioned_elsewhere(root, file, &names, now.files.keys())).then_some(ranges)
 }
 
 /// The line hashes of `text`, as the snapshot took them: the file read again is the one the
