@@ -135,14 +135,8 @@ fn added_harmlessly(
 ) -> Option<Vec<(u32, u32)>> {
     let ranges: Vec<(u32, u32)> = outside.iter().map(|&(_, r)| r).collect();
     let text = std::fs::read_to_string(root.join(file)).ok()?;
-    let names = (line_hashes_of(&text) == new).then(|| new_names(&text, &ranges))??;
+    let names = (crate::spectra::line_hashes(text.as_bytes()) == new).then(|| new_names(&text, &ranges))??;
     (!mentioned_elsewhere(root, file, &names, now.files.keys())).then_some(ranges)
-}
-
-/// The line hashes of `text`, as the snapshot took them: the file read again is the one the
-/// snapshot saw.
-fn line_hashes_of(text: &str) -> Vec<u64> {
-    crate::spectra::line_hashes(text.as_bytes())
 }
 
 /// The first part of the context other than the environment that differs, in words.
