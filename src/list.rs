@@ -3,7 +3,6 @@
 //! terse` and `--list --ignored` (a toolchain without the JSON listing, a custom harness).
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::Duration;
 
 use cargo_metadata::Package;
@@ -64,7 +63,7 @@ pub fn list(
         });
     }
     let run = |args: &[&str]| -> Result<(bool, String), ListError> {
-        let mut cmd = Command::new(&bin.path);
+        let mut cmd = bin.command(&bin.path);
         cmd.args(["--list"]).args(args);
         test_env(&mut cmd, bin, pkg, target_dir, profile);
         // libtest takes `-Z unstable-options` (the JSON format) on a stable toolchain with it.

@@ -338,7 +338,7 @@ fn test_command(run: &TestRun, doctest: Option<&DocTest>, env_reads: &Path) -> C
 /// the test `name` (a libtest binary's).
 fn base_command(run: &TestRun, doctest: Option<&DocTest>, name: Option<&str>) -> Command {
     let TestRun { job, bin, .. } = *run;
-    let mut cmd = Command::new(bin.exe_for(job.name.as_deref()));
+    let mut cmd = bin.command(bin.exe_for(job.name.as_deref()));
     match (doctest, name) {
         // A merged doctest runner runs the one test its number names; others are their `main`.
         (Some(doc), _) => {

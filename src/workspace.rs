@@ -125,7 +125,7 @@ impl Workspace {
         if !select.package.is_empty() {
             let named = |m: &&Package| {
                 select.package.iter().any(|spec| {
-                    let name = spec.split(['@', ':']).next().unwrap_or(spec);
+                    let name = spec_name(spec);
                     name.contains(['*', '?', '[']) || name == m.name.as_str()
                 })
             };
@@ -335,6 +335,9 @@ pub struct TestBinary {
     /// `[env]` of cargo's configuration and its build script's `cargo::rustc-env`; and insta's
     /// workspace root (`INSTA_WORKSPACE_ROOT`, the answer insta would ask cargo for per process).
     pub env: Vec<(String, String)>,
+    /// The target runner `cargo test` runs its tests through (`target.<triple>.runner`): a
+    /// program and its arguments, before the executable. Empty: none.
+    pub runner: Vec<std::ffi::OsString>,
     /// A library's doctests (`pkg::doctest/<lib>`): several executables, each test found by
     /// name here; `path` is the first of them.
     pub doctests: Option<crate::doctest::DocSuite>,
@@ -347,6 +350,35 @@ impl TestBinary {
             (Some(suite), Some(name)) => suite.test(name).map_or(&self.path, |t| &t.exe),
             _ => &self.path,
         }
+    }
+
+    /// A command that runs `exe` (this binary or one of its doctests) as `cargo test` does:
+    /// through the target runner when one is set.
+    pub fn command(&self, exe: &Path) -> std::process::Command {
+        match self.runner.split_first() {
+            Some((program, args)) => {
+                let mut cmd = std::process::Command::new(program);
+                cmd.args(args).arg(exe);
+                cmd
+            }
+            None => std::process::Command::new(exe),
+        }
+    }
+}
+
+/// The package name a `-p` spec names: `name`, `name@version`, `name:version`, or a package ID
+/// URL (`path+file:///ws/crates/strsim#0.11.1`, `…#strsim@0.11.1`, `…/dir#name`), whose name
+/// is its fragment's, else its path's last part.
+pub fn spec_name(spec: &str) -> &str {
+    let Some((_, rest)) = spec.split_once("://") else {
+        return spec.split(['@', ':']).next().unwrap_or(spec);
+    };
+    let (url, fragment) = rest.split_once('#').unwrap_or((rest, ""));
+    let last = url.trim_end_matches('/').rsplit('/').next().unwrap_or(url);
+    match fragment.split_once('@') {
+        Some((name, _)) => name,
+        None if fragment.is_empty() || fragment.starts_with(|c: char| c.is_ascii_digit()) => last,
+        None => fragment,
     }
 }
 
@@ -361,6 +393,22 @@ pub struct Built {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_package_spec_names_its_package_in_every_form() {
+        for (spec, name) in [
+            ("strsim", "strsim"),
+            ("strsim@0.11.1", "strsim"),
+            ("strsim:0.11.1", "strsim"),
+            ("path+file:///tmp/ws/crates/strsim#0.11.1", "strsim"),
+            ("path+file:///tmp/ws/crates/strsim#strsim@0.11.1", "strsim"),
+            ("path+file:///tmp/ws/crates/dir#app", "app"),
+            ("path+file:///tmp/ws/crates/app/", "app"),
+            ("https://github.com/rust-lang/cargo#cargo-util@0.2.0", "cargo-util"),
+        ] {
+            assert_eq!(spec_name(spec), name, "{spec}");
+        }
+    }
 
     /// ryu's tests include the library's modules with `#[path = "../src/…"]`: the coverage map
     /// names `tests/../src/d2s.rs`, which is `src/d2s.rs`.

@@ -15,6 +15,9 @@ use crate::workspace::{Built, TestBinary, Workspace};
 
 /// Set (to any value) when cargo-sfl runs as the rustc wrapper.
 pub const WRAPPER_ENV: &str = "CARGO_SFL_RUSTC_WRAPPER";
+/// The rustc wrapper `cargo test` would use ([`super::config::rustc_wrapper`]), which cargo
+/// sfl, in its place as cargo's wrapper, runs rustc through.
+pub const USER_WRAPPER_ENV: &str = "CARGO_SFL_USER_RUSTC_WRAPPER";
 
 /// Newline-separated manifest directories of the crates to instrument.
 pub const INSTRUMENT_DIRS_ENV: &str = "CARGO_SFL_INSTRUMENT_DIRS";
@@ -127,7 +130,17 @@ fn wrapped_cargo(ws: &Workspace, select: &Selection, target: &Path, args: &[&str
         .env(WRAPPER_ENV, "1")
         .env(INSTRUMENT_DIRS_ENV, dirs.join("\n"))
         .env(COMPILE_TIME_DIRS_ENV, compile_time.join("\n"));
+    let cwd = super::config::current_dir(&ws.root);
+    match super::config::rustc_wrapper(&cwd, &select.cargo_config).filter(|w| !same_file(w, &exe)) {
+        Some(user) => cmd.env(USER_WRAPPER_ENV, user),
+        None => cmd.env_remove(USER_WRAPPER_ENV),
+    };
     Ok(cmd)
+}
+
+/// Whether `a` and `b` name one file (a wrapper that is cargo-sfl itself is not chained).
+fn same_file(a: &Path, b: &Path) -> bool {
+    a == b || a.canonicalize().ok().is_some_and(|a| b.canonicalize().ok() == Some(a))
 }
 
 /// Runs a cargo build, forwarding its stderr above a spinner, handing each artifact of the
@@ -239,6 +252,7 @@ pub(crate) fn add_artifact(ws: &Workspace, built: &mut Built, art: cargo_metadat
         package,
         custom_harness,
         env: Vec::new(),
+        runner: Vec::new(),
         doctests: None,
     });
 }

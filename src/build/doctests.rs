@@ -201,6 +201,7 @@ fn add_suite(ws: &Workspace, built: &mut Built, suite: crate::doctest::DocSuite)
         package,
         custom_harness: false,
         env: Vec::new(),
+        runner: Vec::new(),
         doctests: Some(suite),
     });
 }

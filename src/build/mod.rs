@@ -4,7 +4,7 @@
 //! (`wrappers::rustc`); the constants in [`cargo`] are what the build tells it.
 
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 
 use crate::config::Selection;
@@ -12,11 +12,14 @@ use crate::error::SflError;
 use crate::workspace::{Built, Workspace};
 
 mod cargo;
+pub mod config;
 mod doctests;
 pub mod head_start;
 
 use crate::workspace::has_doctests;
-pub use cargo::{COMPILE_TIME_DIRS_ENV, COVERAGE_FLAGS, INSTRUMENT_DIRS_ENV, PLAIN_ENV, Runtime, WRAPPER_ENV};
+pub use cargo::{
+    COMPILE_TIME_DIRS_ENV, COVERAGE_FLAGS, INSTRUMENT_DIRS_ENV, PLAIN_ENV, Runtime, USER_WRAPPER_ENV, WRAPPER_ENV,
+};
 pub(crate) use cargo::{add_artifact, plain_cargo};
 use cargo::{instrumented_cargo, stream};
 pub use doctests::{Doctests, host_triple};
@@ -80,10 +83,13 @@ pub fn build(
         }
     }
     built.tests.sort_by(|a, b| a.id.cmp(&b.id));
-    let mut config = config_env(&ws.root, &select.cargo_config);
-    answer_insta(&mut config, &ws.root, std::env::var_os(INSTA_ROOT).is_some());
+    let cwd = config::current_dir(&ws.root);
+    let mut env = config::env(&cwd, &select.cargo_config);
+    answer_insta(&mut env, &ws.root, std::env::var_os(INSTA_ROOT).is_some());
+    let runner = config::runner(&cwd, &select.cargo_config, None);
     for t in &mut built.tests {
-        t.env = config.clone();
+        t.env = env.clone();
+        t.runner = runner.clone();
         t.env
             .extend(script_env.get(&ws.members[t.package].id).cloned().unwrap_or_default());
     }
@@ -200,102 +206,9 @@ fn clean_members(ws: &Workspace, select: &Selection, profile_dir: &Path) -> Resu
     }
 }
 
-/// The `[env]` tables of cargo's configuration that apply in `dir`: its configuration files
-/// (`.cargo/config.toml` or `.cargo/config` in it and every parent, then
-/// `$CARGO_HOME/config.toml`; nearer files win), then the `--config` values `cli` (a file, or a
-/// `KEY=VALUE` TOML line), which win over every file, later ones over earlier ones. As cargo
-/// applies them: a variable the environment already has is kept unless `force = true`;
-/// `relative = true` resolves the value against the directory holding `.cargo` (for a
-/// `KEY=VALUE` line, the current directory).
-fn config_env(dir: &Path, cli: &[String]) -> Vec<(String, String)> {
-    let mut files: Vec<PathBuf> = dir
-        .ancestors()
-        .flat_map(|d| [d.join(".cargo/config.toml"), d.join(".cargo/config")])
-        .filter(|f| f.is_file())
-        .collect();
-    if let Some(home) = std::env::var_os("CARGO_HOME")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cargo")))
-    {
-        let file = home.join("config.toml");
-        if file.is_file() && !files.contains(&file) {
-            files.push(file);
-        }
-    }
-    let read = |file: &Path| -> Option<(toml::Table, PathBuf)> {
-        let table = std::fs::read_to_string(file).ok()?.parse::<toml::Table>().ok()?;
-        Some((table, file.parent().and_then(Path::parent).unwrap_or(dir).to_path_buf()))
-    };
-    // Farthest first, so nearer files override.
-    let from_files = files.iter().rev().filter_map(|f| read(f));
-    let from_cli = cli.iter().filter_map(|value| {
-        let path = Path::new(value);
-        if path.is_file() {
-            read(path)
-        } else {
-            let here = std::env::current_dir().unwrap_or_else(|_| dir.to_path_buf());
-            Some((value.parse::<toml::Table>().ok()?, here))
-        }
-    });
-    let mut env: Vec<(String, String)> = Vec::new();
-    for (mut table, base) in from_files.chain(from_cli) {
-        let Some(toml::Value::Table(vars)) = table.remove("env") else {
-            continue;
-        };
-        for (key, value) in vars {
-            let (value, force, relative) = match value {
-                toml::Value::String(v) => (v, false, false),
-                toml::Value::Table(t) => (
-                    t.get("value").and_then(|v| v.as_str()).unwrap_or_default().to_string(),
-                    t.get("force").and_then(toml::Value::as_bool).unwrap_or(false),
-                    t.get("relative").and_then(toml::Value::as_bool).unwrap_or(false),
-                ),
-                _ => continue,
-            };
-            if !force && std::env::var_os(&key).is_some() {
-                continue;
-            }
-            let value = if relative {
-                base.join(&value).to_string_lossy().into_owned()
-            } else {
-                value
-            };
-            env.retain(|(k, _)| *k != key);
-            env.push((key, value));
-        }
-    }
-    env
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn config_values_on_the_command_line_win_over_files() {
-        let ws = tempfile::tempdir().unwrap();
-        std::fs::create_dir_all(ws.path().join(".cargo")).unwrap();
-        std::fs::write(
-            ws.path().join(".cargo/config.toml"),
-            "[env]\nSFL_T_FILE = 'file'\nSFL_T_BOTH = 'file'\n",
-        )
-        .unwrap();
-        let extra = ws.path().join("extra.toml");
-        std::fs::write(&extra, "[env]\nSFL_T_EXTRA = { value = 'x', relative = true }\n").unwrap();
-        let cli = [
-            "env.SFL_T_BOTH = 'cli'".to_string(),
-            extra.to_string_lossy().into_owned(),
-            "not toml at all".to_string(),
-        ];
-        let env = config_env(ws.path(), &cli);
-        let get = |k: &str| env.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone());
-        assert_eq!(get("SFL_T_FILE").as_deref(), Some("file"));
-        assert_eq!(get("SFL_T_BOTH").as_deref(), Some("cli"));
-        // A file given to --config resolves like any configuration file: against its
-        // directory's parent.
-        let parent = ws.path().parent().unwrap().join("x");
-        assert_eq!(get("SFL_T_EXTRA"), Some(parent.to_string_lossy().into_owned()));
-    }
 
     #[test]
     fn insta_gets_the_workspace_root_unless_it_is_given_one() {

@@ -49,6 +49,17 @@ pub fn look(files: BTreeMap<String, FileState>, cfg: &RunConfig, rustc: &str, pa
             exec.test_timeout,
         ),
     );
+    // cargo's configuration as this run's cargo reads it (from the current directory up,
+    // `$CARGO_HOME`, `--config` files): its `[env]`, runner or flags may change any result, and
+    // those outside the workspace are no file of it.
+    let cwd = crate::build::config::current_dir(Path::new("."));
+    for file in crate::build::config::files(&cwd, &cfg.selection.cargo_config) {
+        let text = std::fs::read(&file).unwrap_or_default();
+        part(
+            format!("cargo configuration {}", file.display()),
+            &String::from_utf8_lossy(&text),
+        );
+    }
     for (name, value) in std::env::vars_os() {
         let name = name.to_string_lossy().into_owned();
         if !volatile(&name) {

@@ -5,7 +5,9 @@ use std::ffi::OsString;
 use std::path::Path;
 use std::process::Command;
 
-use cargo_sfl::build::{COMPILE_TIME_DIRS_ENV, COVERAGE_FLAGS, INSTRUMENT_DIRS_ENV, PLAIN_ENV, WRAPPER_ENV};
+use cargo_sfl::build::{
+    COMPILE_TIME_DIRS_ENV, COVERAGE_FLAGS, INSTRUMENT_DIRS_ENV, PLAIN_ENV, USER_WRAPPER_ENV, WRAPPER_ENV,
+};
 use cargo_sfl::error::exit;
 
 /// Entry point when cargo runs us as `RUSTC_WRAPPER`: `cargo-sfl <rustc> <args…>`.
@@ -18,7 +20,15 @@ pub fn rustc_wrapper() -> ! {
         std::process::exit(exit::SETUP);
     };
     let rest: Vec<OsString> = args.collect();
-    let mut cmd = Command::new(rustc);
+    // The developer's own wrapper (sccache, or one the build relies on) still wraps rustc.
+    let mut cmd = match std::env::var_os(USER_WRAPPER_ENV) {
+        Some(user) => {
+            let mut cmd = Command::new(user);
+            cmd.arg(rustc);
+            cmd
+        }
+        None => Command::new(rustc),
+    };
     cmd.args(&rest);
     let runtime = std::env::var_os(cargo_sfl::edges::RUNTIME_ENV);
     let edges = std::env::var_os(cargo_sfl::edges::LINES_ONLY_ENV).is_none();

@@ -6,6 +6,7 @@
 mod anywhere;
 mod ci;
 mod clusters;
+mod config;
 mod docs;
 mod doctests;
 mod edges;
@@ -51,6 +52,7 @@ fn main() {
         docs::trials(),
         editor::trials(),
         targets::trials(),
+        config::trials(),
     ]
     .into_iter()
     .flatten()

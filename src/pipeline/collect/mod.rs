@@ -183,6 +183,7 @@ fn open(cfg: &RunConfig) -> anyhow::Result<(Workspace, Nextest)> {
         cfg.selection.cargo_flags(),
     )?;
     setup::check_packages(&ws, &cfg.selection.package)?;
+    setup::note_outside_path_dependencies(&ws, &cfg.selection);
     let nextest = setup::nextest_setup(&ws, cfg)?;
     Ok((ws, nextest))
 }

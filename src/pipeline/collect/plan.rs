@@ -189,6 +189,7 @@ mod tests {
             package: 0,
             custom_harness: false,
             env: Vec::new(),
+            runner: Vec::new(),
             doctests: None,
         }
     }

@@ -142,6 +142,33 @@ pub(super) fn check_target(target: Option<&str>, rustc: &str) -> Result<(), SflE
     }
 }
 
+/// Says which path dependencies of the selected packages are no workspace member: cargo sfl
+/// instruments the workspace's members only, so a fault in one of them is not ranked, and a
+/// report that names none of their lines must not read as if they were checked.
+pub(super) fn note_outside_path_dependencies(ws: &Workspace, select: &crate::config::Selection) {
+    let member_dirs: Vec<&Path> = ws
+        .members
+        .iter()
+        .filter_map(|m| m.manifest_path.parent().map(|d| d.as_std_path()))
+        .collect();
+    let mut outside: Vec<String> = ws
+        .selected(select)
+        .iter()
+        .flat_map(|p| &p.dependencies)
+        .filter_map(|d| Some((d.name.as_str(), d.path.as_ref()?.as_std_path())))
+        .filter(|(_, path)| !member_dirs.contains(path))
+        .map(|(name, path)| format!("{name} ({})", path.display()))
+        .collect();
+    outside.sort_unstable();
+    outside.dedup();
+    if !outside.is_empty() {
+        ui::note(format!(
+            "path dependencies that are not workspace members are not instrumented, so a fault in them is not ranked: {}",
+            outside.join(", ")
+        ));
+    }
+}
+
 /// Refuses a `-p` that names no workspace member before building (cargo would fail the build,
 /// which reads as a compile error). Package-ID URLs and globs are left to cargo.
 pub(super) fn check_packages(ws: &Workspace, specs: &[String]) -> Result<(), SflError> {
