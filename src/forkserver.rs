@@ -326,9 +326,10 @@ fn request_line(name: &str, env: &[(&str, OsString)], out_path: &Path) -> Option
 /// queued for them. At the server's end every waiting test hears it is gone.
 fn read_replies(out: impl BufRead, ready: Sender<bool>, shared: &Shared) {
     let mut lines = out.lines();
-    let first = lines.next().and_then(Result::ok);
-    let _ = ready.send(first.as_deref() == Some("ready"));
-    if first.as_deref() == Some("ready") {
+    // A target runner may print before it starts the binary.
+    let serves = lines.by_ref().map_while(Result::ok).any(|l| l == "ready");
+    let _ = ready.send(serves);
+    if serves {
         for line in lines.map_while(Result::ok) {
             let mut words = line.split(' ');
             let (kind, id, value) = (words.next(), words.next(), words.next());

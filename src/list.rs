@@ -77,7 +77,12 @@ pub fn list(
             path: bin.path.clone(),
             source,
         })?;
-        Ok((captured.status.is_some_and(|s| s.success()), captured.output))
+        let output = if bin.runner.is_empty() {
+            captured.output
+        } else {
+            listing_lines(&captured.output)
+        };
+        Ok((captured.status.is_some_and(|s| s.success()), output))
     };
     // A custom harness is not handed options it may not know (or may take for a test's name).
     if !bin.custom_harness {
@@ -94,6 +99,24 @@ pub fn list(
     let result = listed_as_text(bin, &run);
     clean_dir_files(scratch, "list-");
     result
+}
+
+/// The lines of a listing that a test binary printed (JSON, `name: test`, `name: benchmark`,
+/// the count after a plain listing), without what the target runner it ran through printed
+/// beside them (valgrind's notes, a script's echo).
+fn listing_lines(output: &str) -> String {
+    output
+        .lines()
+        .filter(|l| {
+            let l = l.trim_end();
+            l.is_empty()
+                || l.starts_with('{')
+                || l.ends_with(": test")
+                || l.ends_with(": benchmark")
+                || (l.contains(" test") && l.contains(", ") && l.contains(" benchmark"))
+        })
+        .map(|l| format!("{l}\n"))
+        .collect()
 }
 
 /// Runs a binary with `--list` and the arguments: whether it succeeded, and what it printed.

@@ -136,22 +136,36 @@ fn signal_name(sig: i32) -> &'static str {
     }
 }
 
-/// The panic message: the `panicked at` line and the lines after it, up to six.
+/// The panic message: the `panicked at` line and the lines after it, up to six. When the test
+/// panicked more than once, the last panic follows the first (`then panicked at …`): the first
+/// may be one the test caught and handled (`catch_unwind`), the last may be the re-raise of a
+/// thread's or a task's panic (`unwrap` of a join's error), and `cargo test` shows them all.
 pub(crate) fn panic_message(output: &str) -> Option<String> {
     let lines: Vec<&str> = output.lines().collect();
-    let start = lines
+    let starts: Vec<usize> = lines
         .iter()
-        .position(|l| l.contains("panicked at") || l.contains("has overflowed its stack"))?;
-    let first = lines[start];
-    let first = first.find("panicked at").map_or(first, |i| &first[i..]);
-    let mut out = vec![first.to_string()];
-    for l in &lines[start + 1..] {
-        if l.is_empty() || l.starts_with("note: ") || l.starts_with("stack backtrace:") || out.len() >= 6 {
-            break;
+        .enumerate()
+        .filter(|(_, l)| l.contains("panicked at") || l.contains("has overflowed its stack"))
+        .map(|(i, _)| i)
+        .collect();
+    let one = |start: usize| {
+        let first = lines[start];
+        let first = first.find("panicked at").map_or(first, |i| &first[i..]);
+        let mut out = vec![first.to_string()];
+        for l in &lines[start + 1..] {
+            if l.is_empty() || l.starts_with("note: ") || l.starts_with("stack backtrace:") || out.len() >= 6 {
+                break;
+            }
+            out.push((*l).to_string());
         }
-        out.push((*l).to_string());
-    }
-    Some(out.join("\n"))
+        out.join("\n")
+    };
+    let (first, last) = (one(*starts.first()?), one(*starts.last()?));
+    Some(if last == first {
+        first
+    } else {
+        format!("{first}\nthen {last}")
+    })
 }
 
 /// The frames of the first panic backtrace in `output` that carry a source location
@@ -284,6 +298,18 @@ mod tests {
         assert_eq!(
             panic_message(out).unwrap(),
             "panicked at src/lib.rs:30:9:\nleast = 1, most = 0"
+        );
+    }
+
+    #[test]
+    fn a_caught_panic_is_followed_by_the_one_that_failed_the_test() {
+        let out = "thread 'tests::t' panicked at src/lib.rs:7:9:\nnegative input\nnote: run with \
+                   `RUST_BACKTRACE=1`\n\nthread 'tests::t' panicked at src/lib.rs:20:9:\n\
+                   assertion `left == right` failed\n  left: 6\n right: 4\n";
+        assert_eq!(
+            panic_message(out).unwrap(),
+            "panicked at src/lib.rs:7:9:\nnegative input\nthen panicked at src/lib.rs:20:9:\n\
+             assertion `left == right` failed\n  left: 6\n right: 4"
         );
     }
 

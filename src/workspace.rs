@@ -123,12 +123,7 @@ impl Workspace {
     /// else the default members.
     pub fn selected(&self, select: &Selection) -> Vec<&Package> {
         if !select.package.is_empty() {
-            let named = |m: &&Package| {
-                select.package.iter().any(|spec| {
-                    let name = spec_name(spec);
-                    name.contains(['*', '?', '[']) || name == m.name.as_str()
-                })
-            };
+            let named = |m: &&Package| select.package.iter().any(|spec| spec_matches(spec, m));
             return self.members.iter().filter(named).collect();
         }
         if select.workspace {
@@ -380,6 +375,33 @@ pub fn spec_name(spec: &str) -> &str {
         None if fragment.is_empty() || fragment.starts_with(|c: char| c.is_ascii_digit()) => last,
         None => fragment,
     }
+}
+
+/// Whether the `-p` spec `spec` selects the member `m`: by name (a glob matches every member,
+/// cargo narrowing them), or for a package ID URL of a path package by its directory, and the
+/// name and version its fragment gives.
+pub fn spec_matches(spec: &str, m: &Package) -> bool {
+    let Some((_, rest)) = spec.split_once("://") else {
+        let name = spec_name(spec);
+        return name.contains(['*', '?', '[']) || name == m.name.as_str();
+    };
+    let (url, fragment) = rest.split_once('#').unwrap_or((rest, ""));
+    let version = fragment
+        .rsplit_once('@')
+        .map(|(_, v)| v)
+        .or_else(|| fragment.starts_with(|c: char| c.is_ascii_digit()).then_some(fragment));
+    let dir_matches = spec.starts_with("file://") || spec.starts_with("path+file://");
+    let same_dir = m
+        .manifest_path
+        .parent()
+        .is_some_and(|d| Path::new(url.trim_end_matches('/')) == d.as_std_path());
+    let named = fragment.is_empty() || version == Some(fragment) || spec_name(spec) == m.name.as_str();
+    (if dir_matches {
+        same_dir
+    } else {
+        spec_name(spec) == m.name.as_str()
+    }) && named
+        && version.is_none_or(|v| v == m.version.to_string())
 }
 
 /// What the build produced.

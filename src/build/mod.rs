@@ -83,17 +83,26 @@ pub fn build(
         }
     }
     built.tests.sort_by(|a, b| a.id.cmp(&b.id));
-    let cwd = config::current_dir(&ws.root);
-    let mut env = config::env(&cwd, &select.cargo_config);
-    answer_insta(&mut env, &ws.root, std::env::var_os(INSTA_ROOT).is_some());
-    let runner = config::runner(&cwd, &select.cargo_config, None);
+    configure(&mut built, &ws.root, &select.cargo_config);
     for t in &mut built.tests {
-        t.env = env.clone();
-        t.runner = runner.clone();
         t.env
             .extend(script_env.get(&ws.members[t.package].id).cloned().unwrap_or_default());
     }
     Ok(built)
+}
+
+/// Gives the tests of `built` what `cargo test` would give them in the workspace at `root` with
+/// the `--config` values `cli`: cargo's `[env]` and its target runner, read from the current
+/// directory ([`config`]), and insta's workspace root.
+pub fn configure(built: &mut Built, root: &Path, cli: &[String]) {
+    let cwd = config::current_dir(root);
+    let mut env = config::env(&cwd, cli);
+    answer_insta(&mut env, root, std::env::var_os(INSTA_ROOT).is_some());
+    let runner = config::runner(&cwd, cli, None);
+    for t in &mut built.tests {
+        t.env = env.clone();
+        t.runner = runner.clone();
+    }
 }
 
 /// Whether [`build`] builds doctests for `select`: it asks for them (as `cargo test` does),

@@ -97,6 +97,7 @@ pub(super) fn build_plain(cfg: &RunConfig, copy: &WorkspaceCopy) -> Result<(Buil
         }
     }
     let status = child.wait().map_err(SflError::CargoWait)?;
+    crate::build::configure(&mut built, &copy_ws.root, &select.cargo_config);
     if !status.success() && errors.is_empty() {
         return Err(SflError::MutatePlainBuild { copy: copy.src.clone() });
     }

@@ -97,14 +97,37 @@ pub fn choose(mut previous: Spectra, now: &Snapshot, root: &Path) -> Choice {
             .collect(),
         touched: vec![false; previous.tests.len()],
         env_note,
+        ran_no_code: 0,
         previous,
         when,
         moved,
         added,
         changed,
     };
+    if !reuse.moved.is_empty() || !reuse.added.is_empty() {
+        for t in ran_no_code(&reuse.previous) {
+            if std::mem::replace(&mut reuse.reusable[t], false) {
+                reuse.ran_no_code += 1;
+            }
+        }
+    }
     reuse.drop_dirty();
     Choice::Reuse(Box::new(reuse))
+}
+
+/// The tests of `spectra` that ran no line of the workspace's code outside test code: what
+/// such a test checks is something no coverage shows (the sources' text, as a test that runs
+/// `cargo fmt --check` or looks for `TODO`s does; files; other programs; an uninstrumented path
+/// dependency), so an edit of any Rust source may change its outcome.
+fn ran_no_code(spectra: &Spectra) -> Vec<usize> {
+    let mut ran = crate::bitset::BitSet::new(spectra.tests.len());
+    for (u, tests) in spectra.coverage.iter().enumerate() {
+        let test_code = spectra.facts.as_ref().is_some_and(|f| f.test_code.contains(u));
+        if !test_code {
+            ran.union_with(tests);
+        }
+    }
+    (0..spectra.tests.len()).filter(|&t| !ran.contains(t)).collect()
 }
 
 /// Why every test runs after an edit of `file`, whose code runs while compiling.

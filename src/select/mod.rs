@@ -43,7 +43,7 @@ pub use differences::differences;
 pub use locate::changed_lines;
 pub use narrow::Narrowed;
 pub use reuse::{BlockRef, Known, Reuse, Row};
-pub use snapshot::{CACHE_TAG_SIGNATURE, build_env, compile_time_files, files, look};
+pub use snapshot::{CACHE_TAG_SIGNATURE, build_env, compile_time_files, files, look, refresh_written_by_tests};
 pub use verify::UnknownFunction;
 
 #[cfg(test)]

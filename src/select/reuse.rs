@@ -26,6 +26,9 @@ pub struct Reuse {
     pub(super) touched: Vec<bool>,
     /// Which environment variables changed and how many tests that re-runs, in words.
     pub env_note: Option<String>,
+    /// How many tests that would have been reused run again because they ran none of the
+    /// workspace's code outside test code (`choose::ran_no_code`).
+    pub ran_no_code: usize,
 }
 
 /// Lines (`(file, line)`) and functions of the last run, where they are now.

@@ -60,6 +60,25 @@ pub fn look(files: BTreeMap<String, FileState>, cfg: &RunConfig, rustc: &str, pa
             &String::from_utf8_lossy(&text),
         );
     }
+    // The target runner the tests run through, and the programs and files it names: a script
+    // on `PATH` is no file of the workspace either.
+    let host = crate::build::host_triple(rustc);
+    let runner = crate::build::config::runner(&cwd, &cfg.selection.cargo_config, host);
+    if !runner.is_empty() {
+        let mut described = format!("{runner:?}");
+        for (i, word) in runner.iter().enumerate() {
+            let path = Path::new(word);
+            let found = if i == 0 && path.components().count() == 1 {
+                on_path(word)
+            } else {
+                Some(path.to_path_buf())
+            };
+            if let Some(bytes) = found.and_then(|p| std::fs::read(p).ok()) {
+                described.push_str(&format!(" {}", crate::spectra::file_digest(&bytes)));
+            }
+        }
+        part("target runner".into(), &described);
+    }
     for (name, value) in std::env::vars_os() {
         let name = name.to_string_lossy().into_owned();
         if !volatile(&name) {
@@ -247,6 +266,57 @@ fn package_files(ws: &Workspace) -> BTreeMap<String, PathBuf> {
     files
 }
 
+/// The program `name` as `PATH` finds it.
+fn on_path(name: &std::ffi::OsStr) -> Option<PathBuf> {
+    std::env::split_paths(&std::env::var_os("PATH")?)
+        .map(|dir| dir.join(name))
+        .find(|p| p.is_file())
+}
+
+/// Where proptest may persist a failing case of the tests in the source file `rs` (its default
+/// `FileFailurePersistence::SourceParallel("proptest-regressions")`), to replay it first in later
+/// runs: for a file under a `src` directory, the same path under a `proptest-regressions`
+/// directory beside it with `.txt` for `.rs` (`src/a/b.rs`: `proptest-regressions/a/b.txt`);
+/// else beside the file (`tests/t.rs`: `tests/t.proptest-regressions`).
+fn proptest_persistence(rs: &str) -> Vec<String> {
+    let Some(stem) = rs.strip_suffix(".rs") else {
+        return Vec::new();
+    };
+    let mut out = vec![format!("{stem}.proptest-regressions")];
+    let under_src = match stem.rfind("/src/") {
+        Some(i) => Some((&stem[..=i], &stem[i + 5..])),
+        None => stem.strip_prefix("src/").map(|rest| ("", rest)),
+    };
+    if let Some((package, rest)) = under_src {
+        out.push(format!("{package}proptest-regressions/{rest}.txt"));
+    }
+    out
+}
+
+/// The snapshot with the files this run's tests wrote for later runs as they are now, so that
+/// the next run does not take them for an edit ("was added since the last run", and every
+/// test run again): proptest's persisted failures ([`proptest_persistence`]), written when a
+/// property fails. The tests that read them are property tests, which run again after every
+/// edit anyway; a later edit of such a file by a person is seen as any other.
+pub fn refresh_written_by_tests(snapshot: &mut Snapshot, root: &Path) {
+    let candidates: Vec<String> = snapshot
+        .files
+        .keys()
+        .filter(|k| k.ends_with(".rs"))
+        .flat_map(|k| proptest_persistence(k))
+        .collect();
+    for rel in candidates {
+        match std::fs::read(root.join(&rel)) {
+            Ok(bytes) => {
+                snapshot.files.insert(rel, FileState::digest(&bytes));
+            }
+            Err(_) => {
+                snapshot.files.remove(&rel);
+            }
+        }
+    }
+}
+
 /// A file a failing test writes for a person to review, which no test reads: insta's new
 /// snapshots (`NAME.snap.new`, `.NAME.pending-snap`). A run that wrote one is not an edit: the
 /// next run would otherwise run every test because "NAME.snap.new was added" (similar's
@@ -260,6 +330,23 @@ fn for_review(path: &Path) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn proptest_persists_failures_beside_a_file_or_under_its_own_directory() {
+        assert_eq!(proptest_persistence("tests/t.rs"), ["tests/t.proptest-regressions"]);
+        assert_eq!(
+            proptest_persistence("crates/x/src/a/b.rs"),
+            [
+                "crates/x/src/a/b.proptest-regressions",
+                "crates/x/proptest-regressions/a/b.txt"
+            ]
+        );
+        assert_eq!(
+            proptest_persistence("src/lib.rs"),
+            ["src/lib.proptest-regressions", "proptest-regressions/lib.txt"]
+        );
+        assert!(proptest_persistence("README.md").is_empty());
+    }
 
     #[test]
     fn snapshots_written_for_review_are_no_source() {

@@ -70,7 +70,12 @@ fn runner_and_wrapper() -> Result {
     let tmp = tempfile::tempdir()?;
     let dir = tmp.path();
     let (runner, wrapper) = (dir.join("runner.sh"), dir.join("wrapper.sh"));
-    script(&runner, "export WRAPPED=1\nexec \"$@\"\n")?;
+    // It speaks before the binary does, on both streams, as valgrind or a chatty script does:
+    // the listing and the fork servers' replies must still be read.
+    script(
+        &runner,
+        "echo 'runner: starting'\necho 'runner: a note' >&2\nexport WRAPPED=1\nexec \"$@\"\n",
+    )?;
     script(
         &wrapper,
         "case \"$*\" in *--crate-name*) exec \"$@\" --cfg from_wrapper;; *) exec \"$@\";; esac\n",
@@ -98,7 +103,11 @@ fn runner_and_wrapper() -> Result {
     check(
         out.status.code() == Some(3) && tests.len() == 3 && tests.iter().all(|t| t.2 == "passed"),
         || format!("{tests:?}\n{}", show(&out)),
-    )
+    )?;
+    // The tests were forked from a server started through the runner, not launched one by one.
+    check(!String::from_utf8_lossy(&out.stderr).contains("does not serve"), || {
+        show(&out)
+    })
 }
 
 /// A virtual workspace whose member has its own `.cargo/config.toml` with `[env]`: `cargo test`
@@ -211,5 +220,12 @@ fn package_id_url() -> Result {
     let binaries: Vec<&str> = tests.iter().map(|t| t.0.as_str()).collect();
     check(binaries.contains(&"pk::doctest/pk") && binaries.contains(&"pk"), || {
         format!("{tests:?}\n{}", show(&out))
-    })
+    })?;
+    // One that names no member is refused as a name would be.
+    let elsewhere = format!("path+file://{}#0.1.0", dir.join("elsewhere").display());
+    let out = sfl_command(dir).args(["-p", &elsewhere]).output()?;
+    check(
+        out.status.code() == Some(2) && String::from_utf8_lossy(&out.stderr).contains("no package"),
+        || show(&out),
+    )
 }

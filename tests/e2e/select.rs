@@ -76,7 +76,46 @@ pub fn trials() -> Vec<Trial> {
             "select::a_new_test_written_below_the_others_runs_alone",
             a_new_test_runs_alone,
         ),
+        Trial::test(
+            "select::a_test_that_reads_the_sources_runs_again_after_an_edit",
+            a_test_that_reads_the_sources_runs_again,
+        ),
     ]
+}
+
+/// A test that checks the sources' text (here for a `TODO`; smol_str's runs `cargo fmt
+/// --check`) runs none of the crate's code, so no coverage ties it to an edit: an edit inside a
+/// function that it should fail on runs it again, and the selected run agrees with `cargo test`.
+fn a_test_that_reads_the_sources_runs_again() -> Result {
+    let tmp = copy_fixture("minmax");
+    let dir = tmp.path();
+    crate::reliability::add_test(
+        dir,
+        "no_todo_left",
+        "let src = std::fs::read_to_string(concat!(env!(\"CARGO_MANIFEST_DIR\"), \"/src/lib.rs\")).unwrap();\n        \
+         assert!(!src.contains(\"TO\\x44O\"), \"a to-do is left in src/lib.rs\");",
+    )?;
+    let first = sfl(&["--format", "json"], dir);
+    let todo = |out: &std::process::Output| -> Result<String> {
+        let report: serde_json::Value =
+            serde_json::from_slice(&out.stdout).map_err(|e| format!("{e}\n{}", show(out)))?;
+        let tests = report["tests"].as_array().ok_or_else(|| show(out))?;
+        let t = tests
+            .iter()
+            .find(|t| t["name"] == "tests::no_todo_left")
+            .ok_or_else(|| show(out))?;
+        Ok(t["outcome"].as_str().unwrap_or_default().to_string())
+    };
+    check(todo(&first)? == "passed", || show(&first))?;
+    edit(
+        dir,
+        "    let mut least = in1;\n",
+        "    // TODO: name these\n    let mut least = in1;\n",
+    )?;
+    let second = sfl(&["--format", "json"], dir);
+    check(todo(&second)? == "failed", || show(&second))?;
+    let err = String::from_utf8_lossy(&second.stderr);
+    check(err.contains("ran none of the workspace's code"), || show(&second))
 }
 
 /// The edit before a run that should show the bug: a new test below the others, with a helper
@@ -817,11 +856,15 @@ fn a_snapshot_written_for_review_is_no_edit() -> Result {
          let snaps = concat!(env!(\"CARGO_MANIFEST_DIR\"), \"/src/snapshots\");\n            \
          std::fs::create_dir_all(snaps).unwrap();\n            \
          std::fs::write(format!(\"{snaps}/minmax__t8.snap.new\"), format!(\"{least} {most}\")).unwrap();\n            \
+         let persisted = concat!(env!(\"CARGO_MANIFEST_DIR\"), \"/proptest-regressions\");\n            \
+         std::fs::create_dir_all(persisted).unwrap();\n            \
+         std::fs::write(format!(\"{persisted}/lib.txt\"), \"cc 0123\").unwrap();\n            \
          panic!(\"snapshot differs\");\n        }",
     )?;
     let first = sfl(&[], dir);
     check(first.status.code() == Some(0), || show(&first))?;
     check(dir.join("src/snapshots/minmax__t8.snap.new").is_file(), || show(&first))?;
+    check(dir.join("proptest-regressions/lib.txt").is_file(), || show(&first))?;
     let second = sfl(&[], dir);
     check(second.status.code() == Some(0), || show(&second))?;
     let err = String::from_utf8_lossy(&second.stderr);

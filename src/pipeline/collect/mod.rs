@@ -308,6 +308,7 @@ fn describe(
 ) {
     let root = ws.root.as_path();
     snapshot.since_green = reuse::since_green(ws, spectra, &snapshot);
+    crate::select::refresh_written_by_tests(&mut snapshot, root);
     spectra.snapshot = Some(snapshot);
     let mut parsed = Parsed::new(root);
     parsed.absorb(sources);

@@ -137,6 +137,17 @@ pub(super) fn choose(ws: &Workspace, cfg: &RunConfig, now: &Snapshot) -> Result<
             if let Some(note) = &r.env_note {
                 ui::status("Selecting", note);
             }
+            if r.ran_no_code > 0 {
+                ui::status(
+                    "Selecting",
+                    format!(
+                        "{} that ran none of the workspace's code outside tests, as after any edit of a Rust \
+                         source: what such a test checks (the sources' text, files, other programs) no \
+                         coverage shows",
+                        ui::counted(r.ran_no_code, "test", "tests")
+                    ),
+                );
+            }
         }
         Choice::All(None) => {}
     }

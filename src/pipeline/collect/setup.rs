@@ -170,12 +170,11 @@ pub(super) fn note_outside_path_dependencies(ws: &Workspace, select: &crate::con
 }
 
 /// Refuses a `-p` that names no workspace member before building (cargo would fail the build,
-/// which reads as a compile error). Package-ID URLs and globs are left to cargo.
+/// which reads as a compile error). Globs are left to cargo.
 pub(super) fn check_packages(ws: &Workspace, specs: &[String]) -> Result<(), SflError> {
+    // Globs are left to cargo; a name, or a package ID URL, must select a member.
     let unknown = specs.iter().find(|spec| {
-        let plain = !spec.contains(['/', '#', '*', '?', '[']);
-        let name = spec.split(['@', ':']).next().unwrap_or(spec);
-        plain && !ws.members.iter().any(|m| m.name.as_str() == name)
+        !spec.contains(['*', '?', '[']) && !ws.members.iter().any(|m| crate::workspace::spec_matches(spec, m))
     });
     match unknown {
         None => Ok(()),
