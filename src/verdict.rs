@@ -60,9 +60,26 @@ pub(crate) fn classify(
         return (Outcome::Crashed, Some(sig), Some(lost(msg)));
     }
     let msg = panic_message(output)
+        .map(|m| m + &should_panic_note(output))
         .or_else(|| tail(output, 5))
         .or_else(|| status.code().map(|c| lost(format!("exited with status {c}"))));
     (Outcome::Failed, None, msg)
+}
+
+/// libtest's note on a `#[should_panic(expected = …)]` test whose panic said something else
+/// (the note and the two lines after it), which is why it failed; empty when there is none.
+fn should_panic_note(output: &str) -> String {
+    let lines: Vec<&str> = output.lines().collect();
+    let Some(at) = lines.iter().position(|l| {
+        l.trim_start()
+            .starts_with("note: panic did not contain expected string")
+    }) else {
+        return String::new();
+    };
+    lines[at..lines.len().min(at + 3)]
+        .iter()
+        .map(|l| format!("\n{}", l.trim()))
+        .collect()
 }
 
 /// How libtest's report of a failed test's captured output ends its heading
@@ -166,6 +183,24 @@ pub(crate) fn panic_message(output: &str) -> Option<String> {
     } else {
         format!("{first}\nthen {last}")
     })
+}
+
+/// Whether the test's first panic was one it caught and went on from: it panicked again later
+/// on the same thread (libtest's thread for the test, named after it). The first panic's stack
+/// is then not where the test failed (a test that checks that `checked(-1)` panics, then fails
+/// an assertion), and it is no evidence; the panic messages show both. A first panic on another
+/// thread (a thread or a task whose join the test unwrapped) is what failed the test, and its
+/// stack stays.
+pub(crate) fn went_on_after_first_panic(output: &str) -> bool {
+    let threads: Vec<&str> = output.lines().filter_map(panicking_thread).collect();
+    matches!(threads.as_slice(), [first, .., last] if first == last)
+}
+
+/// The thread a `thread 'NAME' panicked at …` line names.
+fn panicking_thread(line: &str) -> Option<&str> {
+    let rest = line.trim_start().strip_prefix("thread '")?;
+    let (name, after) = rest.split_once('\'')?;
+    after.contains("panicked at").then_some(name)
 }
 
 /// The frames of the first panic backtrace in `output` that carry a source location
@@ -311,6 +346,33 @@ mod tests {
             "panicked at src/lib.rs:7:9:\nnegative input\nthen panicked at src/lib.rs:20:9:\n\
              assertion `left == right` failed\n  left: 6\n right: 4"
         );
+    }
+
+    #[test]
+    fn a_caught_panic_on_the_test_s_thread_is_no_stack_but_a_joined_thread_s_is() {
+        let caught = "thread 'tests::t' panicked at src/lib.rs:7:9:\nnegative input\n\
+                      thread 'tests::t' panicked at src/lib.rs:20:9:\nassertion failed\n";
+        assert!(went_on_after_first_panic(caught));
+        let joined = "thread '<unnamed>' (42) panicked at src/lib.rs:3:5:\nboom\n\
+                      thread 'tests::t' (41) panicked at src/lib.rs:9:30:\n\
+                      called `Result::unwrap()` on an `Err` value: Any { .. }\n";
+        assert!(!went_on_after_first_panic(joined));
+        assert!(!went_on_after_first_panic(
+            "thread 'tests::t' panicked at src/lib.rs:7:9:\nonce\n"
+        ));
+    }
+
+    #[test]
+    fn a_should_panic_test_says_which_message_it_expected() {
+        let out = "thread 'm' panicked at tests/edge.rs:11:69:\nother message\nnote: run with `RUST_BACKTRACE=1`\n\
+                   note: panic did not contain expected string\n      panic message: \"other message\"\n \
+                   expected substring: \"wrong message\"\n";
+        assert_eq!(
+            should_panic_note(out),
+            "\nnote: panic did not contain expected string\npanic message: \"other message\"\n\
+             expected substring: \"wrong message\""
+        );
+        assert_eq!(should_panic_note("thread 'm' panicked at a.rs:1:1:\nboom\n"), "");
     }
 
     #[test]

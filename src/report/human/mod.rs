@@ -443,8 +443,14 @@ pub fn no_failures(report: &Report) -> String {
         ),
     };
     if sum.timed_out == 0 {
+        // Reused rows passed when they last ran: they are counted, and said to be reused.
+        let reused = match sum.reused {
+            0 => String::new(),
+            n if n == sum.ran() => ", every one as it passed on the last run (reused: no edit reached it)".to_string(),
+            n => format!(", {n} of them as they passed on the last run (reused)"),
+        };
         return format!(
-            "No failing tests: all {} tests that ran passed ({} ignored); nothing to localise.\n{alone}{coverage}",
+            "No failing tests: all {} tests passed ({} ignored){reused}; nothing to localise.\n{alone}{coverage}",
             sum.ran(),
             sum.ignored,
         );
