@@ -6,9 +6,10 @@ use std::time::{Duration, UNIX_EPOCH};
 
 use super::added::{mentioned_elsewhere, new_names};
 use super::environment::{builds_read, changed_env, env_note};
+use super::items::reaches_beyond;
 use super::locate::{is_const_fn, locate, spans_by_file};
 use super::reuse::Reuse;
-use crate::spectra::{Outcome, Snapshot, Spectra, TestRecord};
+use crate::spectra::{FunctionSpan, Outcome, Snapshot, Spectra, TestRecord};
 
 /// What a run does with the last run.
 pub enum Choice {
@@ -43,44 +44,10 @@ pub fn choose(mut previous: Spectra, now: &Snapshot, root: &Path) -> Choice {
         )));
     }
     let spans = spans_by_file(&previous.functions);
-    let mut moved = HashMap::new();
-    let mut added = HashMap::new();
-    let mut changed = Vec::new();
-    for (file, old) in &then.files {
-        let Some(new) = now.files.get(file) else {
-            return Choice::All(Some(format!("{file} was removed")));
-        };
-        if new == old {
-            continue;
-        }
-        if now.compile_time.contains(file) {
-            return Choice::All(Some(runs_while_compiling(file)));
-        }
-        let (Some(old), Some(new)) = (old.line_hashes(), new.line_hashes()) else {
-            return Choice::All(Some(format!("{file} changed")));
-        };
-        let Some(functions) = spans.get(file.as_str()) else {
-            return Choice::All(Some(format!("{file} changed, and no test ran a function in it")));
-        };
-        let at = match locate(&old, &new, functions) {
-            Ok(at) => at,
-            Err(line) => return Choice::All(Some(outside_a_function(file, line))),
-        };
-        if let Some(f) = at.touched.iter().find(|f| is_const_fn(root, f, &at.lines)) {
-            return Choice::All(Some(const_fn_changed(file, f.start)));
-        }
-        if !at.outside.is_empty() {
-            match added_harmlessly(root, file, &new, &at.outside, now) {
-                Some(ranges) => added.insert(file.clone(), ranges),
-                None => return Choice::All(Some(outside_a_function(file, at.outside[0].0))),
-            };
-        }
-        moved.insert(file.clone(), at.lines);
-        changed.extend(at.touched.into_iter().cloned());
-    }
-    if let Some(file) = now.files.keys().find(|f| !then.files.contains_key(*f)) {
-        return Choice::All(Some(format!("{file} was added")));
-    }
+    let Edits { moved, added, changed } = match edits(&then, now, &spans, root) {
+        Ok(edits) => edits,
+        Err(EveryTest(why)) => return Choice::All(Some(why)),
+    };
     let when = UNIX_EPOCH + Duration::from_secs(then.taken);
     let env_note = env_note(&previous.tests, &env_changed);
     let mut reuse = Reuse {
@@ -113,6 +80,75 @@ pub fn choose(mut previous: Spectra, now: &Snapshot, root: &Path) -> Choice {
     }
     reuse.drop_dirty();
     Choice::Reuse(Box::new(reuse))
+}
+
+/// Where an edit of the workspace's sources went, when only functions' bodies changed (and
+/// harmless additions outside them).
+struct Edits {
+    /// Per changed file, where each old line is now.
+    moved: HashMap<String, Vec<Option<u32>>>,
+    /// Per file, the ranges of new functions added outside every function.
+    added: HashMap<String, Vec<(u32, u32)>>,
+    /// The functions whose bodies changed.
+    changed: Vec<FunctionSpan>,
+}
+
+/// Why every test runs again, in words.
+struct EveryTest(String);
+
+impl From<String> for EveryTest {
+    fn from(why: String) -> Self {
+        EveryTest(why)
+    }
+}
+
+/// The edit from `then` to `now` ([`Edits`]); `Err`: why every test runs instead.
+fn edits(
+    then: &Snapshot,
+    now: &Snapshot,
+    spans: &HashMap<&str, Vec<&FunctionSpan>>,
+    root: &Path,
+) -> Result<Edits, EveryTest> {
+    let mut edits = Edits {
+        moved: HashMap::new(),
+        added: HashMap::new(),
+        changed: Vec::new(),
+    };
+    for (file, old) in &then.files {
+        let Some(new) = now.files.get(file) else {
+            return Err(format!("{file} was removed").into());
+        };
+        if new == old {
+            continue;
+        }
+        if now.compile_time.contains(file) {
+            return Err(runs_while_compiling(file).into());
+        }
+        let (Some(old), Some(new)) = (old.line_hashes(), new.line_hashes()) else {
+            return Err(format!("{file} changed").into());
+        };
+        let Some(functions) = spans.get(file.as_str()) else {
+            return Err(format!("{file} changed, and no test ran a function in it").into());
+        };
+        let at = locate(&old, &new, functions).map_err(|line| EveryTest(outside_a_function(file, line)))?;
+        if let Some(f) = at.touched.iter().find(|f| is_const_fn(root, f, &at.lines)) {
+            return Err(const_fn_changed(file, f.start).into());
+        }
+        if let Some(why) = at.touched.iter().find_map(|f| reaches_beyond(root, f, &at.lines)) {
+            return Err(why.into());
+        }
+        if !at.outside.is_empty() {
+            let ranges = added_harmlessly(root, file, &new, &at.outside, now)
+                .ok_or_else(|| EveryTest(outside_a_function(file, at.outside[0].0)))?;
+            edits.added.insert(file.clone(), ranges);
+        }
+        edits.moved.insert(file.clone(), at.lines);
+        edits.changed.extend(at.touched.into_iter().cloned());
+    }
+    if let Some(file) = now.files.keys().find(|f| !then.files.contains_key(*f)) {
+        return Err(format!("{file} was added").into());
+    }
+    Ok(edits)
 }
 
 /// The tests of `spectra` that ran no line of the workspace's code outside test code: what

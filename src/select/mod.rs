@@ -30,6 +30,7 @@ mod binary;
 mod choose;
 mod differences;
 mod environment;
+mod items;
 mod locate;
 mod narrow;
 mod reuse;

@@ -1,0 +1,189 @@
+//! What an edit inside a function can change outside it. Coverage ties a test to the
+//! functions it ran, which is right for an edit of what a function does; but a function's body
+//! may hold items that other code sees (an `impl` block, whose methods and constants any code
+//! may use; an exported `macro_rules!`), and its signature decides types at its callers (a
+//! literal's type inferred from the return type, on a branch that never calls it). Such an edit
+//! is not one of the body alone, and every test runs again.
+
+use std::path::Path;
+
+use proc_macro2::Span;
+use syn::spanned::Spanned;
+use syn::visit::Visit;
+
+use crate::spectra::FunctionSpan;
+
+/// Why the edit of the function `f` (its span in the last run's lines; `moved`: where each of
+/// the file's old lines is now, `None` where it changed) reaches beyond its body, read from the
+/// file as it is now under `root`; `None` when it does not (or the file does not parse: the
+/// build says why).
+pub(super) fn reaches_beyond(root: &Path, f: &FunctionSpan, moved: &[Option<u32>]) -> Option<String> {
+    let text = std::fs::read_to_string(root.join(&f.file)).ok()?;
+    let file = syn::parse_file(&text).ok()?;
+    // Where the function starts now: where the last unchanged line at or before its start went.
+    let start = (1..=f.start)
+        .rev()
+        .find_map(|l| moved.get(l as usize - 1).copied().flatten().map(|n| n + f.start - l))
+        .unwrap_or(f.start);
+    let mut found = Functions::default();
+    found.visit_file(&file);
+    let (span, block) = found
+        .all
+        .into_iter()
+        .filter(|(span, _)| span.start().line as u32 <= start + 1 && start <= span.end().line as u32)
+        .min_by_key(|(span, _)| span.end().line - span.start().line)?;
+    let mut items = GlobalItems::default();
+    items.visit_block(block);
+    if let Some(what) = items.found {
+        return Some(format!(
+            "the function at {}:{}, whose body holds {what} that code outside it sees, changed",
+            f.file, start
+        ));
+    }
+    let open = block.brace_token.span.open().start();
+    let brace = open.line as u32;
+    let first = span.start().line as u32;
+    let unchanged: std::collections::HashSet<u32> = moved.iter().flatten().copied().collect();
+    // The line of the body's `{` is the signature's when nothing follows the brace on it (as
+    // rustfmt writes a function); a one-line function's line is its body's too, and counts as
+    // that.
+    let after_brace = text
+        .lines()
+        .nth(open.line.saturating_sub(1))
+        .and_then(|l| l.get(l.char_indices().nth(open.column + 1).map_or(l.len(), |(i, _)| i)..))
+        .unwrap_or("");
+    let last = if after_brace.trim().is_empty() || after_brace.trim_start().starts_with("//") {
+        brace + 1
+    } else {
+        brace
+    };
+    // A new or changed line of the signature, or one removed from it (an old line between the
+    // function's start and the line its brace is on now, if that line was kept).
+    let changed_now = (first..last).any(|l| !unchanged.contains(&l));
+    let old_brace = moved.iter().position(|&n| n == Some(brace)).map(|i| i as u32 + 1);
+    let removed = old_brace.is_some_and(|b| (f.start..b).any(|l| moved.get(l as usize - 1) == Some(&None)));
+    (changed_now || removed).then(|| {
+        format!(
+            "the signature of the function at {}:{first}, which its callers' types may follow, changed",
+            f.file
+        )
+    })
+}
+
+/// Every function of a file with a body, nested ones too: its span and its body.
+#[derive(Default)]
+struct Functions<'ast> {
+    all: Vec<(Span, &'ast syn::Block)>,
+}
+
+impl<'ast> Visit<'ast> for Functions<'ast> {
+    fn visit_item_fn(&mut self, f: &'ast syn::ItemFn) {
+        self.all.push((f.span(), &f.block));
+        syn::visit::visit_item_fn(self, f);
+    }
+
+    fn visit_impl_item_fn(&mut self, f: &'ast syn::ImplItemFn) {
+        self.all.push((f.span(), &f.block));
+        syn::visit::visit_impl_item_fn(self, f);
+    }
+
+    fn visit_trait_item_fn(&mut self, f: &'ast syn::TraitItemFn) {
+        if let Some(block) = &f.default {
+            self.all.push((f.span(), block));
+        }
+        syn::visit::visit_trait_item_fn(self, f);
+    }
+}
+
+/// The first item in a body that code outside it sees, in words.
+#[derive(Default)]
+struct GlobalItems {
+    found: Option<&'static str>,
+}
+
+impl<'ast> Visit<'ast> for GlobalItems {
+    fn visit_item_impl(&mut self, i: &'ast syn::ItemImpl) {
+        self.found.get_or_insert("an impl block");
+        syn::visit::visit_item_impl(self, i);
+    }
+
+    fn visit_item_macro(&mut self, m: &'ast syn::ItemMacro) {
+        if m.attrs.iter().any(|a| a.path().is_ident("macro_export")) {
+            self.found.get_or_insert("an exported macro");
+        }
+        syn::visit::visit_item_macro(self, m);
+    }
+
+    fn visit_item_fn(&mut self, f: &'ast syn::ItemFn) {
+        let exported = f
+            .attrs
+            .iter()
+            .any(|a| a.path().is_ident("no_mangle") || a.path().is_ident("export_name") || is_unsafe_attr(a));
+        if exported {
+            self.found.get_or_insert("a function exported by symbol name");
+        }
+        syn::visit::visit_item_fn(self, f);
+    }
+}
+
+/// `#[unsafe(no_mangle)]` or `#[unsafe(export_name = …)]`.
+fn is_unsafe_attr(a: &syn::Attribute) -> bool {
+    a.path().is_ident("unsafe")
+        && a.meta.require_list().is_ok_and(|l| {
+            l.tokens.to_string().starts_with("no_mangle") || l.tokens.to_string().starts_with("export_name")
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `old` and `new` in a temporary root as `src/lib.rs`; what [`reaches_beyond`] says of the
+    /// edit of the function spanning old lines `start..=end`.
+    fn judge(old: &str, new: &str, start: u32, end: u32) -> Option<String> {
+        let root = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(root.path().join("src")).unwrap();
+        std::fs::write(root.path().join("src/lib.rs"), new).unwrap();
+        let hash = |t: &str| crate::spectra::line_hashes(t.as_bytes());
+        let f = FunctionSpan {
+            file: "src/lib.rs".into(),
+            start,
+            end,
+        };
+        let functions = [&f];
+        let at = super::super::locate::locate(&hash(old), &hash(new), &functions).unwrap();
+        reaches_beyond(root.path(), &f, &at.lines)
+    }
+
+    #[test]
+    fn a_body_edit_stays_in_the_body() {
+        let old = "pub fn width() -> u8 {\n    7\n}\n";
+        let new = "pub fn width() -> u8 {\n    8\n}\n";
+        assert_eq!(judge(old, new, 1, 3), None);
+    }
+
+    #[test]
+    fn a_signature_edit_reaches_the_callers() {
+        let old = "pub fn width() -> u8 {\n    7\n}\n";
+        let new = "pub fn width() -> u32 {\n    7\n}\n";
+        assert!(judge(old, new, 1, 3).is_some_and(|w| w.contains("signature")));
+        let old = "pub fn f<T>(x: T)\nwhere\n    T: Copy,\n{\n    drop(x)\n}\n";
+        let new = "pub fn f<T>(x: T)\n{\n    drop(x)\n}\n";
+        assert!(judge(old, new, 1, 6).is_some_and(|w| w.contains("signature")));
+    }
+
+    #[test]
+    fn an_impl_or_an_exported_macro_in_a_body_reaches_everything() {
+        let old =
+            "pub fn host() -> u64 {\n    impl S {\n        pub const LUCKY: u64 = 7;\n    }\n    0\n}\npub struct S;\n";
+        let new = old.replace("= 7", "= 8");
+        assert!(judge(old, &new, 1, 6).is_some_and(|w| w.contains("an impl block")));
+        let old = "pub fn host() {\n    #[macro_export]\n    macro_rules! triple { ($e:expr) => { $e * 3 } }\n}\n";
+        let new = old.replace("* 3", "* 4");
+        assert!(judge(old, &new, 1, 4).is_some_and(|w| w.contains("exported macro")));
+        // A macro of the body's own is the body's.
+        let old = "pub fn host() -> u32 {\n    macro_rules! two { () => { 2 } }\n    two!()\n}\n";
+        let new = old.replace("{ 2 }", "{ 3 }");
+        assert_eq!(judge(old, &new, 1, 4), None);
+    }
+}
