@@ -32,7 +32,12 @@ pub(super) fn reaches_beyond(root: &Path, f: &FunctionSpan, moved: &[Option<u32>
         .into_iter()
         .filter(|(span, _)| span.start().line as u32 <= start + 1 && start <= span.end().line as u32)
         .min_by_key(|(span, _)| span.end().line - span.start().line)?;
-    let mut items = GlobalItems::default();
+    let mut local = LocalTypes::default();
+    local.visit_block(block);
+    let mut items = GlobalItems {
+        local: local.names,
+        found: None,
+    };
     items.visit_block(block);
     if let Some(what) = items.found {
         return Some(format!(
@@ -95,15 +100,45 @@ impl<'ast> Visit<'ast> for Functions<'ast> {
     }
 }
 
-/// The first item in a body that code outside it sees, in words.
+/// The types a body declares: code outside it cannot name them.
 #[derive(Default)]
+struct LocalTypes {
+    names: Vec<String>,
+}
+
+impl<'ast> Visit<'ast> for LocalTypes {
+    fn visit_item(&mut self, i: &'ast syn::Item) {
+        match i {
+            syn::Item::Struct(s) => self.names.push(s.ident.to_string()),
+            syn::Item::Enum(e) => self.names.push(e.ident.to_string()),
+            syn::Item::Union(u) => self.names.push(u.ident.to_string()),
+            _ => {}
+        }
+        syn::visit::visit_item(self, i);
+    }
+}
+
+/// The first item in a body that code outside it sees, in words: an `impl` of a type the body
+/// does not declare (`local`; a test's own struct and its impls are the test's), an exported
+/// macro, a function exported by symbol name.
 struct GlobalItems {
+    local: Vec<String>,
     found: Option<&'static str>,
 }
 
 impl<'ast> Visit<'ast> for GlobalItems {
     fn visit_item_impl(&mut self, i: &'ast syn::ItemImpl) {
-        self.found.get_or_insert("an impl block");
+        let local = match &*i.self_ty {
+            syn::Type::Path(p) => p
+                .path
+                .segments
+                .last()
+                .is_some_and(|s| self.local.iter().any(|n| s.ident == n)),
+            _ => false,
+        };
+        if !local {
+            self.found.get_or_insert("an impl block");
+        }
         syn::visit::visit_item_impl(self, i);
     }
 
@@ -181,7 +216,10 @@ mod tests {
         let old = "pub fn host() {\n    #[macro_export]\n    macro_rules! triple { ($e:expr) => { $e * 3 } }\n}\n";
         let new = old.replace("* 3", "* 4");
         assert!(judge(old, &new, 1, 4).is_some_and(|w| w.contains("exported macro")));
-        // A macro of the body's own is the body's.
+        // A type of the body's own, with its impls, is the body's; so is a macro of its own.
+        let old = "#[test]\nfn t() {\n    struct L;\n    impl Drop for L {\n        fn drop(&mut self) {}\n    }\n    let _l = L;\n}\n";
+        let new = old.replace("let _l = L;", "let _l = L;\n    let _m = L;");
+        assert_eq!(judge(old, &new, 1, 8), None);
         let old = "pub fn host() -> u32 {\n    macro_rules! two { () => { 2 } }\n    two!()\n}\n";
         let new = old.replace("{ 2 }", "{ 3 }");
         assert_eq!(judge(old, &new, 1, 4), None);
