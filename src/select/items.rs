@@ -75,6 +75,64 @@ pub(super) fn reaches_beyond(root: &Path, f: &FunctionSpan, moved: &[Option<u32>
     })
 }
 
+/// The functions of a source file as it is now, as the syntax shows them: those the last run's
+/// coverage did not know too (compiled out by a `cfg`, a generic no test instantiated).
+pub(super) struct FunctionsNow {
+    /// Each function's first and last line, nested ones too.
+    spans: Vec<(u32, u32)>,
+}
+
+impl FunctionsNow {
+    /// The functions of `file` under `root` now; `None` when it does not parse.
+    pub(super) fn read(root: &Path, file: &str) -> Option<FunctionsNow> {
+        let text = std::fs::read_to_string(root.join(file)).ok()?;
+        let parsed = syn::parse_file(&text).ok()?;
+        let mut found = Functions::default();
+        found.visit_file(&parsed);
+        let spans = found
+            .all
+            .iter()
+            .map(|(span, _)| (span.start().line as u32, span.end().line as u32))
+            .collect();
+        Some(FunctionsNow { spans })
+    }
+
+    /// The innermost function holding the new lines `new` (first, last), as a span in the last
+    /// run's lines of `file`: the old lines that went into it (`moved`), and `old` (first, last),
+    /// the changed old lines. `None` when no function holds them, or its first line is new.
+    pub(super) fn enclosing(
+        &self,
+        file: &str,
+        new: (u32, u32),
+        old: (u32, u32),
+        moved: &[Option<u32>],
+    ) -> Option<FunctionSpan> {
+        let &(first, last) = self
+            .spans
+            .iter()
+            .filter(|(s, e)| *s <= new.0 && new.1 <= *e)
+            .min_by_key(|(s, e)| e - s)?;
+        // A function that was there before: its first line is an old one (a new function,
+        // whatever the diff aligned inside it, is for `select::added` to judge).
+        if !moved.contains(&Some(first)) {
+            return None;
+        }
+        let kept = moved
+            .iter()
+            .enumerate()
+            .filter(|(_, n)| n.is_some_and(|n| first <= n && n <= last))
+            .map(|(i, _)| i as u32 + 1);
+        let (lo, hi) = kept.fold((None::<u32>, None::<u32>), |(lo, hi), l| {
+            (Some(lo.map_or(l, |x| x.min(l))), Some(hi.map_or(l, |x| x.max(l))))
+        });
+        Some(FunctionSpan {
+            file: file.to_string(),
+            start: lo?.min(old.0),
+            end: hi?.max(old.1),
+        })
+    }
+}
+
 /// Every function of a file with a body, nested ones too: its span and its body.
 #[derive(Default)]
 struct Functions<'ast> {
@@ -186,8 +244,38 @@ mod tests {
             end,
         };
         let functions = [&f];
-        let at = super::super::locate::locate(&hash(old), &hash(new), &functions).unwrap();
+        let at = super::super::locate::locate(&hash(old), &hash(new), &functions);
         reaches_beyond(root.path(), &f, &at.lines)
+    }
+
+    #[test]
+    fn a_change_in_a_function_the_last_run_did_not_know_is_placed_in_it() {
+        let old = "#[cfg(feature = \"x\")]\npub fn gated() -> u8 {\n    7\n}\n\npub fn known() {}\n";
+        let new = "#[cfg(feature = \"x\")]\npub fn gated() -> u8 {\n    let _ = 0;\n    7\n}\n\npub fn known() {}\n";
+        let root = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(root.path().join("src")).unwrap();
+        std::fs::write(root.path().join("src/lib.rs"), new).unwrap();
+        let known = FunctionSpan {
+            file: "src/lib.rs".into(),
+            start: 6,
+            end: 6,
+        };
+        let hash = |t: &str| crate::spectra::line_hashes(t.as_bytes());
+        let at = super::super::locate::locate(&hash(old), &hash(new), &[&known]);
+        let (after, lines) = at.outside[0];
+        let now = FunctionsNow::read(root.path(), "src/lib.rs").unwrap();
+        let span = now.enclosing("src/lib.rs", lines, (after, after), &at.lines).unwrap();
+        assert_eq!((span.start, span.end), (1, 4));
+        // A new function is not an old one's.
+        let added = "#[cfg(feature = \"x\")]\npub fn gated() -> u8 {\n    7\n}\n\nfn fresh() {\n    1;\n}\n\npub fn known() {}\n";
+        std::fs::write(root.path().join("src/lib.rs"), added).unwrap();
+        let at = super::super::locate::locate(&hash(old), &hash(added), &[&known]);
+        let now = FunctionsNow::read(root.path(), "src/lib.rs").unwrap();
+        assert!(
+            at.outside
+                .iter()
+                .all(|&(after, lines)| now.enclosing("src/lib.rs", lines, (after, after), &at.lines).is_none())
+        );
     }
 
     #[test]

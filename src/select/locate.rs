@@ -24,15 +24,19 @@ pub(super) struct Located<'f> {
     /// Lines inserted outside every function: the old line they follow and the new lines
     /// (1-based, inclusive), for [`super::added::new_names`] to judge.
     pub outside: Vec<(u32, (u32, u32))>,
+    /// Old lines changed or deleted outside every function of the last run (first and last,
+    /// 1-based), with the new lines in their place (for a deletion, the two around it).
+    pub unplaced: Vec<((u32, u32), (u32, u32))>,
 }
 
-/// Locates the edit of a file (`old` and `new` line hashes) in `functions`. `Err(line)`: a
-/// change or deletion (at that old line) lies in no function.
-pub(super) fn locate<'f>(old: &[u64], new: &[u64], functions: &[&'f FunctionSpan]) -> Result<Located<'f>, u32> {
+/// Locates the edit of a file (`old` and `new` line hashes) in `functions`: where every line
+/// went, the functions touched, and what lies in none of them (`outside`, `unplaced`).
+pub(super) fn locate<'f>(old: &[u64], new: &[u64], functions: &[&'f FunctionSpan]) -> Located<'f> {
     use similar::{Algorithm, DiffOp, capture_diff_slices};
     let mut lines = vec![None; old.len()];
     let mut touched: Vec<&FunctionSpan> = Vec::new();
     let mut outside = Vec::new();
+    let mut unplaced = Vec::new();
     for op in capture_diff_slices(Algorithm::Myers, old, new) {
         match op {
             DiffOp::Equal {
@@ -53,7 +57,11 @@ pub(super) fn locate<'f>(old: &[u64], new: &[u64], functions: &[&'f FunctionSpan
                     .copied()
                     .collect();
                 if within.is_empty() {
-                    return Err(first);
+                    let (start, len) = match op {
+                        DiffOp::Replace { new_index, new_len, .. } => (new_index as u32 + 1, new_len as u32),
+                        _ => (op.new_range().start as u32, 2),
+                    };
+                    unplaced.push(((first, last), (start.max(1), start + len.max(1) - 1)));
                 }
                 touched.extend(within);
             }
@@ -78,11 +86,12 @@ pub(super) fn locate<'f>(old: &[u64], new: &[u64], functions: &[&'f FunctionSpan
     }
     touched.sort();
     touched.dedup();
-    Ok(Located {
+    Located {
         lines,
         touched,
         outside,
-    })
+        unplaced,
+    }
 }
 
 /// The lines of each Rust source of `new` changed since `old` (1-based, in the new file):

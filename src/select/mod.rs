@@ -69,7 +69,10 @@ mod tests {
 
     fn locate_text(new: &str, spans: &[FunctionSpan]) -> Result<(Vec<Option<u32>>, Vec<FunctionSpan>), u32> {
         let refs: Vec<&FunctionSpan> = spans.iter().collect();
-        let at = locate(&line_hashes(OLD.as_bytes()), &line_hashes(new.as_bytes()), &refs)?;
+        let at = locate(&line_hashes(OLD.as_bytes()), &line_hashes(new.as_bytes()), &refs);
+        if let Some(&((line, _), _)) = at.unplaced.first() {
+            return Err(line);
+        }
         match at.outside.first() {
             Some(&(line, _)) => Err(line),
             None => Ok((at.lines, at.touched.into_iter().cloned().collect())),
