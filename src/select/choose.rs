@@ -6,7 +6,7 @@ use std::time::{Duration, UNIX_EPOCH};
 
 use super::added::{mentioned_elsewhere, new_names};
 use super::environment::{builds_read, changed_env, env_note};
-use super::items::{FunctionsNow, reaches_beyond};
+use super::items::FunctionsNow;
 use super::locate::{Located, is_const_fn, locate, spans_by_file};
 use super::reuse::Reuse;
 use crate::spectra::{FunctionSpan, Outcome, Snapshot, Spectra, TestRecord};
@@ -131,12 +131,17 @@ fn edits(
             return Err(format!("{file} changed, and no test ran a function in it").into());
         };
         let mut at = locate(&old, &new, functions);
-        let placed = place_in_unknown_functions(root, file, &mut at)?;
+        // The file as it is now, parsed once for what its edit's functions reach.
+        let now_fns = FunctionsNow::read(root, file);
+        let placed = place_in_unknown_functions(now_fns.as_ref(), file, &mut at)?;
         let touched: Vec<&FunctionSpan> = at.touched.iter().copied().chain(&placed).collect();
         if let Some(f) = touched.iter().find(|f| is_const_fn(root, f, &at.lines)) {
             return Err(const_fn_changed(file, f.start).into());
         }
-        if let Some(why) = touched.iter().find_map(|f| reaches_beyond(root, f, &at.lines)) {
+        if let Some(why) = touched
+            .iter()
+            .find_map(|f| now_fns.as_ref()?.reaches_beyond(f, &at.lines))
+        {
             return Err(why.into());
         }
         edits.changed.extend(placed);
@@ -155,15 +160,15 @@ fn edits(
 }
 
 /// The functions that hold the changes `at` found outside every function of the last run, as
-/// the syntax of the file now shows them (`file` under `root`): one compiled out by a `cfg`, or
+/// the syntax of the file now shows them (`now`, of `file`): one compiled out by a `cfg`, or
 /// a generic no test instantiated, is one no test ran, and its lines are dirty like any
 /// function's. Insertions placed so leave `at.outside`; `Err`: a change no function holds.
-fn place_in_unknown_functions(root: &Path, file: &str, at: &mut Located<'_>) -> Result<Vec<FunctionSpan>, EveryTest> {
-    if at.unplaced.is_empty() && at.outside.is_empty() {
-        return Ok(Vec::new());
-    }
-    let now = FunctionsNow::read(root, file);
-    let enclosing = |new: (u32, u32), old: (u32, u32)| now.as_ref()?.enclosing(file, new, old, &at.lines);
+fn place_in_unknown_functions(
+    now: Option<&FunctionsNow>,
+    file: &str,
+    at: &mut Located<'_>,
+) -> Result<Vec<FunctionSpan>, EveryTest> {
+    let enclosing = |new: (u32, u32), old: (u32, u32)| now?.enclosing(file, new, old, &at.lines);
     let mut placed = Vec::new();
     for &(old, new) in &at.unplaced {
         let span = enclosing(new, old).ok_or_else(|| EveryTest(outside_a_function(file, old.0)))?;

@@ -13,88 +13,104 @@ use syn::visit::Visit;
 
 use crate::spectra::FunctionSpan;
 
-/// Why the edit of the function `f` (its span in the last run's lines; `moved`: where each of
-/// the file's old lines is now, `None` where it changed) reaches beyond its body, read from the
-/// file as it is now under `root`; `None` when it does not (or the file does not parse: the
-/// build says why).
-pub(super) fn reaches_beyond(root: &Path, f: &FunctionSpan, moved: &[Option<u32>]) -> Option<String> {
-    let text = std::fs::read_to_string(root.join(&f.file)).ok()?;
-    let file = syn::parse_file(&text).ok()?;
-    // Where the function starts now: where the last unchanged line at or before its start went.
-    let start = (1..=f.start)
-        .rev()
-        .find_map(|l| moved.get(l as usize - 1).copied().flatten().map(|n| n + f.start - l))
-        .unwrap_or(f.start);
-    let mut found = Functions::default();
-    found.visit_file(&file);
-    let (span, block) = found
-        .all
-        .into_iter()
-        .filter(|(span, _)| span.start().line as u32 <= start + 1 && start <= span.end().line as u32)
-        .min_by_key(|(span, _)| span.end().line - span.start().line)?;
-    let mut local = LocalTypes::default();
-    local.visit_block(block);
-    let mut items = GlobalItems {
-        local: local.names,
-        found: None,
-    };
-    items.visit_block(block);
-    if let Some(what) = items.found {
-        return Some(format!(
-            "the function at {}:{}, whose body holds {what} that code outside it sees, changed",
-            f.file, start
-        ));
-    }
-    let open = block.brace_token.span.open().start();
-    let brace = open.line as u32;
-    let first = span.start().line as u32;
-    let unchanged: std::collections::HashSet<u32> = moved.iter().flatten().copied().collect();
-    // The line of the body's `{` is the signature's when nothing follows the brace on it (as
-    // rustfmt writes a function); a one-line function's line is its body's too, and counts as
-    // that.
-    let after_brace = text
-        .lines()
-        .nth(open.line.saturating_sub(1))
-        .and_then(|l| l.get(l.char_indices().nth(open.column + 1).map_or(l.len(), |(i, _)| i)..))
-        .unwrap_or("");
-    let last = if after_brace.trim().is_empty() || after_brace.trim_start().starts_with("//") {
-        brace + 1
-    } else {
-        brace
-    };
-    // A new or changed line of the signature, or one removed from it (an old line between the
-    // function's start and the line its brace is on now, if that line was kept).
-    let changed_now = (first..last).any(|l| !unchanged.contains(&l));
-    let old_brace = moved.iter().position(|&n| n == Some(brace)).map(|i| i as u32 + 1);
-    let removed = old_brace.is_some_and(|b| (f.start..b).any(|l| moved.get(l as usize - 1) == Some(&None)));
-    (changed_now || removed).then(|| {
-        format!(
-            "the signature of the function at {}:{first}, which its callers' types may follow, changed",
-            f.file
-        )
-    })
+/// The functions of a source file as it is now, as the syntax shows them (those the last
+/// run's coverage did not know too: compiled out by a `cfg`, a generic no test instantiated),
+/// read once per edited file.
+pub(super) struct FunctionsNow {
+    functions: Vec<FunctionNow>,
 }
 
-/// The functions of a source file as it is now, as the syntax shows them: those the last run's
-/// coverage did not know too (compiled out by a `cfg`, a generic no test instantiated).
-pub(super) struct FunctionsNow {
-    /// Each function's first and last line, nested ones too.
-    spans: Vec<(u32, u32)>,
+/// One function of [`FunctionsNow`], nested ones too.
+struct FunctionNow {
+    /// Its first and last line (attributes included).
+    first: u32,
+    last: u32,
+    /// The line its body's `{` is on.
+    brace: u32,
+    /// The last line of its signature: the brace's when nothing follows the `{` on it (as
+    /// rustfmt writes a function), else the line before (a one-line function's line is its
+    /// body's).
+    signature_end: u32,
+    /// An item in its body that code outside it sees, in words.
+    global: Option<&'static str>,
 }
 
 impl FunctionsNow {
-    /// The functions of `file` under `root` now; `None` when it does not parse.
+    /// The functions of `file` under `root` now; `None` when it does not parse (the build says
+    /// why).
     pub(super) fn read(root: &Path, file: &str) -> Option<FunctionsNow> {
         let text = std::fs::read_to_string(root.join(file)).ok()?;
         let parsed = syn::parse_file(&text).ok()?;
         let mut found = Functions::default();
         found.visit_file(&parsed);
-        let spans = found
+        let lines: Vec<&str> = text.lines().collect();
+        let functions = found
             .all
             .iter()
-            .map(|(span, _)| (span.start().line as u32, span.end().line as u32))
+            .map(|(span, block)| {
+                let open = block.brace_token.span.open().start();
+                let after_brace = lines
+                    .get(open.line.saturating_sub(1))
+                    .and_then(|l| l.get(l.char_indices().nth(open.column + 1).map_or(l.len(), |(i, _)| i)..))
+                    .unwrap_or("")
+                    .trim();
+                let brace = open.line as u32;
+                let mut local = LocalTypes::default();
+                local.visit_block(block);
+                let mut items = GlobalItems {
+                    local: local.names,
+                    found: None,
+                };
+                items.visit_block(block);
+                FunctionNow {
+                    first: span.start().line as u32,
+                    last: span.end().line as u32,
+                    brace,
+                    signature_end: if after_brace.is_empty() || after_brace.starts_with("//") {
+                        brace
+                    } else {
+                        brace - 1
+                    },
+                    global: items.found,
+                }
+            })
             .collect();
-        Some(FunctionsNow { spans })
+        Some(FunctionsNow { functions })
+    }
+
+    /// Why the edit of the function `f` (its span in the last run's lines; `moved`: where each
+    /// of the file's old lines is now, `None` where it changed) reaches beyond its body: its
+    /// body holds an item other code sees, or its signature changed. `None` when it does not.
+    pub(super) fn reaches_beyond(&self, f: &FunctionSpan, moved: &[Option<u32>]) -> Option<String> {
+        // Where the function starts now: where the last unchanged line at or before its start
+        // went.
+        let start = (1..=f.start)
+            .rev()
+            .find_map(|l| moved.get(l as usize - 1).copied().flatten().map(|n| n + f.start - l))
+            .unwrap_or(f.start);
+        let now = self
+            .functions
+            .iter()
+            .filter(|g| g.first <= start + 1 && start <= g.last)
+            .min_by_key(|g| g.last - g.first)?;
+        if let Some(what) = now.global {
+            return Some(format!(
+                "the function at {}:{start}, whose body holds {what} that code outside it sees, changed",
+                f.file
+            ));
+        }
+        let unchanged: std::collections::HashSet<u32> = moved.iter().flatten().copied().collect();
+        // A new or changed line of the signature, or one removed from it (an old line between
+        // the function's start and the line its brace is on now, if that line was kept).
+        let changed_now = (now.first..=now.signature_end).any(|l| !unchanged.contains(&l));
+        let old_brace = moved.iter().position(|&n| n == Some(now.brace)).map(|i| i as u32 + 1);
+        let removed = old_brace.is_some_and(|b| (f.start..b).any(|l| moved.get(l as usize - 1) == Some(&None)));
+        (changed_now || removed).then(|| {
+            format!(
+                "the signature of the function at {}:{}, which its callers' types may follow, changed",
+                f.file, now.first
+            )
+        })
     }
 
     /// The innermost function holding the new lines `new` (first, last), as a span in the last
@@ -107,11 +123,12 @@ impl FunctionsNow {
         old: (u32, u32),
         moved: &[Option<u32>],
     ) -> Option<FunctionSpan> {
-        let &(first, last) = self
-            .spans
+        let (first, last) = self
+            .functions
             .iter()
-            .filter(|(s, e)| *s <= new.0 && new.1 <= *e)
-            .min_by_key(|(s, e)| e - s)?;
+            .filter(|g| g.first <= new.0 && new.1 <= g.last)
+            .min_by_key(|g| g.last - g.first)
+            .map(|g| (g.first, g.last))?;
         // A function that was there before: its first line is an old one (a new function,
         // whatever the diff aligned inside it, is for `select::added` to judge).
         if !moved.contains(&Some(first)) {
@@ -223,7 +240,8 @@ impl<'ast> Visit<'ast> for GlobalItems {
 fn is_unsafe_attr(a: &syn::Attribute) -> bool {
     a.path().is_ident("unsafe")
         && a.meta.require_list().is_ok_and(|l| {
-            l.tokens.to_string().starts_with("no_mangle") || l.tokens.to_string().starts_with("export_name")
+            let inner = l.tokens.to_string();
+            inner.starts_with("no_mangle") || inner.starts_with("export_name")
         })
 }
 
@@ -245,7 +263,7 @@ mod tests {
         };
         let functions = [&f];
         let at = super::super::locate::locate(&hash(old), &hash(new), &functions);
-        reaches_beyond(root.path(), &f, &at.lines)
+        FunctionsNow::read(root.path(), "src/lib.rs")?.reaches_beyond(&f, &at.lines)
     }
 
     #[test]
