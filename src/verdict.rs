@@ -158,31 +158,60 @@ fn signal_name(sig: i32) -> &'static str {
 /// may be one the test caught and handled (`catch_unwind`), the last may be the re-raise of a
 /// thread's or a task's panic (`unwrap` of a join's error), and `cargo test` shows them all.
 pub(crate) fn panic_message(output: &str) -> Option<String> {
+    let panics = panics(output);
+    let (first, last) = (panics.first()?, panics.last()?);
+    Some(if last.text == first.text {
+        first.text.clone()
+    } else {
+        format!("{}\nthen {}", first.text, last.text)
+    })
+}
+
+/// One panic in a test's output: the thread it names (`None` for a stack overflow), and its
+/// `panicked at` line with up to five lines of message after it.
+struct Panic<'a> {
+    thread: Option<&'a str>,
+    text: String,
+}
+
+impl Panic<'_> {
+    /// The message the panic carried (the lines after `panicked at …`), as its payload's `Debug`
+    /// shows it: `"index out of bounds: …"`, newlines as `\n`.
+    fn payload_debug(&self) -> Option<String> {
+        let (_, message) = self.text.split_once('\n')?;
+        Some(format!("{message:?}"))
+    }
+}
+
+/// The panics of `output`, in order.
+fn panics(output: &str) -> Vec<Panic<'_>> {
+    let starts = |l: &str| l.contains("panicked at") || l.contains("has overflowed its stack");
     let lines: Vec<&str> = output.lines().collect();
-    let starts: Vec<usize> = lines
-        .iter()
-        .enumerate()
-        .filter(|(_, l)| l.contains("panicked at") || l.contains("has overflowed its stack"))
-        .map(|(i, _)| i)
-        .collect();
-    let one = |start: usize| {
-        let first = lines[start];
-        let first = first.find("panicked at").map_or(first, |i| &first[i..]);
-        let mut out = vec![first.to_string()];
+    let mut out = Vec::new();
+    for (start, line) in lines.iter().enumerate() {
+        if !starts(line) {
+            continue;
+        }
+        let first = line.find("panicked at").map_or(*line, |i| &line[i..]);
+        let mut text = vec![first.to_string()];
         for l in &lines[start + 1..] {
-            if l.is_empty() || l.starts_with("note: ") || l.starts_with("stack backtrace:") || out.len() >= 6 {
+            let next_panic = starts(l) && (panicking_thread(l).is_some() || l.contains("has overflowed"));
+            if l.is_empty()
+                || l.starts_with("note: ")
+                || l.starts_with("stack backtrace:")
+                || text.len() >= 6
+                || next_panic
+            {
                 break;
             }
-            out.push((*l).to_string());
+            text.push((*l).to_string());
         }
-        out.join("\n")
-    };
-    let (first, last) = (one(*starts.first()?), one(*starts.last()?));
-    Some(if last == first {
-        first
-    } else {
-        format!("{first}\nthen {last}")
-    })
+        out.push(Panic {
+            thread: panicking_thread(line),
+            text: text.join("\n"),
+        });
+    }
+    out
 }
 
 /// Whether the test's first panic was one it caught and went on from: it panicked again later
@@ -190,10 +219,16 @@ pub(crate) fn panic_message(output: &str) -> Option<String> {
 /// is then not where the test failed (a test that checks that `checked(-1)` panics, then fails
 /// an assertion), and it is no evidence; the panic messages show both. A first panic on another
 /// thread (a thread or a task whose join the test unwrapped) is what failed the test, and its
-/// stack stays.
+/// stack stays; so does one whose message the last panic carries, quoted as its payload's
+/// `Debug` shows it: a task of a current-thread runtime panics on the test's own thread, and the
+/// test's `unwrap` of the join says `JoinError::Panic(Id(2), "index out of bounds: …", ...)`.
 pub(crate) fn went_on_after_first_panic(output: &str) -> bool {
-    let threads: Vec<&str> = output.lines().filter_map(panicking_thread).collect();
-    matches!(threads.as_slice(), [first, .., last] if first == last)
+    let panics = panics(output);
+    let [first, .., last] = panics.as_slice() else {
+        return false;
+    };
+    let re_raised = first.payload_debug().is_some_and(|p| last.text.contains(&p));
+    first.thread.is_some() && first.thread == last.thread && !re_raised
 }
 
 /// The thread a `thread 'NAME' panicked at …` line names.
@@ -360,6 +395,27 @@ mod tests {
         assert!(!went_on_after_first_panic(
             "thread 'tests::t' panicked at src/lib.rs:7:9:\nonce\n"
         ));
+    }
+
+    #[test]
+    fn a_task_s_panic_re_raised_on_the_test_s_thread_keeps_its_stack() {
+        // tokio's current-thread runtime runs the task on the test's thread; the join's error
+        // quotes the task's panic.
+        let task = "thread 'tests::t' (7) panicked at src/lib.rs:10:5:\nindex out of bounds: the len is 4 \
+                    but the index is 7\nnote: run with `RUST_BACKTRACE=1`\n\
+                    thread 'tests::t' (7) panicked at src/lib.rs:29:28:\ncalled `Result::unwrap()` on an \
+                    `Err` value: JoinError::Panic(Id(2), \"index out of bounds: the len is 4 but the index \
+                    is 7\", ...)\n";
+        assert!(!went_on_after_first_panic(task));
+        // A message of several lines is quoted with `\n`.
+        let two_lines = "thread 't' panicked at src/lib.rs:3:5:\nassertion failed\n  left: 1\n\
+                         thread 't' panicked at tests/t.rs:9:5:\nJoinError::Panic(Id(1), \
+                         \"assertion failed\\n  left: 1\", ...)\n";
+        assert!(!went_on_after_first_panic(two_lines));
+        // A different message on the same thread is still a caught panic.
+        let other = "thread 't' panicked at src/lib.rs:3:5:\nboom\n\
+                     thread 't' panicked at tests/t.rs:9:5:\nJoinError::Panic(Id(1), \"bang\", ...)\n";
+        assert!(went_on_after_first_panic(other));
     }
 
     #[test]

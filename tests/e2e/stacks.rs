@@ -6,10 +6,18 @@ use serde_json::Value;
 
 use crate::fixtures::saved;
 use crate::formats::{multitool, sarif_schema};
-use crate::support::{Result, check, copy_fixture, eval_ochiai, report, sfl, sfl_command, show, standard_rank};
+use crate::support::{
+    Result, check, copy_fixture, eval_ochiai, lib_crate, report, sfl, sfl_command, show, standard_rank,
+};
 
 pub fn trials() -> Vec<Trial> {
-    let mut trials = vec![Trial::test("stacks::panic_in_library_code", panic_in_library_code)];
+    let mut trials = vec![
+        Trial::test("stacks::panic_in_library_code", panic_in_library_code),
+        Trial::test(
+            "stacks::a_caught_panic_is_no_evidence_but_a_re_raised_one_is",
+            a_caught_panic_is_no_evidence_but_a_re_raised_one_is,
+        ),
+    ];
     // A libtest crate, a proc-macro crate's tests, a `harness = false` target.
     for fixture in ["panic", "proc-macro", "harness-false"] {
         trials.push(Trial::test(
@@ -136,4 +144,83 @@ fn panic_in_library_code() -> Result {
     let errors: Vec<String> = sarif_schema()?.iter_errors(&log).map(|e| e.to_string()).collect();
     check(errors.is_empty(), || errors.join("\n"))?;
     multitool(tempfile::tempdir()?.path(), "code-flows", &sarif.stdout)
+}
+
+/// Two tests panic twice on their own thread. One catches a panic it expects (`checked(-1)`)
+/// and then fails an assertion: that first stack is not where it failed, and is no evidence.
+/// The other runs a task as a current-thread runtime does (on the test's thread, its panic
+/// caught) and unwraps the join, whose error quotes the task's panic: that first stack is
+/// where it failed.
+fn a_caught_panic_is_no_evidence_but_a_re_raised_one_is() -> Result {
+    let tmp = lib_crate(
+        "twice",
+        "",
+        r#"pub fn checked(x: i32) -> u32 {
+    if x < 0 {
+        panic!("negative input");
+    }
+    x as u32
+}
+
+pub fn halve(n: usize) -> u32 {
+    let v = [0u32, 2, 4, 6];
+    v[n] / 2
+}
+
+#[derive(Debug)]
+pub struct JoinError(String);
+
+/// Runs `task` on this thread as a current-thread executor would, its panic caught.
+pub fn run_task(task: impl FnOnce() -> u32 + std::panic::UnwindSafe) -> Result<u32, JoinError> {
+    std::panic::catch_unwind(task).map_err(|p| {
+        JoinError(p.downcast_ref::<String>().cloned().unwrap_or_default())
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn caught() {
+        assert!(std::panic::catch_unwind(|| checked(-1)).is_err());
+        assert_eq!(halve(1), 2);
+    }
+
+    #[test]
+    fn re_raised() {
+        assert_eq!(run_task(|| halve(9)).unwrap(), 1);
+    }
+
+    #[test]
+    fn fine() {
+        assert_eq!(checked(4), 4);
+        assert_eq!(run_task(|| halve(2)).unwrap(), 2);
+    }
+}
+"#,
+    )?;
+    let out = sfl(&["--format", "json"], tmp.path());
+    check(out.status.success(), || show(&out))?;
+    let report: Value = serde_json::from_slice(&out.stdout)?;
+    let stack = |name: &str| -> Vec<String> {
+        report["tests"]
+            .as_array()
+            .and_then(|t| t.iter().find(|t| t["name"] == name))
+            .and_then(|t| t["stack"].as_array())
+            .map(|frames| {
+                frames
+                    .iter()
+                    .map(|f| f["function"].as_str().unwrap_or("").to_string())
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let (caught, re_raised) = (stack("tests::caught"), stack("tests::re_raised"));
+    check(caught.is_empty(), || {
+        format!("the caught panic's stack was kept: {caught:?}")
+    })?;
+    check(re_raised.first().is_some_and(|f| f == "twice::halve"), || {
+        format!("the re-raised panic's stack: {re_raised:?}\n{}", show(&out))
+    })
 }
