@@ -377,12 +377,10 @@ impl<'a> LineDecoder<'a> {
 }
 
 /// The workspace's functions in a coverage map (`rel`: each of its files' workspace-relative
-/// path, `None` when not ours): each function's lines in its own file, closures too.
-fn spans<'m>(
-    map: &'m crate::coverage::covmap::CoverageMap,
-    rel: &'m [Option<String>],
-) -> impl Iterator<Item = FunctionSpan> + 'm {
-    map.functions.iter().filter(|f| !f.dummy).filter_map(|f| {
+/// path, `None` when not ours): each function's lines in its own file, closures too, an async
+/// function's body joined to its signature ([`join_bodies`]).
+fn spans(map: &crate::coverage::covmap::CoverageMap, rel: &[Option<String>]) -> Vec<FunctionSpan> {
+    let spans = map.functions.iter().filter(|f| !f.dummy).filter_map(|f| {
         let own = f.regions.iter().filter(|r| r.file_id == 0);
         let start = own.clone().map(|r| r.line_start).min()?;
         let end = own.map(|r| r.line_end).max()?;
@@ -392,7 +390,36 @@ fn spans<'m>(
             start,
             end,
         })
-    })
+    });
+    join_bodies(spans.collect())
+}
+
+/// The functions with each function that starts inside another and ends after it joined to
+/// it. rustc compiles an `async fn` as two: the function a caller calls, whose coverage spans
+/// the signature up to the body's `{`, and the body, a closure spanning the body from that
+/// `{` on (`work` at lines 18-20 and `work::{closure}` at 20-23). A reader sees one function,
+/// and two would take two of the report's first places, one of them led by a parameter's line.
+/// A closure inside a function ends before it does; two functions side by side share no line
+/// unless written on one. Sorted, without duplicates.
+fn join_bodies(mut spans: Vec<FunctionSpan>) -> Vec<FunctionSpan> {
+    spans.sort();
+    spans.dedup();
+    let mut out: Vec<FunctionSpan> = Vec::with_capacity(spans.len());
+    for f in spans {
+        // The functions before it in this file that it starts inside and outlasts.
+        let joined = out
+            .iter_mut()
+            .rev()
+            .take_while(|g| g.file == f.file)
+            .find(|g| g.start <= f.start && f.start <= g.end && g.end < f.end);
+        match joined {
+            Some(g) => g.end = f.end,
+            None => out.push(f),
+        }
+    }
+    out.sort();
+    out.dedup();
+    out
 }
 
 /// The workspace's functions in the coverage map of the executable at `path`, read on their
@@ -407,7 +434,7 @@ pub fn function_spans(
     })?;
     let info = crate::coverage::covmap::read_binary(&object::ReadCache::new(file))?;
     let rel: Vec<Option<String>> = info.map.files.iter().map(|f| relative(f)).collect();
-    Ok(spans(&info.map, &rel).collect())
+    Ok(spans(&info.map, &rel))
 }
 
 fn file_name(p: &Path) -> String {
@@ -419,6 +446,40 @@ fn file_name(p: &Path) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_async_function_s_body_is_joined_to_its_signature() {
+        let span = |file: &str, start, end| FunctionSpan {
+            file: file.into(),
+            start,
+            end,
+        };
+        let joined = join_bodies(vec![
+            // `async fn work(\n n: u32,\n) -> u32 {` and its body, with a closure inside.
+            span("src/lib.rs", 20, 23),
+            span("src/lib.rs", 18, 20),
+            span("src/lib.rs", 21, 22),
+            // A one-line signature: the body starts on it.
+            span("src/lib.rs", 30, 30),
+            span("src/lib.rs", 30, 33),
+            // A function with a closure inside, and the same lines in another file.
+            span("src/lib.rs", 40, 50),
+            span("src/lib.rs", 42, 44),
+            span("src/lib.rs", 42, 44),
+            span("src/other.rs", 20, 23),
+        ]);
+        assert_eq!(
+            joined,
+            [
+                span("src/lib.rs", 18, 23),
+                span("src/lib.rs", 21, 22),
+                span("src/lib.rs", 30, 33),
+                span("src/lib.rs", 40, 50),
+                span("src/lib.rs", 42, 44),
+                span("src/other.rs", 20, 23),
+            ]
+        );
+    }
 
     #[test]
     fn a_map_naming_no_workspace_file_was_built_elsewhere() {
