@@ -13,4 +13,4 @@ pub mod units;
 
 pub use crate::bitset::hex;
 pub use decode::{BinaryCoverage, FileLines};
-pub use units::{LineDecoder, ProfileError, SortedUnits, UnitTable, function_spans};
+pub use units::{Functions, LineDecoder, ProfileError, SortedUnits, UnitTable};

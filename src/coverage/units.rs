@@ -51,7 +51,7 @@ pub struct UnitTable {
     files: HashMap<String, u32>,
     units: Vec<Unit>,
     /// Functions of the workspace's files, from every coverage map.
-    functions: HashSet<FunctionSpan>,
+    functions: Functions,
 }
 
 impl UnitTable {
@@ -96,7 +96,7 @@ impl UnitTable {
         }
         SortedUnits {
             units: order.iter().map(|&o| self.units[o as usize].clone()).collect(),
-            functions: self.functions.into_iter().collect(),
+            functions: self.functions.joined(),
             new_id,
         }
     }
@@ -237,7 +237,7 @@ impl<'a> LineDecoder<'a> {
             line_units[file as usize] = units.clone();
         }
         drop(by_layout);
-        table.functions.extend(spans(&cov.map, &rel));
+        table.functions.add(&cov.map, &rel);
         Ok(BinaryUnits {
             cov,
             template: std::sync::OnceLock::new(),
@@ -376,42 +376,93 @@ impl<'a> LineDecoder<'a> {
     }
 }
 
-/// The workspace's functions in a coverage map (`rel`: each of its files' workspace-relative
-/// path, `None` when not ours): each function's lines in its own file, closures too, an async
-/// function's body joined to its signature ([`join_bodies`]).
-fn spans(map: &crate::coverage::covmap::CoverageMap, rel: &[Option<String>]) -> Vec<FunctionSpan> {
-    let spans = map.functions.iter().filter(|f| !f.dummy).filter_map(|f| {
-        let own = f.regions.iter().filter(|r| r.file_id == 0);
-        let start = own.clone().map(|r| r.line_start).min()?;
-        let end = own.map(|r| r.line_end).max()?;
-        let path = rel.get(*f.files.first()? as usize)?.as_ref()?;
-        Some(FunctionSpan {
-            file: path.clone(),
-            start,
-            end,
+/// The workspace's functions in the coverage maps of one or more binaries: each function's
+/// lines in its own file, closures too, an async function's body joined to its signature
+/// ([`join_bodies`]) once every map is in (a binary may hold the body and not the function
+/// callers call: a library's unit tests that never call it).
+#[derive(Default)]
+pub struct Functions {
+    spans: HashSet<FunctionSpan>,
+    /// Where each workspace file (relative path) is, as a map names it.
+    sources: HashMap<String, PathBuf>,
+}
+
+impl Functions {
+    /// The functions of a coverage map (`rel`: each of its files' workspace-relative path,
+    /// `None` when not ours).
+    fn add(&mut self, map: &crate::coverage::covmap::CoverageMap, rel: &[Option<String>]) {
+        for f in map.functions.iter().filter(|f| !f.dummy) {
+            let own = f.regions.iter().filter(|r| r.file_id == 0);
+            let (Some(start), Some(end)) = (own.clone().map(|r| r.line_start).min(), own.map(|r| r.line_end).max())
+            else {
+                continue;
+            };
+            let Some(&file) = f.files.first() else { continue };
+            let Some(Some(path)) = rel.get(file as usize) else {
+                continue;
+            };
+            if let Some(source) = map.files.get(file as usize)
+                && !self.sources.contains_key(path)
+            {
+                self.sources.insert(path.clone(), source.clone());
+            }
+            self.spans.insert(FunctionSpan {
+                file: path.clone(),
+                start,
+                end,
+            });
+        }
+    }
+
+    /// The workspace's functions in the coverage map of the executable at `path`, read on
+    /// their own (test selection checks an edit against them before the doctests are built).
+    pub fn add_binary(&mut self, path: &Path, relative: &dyn Fn(&Path) -> Option<String>) -> Result<(), DecodeError> {
+        let file = std::fs::File::open(path).map_err(|source| DecodeError::Io {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        let info = crate::coverage::covmap::read_binary(&object::ReadCache::new(file))?;
+        let rel: Vec<Option<String>> = info.map.files.iter().map(|f| relative(f)).collect();
+        self.add(&info.map, &rel);
+        Ok(())
+    }
+
+    /// The functions, sorted, bodies joined.
+    pub fn joined(self) -> Vec<FunctionSpan> {
+        let Functions { spans, sources } = self;
+        let mut texts: HashMap<String, Option<String>> = HashMap::default();
+        join_bodies(spans.into_iter().collect(), |file, line| {
+            let text = texts
+                .entry(file.to_string())
+                .or_insert_with(|| sources.get(file).and_then(|p| std::fs::read_to_string(p).ok()));
+            text.as_deref()
+                .and_then(|t| t.lines().nth(line as usize - 1))
+                .is_some_and(|l| l.trim() == "{")
         })
-    });
-    join_bodies(spans.collect())
+    }
 }
 
 /// The functions with each function that starts inside another and ends after it joined to
-/// it. rustc compiles an `async fn` as two: the function a caller calls, whose coverage spans
-/// the signature up to the body's `{`, and the body, a closure spanning the body from that
-/// `{` on (`work` at lines 18-20 and `work::{closure}` at 20-23). A reader sees one function,
-/// and two would take two of the report's first places, one of them led by a parameter's line.
-/// A closure inside a function ends before it does; two functions side by side share no line
-/// unless written on one. Sorted, without duplicates.
-fn join_bodies(mut spans: Vec<FunctionSpan>) -> Vec<FunctionSpan> {
+/// it, and so is one that starts on a line holding only `{` right after another ends
+/// (`opens_alone(file, line)` says which lines do). rustc compiles an `async fn` as two: the
+/// function a caller calls, whose coverage spans the signature up to the body's `{`, and the
+/// body, a closure from that `{` on (`work` at lines 18-20 and `work::{closure}` at 20-23; with
+/// a `where` clause, the `{` on a line of its own after it). A reader sees one function, and two
+/// would take two of the report's first places, one led by a parameter's line. A closure inside
+/// a function ends before it does; two functions side by side share no line unless written on
+/// one, and the second starts with its signature. Sorted, without duplicates.
+fn join_bodies(mut spans: Vec<FunctionSpan>, mut opens_alone: impl FnMut(&str, u32) -> bool) -> Vec<FunctionSpan> {
     spans.sort();
     spans.dedup();
     let mut out: Vec<FunctionSpan> = Vec::with_capacity(spans.len());
     for f in spans {
-        // The functions before it in this file that it starts inside and outlasts.
-        let joined = out
-            .iter_mut()
-            .rev()
-            .take_while(|g| g.file == f.file)
-            .find(|g| g.start <= f.start && f.start <= g.end && g.end < f.end);
+        // The function before it in this file that it starts inside, or right after, and
+        // outlasts.
+        let joined = out.iter_mut().rev().take_while(|g| g.file == f.file).find(|g| {
+            g.end < f.end
+                && g.start <= f.start
+                && (f.start <= g.end || (f.start == g.end + 1 && opens_alone(&f.file, f.start)))
+        });
         match joined {
             Some(g) => g.end = f.end,
             None => out.push(f),
@@ -420,21 +471,6 @@ fn join_bodies(mut spans: Vec<FunctionSpan>) -> Vec<FunctionSpan> {
     out.sort();
     out.dedup();
     out
-}
-
-/// The workspace's functions in the coverage map of the executable at `path`, read on their
-/// own (test selection checks an edit against them before the doctests are built).
-pub fn function_spans(
-    path: &Path,
-    relative: &dyn Fn(&Path) -> Option<String>,
-) -> Result<Vec<FunctionSpan>, DecodeError> {
-    let file = std::fs::File::open(path).map_err(|source| DecodeError::Io {
-        path: path.to_path_buf(),
-        source,
-    })?;
-    let info = crate::coverage::covmap::read_binary(&object::ReadCache::new(file))?;
-    let rel: Vec<Option<String>> = info.map.files.iter().map(|f| relative(f)).collect();
-    Ok(spans(&info.map, &rel))
 }
 
 fn file_name(p: &Path) -> String {
@@ -454,29 +490,39 @@ mod tests {
             start,
             end,
         };
-        let joined = join_bodies(vec![
-            // `async fn work(\n n: u32,\n) -> u32 {` and its body, with a closure inside.
-            span("src/lib.rs", 20, 23),
-            span("src/lib.rs", 18, 20),
-            span("src/lib.rs", 21, 22),
-            // A one-line signature: the body starts on it.
-            span("src/lib.rs", 30, 30),
-            span("src/lib.rs", 30, 33),
-            // A function with a closure inside, and the same lines in another file.
-            span("src/lib.rs", 40, 50),
-            span("src/lib.rs", 42, 44),
-            span("src/lib.rs", 42, 44),
-            span("src/other.rs", 20, 23),
-        ]);
+        let joined = join_bodies(
+            vec![
+                // `async fn work(\n n: u32,\n) -> u32 {` and its body, with a closure inside.
+                span("src/lib.rs", 20, 23),
+                span("src/lib.rs", 18, 20),
+                span("src/lib.rs", 21, 22),
+                // A one-line signature: the body starts on it.
+                span("src/lib.rs", 30, 30),
+                span("src/lib.rs", 30, 33),
+                // A function with a closure inside, and the same lines in another file.
+                span("src/lib.rs", 40, 50),
+                span("src/lib.rs", 42, 44),
+                span("src/lib.rs", 42, 44),
+                span("src/other.rs", 20, 23),
+                // `async fn peek(&mut self)\n where\n T: Unpin,\n {`: the body starts on the
+                // next line, alone; a function right after another starts with its signature.
+                span("src/lib.rs", 26, 28),
+                span("src/lib.rs", 29, 36),
+                span("src/other.rs", 24, 26),
+            ],
+            |file, line| file == "src/lib.rs" && line == 29,
+        );
         assert_eq!(
             joined,
             [
                 span("src/lib.rs", 18, 23),
                 span("src/lib.rs", 21, 22),
+                span("src/lib.rs", 26, 36),
                 span("src/lib.rs", 30, 33),
                 span("src/lib.rs", 40, 50),
                 span("src/lib.rs", 42, 44),
                 span("src/other.rs", 20, 23),
+                span("src/other.rs", 24, 26),
             ]
         );
     }

@@ -166,12 +166,12 @@ impl Reuse {
     ) -> Result<bool, Unconfirmed> {
         // Nothing was edited: the build has every function where it was.
         if self.edited() {
-            let mut spans = HashSet::new();
+            let mut functions = crate::coverage::Functions::default();
             // A library without doctests has a suite of no executable (an empty path).
             let paths = built.tests.iter().map(|t| &t.path).chain(&built.others);
             for path in paths.filter(|p| !p.as_os_str().is_empty()) {
-                match crate::coverage::function_spans(path, relative) {
-                    Ok(s) => spans.extend(s),
+                match functions.add_binary(path, relative) {
+                    Ok(()) => {}
                     // A binary of no instrumented function (a member whose code is all for another
                     // target) has none to check; a function only it had is not found, and the
                     // tests that ran it run again.
@@ -184,6 +184,7 @@ impl Reuse {
                     }
                 }
             }
+            let spans: HashSet<_> = functions.joined().into_iter().collect();
             let demoted = self.verify(&spans, complete)?;
             if demoted > 0 {
                 ui::detail(format!(
