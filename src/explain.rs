@@ -438,7 +438,7 @@ pub fn human(e: &Explanation) -> String {
     if !e.changed_since_passed.is_empty() {
         let _ = writeln!(
             out,
-            "  changed since the last green run, and run by {} that passed then and fail now: {}",
+            "  changed since the run they last passed in, and run by {} that passed then and fail now: {}",
             crate::ui::counted(e.changed_since_passed.len(), "test", "tests"),
             crate::ui::shortened(&e.changed_since_passed, SHOWN)
         );

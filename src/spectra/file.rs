@@ -108,10 +108,11 @@ impl Spectra {
         Spectra::load_with(path, EdgeProfiles::Load)
     }
 
-    /// The outcome of every test of the saved file at `path`, reading nothing else (the rest of
-    /// the file is skimmed, not built); `None` when it is missing, unreadable, of a schema
-    /// this version does not read, or of another workspace than `workspace_root`.
-    pub fn outcomes_in(path: &Path, workspace_root: &str) -> Option<Vec<Outcome>> {
+    /// The outcome of every test of the saved file at `path`, with its `binary name`, reading
+    /// nothing else (the rest of the file is skimmed, not built); `None` when it is missing,
+    /// unreadable, of a schema this version does not read, or of another workspace than
+    /// `workspace_root`.
+    pub fn outcomes_in(path: &Path, workspace_root: &str) -> Option<Vec<(String, Outcome)>> {
         #[derive(Deserialize)]
         struct Tests {
             schema: String,
@@ -121,11 +122,17 @@ impl Spectra {
         }
         #[derive(Deserialize)]
         struct OutcomeOnly {
+            binary: String,
+            name: String,
             outcome: Outcome,
         }
         let t: Tests = serde_json::from_slice(&std::fs::read(path).ok()?).ok()?;
-        ([SCHEMA, SCHEMA_V2, SCHEMA_V1].contains(&t.schema.as_str()) && t.workspace_root == workspace_root)
-            .then(|| t.tests.into_iter().map(|o| o.outcome).collect())
+        ([SCHEMA, SCHEMA_V2, SCHEMA_V1].contains(&t.schema.as_str()) && t.workspace_root == workspace_root).then(|| {
+            t.tests
+                .into_iter()
+                .map(|o| (format!("{} {}", o.binary, o.name), o.outcome))
+                .collect()
+        })
     }
 
     /// [`Spectra::load`], reading the edge profiles only when `edges` says so.

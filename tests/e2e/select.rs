@@ -7,7 +7,7 @@ use std::path::Path;
 
 use libtest_mimic::Trial;
 
-use crate::support::{Result, check, copy_fixture, edit_file, sfl, show};
+use crate::support::{Result, check, copy_fixture, edit_file, lib_crate, sfl, show};
 
 pub fn trials() -> Vec<Trial> {
     vec![
@@ -47,6 +47,10 @@ pub fn trials() -> Vec<Trial> {
         Trial::test(
             "select::what_changed_since_the_failing_tests_last_passed",
             changed_since_last_passed,
+        ),
+        Trial::test(
+            "select::changed_since_last_passed_where_a_test_always_fails",
+            changed_since_last_passed_where_a_test_always_fails,
         ),
         Trial::test(
             "select::workspaces_sharing_a_target_directory_keep_their_own_runs",
@@ -469,7 +473,7 @@ fn changed_since_last_passed() -> Result {
     check(run.status.code() == Some(0), || show(&run))?;
     let human = String::from_utf8_lossy(&run.stdout);
     check(
-        human.contains("Changed since these tests last passed (3 failing tests, in the last green run")
+        human.contains("Changed since these tests last passed (3 failing tests, passing in the run of")
             && human.contains("1 changed line they run")
             && human.contains("  src/lib.rs:16  rank 1 by stack-ochiai, run by 3 of 3  | most = in2;"),
         || show(&run),
@@ -487,14 +491,17 @@ fn changed_since_last_passed() -> Result {
         let explain = sfl(&["explain", "src/lib.rs:16"], dir);
         let text = String::from_utf8_lossy(&explain.stdout);
         check(
-            text.contains("changed since the last green run, and run by 3 tests that passed then and fail now"),
+            text.contains(
+                "changed since the run they last passed in, and run by 3 tests that passed then and fail now",
+            ),
             || show(&explain),
         )?;
         // A line the edit did not touch says nothing of it.
         let other = sfl(&["explain", "src/lib.rs:15"], dir);
-        check(!String::from_utf8_lossy(&other.stdout).contains("green run"), || {
-            show(&other)
-        })?;
+        check(
+            !String::from_utf8_lossy(&other.stdout).contains("changed since the run they last passed in"),
+            || show(&other),
+        )?;
         // Another run with the fault still there compares with the same green run.
         let again = sfl(&["--color", "never"], dir);
         check(
@@ -503,6 +510,67 @@ fn changed_since_last_passed() -> Result {
         )?;
     }
     Ok(())
+}
+
+/// A crate with a test that fails in every run (it needs a variable no one sets): no run is
+/// green, and the run before a fault made another test fail is what that test is compared
+/// with, on that run and the next; once the fault is fixed, that run is, for the next fault.
+fn changed_since_last_passed_where_a_test_always_fails() -> Result {
+    let tmp = lib_crate(
+        "chronic",
+        "",
+        r#"pub fn double(x: i32) -> i32 {
+    x * 2
+}
+
+pub fn triple(x: i32) -> i32 {
+    x * 3
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn needs_a_variable() {
+        assert!(double(1) == 2 && std::env::var("SFL_E2E_NEVER_SET").is_ok());
+    }
+
+    #[test]
+    fn doubles() {
+        assert_eq!(double(2), 4);
+    }
+
+    #[test]
+    fn triples() {
+        assert_eq!(triple(2), 6);
+    }
+}
+"#,
+    )?;
+    let dir = tmp.path();
+    let changed = |out: &std::process::Output, line: &str| {
+        let text = String::from_utf8_lossy(&out.stdout);
+        check(
+            text.contains("Changed since these tests last passed (1 failing test, passing in the run of")
+                && text.contains(line),
+            || show(out),
+        )
+    };
+    let first = sfl(&[], dir);
+    check(first.status.code() == Some(0), || show(&first))?;
+    edit(dir, "x * 2", "x * 2 + 1")?;
+    for _ in 0..2 {
+        changed(&sfl(&["--color", "never"], dir), "src/lib.rs:2  rank 1")?;
+    }
+    edit(dir, "x * 2 + 1", "x * 2")?;
+    let fixed = sfl(&["--color", "never"], dir);
+    check(
+        !String::from_utf8_lossy(&fixed.stdout).contains("Changed since"),
+        || show(&fixed),
+    )?;
+    edit(dir, "x * 3", "x * 3 - 1")?;
+    changed(&sfl(&["--color", "never"], dir), "src/lib.rs:6  rank 1")
 }
 
 /// The "Selected N of M" line's N and M, if the run has one.

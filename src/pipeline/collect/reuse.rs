@@ -45,25 +45,20 @@ fn last_run(ws: &Workspace, cfg: &RunConfig) -> Option<(PathBuf, Result<Spectra,
     Some((path, loaded))
 }
 
-/// The workspace's last green run (no test failed or timed out): `spectra-green.json`, else
-/// the workspace's last run when it was green; one made in this workspace's root.
+/// The run the workspace's failing tests are compared with: the baseline kept beside its
+/// spectra (`spectra-green.json`: the last green run, or the last run before tests began to
+/// fail where one test always fails), else its last run; one made in this workspace's root.
 fn last_green(ws: &Workspace) -> Option<Spectra> {
     let main = ws.spectra_path();
-    let green = |s: &Spectra| {
-        s.workspace_root == ws.root.to_string_lossy()
-            && s.tests
-                .iter()
-                .all(|t| !t.outcome.is_failing() && t.outcome != Outcome::TimedOut)
-    };
     [main.with_file_name("spectra-green.json"), main]
         .iter()
         .filter_map(|p| Spectra::load_with(p, EdgeProfiles::Skip).ok())
-        .find(green)
+        .find(|s| s.workspace_root == ws.root.to_string_lossy())
 }
 
-/// When tests fail that passed in the workspace's last green run: those tests and the lines
-/// of the workspace's Rust sources changed since (both runs' snapshots compared). `None`
-/// without a green run, or when every failing test is new or failed then too.
+/// When tests fail that passed in the run they are compared with ([`last_green`]): those tests
+/// and the lines of the workspace's Rust sources changed since (both runs' snapshots
+/// compared). `None` without such a run, or when every failing test is new or failed then too.
 pub(super) fn since_green(ws: &Workspace, spectra: &Spectra, now: &Snapshot) -> Option<SinceGreen> {
     if !spectra.tests.iter().any(|t| t.outcome.is_failing()) {
         return None;

@@ -1,6 +1,7 @@
 //! Saving the spectra (the workspace's file, `--save-spectra`, the tests' durations and the
 //! kept profiles' index) on a thread of its own while the report is written.
 
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -146,20 +147,29 @@ enum Saved {
 /// Saves `spectra` to `main`, unless no test failed and `main` holds a run with failing tests:
 /// a green run (a flaky test passing this time, a fix being tried) must not silently replace
 /// the evidence. Then the green run goes to `spectra-green.json` next to it. A run with
-/// failures replaces `main`; when `main` held a green run, that run becomes
-/// `spectra-green.json` first (the last green run, which later runs compare with to say what
-/// changed since their failing tests last passed). A green run saved to `main` drops a stale
-/// green file.
+/// failures replaces `main`; first, the run `main` held becomes `spectra-green.json`, the
+/// baseline later runs compare with to say what changed since their failing tests last passed,
+/// when it was green, or, when no baseline is kept (a test that always fails here: a UI test
+/// written for another toolchain, one that needs the network), when this run fails a test that
+/// passed in it. A run whose failures the baseline had too takes its place (the baseline is
+/// dropped: the workspace's file is as good a baseline). A green run saved to `main` drops the
+/// baseline as well.
 fn save_keeping_failures(spectra: &Spectra, main: &Path) -> std::io::Result<Saved> {
     let green = main.with_file_name("spectra-green.json");
     // Timed-out tests count: such a run is not green either.
     let bad = |o: &Outcome| o.is_failing() || *o == Outcome::TimedOut;
-    let failing = |s: &Spectra| s.tests.iter().filter(|t| bad(&t.outcome)).count();
-    // Only whether the earlier run was green: its outcomes are enough. Another workspace's
-    // run (one target dir shared by several, as a global `build.target-dir` makes it) is none.
-    let earlier = Spectra::outcomes_in(main, &spectra.workspace_root).map(|o| o.iter().filter(|o| bad(o)).count());
-    if failing(spectra) == 0
-        && let Some(n) = earlier
+    let failing_now: HashSet<String> = spectra
+        .tests
+        .iter()
+        .filter(|t| bad(&t.outcome))
+        .map(|t| format!("{} {}", t.binary, t.name))
+        .collect();
+    // Only outcomes: another workspace's run (one target dir shared by several, as a global
+    // `build.target-dir` makes it) is none.
+    let earlier = Spectra::outcomes_in(main, &spectra.workspace_root);
+    let failing_in = |run: &[(String, Outcome)]| run.iter().filter(|(_, o)| bad(o)).count();
+    if failing_now.is_empty()
+        && let Some(n) = earlier.as_deref().map(failing_in)
         && n > 0
     {
         spectra.save(&green)?;
@@ -171,9 +181,22 @@ fn save_keeping_failures(spectra: &Spectra, main: &Path) -> std::io::Result<Save
         );
         return Ok(Saved::Green { kept, green });
     }
-    if failing(spectra) > 0 {
-        if earlier == Some(0) {
+    if !failing_now.is_empty() {
+        let baseline = Spectra::outcomes_in(&green, &spectra.workspace_root);
+        let earlier_becomes_baseline = earlier.as_deref().is_some_and(|e| {
+            failing_in(e) == 0
+                || (baseline.is_none() && e.iter().any(|(t, o)| *o == Outcome::Passed && failing_now.contains(t)))
+        });
+        let baseline_failures = |b: &[(String, Outcome)]| -> HashSet<String> {
+            b.iter().filter(|(_, o)| bad(o)).map(|(t, _)| t.clone()).collect()
+        };
+        if earlier_becomes_baseline {
             std::fs::rename(main, &green)?;
+        } else if let Some(b) = baseline.as_deref()
+            && failing_in(b) > 0
+            && failing_now.is_subset(&baseline_failures(b))
+        {
+            std::fs::remove_file(&green)?;
         }
         spectra.save(main)?;
         return Ok(Saved::Main);
@@ -234,6 +257,31 @@ mod saving {
         assert!(!green.exists());
         save_keeping_failures(&run(Outcome::Failed), &main).unwrap();
         assert_eq!((outcome(&main), outcome(&green)), (Outcome::Failed, Outcome::Passed));
+    }
+
+    /// A test that always fails (`c`): the last run before another test (`f`) began to fail is
+    /// the baseline; a run whose only failures the baseline had takes its place.
+    #[test]
+    fn with_a_test_that_always_fails_the_run_before_new_failures_is_the_baseline() {
+        let two = |f: Outcome| {
+            let tests = vec![TestRecord::new("b", "c", Outcome::Failed), TestRecord::new("b", "f", f)];
+            Spectra::from_tests("/ws".into(), tests, Vec::new(), &[Vec::new(), Vec::new()])
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let (main, green) = (dir.path().join("spectra.json"), dir.path().join("spectra-green.json"));
+        let f_in = |p: &Path| Spectra::load(p).unwrap().tests[1].outcome;
+        save_keeping_failures(&two(Outcome::Passed), &main).unwrap();
+        assert!(!green.exists());
+        // `f` fails: the run it passed in is the baseline.
+        save_keeping_failures(&two(Outcome::Failed), &main).unwrap();
+        assert_eq!((f_in(&main), f_in(&green)), (Outcome::Failed, Outcome::Passed));
+        // It fails again: the baseline stays.
+        save_keeping_failures(&two(Outcome::Crashed), &main).unwrap();
+        assert_eq!((f_in(&main), f_in(&green)), (Outcome::Crashed, Outcome::Passed));
+        // Fixed, `c` still failing: that run is the baseline now, in the workspace's file.
+        save_keeping_failures(&two(Outcome::Passed), &main).unwrap();
+        assert!(!green.exists());
+        assert_eq!(f_in(&main), Outcome::Passed);
     }
 
     /// One target dir shared by two workspaces: the other workspace's run with failures is not
