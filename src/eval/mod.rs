@@ -309,7 +309,7 @@ fn measure_result(
             .map(|x| (x.rank, analysis.ordered_units(x.group)))
             .collect();
         let evidence = |u| analysis.tie(u);
-        lines_read(&lines, &analysis.spectra.unit_function, evidence, faulty)
+        lines_read(&lines, &analysis.spectra.unit_items(), evidence, faulty)
     };
     Some(MeasureResult {
         measure: m.name,
@@ -363,7 +363,7 @@ fn stack_baseline(spectra: &Spectra, faulty: &HashSet<usize>) -> Option<MeasureR
     }
     Some(MeasureResult {
         measure: PANIC_STACK,
-        lines_read: lines_read(&entries, &spectra.unit_function, |_| None, faulty),
+        lines_read: lines_read(&entries, &spectra.unit_items(), |_| None, faulty),
         entries: EntryMetrics {
             entry_rank: metrics.standard_rank,
             entry_top: metrics.top.clone(),

@@ -58,7 +58,8 @@ fn spectrum(a: &Analysis, f: fn(Counts) -> f64, opts: &Options) -> Vec<Scored> {
 /// `--tie-break code`, no evidence).
 fn best_line_scores(functions: &Analysis, lines: &Analysis, m: &Measure, opts: &Options) -> Vec<Scored> {
     let line_scored = lines.score(m, opts);
-    let function_of = |u: usize| lines.spectra.unit_function.get(u).copied().flatten();
+    let unit_items = lines.spectra.unit_items();
+    let function_of = |u: usize| unit_items.get(u).copied().flatten();
     // Per function, its best line's score and entry.
     let mut best: Vec<Option<(Scored, usize)>> = vec![None; functions.spectra.units.len()];
     for (g, group) in lines.groups.iter().enumerate() {

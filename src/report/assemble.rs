@@ -68,7 +68,7 @@ impl<'a> Report<'a> {
         let functions = if self.lines_in_functions {
             let by_rank: Vec<(f64, &[usize])> = entries.iter().map(|x| (x.rank, x.lines.as_slice())).collect();
             let evidence = |u| r.analysis.tie(u);
-            crate::rank::functions::by_function(&by_rank, &self.spectra.unit_function, evidence)
+            crate::rank::functions::by_function(&by_rank, &self.spectra.unit_items(), evidence)
         } else {
             Vec::new()
         };

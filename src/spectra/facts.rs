@@ -208,6 +208,32 @@ mod tests {
     }
 
     #[test]
+    fn a_closure_is_part_of_the_function_it_is_written_in() {
+        // doric_minmax's units are lines 1-4 of src/lib.rs: `f` (1-4) holds a closure (2-3);
+        // a nested `fn` is a function of its own.
+        let mut s = doric_minmax();
+        s.set_functions(lib_functions(&[(1, 4), (2, 3)]));
+        assert_eq!(s.items(), [0, 1], "without names, each is itself");
+        let mut facts = SourceFacts::new(s.units.len());
+        facts.function_names.insert(s.functions[0].clone(), "f".into());
+        facts
+            .function_names
+            .insert(s.functions[1].clone(), "f::{closure}".into());
+        s.facts = Some(facts.clone());
+        assert_eq!(s.items(), [0, 0]);
+        assert_eq!(s.unit_items(), [Some(0), Some(0), Some(0), Some(0)]);
+        assert_eq!(s.unit_function, [Some(0), Some(1), Some(1), Some(0)]);
+        assert_eq!(s.enclosing_functions("src/lib.rs", &[2]), [1]);
+        // The function-level matrix: the closure's lines are its function's.
+        let functions = s.by_function();
+        assert!(functions.coverage[1].is_empty() && !functions.coverage[0].is_empty());
+        facts.function_names.insert(s.functions[1].clone(), "f::inner".into());
+        s.facts = Some(facts);
+        assert_eq!(s.items(), [0, 1]);
+        assert_eq!(s.enclosing_functions("src/lib.rs", &[2]), [2]);
+    }
+
+    #[test]
     fn schema_v3_facts_round_trip_and_v2_loads_without_them() {
         let s = with_facts();
         let bytes = s.to_bytes();

@@ -245,6 +245,40 @@ impl Spectra {
         self.facts.as_ref()?.function_names.get(f).map(String::as_str)
     }
 
+    /// Per function, the function a reader takes it for: a closure (an async block too: syntax
+    /// names both `f::{closure}`) is part of the innermost function around it that is not one,
+    /// its own lines among that function's; anything else is itself. A reader opens `fn`s, and
+    /// one closure apiece would take the report's first places from them (six of eight functions
+    /// above a fault were closures on ipnet's parser). Without names (an imported matrix), each
+    /// is itself.
+    pub fn items(&self) -> Vec<u32> {
+        let closure = |f: &FunctionSpan| self.function_name(f).is_some_and(|n| n.ends_with("::{closure}"));
+        (0..self.functions.len() as u32)
+            .map(|i| {
+                let f = &self.functions[i as usize];
+                if !closure(f) {
+                    return i;
+                }
+                self.functions
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, g)| g.file == f.file && g.start <= f.start && f.end <= g.end && !closure(g))
+                    .min_by_key(|(_, g)| g.end - g.start)
+                    .map_or(i, |(j, _)| j as u32)
+            })
+            .collect()
+    }
+
+    /// Per unit, the function a reader takes it for ([`Spectra::items`] of its innermost
+    /// function): what function-level rankings and the report's function blocks group by.
+    pub fn unit_items(&self) -> Vec<Option<u32>> {
+        let items = self.items();
+        self.unit_function
+            .iter()
+            .map(|f| f.map(|f| items[f as usize]))
+            .collect()
+    }
+
     /// Each unit's position, by `(file, line)`.
     pub fn unit_index(&self) -> std::collections::HashMap<(&str, u32), usize> {
         self.units
@@ -317,8 +351,9 @@ impl Spectra {
     /// The same matrix with functions as units: a function (named by its first line) is run by
     /// a test when any of its lines is. Lines outside every function are dropped.
     pub fn by_function(&self) -> Spectra {
+        let unit_items = self.unit_items();
         let mut coverage = vec![BitSet::new(self.tests.len()); self.functions.len()];
-        for (u, f) in self.unit_function.iter().enumerate() {
+        for (u, f) in unit_items.iter().enumerate() {
             if let Some(f) = f {
                 coverage[*f as usize].union_with(&self.coverage[u]);
             }
@@ -355,7 +390,7 @@ impl Spectra {
             edges: self
                 .edges
                 .as_ref()
-                .map(|e| e.map_units(|u| self.unit_function[u.index()].map(UnitId))),
+                .map(|e| e.map_units(|u| unit_items[u.index()].map(UnitId))),
             facts: self.facts.as_ref().map(|f| f.for_functions(self.functions.len())),
             snapshot: None,
             shown_sources: self.shown_sources.clone(),
@@ -398,17 +433,20 @@ impl Spectra {
         out
     }
 
-    /// The first lines of the innermost functions containing the given lines (how a fault is
-    /// named at `by_function` granularity).
+    /// The first lines of the functions a reader takes the given lines for ([`Spectra::items`]
+    /// of the innermost functions containing them): how a fault is named at `by_function`
+    /// granularity.
     pub fn enclosing_functions(&self, file: &str, lines: &[u32]) -> Vec<u32> {
+        let items = self.items();
         let mut out: Vec<u32> = lines
             .iter()
             .filter_map(|&l| {
                 self.functions
                     .iter()
-                    .filter(|f| f.file == file && f.start <= l && l <= f.end)
-                    .min_by_key(|f| f.end - f.start)
-                    .map(|f| f.start)
+                    .enumerate()
+                    .filter(|(_, f)| f.file == file && f.start <= l && l <= f.end)
+                    .min_by_key(|(_, f)| f.end - f.start)
+                    .map(|(i, _)| self.functions[items[i] as usize].start)
             })
             .collect();
         out.sort_unstable();

@@ -80,11 +80,46 @@ fn stack(out: &mut String, shown: &[crate::spectra::Frame]) {
     }
     let _ = writeln!(out, "            stack (innermost first):");
     for f in shown.iter().take(STACK_SHOWN) {
-        let _ = writeln!(out, "              {}:{}  {}", f.file, f.line, f.function);
+        let _ = writeln!(
+            out,
+            "              {}:{}  {}",
+            f.file,
+            f.line,
+            without_generic_args(&f.function)
+        );
     }
     if shown.len() > STACK_SHOWN {
         let _ = writeln!(out, "              … {} more", shown.len() - STACK_SHOWN);
     }
+}
+
+/// A frame's function with each list of generic arguments shown as `<…>`: a type's
+/// (`Peekable<Iter<IntoIter<i32>>>` is `Peekable<…>`) and a function's (`insert::<…>`); a
+/// qualified path (`<A as Trait>::f`) keeps its brackets. The JSON report keeps whole names.
+fn without_generic_args(name: &str) -> String {
+    let mut out = String::with_capacity(name.len());
+    // Depth inside the arguments being left out (0: none).
+    let mut depth = 0usize;
+    let mut prev = '\0';
+    for c in name.chars() {
+        if depth > 0 {
+            match c {
+                '<' => depth += 1,
+                '>' if prev != '-' => depth -= 1,
+                _ => {}
+            }
+            if depth == 0 {
+                out.push('>');
+            }
+        } else if c == '<' && (prev.is_alphanumeric() || prev == '_' || out.ends_with("::")) {
+            out.push_str("<…");
+            depth = 1;
+        } else {
+            out.push(c);
+        }
+        prev = c;
+    }
+    out
 }
 
 /// Options that differ from the defaults, and `--diff-base`, in words (empty when none do).
@@ -485,6 +520,28 @@ fn alone_tests(spectra: &crate::spectra::Spectra) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn frames_are_shown_without_generic_arguments() {
+        assert_eq!(
+            without_generic_args(
+                "<tokio_stream::stream_ext::peekable::Peekable<tokio_stream::iter::Iter<alloc::vec::into_iter::IntoIter<i32>>>>::peek::{closure#0}"
+            ),
+            "<tokio_stream::stream_ext::peekable::Peekable<…>>::peek::{closure#0}"
+        );
+        assert_eq!(
+            without_generic_args(
+                "<hashbrown::raw::RawTable<(i32, i32)>>::insert::<<hashbrown::map::HashMap<i32, i32>>::insert::{closure#1}>"
+            ),
+            "<hashbrown::raw::RawTable<…>>::insert::<…>"
+        );
+        assert_eq!(without_generic_args("<a::Map<fn(u8) -> u8>>::get"), "<a::Map<…>>::get");
+        assert_eq!(
+            without_generic_args("<semver::Version as core::fmt::Display>::fmt"),
+            "<semver::Version as core::fmt::Display>::fmt"
+        );
+        assert_eq!(without_generic_args("tk::halve"), "tk::halve");
+    }
 
     #[test]
     fn shown_entries_are_read_under_their_files() {
