@@ -252,21 +252,37 @@ impl Spectra {
     /// above a fault were closures on ipnet's parser). Without names (an imported matrix), each
     /// is itself.
     pub fn items(&self) -> Vec<u32> {
-        let closure = |f: &FunctionSpan| self.function_name(f).is_some_and(|n| n.ends_with("::{closure}"));
-        (0..self.functions.len() as u32)
-            .map(|i| {
-                let f = &self.functions[i as usize];
-                if !closure(f) {
-                    return i;
-                }
-                self.functions
-                    .iter()
-                    .enumerate()
-                    .filter(|(_, g)| g.file == f.file && g.start <= f.start && f.end <= g.end && !closure(g))
-                    .min_by_key(|(_, g)| g.end - g.start)
-                    .map_or(i, |(j, _)| j as u32)
-            })
-            .collect()
+        let closure: Vec<bool> = self
+            .functions
+            .iter()
+            .map(|f| self.function_name(f).is_some_and(|n| n.ends_with("::{closure}")))
+            .collect();
+        let mut items: Vec<u32> = (0..self.functions.len() as u32).collect();
+        if !closure.contains(&true) {
+            return items;
+        }
+        // Outer functions before the ones they hold: by file, start, then the longest first;
+        // `open` holds the functions around the current one, innermost last.
+        let mut order: Vec<usize> = (0..self.functions.len()).collect();
+        let f = &self.functions;
+        order.sort_by(|&a, &b| {
+            (&f[a].file, f[a].start, std::cmp::Reverse(f[a].end)).cmp(&(
+                &f[b].file,
+                f[b].start,
+                std::cmp::Reverse(f[b].end),
+            ))
+        });
+        let mut open: Vec<usize> = Vec::new();
+        for i in order {
+            open.retain(|&o| f[o].file == f[i].file && f[o].end >= f[i].start);
+            if closure[i]
+                && let Some(&o) = open.iter().rev().find(|&&o| !closure[o] && f[o].end >= f[i].end)
+            {
+                items[i] = o as u32;
+            }
+            open.push(i);
+        }
+        items
     }
 
     /// Per unit, the function a reader takes it for ([`Spectra::items`] of its innermost
