@@ -645,7 +645,7 @@ fn unbuilt_not_ranked() -> Result {
         &human.stdout,
         &[
             "1 failing test with no coverage, left out of the ranking",
-            "of 1 failing tests already pin them down",
+            "are run by every failing test: if there is a single fault, it is one of them\n",
         ],
     )
 }

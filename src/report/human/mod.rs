@@ -217,12 +217,17 @@ fn summary(out: &mut String, report: &Report, view: &View) {
             noun.trim_end_matches('s')
         );
     } else if sum.failing() > 0 {
+        // Algorithm 1's failing tests: the fewest whose shared lines are already these.
+        let (core, failing) = (report.core_tests.len(), sum.failing_ranked());
+        let fewer = if core < failing {
+            format!(" ({core} of the {failing} failing tests share just these {noun}; the rest narrow it no further)")
+        } else {
+            String::new()
+        };
         let _ = writeln!(
             out,
-            "{} {noun} are run by every failing test: if there is a single fault, it is one of them ({} of {} failing tests already pin them down)",
+            "{} {noun} are run by every failing test: if there is a single fault, it is one of them{fewer}",
             sum.all_failing_core,
-            report.core_tests.len(),
-            sum.failing_ranked()
         );
     }
     let notes = option_notes(view);
@@ -255,7 +260,7 @@ fn footer(out: &mut String, report: &Report, view: &View) {
     if rankings.iter().any(|r| view.functions(r).is_some()) {
         let _ = writeln!(
             out,
-            "{blank}(#N: the function's rank, where its best line ranks; under it that line with its own rank, then its other ranked lines as line (rank); --granularity line lists lines alone.)"
+            "{blank}(#N: the function's rank: functions come in the order their best lines rank, those tied there ordered by the evidence that orders lines; under it that line with its rank, then its other ranked lines as line (rank). A line's rank is its entry's: lines with identical coverage share one, and `explain FILE:LINE` gives a line's own place; --granularity line lists lines alone.)"
         );
         blank = "";
     }
