@@ -404,13 +404,13 @@ fn separation(
     let n = entry.len();
     let advice = match closest.first() {
         Some(c) if c.runs_entry => format!(
-            "every test runs all {n} lines or none of them; {split}: {} runs them all ({} of {} lines of \
-             their functions), and a variant of it that skips part of them would",
+            "every test runs all {n} lines or none of them; {split}. The passing test {} runs them all \
+             ({} of {} lines of their functions): a copy of it with an input that skips some of them would",
             c.test, c.runs, c.of
         ),
         Some(c) => format!(
-            "every test runs all {n} lines or none of them; {split}: {} comes closest, running {} of {} \
-             lines of their functions but none of these",
+            "every test runs all {n} lines or none of them; {split}. The passing test {} comes closest: \
+             it runs {} of {} lines of their functions, but none of these",
             c.test, c.runs, c.of
         ),
         None => {
