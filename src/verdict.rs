@@ -195,7 +195,7 @@ fn panics(output: &str) -> Vec<Panic<'_>> {
         let first = line.find("panicked at").map_or(*line, |i| &line[i..]);
         let mut text = vec![first.to_string()];
         for l in &lines[start + 1..] {
-            let next_panic = starts(l) && (panicking_thread(l).is_some() || l.contains("has overflowed"));
+            let next_panic = panicking_thread(l).is_some() || l.contains("has overflowed its stack");
             if l.is_empty()
                 || l.starts_with("note: ")
                 || l.starts_with("stack backtrace:")

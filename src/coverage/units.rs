@@ -401,10 +401,8 @@ impl Functions {
             let Some(Some(path)) = rel.get(file as usize) else {
                 continue;
             };
-            if let Some(source) = map.files.get(file as usize)
-                && !self.sources.contains_key(path)
-            {
-                self.sources.insert(path.clone(), source.clone());
+            if let Some(source) = map.files.get(file as usize) {
+                self.sources.entry(path.clone()).or_insert_with(|| source.clone());
             }
             self.spans.insert(FunctionSpan {
                 file: path.clone(),

@@ -288,7 +288,11 @@ impl Spectra {
     /// Per unit, the function a reader takes it for ([`Spectra::items`] of its innermost
     /// function): what function-level rankings and the report's function blocks group by.
     pub fn unit_items(&self) -> Vec<Option<u32>> {
-        let items = self.items();
+        self.unit_items_of(&self.items())
+    }
+
+    /// [`Spectra::unit_items`] with the functions' [`Spectra::items`] already known.
+    fn unit_items_of(&self, items: &[u32]) -> Vec<Option<u32>> {
         self.unit_function
             .iter()
             .map(|f| f.map(|f| items[f as usize]))
@@ -367,7 +371,8 @@ impl Spectra {
     /// The same matrix with functions as units: a function (named by its first line) is run by
     /// a test when any of its lines is. Lines outside every function are dropped.
     pub fn by_function(&self) -> Spectra {
-        let unit_items = self.unit_items();
+        let items = self.items();
+        let unit_items = self.unit_items_of(&items);
         let mut coverage = vec![BitSet::new(self.tests.len()); self.functions.len()];
         for (u, f) in unit_items.iter().enumerate() {
             if let Some(f) = f {
@@ -386,7 +391,7 @@ impl Spectra {
         let mut tests = self.tests.clone();
         for t in &mut tests {
             t.stack
-                .retain_mut(|f| match self.enclosing_functions(&f.file, &[f.line]).first() {
+                .retain_mut(|f| match self.enclosing_items(&items, &f.file, &[f.line]).first() {
                     Some(&start) => {
                         f.line = start;
                         true
@@ -453,7 +458,11 @@ impl Spectra {
     /// of the innermost functions containing them): how a fault is named at `by_function`
     /// granularity.
     pub fn enclosing_functions(&self, file: &str, lines: &[u32]) -> Vec<u32> {
-        let items = self.items();
+        self.enclosing_items(&self.items(), file, lines)
+    }
+
+    /// [`Spectra::enclosing_functions`] with the functions' [`Spectra::items`] already known.
+    fn enclosing_items(&self, items: &[u32], file: &str, lines: &[u32]) -> Vec<u32> {
         let mut out: Vec<u32> = lines
             .iter()
             .filter_map(|&l| {
