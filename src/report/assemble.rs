@@ -203,13 +203,25 @@ fn summary(a: &Analysis) -> Summary {
         passed_alone: s.tests.iter().filter(|t| t.passed_alone).count(),
         reused: s.tests.iter().filter(|t| t.reused).count(),
         uncovered: s.tests.iter().filter(|t| t.uncovered && t.outcome.is_failing()).count(),
-        units: s.units.len(),
+        units: shown_units(a),
         covered_units: s.coverage.iter().filter(|c| !c.is_empty()).count(),
         failing_units: a.groups.iter().map(|g| g.units.len()).sum(),
         entries: a.groups.len(),
         all_failing_core: a.core_units(),
         files,
     }
+}
+
+/// How many units the report counts: at function granularity a closure is part of the
+/// function it is written in ([`crate::spectra::Spectra::items`]), an empty unit never ranked,
+/// so it is not counted as a function of its own.
+fn shown_units(a: &Analysis) -> usize {
+    let s = a.spectra;
+    if std::ptr::eq(a.lines().spectra, s) {
+        return s.units.len();
+    }
+    let items = s.items();
+    (0..s.units.len()).filter(|&u| items.get(u).is_none_or(|&i| i as usize == u)).count()
 }
 
 impl<'a> CpInfo<'a> {

@@ -163,6 +163,40 @@ pub(crate) mod tests {
         assert!(html.contains("a::f src/lib.rs:1-2, a::f::{closure} src/lib.rs:5"));
     }
 
+    /// At function granularity a closure is part of the function it is written in: the header
+    /// counts the function once, not its closure as a second (empty, never ranked) function.
+    #[test]
+    fn the_function_count_leaves_out_folded_closures() {
+        use crate::spectra::SourceFacts;
+        let mut s = doric_minmax();
+        s.set_functions(crate::spectra::tests::lib_functions(&[(1, 4), (2, 3)]));
+        let mut facts = SourceFacts::new(s.units.len());
+        facts.function_names.insert(s.functions[0].clone(), "f".into());
+        facts.function_names.insert(s.functions[1].clone(), "f::{closure}".into());
+        s.facts = Some(facts);
+        let functions = s.by_function();
+        assert_eq!(functions.units.len(), 2, "the closure keeps an empty unit");
+        let a = Analysis::prepared(&functions, Some(&s), true, &[], crate::evidence::TieBreak::Evidence);
+        let rankings = vec![rank(&a, find("ochiai").unwrap(), &Options::default())];
+        let names = ["f".to_string(), "f::{closure}".into()];
+        let by_function = View {
+            function_names: Some(&names),
+            ..view()
+        };
+        let Rendered::Text(text) = rendered(Format::Human, &a, &rankings, &by_function) else {
+            panic!("human is text");
+        };
+        let text = console::strip_ansi_codes(&text);
+        assert!(text.contains("1 functions in 1 file, 1 run by some test"), "{text}");
+        // At line granularity every line counts.
+        let lines = Analysis::new(&s, true);
+        let rankings = vec![rank(&lines, find("ochiai").unwrap(), &Options::default())];
+        let Rendered::Text(text) = rendered(Format::Human, &lines, &rankings, &view()) else {
+            panic!("human is text");
+        };
+        assert!(console::strip_ansi_codes(&text).contains("4 lines in 1 file"), "{text}");
+    }
+
     /// Functions first: the lines of the three-function matrix grouped under their functions,
     /// the function holding the top line first, the order on screen the functions' order,
     /// each line keeping its own rank; short, SARIF and JSON say the same.
