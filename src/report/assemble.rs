@@ -157,6 +157,15 @@ fn since_passed(
         .filter_map(|&u| s.unit_function.get(u).copied().flatten())
         .collect();
     let ran_files: std::collections::HashSet<&str> = ran.iter().map(|&u| s.units[u].file.as_str()).collect();
+    // Files no coverage map holds a line or a function of: no test's coverage can show a
+    // change there, whoever uses it (a module of constants only, an uninstrumented path
+    // dependency).
+    let mapped: std::collections::HashSet<&str> = s
+        .units
+        .iter()
+        .map(|u| u.file.as_str())
+        .chain(s.functions.iter().map(|f| f.file.as_str()))
+        .collect();
     let uncounted_and_ran = |file: &str, line: u32| {
         let mut holding = s
             .functions
@@ -175,7 +184,9 @@ fn since_passed(
         .flat_map(|(file, lines)| lines.iter().map(move |&l| (file.as_str(), l)))
         .filter(|&(file, l)| {
             !seen.contains(&(file, l))
-                && (compile_time.contains(file) || (!counted.contains_key(&(file, l)) && uncounted_and_ran(file, l)))
+                && (compile_time.contains(file)
+                    || !mapped.contains(file)
+                    || (!counted.contains_key(&(file, l)) && uncounted_and_ran(file, l)))
         })
         .map(|(file, l)| (file.to_string(), l))
         .collect();
@@ -184,6 +195,7 @@ fn since_passed(
         tests,
         lines,
         unseen,
+        files: since.files.clone(),
     })
 }
 

@@ -43,6 +43,9 @@ struct JsonSincePassed<'a> {
     /// failing tests ran (a `const`'s value).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     uncovered_lines: Vec<JsonFileLine<'a>>,
+    /// Other files changed since (data files, manifests, removed sources).
+    #[serde(skip_serializing_if = "<[String]>::is_empty")]
+    files: &'a [String],
 }
 
 #[derive(Serialize)]
@@ -79,6 +82,7 @@ impl<'a> JsonSincePassed<'a> {
                 .iter()
                 .map(|(file, line)| JsonFileLine { file, line: *line })
                 .collect(),
+            files: &since.files,
         }
     }
 }

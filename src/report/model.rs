@@ -44,9 +44,14 @@ pub struct SincePassed {
     /// tests that run it.
     pub lines: Vec<(usize, Vec<usize>)>,
     /// The changed lines (file, line) no test's coverage shows: in code that runs while
-    /// compiling ([`crate::spectra::Snapshot::compile_time`]), and lines without a counter of
-    /// their own inside a function those tests ran (a `const`'s value, computed while compiling).
+    /// compiling ([`crate::spectra::Snapshot::compile_time`]), lines without a counter of
+    /// their own inside a function those tests ran (a `const`'s value, computed while
+    /// compiling), and lines of files no coverage map holds (a module of constants only, a
+    /// path dependency that is not instrumented).
     pub unseen: Vec<(String, u32)>,
+    /// The files changed since that no line can show ([`crate::spectra::SinceGreen::files`]:
+    /// data files, manifests, removed sources).
+    pub files: Vec<String>,
 }
 
 /// Units no test tells apart: one entry of a ranking.

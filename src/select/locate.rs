@@ -4,7 +4,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 
-use crate::spectra::{FunctionSpan, Snapshot};
+use crate::spectra::{FileState, FunctionSpan, Snapshot};
 
 /// The spans of `functions`, by file.
 pub(super) fn spans_by_file(functions: &[FunctionSpan]) -> HashMap<&str, Vec<&FunctionSpan>> {
@@ -131,6 +131,21 @@ pub fn changed_lines(old: &Snapshot, new: &Snapshot) -> BTreeMap<String, Vec<u32
             out.insert(file.clone(), lines);
         }
     }
+    out
+}
+
+/// The files of `new` kept as a digest (anything but a Rust source: data files, manifests)
+/// that differ from `old`'s or are new, and the files of `old` gone from `new`: changes
+/// [`changed_lines`] cannot place on a line.
+pub fn changed_files(old: &Snapshot, new: &Snapshot) -> Vec<String> {
+    let changed = new
+        .files
+        .iter()
+        .filter(|(file, state)| matches!(state, FileState::Digest(_)) && old.files.get(*file) != Some(state))
+        .map(|(file, _)| file.clone());
+    let removed = old.files.keys().filter(|file| !new.files.contains_key(*file)).cloned();
+    let mut out: Vec<String> = changed.chain(removed).collect();
+    out.sort();
     out
 }
 

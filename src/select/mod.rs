@@ -41,7 +41,7 @@ pub mod volatile;
 pub use binary::BinaryKey;
 pub use choose::{Choice, choose};
 pub use differences::differences;
-pub use locate::changed_lines;
+pub use locate::{changed_files, changed_lines};
 pub use narrow::Narrowed;
 pub use reuse::{BlockRef, Known, Reuse, Row};
 pub use snapshot::{CACHE_TAG_SIGNATURE, build_env, compile_time_files, files, look, refresh_written_by_tests};

@@ -47,6 +47,10 @@ pub struct SinceGreen {
     /// Per Rust source (relative to the workspace root), the lines (1-based, in today's file)
     /// changed or added since, and for a deletion the lines on either side of it.
     pub lines: BTreeMap<String, Vec<u32>>,
+    /// The other files (a snapshot's digests: data files, manifests) changed, added or
+    /// removed since, and the Rust sources removed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub files: Vec<String>,
 }
 
 /// One file of a [`Snapshot`].

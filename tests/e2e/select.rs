@@ -73,6 +73,10 @@ pub fn trials() -> Vec<Trial> {
             a_changed_const_value_is_named,
         ),
         Trial::test(
+            "select::a_change_no_coverage_map_holds_is_named",
+            a_change_no_coverage_map_holds_is_named,
+        ),
+        Trial::test(
             "select::a_snapshot_written_for_review_is_no_edit",
             a_snapshot_written_for_review_is_no_edit,
         ),
@@ -312,6 +316,53 @@ fn a_changed_const_value_is_named() -> Result {
     check(
         uncovered == &serde_json::json!([{"file": "src/lib.rs", "line": 14}]),
         || format!("uncovered_lines {uncovered}\n{}", show(&out)),
+    )
+}
+
+/// A module of constants only has no function, so no coverage map holds a line of it, and a
+/// data file the code includes is no Rust at all. After a green run, an edit of either fails a
+/// test, and the report names it (before, both said the change was elsewhere: test code, a
+/// dependency, a data file; found on a crate whose build script read a data file and on
+/// unicode-general-category's tables).
+fn a_change_no_coverage_map_holds_is_named() -> Result {
+    let lib_rs = "mod data;\n\
+                  pub fn small(n: u32) -> bool {\n\
+                  \x20   n < data::LIMIT && n != include_str!(\"skip.txt\").trim().parse::<u32>().unwrap()\n\
+                  }\n\
+                  #[cfg(test)]\nmod tests {\n\
+                  \x20   #[test] fn nineteen() { assert!(super::small(19)); }\n\
+                  \x20   #[test] fn twelve() { assert!(super::small(12)); }\n\
+                  }\n";
+    let tmp = crate::support::lib_crate("fixture-no-map", "", lib_rs)?;
+    let dir = tmp.path();
+    std::fs::write(dir.join("src/data.rs"), "pub const LIMIT: u32 =\n    20;\n")?;
+    std::fs::write(dir.join("src/skip.txt"), "7\n")?;
+    let out = sfl(&[], dir);
+    check(out.status.code() == Some(3), || show(&out))?;
+    edit_file(&dir.join("src/data.rs"), "    20;", "    19;")?;
+    let out = sfl(&["--format", "json"], dir);
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout)?;
+    let since = &report["changed_since_passed"];
+    check(
+        since["uncovered_lines"] == serde_json::json!([{"file": "src/data.rs", "line": 2}]) && since.get("files").is_none(),
+        || format!("changed_since_passed {since}\n{}", show(&out)),
+    )?;
+    edit_file(&dir.join("src/data.rs"), "    19;", "    20;")?;
+    let out = sfl(&[], dir);
+    check(out.status.code() == Some(3), || show(&out))?;
+    std::fs::write(dir.join("src/skip.txt"), "12\n")?;
+    let out = sfl(&["--format", "json"], dir);
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout)?;
+    let since = &report["changed_since_passed"];
+    check(
+        since["files"] == serde_json::json!(["src/skip.txt"]) && since["tests"].as_array().is_some_and(|t| t.len() == 1),
+        || format!("changed_since_passed {since}\n{}", show(&out)),
+    )?;
+    let out = crate::support::report(&[], dir);
+    let human = String::from_utf8_lossy(&out.stdout);
+    check(
+        human.contains("the change is where no coverage shows") && human.contains("other files changed: src/skip.txt"),
+        || show(&out),
     )
 }
 

@@ -83,6 +83,7 @@ pub(super) fn since_green(ws: &Workspace, spectra: &Spectra, now: &Snapshot) -> 
         taken: then.taken,
         tests,
         lines: crate::select::changed_lines(then, now),
+        files: crate::select::changed_files(then, now),
     })
 }
 

@@ -25,7 +25,7 @@ pub(super) fn changed_since_passed(out: &mut String, report: &Report, sources: &
             !text.is_some_and(|t| t.is_empty() || t.starts_with("//"))
         })
         .collect();
-    let they_run = if since.lines.is_empty() && !unseen.is_empty() {
+    let they_run = if since.lines.is_empty() && !(unseen.is_empty() && since.files.is_empty()) {
         "no changed line they run: the change is where no coverage shows".to_string()
     } else if since.lines.is_empty() {
         "no changed line they run (the change is elsewhere: test code, a dependency, a data file)".to_string()
@@ -71,7 +71,7 @@ pub(super) fn changed_since_passed(out: &mut String, report: &Report, sources: &
     if !unseen.is_empty() {
         let _ = writeln!(
             out,
-            "  changed where no test's coverage shows (code that runs while compiling: a build script, a proc macro, a build dependency, a const's value; or code a macro generates that the coverage map leaves out):"
+            "  changed where no test's coverage shows (code that runs while compiling: a build script, a proc macro, a build dependency, a const's value; code a macro generates that the coverage map leaves out; or a file no test binary's coverage holds: constants only, a dependency that is not instrumented):"
         );
         for (file, line) in unseen.iter().take(CHANGED_SHOWN) {
             let text = sources.line(file, *line).unwrap_or("").trim();
@@ -80,5 +80,14 @@ pub(super) fn changed_since_passed(out: &mut String, report: &Report, sources: &
         if unseen.len() > CHANGED_SHOWN {
             let _ = writeln!(out, "  … and {} more", unseen.len() - CHANGED_SHOWN);
         }
+    }
+    if !since.files.is_empty() {
+        // Data a build script or a test reads, a manifest (a dependency's version), a removed
+        // source: no line of theirs is code a test runs.
+        let _ = writeln!(
+            out,
+            "  other files changed: {}",
+            crate::ui::shortened(&since.files, CHANGED_SHOWN)
+        );
     }
 }
