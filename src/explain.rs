@@ -405,7 +405,7 @@ fn separation(
     let advice = match closest.first() {
         Some(c) if c.runs_entry => format!(
             "every test runs all {n} lines or none of them; {split}. The passing test {} runs them all \
-             ({} of {} lines of their functions): a copy of it with an input that skips some of them would",
+             ({} of {} lines of their functions): a copy of it with an input that skips some of them would tell them apart",
             c.test, c.runs, c.of
         ),
         Some(c) => format!(
@@ -611,6 +611,25 @@ mod tests {
     }
 
     /// Doric's minmax: unit 2 is the fault, run by the three failing tests only.
+    /// A passing test that runs every line of the entry: the advice says what a copy of it
+    /// would do, as a whole sentence (it ended at "would").
+    #[test]
+    fn the_advice_names_the_passing_test_that_runs_the_whole_entry() {
+        let mut s = crate::spectra::tests::matrix(&["111-", "111+", "000+"]);
+        s.set_functions(crate::spectra::tests::lib_functions(&[(1, 3)]));
+        let place = |u: usize| Place {
+            file: s.units[u].file.clone(),
+            line: s.units[u].line,
+        };
+        let sep = separation(&s, &[0, 1, 2], &|t| s.tests[t].name.clone(), &place);
+        assert_eq!(sep.closest_passing.len(), 1);
+        assert!(
+            sep.advice.ends_with("runs them all (3 of 3 lines of their functions): a copy of it with an input that skips some of them would tell them apart"),
+            "{}",
+            sep.advice
+        );
+    }
+
     #[test]
     fn the_tests_that_ran_a_line_and_its_entry() {
         let s = crate::spectra::tests::doric_minmax();

@@ -505,10 +505,16 @@ impl ForkServers {
             .filter(|s| s.is_ok())
             .count()
             + self.retired.load(Ordering::Relaxed);
-        let mut s = format!(
-            "{forked} forked from {servers} server{}",
-            if servers == 1 { "" } else { "s" }
-        );
+        // Tests, not processes: a test that passed leaves its process to the next one.
+        let mut s = if forked > 0 {
+            format!(
+                "{} run on {servers} fork server{}",
+                crate::ui::counted(forked, "test", "tests"),
+                if servers == 1 { "" } else { "s" }
+            )
+        } else {
+            String::new()
+        };
         let kept = self.kept.load(Ordering::Relaxed);
         let reset = self.reset.load(Ordering::Relaxed);
         if kept > 0 && reset == 0 {
@@ -523,7 +529,12 @@ impl ForkServers {
         }
         if own > 0 {
             let why: Vec<String> = fallbacks.iter().map(|(w, n)| format!("{n}: {w}")).collect();
-            s.push_str(&format!(", {own} in processes of their own ({})", why.join("; ")));
+            let own = match (forked, own) {
+                (0, 1) => "1 test in a process of its own".to_string(),
+                (0, n) => format!("{n} tests in processes of their own"),
+                (_, n) => format!(", {n} in processes of their own"),
+            };
+            s.push_str(&format!("{own} ({})", why.join("; ")));
         }
         Some(s)
     }

@@ -160,6 +160,7 @@ pub(super) fn stream(
     let stderr = child.stderr.take().expect("piped");
     let forward = std::thread::spawn(move || {
         let mut summary = false;
+        let mut diagnostics = Diagnostics::default();
         for line in BufReader::new(stderr).lines().map_while(Result::ok) {
             // cargo's verdict on a doctest run ("doctest failed", "N targets failed:" and the
             // targets under it) is not ours: the build only compiled them.
@@ -171,9 +172,10 @@ pub(super) fn stream(
             // runner that does nothing (a `Running \`rustc ...\`` of `cargo -v` is shown).
             let ran = t.starts_with("Running ") && !t.starts_with("Running `");
             if !summary && !ran {
-                crate::ui::line(&line);
+                diagnostics.forward(line).iter().for_each(|l| crate::ui::line(l));
             }
         }
+        diagnostics.flush().iter().for_each(|l| crate::ui::line(l));
     });
     let spinner = crate::ui::spinner("Building", what);
     let mut artifacts = 0;
@@ -206,6 +208,64 @@ pub(super) fn stream(
     let _ = forward.join();
     spinner.finish_and_clear();
     Ok(Streamed { exit, build_failed })
+}
+
+/// rustc's diagnostics as cargo renders them on stderr, each printed once per run: a run
+/// invokes cargo more than once (the tests, the doctests), and each invocation replays the
+/// warnings of the crates it finds built (stats_alloc's showed four or five times with `-q`).
+/// A diagnostic is a line opening with `warning:` or `error:` whose next line is rustc's
+/// ` --> ` or `  |`, up to the blank line that ends it; cargo's one-line summaries (`warning:
+/// \`w\` (lib) generated 1 warning`) count as diagnostics of their own. Anything else passes
+/// at once.
+#[derive(Default)]
+struct Diagnostics {
+    /// The diagnostic being read (its lines so far).
+    open: Vec<String>,
+}
+
+impl Diagnostics {
+    /// The diagnostics already printed by this process.
+    fn printed() -> std::sync::MutexGuard<'static, std::collections::HashSet<String>> {
+        static PRINTED: std::sync::OnceLock<std::sync::Mutex<std::collections::HashSet<String>>> =
+            std::sync::OnceLock::new();
+        PRINTED
+            .get_or_init(Default::default)
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The lines to print now that `line` was read.
+    fn forward(&mut self, line: String) -> Vec<String> {
+        let plain = console::strip_ansi_codes(&line).into_owned();
+        let opens = plain.starts_with("warning:") || plain.starts_with("error:");
+        let mut out = Vec::new();
+        if !self.open.is_empty() {
+            let body = plain.starts_with(" -->") || plain.trim_start().starts_with('|');
+            if self.open.len() == 1 && !body {
+                // A one-line message (cargo's summary): done; this line starts afresh.
+                out = self.flush();
+            } else {
+                self.open.push(line);
+                return if plain.is_empty() { self.flush() } else { out };
+            }
+        }
+        if opens {
+            self.open.push(line);
+        } else {
+            out.push(line);
+        }
+        out
+    }
+
+    /// The diagnostic read so far, unless this run printed it already.
+    fn flush(&mut self) -> Vec<String> {
+        let lines = std::mem::take(&mut self.open);
+        let key = console::strip_ansi_codes(&lines.join("\n")).into_owned();
+        if lines.is_empty() || !Self::printed().insert(key) {
+            return Vec::new();
+        }
+        lines
+    }
 }
 
 /// How a cargo invocation ended.
@@ -332,6 +392,33 @@ fn has_custom_harness(manifest: &Path, kind: &str, name: &str) -> bool {
 
 #[cfg(test)]
 mod tests {
+    /// What two cargo invocations print of the same stderr, each through its own reader.
+    fn printed_twice(stderr: &str) -> (Vec<String>, Vec<String>) {
+        let read = || {
+            let mut d = Diagnostics::default();
+            let mut out: Vec<String> = stderr.lines().flat_map(|l| d.forward(l.to_string())).collect();
+            out.extend(d.flush());
+            out
+        };
+        (read(), read())
+    }
+
+    #[test]
+    fn a_diagnostic_replayed_by_a_later_invocation_prints_once() {
+        let stderr = "   Compiling w v0.1.0\n\
+                      warning: unused variable: `replayed_once`\n \
+                      --> src/lib.rs:6:9\n  |\n6 |     let replayed_once = 5;\n  |\n\n\
+                      warning: `w` (lib) generated 1 warning for replayed_once\n\
+                      \x20   Finished `test` profile\n";
+        let (first, second) = printed_twice(stderr);
+        assert_eq!(first.len(), 9, "{first:#?}");
+        assert_eq!(first[1], "warning: unused variable: `replayed_once`");
+        assert_eq!(first[6], "", "the blank line ends it");
+        assert_eq!(first[7], "warning: `w` (lib) generated 1 warning for replayed_once");
+        // The second invocation prints its own status lines, not the diagnostics again.
+        assert_eq!(second, ["   Compiling w v0.1.0", "    Finished `test` profile"]);
+    }
+
     use super::*;
 
     #[test]

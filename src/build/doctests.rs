@@ -112,7 +112,7 @@ pub(super) fn build_doctests(
         crate::ui::status(
             "Checked",
             format!(
-                "{}: {} the test (`no_run`, `compile_fail`), and it passed; cargo test counts {} \
+                "{}: {} the test (`no_run`, `compile_fail`), and {} passed; cargo test counts {} \
                  as passed, here {} nothing to run or rank",
                 crate::ui::counted(build_only, "doctest", "doctests"),
                 if build_only == 1 {
@@ -120,6 +120,7 @@ pub(super) fn build_doctests(
                 } else {
                     "their build is"
                 },
+                if build_only == 1 { "it" } else { "they" },
                 if build_only == 1 { "it" } else { "them" },
                 if build_only == 1 { "it has" } else { "they have" }
             ),

@@ -233,7 +233,9 @@ fn shown_units(a: &Analysis) -> usize {
         return s.units.len();
     }
     let items = s.items();
-    (0..s.units.len()).filter(|&u| items.get(u).is_none_or(|&i| i as usize == u)).count()
+    (0..s.units.len())
+        .filter(|&u| items.get(u).is_none_or(|&i| i as usize == u))
+        .count()
 }
 
 impl<'a> CpInfo<'a> {

@@ -172,7 +172,9 @@ pub(crate) mod tests {
         s.set_functions(crate::spectra::tests::lib_functions(&[(1, 4), (2, 3)]));
         let mut facts = SourceFacts::new(s.units.len());
         facts.function_names.insert(s.functions[0].clone(), "f".into());
-        facts.function_names.insert(s.functions[1].clone(), "f::{closure}".into());
+        facts
+            .function_names
+            .insert(s.functions[1].clone(), "f::{closure}".into());
         s.facts = Some(facts);
         let functions = s.by_function();
         assert_eq!(functions.units.len(), 2, "the closure keeps an empty unit");

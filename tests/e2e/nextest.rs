@@ -160,9 +160,10 @@ fn one_test_process_at_a_time_with_j1() -> Result {
         format!("{got:#?}\n{}", show(&out))
     })?;
     let stderr = String::from_utf8_lossy(&out.stderr);
-    check(stderr.contains("(1 at a time") && stderr.contains("2 forked"), || {
-        show(&out)
-    })
+    check(
+        stderr.contains("(1 at a time") && stderr.contains("2 tests run on"),
+        || show(&out),
+    )
 }
 
 /// The override's `slow-timeout` (1 s, terminate after 2) kills the slow test at 2 s, not

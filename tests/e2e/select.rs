@@ -344,7 +344,8 @@ fn a_change_no_coverage_map_holds_is_named() -> Result {
     let report: serde_json::Value = serde_json::from_slice(&out.stdout)?;
     let since = &report["changed_since_passed"];
     check(
-        since["uncovered_lines"] == serde_json::json!([{"file": "src/data.rs", "line": 2}]) && since.get("files").is_none(),
+        since["uncovered_lines"] == serde_json::json!([{"file": "src/data.rs", "line": 2}])
+            && since.get("files").is_none(),
         || format!("changed_since_passed {since}\n{}", show(&out)),
     )?;
     edit_file(&dir.join("src/data.rs"), "    19;", "    20;")?;
@@ -355,7 +356,8 @@ fn a_change_no_coverage_map_holds_is_named() -> Result {
     let report: serde_json::Value = serde_json::from_slice(&out.stdout)?;
     let since = &report["changed_since_passed"];
     check(
-        since["files"] == serde_json::json!(["src/skip.txt"]) && since["tests"].as_array().is_some_and(|t| t.len() == 1),
+        since["files"] == serde_json::json!(["src/skip.txt"])
+            && since["tests"].as_array().is_some_and(|t| t.len() == 1),
         || format!("changed_since_passed {since}\n{}", show(&out)),
     )?;
     let out = crate::support::report(&[], dir);

@@ -232,8 +232,8 @@ fn list_and_plan(session: &mut Session, cfg: &RunConfig, nextest: &Nextest) -> (
     ui::status(
         "Listed",
         format!(
-            "tests and read {} coverage maps in {:.1} ms",
-            session.built.tests.len(),
+            "tests and read {} in {:.1} ms",
+            crate::ui::counted(session.built.tests.len(), "coverage map", "coverage maps"),
             started.elapsed().as_secs_f64() * 1e3
         ),
     );

@@ -152,8 +152,8 @@ impl Session<'_> {
         ui::status(
             "Finished",
             format!(
-                "{} tests in {:.2}s ({}); decoded their profiles in {:.1} ms ({:.0} µs per test)",
-                todo.len(),
+                "{} in {:.2}s ({}); decoded their profiles in {:.1} ms ({:.0} µs per test)",
+                ui::counted(todo.len(), "test", "tests"),
                 elapsed.as_secs_f64(),
                 progress.counts(),
                 decode_time.as_secs_f64() * 1e3,
@@ -197,8 +197,8 @@ impl Session<'_> {
         ui::status(
             "Running",
             format!(
-                "{} tests from {} binar{} ({} at a time, timeout {})",
-                todo.len(),
+                "{} from {} binar{} ({} at a time, timeout {})",
+                crate::ui::counted(todo.len(), "test", "tests"),
                 n_bins,
                 if n_bins == 1 { "y" } else { "ies" },
                 self.jobs,

@@ -219,14 +219,20 @@ fn summary(out: &mut String, report: &Report, view: &View) {
     } else if sum.failing() > 0 {
         // Algorithm 1's failing tests: the fewest whose shared lines are already these.
         let (core, failing) = (report.core_tests.len(), sum.failing_ranked());
-        let fewer = if core < failing {
+        let fewer = if core == 1 && failing > 1 {
+            format!(" (one of the {failing} failing tests runs just these {noun}; the rest narrow it no further)")
+        } else if core < failing {
             format!(" ({core} of the {failing} failing tests share just these {noun}; the rest narrow it no further)")
         } else {
             String::new()
         };
+        let (noun, are, which) = match sum.all_failing_core {
+            1 => (noun.trim_end_matches('s'), "is", "that one"),
+            _ => (noun, "are", "one of them"),
+        };
         let _ = writeln!(
             out,
-            "{} {noun} are run by every failing test: if there is a single fault, it is one of them{fewer}",
+            "{} {noun} {are} run by every failing test: if there is a single fault, it is {which}{fewer}",
             sum.all_failing_core,
         );
     }
