@@ -111,13 +111,21 @@ fn save(spectra: &Spectra, to: &SaveTo, kept: Option<Vec<KeptProfile>>) -> anyho
         }
     };
     let saved = save_keeping_failures(spectra, main).map_err(output(main))?;
-    if let Saved::Green { kept, green } = saved {
-        ui::note(format!(
+    match saved {
+        Saved::Green { kept, green } => ui::note(format!(
             "no test failed: kept the last run with failures ({kept}) at {}, for `cargo sfl report`; \
              this run's spectra are at {}",
             main.display(),
             green.display()
-        ));
+        )),
+        Saved::Narrower { kept, green } => ui::note(format!(
+            "no test failed: kept the last run with failures ({kept}) at {}, for `cargo sfl report`, \
+             and the last run in which they passed at {}, which ran tests this run did not; \
+             this run's spectra are not saved",
+            main.display(),
+            green.display()
+        )),
+        Saved::Main => {}
     }
     for path in to.extra.iter() {
         spectra.save(path).map_err(output(path))?;
@@ -142,6 +150,10 @@ enum Saved {
     /// To `green` (no test failed), keeping the earlier run with failures in the workspace's
     /// file; `kept` says when it ran and how many tests failed.
     Green { kept: String, green: PathBuf },
+    /// Not saved: no test failed, but the baseline at `green` has tests this run did not run,
+    /// and the earlier run with failures stays in the workspace's file (`kept` as for
+    /// [`Saved::Green`]).
+    Narrower { kept: String, green: PathBuf },
 }
 
 /// Saves `spectra` to `main`, unless no test failed and `main` holds a run with failing tests:
@@ -172,13 +184,26 @@ fn save_keeping_failures(spectra: &Spectra, main: &Path) -> std::io::Result<Save
         && let Some(n) = earlier.as_deref().map(failing_in)
         && n > 0
     {
-        spectra.save(&green)?;
         let when = std::fs::metadata(main).and_then(|m| m.modified());
         let kept = format!(
             "{}, {n} test{} not passing",
             when.map_or_else(|_| "time unknown".into(), ui::ago),
             if n == 1 { "" } else { "s" }
         );
+        // A run of fewer tests (`-p` of one member, a name filter) says nothing of the
+        // baseline's others: the baseline stays, or the next run of them could not say what
+        // changed since they last passed.
+        let now: HashSet<String> = spectra
+            .tests
+            .iter()
+            .map(|t| format!("{} {}", t.binary, t.name))
+            .collect();
+        if Spectra::outcomes_in(&green, &spectra.workspace_root)
+            .is_some_and(|b| b.iter().any(|(t, _)| !now.contains(t)))
+        {
+            return Ok(Saved::Narrower { kept, green });
+        }
+        spectra.save(&green)?;
         return Ok(Saved::Green { kept, green });
     }
     if !failing_now.is_empty() {
@@ -257,6 +282,46 @@ mod saving {
         assert!(!green.exists());
         save_keeping_failures(&run(Outcome::Failed), &main).unwrap();
         assert_eq!((outcome(&main), outcome(&green)), (Outcome::Failed, Outcome::Passed));
+    }
+
+    /// A green run of fewer tests (`cargo sfl -p other` between two runs of the whole
+    /// workspace) keeps the baseline of the tests it did not run: before, it took the
+    /// baseline's place, and the next run of the whole workspace had no baseline for its
+    /// failing test (no "changed since these tests last passed").
+    #[test]
+    fn a_green_run_of_fewer_tests_keeps_the_baseline() {
+        let of = |tests: &[(&str, Outcome)]| {
+            let tests: Vec<TestRecord> = tests.iter().map(|(n, o)| TestRecord::new("b", *n, *o)).collect();
+            let rows = vec![Vec::new(); tests.len()];
+            Spectra::from_tests("/ws".into(), tests, Vec::new(), &rows)
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let (main, green) = (dir.path().join("spectra.json"), dir.path().join("spectra-green.json"));
+        let names = |p: &Path| {
+            Spectra::load(p)
+                .unwrap()
+                .tests
+                .iter()
+                .map(|t| t.name.clone())
+                .collect::<Vec<_>>()
+        };
+        save_keeping_failures(&of(&[("a", Outcome::Passed), ("x", Outcome::Passed)]), &main).unwrap();
+        save_keeping_failures(&of(&[("a", Outcome::Failed), ("x", Outcome::Passed)]), &main).unwrap();
+        assert_eq!(names(&green), ["a", "x"]);
+        let saved = save_keeping_failures(&of(&[("x", Outcome::Passed)]), &main).unwrap();
+        assert!(matches!(saved, Saved::Narrower { .. }), "{saved:?}");
+        assert_eq!(
+            (names(&main), names(&green)),
+            (vec!["a".to_string(), "x".into()], vec!["a".to_string(), "x".into()])
+        );
+        // A green run of every test the baseline has takes its place.
+        let saved = save_keeping_failures(
+            &of(&[("a", Outcome::Passed), ("x", Outcome::Passed), ("y", Outcome::Passed)]),
+            &main,
+        )
+        .unwrap();
+        assert!(matches!(saved, Saved::Green { .. }), "{saved:?}");
+        assert_eq!(names(&green), ["a", "x", "y"]);
     }
 
     /// A test that always fails (`c`): the last run before another test (`f`) began to fail is
