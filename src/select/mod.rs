@@ -186,6 +186,42 @@ mod tests {
         assert_eq!(r2.reusable, [false, false, false]);
     }
 
+    /// A function nested in another (a visitor's methods inside a generic `deserialize`): a
+    /// narrowed build may hold the inner one only (the outer is instantiated in other
+    /// binaries). The inner one where the diff put it says nothing against the outer's place,
+    /// so the outer one's tests are reused and its lines stay known (before, it was taken for
+    /// lost: email_address's selected run reran its tests and named 13 lines fewer than a full
+    /// run).
+    #[test]
+    fn a_nested_function_alone_in_a_narrowed_build_keeps_the_outer_one() {
+        let longer_a = "use x;\nfn a() {\n    0;\n    1\n}\n\nfn b() {\n    2\n}\n";
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("src")).unwrap();
+        std::fs::write(dir.path().join("src/lib.rs"), longer_a).unwrap();
+        let mut last = last_run();
+        last.set_functions(vec![span(2, 4), span(6, 8), span(6, 7)]);
+        let mut r = reuse(choose(last, &snapshot(longer_a), dir.path()));
+        assert_eq!(r.reusable, [false, true, false]);
+        let inner_only: HashSet<FunctionSpan> = [span(2, 5), span(7, 8)].into_iter().collect();
+        assert_eq!(r.verify(&inner_only, false), Ok(0));
+        assert_eq!(r.reusable, [false, true, false]);
+        assert!(
+            r.known_now().1.contains(&span(7, 9)),
+            "b is still known, where the diff put it"
+        );
+        // The whole build without b: b is gone, and t_b runs.
+        let mut r = reuse(choose(
+            {
+                let mut l = last_run();
+                l.set_functions(vec![span(2, 4), span(6, 8), span(6, 7)]);
+                l
+            },
+            &snapshot(longer_a),
+            dir.path(),
+        ));
+        assert_eq!(r.verify(&inner_only, true), Ok(1));
+    }
+
     /// A new test written below the others (the edit before a run that should show the bug)
     /// runs alone: every row of the last run but the failing one is reused, the new build's
     /// function there is the new test's; a new item that is not a function still runs every
