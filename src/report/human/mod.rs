@@ -242,6 +242,19 @@ fn summary(out: &mut String, report: &Report, view: &View) {
     }
 }
 
+/// Whether `file` (as the coverage maps name it) is in a build script's output directory:
+/// `…/build/PACKAGE-HASH/out/…` under a target directory.
+fn written_by_build_script(file: &str) -> bool {
+    let parts: Vec<&str> = file.split(['/', '\\']).collect();
+    parts.windows(3).any(|w| {
+        w[0] == "build"
+            && w[2] == "out"
+            && w[1]
+                .rsplit_once('-')
+                .is_some_and(|(_, hash)| hash.len() == 16 && hash.bytes().all(|b| b.is_ascii_hexdigit()))
+    })
+}
+
 /// What the marks and counts of the listed entries mean.
 fn footer(out: &mut String, report: &Report, view: &View) {
     let rankings = &report.rankings;
@@ -285,8 +298,24 @@ fn footer(out: &mut String, report: &Report, view: &View) {
         );
         blank = "";
     }
-    // The explanation speaks of lines: a report of imported units only goes without it.
+    // Code a build script wrote: what a reader edits is the script that writes it.
     let units = &report.spectra.units;
+    let mut generated: Vec<&str> = shown
+        .iter()
+        .flatten()
+        .map(|s| units[s.entry.first()].file.as_str())
+        .filter(|f| written_by_build_script(f))
+        .collect();
+    generated.sort_unstable();
+    generated.dedup();
+    for file in generated {
+        let _ = writeln!(
+            out,
+            "{blank}({file} was written by a build script into its OUT_DIR: the code to fix is the package's build.rs (or the data it reads), which writes it.)"
+        );
+        blank = "";
+    }
+    // The explanation speaks of lines: a report of imported units only goes without it.
     let lists_lines = shown.iter().flatten().any(|s| units[s.entry.first()].name().is_none());
     if lists_lines {
         let _ = writeln!(
@@ -531,6 +560,18 @@ fn alone_tests(spectra: &crate::spectra::Spectra) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_build_script_s_output_is_told_from_sources() {
+        assert!(written_by_build_script(
+            "target/sfl/debug/build/gen-1f34ef868c1d8821/out/gen.rs"
+        ));
+        assert!(written_by_build_script(
+            "/abs/target/debug/build/my-pkg-0123456789abcdef/out/sub/x.rs"
+        ));
+        assert!(!written_by_build_script("src/build/out.rs"));
+        assert!(!written_by_build_script("src/build/cargo-1/out/x.rs"));
+    }
 
     #[test]
     fn frames_are_shown_without_generic_arguments() {
