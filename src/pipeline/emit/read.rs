@@ -66,6 +66,11 @@ pub(crate) fn history<'a>(root: &Path, files: impl Iterator<Item = &'a String>) 
         now,
         ..History::default()
     };
+    // Outside a repository every blame fails: no process for each (a crate unpacked from
+    // crates.io, a copy in /tmp).
+    if !in_git_checkout(root) {
+        return history;
+    }
     // All at once, a thread each: in a long history one file's blame takes most of a second.
     let files: Vec<&String> = files.collect();
     let blamed: Vec<Option<String>> = std::thread::scope(|scope| {
@@ -94,6 +99,12 @@ pub(crate) fn history<'a>(root: &Path, files: impl Iterator<Item = &'a String>) 
         }
     }
     history
+}
+
+/// Whether git may find a repository for `root`: a `.git` (directory, or the file a worktree
+/// or submodule has) there or above, or `GIT_DIR` set.
+fn in_git_checkout(root: &Path) -> bool {
+    std::env::var_os("GIT_DIR").is_some() || root.ancestors().any(|d| d.join(".git").exists())
 }
 
 /// The workspace's members as cargo's messages name them (none when `cargo metadata` fails:
@@ -171,5 +182,21 @@ fn repository(workspace: &Path) -> Repository {
         } else {
             format!("{prefix}/")
         },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn git_history_is_looked_for_only_in_a_checkout() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("ws");
+        std::fs::create_dir_all(&root).unwrap();
+        let found = super::in_git_checkout(&root);
+        // The temporary directory may itself sit inside a checkout (or GIT_DIR be set).
+        let above = std::env::var_os("GIT_DIR").is_some() || dir.path().ancestors().any(|d| d.join(".git").exists());
+        assert_eq!(found, above);
+        std::fs::write(dir.path().join(".git"), "gitdir: elsewhere\n").unwrap();
+        assert!(super::in_git_checkout(&root), "a worktree's .git file above");
     }
 }
