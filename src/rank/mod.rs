@@ -41,6 +41,8 @@ pub struct Ranked {
     pub panicked: bool,
     /// Some of its lines changed since `--diff-base`.
     pub changed: bool,
+    /// Those lines (units, in code order).
+    pub changed_lines: Vec<usize>,
     /// With `--order ht`: the expected steps until the HT_Rank model reaches its first line.
     pub expected_time: Option<f64>,
 }
@@ -61,6 +63,9 @@ pub struct Ranking<'m> {
     pub entries: Vec<Ranked>,
     /// With `--order ht`: how the hitting times were obtained.
     pub ht: Option<crate::hitting::Method>,
+    /// `--only-changed`: the entries are those holding lines changed since `--diff-base`, and
+    /// a report shows those lines only.
+    pub only_changed: bool,
 }
 
 impl Ranking<'_> {
@@ -120,6 +125,7 @@ pub fn rank_only<'m>(
         analysis,
         entries: rank_filtered(analysis, &scored, keep),
         ht: None,
+        only_changed: false,
     }
 }
 
@@ -156,6 +162,7 @@ fn rank_filtered(analysis: &Analysis, scored: &[Scored], keep: Option<&[bool]>) 
             certain: analysis.certain(g),
             panicked: scored[g].key.tier == Tier::Stack,
             changed: false,
+            changed_lines: Vec::new(),
             expected_time: None,
         })
         .collect();

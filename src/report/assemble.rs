@@ -62,13 +62,38 @@ impl<'a> Report<'a> {
                 certain: x.certain,
                 panicked: x.panicked,
                 changed: x.changed,
+                changed_lines: x.changed_lines.clone(),
                 expected_time: x.expected_time,
             })
             .collect::<Vec<Entry>>();
         let functions = if self.lines_in_functions {
-            let by_rank: Vec<(f64, &[usize])> = entries.iter().map(|x| (x.rank, x.lines.as_slice())).collect();
+            // `--only-changed`: the changed lines only, so a function that merely shares an
+            // entry with a changed line is not listed.
+            let lines_of = |x: &Entry| match r.only_changed {
+                true => x
+                    .lines
+                    .iter()
+                    .copied()
+                    .filter(|u| x.changed_lines.contains(u))
+                    .collect(),
+                false => x.lines.clone(),
+            };
+            let lines: Vec<Vec<usize>> = entries.iter().map(lines_of).collect();
+            let by_rank: Vec<(f64, &[usize])> = entries
+                .iter()
+                .zip(&lines)
+                .map(|(x, l)| (x.rank, l.as_slice()))
+                .collect();
             let evidence = |u| r.analysis.tie(u);
-            crate::rank::functions::by_function(&by_rank, &self.spectra.unit_items(), evidence)
+            let mut blocks = crate::rank::functions::by_function(&by_rank, &self.spectra.unit_items(), evidence);
+            // A function's changed line is the one it is shown at.
+            for b in &mut blocks {
+                for (e, us) in &mut b.entries {
+                    let changed = &entries[*e].changed_lines;
+                    us.sort_by_key(|u| !changed.contains(u));
+                }
+            }
+            blocks
         } else {
             Vec::new()
         };

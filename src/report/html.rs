@@ -102,23 +102,34 @@ fn data<'a>(report: &'a Report, view: &'a View<'a>, sources: &'a Sources) -> Pag
                 // Each own group with the report's group it is part of (what "not the bug"
                 // refutes).
                 groups: r.own_groups.as_deref().map(|own| groups(&basis, own, true)),
-                functions: page_functions(s, view, r),
+                functions: page_functions(&basis, r),
             })
             .collect(),
     }
 }
 
-/// Functions first: the top functions of `r`, each with its heading and first entries.
-fn page_functions(s: &Spectra, view: &View, r: &super::model::Ranking) -> Option<Vec<PageFunction>> {
+/// Functions first: the top functions of `r`, each with its heading and first entries, each
+/// entry at its first line in the function (as the terminal report shows it), not at the lead
+/// line of its whole entry, which may be another function's.
+fn page_functions(basis: &Basis, r: &super::model::Ranking) -> Option<Vec<PageFunction>> {
+    let (s, view) = (basis.spectra, basis.view);
     let (blocks, names) = view.functions(r)?;
-    let shown = blocks.iter().take(view.top).map(|b| PageFunction {
-        label: super::human::function_heading(s, b, names),
-        entries: b
-            .entries
-            .iter()
-            .take(crate::rank::functions::LINES_SHOWN)
-            .map(|(e, _)| *e)
-            .collect(),
+    let shown = blocks.iter().take(view.top).map(|b| {
+        let first = b.entries.iter().take(crate::rank::functions::LINES_SHOWN);
+        PageFunction {
+            label: super::human::function_heading(s, b, names),
+            entries: first.clone().map(|(e, _)| *e).collect(),
+            at: first
+                .clone()
+                .map(|(_, us)| {
+                    let unit = &s.units[us[0]];
+                    basis.file_index.get(unit.file.as_str()).map(|&f| (f, unit.line))
+                })
+                .collect(),
+            changed: first
+                .map(|(e, us)| r.entries[*e].changed_lines.contains(&us[0]))
+                .collect(),
+        }
     });
     Some(shown.collect())
 }

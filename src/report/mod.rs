@@ -199,6 +199,76 @@ pub(crate) mod tests {
         assert!(console::strip_ansi_codes(&text).contains("4 lines in 1 file"), "{text}");
     }
 
+    /// `--diff-base`: an entry's lines run alike, but only the changed one is tagged changed,
+    /// and a function is shown at its changed line; with `--only-changed`, a function that only
+    /// shares the entry with a changed line is not listed (before, every line shown from a
+    /// changed entry was tagged, and SARIF said `changed` of lines no edit touched).
+    #[test]
+    fn only_the_changed_line_of_an_entry_is_tagged_changed() {
+        let (_, names) = three_functions();
+        let mut s = matrix(&["11101-", "00110+"]);
+        let span = |start, end| crate::spectra::FunctionSpan {
+            file: "src/lib.rs".into(),
+            start,
+            end,
+        };
+        s.set_functions(vec![span(1, 2), span(3, 4), span(5, 5)]);
+        let a = Analysis::new(&s, true);
+        let mut rankings = vec![rank(&a, find("ochiai").unwrap(), &Options::default())];
+        // Line 2 (unit 1) changed: in the first entry with lines 1 and 5.
+        let first = &mut rankings[0].entries[0];
+        assert!(a.groups[first.group].units.contains(&1));
+        first.changed_lines = vec![1];
+        first.changed = true;
+        let view = View {
+            line_functions: Some(&names),
+            diff_base: Some("HEAD"),
+            ..view()
+        };
+        let Rendered::Text(text) = rendered(Format::Human, &a, &rankings, &view) else {
+            panic!("human is text");
+        };
+        let text = console::strip_ansi_codes(&text);
+        let tagged: Vec<&str> = text
+            .lines()
+            .filter(|l| l.contains(" rank ") && l.contains(" changed "))
+            .collect();
+        assert_eq!(tagged.len(), 1, "{text}");
+        assert!(
+            tagged[0].contains(" changed      2 |"),
+            "a::f is shown at its changed line 2: {text}"
+        );
+        assert!(text.contains("1 of the 3 lines shown changed since HEAD"), "{text}");
+        let Rendered::Text(sarif) = rendered(Format::Sarif, &a, &rankings, &view) else {
+            panic!("sarif is text");
+        };
+        let sarif: serde_json::Value = serde_json::from_str(&sarif).unwrap();
+        let changed: Vec<(u64, bool)> = sarif["runs"][0]["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| {
+                let line = r["locations"][0]["physicalLocation"]["region"]["startLine"]
+                    .as_u64()
+                    .unwrap();
+                (line, r["properties"]["changed"].as_bool().unwrap_or(false))
+            })
+            .collect();
+        assert_eq!(changed, [(2, true), (5, false), (3, false)]);
+        // --only-changed: the unchanged entry gone, and the closure, which only shares the
+        // changed entry, not listed.
+        rankings[0].entries.retain(|x| x.changed);
+        rankings[0].only_changed = true;
+        let Rendered::Text(text) = rendered(Format::Human, &a, &rankings, &view) else {
+            panic!("human is text");
+        };
+        let text = console::strip_ansi_codes(&text);
+        assert!(
+            text.contains("a::f  src/lib.rs:1-2") && !text.contains("a::f::{closure}"),
+            "{text}"
+        );
+    }
+
     /// Functions first: the lines of the three-function matrix grouped under their functions,
     /// the function holding the top line first, the order on screen the functions' order,
     /// each line keeping its own rank; short, SARIF and JSON say the same.
@@ -246,7 +316,7 @@ pub(crate) mod tests {
             "{short}"
         );
         assert!(
-            short.contains("src/lib.rs:3:1: note: b (function #3): ochiai rank 2 of 2"),
+            short.contains("src/lib.rs:3:1: warning: b (function #3): ochiai rank 2 of 2"),
             "{short}"
         );
         let Rendered::Text(json) = rendered(Format::Json, &a, &rankings, &view) else {

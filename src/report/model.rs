@@ -135,6 +135,9 @@ pub struct Entry {
     pub panicked: bool,
     /// Some of its lines changed since `--diff-base`.
     pub changed: bool,
+    /// Those lines (units, in code order): a report tags a line it shows as changed only when
+    /// it is one of them (an entry's other lines run alike but did not change).
+    pub changed_lines: Vec<usize>,
     /// With `--order ht`: the expected steps until the HT_Rank model reaches its first line.
     pub expected_time: Option<f64>,
 }
@@ -143,6 +146,17 @@ impl Entry {
     /// The unit every report shows the entry at.
     pub fn lead(&self) -> usize {
         self.lines[0]
+    }
+
+    /// The unit a report of lines shows it at: its lead, or with `--diff-base` its first
+    /// changed line in reading order (the lines of an entry run alike; the changed one is the
+    /// one to read).
+    pub fn shown_at(&self) -> usize {
+        self.lines
+            .iter()
+            .copied()
+            .find(|u| self.changed_lines.contains(u))
+            .unwrap_or(self.lead())
     }
 
     /// The score, or `None` for an entry the measure could not score.

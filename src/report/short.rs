@@ -1,8 +1,8 @@
 //! `--format short`: one `file:line:column: severity: message` line per reported entry, the
 //! shape compilers print and that editors' quickfix lists (Vim's `errorformat`, Emacs's
 //! compilation mode) and VS Code's problem matchers read. Each line is an entry's lead line (the
-//! one every other report shows it at), `warning` for the top-ranked entries and `note` for the
-//! rest; the message names the measure, the rank, the score and the counts.
+//! one every other report shows it at), `warning` within [`super::WARNING_RANKS`] and `note` for
+//! the rest (as cargo's JSON and SARIF give them); the message names the measure, the rank, the score and the counts.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -52,7 +52,7 @@ fn short_entry(
         .line(&unit.file, unit.line)
         .and_then(|text| text.find(|c: char| !c.is_whitespace()))
         .map_or(1, |i| i + 1);
-    let severity = if x.rank <= 1.0 { "warning" } else { "note" };
+    let severity = super::cargo::level(x.rank);
     let subject = name.map_or_else(String::new, |n| format!("{n}: "));
     let _ = write!(
         out,

@@ -72,7 +72,7 @@ impl<'a> View<'a> {
                 .take(self.top)
                 .map(|x| ShownLine {
                     entry: x,
-                    lead: x.lead(),
+                    lead: x.shown_at(),
                     function: None,
                 })
                 .collect(),

@@ -279,12 +279,20 @@ fn fail_on_hits(report: &Report, threshold: f64) -> Vec<String> {
         .rankings
         .iter()
         .flat_map(|r| {
+            // At the line the reports show the entry at: functions first, its line in the first
+            // function that holds it; else its lead (or changed) line.
+            let mut at: std::collections::HashMap<usize, usize> = std::collections::HashMap::new();
+            for b in &r.functions {
+                for (e, us) in &b.entries {
+                    at.entry(*e).or_insert(us[0]);
+                }
+            }
             r.entries
                 .iter()
-                .filter(|x| x.shown_score().is_some_and(|s| s >= threshold))
-                .map(move |x| {
-                    // At the line the reports lead the entry with.
-                    let u = &report.spectra.units[x.lead()];
+                .enumerate()
+                .filter(|(_, x)| x.shown_score().is_some_and(|s| s >= threshold))
+                .map(move |(e, x)| {
+                    let u = &report.spectra.units[at.get(&e).copied().unwrap_or_else(|| x.shown_at())];
                     format!(
                         "{} {} at {}:{}",
                         r.measure.name,

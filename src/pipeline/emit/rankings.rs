@@ -23,14 +23,17 @@ pub(super) fn rank_all<'m>(
         .map(|&m| {
             let analysis = analyses.of(m);
             let changed = changes.map(|c| changed_entries(analysis, c));
-            let keep = if out.only_changed { changed.as_deref() } else { None };
+            let touched: Option<Vec<bool>> = changed.as_ref().map(|c| c.iter().map(|l| !l.is_empty()).collect());
+            let keep = if out.only_changed { touched.as_deref() } else { None };
             let mut r = match out.order {
                 Order::Score => rank_only(analysis, m, &out.options, keep),
                 Order::Ht => by_ht(analysis, m, &out.options, keep, out.ht),
             };
+            r.only_changed = keep.is_some();
             if let Some(c) = &changed {
                 for x in &mut r.entries {
-                    x.changed = c[x.group];
+                    x.changed_lines = c[x.group].clone();
+                    x.changed = !x.changed_lines.is_empty();
                 }
             }
             r
@@ -38,16 +41,21 @@ pub(super) fn rank_all<'m>(
         .collect()
 }
 
-/// `--diff-base`: per entry (ambiguity group) of `analysis`, whether it touches a changed line.
-fn changed_entries(analysis: &Analysis, changes: &crate::diff::Changes) -> Vec<bool> {
+/// `--diff-base`: per entry (ambiguity group) of `analysis`, its changed lines (units).
+fn changed_entries(analysis: &Analysis, changes: &crate::diff::Changes) -> Vec<Vec<usize>> {
     let spectra = analysis.spectra;
     analysis
         .groups
         .iter()
         .map(|g| {
-            g.units
+            let mut lines: Vec<usize> = g
+                .units
                 .iter()
-                .any(|&u| changes.contains(&spectra.units[u].file, spectra.units[u].line))
+                .copied()
+                .filter(|&u| changes.contains(&spectra.units[u].file, spectra.units[u].line))
+                .collect();
+            lines.sort_unstable();
+            lines
         })
         .collect()
 }
@@ -85,6 +93,7 @@ fn by_ht<'m>(
         analysis,
         entries,
         ht: None,
+        only_changed: false,
     };
     r.order_by_time(&group_times, method);
     r

@@ -26,6 +26,12 @@ use model::{Code, CompilerMessage, Diagnostic, Span, SpanLine};
 /// Lines whose entry ranks this high (or higher) are warnings; the other shown lines notes.
 pub const WARNING_RANKS: f64 = 5.0;
 
+/// The severity every editor format gives a shown line whose entry ranks `rank`: `warning`
+/// within [`WARNING_RANKS`], else `note` (cargo's JSON, `--format short` and SARIF alike).
+pub(crate) fn level(rank: f64) -> &'static str {
+    if rank <= WARNING_RANKS { "warning" } else { "note" }
+}
+
 /// Secondary spans at most per diagnostic (the entry's other lines).
 const ALIKE_SPANS: usize = 8;
 
@@ -88,8 +94,22 @@ fn diagnostic(report: &Report, r: &Ranking, shown: &ShownLine, disk: &Disk) -> D
     let total_f = x.counts.ef + x.counts.nf;
     let total_p = x.counts.ep + x.counts.np;
     let function = shown.function_label().map(|f| format!(" in {f}")).unwrap_or_default();
+    let alike_lines = x.lines.len() - 1;
+    let alike_note = match alike_lines {
+        0 => String::new(),
+        n if n <= ALIKE_SPANS => format!(
+            "; {} exactly alike",
+            crate::ui::counted(n, "more line runs", "more lines run")
+        ),
+        n => format!("; {n} more lines run exactly alike (the first {ALIKE_SPANS} marked)"),
+    };
+    let changed_note = if x.changed_lines.contains(&lead) {
+        "; changed since the diff base"
+    } else {
+        ""
+    };
     let message = format!(
-        "suspicious line{function}: rank {} of {} by {}, {} {}; run by {} of {} failing tests ({}) and {} of {} passing",
+        "suspicious line{function}: rank {} of {} by {}, {} {}; run by {} of {} failing tests ({}) and {} of {} passing{alike_note}{changed_note}",
         x.rank,
         crate::ui::counted(r.entries.len(), "entry", "entries"),
         r.measure.name,
@@ -101,7 +121,7 @@ fn diagnostic(report: &Report, r: &Ranking, shown: &ShownLine, disk: &Disk) -> D
         x.counts.ep,
         total_p,
     );
-    let level = if x.rank <= WARNING_RANKS { "warning" } else { "note" };
+    let level = level(x.rank);
     let unit = &spectra.units[lead];
     let mut spans = vec![span(
         &disk.sources,

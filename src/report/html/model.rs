@@ -87,6 +87,10 @@ pub(super) struct PageFunction {
     pub label: String,
     /// Indices into the ranking's `entries`, in rank order (the first few).
     pub entries: Vec<usize>,
+    /// Per entry, the line it is shown at: its first line in the function (file index, line).
+    pub at: Vec<Option<(usize, u32)>>,
+    /// Per entry, whether that line changed since `--diff-base`.
+    pub changed: Vec<bool>,
 }
 
 #[derive(Serialize)]

@@ -58,20 +58,22 @@ function render() {
   const groups = r.groups || D.groups;
   // Functions first: each top function's heading, then its best entry; else the entries.
   const shown = r.functions
-    ? r.functions.flatMap((f) => [{heading: f.label}, ...f.entries.map((i) => r.entries[i])])
+    ? r.functions.flatMap((f) => [{heading: f.label}, ...f.entries.map((i, k) => ({...r.entries[i], at: f.at[k], changed: f.changed[k]}))])
     : r.entries.slice(0, 50);
   const rows = shown.map((e) => {
     if (e.heading) return `<tr class="function"><td colspan="7">${esc(e.heading)}</td></tr>`;
     const g = groups[e.g];
-    const f = firstLine(g);
+    // Under a function, its own line of the entry; else the entry's lead.
+    const f = e.at ? {file: D.files[e.at[0]].path, line: e.at[1], src: (D.files[e.at[0]].lines[e.at[1] - 1] || "").trim()} : firstLine(g);
     // "not the bug" refutes the shared group this entry is part of.
     const shared = g.base === undefined ? e.g : g.base;
     const more = g.units.length > 1 ? ` <span class="muted">(+${g.units.length - 1} lines alike)</span>` : "";
     const tags = (e.panicked ? '<span class="tag panicked" title="a failing test panicked on this line\'s own operation">panicked</span>' : "") +
       (e.certain ? '<span class="tag certain">certain</span>' : "") + (e.changed ? '<span class="tag changed">changed</span>' : "");
     const anchor = f.file ? `#L-${encodeURIComponent(f.file)}-${f.line}` : "#";
+    const loc = e.at ? `${f.file}:${f.line}` : g.label;
     return `<tr class="${e.rank <= 1 ? "top" : ""}" data-loc="${esc(g.label)}" data-group="${shared}">` +
-      `<td>${e.rank}</td><td>${fmtScore(r, e)}${tags}</td><td class="loc"><a href="${anchor}">${esc(g.label)}</a></td>` +
+      `<td>${e.rank}</td><td>${fmtScore(r, e)}${tags}</td><td class="loc"><a href="${anchor}">${esc(loc)}</a></td>` +
       `<td>${g.ef}</td><td>${g.ep}</td><td><code>${esc(f.src)}</code>${more}</td>` +
       `<td><button class="refute" data-group="${shared}">not the bug</button></td></tr>`;
   });

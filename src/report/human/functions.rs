@@ -45,17 +45,18 @@ pub(super) fn by_function(
         function_lines(out, report, r, b, sources);
     }
     if let Some(rev) = view.diff_base {
-        let mut entries: Vec<usize> = shown
+        let shown_lines: Vec<(usize, usize)> = shown
             .iter()
-            .flat_map(|b| b.entries.iter().take(LINES_SHOWN).map(|(e, _)| *e))
+            .flat_map(|b| b.entries.iter().take(LINES_SHOWN).map(|(e, us)| (*e, us[0])))
             .collect();
-        entries.sort_unstable();
-        entries.dedup();
-        let k = entries.iter().filter(|&&e| r.entries[e].changed).count();
+        let k = shown_lines
+            .iter()
+            .filter(|(e, u)| r.entries[*e].changed_lines.contains(u))
+            .count();
         let _ = writeln!(
             out,
             "  {k} of the {} shown changed since {rev}",
-            crate::ui::counted(entries.len(), "line", "lines")
+            crate::ui::counted(shown_lines.len(), "line", "lines")
         );
     }
     if let Some(last) = shown.last() {
@@ -101,7 +102,7 @@ fn function_lines(out: &mut String, report: &Report, r: &Ranking, b: &FunctionBl
     for (e, lines) in b.entries.iter().take(LINES_SHOWN) {
         let x = &r.entries[*e];
         let (location, src) = line_entry(&report.spectra.units, &x.in_code_order(), lines[0], sources);
-        let text = entry_line(r, x, &location, &src);
+        let text = entry_line(r, x, (&location, x.changed_lines.contains(&lines[0])), &src);
         let text = if x.rank <= 1.0 {
             console::style(text).red().to_string()
         } else {

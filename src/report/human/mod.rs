@@ -358,7 +358,7 @@ fn human_ranking(
             if group.len() > 1 {
                 let _ = write!(name, "   (+{} units with the same coverage)", group.len() - 1);
             }
-            let _ = writeln!(out, "{}", entry_line(r, x, "", &name));
+            let _ = writeln!(out, "{}", entry_line(r, x, ("", x.changed), &name));
         }
     }
     if let (Some(k), Some(rev)) = (view.changed_in_top(r), view.diff_base) {
@@ -414,11 +414,17 @@ fn by_file(out: &mut String, report: &Report, r: &Ranking, shown: &[&Entry], vie
         let _ = writeln!(out, "  {}", console::style(f).cyan().bold());
         for x in shown.iter().filter(|x| file_of(x) == f) {
             let group = x.in_code_order();
-            let (location, src) = match view.function(spectra, group[0]) {
-                Some(_) => function_entry(spectra, view, &group),
-                None => line_entry(&spectra.units, &group, x.lead(), sources),
+            let (location, src, changed) = match view.function(spectra, group[0]) {
+                Some(_) => {
+                    let (location, src) = function_entry(spectra, view, &group);
+                    (location, src, x.changed)
+                }
+                None => {
+                    let (location, src) = line_entry(&spectra.units, &group, x.shown_at(), sources);
+                    (location, src, x.changed_lines.contains(&x.shown_at()))
+                }
             };
-            let text = entry_line(r, x, &location, &src);
+            let text = entry_line(r, x, (&location, changed), &src);
             let text = if x.rank <= 1.0 {
                 console::style(text).red().to_string()
             } else {

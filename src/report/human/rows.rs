@@ -9,7 +9,8 @@ use super::super::text::{fmt_score, spans};
 use crate::spectra::Unit;
 
 /// One entry: its rank, score and counts, then `location | src`.
-pub(super) fn entry_line(r: &Ranking, x: &Entry, location: &str, src: &str) -> String {
+/// `changed`: the line shown changed since `--diff-base`.
+pub(super) fn entry_line(r: &Ranking, x: &Entry, (location, changed): (&str, bool), src: &str) -> String {
     let what = r.measure.score_noun();
     let tie = if x.tied > 1 {
         format!("={}", x.tied)
@@ -19,7 +20,7 @@ pub(super) fn entry_line(r: &Ranking, x: &Entry, location: &str, src: &str) -> S
     let certain = [
         (x.panicked, " panicked"),
         (x.certain, " certain"),
-        (x.changed, " changed"),
+        (changed, " changed"),
     ]
     .iter()
     .filter(|(on, _)| *on)

@@ -96,17 +96,20 @@ pub fn sarif<'a>(report: &Report, view: &'a View<'a>, disk: &Disk) -> String {
         Some(r) => (r.root.as_path(), r.prefix.as_str()),
         None => (Path::new(&spectra.workspace_root), ""),
     };
-    let failing: Vec<&TestRecord> = spectra.tests.iter().filter(|t| t.outcome.is_failing()).collect();
-    // Failing tests, as related locations shared by every result.
+    let failing: Vec<usize> = (0..spectra.tests.len())
+        .filter(|&t| spectra.tests[t].outcome.is_failing())
+        .collect();
+    // Failing tests, as related locations of the results whose lines they ran.
     let related: Vec<Location> = failing
         .iter()
         .enumerate()
-        .map(|(i, t)| failing_test(i + 1, t, disk, prefix))
+        .map(|(i, &t)| failing_test(i + 1, &spectra.tests[t], disk, prefix))
         .collect();
     let at = Place {
         spectra,
         prefix,
         related: &related,
+        failing: &failing,
         view,
     };
     let mut results = Vec::new();
@@ -136,7 +139,12 @@ pub fn sarif<'a>(report: &Report, view: &'a View<'a>, disk: &Disk) -> String {
             properties: RunProperties {
                 tests: spectra.tests.len(),
                 failing_tests: failing.len(),
-                flaky_tests: failing.iter().filter(|t| t.flaky).map(|t| test_label(t)).collect(),
+                flaky_tests: failing
+                    .iter()
+                    .map(|&t| &spectra.tests[t])
+                    .filter(|t| t.flaky)
+                    .map(test_label)
+                    .collect(),
                 all_failing_core: report.summary.all_failing_core,
                 conventions: Conventions::of(&view.opts),
                 diff_base: view.diff_base,
@@ -225,11 +233,13 @@ fn rule(m: &Measure) -> Rule {
 }
 
 /// Where results point: the matrix ranked, paths' prefix under `SRCROOT`, and the failing
-/// tests every result lists first among its related locations.
+/// tests a result lists first among its related locations (those that ran its line).
 struct Place<'a> {
     spectra: &'a Spectra,
     prefix: &'a str,
     related: &'a [Location],
+    /// The test (index in the matrix) of each of `related`.
+    failing: &'a [usize],
     /// Whether units are lines or functions (and the functions' names).
     view: &'a View<'a>,
 }
@@ -240,12 +250,19 @@ fn result(r: &Ranking, rule_index: usize, shown: &ShownLine, at: &Place, sources
     let m = r.measure;
     let c = x.counts;
     let (location, alike) = locations(shown, at);
-    let mut related_locations = at.related.to_vec();
+    let ran = |t: usize| at.spectra.coverage[shown.lead].contains(t);
+    let mut related_locations: Vec<Location> = at
+        .related
+        .iter()
+        .zip(at.failing)
+        .filter(|&(_, &t)| ran(t))
+        .map(|(l, _)| l.clone())
+        .collect();
     related_locations.extend(alike);
     SarifResult {
         rule_id: rule_id(m.name),
         rule_index,
-        level: if x.rank <= 1.0 { "warning" } else { "note" },
+        level: super::cargo::level(x.rank),
         message: Message::text(message(r, shown, at)),
         locations: vec![location],
         related_locations,
@@ -267,7 +284,7 @@ fn result(r: &Ranking, rule_index: usize, shown: &ShownLine, at: &Place, sources
             probability: m.is_probability().then_some(x.score),
             log10_probability: m.is_probability().then_some(x.log10),
             certain: x.certain,
-            changed: x.changed,
+            changed: x.changed_lines.contains(&shown.lead),
         },
     }
 }
@@ -309,7 +326,7 @@ fn message(r: &Ranking, shown: &ShownLine, at: &Place) -> String {
         );
         text.push_str(&format!(" {more} exactly alike and cannot be told apart."));
     }
-    if x.changed {
+    if x.changed_lines.contains(&shown.lead) {
         text.push_str(&format!(" This {noun} changed in the change under test."));
     }
     text
@@ -451,6 +468,7 @@ mod tests {
             spectra: &f,
             prefix: "",
             related: &[],
+            failing: &[],
             view: &view,
         };
         let sources = Sources::default();
@@ -486,6 +504,7 @@ mod tests {
             spectra: &s,
             prefix: "ws/",
             related: &[],
+            failing: &[],
             view: &view,
         };
         let sources = Sources::default();
