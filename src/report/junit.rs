@@ -103,8 +103,16 @@ fn failure_type(outcome: Outcome, signal: Option<i32>) -> String {
     }
 }
 
-fn first_line(m: &str) -> &str {
-    m.lines().next().unwrap_or("")
+/// A failure's summary: libtest's `panicked at FILE:LINE:COL:` line says only where, so the
+/// first line of what the panic said follows it (`panicked at tests/t.rs:9:5: assertion
+/// \`left == right\` failed`); any other message's first line as it is.
+fn first_line(m: &str) -> String {
+    let mut lines = m.lines();
+    let first = lines.next().unwrap_or("");
+    match lines.next().map(str::trim).filter(|l| !l.is_empty()) {
+        Some(what) if first.starts_with("panicked at ") && first.ends_with(':') => format!("{first} {what}"),
+        _ => first.to_string(),
+    }
 }
 
 #[cfg(test)]
@@ -162,7 +170,7 @@ mod tests {
         };
         assert!(
             matches!(&case("fails").status, TestCaseStatus::NonSuccess { ty: Some(t), message: Some(m), .. }
-            if t.as_str() == "test failure" && m.as_str() == "panicked at src/lib.rs:3:5:")
+            if t.as_str() == "test failure" && m.as_str() == "panicked at src/lib.rs:3:5: left: 1 & <2>")
         );
         assert!(matches!(&case("flaky").status, TestCaseStatus::Success { flaky_runs } if flaky_runs.len() == 1));
         assert!(matches!(&case("skipped").status, TestCaseStatus::Skipped { .. }));
