@@ -163,6 +163,27 @@ fn since_passed(
             (!ran.is_empty()).then_some((u, ran))
         })
         .collect();
+    let unseen = unseen_changes(s, since, compile_time, &tests, &lines);
+    Some(SincePassed {
+        taken: since.taken,
+        tests,
+        lines,
+        unseen,
+        files: since.files.clone(),
+    })
+}
+
+/// The changed lines no test's coverage shows (`lines`: those the failing `tests` are seen
+/// running, listed apart): in code that runs while compiling, lines with no counter of their
+/// own inside a function the failing tests ran or outside every function of a file they ran
+/// code of, and every changed line of a file no coverage map holds.
+fn unseen_changes(
+    s: &crate::spectra::Spectra,
+    since: &crate::spectra::SinceGreen,
+    compile_time: &std::collections::BTreeSet<String>,
+    tests: &[usize],
+    lines: &[(usize, Vec<usize>)],
+) -> Vec<(String, u32)> {
     // Those a failing test is seen running (a proc macro's helper its unit test calls) are
     // listed with the others.
     let seen: std::collections::HashSet<(&str, u32)> = lines
@@ -203,7 +224,7 @@ fn since_passed(
             None => ran_files.contains(file),
         }
     };
-    let unseen = since
+    since
         .lines
         .iter()
         .flat_map(|(file, lines)| lines.iter().map(move |&l| (file.as_str(), l)))
@@ -214,14 +235,7 @@ fn since_passed(
                     || (!counted.contains_key(&(file, l)) && uncounted_and_ran(file, l)))
         })
         .map(|(file, l)| (file.to_string(), l))
-        .collect();
-    Some(SincePassed {
-        taken: since.taken,
-        tests,
-        lines,
-        unseen,
-        files: since.files.clone(),
-    })
+        .collect()
 }
 
 /// The counts of `a`'s matrix and entries.

@@ -17,12 +17,12 @@ mod short;
 pub mod text;
 pub mod view;
 
-pub use cargo::WARNING_RANKS;
 pub use disk::Disk;
 pub use human::{NoLineNumber, Shown, failing_tests, human, no_failures, shown_entries};
 pub use json::{SCHEMA, json, shown_in_json};
 pub use junit::junit;
 pub use model::{Report, Summary};
+pub use text::WARNING_RANKS;
 pub use view::View;
 
 /// The formats [`render`] renders (the configuration's own enum).

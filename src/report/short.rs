@@ -52,7 +52,7 @@ fn short_entry(
         .line(&unit.file, unit.line)
         .and_then(|text| text.find(|c: char| !c.is_whitespace()))
         .map_or(1, |i| i + 1);
-    let severity = super::cargo::level(x.rank);
+    let severity = super::text::level(x.rank);
     let subject = name.map_or_else(String::new, |n| format!("{n}: "));
     let _ = write!(
         out,

@@ -6,6 +6,15 @@ use super::model::Entry;
 use crate::measures::Measure;
 use crate::spectra::{TestRecord, Unit};
 
+/// Lines whose entry ranks this high (or higher) are warnings; the other shown lines notes.
+pub const WARNING_RANKS: f64 = 5.0;
+
+/// The severity every editor format gives a shown line whose entry ranks `rank`: `warning`
+/// within [`WARNING_RANKS`], else `note` (cargo's JSON, `--format short` and SARIF alike).
+pub fn level(rank: f64) -> &'static str {
+    if rank <= WARNING_RANKS { "warning" } else { "note" }
+}
+
 /// A score as the human report, SARIF messages and `--fail-on` show it.
 pub fn fmt_score(m: &Measure, x: &Entry) -> String {
     let Some(s) = x.shown_score() else {

@@ -12,20 +12,10 @@ use crate::spectra::FunctionSpan;
 pub struct UnknownFunction(pub FunctionSpan);
 
 impl Reuse {
-    /// Checks the edit against the functions the new build's coverage maps name (`now`):
-    /// a test of the last run that ran a function which is not where the diff says it went is
-    /// not reused (`Ok(n)`: how many such tests); a new function that is not inside a changed
-    /// one means the diff does not explain the edit (`Err`: why every test runs).
-    /// `complete`: the build made every binary of the selection, so a function missing from it
-    /// is gone; a build of some binaries only may simply not hold it (a generic function
-    /// instantiated in other binaries), and then only a function of the build overlapping
-    /// where the diff put it says the diff is wrong.
-    pub fn verify(&mut self, now: &HashSet<FunctionSpan>, complete: bool) -> Result<usize, UnknownFunction> {
-        let mut expected = HashSet::new();
-        let mut lost = Vec::new();
-        // Where the diff puts each unchanged function of a changed file.
-        let unchanged: Vec<(&FunctionSpan, Option<FunctionSpan>)> = self
-            .previous
+    /// Each unchanged function of a changed file, and where the diff puts it (`None`: a line
+    /// of it changed after all).
+    fn unchanged_places(&self) -> Vec<(&FunctionSpan, Option<FunctionSpan>)> {
+        self.previous
             .functions
             .iter()
             .filter(|f| self.moved.contains_key(&f.file) && !self.changed.contains(f))
@@ -41,7 +31,21 @@ impl Reuse {
                 };
                 (f, span)
             })
-            .collect();
+            .collect()
+    }
+
+    /// Checks the edit against the functions the new build's coverage maps name (`now`):
+    /// a test of the last run that ran a function which is not where the diff says it went is
+    /// not reused (`Ok(n)`: how many such tests); a new function that is not inside a changed
+    /// one means the diff does not explain the edit (`Err`: why every test runs).
+    /// `complete`: the build made every binary of the selection, so a function missing from it
+    /// is gone; a build of some binaries only may simply not hold it (a generic function
+    /// instantiated in other binaries), and then only a function of the build overlapping
+    /// where the diff put it says the diff is wrong.
+    pub fn verify(&mut self, now: &HashSet<FunctionSpan>, complete: bool) -> Result<usize, UnknownFunction> {
+        let mut expected = HashSet::new();
+        let mut lost = Vec::new();
+        let unchanged = self.unchanged_places();
         // A function of the build where the diff put an unchanged one is explained: one nested
         // in another (the methods of a visitor written inside a generic `deserialize`) says
         // nothing against the outer one's place when a narrowed build holds only the inner.

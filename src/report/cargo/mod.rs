@@ -4,7 +4,7 @@
 //! messages come first, passed through as cargo printed them (the build's business); this
 //! writes the suspects after them.
 //!
-//! Each diagnostic is a `warning` when its line's entry ranks within [`WARNING_RANKS`] (the
+//! Each diagnostic is a `warning` when its line's entry ranks within [`super::WARNING_RANKS`] (the
 //! lines an editor should underline), a `note` for the other shown lines; its message names
 //! the rank, the score, the measure, the function and the failing tests that ran the line; its
 //! primary span is the line's code, the entry's other lines are secondary spans, and each failing
@@ -16,21 +16,12 @@ use std::path::Path;
 
 use super::disk::{Disk, Package, Sources};
 use super::model::{Ranking, Report};
-use super::text::{fmt_score, test_label};
+use super::text::{fmt_score, level, test_label};
 use super::view::{ShownLine, View};
 use crate::spectra::Spectra;
 
 mod model;
 use model::{Code, CompilerMessage, Diagnostic, Span, SpanLine};
-
-/// Lines whose entry ranks this high (or higher) are warnings; the other shown lines notes.
-pub const WARNING_RANKS: f64 = 5.0;
-
-/// The severity every editor format gives a shown line whose entry ranks `rank`: `warning`
-/// within [`WARNING_RANKS`], else `note` (cargo's JSON, `--format short` and SARIF alike).
-pub(crate) fn level(rank: f64) -> &'static str {
-    if rank <= WARNING_RANKS { "warning" } else { "note" }
-}
 
 /// Secondary spans at most per diagnostic (the entry's other lines).
 const ALIKE_SPANS: usize = 8;

@@ -217,29 +217,35 @@ fn summary(out: &mut String, report: &Report, view: &View) {
             noun.trim_end_matches('s')
         );
     } else if sum.failing() > 0 {
-        // Algorithm 1's failing tests: the fewest whose shared lines are already these.
-        let (core, failing) = (report.core_tests.len(), sum.failing_ranked());
-        let fewer = if core == 1 && failing > 1 {
-            format!(" (one of the {failing} failing tests runs just these {noun}; the rest narrow it no further)")
-        } else if core < failing {
-            format!(" ({core} of the {failing} failing tests share just these {noun}; the rest narrow it no further)")
-        } else {
-            String::new()
-        };
-        let (noun, are, which) = match sum.all_failing_core {
-            1 => (noun.trim_end_matches('s'), "is", "that one"),
-            _ => (noun, "are", "one of them"),
-        };
-        let _ = writeln!(
-            out,
-            "{} {noun} {are} run by every failing test: if there is a single fault, it is {which}{fewer}",
-            sum.all_failing_core,
-        );
+        let _ = writeln!(out, "{}", all_failing_core(report, noun));
     }
     let notes = option_notes(view);
     if !notes.is_empty() {
         let _ = writeln!(out, "Options: {}", notes.join("; "));
     }
+}
+
+/// The lines every failing test runs (the all-failing core), and how few failing tests
+/// already pin them down (Algorithm 1's failing tests: the fewest whose shared lines are
+/// already these).
+fn all_failing_core(report: &Report, noun: &str) -> String {
+    let sum = &report.summary;
+    let (core, failing) = (report.core_tests.len(), sum.failing_ranked());
+    let fewer = if core == 1 && failing > 1 {
+        format!(" (one of the {failing} failing tests runs just these {noun}; the rest narrow it no further)")
+    } else if core < failing {
+        format!(" ({core} of the {failing} failing tests share just these {noun}; the rest narrow it no further)")
+    } else {
+        String::new()
+    };
+    let (noun, are, which) = match sum.all_failing_core {
+        1 => (noun.trim_end_matches('s'), "is", "that one"),
+        _ => (noun, "are", "one of them"),
+    };
+    format!(
+        "{} {noun} {are} run by every failing test: if there is a single fault, it is {which}{fewer}",
+        sum.all_failing_core,
+    )
 }
 
 /// Whether `file` (as the coverage maps name it) is in a build script's output directory:

@@ -68,6 +68,11 @@ pub(super) fn changed_since_passed(out: &mut String, report: &Report, sources: &
     if lines.len() > CHANGED_SHOWN {
         let _ = writeln!(out, "  … and {} more", lines.len() - CHANGED_SHOWN);
     }
+    unseen_and_other_files(out, &unseen, &since.files, sources);
+}
+
+/// The changed lines no test's coverage shows, and the other files changed.
+fn unseen_and_other_files(out: &mut String, unseen: &[&(String, u32)], files: &[String], sources: &Sources) {
     if !unseen.is_empty() {
         let _ = writeln!(
             out,
@@ -81,13 +86,13 @@ pub(super) fn changed_since_passed(out: &mut String, report: &Report, sources: &
             let _ = writeln!(out, "  … and {} more", unseen.len() - CHANGED_SHOWN);
         }
     }
-    if !since.files.is_empty() {
+    if !files.is_empty() {
         // Data a build script or a test reads, a manifest (a dependency's version), a removed
         // source: no line of theirs is code a test runs.
         let _ = writeln!(
             out,
             "  other files changed: {}",
-            crate::ui::shortened(&since.files, CHANGED_SHOWN)
+            crate::ui::shortened(files, CHANGED_SHOWN)
         );
     }
 }

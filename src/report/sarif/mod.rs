@@ -262,7 +262,7 @@ fn result(r: &Ranking, rule_index: usize, shown: &ShownLine, at: &Place, sources
     SarifResult {
         rule_id: rule_id(m.name),
         rule_index,
-        level: super::cargo::level(x.rank),
+        level: super::text::level(x.rank),
         message: Message::text(message(r, shown, at)),
         locations: vec![location],
         related_locations,
