@@ -213,10 +213,11 @@ pub(super) fn stream(
 /// rustc's diagnostics as cargo renders them on stderr, each printed once per run: a run
 /// invokes cargo more than once (the tests, the doctests), and each invocation replays the
 /// warnings of the crates it finds built (stats_alloc's showed four or five times with `-q`).
-/// A diagnostic is a line opening with `warning:` or `error:` whose next line is rustc's
-/// ` --> ` or `  |`, up to the blank line that ends it; cargo's one-line summaries (`warning:
-/// \`w\` (lib) generated 1 warning`) count as diagnostics of their own. Anything else passes
-/// at once.
+/// A diagnostic opens with a line starting `warning:` or `error:` and ends at the blank line
+/// after it; one that points at code (a ` --> file:line` line, indented by the width of its
+/// line numbers) is printed once per run, whole. Anything else passes as it is: cargo's status
+/// lines, its one-line summaries, and messages that point at no code (a manifest's deprecated
+/// key, with the dependency it is in on the next line).
 #[derive(Default)]
 struct Diagnostics {
     /// The diagnostic being read (its lines so far).
@@ -238,11 +239,17 @@ impl Diagnostics {
     fn forward(&mut self, line: String) -> Vec<String> {
         let plain = console::strip_ansi_codes(&line).into_owned();
         let opens = plain.starts_with("warning:") || plain.starts_with("error:");
+        // cargo's status lines: a right-aligned verb (`   Compiling`, `    Finished`).
+        let status = {
+            let t = plain.trim_start();
+            plain.starts_with(' ')
+                && t.split(' ')
+                    .next()
+                    .is_some_and(|w| w.starts_with(|c: char| c.is_ascii_uppercase()))
+        };
         let mut out = Vec::new();
         if !self.open.is_empty() {
-            let body = plain.starts_with(" -->") || plain.trim_start().starts_with('|');
-            if self.open.len() == 1 && !body {
-                // A one-line message (cargo's summary): done; this line starts afresh.
+            if opens || status {
                 out = self.flush();
             } else {
                 self.open.push(line);
@@ -257,12 +264,17 @@ impl Diagnostics {
         out
     }
 
-    /// The diagnostic read so far, unless this run printed it already.
+    /// The diagnostic read so far, unless it points at code and this run printed it already.
     fn flush(&mut self) -> Vec<String> {
         let lines = std::mem::take(&mut self.open);
-        let key = console::strip_ansi_codes(&lines.join("\n")).into_owned();
-        if lines.is_empty() || !Self::printed().insert(key) {
-            return Vec::new();
+        let points_at_code = lines
+            .iter()
+            .any(|l| console::strip_ansi_codes(l).trim_start().starts_with("--> "));
+        if points_at_code {
+            let key = console::strip_ansi_codes(&lines.join("\n")).into_owned();
+            if !Self::printed().insert(key) {
+                return Vec::new();
+            }
         }
         lines
     }
@@ -415,8 +427,41 @@ mod tests {
         assert_eq!(first[1], "warning: unused variable: `replayed_once`");
         assert_eq!(first[6], "", "the blank line ends it");
         assert_eq!(first[7], "warning: `w` (lib) generated 1 warning for replayed_once");
-        // The second invocation prints its own status lines, not the diagnostics again.
-        assert_eq!(second, ["   Compiling w v0.1.0", "    Finished `test` profile"]);
+        // The second invocation prints its own status lines and cargo's summary, not the
+        // diagnostic again.
+        assert_eq!(
+            second,
+            [
+                "   Compiling w v0.1.0",
+                "warning: `w` (lib) generated 1 warning for replayed_once",
+                "    Finished `test` profile"
+            ]
+        );
+    }
+
+    /// Line numbers of three digits indent the arrow further; a message that points at no
+    /// code is printed whole each time, its second line with it (before, such headers were
+    /// taken for one-line messages and dropped as repeats, leaving their bodies headless).
+    #[test]
+    fn wide_line_numbers_and_messages_without_code_keep_their_headers() {
+        let stderr = "warning: hiding a lifetime in wide_numbers\n   \
+                      --> src/lib.rs:932:17\n    |\n932 |     fn f(&self) -> Iter {\n    |\n\n\
+                      warning: `default_features` is deprecated (no_code)\n  \
+                      (in the `futures-core` dependency)\n\
+                      warning: `default_features` is deprecated (no_code)\n  \
+                      (in the `futures-sink` dependency)\n";
+        let (first, second) = printed_twice(stderr);
+        assert_eq!(first.len(), 10, "{first:#?}");
+        assert_eq!(first[1], "   --> src/lib.rs:932:17");
+        assert_eq!(
+            second,
+            [
+                "warning: `default_features` is deprecated (no_code)",
+                "  (in the `futures-core` dependency)",
+                "warning: `default_features` is deprecated (no_code)",
+                "  (in the `futures-sink` dependency)"
+            ]
+        );
     }
 
     use super::*;

@@ -31,14 +31,20 @@ fn last_run(ws: &Workspace, cfg: &RunConfig) -> Option<(PathBuf, Result<Spectra,
     let path = match &cfg.execution.reuse_spectra {
         Some(file) => file.clone(),
         None => {
+            // The newest of the workspace's spectra, the kept baseline and a green run of
+            // fewer tests than it (`save::LATEST`).
             let main = ws.spectra_path();
-            let green = main.with_file_name("spectra-green.json");
             let modified = |p: &Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
-            match (modified(&main), modified(&green)) {
-                (_, Some(g)) if modified(&main).is_none_or(|m| g > m) => green,
-                (Some(_), _) => main,
-                _ => return None,
-            }
+            let files = [
+                main.with_file_name("spectra-green.json"),
+                main.with_file_name(super::save::LATEST),
+                main,
+            ];
+            files
+                .into_iter()
+                .filter_map(|p| Some((modified(&p)?, p)))
+                .max_by_key(|(m, _)| *m)?
+                .1
         }
     };
     let loaded = Spectra::load_with(&path, EdgeProfiles::Load);

@@ -118,12 +118,13 @@ fn save(spectra: &Spectra, to: &SaveTo, kept: Option<Vec<KeptProfile>>) -> anyho
             main.display(),
             green.display()
         )),
-        Saved::Narrower { kept, green } => ui::note(format!(
+        Saved::Narrower { kept, green, latest } => ui::note(format!(
             "no test failed: kept the last run with failures ({kept}) at {}, for `cargo sfl report`, \
              and the last run in which they passed at {}, which ran tests this run did not; \
-             this run's spectra are not saved",
+             this run's spectra are at {}",
             main.display(),
-            green.display()
+            green.display(),
+            latest.display()
         )),
         Saved::Main => {}
     }
@@ -150,11 +151,19 @@ enum Saved {
     /// To `green` (no test failed), keeping the earlier run with failures in the workspace's
     /// file; `kept` says when it ran and how many tests failed.
     Green { kept: String, green: PathBuf },
-    /// Not saved: no test failed, but the baseline at `green` has tests this run did not run,
-    /// and the earlier run with failures stays in the workspace's file (`kept` as for
-    /// [`Saved::Green`]).
-    Narrower { kept: String, green: PathBuf },
+    /// To `latest` ([`LATEST`]): no test failed, but the baseline at `green` has tests this
+    /// run did not run, and the earlier run with failures stays in the workspace's file
+    /// (`kept` as for [`Saved::Green`]).
+    Narrower {
+        kept: String,
+        green: PathBuf,
+        latest: PathBuf,
+    },
 }
+
+/// Where a green run that ran fewer tests than the kept baseline goes ([`Saved::Narrower`]),
+/// beside the workspace's spectra.
+pub(super) const LATEST: &str = "spectra-latest.json";
 
 /// Saves `spectra` to `main`, unless no test failed and `main` holds a run with failing tests:
 /// a green run (a flaky test passing this time, a fix being tried) must not silently replace
@@ -201,7 +210,10 @@ fn save_keeping_failures(spectra: &Spectra, main: &Path) -> std::io::Result<Save
         if Spectra::outcomes_in(&green, &spectra.workspace_root)
             .is_some_and(|b| b.iter().any(|(t, _)| !now.contains(t)))
         {
-            return Ok(Saved::Narrower { kept, green });
+            // Kept for the next run to reuse its rows (`reuse::last_run`: the newest of the three).
+            let latest = main.with_file_name(LATEST);
+            spectra.save(&latest)?;
+            return Ok(Saved::Narrower { kept, green, latest });
         }
         spectra.save(&green)?;
         return Ok(Saved::Green { kept, green });
@@ -310,6 +322,7 @@ mod saving {
         assert_eq!(names(&green), ["a", "x"]);
         let saved = save_keeping_failures(&of(&[("x", Outcome::Passed)]), &main).unwrap();
         assert!(matches!(saved, Saved::Narrower { .. }), "{saved:?}");
+        assert_eq!(names(&dir.path().join(LATEST)), ["x"], "kept for the next run to reuse");
         assert_eq!(
             (names(&main), names(&green)),
             (vec!["a".to_string(), "x".into()], vec!["a".to_string(), "x".into()])
