@@ -52,6 +52,21 @@ impl TestCode {
                 test_modules.extend(module_files(&root.join(rel), name));
             }
         }
+        // A module's declaring file may hold no code of its own (a `lib.rs` or `mod.rs` of
+        // `mod` and `pub use` lines only), so no coverage names it: read those too (base64's
+        // `#[cfg(test)] mod tests;` in a lib.rs of declarations ranked src/tests.rs).
+        let listed: BTreeSet<&str> = files.iter().copied().collect();
+        let parents: BTreeSet<String> = sources
+            .iter()
+            .flat_map(|rel| declaring_files(rel))
+            .filter(|p| !listed.contains(p.as_str()) && root.join(p).is_file())
+            .collect();
+        for rel in &parents {
+            let Some(syntax) = parsed.file(rel) else { continue };
+            for name in &syntax.test_modules {
+                test_modules.extend(module_files(&root.join(rel), name));
+            }
+        }
         // Modules declared `#[cfg(test)] mod name;` are test code wherever they live.
         for &rel in files {
             if test_modules.iter().any(|m| m.ends_with(rel) && m.starts_with(&root)) {
@@ -121,6 +136,30 @@ pub(crate) fn is_test_path(rel: &str) -> bool {
     parts[..parts.len().saturating_sub(1)]
         .iter()
         .any(|p| matches!(*p, "tests" | "benches" | "examples"))
+}
+
+/// The files that can declare the module in `rel` (`src/a/b.rs` or `src/a/b/mod.rs`):
+/// `src/a/mod.rs`, `src/a.rs`, and a crate root in `src/a/` (`lib.rs`, `main.rs`).
+fn declaring_files(rel: &str) -> Vec<String> {
+    let path = Path::new(rel);
+    let module_dir = match path.file_name().and_then(|n| n.to_str()) {
+        Some("mod.rs") => path.parent().and_then(Path::parent),
+        _ => path.parent(),
+    };
+    let Some(dir) = module_dir else { return Vec::new() };
+    let mut out: Vec<String> = ["mod.rs", "lib.rs", "main.rs"]
+        .iter()
+        .map(|f| dir.join(f).to_string_lossy().replace('\\', "/"))
+        .collect();
+    if let (Some(up), Some(stem)) = (dir.parent(), dir.file_name()) {
+        out.push(
+            up.join(format!("{}.rs", stem.to_string_lossy()))
+                .to_string_lossy()
+                .replace('\\', "/"),
+        );
+    }
+    out.retain(|p| p != rel);
+    out
 }
 
 /// Where `mod name;` declared in `file` can live.
@@ -197,6 +236,42 @@ mod tests {
         assert!(t.contains("testkit/src/lib.rs", 1));
         assert!(!t.contains("core/src/lib.rs", 1) && !t.contains("app/src/lib.rs", 1));
         assert!(test_support_dirs(&dir.path().join("no-such-dir")).is_empty());
+    }
+
+    /// A `#[cfg(test)] mod tests;` in a crate root or `mod.rs` that holds no code of its own
+    /// (so no coverage lists it) still makes the module's file test code (base64's
+    /// src/tests.rs and src/write/encoder_tests.rs were ranked).
+    #[test]
+    fn a_test_module_declared_in_a_file_without_code_is_test_code() {
+        let dir = tempfile::tempdir().unwrap();
+        let src = dir.path().join("src");
+        std::fs::create_dir_all(src.join("write")).unwrap();
+        std::fs::write(src.join("lib.rs"), "pub mod write;\n#[cfg(test)]\nmod tests;\n").unwrap();
+        std::fs::write(src.join("tests.rs"), "pub fn random_alphabet() -> u8 {\n    1\n}\n").unwrap();
+        std::fs::write(
+            src.join("write/mod.rs"),
+            "mod encoder;\n#[cfg(test)]\nmod encoder_tests;\n",
+        )
+        .unwrap();
+        std::fs::write(src.join("write/encoder.rs"), "pub fn encode() {}\n").unwrap();
+        std::fs::write(src.join("write/encoder_tests.rs"), "fn helper() {}\n").unwrap();
+        // Coverage names only the files with code.
+        let found = TestCode::find(
+            dir.path(),
+            &["src/tests.rs", "src/write/encoder.rs", "src/write/encoder_tests.rs"],
+        );
+        assert!(found.contains("src/tests.rs", 1), "{found:?}");
+        assert!(found.contains("src/write/encoder_tests.rs", 1), "{found:?}");
+        assert!(!found.contains("src/write/encoder.rs", 1), "{found:?}");
+        assert_eq!(
+            super::declaring_files("src/write/encoder.rs"),
+            [
+                "src/write/mod.rs",
+                "src/write/lib.rs",
+                "src/write/main.rs",
+                "src/write.rs"
+            ]
+        );
     }
 
     /// A module file that opens with `#![cfg(test)]` is test code though its parent declares
