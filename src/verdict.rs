@@ -153,6 +153,17 @@ fn signal_name(sig: i32) -> &'static str {
     }
 }
 
+/// `panicked at src/lib.rs:30:9:` → (`src/lib.rs`, 30, 9): where a failure message's
+/// (first) panic was raised.
+pub(crate) fn panic_site(message: &str) -> Option<(String, u32, u32)> {
+    let rest = message.lines().find_map(|l| l.trim().strip_prefix("panicked at "))?;
+    let rest = rest.trim_end_matches(':');
+    let mut parts = rest.rsplitn(3, ':');
+    let col = parts.next()?.parse().ok()?;
+    let line = parts.next()?.parse().ok()?;
+    Some((parts.next()?.to_string(), line, col))
+}
+
 /// The panic message: the `panicked at` line and the lines after it, up to six. When the test
 /// panicked more than once, the last panic follows the first (`then panicked at …`): the first
 /// may be one the test caught and handled (`catch_unwind`), the last may be the re-raise of a

@@ -432,6 +432,10 @@ impl Session<'_> {
         rec.duration_ms = fin.duration.as_millis() as u64;
         rec.env_reads = fin.env_reads;
         rec.stack = self.workspace_frames(job, &fin.stack);
+        if let Some(message) = &rec.message {
+            let relative = |file: &str| self.workspace_file(job, file);
+            rec.stack = with_panic_site(std::mem::take(&mut rec.stack), message, relative);
+        }
         if fin.leaked {
             rec.warnings
                 .push("the test left processes running when it ended; cargo sfl killed them".into());
@@ -452,28 +456,88 @@ impl Session<'_> {
     /// The backtrace frames in the workspace's code, paths made workspace-relative (a relative
     /// path is relative to the test's working directory, its package's).
     fn workspace_frames(&self, job: &Job, stack: &[RawFrame]) -> Vec<Frame> {
+        stack
+            .iter()
+            .filter_map(|f| {
+                Some(Frame {
+                    function: f.function.clone(),
+                    file: self.workspace_file(job, &f.path.to_string_lossy())?,
+                    line: f.line,
+                })
+            })
+            .collect()
+    }
+
+    /// A path a test names (relative to its working directory, its package's), relative to
+    /// the workspace root; `None` outside the workspace.
+    fn workspace_file(&self, job: &Job, path: &str) -> Option<String> {
         let pkg = &self.ws.members[self.built.tests[job.binary].package];
         let pkg_dir = pkg
             .manifest_path
             .parent()
             .map(|d| d.as_std_path().to_path_buf())
             .unwrap_or_default();
-        stack
-            .iter()
-            .filter_map(|f| {
-                Some(Frame {
-                    function: f.function.clone(),
-                    file: self.ws.relative(&pkg_dir.join(&f.path))?,
-                    line: f.line,
-                })
-            })
-            .collect()
+        self.ws.relative(&pkg_dir.join(path))
     }
+}
+
+/// The backtrace with the panic's own site first when no frame is there: code inlined into its
+/// caller (a test profile built with optimisations) has no frame of its own, so the innermost
+/// frame was the caller's line, a call, which stack-first rankings then took for the operation
+/// that panicked (base64 with `opt-level = 3`: "index out of bounds" at
+/// src/engine/general_purpose/mod.rs:158 was ranked at src/encode.rs:77, the call). A site that
+/// is a frame already (a `#[track_caller]` function's caller) changes nothing, nor does one
+/// outside the workspace (`relative` gives `None`), nor a message of several panics.
+fn with_panic_site(stack: Vec<Frame>, message: &str, relative: impl Fn(&str) -> Option<String>) -> Vec<Frame> {
+    let several = message.matches("panicked at ").count() > 1;
+    let Some((file, line, _)) = crate::verdict::panic_site(message).filter(|_| !several && !stack.is_empty()) else {
+        return stack;
+    };
+    let Some(file) = relative(&file) else { return stack };
+    if stack.iter().any(|f| f.file == file && f.line == line) {
+        return stack;
+    }
+    let site = Frame {
+        function: "(inlined into the frame below)".into(),
+        file,
+        line,
+    };
+    std::iter::once(site).chain(stack).collect()
 }
 
 #[cfg(test)]
 mod tests {
-    use super::{JobOutcome, rerun_alone};
+    use super::{JobOutcome, rerun_alone, with_panic_site};
+    use crate::spectra::Frame;
+
+    #[test]
+    fn a_panic_site_no_frame_shows_goes_first() {
+        let frame = |file: &str, line| Frame {
+            function: "f".into(),
+            file: file.into(),
+            line,
+        };
+        let stack = vec![frame("src/encode.rs", 77), frame("src/lib.rs", 10)];
+        let inside = |f: &str| (!f.starts_with('/')).then(|| f.to_string());
+        let message = "panicked at src/engine/mod.rs:158:13:\nindex out of bounds";
+        let got = with_panic_site(stack.clone(), message, inside);
+        assert_eq!(
+            (got[0].file.as_str(), got[0].line, got.len()),
+            ("src/engine/mod.rs", 158, 3)
+        );
+        // Already a frame (a #[track_caller] callee's caller), outside the workspace, or
+        // several panics: as it was.
+        assert_eq!(
+            with_panic_site(stack.clone(), "panicked at src/lib.rs:10:5:\nx", inside),
+            stack
+        );
+        assert_eq!(
+            with_panic_site(stack.clone(), "panicked at /rustc/core/src/x.rs:1:1:\nx", inside),
+            stack
+        );
+        let two = "panicked at src/a.rs:1:1:\na\npanicked at src/b.rs:2:2:\nb";
+        assert_eq!(with_panic_site(stack.clone(), two, inside), stack);
+    }
     use crate::edges::Edge;
     use crate::spectra::{Attempt, BlockId, Outcome, TestRecord, UnitId};
 

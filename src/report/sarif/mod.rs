@@ -69,15 +69,7 @@ fn rule_id(name: &str) -> String {
     format!("sfl/{name}")
 }
 
-/// `panicked at src/lib.rs:30:9:` → (`src/lib.rs`, 30, 9).
-pub(crate) fn panic_site(message: &str) -> Option<(String, u32, u32)> {
-    let rest = message.lines().find_map(|l| l.trim().strip_prefix("panicked at "))?;
-    let rest = rest.trim_end_matches(':');
-    let mut parts = rest.rsplitn(3, ':');
-    let col = parts.next()?.parse().ok()?;
-    let line = parts.next()?.parse().ok()?;
-    Some((parts.next()?.to_string(), line, col))
-}
+pub(crate) use crate::verdict::panic_site;
 
 /// The files failing tests' panic sites name (those of the workspace are related locations).
 pub fn panic_files(spectra: &Spectra) -> impl Iterator<Item = String> + '_ {
