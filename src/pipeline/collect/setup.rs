@@ -106,6 +106,19 @@ pub(super) fn fresh_dir(dir: PathBuf) -> anyhow::Result<PathBuf> {
     Ok(dir)
 }
 
+/// A filter that is one of cargo sfl's subcommands was most likely meant as one, written after
+/// the options (`cargo sfl --format json report`): clap reads the first free word as the test
+/// name filter there.
+fn subcommand_hint(patterns: &[String]) -> String {
+    const SUBCOMMANDS: &[&str] = &["report", "analyze", "measures", "eval", "merge", "explain"];
+    match patterns.iter().find(|p| SUBCOMMANDS.contains(&p.as_str())) {
+        Some(name) => format!(
+            " (to run the `{name}` subcommand, write it first: `cargo sfl {name} [OPTIONS]`; after options it is read as a test name filter)"
+        ),
+        None => String::new(),
+    }
+}
+
 /// Why a plan holds no job, and what to do.
 fn nothing_to_run(plan: &plan::Plan, cfg: &RunConfig) -> String {
     let ignored = plan.recorded.iter().filter(|r| !r.outcome.ran()).count();
@@ -118,7 +131,11 @@ fn nothing_to_run(plan: &plan::Plan, cfg: &RunConfig) -> String {
         };
         format!("no tests matched {}{filter}", exprs.join(" or "))
     } else if !cfg.filter.is_empty() {
-        format!("no tests matched the filter {}", cfg.filter)
+        format!(
+            "no tests matched the filter {}{}",
+            cfg.filter,
+            subcommand_hint(&cfg.filter.patterns)
+        )
     } else if cfg.execution.ignored == crate::config::Ignored::Only {
         "no tests to run: none of the selected tests is #[ignore]d (`-- --ignored` runs only those)".into()
     } else if plan.selected > 0 {
@@ -186,5 +203,14 @@ pub(super) fn check_packages(ws: &Workspace, specs: &[String]) -> Result<(), Sfl
                 members.join(", ")
             )))
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_filter_that_names_a_subcommand_says_how_to_run_it() {
+        assert!(super::subcommand_hint(&["report".into()]).contains("`cargo sfl report [OPTIONS]`"));
+        assert_eq!(super::subcommand_hint(&["parse".into()]), "");
     }
 }

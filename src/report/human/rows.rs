@@ -68,13 +68,18 @@ pub(super) fn alike(file: &str, others: &[usize], units: &[Unit]) -> String {
     cut(&all.join(", "))
 }
 
-/// `list` cut to 60 characters.
+/// `list` cut to 60 characters, at a separator (`,`) so that no number is cut in two.
 pub(super) fn cut(list: &str) -> String {
-    if list.chars().count() > 60 {
-        list.chars().take(59).collect::<String>() + "…"
-    } else {
-        list.to_string()
+    if list.chars().count() <= 60 {
+        return list.to_string();
     }
+    let head: String = list.chars().take(59).collect();
+    let whole = match list.chars().nth(59) {
+        // The head ends where an item ends.
+        Some(',') => head.as_str(),
+        _ => head.rfind(',').map_or(head.as_str(), |i| &head[..i]),
+    };
+    format!("{},…", whole.trim_end_matches([',', ' ']))
 }
 
 pub(super) fn fmt_rank(r: f64) -> String {
@@ -82,5 +87,16 @@ pub(super) fn fmt_rank(r: f64) -> String {
         format!("{r:.0}")
     } else {
         format!("{r:.1}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_long_list_is_cut_between_items() {
+        let list = "28-30,32,36-37,58-63,67,77-78,102,106-107,120,124-126,240,251,260-270";
+        let got = super::cut(list);
+        assert_eq!(got, "28-30,32,36-37,58-63,67,77-78,102,106-107,120,124-126,240,…");
+        assert_eq!(super::cut("1,2"), "1,2");
     }
 }
