@@ -526,7 +526,7 @@ fn changed_since_last_passed() -> Result {
     check(run.status.code() == Some(0), || show(&run))?;
     let human = String::from_utf8_lossy(&run.stdout);
     check(
-        human.contains("Changed since these tests last passed (3 failing tests, passing in the run of")
+        human.contains("Changed since these tests last passed (3 failing tests, passing in the run started")
             && human.contains("1 changed line they run")
             && human.contains("  src/lib.rs:16  rank 1 by stack-ochiai, run by 3 of 3  | most = in2;"),
         || show(&run),
@@ -605,7 +605,7 @@ mod tests {
     let changed = |out: &std::process::Output, line: &str| {
         let text = String::from_utf8_lossy(&out.stdout);
         check(
-            text.contains("Changed since these tests last passed (1 failing test, passing in the run of")
+            text.contains("Changed since these tests last passed (1 failing test, passing in the run started")
                 && text.contains(line),
             || show(out),
         )

@@ -37,7 +37,7 @@ pub(super) fn changed_since_passed(out: &mut String, report: &Report, sources: &
     };
     let _ = writeln!(
         out,
-        "\n{} ({}, passing in the run of {}): {they_run}",
+        "\n{} ({}, passing in the run started {}): {they_run}",
         console::style("Changed since these tests last passed").bold(),
         crate::ui::counted(since.tests.len(), "failing test", "failing tests"),
         crate::ui::ago(when),
