@@ -61,11 +61,13 @@ fn attempt_outcomes(test: &Value) -> Vec<&str> {
 fn flaky_tests_are_flagged() -> Result {
     let tmp = copy_fixture("minmax");
     let dir = tmp.path();
-    // Fails the first time it runs (it leaves a marker), passes from then on.
+    // Fails the first time it runs (it leaves a marker), passes from then on; it runs the
+    // fault's line too, so SARIF relates the results there to it.
     add_test(
         dir,
         "t6_flaky",
         "let marker = std::path::Path::new(env!(\"CARGO_MANIFEST_DIR\")).join(\"ran-once\");\n        \
+         let _ = minmax(2, 1, 3);\n        \
          if std::fs::metadata(&marker).is_err() {\n            std::fs::write(&marker, \"\").unwrap();\n            \
          panic!(\"first run\");\n        }",
     )?;
