@@ -133,20 +133,8 @@ impl Session<'_> {
                         failed[exes[i]].store(true, Ordering::Release);
                     }
                     if left[exes[i]].fetch_sub(1, Ordering::AcqRel) == 1 {
-                        // The binary's own executable (not one of its doctests') is done.
-                        let bin = &self.built.tests[jobs[i].binary];
-                        if let Some(servers) = &self.servers
-                            && bin.exe_for(jobs[i].name.as_deref()) == bin.path
-                        {
-                            servers.retire(jobs[i].binary);
-                        }
-                        if alone_later && failed[exes[i]].load(Ordering::Acquire) {
-                            kept.lock()
-                                .unwrap_or_else(std::sync::PoisonError::into_inner)
-                                .push(exes[i]);
-                        } else {
-                            self.evict(exes[i]);
-                        }
+                        let keep = alone_later && failed[exes[i]].load(Ordering::Acquire);
+                        self.executable_done(&jobs[i], exes[i], keep.then_some(&kept));
                     }
                     progress.finished(i);
                     outcome
@@ -161,18 +149,48 @@ impl Session<'_> {
         for exe in kept.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner) {
             self.evict(exe);
         }
-        let elapsed = started.elapsed();
         let decode_time = *decode_total.lock().unwrap();
+        self.say_finished(todo.len(), started.elapsed(), &progress, decode_time, alone);
+        done.into_iter().map(|r| r.expect("every job finished")).collect()
+    }
+
+    /// The last job of executable `exe` (that of `job`) has finished: the binary's fork server
+    /// retires, and what was read of the executable is dropped, or with `keep` kept there for
+    /// the failing tests' runs alone.
+    fn executable_done(&self, job: &Job, exe: usize, keep: Option<&Mutex<Vec<usize>>>) {
+        // The binary's own executable (not one of its doctests') is done.
+        let bin = &self.built.tests[job.binary];
+        if let Some(servers) = &self.servers
+            && bin.exe_for(job.name.as_deref()) == bin.path
+        {
+            servers.retire(job.binary);
+        }
+        match keep {
+            Some(kept) => kept.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push(exe),
+            None => self.evict(exe),
+        }
+    }
+
+    /// The status lines at the end of the run: how long, how decoding went, how the tests
+    /// were run, and what running alone showed.
+    fn say_finished(
+        &self,
+        tests: usize,
+        elapsed: Duration,
+        progress: &RunProgress,
+        decode: Duration,
+        alone: Option<String>,
+    ) {
         let forked = self.servers.as_ref().and_then(|s| s.shut_down());
         ui::status(
             "Finished",
             format!(
                 "{} in {:.2}s ({}); decoded their profiles in {:.1} ms ({:.0} µs per test)",
-                ui::counted(todo.len(), "test", "tests"),
+                ui::counted(tests, "test", "tests"),
                 elapsed.as_secs_f64(),
                 progress.counts(),
-                decode_time.as_secs_f64() * 1e3,
-                decode_time.as_secs_f64() * 1e6 / todo.len().max(1) as f64
+                decode.as_secs_f64() * 1e3,
+                decode.as_secs_f64() * 1e6 / tests.max(1) as f64
             ),
         );
         if let Some(how) = forked {
@@ -181,7 +199,6 @@ impl Session<'_> {
         if let Some(alone) = alone {
             ui::status("Alone", alone);
         }
-        done.into_iter().map(|r| r.expect("every job finished")).collect()
     }
 
     /// The jobs the scheduler hands out at once: with fork servers twice the processes that
