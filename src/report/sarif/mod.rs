@@ -241,7 +241,17 @@ fn result(r: &Ranking, rule_index: usize, shown: &ShownLine, at: &Place, sources
     let group = x.in_code_order();
     let m = r.measure;
     let c = x.counts;
-    let (location, alike) = locations(shown, at);
+    let (mut location, alike) = locations(shown, at);
+    // The column the code starts at, as `--format short` gives it.
+    let unit = &at.spectra.units[shown.lead];
+    if let Some(p) = location.physical_location.as_mut()
+        && p.region.start_line == unit.line
+        && let Some(i) = sources
+            .line(&unit.file, unit.line)
+            .and_then(|text| text.find(|c: char| !c.is_whitespace()))
+    {
+        p.region.start_column = Some(i as u32 + 1);
+    }
     let ran = |t: usize| at.spectra.coverage[shown.lead].contains(t);
     let mut related_locations: Vec<Location> = at
         .related
