@@ -287,7 +287,7 @@ fn sarif_validates() -> Result {
     multitool(scratch.path(), "functions", &fun.stdout)?;
     let at = &fun_log["runs"][0]["results"][0]["locations"][0];
     check(
-        at["physicalLocation"]["region"] == serde_json::json!({"startLine": 6, "endLine": 22})
+        at["physicalLocation"]["region"] == serde_json::json!({"startLine": 6, "startColumn": 1, "endLine": 22})
             && at["logicalLocations"][0]["fullyQualifiedName"] == "minmax",
         || format!("{at:#}"),
     )?;
