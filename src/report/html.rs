@@ -95,8 +95,14 @@ fn data<'a>(report: &'a Report, view: &'a View<'a>, sources: &'a Sources) -> Pag
                         log10: x.log10,
                         rank: x.rank,
                         certain: x.certain,
-                        changed: x.changed,
+                        changed: x.changed_lines.contains(&x.shown_at()),
                         panicked: x.panicked,
+                        at: (x.shown_at() != x.lead())
+                            .then(|| {
+                                let unit = &s.units[x.shown_at()];
+                                basis.file_index.get(unit.file.as_str()).map(|&f| (f, unit.line))
+                            })
+                            .flatten(),
                     })
                     .collect(),
                 // Each own group with the report's group it is part of (what "not the bug"

@@ -101,6 +101,11 @@ pub(super) struct PageEntry {
     pub log10: Option<f64>,
     pub rank: f64,
     pub certain: bool,
+    /// The line it is shown at changed since `--diff-base`.
     pub changed: bool,
     pub panicked: bool,
+    /// With `--diff-base`, the changed line it is shown at (file index, line) when that is not
+    /// its lead.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub at: Option<(usize, u32)>,
 }
