@@ -48,9 +48,7 @@ impl TestCode {
             } else if !syntax.test_ranges.is_empty() {
                 out.ranges.insert(rel.to_string(), syntax.test_ranges.clone());
             }
-            for name in &syntax.test_modules {
-                test_modules.extend(module_files(&root.join(rel), name));
-            }
+            test_modules.extend(declared_test_modules(&root, rel, &syntax.test_modules));
         }
         // A module's declaring file may hold no code of its own (a `lib.rs` or `mod.rs` of
         // `mod` and `pub use` lines only), so no coverage names it: read those too (base64's
@@ -63,9 +61,7 @@ impl TestCode {
             .collect();
         for rel in &parents {
             let Some(syntax) = parsed.file(rel) else { continue };
-            for name in &syntax.test_modules {
-                test_modules.extend(module_files(&root.join(rel), name));
-            }
+            test_modules.extend(declared_test_modules(&root, rel, &syntax.test_modules));
         }
         // Modules declared `#[cfg(test)] mod name;` are test code wherever they live.
         for &rel in files {
@@ -160,6 +156,14 @@ fn declaring_files(rel: &str) -> Vec<String> {
     }
     out.retain(|p| p != rel);
     out
+}
+
+/// Where the modules `names`, declared `#[cfg(test)] mod name;` in `rel`, can live.
+fn declared_test_modules(root: &Path, rel: &str, names: &[String]) -> Vec<PathBuf> {
+    names
+        .iter()
+        .flat_map(|name| module_files(&root.join(rel), name))
+        .collect()
 }
 
 /// Where `mod name;` declared in `file` can live.

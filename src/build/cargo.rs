@@ -404,6 +404,8 @@ fn has_custom_harness(manifest: &Path, kind: &str, name: &str) -> bool {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+
     /// What two cargo invocations print of the same stderr, each through its own reader.
     fn printed_twice(stderr: &str) -> (Vec<String>, Vec<String>) {
         let read = || {
@@ -463,8 +465,6 @@ mod tests {
             ]
         );
     }
-
-    use super::*;
 
     #[test]
     fn harness_false_is_read_from_the_manifest() {

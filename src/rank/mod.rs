@@ -39,15 +39,18 @@ pub struct Ranked {
     /// A stack-first ranking put it first: a failing test panicked on its own operation
     /// (`score` is then the base measure's).
     pub panicked: bool,
-    /// Some of its lines changed since `--diff-base`.
-    pub changed: bool,
-    /// Those lines (units, in code order).
+    /// Its lines changed since `--diff-base` (units, in code order).
     pub changed_lines: Vec<usize>,
     /// With `--order ht`: the expected steps until the HT_Rank model reaches its first line.
     pub expected_time: Option<f64>,
 }
 
 impl Ranked {
+    /// Some of its lines changed since `--diff-base`.
+    pub fn changed(&self) -> bool {
+        !self.changed_lines.is_empty()
+    }
+
     /// The score, or `None` for an entry the measure could not score.
     pub fn shown_score(&self) -> Option<f64> {
         (!self.unscored).then_some(self.score)
@@ -161,7 +164,6 @@ fn rank_filtered(analysis: &Analysis, scored: &[Scored], keep: Option<&[bool]>) 
             counts: analysis.groups[g].counts,
             certain: analysis.certain(g),
             panicked: scored[g].key.tier == Tier::Stack,
-            changed: false,
             changed_lines: Vec::new(),
             expected_time: None,
         })

@@ -61,7 +61,6 @@ impl<'a> Report<'a> {
                 counts: x.counts,
                 certain: x.certain,
                 panicked: x.panicked,
-                changed: x.changed,
                 changed_lines: x.changed_lines.clone(),
                 expected_time: x.expected_time,
             })

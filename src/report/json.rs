@@ -384,7 +384,7 @@ fn json_entry<'a>(spectra: &'a Spectra, view: &View<'a>, x: &Entry) -> JsonEntry
         line_rank: x.line_rank,
         certain: x.certain,
         panicked: x.panicked,
-        changed: x.changed,
+        changed: x.changed(),
         expected_hitting_time: x.expected_time,
         ef: c.ef as u32,
         ep: c.ep as u32,

@@ -109,9 +109,9 @@ pub(crate) mod tests {
         }
     }
 
-    /// Three functions over five lines (1-2, 3-4, 5), as `--granularity function` makes them:
-    /// the first and third run alike (one entry), and their names.
-    pub(super) fn three_functions() -> (crate::spectra::Spectra, [String; 3]) {
+    /// Five lines in three functions (1-2, 3-4, 5): lines 1, 2 and 5 run alike and only in the
+    /// failing test, and the functions' names.
+    fn three_function_lines() -> (crate::spectra::Spectra, [String; 3]) {
         let mut s = matrix(&["11101-", "00110+"]);
         let span = |start, end| crate::spectra::FunctionSpan {
             file: "src/lib.rs".into(),
@@ -120,6 +120,13 @@ pub(crate) mod tests {
         };
         s.set_functions(vec![span(1, 2), span(3, 4), span(5, 5)]);
         let names = ["a::f".to_string(), "b".into(), "a::f::{closure}".into()];
+        (s, names)
+    }
+
+    /// The three functions of [`three_function_lines`] as `--granularity function` makes them:
+    /// the first and third run alike (one entry), and their names.
+    pub(super) fn three_functions() -> (crate::spectra::Spectra, [String; 3]) {
+        let (s, names) = three_function_lines();
         (s.by_function(), names)
     }
 
@@ -205,21 +212,13 @@ pub(crate) mod tests {
     /// changed entry was tagged, and SARIF said `changed` of lines no edit touched).
     #[test]
     fn only_the_changed_line_of_an_entry_is_tagged_changed() {
-        let (_, names) = three_functions();
-        let mut s = matrix(&["11101-", "00110+"]);
-        let span = |start, end| crate::spectra::FunctionSpan {
-            file: "src/lib.rs".into(),
-            start,
-            end,
-        };
-        s.set_functions(vec![span(1, 2), span(3, 4), span(5, 5)]);
+        let (s, names) = three_function_lines();
         let a = Analysis::new(&s, true);
         let mut rankings = vec![rank(&a, find("ochiai").unwrap(), &Options::default())];
         // Line 2 (unit 1) changed: in the first entry with lines 1 and 5.
         let first = &mut rankings[0].entries[0];
         assert!(a.groups[first.group].units.contains(&1));
         first.changed_lines = vec![1];
-        first.changed = true;
         let view = View {
             line_functions: Some(&names),
             diff_base: Some("HEAD"),
@@ -257,7 +256,7 @@ pub(crate) mod tests {
         assert_eq!(changed, [(2, true), (5, false), (3, false)]);
         // --only-changed: the unchanged entry gone, and the closure, which only shares the
         // changed entry, not listed.
-        rankings[0].entries.retain(|x| x.changed);
+        rankings[0].entries.retain(|x| x.changed());
         rankings[0].only_changed = true;
         let Rendered::Text(text) = rendered(Format::Human, &a, &rankings, &view) else {
             panic!("human is text");
@@ -274,14 +273,7 @@ pub(crate) mod tests {
     /// each line keeping its own rank; short, SARIF and JSON say the same.
     #[test]
     fn line_rankings_read_function_by_function() {
-        let (_, names) = three_functions();
-        let mut s = matrix(&["11101-", "00110+"]);
-        let span = |start, end| crate::spectra::FunctionSpan {
-            file: "src/lib.rs".into(),
-            start,
-            end,
-        };
-        s.set_functions(vec![span(1, 2), span(3, 4), span(5, 5)]);
+        let (s, names) = three_function_lines();
         let a = Analysis::new(&s, true);
         let rankings = vec![rank(&a, find("ochiai").unwrap(), &Options::default())];
         let view = View {

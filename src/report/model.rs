@@ -133,16 +133,20 @@ pub struct Entry {
     pub certain: bool,
     /// A stack-first ranking put it first: a failing test panicked on its own operation.
     pub panicked: bool,
-    /// Some of its lines changed since `--diff-base`.
-    pub changed: bool,
-    /// Those lines (units, in code order): a report tags a line it shows as changed only when
-    /// it is one of them (an entry's other lines run alike but did not change).
+    /// Its lines changed since `--diff-base` (units, in code order): a report tags a line it
+    /// shows as changed only when it is one of them (an entry's other lines run alike but did
+    /// not change).
     pub changed_lines: Vec<usize>,
     /// With `--order ht`: the expected steps until the HT_Rank model reaches its first line.
     pub expected_time: Option<f64>,
 }
 
 impl Entry {
+    /// Some of its lines changed since `--diff-base`.
+    pub fn changed(&self) -> bool {
+        !self.changed_lines.is_empty()
+    }
+
     /// The unit every report shows the entry at.
     pub fn lead(&self) -> usize {
         self.lines[0]

@@ -119,7 +119,7 @@ impl<'a> View<'a> {
     /// How many of a ranking's top N entries touch changed lines (with `--diff-base`).
     pub fn changed_in_top(&self, r: &Ranking) -> Option<usize> {
         self.diff_base?;
-        Some(r.entries.iter().take(self.top).filter(|x| x.changed).count())
+        Some(r.entries.iter().take(self.top).filter(|x| x.changed()).count())
     }
 }
 

@@ -36,7 +36,7 @@ fn last_run(ws: &Workspace, cfg: &RunConfig) -> Option<(PathBuf, Result<Spectra,
             let main = ws.spectra_path();
             let modified = |p: &Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
             let files = [
-                main.with_file_name("spectra-green.json"),
+                main.with_file_name(super::save::GREEN),
                 main.with_file_name(super::save::LATEST),
                 main,
             ];
@@ -56,7 +56,7 @@ fn last_run(ws: &Workspace, cfg: &RunConfig) -> Option<(PathBuf, Result<Spectra,
 /// fail where one test always fails), else its last run; one made in this workspace's root.
 fn last_green(ws: &Workspace) -> Option<Spectra> {
     let main = ws.spectra_path();
-    [main.with_file_name("spectra-green.json"), main]
+    [main.with_file_name(super::save::GREEN), main]
         .iter()
         .filter_map(|p| Spectra::load_with(p, EdgeProfiles::Skip).ok())
         .find(|s| s.workspace_root == ws.root.to_string_lossy())

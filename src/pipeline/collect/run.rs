@@ -112,7 +112,7 @@ impl Session<'_> {
         // An executable with a failing job keeps what was read of it until the failing tests
         // have run again alone (`run_alone`), which would read it again (env_logger's example:
         // 8.6 ms of a 140 ms run).
-        let alone_later = self.alone && self.jobs >= 2 && todo.len() >= 2;
+        let alone_later = self.runs_alone_after(todo.len());
         let failed: Vec<std::sync::atomic::AtomicBool> = left.iter().map(|_| Default::default()).collect();
         let kept: Mutex<Vec<usize>> = Mutex::new(Vec::new());
         let progress = RunProgress::new(todo.len());
@@ -309,8 +309,14 @@ impl Session<'_> {
         }
     }
 
+    /// Whether the failing tests of a run of `tests` run again alone after it: tests ran
+    /// several at a time.
+    fn runs_alone_after(&self, tests: usize) -> bool {
+        self.alone && self.jobs >= 2 && tests >= 2
+    }
+
     fn alone_candidates(&self, todo: &[usize], done: &[Option<JobOutcome>]) -> Option<Vec<usize>> {
-        if !self.alone || self.jobs < 2 || todo.len() < 2 {
+        if !self.runs_alone_after(todo.len()) {
             return None;
         }
         let failing: Vec<usize> = todo

@@ -161,6 +161,10 @@ enum Saved {
     },
 }
 
+/// The baseline failing tests are compared with (the last green run), beside the workspace's
+/// spectra.
+pub(super) const GREEN: &str = "spectra-green.json";
+
 /// Where a green run that ran fewer tests than the kept baseline goes ([`Saved::Narrower`]),
 /// beside the workspace's spectra.
 pub(super) const LATEST: &str = "spectra-latest.json";
@@ -176,7 +180,7 @@ pub(super) const LATEST: &str = "spectra-latest.json";
 /// dropped: the workspace's file is as good a baseline). A green run saved to `main` drops the
 /// baseline as well.
 fn save_keeping_failures(spectra: &Spectra, main: &Path) -> std::io::Result<Saved> {
-    let green = main.with_file_name("spectra-green.json");
+    let green = main.with_file_name(GREEN);
     // Timed-out tests count: such a run is not green either.
     let bad = |o: &Outcome| o.is_failing() || *o == Outcome::TimedOut;
     let failing_now: HashSet<String> = spectra

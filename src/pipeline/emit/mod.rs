@@ -411,7 +411,7 @@ mod tests {
             assert_ne!(u, 2);
         }
         let rankings = report_of(&analyses, &out, Some(&changes));
-        assert!(rankings.rankings[0].entries.iter().all(|x| x.changed));
+        assert!(rankings.rankings[0].entries.iter().all(|x| x.changed()));
         assert!(fail_on_hits(&rankings, 1.0).is_empty());
     }
 }

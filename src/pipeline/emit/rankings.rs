@@ -33,7 +33,6 @@ pub(super) fn rank_all<'m>(
             if let Some(c) = &changed {
                 for x in &mut r.entries {
                     x.changed_lines = c[x.group].clone();
-                    x.changed = !x.changed_lines.is_empty();
                 }
             }
             r

@@ -190,13 +190,16 @@ mod tests {
     #[test]
     fn git_history_is_looked_for_only_in_a_checkout() {
         let dir = tempfile::tempdir().unwrap();
-        let root = dir.path().join("ws");
+        let root = dir.path().join("ws/member");
         std::fs::create_dir_all(&root).unwrap();
-        let found = super::in_git_checkout(&root);
-        // The temporary directory may itself sit inside a checkout (or GIT_DIR be set).
-        let above = std::env::var_os("GIT_DIR").is_some() || dir.path().ancestors().any(|d| d.join(".git").exists());
-        assert_eq!(found, above);
+        // A worktree's `.git` is a file, two directories above the member.
         std::fs::write(dir.path().join(".git"), "gitdir: elsewhere\n").unwrap();
         assert!(super::in_git_checkout(&root), "a worktree's .git file above");
+        std::fs::remove_file(dir.path().join(".git")).unwrap();
+        std::fs::create_dir(root.join(".git")).unwrap();
+        assert!(
+            super::in_git_checkout(&root),
+            "a repository's .git directory at the root"
+        );
     }
 }

@@ -364,7 +364,7 @@ fn human_ranking(
             if group.len() > 1 {
                 let _ = write!(name, "   (+{} units with the same coverage)", group.len() - 1);
             }
-            let _ = writeln!(out, "{}", entry_line(r, x, ("", x.changed), &name));
+            let _ = writeln!(out, "{}", entry_line(r, x, ("", x.changed()), &name));
         }
     }
     if let (Some(k), Some(rev)) = (view.changed_in_top(r), view.diff_base) {
@@ -423,7 +423,7 @@ fn by_file(out: &mut String, report: &Report, r: &Ranking, shown: &[&Entry], vie
             let (location, src, changed) = match view.function(spectra, group[0]) {
                 Some(_) => {
                     let (location, src) = function_entry(spectra, view, &group);
-                    (location, src, x.changed)
+                    (location, src, x.changed())
                 }
                 None => {
                     let (location, src) = line_entry(&spectra.units, &group, x.shown_at(), sources);
