@@ -14,6 +14,7 @@ mod edges_compare;
 mod faults_bench;
 mod launch_bench;
 mod fit;
+mod folds;
 mod fuzz;
 mod house;
 mod ht_bench;

@@ -99,7 +99,7 @@ pub(super) fn evaluate_all(work_root: &Path, crates: &[(&str, &str)], out_dir: &
         crate_names.push(format!("{name} {version}"));
         // The combined ranking ranks this crate by weights fitted without it, when the fit
         // held it out (cross-validation).
-        let fold = crate::fit::fold_weights(out_dir, name);
+        let fold = crate::folds::fold_weights(out_dir, name);
         cross_validated |= fold.is_some();
         let without_ht = settings(false, false, &fold);
         let with_ht = settings(true, false, &fold);

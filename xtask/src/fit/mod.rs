@@ -29,7 +29,6 @@ mod results;
 mod versions;
 
 use results::{CHOSEN, Found, Table};
-pub use versions::crate_of;
 use versions::{Source, Version};
 
 #[derive(clap::Args)]
@@ -214,28 +213,6 @@ const CANDIDATES: [&str; 12] = [
     BALANCED,
     SPLIT,
 ];
-
-/// The file (next to combined.md) with each held-out crate's weights.
-pub const FOLDS: &str = "combined-folds.json";
-
-/// The weights fitted without `krate` (read from the benchmark results), if the fit held it out.
-pub fn fold_weights(out_dir: &Path, krate: &str) -> Option<cargo_sfl::weights::Weights> {
-    let text = std::fs::read_to_string(out_dir.join(FOLDS)).ok()?;
-    let all: BTreeMap<String, serde_json::Value> = serde_json::from_str(&text).ok()?;
-    let w: cargo_sfl::weights::Weights = serde_json::from_value(all.get(krate)?.clone()).ok()?;
-    w.check().ok().map(|()| w)
-}
-
-/// Writes the weights fitted without `krate` to `dir/weights-<krate>.json`, for `cargo sfl eval
-/// --weights`, when the fit held the crate out.
-pub fn fold_weights_file(out_dir: &Path, krate: &str, dir: &Path) -> Result<Option<PathBuf>> {
-    let Some(w) = fold_weights(out_dir, krate) else {
-        return Ok(None);
-    };
-    let path = dir.join(format!("weights-{krate}.json"));
-    std::fs::write(&path, json!({"features": w.features, "weights": w.weights}).to_string())?;
-    Ok(Some(path))
-}
 
 /// Every benchmark's cached versions, numbered.
 fn read_all(bench: &Path) -> Result<Vec<Version>> {

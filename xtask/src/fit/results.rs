@@ -272,7 +272,10 @@ pub fn write(out: &Path, f: &Found) -> Result<()> {
         .iter()
         .map(|(c, fw)| (c.as_str(), json!({ "features": FEATURES, "weights": fw })))
         .collect();
-    std::fs::write(out.join(super::FOLDS), serde_json::to_string_pretty(&by_crate)? + "\n")?;
+    std::fs::write(
+        out.join(crate::folds::FOLDS),
+        serde_json::to_string_pretty(&by_crate)? + "\n",
+    )?;
     let weights: HashMap<&str, f64> = FEATURES.iter().copied().zip(f.weights.iter().copied()).collect();
     let picks: BTreeMap<&str, &str> = f.picks.iter().map(|(c, p)| (c.as_str(), *p)).collect();
     std::fs::write(

@@ -11,6 +11,7 @@ use cargo_sfl::evidence::{LineEvidence, TieBreak};
 use cargo_sfl::score::{Key, Options, Tier};
 use cargo_sfl::spectra::Spectra;
 
+use crate::folds::crate_of;
 use crate::{faults_bench, panic4r_bench, regressions_bench};
 
 /// Which benchmark a version comes from.
@@ -360,25 +361,9 @@ pub fn regressions_versions(bench: &Path) -> Result<Vec<Version>> {
     Ok(out)
 }
 
-/// A repository's crate, as the other benchmarks name it: `rapidfuzz/strsim-rs` is `strsim`,
-/// `servo/rust-smallvec` is `smallvec`.
-pub fn crate_of(repository: &str) -> String {
-    let name = repository.rsplit('/').next().unwrap_or(repository);
-    let name = name.strip_prefix("rust-").unwrap_or(name);
-    name.strip_suffix("-rs").unwrap_or(name).to_string()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn repositories_are_named_by_their_crates() {
-        assert_eq!(crate_of("rapidfuzz/strsim-rs"), "strsim");
-        assert_eq!(crate_of("servo/rust-smallvec"), "smallvec");
-        assert_eq!(crate_of("BurntSushi/rust-csv"), "csv");
-        assert_eq!(crate_of("dtolnay/semver"), "semver");
-    }
 
     /// Two functions, f (lines 0, 1) and g (line 2): the reader reads f's best line, then
     /// g's, then f's other line.

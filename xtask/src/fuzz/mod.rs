@@ -95,7 +95,7 @@ pub fn run(args: &Args) -> Result<()> {
         return Ok(());
     }
     let seeds = Seeds::load(&root)?;
-    let mut chosen: Vec<(Arc<dyn Target>, u64)> = targets::all(&seeds)
+    let mut chosen: Vec<(Arc<dyn Target>, u64)> = all(&seeds)
         .into_iter()
         .map(|(t, w)| (Arc::from(t), w))
         .filter(|(t, _): &(Arc<dyn Target>, u64)| args.target == "all" || t.name() == args.target)
@@ -147,6 +147,13 @@ pub fn run(args: &Args) -> Result<()> {
         bail!("{panics} panics and {hangs} hangs; reproducers are in target/fuzz/crashes");
     }
     Ok(())
+}
+
+/// Every target, with its share of a run's inputs (by how cheap and how deep it is).
+pub fn all(seeds: &Seeds) -> Vec<(Box<dyn Target>, u64)> {
+    let mut all = targets::binary(seeds);
+    all.extend(text::all(seeds));
+    all
 }
 
 fn describe(v: &Verdict) -> String {

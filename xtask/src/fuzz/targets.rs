@@ -13,7 +13,6 @@ use cargo_sfl::error::DecodeError;
 
 use super::mutate::{self, Rng, interesting, read_u64, write_le};
 use super::seeds::Seeds;
-use super::text;
 
 /// How far one input got.
 pub enum Verdict {
@@ -77,8 +76,9 @@ pub trait Target: Send + Sync {
     fn run(&self, input: &[u8]) -> Verdict;
 }
 
-/// Every target, with its share of a run's inputs (by how cheap and how deep it is).
-pub fn all(seeds: &Seeds) -> Vec<(Box<dyn Target>, u64)> {
+/// The targets of binary formats (profiles, coverage maps, objects, edge files), with their
+/// shares of a run's inputs (by how cheap and how deep each is).
+pub fn binary(seeds: &Seeds) -> Vec<(Box<dyn Target>, u64)> {
     let cov = || {
         let map = covmap::parse_coverage_map(&seeds.covmap, &seeds.covfun).expect("the seed coverage map decodes");
         let build_id = covmap::read_binary(seeds.elf.as_slice())
@@ -105,17 +105,6 @@ pub fn all(seeds: &Seeds) -> Vec<(Box<dyn Target>, u64)> {
         (Box::new(Object(vec![seeds.elf.clone()])), 8),
         (Box::new(EdgeMapTarget(vec![seeds.elf.clone()])), 6),
         (Box::new(Edges(seeds.edges.clone())), 12),
-        (Box::new(text::SpectraTarget(seeds.spectra.clone())), 8),
-        (
-            Box::new(text::Gzoltar(vec![join(&[
-                &[0],
-                &seeds.gzoltar[0],
-                &seeds.gzoltar[1],
-                &seeds.gzoltar[2],
-            ])])),
-            8,
-        ),
-        (Box::new(text::Faults(seeds.faults.clone())), 8),
     ]
 }
 

@@ -20,7 +20,7 @@ fn every_decoder_survives_a_short_run() {
     let seeds = Seeds::load(&crate::root()).unwrap();
     let dir = std::env::temp_dir().join(format!("sfl-fuzz-test-{}", std::process::id()));
     let mut report = Vec::new();
-    for (target, weight) in targets::all(&seeds) {
+    for (target, weight) in all(&seeds) {
         let stats = run_target(Arc::from(target), &plan(250 * weight, &dir));
         report.push(summary_line(&stats));
         assert!(
@@ -52,7 +52,7 @@ fn every_decoder_survives_a_short_run() {
 #[test]
 fn inputs_depend_only_on_seed_target_and_iteration() {
     let seeds = Seeds::load(&crate::root()).unwrap();
-    let targets = targets::all(&seeds);
+    let targets = all(&seeds);
     let t = targets[0].0.as_ref();
     assert_eq!(input_for(t, 1, 42), input_for(t, 1, 42));
     let distinct: std::collections::HashSet<Vec<u8>> = (0..50).map(|i| input_for(t, 1, i)).collect();

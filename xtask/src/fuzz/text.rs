@@ -5,7 +5,26 @@
 use cargo_sfl::spectra::{Spectra, SpectraError};
 
 use super::mutate::{self, Rng};
-use super::targets::{Target, Verdict, generic, mutate_part, split};
+use super::seeds::Seeds;
+use super::targets::{Target, Verdict, generic, join, mutate_part, split};
+
+/// The targets of text formats (spectra, GZoltar's files, fault lists), with their shares of a
+/// run's inputs.
+pub(super) fn all(seeds: &Seeds) -> Vec<(Box<dyn Target>, u64)> {
+    vec![
+        (Box::new(SpectraTarget(seeds.spectra.clone())) as Box<dyn Target>, 8),
+        (
+            Box::new(Gzoltar(vec![join(&[
+                &[0],
+                &seeds.gzoltar[0],
+                &seeds.gzoltar[1],
+                &seeds.gzoltar[2],
+            ])])),
+            8,
+        ),
+        (Box::new(Faults(seeds.faults.clone())), 8),
+    ]
+}
 
 /// A JSON value mutation of the document (mostly keeping its `schema`, so that inputs get
 /// past the schema check), or a byte mutation of its text.

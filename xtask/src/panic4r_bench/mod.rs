@@ -231,7 +231,7 @@ fn evaluate(
         let spectra = (spectra.as_path(), root.as_deref());
         // The combined ranking ranks this crate by weights fitted without it (cross-validation),
         // when the fit held it out.
-        let weights = crate::fit::fold_weights_file(out_dir, &r.krate, cache)?.map(|p| p.display().to_string());
+        let weights = crate::folds::fold_weights_file(out_dir, &r.krate, cache)?.map(|p| p.display().to_string());
         let extra: Vec<&str> = weights.iter().flat_map(|w| ["--weights", w.as_str()]).collect();
         let eval = |more: &[&str]| report::eval(sfl, spectra, &faults, &[extra.as_slice(), more].concat());
         match eval(&[])? {

@@ -70,8 +70,8 @@ pub(super) fn evaluate(sfl: &Path, cache: &Path, out_dir: &Path, listed: &[Bug])
         }
         // The combined ranking ranks this crate by weights fitted without it (cross-validation),
         // when the fit held it out.
-        let krate = crate::fit::crate_of(&bug.repository);
-        let weights = crate::fit::fold_weights_file(out_dir, &krate, dir)?.map(|p| p.display().to_string());
+        let krate = crate::folds::crate_of(&bug.repository);
+        let weights = crate::folds::fold_weights_file(out_dir, &krate, dir)?.map(|p| p.display().to_string());
         let extra: Vec<&str> = weights.iter().flat_map(|w| ["--weights", w.as_str()]).collect();
         let eval = |more: &[&str]| {
             p4r::eval(
