@@ -91,39 +91,69 @@ pub fn check(root: &Path) -> Result<Findings> {
     let lib_files: BTreeSet<&str> = lib.iter().map(|f| f.rel.as_str()).collect();
     bin.retain(|f| !lib_files.contains(f.rel.as_str()));
 
-    let modules: BTreeMap<Vec<String>, usize> = lib
-        .iter()
-        .enumerate()
-        .flat_map(|(i, f)| inline_modules(f).into_iter().map(move |m| (m, i)))
-        .collect();
     let mut findings = Findings {
         files: lib.len(),
         ..Findings::default()
     };
-    let mut edges: BTreeMap<(usize, usize), BTreeSet<String>> = BTreeMap::new();
     let parsers: BTreeSet<String> = lib.iter().flat_map(|f| value_parsers(&f.text)).collect();
-    for (i, f) in lib.iter().enumerate() {
-        let mut v = Visitor::new(f, &parsers, &modules);
-        v.visit_file(&f.syntax);
-        for (path, name) in v.paths {
-            if let Some(j) = resolve(&modules, &path)
-                && j != i
-            {
-                edges.entry((i, j)).or_default().insert(name);
-            }
-        }
-        findings.exits.extend(v.exits);
-        findings.long_functions.extend(v.long_functions);
-        findings.string_errors.extend(v.string_errors);
+    let edges = imports(&lib, &parsers, |f, v| {
+        findings.exits.extend(std::mem::take(&mut v.exits));
+        findings.long_functions.extend(std::mem::take(&mut v.long_functions));
+        findings.string_errors.extend(std::mem::take(&mut v.string_errors));
         let outside_tests = f.text.lines().count() - v.test_lines;
         if outside_tests > MAX_FILE_LINES {
             findings
                 .long_files
                 .push(format!("{}: {outside_tests} lines outside tests", f.rel));
         }
-    }
+    });
     findings.imports = edges.len();
-    findings.circles = circles(lib.len(), &edges)
+    findings.circles = named_circles(&lib, &edges);
+    Ok(findings)
+}
+
+/// The circles of files among the modules of the binary crate whose root is `src/main.rs`
+/// under `root` (the xtask's, which may end the process and hold long benchmark files, but
+/// imports one way like the library).
+pub fn binary_circles(root: &Path) -> Result<Vec<Vec<String>>> {
+    let src = root.join("src");
+    let mut bin = Vec::new();
+    collect_modules(&src, &src.join("main.rs"), vec![], true, &mut bin)?;
+    let edges = imports(&bin, &BTreeSet::new(), |_, _| {});
+    Ok(named_circles(&bin, &edges))
+}
+
+/// Which file of `files` imports which (by index), with the names it takes; `each` sees every
+/// file's visitor once it has read the file.
+fn imports(
+    files: &[File],
+    parsers: &BTreeSet<String>,
+    mut each: impl FnMut(&File, &mut Visitor),
+) -> BTreeMap<(usize, usize), BTreeSet<String>> {
+    let modules: BTreeMap<Vec<String>, usize> = files
+        .iter()
+        .enumerate()
+        .flat_map(|(i, f)| inline_modules(f).into_iter().map(move |m| (m, i)))
+        .collect();
+    let mut edges: BTreeMap<(usize, usize), BTreeSet<String>> = BTreeMap::new();
+    for (i, f) in files.iter().enumerate() {
+        let mut v = Visitor::new(f, parsers, &modules);
+        v.visit_file(&f.syntax);
+        for (path, name) in std::mem::take(&mut v.paths) {
+            if let Some(j) = resolve(&modules, &path)
+                && j != i
+            {
+                edges.entry((i, j)).or_default().insert(name);
+            }
+        }
+        each(f, &mut v);
+    }
+    edges
+}
+
+/// Each circle of `edges`, as the imports that tie it (`a.rs -> b.rs: Name, Other`).
+fn named_circles(files: &[File], edges: &BTreeMap<(usize, usize), BTreeSet<String>>) -> Vec<Vec<String>> {
+    circles(files.len(), edges)
         .into_iter()
         .map(|members| {
             edges
@@ -131,12 +161,11 @@ pub fn check(root: &Path) -> Result<Findings> {
                 .filter(|((a, b), _)| members.contains(a) && members.contains(b))
                 .map(|((a, b), names)| {
                     let names: Vec<&str> = names.iter().map(String::as_str).collect();
-                    format!("{} -> {}: {}", lib[*a].rel, lib[*b].rel, names.join(", "))
+                    format!("{} -> {}: {}", files[*a].rel, files[*b].rel, names.join(", "))
                 })
                 .collect()
         })
-        .collect();
-    Ok(findings)
+        .collect()
 }
 
 /// Reads `file` (module `module`) and every file its `mod name;` items declare, outside tests.
@@ -540,6 +569,21 @@ mod tests {
         );
         assert_eq!(f.imports, 4);
         assert!(!f.is_clean());
+    }
+
+    #[test]
+    fn a_circle_among_a_binarys_modules_is_found() {
+        let dir = package(&[
+            ("src/main.rs", "mod a;\nmod b;\nfn main() { std::process::exit(0) }\n"),
+            ("src/a.rs", "pub fn f() { crate::b::g() }\n"),
+            ("src/b.rs", "use crate::a::f;\npub fn g() {}\npub fn h() { f() }\n"),
+        ]);
+        assert_eq!(
+            binary_circles(dir.path()).unwrap(),
+            vec![vec!["src/a.rs -> src/b.rs: g", "src/b.rs -> src/a.rs: f"]]
+        );
+        std::fs::write(dir.path().join("src/b.rs"), "pub fn g() {}\n").unwrap();
+        assert!(binary_circles(dir.path()).unwrap().is_empty());
     }
 
     #[test]

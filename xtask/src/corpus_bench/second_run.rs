@@ -20,7 +20,9 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use serde_json::{Value, json};
 
-use super::{Crate, backup, cargo_sfl_spectra, fault_candidates, round, run_merged, sfl_cmd, target_dir, with_line};
+use super::common::{
+    Crate, backup, cargo_sfl_spectra, fault_candidates, round, run_merged, sfl_cmd, target_dir, with_line,
+};
 
 /// An edit of one file: its whole new text.
 struct Edit {

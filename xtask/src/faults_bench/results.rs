@@ -12,7 +12,7 @@ use cargo_sfl::faults::Fault;
 use cargo_sfl::spectra::Spectra;
 use serde_json::{Value, json};
 
-use super::{Mutation, dirs, mutate, restore};
+use super::versions::{Mutation, cached_records, dirs, mutate, restore, with_original_text};
 
 /// Sums of each metric per measure, for one fault count.
 #[derive(Default)]
@@ -92,7 +92,7 @@ pub(super) fn evaluate_all(work_root: &Path, crates: &[(&str, &str)], out_dir: &
         let dir = cache.join(name);
         let (pristine, work) = dirs(work_root, name, version)?;
         // One record per distinct version (identity = its mutations).
-        let records = super::cached_records(&dir);
+        let records = cached_records(&dir);
         if records.is_empty() {
             continue;
         }
@@ -197,7 +197,7 @@ pub(super) fn evaluate_all(work_root: &Path, crates: &[(&str, &str)], out_dir: &
             }
             sums.add(&report, &by_function);
             // The same version with each line's text facts read from the original source.
-            let original = ranked(&super::with_original_text(&saved, &pristine, &r.mutations), &work);
+            let original = ranked(&with_original_text(&saved, &pristine, &r.mutations), &work);
             let mut report = evaluate(&original, &r.faults, &usable, &without_ht);
             report
                 .measures

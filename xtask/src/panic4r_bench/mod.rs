@@ -80,20 +80,6 @@ pub struct Args {
     pub output_dir: PathBuf,
 }
 
-/// The first line of a cargo log that says what went wrong (`error[E…]`, `error: …`), skipping
-/// cargo's summaries ("could not compile").
-pub fn first_error(log: &str) -> String {
-    let errors = || log.lines().map(str::trim).filter(|l| l.starts_with("error"));
-    errors()
-        .find(|l| !l.contains("could not compile") && !l.starts_with("error: build failed"))
-        .or_else(|| errors().next())
-        .or_else(|| log.lines().rev().find(|l| !l.trim().is_empty()))
-        .unwrap_or("(no output)")
-        .chars()
-        .take(300)
-        .collect()
-}
-
 /// The bugs of one crate in the checkout: (bug name, its directory), sorted by name.
 fn bugs_of(data: &Path, krate: &str) -> Vec<(String, PathBuf)> {
     let Ok(entries) = std::fs::read_dir(data.join(format!("lib-{krate}"))) else {

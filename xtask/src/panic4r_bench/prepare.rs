@@ -284,7 +284,7 @@ fn workspace_root(crate_dir: &Path) -> Result<PathBuf> {
     if !out.status.success() {
         bail!(
             "cargo metadata: {}",
-            super::first_error(&String::from_utf8_lossy(&out.stderr))
+            crate::cargo_log::first_error(&String::from_utf8_lossy(&out.stderr))
         );
     }
     let meta: serde_json::Value = serde_json::from_slice(&out.stdout)?;

@@ -9,8 +9,8 @@ use anyhow::Result;
 use cargo_sfl::spectra::Spectra;
 use serde::{Deserialize, Serialize};
 
-use super::first_error;
 use super::prepare::{Prepared, TRIGGER};
+use crate::cargo_log::first_error;
 
 /// A bug attempted, and what happened: the cached record of its run.
 #[derive(Clone, Debug, Serialize, Deserialize)]

@@ -47,11 +47,14 @@ use cargo_sfl::faults::Fault;
 use cargo_sfl::spectra::{Spectra, TestRecord};
 use serde::{Deserialize, Serialize};
 
+mod bugs;
 pub(crate) mod history;
 pub(crate) mod mine;
 mod report;
 pub(crate) mod reproduce;
 
+use bugs::slug;
+pub(crate) use bugs::{Attempt, BUGS_FILE, Bug, cached, load_bugs};
 use mine::Candidate;
 use reproduce::{BuildFailure, TestRun};
 
@@ -87,45 +90,6 @@ pub struct Args {
     pub output_dir: PathBuf,
 }
 
-/// A reproduced bug: what re-running it needs, and what its failure looks like.
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
-pub(crate) struct Bug {
-    /// `owner/name`.
-    pub repository: String,
-    pub commit: String,
-    pub parent: String,
-    pub subject: String,
-    /// The tests (as `target :: name`) failing on the buggy version and passing on the fixed.
-    pub tests: Vec<String>,
-    /// Fault lines in the buggy version.
-    pub faults: Vec<Fault>,
-    /// Non-blank, non-comment library lines the fix removes or adds.
-    pub changed_lines: usize,
-    /// Some fix hunk only adds lines (its fault lines are the insertion point's neighbours).
-    pub omission: bool,
-    /// `kept` (the parent's Cargo.lock), `regenerated` (removed after it did not build), `none`.
-    pub lockfile: String,
-    /// How the first failing test fails under cargo sfl (see [`failure_kind`]).
-    pub failure_kind: String,
-    /// Some failing test's backtrace has a frame in library code.
-    pub library_frame: bool,
-}
-
-/// One candidate attempted: the cached record.
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub(crate) struct Attempt {
-    pub repository: String,
-    pub commit: String,
-    pub subject: String,
-    /// `reproduced`, or why not.
-    pub outcome: String,
-    /// The first error of a failed build, or other detail.
-    #[serde(default)]
-    pub detail: String,
-    pub seconds: f64,
-    pub bug: Option<Bug>,
-}
-
 /// The mined candidates of a repository, cached.
 #[derive(Serialize, Deserialize)]
 struct Mined {
@@ -158,30 +122,6 @@ pub(crate) fn repo_name(path: &Path) -> String {
         .unwrap_or_default()
         .trim_end_matches(".git")
         .to_string()
-}
-
-fn slug(repository: &str) -> String {
-    repository.replace('/', "+")
-}
-
-pub(crate) const BUGS_FILE: &str = "regressions-bugs.json";
-
-/// The bugs file's list.
-pub(crate) fn load_bugs(path: &Path) -> Vec<Bug> {
-    #[derive(Deserialize)]
-    struct File {
-        bugs: Vec<Bug>,
-    }
-    std::fs::read(path)
-        .ok()
-        .and_then(|b| serde_json::from_slice::<File>(&b).ok())
-        .map(|f| f.bugs)
-        .unwrap_or_default()
-}
-
-/// The cached record of an attempt, if any.
-pub(crate) fn cached(dir: &Path) -> Option<Attempt> {
-    serde_json::from_slice(&std::fs::read(dir.join("record.json")).ok()?).ok()
 }
 
 struct Ctx {
@@ -440,7 +380,7 @@ fn test_version(ctx: &Ctx, dir: &Path, target: &Path, lockfile: &mut &str) -> Re
 
 /// The skip for a run that timed out or did not build.
 fn build_skip(run: &TestRun, when: &str) -> Option<Skip> {
-    let first = crate::panic4r_bench::first_error(&run.log);
+    let first = crate::cargo_log::first_error(&run.log);
     if run.code.is_none() {
         return Some(Skip::new("timed out", when));
     }
@@ -495,7 +435,7 @@ fn sfl_run(ctx: &Ctx, buggy: &Path, at: &Path) -> Result<Spectra, Skip> {
         Some(3) => Err(Skip::new("no test fails under cargo sfl", "")),
         Some(c) => Err(Skip::new(
             "cargo sfl failed",
-            format!("exit {c}: {}", crate::panic4r_bench::first_error(&log)),
+            format!("exit {c}: {}", crate::cargo_log::first_error(&log)),
         )),
     }
 }

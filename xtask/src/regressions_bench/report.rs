@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use anyhow::Result;
 use serde_json::{Value, json};
 
-use super::{Attempt, BUGS_FILE, Bug, cached, slug};
+use super::bugs::{Attempt, BUGS_FILE, Bug, cached, slug};
 use crate::panic4r_bench::report as p4r;
 
 /// Every cached attempt, per repository directory, in commit order.
