@@ -169,6 +169,7 @@ fn since_passed(
         lines,
         unseen,
         files: since.files.clone(),
+        env: since.env.clone(),
     })
 }
 

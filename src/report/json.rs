@@ -46,6 +46,9 @@ struct JsonSincePassed<'a> {
     /// Other files changed since (data files, manifests, removed sources).
     #[serde(skip_serializing_if = "<[String]>::is_empty")]
     files: &'a [String],
+    /// Environment variables whose values changed since.
+    #[serde(skip_serializing_if = "<[String]>::is_empty")]
+    environment: &'a [String],
 }
 
 #[derive(Serialize)]
@@ -83,6 +86,7 @@ impl<'a> JsonSincePassed<'a> {
                 .map(|(file, line)| JsonFileLine { file, line: *line })
                 .collect(),
             files: &since.files,
+            environment: &since.env,
         }
     }
 }

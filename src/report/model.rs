@@ -52,6 +52,8 @@ pub struct SincePassed {
     /// The files changed since that no line can show ([`crate::spectra::SinceGreen::files`]:
     /// data files, manifests, removed sources).
     pub files: Vec<String>,
+    /// The environment variables changed since ([`crate::spectra::SinceGreen::env`]).
+    pub env: Vec<String>,
 }
 
 /// Units no test tells apart: one entry of a ranking.

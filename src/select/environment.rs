@@ -94,7 +94,7 @@ pub(super) fn env_note(tests: &[TestRecord], changed: &[String]) -> Option<Strin
 }
 
 /// The environment variables that differ between the two snapshots, sorted.
-pub(super) fn changed_env(then: &Snapshot, now: &Snapshot) -> Vec<String> {
+pub fn changed_env(then: &Snapshot, now: &Snapshot) -> Vec<String> {
     let names: BTreeSet<&String> = then.context.keys().chain(now.context.keys()).collect();
     names
         .into_iter()

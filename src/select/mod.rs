@@ -41,6 +41,7 @@ pub mod volatile;
 pub use binary::BinaryKey;
 pub use choose::{Choice, choose};
 pub use differences::differences;
+pub use environment::changed_env;
 pub use locate::{changed_files, changed_lines};
 pub use narrow::Narrowed;
 pub use reuse::{BlockRef, Known, Reuse, Row};

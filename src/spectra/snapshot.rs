@@ -45,12 +45,18 @@ pub struct SinceGreen {
     /// The tests (`binary name`) that passed then and fail now.
     pub tests: Vec<String>,
     /// Per Rust source (relative to the workspace root), the lines (1-based, in today's file)
-    /// changed or added since, and for a deletion the lines on either side of it.
+    /// changed or added since, and for a deletion the lines on either side of it; a changed
+    /// line inside a statement of several lines whose coverage is recorded on another of its
+    /// lines is given as that line.
     pub lines: BTreeMap<String, Vec<u32>>,
     /// The other files (a snapshot's digests: data files, manifests) changed, added or
     /// removed since, and the Rust sources removed.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub files: Vec<String>,
+    /// The environment variables whose values changed since (set, unset or given another
+    /// value), sorted.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub env: Vec<String>,
 }
 
 /// One file of a [`Snapshot`].

@@ -49,6 +49,10 @@ pub fn trials() -> Vec<Trial> {
             changed_since_last_passed,
         ),
         Trial::test(
+            "select::changed_since_names_a_statements_line_and_the_environment",
+            changed_since_names_a_statements_line_and_the_environment,
+        ),
+        Trial::test(
             "select::changed_since_last_passed_where_a_test_always_fails",
             changed_since_last_passed_where_a_test_always_fails,
         ),
@@ -261,6 +265,62 @@ fn an_edit_of_a_proc_macro_runs_every_test() -> Result {
     let stderr = String::from_utf8_lossy(&out.stderr);
     check(
         out.status.code() == Some(7) && stderr.contains("Selected") && !stderr.contains("Selecting every test"),
+        || show(&out),
+    )
+}
+
+/// "Changed since these tests last passed" after an edit of a line that has no counter of its
+/// own (a macro call's argument on a line of its own: the compiler records the statement's
+/// coverage on its first line) names the statement's line, which the failing test runs (before,
+/// it listed the edit among the changes no coverage shows, as if it ran while compiling); and a
+/// failure that follows a changed environment variable names the variable (before: "the change
+/// is elsewhere").
+fn changed_since_names_a_statements_line_and_the_environment() -> Result {
+    let lib_rs = "pub fn greet(name: &str) -> String {\n\
+                  \x20   let g = std::env::var(\"GREETING\").unwrap_or_default();\n\
+                  \x20   let out = format!(\n\
+                  \x20       \"{g}, {name}\"\n\
+                  \x20   );\n\
+                  \x20   out\n\
+                  }\n\
+                  #[cfg(test)]\nmod tests {\n\
+                  \x20   #[test] fn hello() { assert_eq!(super::greet(\"you\"), \"hello, you\"); }\n\
+                  \x20   #[test] fn empty() { assert!(!super::greet(\"\").is_empty()); }\n\
+                  }\n";
+    let tmp = crate::support::lib_crate("fixture-statement-line", "", lib_rs)?;
+    let dir = tmp.path();
+    let run = |greeting: &str, args: &[&str]| {
+        crate::support::sfl_command(dir)
+            .env("GREETING", greeting)
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let out = run("hello", &[]);
+    check(out.status.code() == Some(3), || show(&out))?;
+    edit_file(&dir.join("src/lib.rs"), "\"{g}, {name}\"", "\"{g}; {name}\"")?;
+    let out = run("hello", &["--format", "json"]);
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout)?;
+    let since = &report["changed_since_passed"];
+    check(
+        since["lines"][0]["line"] == 3 && since.get("uncovered_lines").is_none(),
+        || format!("changed_since_passed {since}\n{}", show(&out)),
+    )?;
+    edit_file(&dir.join("src/lib.rs"), "\"{g}; {name}\"", "\"{g}, {name}\"")?;
+    let out = run("hello", &[]);
+    check(out.status.code() == Some(3), || show(&out))?;
+    let out = run("hi", &["--format", "json"]);
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout)?;
+    let since = &report["changed_since_passed"];
+    check(
+        since["environment"] == serde_json::json!(["GREETING"]) && since["lines"] == serde_json::json!([]),
+        || format!("changed_since_passed {since}\n{}", show(&out)),
+    )?;
+    let out = crate::support::report(&[], dir);
+    let human = String::from_utf8_lossy(&out.stdout);
+    check(
+        human.contains("no changed line they run: the environment changed")
+            && human.contains("environment variables changed: GREETING"),
         || show(&out),
     )
 }

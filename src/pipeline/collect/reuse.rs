@@ -88,9 +88,46 @@ pub(super) fn since_green(ws: &Workspace, spectra: &Spectra, now: &Snapshot) -> 
     (!tests.is_empty()).then(|| SinceGreen {
         taken: then.taken,
         tests,
-        lines: crate::select::changed_lines(then, now),
+        lines: with_statement_heads(&ws.root, spectra, crate::select::changed_lines(then, now)),
         files: crate::select::changed_files(then, now),
+        env: crate::select::changed_env(then, now),
     })
+}
+
+/// The changed `lines`, each one inside a statement of several lines whose coverage the
+/// compiler records on another of its lines (a macro call's argument on a line of its own, a
+/// chained call) replaced by the nearest such line at or above it in the statement: the test
+/// that runs the statement runs the change. Others (a `const`'s value, a table) stay.
+fn with_statement_heads(
+    root: &Path,
+    spectra: &Spectra,
+    mut lines: std::collections::BTreeMap<String, Vec<u32>>,
+) -> std::collections::BTreeMap<String, Vec<u32>> {
+    let counted = spectra.unit_index();
+    for (file, changed) in &mut lines {
+        let uncounted: Vec<u32> = changed
+            .iter()
+            .copied()
+            .filter(|&l| !counted.contains_key(&(file.as_str(), l)))
+            .collect();
+        if uncounted.is_empty() {
+            continue;
+        }
+        let Ok(text) = std::fs::read_to_string(root.join(file.as_str())) else {
+            continue;
+        };
+        for l in uncounted {
+            let head = crate::syntax::statement_around(&text, l)
+                .and_then(|(a, _)| (a..l).rev().find(|h| counted.contains_key(&(file.as_str(), *h))));
+            if let Some(head) = head {
+                changed.retain(|&c| c != l);
+                changed.push(head);
+            }
+        }
+        changed.sort_unstable();
+        changed.dedup();
+    }
+    lines
 }
 
 /// What this run does with the last run, said on a status line when it runs every test for

@@ -27,6 +27,8 @@ pub(super) fn changed_since_passed(out: &mut String, report: &Report, sources: &
         .collect();
     let they_run = if since.lines.is_empty() && !(unseen.is_empty() && since.files.is_empty()) {
         "no changed line they run: the change is where no coverage shows".to_string()
+    } else if since.lines.is_empty() && !since.env.is_empty() {
+        "no changed line they run: the environment changed".to_string()
     } else if since.lines.is_empty() {
         "no changed line they run (the change is elsewhere: test code, a dependency, a data file)".to_string()
     } else {
@@ -69,6 +71,13 @@ pub(super) fn changed_since_passed(out: &mut String, report: &Report, sources: &
         let _ = writeln!(out, "  … and {} more", lines.len() - CHANGED_SHOWN);
     }
     unseen_and_other_files(out, &unseen, &since.files, sources);
+    if !since.env.is_empty() {
+        let _ = writeln!(
+            out,
+            "  environment variables changed: {}",
+            crate::ui::shortened(&since.env, CHANGED_SHOWN)
+        );
+    }
 }
 
 /// The changed lines no test's coverage shows, and the other files changed.
