@@ -191,7 +191,12 @@ pub fn run_test(run: &TestRun) -> std::io::Result<Finished> {
         ));
     }
     let stack = match stacks_of(run) {
-        _ if !outcome.is_failing() || crate::verdict::went_on_after_first_panic(&output) => Vec::new(),
+        _ if !outcome.is_failing()
+            || crate::verdict::went_on_after_first_panic(&output)
+            || crate::verdict::did_not_panic(&output).is_some() =>
+        {
+            Vec::new()
+        }
         Some(names) => crate::stacks::read(&stacks_file(dir), bin.exe_for(job.name.as_deref()))
             .map_or_else(|| panic_stack(&output), |rec| names.frames(&rec)),
         None => panic_stack(&output),

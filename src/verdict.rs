@@ -59,11 +59,29 @@ pub(crate) fn classify(
         }
         return (Outcome::Crashed, Some(sig), Some(lost(msg)));
     }
+    // A `#[should_panic]` test that did not panic: any panic in its output is one it caught
+    // (a thread's, joined with `unwrap_or`), not its failure.
+    if let Some(note) = did_not_panic(output) {
+        let caught = panic_message(output)
+            .and_then(|m| m.lines().next().map(str::to_string))
+            .map(|first| format!("\n(a panic it caught or a thread had: {first})"))
+            .unwrap_or_default();
+        return (Outcome::Failed, None, Some(format!("{note}{caught}")));
+    }
     let msg = panic_message(output)
         .map(|m| m + &should_panic_note(output))
         .or_else(|| tail(output, 5))
         .or_else(|| status.code().map(|c| lost(format!("exited with status {c}"))));
     (Outcome::Failed, None, msg)
+}
+
+/// libtest's note on a `#[should_panic]` test that did not panic (`test did not panic as
+/// expected`, with the test's location on newer toolchains).
+pub(crate) fn did_not_panic(output: &str) -> Option<&str> {
+    output
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("note: "))
+        .find(|l| l.starts_with("test did not panic as expected"))
 }
 
 /// libtest's note on a `#[should_panic(expected = …)]` test whose panic said something else
@@ -440,6 +458,31 @@ mod tests {
              expected substring: \"wrong message\""
         );
         assert_eq!(should_panic_note("thread 'm' panicked at a.rs:1:1:\nboom\n"), "");
+    }
+
+    /// A `#[should_panic]` test that did not panic fails for that, even when a thread it
+    /// started panicked and the test caught it (`join().unwrap_or(0)`): the caught panic was
+    /// the message before.
+    #[cfg(unix)]
+    #[test]
+    fn a_should_panic_test_that_did_not_panic_says_so() {
+        let out = "thread '<unnamed>' panicked at src/lib.rs:28:9:\nratio with zero denominator\n\
+                   note: run with `RUST_BACKTRACE=1` environment variable to display a backtrace\n\
+                   note: test did not panic as expected at tests/env.rs:45:4\n";
+        let (outcome, _, message) = classify(exited(101), out, Duration::from_secs(1), Some("t"), false);
+        assert_eq!(outcome, Outcome::Failed);
+        assert_eq!(
+            message.as_deref(),
+            Some(
+                "test did not panic as expected at tests/env.rs:45:4\n(a panic it caught or a thread had: panicked \
+                 at src/lib.rs:28:9:)"
+            )
+        );
+        assert_eq!(
+            did_not_panic("note: test did not panic as expected\n"),
+            Some("test did not panic as expected")
+        );
+        assert_eq!(did_not_panic("thread 'm' panicked at a.rs:1:1:\nboom\n"), None);
     }
 
     #[test]

@@ -17,6 +17,10 @@ pub fn trials() -> Vec<Trial> {
             "stacks::a_caught_panic_is_no_evidence_but_a_re_raised_one_is",
             a_caught_panic_is_no_evidence_but_a_re_raised_one_is,
         ),
+        Trial::test(
+            "stacks::a_members_frames_are_named_from_the_workspace_root",
+            a_members_frames_are_named_from_the_workspace_root,
+        ),
     ];
     // A libtest crate, a proc-macro crate's tests, a `harness = false` target.
     for fixture in ["panic", "proc-macro", "harness-false"] {
@@ -26,6 +30,49 @@ pub fn trials() -> Vec<Trial> {
         ));
     }
     trials
+}
+
+/// In a workspace, cargo compiles a member from the workspace's root, so the panic message
+/// names `core/src/lib.rs` relative to it, while an integration test of `app` runs in `app/`:
+/// the panic site was taken for `app/core/src/lib.rs` (no such file), and put before the
+/// frame that already showed it as if it were inlined code (a helper's workspace).
+fn a_members_frames_are_named_from_the_workspace_root() -> Result {
+    let tmp = copy_fixture("workspace");
+    let dir = tmp.path();
+    let lib = dir.join("core/src/lib.rs");
+    let text = std::fs::read_to_string(&lib)?;
+    std::fs::write(
+        &lib,
+        format!("{text}\n/// The element at `i`.\npub fn nth(xs: &[i64], i: usize) -> i64 {{\n    xs[i]\n}}\n"),
+    )?;
+    let line = text.lines().count() as u64 + 4;
+    std::fs::write(
+        dir.join("app/tests/nth.rs"),
+        "#[test]\nfn past_the_end() {\n    assert_eq!(fixture_ws_core::nth(&[1, 2], 2), 0);\n}\n",
+    )?;
+    let cargo = std::fs::read_to_string(dir.join("app/Cargo.toml"))?;
+    check(cargo.contains("fixture-ws-core"), || cargo.clone())?;
+    let out = sfl(&["--workspace", "--no-doctests", "--format", "json"], dir);
+    check(out.status.success(), || show(&out))?;
+    let report: Value = serde_json::from_slice(&out.stdout)?;
+    let test = report["tests"]
+        .as_array()
+        .and_then(|t| t.iter().find(|t| t["name"] == "past_the_end"))
+        .cloned()
+        .unwrap_or_default();
+    let files: Vec<&str> = test["stack"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|f| f["file"].as_str())
+        .collect();
+    check(
+        test["stack"][0]["file"] == "core/src/lib.rs"
+            && test["stack"][0]["line"] == line
+            && files.iter().filter(|f| **f == "core/src/lib.rs").count() == 1
+            && files.contains(&"app/tests/nth.rs"),
+        || format!("{test:#}"),
+    )
 }
 
 /// The stacks cargo sfl's runtime records and cargo sfl names are the frames the standard

@@ -1,6 +1,7 @@
 //! Runs the planned jobs in parallel and decodes each test's profiles and edge files in the
 //! worker that ran it, as soon as it finishes.
 
+use std::path::Path;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
@@ -499,8 +500,7 @@ impl Session<'_> {
         out.profiles = fin.profiles;
     }
 
-    /// The backtrace frames in the workspace's code, paths made workspace-relative (a relative
-    /// path is relative to the test's working directory, its package's).
+    /// The backtrace frames in the workspace's code, paths made workspace-relative.
     fn workspace_frames(&self, job: &Job, stack: &[RawFrame]) -> Vec<Frame> {
         stack
             .iter()
@@ -514,9 +514,15 @@ impl Session<'_> {
             .collect()
     }
 
-    /// A path a test names (relative to its working directory, its package's), relative to
-    /// the workspace root; `None` outside the workspace.
+    /// A path a test names, relative to the workspace root; `None` outside the workspace. A
+    /// relative path is as cargo gave it to the compiler, which it runs in the workspace's
+    /// root (a member's `corelib/src/lib.rs`); one that is no file there is taken from the
+    /// test's working directory, its package's.
     fn workspace_file(&self, job: &Job, path: &str) -> Option<String> {
+        let from_root = self.ws.root.join(path);
+        if Path::new(path).is_absolute() || from_root.is_file() {
+            return self.ws.relative(&from_root);
+        }
         let pkg = &self.ws.members[self.built.tests[job.binary].package];
         let pkg_dir = pkg
             .manifest_path
