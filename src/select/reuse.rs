@@ -106,6 +106,19 @@ impl Reuse {
         }
     }
 
+    /// The tests (`binary name`) that passed in the last run, beside other tests, and ran code
+    /// the edit touched: a failure of theirs now follows the edit. (One that passed then only
+    /// alone shares something with other tests.)
+    pub fn edited_passing(&self) -> HashSet<String> {
+        self.previous
+            .tests
+            .iter()
+            .enumerate()
+            .filter(|(t, r)| self.touched[*t] && r.outcome == Outcome::Passed && !r.passed_alone)
+            .map(|(_, r)| format!("{} {}", r.binary, r.name))
+            .collect()
+    }
+
     /// Whether test `t` of the last run can be judged by [`Reuse::varied`]: it ran no code the
     /// edit touched, so its lines of unchanged code should be the same.
     pub fn judged(&self, t: usize) -> bool {

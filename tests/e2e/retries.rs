@@ -7,7 +7,7 @@ use libtest_mimic::Trial;
 use serde_json::Value;
 
 use crate::reliability::{add_test, spectra};
-use crate::support::{Result, check, check_exit, copy_fixture, sfl, show};
+use crate::support::{Result, check, check_exit, copy_fixture, edit_file, sfl, show};
 
 pub fn trials() -> Vec<Trial> {
     vec![
@@ -24,6 +24,10 @@ pub fn trials() -> Vec<Trial> {
         Trial::test(
             "retries::tests_that_fail_only_beside_others_pass_alone",
             tests_that_fail_only_beside_others_pass_alone,
+        ),
+        Trial::test(
+            "retries::a_test_the_edit_makes_fail_beside_others_stays_failing",
+            a_test_the_edit_makes_fail_beside_others_stays_failing,
         ),
         Trial::test(
             "retries::a_test_that_crashes_beside_others_keeps_its_run_alone",
@@ -398,6 +402,20 @@ fn tests_that_fail_only_beside_others_pass_alone() -> Result {
         ],
     )?;
 
+    // An edit of code they ran: they passed in the last run only alone, so they share
+    // something still, and pass alone again ranked as passing.
+    edit_file(
+        &dir.join("src/lib.rs"),
+        "    let mut least = in1;\n",
+        "    let mut least = in1;\n    let _unused = 0;\n",
+    )?;
+    let out = sfl(&["-j", "2", "--format", "json", "shared"], dir);
+    check(out.status.code() == Some(3), || show(&out))?;
+    let report: Value = serde_json::from_slice(&out.stdout)?;
+    check(report["summary"]["passed_alone"] == 2, || {
+        format!("{:#}", report["summary"])
+    })?;
+
     let raw = sfl(
         &["-j", "2", "--rerun", "--no-alone-rerun", "--format", "json", "shared"],
         dir,
@@ -408,6 +426,64 @@ fn tests_that_fail_only_beside_others_pass_alone() -> Result {
         report["summary"]["failed"] == 2 && report["summary"].get("passed_alone").is_none(),
         || format!("{:#}", report["summary"]),
     )
+}
+
+/// Tests that passed beside others in the last run, and fail beside each other after an edit
+/// of code they ran (it made them share a directory), pass alone: the edit made them fail, only
+/// not every time, so they stay failing as flaky tests and the edited function is ranked (a
+/// helper's rayon-core, whose ordering tests a pool of two threads fails at random: before,
+/// they were ranked as passing and the edited line came last of 66).
+fn a_test_the_edit_makes_fail_beside_others_stays_failing() -> Result {
+    let lib_rs = "/// How many tests note at once.\n\
+                  pub fn note(name: &str) -> usize {\n\
+                  \x20   let _ = name;\n\
+                  \x20   1\n\
+                  }\n\
+                  #[cfg(test)]\nmod tests {\n\
+                  \x20   fn run(name: &str) {\n\
+                  \x20       std::thread::sleep(std::time::Duration::from_millis(300));\n\
+                  \x20       assert_eq!(super::note(name), 1);\n\
+                  \x20   }\n\
+                  \x20   #[test] fn a() { run(\"a\"); }\n\
+                  \x20   #[test] fn b() { run(\"b\"); }\n\
+                  \x20   #[test] fn c() { assert_eq!(2 + 2, 4); }\n\
+                  }\n";
+    let tmp = crate::support::lib_crate("fixture-edit-beside", "", lib_rs)?;
+    let dir = tmp.path();
+    let out = sfl(&["-j", "2"], dir);
+    check(out.status.code() == Some(3), || show(&out))?;
+    edit_file(
+        &dir.join("src/lib.rs"),
+        "    let _ = name;\n    1\n",
+        "    let dir = std::path::Path::new(env!(\"CARGO_MANIFEST_DIR\")).join(\"target/notes\");\n    \
+         std::fs::create_dir_all(&dir).unwrap();\n    std::fs::write(dir.join(name), \"\").unwrap();\n    \
+         std::thread::sleep(std::time::Duration::from_millis(1000));\n    \
+         let n = std::fs::read_dir(&dir).unwrap().count();\n    \
+         std::thread::sleep(std::time::Duration::from_millis(1000));\n    \
+         std::fs::remove_file(dir.join(name)).unwrap();\n    n\n",
+    )?;
+    let out = sfl(&["-j", "2", "--format", "json"], dir);
+    check_exit(
+        &out,
+        0,
+        &out.stderr,
+        &["passed alone but ran code the edit touched and passed before it: ranked as failing, as flaky"],
+    )?;
+    let report: Value = serde_json::from_slice(&out.stdout)?;
+    check(
+        report["summary"]["flaky"] == 2
+            && report["summary"]["failed"] == 2
+            && report["summary"].get("passed_alone").is_none(),
+        || format!("{:#}", report["summary"]),
+    )?;
+    for name in ["tests::a", "tests::b"] {
+        let saved = saved_test(dir, name)?;
+        check(
+            saved["outcome"] == "failed" && saved["flaky"] == true && attempt_outcomes(&saved) == ["failed", "passed"],
+            || format!("{saved:#}"),
+        )?;
+    }
+    Ok(())
 }
 
 /// A test that fails whatever runs beside it, but the way it fails depends on another test's

@@ -116,7 +116,8 @@ impl Session<'_> {
         let outcomes = if jobs.is_empty() {
             Vec::new()
         } else {
-            self.run_all(jobs, done, |o| journal.keep(o, self.coverage, self.edges))
+            let edited = reuse.map(Reuse::edited_passing).unwrap_or_default();
+            self.run_all(jobs, done, &edited, |o| journal.keep(o, self.coverage, self.edges))
         };
         if let Some(e) = not_run(&outcomes) {
             return Err(e.into());

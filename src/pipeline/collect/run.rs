@@ -1,6 +1,7 @@
 //! Runs the planned jobs in parallel and decodes each test's profiles and edge files in the
 //! worker that ran it, as soon as it finishes.
 
+use std::collections::HashSet;
 use std::path::Path;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -43,8 +44,10 @@ const ALONE_AT_MOST: usize = 32;
 /// passing run's record and coverage, marked `passed_alone`), or failing another way (a crash
 /// beside the others, a plain failure alone: ripgrep's tests sharing a temporary directory
 /// named by a per-process counter; the run with no other test beside it is kept). The first run
-/// (or its retries) and this one are its attempts.
-fn rerun_alone(first: &JobOutcome, mut alone: JobOutcome) -> JobOutcome {
+/// (or its retries) and this one are its attempts. With `edited` (it passed in the last run and
+/// ran code the edit touched) a pass alone keeps the failing run, as a flaky test: the edit
+/// made it fail (rayon-core's ordering tests, which a pool of two threads fails at random).
+fn rerun_alone(first: JobOutcome, mut alone: JobOutcome, edited: bool) -> JobOutcome {
     let attempt = |r: &TestRecord| Attempt {
         outcome: r.outcome,
         duration_ms: r.duration_ms,
@@ -55,28 +58,42 @@ fn rerun_alone(first: &JobOutcome, mut alone: JobOutcome) -> JobOutcome {
         attempts.push(attempt(&first.record));
     }
     attempts.push(attempt(&alone.record));
+    if edited && alone.record.outcome == Outcome::Passed {
+        let mut first = first;
+        first.record.attempts = attempts;
+        first.record.flaky = true;
+        return first;
+    }
     alone.record.attempts = attempts;
     alone.record.passed_alone = alone.record.outcome == Outcome::Passed;
     alone
 }
 
-/// The Alone status line: of `failing` tests run again alone, those that `passed` and those
-/// that failed another way (`otherwise`).
-fn alone_status(failing: usize, passed: &[String], otherwise: &[String]) -> String {
-    let otherwise = match otherwise.len() {
+/// The Alone status line: of `failing` tests run again alone, those that `passed`, those that
+/// passed but stay failing (`flaky`: they ran code the edit touched), and those that failed
+/// another way (`otherwise`).
+fn alone_status(failing: usize, passed: &[String], flaky: &[String], otherwise: &[String]) -> String {
+    let mut otherwise = match otherwise.len() {
         0 => String::new(),
         n => format!(
             "; {n} failed another way alone (the run alone is kept): {}",
             ui::shortened(otherwise, 3)
         ),
     };
-    let again = failing - passed.len();
+    if !flaky.is_empty() {
+        otherwise.push_str(&format!(
+            "; {} passed alone but ran code the edit touched and passed before it: ranked as failing, as flaky",
+            ui::shortened(flaky, 3)
+        ));
+    }
+    let again = failing - passed.len() - flaky.len();
     format!(
         "ran {} again, one at a time with no other test running: {}{otherwise}",
         ui::counted(failing, "failing test", "failing tests"),
         match passed.len() {
-            0 if failing == 1 => "it failed again".to_string(),
-            0 => "all failed again".to_string(),
+            0 if again == 1 && failing == 1 => "it failed again".to_string(),
+            0 if again == failing => "all failed again".to_string(),
+            0 => format!("{again} failed again"),
             _ if again > 0 => format!(
                 "{} passed (failed only beside other tests: ranked as passing), {again} failed again",
                 ui::shortened(passed, 3)
@@ -96,6 +113,7 @@ impl Session<'_> {
         &self,
         jobs: &[Job],
         mut done: Vec<Option<JobOutcome>>,
+        edited: &HashSet<String>,
         finished: impl Fn(&JobOutcome) + Sync,
     ) -> Vec<JobOutcome> {
         let todo = self.todo(jobs, &done);
@@ -146,7 +164,7 @@ impl Session<'_> {
                 },
             );
         });
-        let alone = self.run_alone(jobs, &todo, &mut done, &decode_total, &finished);
+        let alone = self.run_alone(jobs, (&todo, edited), &mut done, &decode_total, &finished);
         for exe in kept.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner) {
             self.evict(exe);
         }
@@ -251,7 +269,7 @@ impl Session<'_> {
     fn run_alone(
         &self,
         jobs: &[Job],
-        todo: &[usize],
+        (todo, edited): (&[usize], &HashSet<String>),
         done: &mut [Option<JobOutcome>],
         decode_total: &Mutex<Duration>,
         finished: &(impl Fn(&JobOutcome) + Sync),
@@ -274,7 +292,7 @@ impl Session<'_> {
             },
             |k, r| again[k] = r,
         );
-        let (mut passed, mut otherwise) = (Vec::new(), Vec::new());
+        let (mut passed, mut flaky, mut otherwise) = (Vec::new(), Vec::new(), Vec::new());
         for (&i, alone) in failing.iter().zip(again) {
             let first_outcome = done[i].as_ref().map(|d| d.record.outcome);
             let Some(alone) = alone.filter(|a| {
@@ -285,23 +303,24 @@ impl Session<'_> {
                 continue;
             };
             let first = done[i].take().expect("a failing test ran");
-            let outcome = rerun_alone(&first, alone);
+            let name = format!("{} {}", first.record.binary, first.record.name);
+            let first_outcome = first.record.outcome;
+            let outcome = rerun_alone(first, alone, edited.contains(&name));
             finished(&outcome);
-            let name = format!("{} {}", outcome.record.binary, outcome.record.name);
             match outcome.record.outcome {
                 Outcome::Passed => passed.push(name),
+                _ if outcome.record.flaky => flaky.push(name),
                 o => otherwise.push(format!(
                     "{name} ({} beside others, {} alone)",
-                    first.record.outcome.as_str(),
+                    first_outcome.as_str(),
                     o.as_str()
                 )),
             }
             done[i] = Some(outcome);
         }
-        Some(alone_status(failing.len(), &passed, &otherwise))
+        Some(alone_status(failing.len(), &passed, &flaky, &otherwise))
     }
 
-    /// The tests [`Session::run_alone`] runs again (`None`: none).
     /// Drops what was read of executable `exe` (its coverage map and block table).
     fn evict(&self, exe: usize) {
         self.coverage.evict(exe);
@@ -316,6 +335,7 @@ impl Session<'_> {
         self.alone && self.jobs >= 2 && tests >= 2
     }
 
+    /// The tests [`Session::run_alone`] runs again (`None`: none).
     fn alone_candidates(&self, todo: &[usize], done: &[Option<JobOutcome>]) -> Option<Vec<usize>> {
         if !self.runs_alone_after(todo.len()) {
             return None;
@@ -559,7 +579,7 @@ fn with_panic_site(stack: Vec<Frame>, message: &str, relative: impl Fn(&str) -> 
 
 #[cfg(test)]
 mod tests {
-    use super::{JobOutcome, rerun_alone, with_panic_site};
+    use super::{JobOutcome, alone_status, rerun_alone, with_panic_site};
     use crate::spectra::Frame;
 
     #[test]
@@ -611,7 +631,7 @@ mod tests {
     #[test]
     fn a_test_that_passed_alone_keeps_the_passing_run_and_every_attempt() {
         let first = outcome(Outcome::Failed, Some("another test wrote here"), &[1, 2, 3]);
-        let alone = rerun_alone(&first, outcome(Outcome::Passed, None, &[1, 2]));
+        let alone = rerun_alone(first, outcome(Outcome::Passed, None, &[1, 2]), false);
         let runs = |o: &JobOutcome| o.record.attempts.iter().map(|a| a.outcome).collect::<Vec<_>>();
         assert_eq!(alone.record.outcome, Outcome::Passed);
         assert!(alone.record.passed_alone && !alone.record.flaky);
@@ -631,8 +651,32 @@ mod tests {
             };
             2
         ];
-        let alone = rerun_alone(&retried, outcome(Outcome::Passed, None, &[1]));
+        let alone = rerun_alone(retried, outcome(Outcome::Passed, None, &[1]), false);
         assert_eq!(runs(&alone), vec![Outcome::Crashed, Outcome::Crashed, Outcome::Passed]);
+
+        // One that passed in the last run and ran code the edit touched keeps its failing run,
+        // as a flaky test, with both attempts.
+        let first = outcome(Outcome::Failed, Some("order differs"), &[1, 2, 3]);
+        let kept = rerun_alone(first, outcome(Outcome::Passed, None, &[1, 2]), true);
+        assert_eq!(kept.record.outcome, Outcome::Failed);
+        assert!(kept.record.flaky && !kept.record.passed_alone);
+        assert_eq!(kept.covered, vec![UnitId(1), UnitId(2), UnitId(3)]);
+        assert_eq!(runs(&kept), vec![Outcome::Failed, Outcome::Passed]);
+        // Failing alone too: as without the edit.
+        let first = outcome(Outcome::Failed, Some("order differs"), &[1]);
+        let again = rerun_alone(first, outcome(Outcome::Crashed, None, &[1]), true);
+        assert_eq!(again.record.outcome, Outcome::Crashed);
+        assert!(!again.record.flaky);
+    }
+
+    #[test]
+    fn the_alone_line_says_what_each_test_did() {
+        let names = |n: &[&str]| n.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert!(alone_status(1, &[], &[], &[]).ends_with(": it failed again"));
+        assert!(alone_status(3, &[], &names(&["a"]), &[]).contains(": 2 failed again; a passed alone but ran code"));
+        assert!(
+            alone_status(2, &names(&["b"]), &names(&["a"]), &[]).contains(": b passed (failed only beside other tests")
+        );
     }
 
     #[test]
