@@ -44,7 +44,12 @@ pub fn choose(mut previous: Spectra, now: &Snapshot, root: &Path) -> Choice {
         )));
     }
     let spans = spans_by_file(&previous.functions);
-    let Edits { moved, added, changed } = match edits(&then, now, &spans, root) {
+    let Edits {
+        moved,
+        added,
+        changed,
+        reread,
+    } = match edits(&then, now, &spans, root) {
         Ok(edits) => edits,
         Err(EveryTest(why)) => return Choice::All(Some(why)),
     };
@@ -70,6 +75,7 @@ pub fn choose(mut previous: Spectra, now: &Snapshot, root: &Path) -> Choice {
         moved,
         added,
         changed,
+        reread,
     };
     if !reuse.moved.is_empty() || !reuse.added.is_empty() {
         for t in ran_no_code(&reuse.previous) {
@@ -91,6 +97,8 @@ struct Edits {
     added: HashMap<String, Vec<(u32, u32)>>,
     /// The functions whose bodies changed.
     changed: Vec<FunctionSpan>,
+    /// The sources whose proptest persistence files changed ([`Reuse::reread`]).
+    reread: Vec<String>,
 }
 
 /// Why every test runs again, in words.
@@ -113,8 +121,22 @@ fn edits(
         moved: HashMap::new(),
         added: HashMap::new(),
         changed: Vec::new(),
+        reread: Vec::new(),
     };
+    // A failing case proptest persisted (written by `cargo test` between two runs, say) is an
+    // input of the property tests of its source: they run again, not every test.
+    let persisted: BTreeSet<&String> = then.files.keys().chain(now.files.keys()).collect();
+    for file in persisted {
+        if let Some(rs) = super::snapshot::persisted_for(file)
+            && then.files.get(file) != now.files.get(file)
+        {
+            edits.reread.push(rs);
+        }
+    }
     for (file, old) in &then.files {
+        if super::snapshot::persisted_for(file).is_some() {
+            continue;
+        }
         let Some(new) = now.files.get(file) else {
             return Err(format!("{file} was removed").into());
         };
@@ -153,7 +175,11 @@ fn edits(
         edits.moved.insert(file.clone(), at.lines);
         edits.changed.extend(at.touched.into_iter().cloned());
     }
-    if let Some(file) = now.files.keys().find(|f| !then.files.contains_key(*f)) {
+    if let Some(file) = now
+        .files
+        .keys()
+        .find(|f| !then.files.contains_key(*f) && super::snapshot::persisted_for(f).is_none())
+    {
         return Err(format!("{file} was added").into());
     }
     Ok(edits)

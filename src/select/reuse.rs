@@ -22,6 +22,9 @@ pub struct Reuse {
     pub(super) added: HashMap<String, Vec<(u32, u32)>>,
     /// Functions of the last run that the edit touched.
     pub(super) changed: Vec<FunctionSpan>,
+    /// Sources whose property tests' persisted failing cases changed: every line of theirs is
+    /// dirty, so the tests that ran them (their own tests among them) run again.
+    pub(super) reread: Vec<String>,
     /// Per test of the last run: its row ran a line (or took an edge) the edit touched.
     pub(super) touched: Vec<bool>,
     /// Which environment variables changed and how many tests that re-runs, in words.
@@ -64,7 +67,8 @@ impl Reuse {
 
     /// Whether a line of the last run is in a function the edit touched, or changed itself.
     pub(super) fn dirty(&self, file: &str, line: u32) -> bool {
-        self.line_now(file, line).is_none()
+        self.reread.iter().any(|f| f == file)
+            || self.line_now(file, line).is_none()
             || self
                 .changed
                 .iter()

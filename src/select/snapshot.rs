@@ -293,6 +293,21 @@ fn proptest_persistence(rs: &str) -> Vec<String> {
     out
 }
 
+/// The Rust source whose property tests a proptest persistence file (`tests/t.proptest-regressions`,
+/// `proptest-regressions/a/b.txt`) holds failing cases of ([`proptest_persistence`] backwards);
+/// `None` for any other file.
+pub fn persisted_for(file: &str) -> Option<String> {
+    if let Some(stem) = file.strip_suffix(".proptest-regressions") {
+        return Some(format!("{stem}.rs"));
+    }
+    let stem = file.strip_suffix(".txt")?;
+    let (package, rest) = match stem.find("/proptest-regressions/") {
+        Some(i) => (&stem[..=i], &stem[i + "/proptest-regressions/".len()..]),
+        None => ("", stem.strip_prefix("proptest-regressions/")?),
+    };
+    Some(format!("{package}src/{rest}.rs"))
+}
+
 /// The snapshot with the files this run's tests wrote for later runs as they are now, so that
 /// the next run does not take them for an edit ("was added since the last run", and every
 /// test run again): proptest's persisted failures ([`proptest_persistence`]), written when a
@@ -346,6 +361,13 @@ mod tests {
             ["src/lib.proptest-regressions", "proptest-regressions/lib.txt"]
         );
         assert!(proptest_persistence("README.md").is_empty());
+        for rs in ["tests/t.rs", "crates/x/src/a/b.rs", "src/lib.rs"] {
+            for persisted in proptest_persistence(rs) {
+                assert_eq!(persisted_for(&persisted).as_deref(), Some(rs), "{persisted}");
+            }
+        }
+        assert_eq!(persisted_for("data/cases.txt"), None);
+        assert_eq!(persisted_for("src/lib.rs"), None);
     }
 
     #[test]

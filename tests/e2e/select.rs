@@ -1050,5 +1050,22 @@ fn a_snapshot_written_for_review_is_no_edit() -> Result {
     check(
         !err.contains("Selecting every test") && selected(&second).is_some_and(|(n, m)| n < m),
         || show(&second),
+    )?;
+    // A persisted case written by another run (`cargo test`'s, between two of cargo sfl's) is an
+    // input of the property tests of its source, here an integration test's: they run again,
+    // not every test (before: "tests/prop.proptest-regressions was added", and every test ran).
+    std::fs::create_dir_all(dir.join("tests"))?;
+    std::fs::write(
+        dir.join("tests/prop.rs"),
+        "#[test]\nfn ordered() {\n    let (least, most) = fixture_minmax::minmax(1, 2, 3);\n    assert!(least <= most);\n}\n",
+    )?;
+    let third = sfl(&[], dir);
+    check(third.status.code() == Some(0), || show(&third))?;
+    std::fs::write(dir.join("tests/prop.proptest-regressions"), "cc 4567\n")?;
+    let fourth = sfl(&[], dir);
+    let err = String::from_utf8_lossy(&fourth.stderr);
+    check(
+        !err.contains("Selecting every test") && selected(&fourth).is_some_and(|(n, m)| n < m),
+        || show(&fourth),
     )
 }
