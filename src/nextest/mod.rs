@@ -483,14 +483,19 @@ fn unhonoured(file: &File, chain: &[(String, &Profile)]) -> Vec<String> {
                     .map(|k| format!("profile.{name}.overrides[{i}].{k} ({})", why(k))),
             );
         }
-        for s in std::iter::once(&p.slow_timeout)
-            .chain(p.overrides.iter().map(|o| &o.slow_timeout))
-            .flatten()
-        {
-            if let model::SlowTimeout::Table { other, .. } = s {
-                out.extend(other.keys().map(|k| {
-                    format!("profile.{name} slow-timeout.{k} (a timed-out test is killed at once and never passes)")
-                }));
+        let own = std::iter::once((format!("profile.{name}"), &p.slow_timeout));
+        let overrides = p
+            .overrides
+            .iter()
+            .enumerate()
+            .map(|(i, o)| (format!("profile.{name}.overrides[{i}]"), &o.slow_timeout));
+        for (at, s) in own.chain(overrides) {
+            if let Some(model::SlowTimeout::Table { other, .. }) = s {
+                out.extend(
+                    other.keys().map(|k| {
+                        format!("{at}.slow-timeout.{k} (a timed-out test is killed at once and never passes)")
+                    }),
+                );
             }
         }
     }

@@ -187,6 +187,11 @@ fn overrides_time_out_and_retry() -> Result {
     check(slow["outcome"] == "timed-out" && (2000..4000).contains(&ms), || {
         format!("{slow:#}\n{}", show(&out))
     })?;
+    // The Running line says so (it named cargo sfl's own timeout alone).
+    check(
+        String::from_utf8_lossy(&out.stderr).contains("; by nextest overrides: 1 test 2s)"),
+        || show(&out),
+    )?;
     let flaky = test("flaky_once");
     check(
         flaky["flaky"] == true && flaky["attempts"].as_array().map_or(0, Vec::len) == 2,
@@ -314,7 +319,12 @@ fn unhonoured_keys_and_bad_input_are_named() -> Result {
     let tmp = copy_fixture("nextest-config");
     let dir = tmp.path();
     let config = dir.join(".config/nextest.toml");
-    let text = std::fs::read_to_string(&config)?.replace("fail-fast = false", "fail-fast = false\nfrobnicate = 3");
+    let text = std::fs::read_to_string(&config)?
+        .replace("fail-fast = false", "fail-fast = false\nfrobnicate = 3")
+        .replace(
+            "slow-timeout = { period = \"1s\", terminate-after = 2 }",
+            "slow-timeout = { period = \"1s\", terminate-after = 2, grace-period = \"0s\" }",
+        );
     std::fs::write(&config, text)?;
     let out = sfl(&["-E", "test(=quick_test)"], dir);
     check_exit(
@@ -325,6 +335,7 @@ fn unhonoured_keys_and_bad_input_are_named() -> Result {
             "cargo sfl does not honour",
             "profile.default.frobnicate (unknown key)",
             "profile.default.fail-fast",
+            "profile.default.overrides[1].slow-timeout.grace-period (a timed-out test",
         ],
     )?;
     let out = sfl(&["-E", "test(quick"], dir);

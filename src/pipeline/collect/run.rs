@@ -253,10 +253,37 @@ impl Session<'_> {
                 n_bins,
                 if n_bins == 1 { "y" } else { "ies" },
                 self.jobs,
-                self.timeout_note
+                self.timeouts_said(&todo)
             ),
         );
         todo
+    }
+
+    /// The timeouts of the jobs `todo` in words: the one most of them have (cargo sfl's, with
+    /// how it was chosen, or the nextest profile's), then the others, which its overrides set.
+    fn timeouts_said(&self, todo: &[usize]) -> String {
+        let mut counts: std::collections::BTreeMap<Duration, usize> = std::collections::BTreeMap::new();
+        for &i in todo {
+            *counts.entry(self.settings[i].limits.timeout).or_default() += 1;
+        }
+        let Some((&most, _)) = counts.iter().max_by_key(|(t, n)| (**n, std::cmp::Reverse(**t))) else {
+            return self.timeout_note.clone();
+        };
+        let secs = |t: Duration| format!("{}s", t.as_secs_f64());
+        let mut said = if most == self.timeout {
+            self.timeout_note.clone()
+        } else {
+            format!("{} from the nextest profile", secs(most))
+        };
+        let others: Vec<String> = counts
+            .iter()
+            .filter(|(t, _)| **t != most)
+            .map(|(t, n)| format!("{} {}", crate::ui::counted(*n, "test", "tests"), secs(*t)))
+            .collect();
+        if !others.is_empty() {
+            said.push_str(&format!("; by nextest overrides: {}", others.join(", ")));
+        }
+        said
     }
 
     /// Runs again, one at a time with no other test running, the tests of `todo` that failed
