@@ -505,11 +505,12 @@ impl ForkServers {
             .filter(|s| s.is_ok())
             .count()
             + self.retired.load(Ordering::Relaxed);
-        // Tests, not processes: a test that passed leaves its process to the next one.
+        // Runs of tests, not processes: a test that passed leaves its process to the next one,
+        // and a failing test may run again alone.
         let mut s = if forked > 0 {
             format!(
-                "{} run on {servers} fork server{}",
-                crate::ui::counted(forked, "test", "tests"),
+                "{} on {servers} fork server{}",
+                crate::ui::counted(forked, "test run", "test runs"),
                 if servers == 1 { "" } else { "s" }
             )
         } else {

@@ -158,6 +158,7 @@ pub(super) fn stream(
     let mut child = crate::process::spawn_build(&mut cmd).map_err(SflError::CargoSpawn)?;
     let stdout = child.stdout.take().expect("piped");
     let stderr = child.stderr.take().expect("piped");
+    let doc_only = cmd.get_args().any(|a| a == "--doc");
     let forward = std::thread::spawn(move || {
         let mut summary = false;
         let mut diagnostics = Diagnostics::default();
@@ -171,7 +172,11 @@ pub(super) fn stream(
             // Nor its "Running unittests src/lib.rs (...)" of a test binary it hands to the
             // runner that does nothing (a `Running \`rustc ...\`` of `cargo -v` is shown).
             let ran = t.starts_with("Running ") && !t.starts_with("Running `");
-            if !summary && !ran {
+            // cargo's "Doc-tests NAME" announces a run that is not cargo's here; and a build of
+            // the doctests alone (`--doc`) runs while the other tests run, where its "Finished …"
+            // would land among their progress lines.
+            let aside = t.starts_with("Doc-tests ") || (doc_only && t.starts_with("Finished "));
+            if !summary && !ran && !aside {
                 diagnostics.forward(line).iter().for_each(|l| crate::ui::line(l));
             }
         }

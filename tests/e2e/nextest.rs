@@ -161,7 +161,7 @@ fn one_test_process_at_a_time_with_j1() -> Result {
     })?;
     let stderr = String::from_utf8_lossy(&out.stderr);
     check(
-        stderr.contains("(1 at a time") && stderr.contains("2 tests run on"),
+        stderr.contains("(1 at a time") && stderr.contains("2 test runs on"),
         || show(&out),
     )
 }

@@ -134,7 +134,7 @@ fn run_beside(
         if building.is_some() {
             ui::detail("the doctests build while the other tests run");
         }
-        let run = session.run_planned(cfg, &plan.jobs, reuse);
+        let run = session.run_planned(cfg, plan, reuse);
         let doctests = building.map(|b| b.join().expect("the doctests' build does not panic"));
         (run, doctests)
     })
@@ -162,7 +162,7 @@ fn run_doctests(
     let mut session = Session::new(ws, doctests, coverage, edges.as_ref(), scratch, cfg, nextest);
     session.journal = "doctests";
     let (doc_plan, _) = list_and_plan(&mut session, cfg, nextest);
-    let (journal, mut doc_outcomes, _) = session.run_planned(cfg, &doc_plan.jobs, None)?;
+    let (journal, mut doc_outcomes, _) = session.run_planned(cfg, &doc_plan, None)?;
     note_volatile(&session, &mut doc_outcomes, None);
     journals.push(journal);
     outcomes.extend(doc_outcomes);

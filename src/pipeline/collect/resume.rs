@@ -6,6 +6,7 @@ use anyhow::Context;
 
 use super::journal;
 use super::outcome::JobOutcome;
+use super::plan::Plan;
 use super::session::Session;
 use crate::config::RunConfig;
 use crate::error::SflError;
@@ -79,9 +80,10 @@ impl Session<'_> {
     pub(super) fn run_planned(
         &self,
         cfg: &RunConfig,
-        jobs: &[Job],
+        plan: &Plan,
         reuse: Option<&Reuse>,
     ) -> anyhow::Result<(journal::Journal, Vec<JobOutcome>, Reused)> {
+        let jobs = &plan.jobs;
         let (journal, mut done) = resume(self, cfg, jobs)?;
         let mut reused = Reused::default();
         if let Some(reuse) = reuse {
@@ -93,6 +95,9 @@ impl Session<'_> {
                 }
             }
             let total = jobs.len() + rows.len();
+            // Recorded without running (#[ignore]d, doctests the build judged), this build's
+            // and the last run's of binaries not built: the report's count of tests has them.
+            let recorded = plan.recorded.len() + ignored.len();
             let run = done.iter().filter(|d| d.is_none()).count();
             let volatile = match reuse.volatile() {
                 0 => String::new(),
@@ -106,9 +111,13 @@ impl Session<'_> {
             ui::status(
                 "Selected",
                 format!(
-                    "{run} of {total} tests to run{volatile}; {} reused from the run of {} (--rerun runs them all)",
+                    "{run} of {total} tests to run{volatile}; {} reused from the run of {} (--rerun runs them all){}",
                     total - run,
-                    ui::ago(reuse.when)
+                    ui::ago(reuse.when),
+                    match recorded {
+                        0 => String::new(),
+                        n => format!("; {n} more recorded without running (ignored, or doctests only compiled)"),
+                    }
                 ),
             );
             reused = Reused { rows, ignored };

@@ -586,7 +586,9 @@ impl Session<'_> {
 /// that panicked (base64 with `opt-level = 3`: "index out of bounds" at
 /// src/engine/general_purpose/mod.rs:158 was ranked at src/encode.rs:77, the call). A site that
 /// is a frame already (a `#[track_caller]` function's caller) changes nothing, nor does one
-/// outside the workspace (`relative` gives `None`), nor a message of several panics.
+/// outside the workspace (`relative` gives `None`), nor a message of several panics. (A panic in
+/// a `macro_rules!` macro is the same case: the message names the macro's call, the debug
+/// information its definition.)
 fn with_panic_site(stack: Vec<Frame>, message: &str, relative: impl Fn(&str) -> Option<String>) -> Vec<Frame> {
     let several = message.matches("panicked at ").count() > 1;
     let Some((file, line, _)) = crate::verdict::panic_site(message).filter(|_| !several && !stack.is_empty()) else {
@@ -597,7 +599,7 @@ fn with_panic_site(stack: Vec<Frame>, message: &str, relative: impl Fn(&str) -> 
         return stack;
     }
     let site = Frame {
-        function: "(inlined into the frame below)".into(),
+        function: "(the panic's own line: inlined into the frame below, or a macro's call)".into(),
         file,
         line,
     };
