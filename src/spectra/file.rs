@@ -60,6 +60,10 @@ pub enum EdgeProfiles {
     Skip,
 }
 
+/// A saved run's outcomes (`binary name`, outcome) and its selection's digest
+/// ([`Spectra::skim`]).
+pub type Skimmed = (Vec<(String, Outcome)>, Option<String>);
+
 impl Spectra {
     pub fn save(&self, path: &Path) -> std::io::Result<()> {
         if let Some(dir) = path.parent() {
@@ -113,12 +117,20 @@ impl Spectra {
     /// unreadable, of a schema this version does not read, or of another workspace than
     /// `workspace_root`.
     pub fn outcomes_in(path: &Path, workspace_root: &str) -> Option<Vec<(String, Outcome)>> {
+        Spectra::skim(path, workspace_root).map(|(outcomes, _)| outcomes)
+    }
+
+    /// [`Spectra::outcomes_in`], with the digest of the run's selection (its snapshot's
+    /// `selection` part: packages, features, filters, …), when it has one.
+    pub fn skim(path: &Path, workspace_root: &str) -> Option<Skimmed> {
         #[derive(Deserialize)]
         struct Tests {
             schema: String,
             #[serde(default)]
             workspace_root: String,
             tests: Vec<OutcomeOnly>,
+            #[serde(default)]
+            snapshot: Option<ContextOnly>,
         }
         #[derive(Deserialize)]
         struct OutcomeOnly {
@@ -126,12 +138,20 @@ impl Spectra {
             name: String,
             outcome: Outcome,
         }
+        #[derive(Deserialize)]
+        struct ContextOnly {
+            #[serde(default)]
+            context: std::collections::BTreeMap<String, String>,
+        }
         let t: Tests = serde_json::from_slice(&std::fs::read(path).ok()?).ok()?;
         ([SCHEMA, SCHEMA_V2, SCHEMA_V1].contains(&t.schema.as_str()) && t.workspace_root == workspace_root).then(|| {
-            t.tests
+            let selection = t.snapshot.and_then(|mut s| s.context.remove("selection"));
+            let outcomes = t
+                .tests
                 .into_iter()
                 .map(|o| (format!("{} {}", o.binary, o.name), o.outcome))
-                .collect()
+                .collect();
+            (outcomes, selection)
         })
     }
 

@@ -93,7 +93,9 @@ fn cargo_messages() -> Result {
             || format!("{top:#?}"),
         )?;
         check(
-            line_has(&text, "\"manifest_path\":") && line_has(&text, "\"reason\":\"compiler-message\""),
+            line_has(&text, "\"manifest_path\":")
+                && line_has(&text, "\"reason\":\"compiler-message\"")
+                && line_has(&text, "\"message\":{\"$message_type\":\"diagnostic\","),
             || text.to_string(),
         )?;
     }

@@ -1,6 +1,7 @@
 //! Collecting the spectra: build → list every binary (reading its coverage map meanwhile) →
 //! [`plan`] the jobs → [`run`] and decode them → [`assemble`] the matrix → save it.
 
+mod alone;
 mod assemble;
 mod building;
 mod journal;

@@ -203,17 +203,7 @@ fn save_keeping_failures(spectra: &Spectra, main: &Path) -> std::io::Result<Save
             when.map_or_else(|_| "time unknown".into(), ui::ago),
             if n == 1 { "" } else { "s" }
         );
-        // A run of fewer tests (`-p` of one member, a name filter) says nothing of the
-        // baseline's others: the baseline stays, or the next run of them could not say what
-        // changed since they last passed.
-        let now: HashSet<String> = spectra
-            .tests
-            .iter()
-            .map(|t| format!("{} {}", t.binary, t.name))
-            .collect();
-        if Spectra::outcomes_in(&green, &spectra.workspace_root)
-            .is_some_and(|b| b.iter().any(|(t, _)| !now.contains(t)))
-        {
+        if narrower_than(spectra, &green) {
             // Kept for the next run to reuse its rows (`reuse::last_run`: the newest of the three).
             let latest = main.with_file_name(LATEST);
             spectra.save(&latest)?;
@@ -247,6 +237,23 @@ fn save_keeping_failures(spectra: &Spectra, main: &Path) -> std::io::Result<Save
         Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e),
         _ => Ok(Saved::Main),
     }
+}
+
+/// Whether `spectra`, a green run, ran fewer tests than the baseline at `green` under another
+/// selection (`-p` of one member, a name filter): it says nothing of the baseline's others, so
+/// the baseline stays, or the next run of them could not say what changed since they last
+/// passed. Fewer tests under the same selection are tests deleted or renamed since: this run
+/// is the baseline then.
+fn narrower_than(spectra: &Spectra, green: &Path) -> bool {
+    let now: HashSet<String> = spectra
+        .tests
+        .iter()
+        .map(|t| format!("{} {}", t.binary, t.name))
+        .collect();
+    let selection = spectra.snapshot.as_ref().and_then(|s| s.context.get("selection"));
+    Spectra::skim(green, &spectra.workspace_root).is_some_and(|(baseline, baseline_selection)| {
+        baseline_selection.as_ref() != selection && baseline.iter().any(|(t, _)| !now.contains(t))
+    })
 }
 
 #[cfg(test)]
@@ -306,11 +313,16 @@ mod saving {
     /// failing test (no "changed since these tests last passed").
     #[test]
     fn a_green_run_of_fewer_tests_keeps_the_baseline() {
-        let of = |tests: &[(&str, Outcome)]| {
+        let selected = |selection: &str, tests: &[(&str, Outcome)]| {
             let tests: Vec<TestRecord> = tests.iter().map(|(n, o)| TestRecord::new("b", *n, *o)).collect();
             let rows = vec![Vec::new(); tests.len()];
-            Spectra::from_tests("/ws".into(), tests, Vec::new(), &rows)
+            let mut spectra = Spectra::from_tests("/ws".into(), tests, Vec::new(), &rows);
+            let mut snapshot = crate::spectra::Snapshot::default();
+            snapshot.context.insert("selection".into(), selection.into());
+            spectra.snapshot = Some(snapshot);
+            spectra
         };
+        let of = |tests: &[(&str, Outcome)]| selected("workspace", tests);
         let dir = tempfile::tempdir().unwrap();
         let (main, green) = (dir.path().join("spectra.json"), dir.path().join("spectra-green.json"));
         let names = |p: &Path| {
@@ -324,7 +336,7 @@ mod saving {
         save_keeping_failures(&of(&[("a", Outcome::Passed), ("x", Outcome::Passed)]), &main).unwrap();
         save_keeping_failures(&of(&[("a", Outcome::Failed), ("x", Outcome::Passed)]), &main).unwrap();
         assert_eq!(names(&green), ["a", "x"]);
-        let saved = save_keeping_failures(&of(&[("x", Outcome::Passed)]), &main).unwrap();
+        let saved = save_keeping_failures(&selected("-p other", &[("x", Outcome::Passed)]), &main).unwrap();
         assert!(matches!(saved, Saved::Narrower { .. }), "{saved:?}");
         assert_eq!(names(&dir.path().join(LATEST)), ["x"], "kept for the next run to reuse");
         assert_eq!(
@@ -339,6 +351,12 @@ mod saving {
         .unwrap();
         assert!(matches!(saved, Saved::Green { .. }), "{saved:?}");
         assert_eq!(names(&green), ["a", "x", "y"]);
+        // Fewer tests under the same selection: `y` was deleted (or renamed), and this run is
+        // the baseline now, or `y` would hold the baseline back for ever.
+        save_keeping_failures(&of(&[("a", Outcome::Failed), ("x", Outcome::Passed)]), &main).unwrap();
+        let saved = save_keeping_failures(&of(&[("a", Outcome::Passed), ("x", Outcome::Passed)]), &main).unwrap();
+        assert!(matches!(saved, Saved::Green { .. }), "{saved:?}");
+        assert_eq!(names(&green), ["a", "x"]);
     }
 
     /// A test that always fails (`c`): the last run before another test (`f`) began to fail is

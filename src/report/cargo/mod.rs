@@ -139,6 +139,7 @@ fn diagnostic(report: &Report, r: &Ranking, shown: &ShownLine, disk: &Disk) -> D
     let children: Vec<Diagnostic> = failing.iter().map(|&t| failed_here(spectra, t, disk)).collect();
     let rendered = render(level, &message, &spans, &children, &disk.sources);
     Diagnostic {
+        message_type: Some("diagnostic"),
         message,
         code: Some(Code {
             code: format!("sfl::{}", r.measure.name),
@@ -175,6 +176,7 @@ fn failed_here(spectra: &Spectra, t: usize, disk: &Disk) -> Diagnostic {
         h => format!("test {} {}: {h}", test_label(test), test.outcome.as_str()),
     };
     Diagnostic {
+        message_type: None,
         message,
         code: None,
         level: "note",

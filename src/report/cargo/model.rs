@@ -17,6 +17,9 @@ pub(super) struct CompilerMessage<'a> {
 /// A rustc diagnostic.
 #[derive(Serialize)]
 pub(super) struct Diagnostic {
+    /// `diagnostic` on the outermost one, as rustc marks it (its children have none).
+    #[serde(rename = "$message_type", skip_serializing_if = "Option::is_none")]
+    pub message_type: Option<&'static str>,
     pub message: String,
     pub code: Option<Code>,
     /// `warning`, `note`, …
