@@ -153,6 +153,12 @@ fn edits(
             return Err(format!("{file} changed, and no test ran a function in it").into());
         };
         let mut at = locate(&old, &new, functions);
+        // Functions deleted whole: the tests that ran them run again, nothing beyond.
+        edits.changed.extend(
+            super::deleted::judge(root, file, &old, &new, &mut at)
+                .into_iter()
+                .cloned(),
+        );
         // The file as it is now, parsed once for what its edit's functions reach.
         let now_fns = FunctionsNow::read(root, file);
         let placed = place_in_unknown_functions(now_fns.as_ref(), file, &mut at)?;
@@ -169,7 +175,7 @@ fn edits(
         edits.changed.extend(placed);
         if !at.outside.is_empty() {
             let ranges = added_harmlessly(root, file, &new, &at.outside, now)
-                .ok_or_else(|| EveryTest(outside_a_function(file, at.outside[0].0)))?;
+                .ok_or_else(|| EveryTest(outside_a_function(file, at.outside[0].1.0)))?;
             edits.added.insert(file.clone(), ranges);
         }
         edits.moved.insert(file.clone(), at.lines);
@@ -197,7 +203,7 @@ fn place_in_unknown_functions(
     let enclosing = |new: (u32, u32), old: (u32, u32)| now?.enclosing(file, new, old, &at.lines);
     let mut placed = Vec::new();
     for &(old, new) in &at.unplaced {
-        let span = enclosing(new, old).ok_or_else(|| EveryTest(outside_a_function(file, old.0)))?;
+        let span = enclosing(new, old).ok_or_else(|| EveryTest(outside_a_function(file, new.0)))?;
         placed.push(span);
     }
     let mut outside = Vec::new();
@@ -236,7 +242,8 @@ fn const_fn_changed(file: &str, line: u32) -> String {
     format!("the const fn at {file}:{line} changed (it may be evaluated while compiling)")
 }
 
-/// Why every test runs after an edit of `file` at old line `line`, which no function holds.
+/// Why every test runs after an edit of `file` at `line` (today's: the first new line, or
+/// for a deletion the line before it), which no function holds.
 fn outside_a_function(file: &str, line: u32) -> String {
     format!("{file} changed outside a function (line {line})")
 }

@@ -33,6 +33,9 @@ struct FunctionNow {
     signature_end: u32,
     /// An item in its body that code outside it sees, in words.
     global: Option<&'static str>,
+    /// A test (`#[test]`, `#[tokio::test]`, …): the harness calls it, no code does, so a
+    /// change of its signature (a test renamed) reaches no caller.
+    test: bool,
 }
 
 impl FunctionsNow {
@@ -47,7 +50,7 @@ impl FunctionsNow {
         let functions = found
             .all
             .iter()
-            .map(|(span, block)| {
+            .map(|&(span, block, test)| {
                 let open = block.brace_token.span.open().start();
                 let after_brace = lines
                     .get(open.line.saturating_sub(1))
@@ -72,6 +75,7 @@ impl FunctionsNow {
                         brace - 1
                     },
                     global: items.found,
+                    test,
                 }
             })
             .collect();
@@ -105,7 +109,7 @@ impl FunctionsNow {
         let changed_now = (now.first..=now.signature_end).any(|l| !unchanged.contains(&l));
         let old_brace = moved.iter().position(|&n| n == Some(now.brace)).map(|i| i as u32 + 1);
         let removed = old_brace.is_some_and(|b| (f.start..b).any(|l| moved.get(l as usize - 1) == Some(&None)));
-        (changed_now || removed).then(|| {
+        (!now.test && (changed_now || removed)).then(|| {
             format!(
                 "the signature of the function at {}:{}, which its callers' types may follow, changed",
                 f.file, now.first
@@ -153,23 +157,32 @@ impl FunctionsNow {
 /// Every function of a file with a body, nested ones too: its span and its body.
 #[derive(Default)]
 struct Functions<'ast> {
-    all: Vec<(Span, &'ast syn::Block)>,
+    /// Each function's span, body, and whether it is a test ([`is_test`]).
+    all: Vec<(Span, &'ast syn::Block, bool)>,
+}
+
+/// Whether attributes `attrs` make a function a test: one whose path ends in `test`
+/// (`#[test]`, `#[tokio::test]`, `#[async_std::test]`).
+fn is_test(attrs: &[syn::Attribute]) -> bool {
+    attrs
+        .iter()
+        .any(|a| a.path().segments.last().is_some_and(|s| s.ident == "test"))
 }
 
 impl<'ast> Visit<'ast> for Functions<'ast> {
     fn visit_item_fn(&mut self, f: &'ast syn::ItemFn) {
-        self.all.push((f.span(), &f.block));
+        self.all.push((f.span(), &f.block, is_test(&f.attrs)));
         syn::visit::visit_item_fn(self, f);
     }
 
     fn visit_impl_item_fn(&mut self, f: &'ast syn::ImplItemFn) {
-        self.all.push((f.span(), &f.block));
+        self.all.push((f.span(), &f.block, false));
         syn::visit::visit_impl_item_fn(self, f);
     }
 
     fn visit_trait_item_fn(&mut self, f: &'ast syn::TraitItemFn) {
         if let Some(block) = &f.default {
-            self.all.push((f.span(), block));
+            self.all.push((f.span(), block, false));
         }
         syn::visit::visit_trait_item_fn(self, f);
     }
@@ -311,6 +324,24 @@ mod tests {
         let old = "pub fn f<T>(x: T)\nwhere\n    T: Copy,\n{\n    drop(x)\n}\n";
         let new = "pub fn f<T>(x: T)\n{\n    drop(x)\n}\n";
         assert!(judge(old, new, 1, 6).is_some_and(|w| w.contains("signature")));
+    }
+
+    /// A test deleted or renamed: no code calls it, so every test need not run (the lines of
+    /// the function after a deleted one are not its signature).
+    #[test]
+    fn a_test_deleted_or_renamed_reaches_nothing() {
+        let old =
+            "#[test]\nfn a() {\n    f(1);\n}\n\n#[test]\nfn b() {\n    f(2);\n}\n\n#[test]\nfn c() {\n    f(3);\n}\n";
+        let deleted = "#[test]\nfn a() {\n    f(1);\n}\n\n#[test]\nfn c() {\n    f(3);\n}\n";
+        assert_eq!(judge(old, deleted, 6, 9), None);
+        let renamed = old.replace("fn b()", "fn b2()");
+        assert_eq!(judge(old, &renamed, 6, 9), None);
+        let async_renamed = old.replace("#[test]\nfn b()", "#[tokio::test]\nasync fn b2()");
+        assert_eq!(judge(old, &async_renamed, 6, 9), None);
+        // A helper of the tests renamed: its callers changed with it, and its signature reaches them.
+        let helper = old.replace("#[test]\nfn b()", "fn b()");
+        let helper_renamed = helper.replace("fn b()", "fn b2()");
+        assert!(judge(&helper, &helper_renamed, 6, 9).is_some_and(|w| w.contains("signature")));
     }
 
     #[test]

@@ -27,6 +27,19 @@ pub(super) struct Located<'f> {
     /// Old lines changed or deleted outside every function of the last run (first and last,
     /// 1-based), with the new lines in their place (for a deletion, the two around it).
     pub unplaced: Vec<((u32, u32), (u32, u32))>,
+    /// Deletions outside every function that hold whole functions of the last run (a test
+    /// deleted with its attributes), for [`super::deleted`] to judge.
+    pub deleted: Vec<Deleted<'f>>,
+}
+
+/// Old lines deleted outside every function of the last run, holding whole functions of it.
+pub(super) struct Deleted<'f> {
+    /// The old lines deleted (first and last, 1-based).
+    pub old: (u32, u32),
+    /// The last new line before the deletion (0: it was at the top).
+    pub after: u32,
+    /// The functions the deleted lines hold whole.
+    pub functions: Vec<&'f FunctionSpan>,
 }
 
 /// Locates the edit of a file (`old` and `new` line hashes) in `functions`: where every line
@@ -37,6 +50,7 @@ pub(super) fn locate<'f>(old: &[u64], new: &[u64], functions: &[&'f FunctionSpan
     let mut touched: Vec<&FunctionSpan> = Vec::new();
     let mut outside = Vec::new();
     let mut unplaced = Vec::new();
+    let mut deleted = Vec::new();
     for op in capture_diff_slices(Algorithm::Myers, old, new) {
         match op {
             DiffOp::Equal {
@@ -56,6 +70,22 @@ pub(super) fn locate<'f>(old: &[u64], new: &[u64], functions: &[&'f FunctionSpan
                     .filter(|f| f.start <= first && last <= f.end)
                     .copied()
                     .collect();
+                let whole: Vec<_> = functions
+                    .iter()
+                    .filter(|f| first <= f.start && f.end <= last)
+                    .copied()
+                    .collect();
+                // A deletion of whole functions (exactly one's lines too) is judged apart.
+                if !whole.is_empty()
+                    && let DiffOp::Delete { new_index, .. } = op
+                {
+                    deleted.push(Deleted {
+                        old: (first, last),
+                        after: new_index as u32,
+                        functions: whole,
+                    });
+                    continue;
+                }
                 if within.is_empty() {
                     let (start, len) = match op {
                         DiffOp::Replace { new_index, new_len, .. } => (new_index as u32 + 1, new_len as u32),
@@ -91,6 +121,7 @@ pub(super) fn locate<'f>(old: &[u64], new: &[u64], functions: &[&'f FunctionSpan
         touched,
         outside,
         unplaced,
+        deleted,
     }
 }
 

@@ -28,6 +28,7 @@
 mod added;
 mod binary;
 mod choose;
+mod deleted;
 mod differences;
 mod environment;
 mod items;
@@ -73,6 +74,9 @@ mod tests {
         let at = locate(&line_hashes(OLD.as_bytes()), &line_hashes(new.as_bytes()), &refs);
         if let Some(&((line, _), _)) = at.unplaced.first() {
             return Err(line);
+        }
+        if let Some(d) = at.deleted.first() {
+            return Err(d.old.0);
         }
         match at.outside.first() {
             Some(&(line, _)) => Err(line),
@@ -241,7 +245,7 @@ mod tests {
         assert!(r.verify(&odd, true).is_err());
         let with_static = format!("{OLD}\nstatic N: u8 = 1;\n");
         match choose_new(&with_static, None) {
-            Choice::All(Some(why)) => assert_eq!(why, "src/lib.rs changed outside a function (line 8)"),
+            Choice::All(Some(why)) => assert_eq!(why, "src/lib.rs changed outside a function (line 9)"),
             _ => panic!("a new static may change what a test sees"),
         }
     }

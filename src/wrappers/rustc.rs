@@ -56,6 +56,7 @@ pub fn rustc_wrapper() -> ! {
         }
         Kind::Member | Kind::CompileTime => {
             cmd.args(COVERAGE_FLAGS);
+            cmd.args(undone_profile_options(&rest));
             if let Some(rt) = runtime {
                 // A library that build scripts or proc macros link too stays position
                 // independent, as they need.
@@ -78,6 +79,20 @@ pub fn rustc_wrapper() -> ! {
         }
     }
     super::exec(cmd, "cannot run rustc")
+}
+
+/// The options that undo a profile's `strip` and `split-debuginfo` (`packed`, `unpacked`):
+/// a panic's stack is read from the test binary's own debug info by std's backtrace, which
+/// finds no frame in a stripped binary and not every frame in split files.
+fn undone_profile_options(args: &[OsString]) -> Vec<&'static str> {
+    let mut undo = Vec::new();
+    if codegen_option(args, "strip").is_some_and(|s| s != "none") {
+        undo.extend(["-C", "strip=none"]);
+    }
+    if codegen_option(args, "split-debuginfo").is_some_and(|s| s != "off") {
+        undo.extend(["-C", "split-debuginfo=off"]);
+    }
+    undo
 }
 
 /// Whether cargo asked rustc for any debug info (`-C debuginfo=…` other than 0/none).
@@ -189,6 +204,21 @@ mod tests {
         assert!(has_debuginfo(&args(&["-Cdebuginfo=line-tables-only"])));
         assert!(!has_debuginfo(&args(&["-C", "opt-level=3"])));
         assert!(!has_debuginfo(&args(&["-C", "debuginfo=2", "-C", "debuginfo=0"])));
+    }
+
+    #[test]
+    fn strip_and_split_debuginfo_are_undone() {
+        let args = |a: &[&str]| a.iter().map(OsString::from).collect::<Vec<_>>();
+        assert_eq!(
+            undone_profile_options(&args(&["-C", "strip=symbols", "-Csplit-debuginfo=unpacked"])),
+            ["-C", "strip=none", "-C", "split-debuginfo=off"]
+        );
+        assert_eq!(
+            undone_profile_options(&args(&["-C", "strip=debuginfo"])),
+            ["-C", "strip=none"]
+        );
+        assert!(undone_profile_options(&args(&["-C", "strip=none", "-C", "split-debuginfo=off"])).is_empty());
+        assert!(undone_profile_options(&args(&["-C", "opt-level=0"])).is_empty());
     }
 
     #[test]

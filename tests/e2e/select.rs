@@ -700,7 +700,8 @@ fn edit(dir: &Path, from: &str, to: &str) -> Result {
 
 /// The selected run saved at `selected` against a full run of the same sources (with `args`).
 fn same_as_full(dir: &Path, selected: &Path, args: &[&str]) -> Result {
-    let full = dir.join("full.json");
+    // In the target dir: a file of the package would be an edit to the next run.
+    let full = dir.join("target").join("full.json");
     let mut all = vec!["--rerun", "--save-spectra", full.to_str().unwrap()];
     all.extend_from_slice(args);
     let out = sfl(&all, dir);
@@ -772,6 +773,22 @@ fn an_edit_reruns_only_the_tests_that_ran_it() -> Result {
     check(!err.contains("the doctests build while the other tests run"), || {
         format!("the doctests were built though none runs: {}", show(&third))
     })?;
+    same_as_full(dir, &sel, &[])?;
+
+    // A unit test renamed, another deleted: the renamed one runs as a new test, nothing else
+    // (no code calls a test, so its signature reaches no caller).
+    edit(dir, "fn percent_in_range()", "fn percent_stays_in_range()")?;
+    edit(
+        dir,
+        "    #[test]\n    fn halves() {\n        assert_eq!(half(6), 3);\n        assert_eq!(half_of_even(4), 2);\n    }\n",
+        "",
+    )?;
+    let fourth = sfl(&["-v", "--save-spectra", sel.to_str().unwrap()], dir);
+    let err = String::from_utf8_lossy(&fourth.stderr);
+    check(
+        fourth.status.code() == Some(3) && selected(&fourth) == Some((1, 5)) && !err.contains("every test"),
+        || format!("the renamed test alone runs: {}", show(&fourth)),
+    )?;
     same_as_full(dir, &sel, &[])
 }
 
@@ -787,7 +804,7 @@ fn outside_functions_or_rerun() -> Result {
     let out = sfl(&[], dir);
     let err = String::from_utf8_lossy(&out.stderr);
     check(
-        err.contains("Selecting every test: src/lib.rs changed outside a function (line 15)"),
+        err.contains("Selecting every test: src/lib.rs changed outside a function (line 16)"),
         || show(&out),
     )?;
     let again = sfl(&[], dir);

@@ -21,6 +21,10 @@ pub fn trials() -> Vec<Trial> {
             "stacks::a_members_frames_are_named_from_the_workspace_root",
             a_members_frames_are_named_from_the_workspace_root,
         ),
+        Trial::test(
+            "stacks::a_stripped_or_split_profile_keeps_its_frames",
+            a_stripped_or_split_profile_keeps_its_frames,
+        ),
     ];
     // A libtest crate, a proc-macro crate's tests, a `harness = false` target.
     for fixture in ["panic", "proc-macro", "harness-false"] {
@@ -73,6 +77,36 @@ fn a_members_frames_are_named_from_the_workspace_root() -> Result {
             && files.contains(&"app/tests/nth.rs"),
         || format!("{test:#}"),
     )
+}
+
+/// A profile that strips the binaries or splits their debug info (`strip = true`,
+/// `split-debuginfo = "unpacked"`): the stacks std's backtrace reads from them had no frame, or
+/// lost the innermost one, and the ranking lost their evidence without a word.
+fn a_stripped_or_split_profile_keeps_its_frames() -> Result {
+    for profile in ["strip = true", "split-debuginfo = \"unpacked\""] {
+        let tmp = copy_fixture("panic");
+        let dir = tmp.path();
+        let manifest = dir.join("Cargo.toml");
+        let text = std::fs::read_to_string(&manifest)?;
+        std::fs::write(&manifest, format!("{text}\n[profile.dev]\n{profile}\n"))?;
+        let out = sfl(&["--format", "json"], dir);
+        check(out.status.success(), || show(&out))?;
+        let report: Value = serde_json::from_slice(&out.stdout)?;
+        let test = report["tests"]
+            .as_array()
+            .and_then(|t| t.iter().find(|t| t["name"] == "tests::one_element"))
+            .cloned()
+            .unwrap_or_default();
+        check(
+            test["stack"][0]["file"] == "src/lib.rs"
+                && test["stack"][0]["line"] == 11
+                && test["stack"][0]["function"]
+                    .as_str()
+                    .is_some_and(|f| f.ends_with("median")),
+            || format!("{profile}: {test:#}"),
+        )?;
+    }
+    Ok(())
 }
 
 /// The stacks cargo sfl's runtime records and cargo sfl names are the frames the standard
