@@ -181,14 +181,47 @@ fn edits(
         edits.moved.insert(file.clone(), at.lines);
         edits.changed.extend(at.touched.into_iter().cloned());
     }
-    if let Some(file) = now
-        .files
-        .keys()
-        .find(|f| !then.files.contains_key(*f) && super::snapshot::persisted_for(f).is_none())
-    {
-        return Err(format!("{file} was added").into());
+    for (file, state) in &now.files {
+        if then.files.contains_key(file) || super::snapshot::persisted_for(file).is_some() {
+            continue;
+        }
+        // A new test target (`tests/x.rs`) is a crate of its own that no other target sees:
+        // its tests are new, and the whole build finds them.
+        match state.line_hashes() {
+            Some(lines) if new_target_root(file, now) => {
+                edits.added.insert(file.clone(), vec![(1, lines.len().max(1) as u32)]);
+            }
+            _ => return Err(format!("{file} was added").into()),
+        }
     }
     Ok(edits)
+}
+
+/// Whether `file` is where cargo finds a target of a package of `now` by itself: an
+/// integration test, example, bench or binary (`tests/x.rs`, `tests/x/main.rs`, `examples/…`,
+/// `benches/…`, `src/bin/…`), a crate of its own. Another file reaches it only through a
+/// `mod` or `include!` of its own, an edit judged apart.
+pub(super) fn new_target_root(file: &str, now: &Snapshot) -> bool {
+    let is_package = |dir: &str| {
+        let manifest = if dir.is_empty() {
+            "Cargo.toml".to_string()
+        } else {
+            format!("{dir}/Cargo.toml")
+        };
+        now.files.contains_key(&manifest)
+    };
+    let parts: Vec<&str> = file.split('/').collect();
+    let rs = |name: &str| name.ends_with(".rs") && name.len() > 3;
+    let at = |kind: &[&str], rest: usize| {
+        let n = parts.len();
+        n >= kind.len() + rest
+            && parts[n - rest - kind.len()..n - rest] == *kind
+            && is_package(&parts[..n - rest - kind.len()].join("/"))
+    };
+    let Some(&last) = parts.last() else { return false };
+    [&["tests"][..], &["examples"], &["benches"], &["src", "bin"]]
+        .iter()
+        .any(|kind| (rs(last) && at(kind, 1)) || (last == "main.rs" && parts.len() >= 2 && at(kind, 2)))
 }
 
 /// The functions that hold the changes `at` found outside every function of the last run, as

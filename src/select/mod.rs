@@ -265,6 +265,41 @@ mod tests {
         let mut now = snapshot(OLD);
         now.files.insert("tests/data.txt".into(), FileState::digest(b""));
         assert_eq!(all(choose_new(OLD, Some(now))), "tests/data.txt was added");
+        // A new test target is a crate no other target sees; a new module, build script or
+        // trybuild case (read by a test) is not one.
+        let with = |files: &[&str]| {
+            let mut now = snapshot(OLD);
+            for f in files {
+                now.files
+                    .insert(f.to_string(), FileState::lines(b"#[test]\nfn t() {}\n"));
+            }
+            choose_new(OLD, Some(now))
+        };
+        for target in [
+            &["tests/extra.rs"][..],
+            &["tests/extra/main.rs"],
+            &["examples/e.rs"],
+            &["src/bin/b.rs"],
+        ] {
+            let r = reuse(with(target));
+            assert_eq!(r.reusable, [true, true, false], "{target:?}");
+            assert_eq!(r.added[*target.last().unwrap()], [(1, 2)]);
+        }
+        for other in [
+            "src/extra.rs",
+            "build.rs",
+            "tests/ui/case.rs",
+            "crates/x/tests/y.rs",
+            "tests/.rs",
+        ] {
+            assert_eq!(all(with(&[other])), format!("{other} was added"));
+        }
+        let mut member = snapshot(OLD);
+        member
+            .files
+            .insert("crates/x/Cargo.toml".into(), FileState::digest(b"[package]"));
+        assert!(super::choose::new_target_root("crates/x/tests/y.rs", &member));
+        assert!(!super::choose::new_target_root("crates/y/tests/y.rs", &member));
         let now = "use y;\nfn a() {\n    1\n}\n\nfn b() {\n    2\n}\n";
         assert_eq!(
             all(choose_new(now, None)),

@@ -789,6 +789,20 @@ fn an_edit_reruns_only_the_tests_that_ran_it() -> Result {
         fourth.status.code() == Some(3) && selected(&fourth) == Some((1, 5)) && !err.contains("every test"),
         || format!("the renamed test alone runs: {}", show(&fourth)),
     )?;
+    same_as_full(dir, &sel, &[])?;
+
+    // A new integration test file: a target no other sees, so its test alone runs.
+    std::fs::create_dir_all(dir.join("tests"))?;
+    std::fs::write(
+        dir.join("tests/added.rs"),
+        "#[test]\nfn doubles() {\n    assert_eq!(fixture_doctest_2021::double(2), 4);\n}\n",
+    )?;
+    let fifth = sfl(&["-v", "--save-spectra", sel.to_str().unwrap()], dir);
+    let err = String::from_utf8_lossy(&fifth.stderr);
+    check(
+        fifth.status.code() == Some(3) && selected(&fifth) == Some((1, 6)) && !err.contains("every test"),
+        || format!("the new file's test alone runs: {}", show(&fifth)),
+    )?;
     same_as_full(dir, &sel, &[])
 }
 
