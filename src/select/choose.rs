@@ -309,6 +309,14 @@ fn changed_context(then: &Snapshot, now: &Snapshot) -> Option<String> {
         "selection" => "the packages, targets, features, filter or flags changed".into(),
         "toolchain" => "the toolchain changed".into(),
         "cargo-sfl" => "cargo sfl changed".into(),
+        // Read by one run only: a configuration file found from one directory and not from
+        // another (cargo reads those from the directory it runs in up).
+        _ if !now.context.contains_key(name) => {
+            format!("{name} was read by the last run, not by this one (run from another directory?)")
+        }
+        _ if !then.context.contains_key(name) => {
+            format!("{name} is read by this run, not by the last one (run from another directory?)")
+        }
         _ => format!("{name} changed"),
     })
 }

@@ -260,6 +260,13 @@ mod tests {
         now.context.insert("toolchain".into(), "2".into());
         assert_eq!(all(choose_new(OLD, Some(now))), "the toolchain changed");
         let mut now = snapshot(OLD);
+        now.context
+            .insert("cargo configuration /w/.cargo/config.toml".into(), "1".into());
+        assert!(
+            all(choose_new(OLD, Some(now)))
+                .ends_with("is read by this run, not by the last one (run from another directory?)")
+        );
+        let mut now = snapshot(OLD);
         now.files.insert("Cargo.toml".into(), FileState::digest(b"[package]\n"));
         assert_eq!(all(choose_new(OLD, Some(now))), "Cargo.toml changed");
         let mut now = snapshot(OLD);

@@ -30,7 +30,7 @@ use model::*;
 fn physical(prefix: &str, file: &str, region: Region) -> PhysicalLocation {
     PhysicalLocation {
         artifact_location: ArtifactLocation {
-            uri: format!("{prefix}{file}"),
+            uri: encoded(&format!("{prefix}{file}")),
             uri_base_id: "SRCROOT",
         },
         region,
@@ -51,18 +51,23 @@ fn dir_uri(dir: &Path) -> String {
     if !s.ends_with('/') {
         s.push('/');
     }
-    let s: String = s
-        .bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'/' | b'-' | b'_' | b'.' | b'~' => (b as char).to_string(),
-            _ => format!("%{b:02X}"),
-        })
-        .collect();
+    let s = encoded(&s);
     if s.starts_with('/') {
         format!("file://{s}")
     } else {
         format!("file:///{s}")
     }
+}
+
+/// `path` as a URI's path: every byte but the unreserved ones and `/` percent-encoded (a
+/// space or `ë` in a relative `uri` makes it no URI reference, as SARIF requires).
+fn encoded(path: &str) -> String {
+    path.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'/' | b'-' | b'_' | b'.' | b'~' => (b as char).to_string(),
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
 }
 
 fn rule_id(name: &str) -> String {
@@ -566,5 +571,7 @@ mod tests {
     #[test]
     fn base_uris_are_file_uris_with_a_trailing_slash() {
         assert_eq!(dir_uri(Path::new("/tmp/a b")), "file:///tmp/a%20b/");
+        let at = physical("ws/", "crates/mëm ber/src/lib.rs", lines(1, 1));
+        assert_eq!(at.artifact_location.uri, "ws/crates/m%C3%ABm%20ber/src/lib.rs");
     }
 }
