@@ -407,11 +407,16 @@ fn files_in<const N: usize>(dir: &Path, exts: [&str; N]) -> std::io::Result<[Vec
     Ok(found)
 }
 
-/// The variables the runtime recorded as read (`None`: no file, the reads were not observed),
+/// The variables the runtime recorded as read (`None`: no file, the reads were not observed;
+/// or the test started a program, which may read any variable unseen),
 /// less the profiler runtime's own and, for a libtest binary (`libtest`), the terminal
 /// variables libtest reads in every test to colour its own output (which cargo sfl captures).
 fn read_env_reads(path: &Path, libtest: bool) -> Option<Vec<String>> {
     let text = std::fs::read_to_string(path).ok()?;
+    // `*`: the test started a program, which may read any variable unseen.
+    if text.lines().any(|l| l == "*") {
+        return None;
+    }
     let harness = |name: &str| libtest && matches!(name, "TERM" | "TERMINFO" | "TERMINFO_DIRS");
     let mut names: Vec<String> = text
         .lines()

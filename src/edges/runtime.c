@@ -37,6 +37,7 @@
 #include <string.h>
 #include <poll.h>
 #include <signal.h>
+#include <spawn.h>
 #include <stdio.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
@@ -337,6 +338,20 @@ static int env_first_read(const char *name, size_t n) {
     return 1;
 }
 
+/* Appends `name` to the test's file of variables read, once (cargo sfl's own variables and
+ * the profile's file name, set per test by cargo sfl, are left out). */
+static void record_env_read(const char *name) {
+    int fd = env_reads_file();
+    size_t n = strlen(name);
+    if (fd >= 0 && n > 0 && n < 512 && strncmp(name, "CARGO_SFL_", 10) != 0 &&
+        strcmp(name, "LLVM_PROFILE_FILE") != 0 && env_first_read(name, n)) {
+        char line[514];
+        memcpy(line, name, n);
+        line[n] = '\n';
+        if (write(fd, line, n + 1) < 0) { /* the read is lost; the test goes on */ }
+    }
+}
+
 /* Set in a forked test whose counters cargo sfl's own file holds (below): the profiler's one
  * read of LLVM_PROFILE_FILE at start-up is answered /dev/null, so it maps no profile of its own
  * and what it writes at exit (from the unused counters section) goes nowhere; the variable stays
@@ -359,18 +374,44 @@ char *getenv(const char *name) {
     if (strcmp(name, "RUST_MIN_STACK") == 0) __atomic_store_n(&read_min_stack, 1, __ATOMIC_RELAXED);
     if (strcmp(name, "RUST_BACKTRACE") == 0 || strcmp(name, "RUST_LIB_BACKTRACE") == 0)
         __atomic_store_n(&read_backtrace, 1, __ATOMIC_RELAXED);
-    int fd = env_reads_file();
-    size_t n = strlen(name);
-    /* cargo sfl's own variables and the profile's file name are set per test by cargo sfl. */
-    if (fd >= 0 && n > 0 && n < 512 && strncmp(name, "CARGO_SFL_", 10) != 0 &&
-        strcmp(name, "LLVM_PROFILE_FILE") != 0 && env_first_read(name, n)) {
-        char line[514];
-        memcpy(line, name, n);
-        line[n] = '\n';
-        if (write(fd, line, n + 1) < 0) { /* the read is lost; the test goes on */ }
-    }
+    record_env_read(name);
     return value;
 }
+
+/*
+ * A program the test starts gets the whole environment, and one without this runtime (`sh`,
+ * `git`, a C tool) reads it unseen: the executable's calls that start one (the standard
+ * library's `Command::spawn`: posix_spawn, or fork then execvp/execve) record `*`, every
+ * variable, and cargo sfl re-runs the test after any change of the environment.
+ */
+#define SFL_NOTE_EXEC(name, params, args)                                                              \
+    int name params {                                                                              \
+        typedef int(*real_fn) params;                                                              \
+        static real_fn real;                                                                       \
+        real_fn f = __atomic_load_n(&real, __ATOMIC_ACQUIRE);                                      \
+        if (!f) {                                                                                  \
+            f = (real_fn)dlsym(RTLD_NEXT, #name);                                                  \
+            __atomic_store_n(&real, f, __ATOMIC_RELEASE);                                          \
+        }                                                                                          \
+        record_env_read("*");                                                                      \
+        if (!f) {                                                                                  \
+            errno = ENOSYS;                                                                        \
+            return -1;                                                                             \
+        }                                                                                          \
+        return f args;                                                                             \
+    }
+
+SFL_NOTE_EXEC(execve, (const char *path, char *const argv[], char *const envp[]), (path, argv, envp))
+SFL_NOTE_EXEC(execvp, (const char *file, char *const argv[]), (file, argv))
+SFL_NOTE_EXEC(execv, (const char *path, char *const argv[]), (path, argv))
+SFL_NOTE_EXEC(posix_spawn,
+              (pid_t *pid, const char *path, const posix_spawn_file_actions_t *actions,
+               const posix_spawnattr_t *attr, char *const argv[], char *const envp[]),
+              (pid, path, actions, attr, argv, envp))
+SFL_NOTE_EXEC(posix_spawnp,
+              (pid_t *pid, const char *file, const posix_spawn_file_actions_t *actions,
+               const posix_spawnattr_t *attr, char *const argv[], char *const envp[]),
+              (pid, file, actions, attr, argv, envp))
 
 __attribute__((constructor)) static void sfl_env_reads_start(void) {
     env_reads_file();

@@ -163,14 +163,59 @@ fn since_passed(
         })
         .collect();
     let unseen = unseen_changes(s, since, compile_time, &tests, &lines);
+    let in_tests = changed_in_tests(s, since, &tests, &lines, &unseen);
     Some(SincePassed {
         taken: since.taken,
         tests,
         lines,
         unseen,
+        in_tests,
         files: since.files.clone(),
         env: since.env.clone(),
     })
+}
+
+/// The changed lines of the failing `tests`' own code: in the function around a frame of their
+/// stacks (read from the workspace's sources), not among `lines` or `unseen` already. An
+/// assertion edited since the test passed (its expected value) is where to look first.
+fn changed_in_tests(
+    s: &crate::spectra::Spectra,
+    since: &crate::spectra::SinceGreen,
+    tests: &[usize],
+    lines: &[(usize, Vec<usize>)],
+    unseen: &[(String, u32)],
+) -> Vec<(String, u32)> {
+    let shown: std::collections::HashSet<(&str, u32)> = lines
+        .iter()
+        .map(|(u, _)| (s.units[*u].file.as_str(), s.units[*u].line))
+        .chain(unseen.iter().map(|(f, l)| (f.as_str(), *l)))
+        .collect();
+    let mut parsed = crate::syntax::Parsed::new(std::path::Path::new(&s.workspace_root));
+    let mut out: Vec<(String, u32)> = Vec::new();
+    for frame in tests.iter().flat_map(|&t| &s.tests[t].stack) {
+        let Some(changed) = since.lines.get(&frame.file) else {
+            continue;
+        };
+        let Some(syntax) = parsed.file(&frame.file) else {
+            continue;
+        };
+        let around = syntax
+            .items
+            .iter()
+            .filter(|n| n.kind == crate::syntax::NamedKind::Function && n.head.0 <= frame.line && frame.line <= n.end)
+            .min_by_key(|n| n.end - n.head.0);
+        if let Some(f) = around {
+            out.extend(
+                changed
+                    .iter()
+                    .filter(|&&l| f.head.0 <= l && l <= f.end && !shown.contains(&(frame.file.as_str(), l)))
+                    .map(|&l| (frame.file.clone(), l)),
+            );
+        }
+    }
+    out.sort();
+    out.dedup();
+    out
 }
 
 /// The changed lines no test's coverage shows (`lines`: those the failing `tests` are seen

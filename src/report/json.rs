@@ -43,6 +43,10 @@ struct JsonSincePassed<'a> {
     /// failing tests ran (a `const`'s value).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     uncovered_lines: Vec<JsonFileLine<'a>>,
+    /// Changed lines of the failing tests' own code (the functions of their stacks' frames),
+    /// which no ranking holds.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    test_lines: Vec<JsonFileLine<'a>>,
     /// Other files changed since (data files, manifests, removed sources).
     #[serde(skip_serializing_if = "<[String]>::is_empty")]
     files: &'a [String],
@@ -82,6 +86,11 @@ impl<'a> JsonSincePassed<'a> {
                 .collect(),
             uncovered_lines: since
                 .unseen
+                .iter()
+                .map(|(file, line)| JsonFileLine { file, line: *line })
+                .collect(),
+            test_lines: since
+                .in_tests
                 .iter()
                 .map(|(file, line)| JsonFileLine { file, line: *line })
                 .collect(),

@@ -49,6 +49,9 @@ pub struct SincePassed {
     /// compiling), and lines of files no coverage map holds (a module of constants only, a
     /// path dependency that is not instrumented).
     pub unseen: Vec<(String, u32)>,
+    /// The changed lines (file, line) of the failing tests' own code, which no ranking holds:
+    /// in the functions of the frames of their stacks (the test's assertion, its setup).
+    pub in_tests: Vec<(String, u32)>,
     /// The files changed since that no line can show ([`crate::spectra::SinceGreen::files`]:
     /// data files, manifests, removed sources).
     pub files: Vec<String>,

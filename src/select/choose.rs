@@ -181,6 +181,14 @@ fn edits(
         edits.moved.insert(file.clone(), at.lines);
         edits.changed.extend(at.touched.into_iter().cloned());
     }
+    edits.added.extend(added_targets(then, now)?);
+    Ok(edits)
+}
+
+/// The Rust sources added since `then` that are new targets ([`new_target_root`]), each whole
+/// as its added lines; `Err` for any other file added.
+fn added_targets(then: &Snapshot, now: &Snapshot) -> Result<HashMap<String, Vec<(u32, u32)>>, EveryTest> {
+    let mut added = HashMap::new();
     for (file, state) in &now.files {
         if then.files.contains_key(file) || super::snapshot::persisted_for(file).is_some() {
             continue;
@@ -189,12 +197,12 @@ fn edits(
         // its tests are new, and the whole build finds them.
         match state.line_hashes() {
             Some(lines) if new_target_root(file, now) => {
-                edits.added.insert(file.clone(), vec![(1, lines.len().max(1) as u32)]);
+                added.insert(file.clone(), vec![(1, lines.len().max(1) as u32)]);
             }
             _ => return Err(format!("{file} was added").into()),
         }
     }
-    Ok(edits)
+    Ok(added)
 }
 
 /// Whether `file` is where cargo finds a target of a package of `now` by itself: an

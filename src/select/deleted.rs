@@ -77,7 +77,11 @@ fn deletes_only_functions(d: &Deleted<'_>, old: &[u64], known: &mut Known) -> bo
 /// Whether `line` (trimmed or not) goes with the item after it: an outer attribute on one line,
 /// or a doc comment.
 fn goes_with_an_item(line: &str) -> bool {
-    let t = line.trim();
+    // A comment after an attribute (`#[cfg_attr(miri, ignore)] // slow`) is no part of it.
+    let t = match line.split_once(" //") {
+        Some((attribute, _)) if attribute.trim().starts_with("#[") => attribute.trim(),
+        _ => line.trim(),
+    };
     (t.starts_with("#[") && t.ends_with(']')) || t.starts_with("///") || t.starts_with("/**")
 }
 
@@ -210,6 +214,8 @@ mod tests {
         let old = "fn a() {\n    1;\n}\n#[repr(C)]\nstruct S(u8, u16);\n";
         let new = "struct S(u8, u16);\n";
         assert!(judged(old, new, &[(1, 3)]).is_err());
+        assert!(goes_with_an_item("    #[cfg_attr(miri, ignore)] // Block on https://x"));
+        assert!(!goes_with_an_item("    let x = 1; // #[test]"));
         // A constant deleted with the function.
         let old = "fn a() {\n    1;\n}\nconst C: u8 = 1;\nfn b() {}\n";
         let new = "fn b() {}\n";

@@ -42,6 +42,23 @@ pub(super) struct Deleted<'f> {
     pub functions: Vec<&'f FunctionSpan>,
 }
 
+impl<'f> Deleted<'f> {
+    /// The deletion of old lines `old` (first, last) after new line `after`, when it holds
+    /// whole `functions`.
+    fn of(functions: &[&'f FunctionSpan], old: (u32, u32), after: u32) -> Option<Deleted<'f>> {
+        let whole: Vec<&FunctionSpan> = functions
+            .iter()
+            .filter(|f| old.0 <= f.start && f.end <= old.1)
+            .copied()
+            .collect();
+        (!whole.is_empty()).then_some(Deleted {
+            old,
+            after,
+            functions: whole,
+        })
+    }
+}
+
 /// Locates the edit of a file (`old` and `new` line hashes) in `functions`: where every line
 /// went, the functions touched, and what lies in none of them (`outside`, `unplaced`).
 pub(super) fn locate<'f>(old: &[u64], new: &[u64], functions: &[&'f FunctionSpan]) -> Located<'f> {
@@ -70,20 +87,11 @@ pub(super) fn locate<'f>(old: &[u64], new: &[u64], functions: &[&'f FunctionSpan
                     .filter(|f| f.start <= first && last <= f.end)
                     .copied()
                     .collect();
-                let whole: Vec<_> = functions
-                    .iter()
-                    .filter(|f| first <= f.start && f.end <= last)
-                    .copied()
-                    .collect();
                 // A deletion of whole functions (exactly one's lines too) is judged apart.
-                if !whole.is_empty()
-                    && let DiffOp::Delete { new_index, .. } = op
+                if let DiffOp::Delete { new_index, .. } = op
+                    && let Some(d) = Deleted::of(functions, (first, last), new_index as u32)
                 {
-                    deleted.push(Deleted {
-                        old: (first, last),
-                        after: new_index as u32,
-                        functions: whole,
-                    });
+                    deleted.push(d);
                     continue;
                 }
                 if within.is_empty() {

@@ -49,6 +49,10 @@ pub fn trials() -> Vec<Trial> {
             changed_since_last_passed,
         ),
         Trial::test(
+            "select::changed_since_names_the_failing_tests_own_lines",
+            changed_since_names_the_failing_tests_own_lines,
+        ),
+        Trial::test(
             "select::changed_since_names_a_statements_line_and_the_environment",
             changed_since_names_a_statements_line_and_the_environment,
         ),
@@ -573,6 +577,37 @@ fn workspaces_sharing_a_target_directory() -> Result {
 /// now passed then, and the line the edit changed is shown as changed since they last passed,
 /// in the human and JSON reports and by `explain`, also when the saved spectra are reported
 /// again; a second failing run keeps the green run to compare with.
+/// A test's own assertion edited since it passed (an assertion failure, no library frame):
+/// no ranking holds test code, so the section names that line apart, in JSON too.
+fn changed_since_names_the_failing_tests_own_lines() -> Result {
+    let tmp = copy_fixture("minmax");
+    let dir = tmp.path();
+    edit(dir, "most = in2; // FAULT", "least = in2; // FIXED")?;
+    let green = sfl(&[], dir);
+    check(green.status.code() == Some(3), || show(&green))?;
+    edit(
+        dir,
+        "        check(0, 1, 2);",
+        "        check(0, 1, 2);\n        assert_eq!(minmax(0, 1, 2), (0, 3));",
+    )?;
+    edit(dir, "use super::minmax;", "use super::minmax;\n")?;
+    let run = sfl(&["--color", "never", "--rerun"], dir);
+    let human = String::from_utf8_lossy(&run.stdout);
+    check(
+        run.status.code() == Some(0)
+            && human.contains("no changed line they run outside their own code")
+            && human.contains("changed in the failing tests' own code (no ranking holds test code):")
+            && human.contains("src/lib.rs:57  | assert_eq!(minmax(0, 1, 2), (0, 3));"),
+        || show(&run),
+    )?;
+    let json = sfl(&["report", "--format", "json"], dir);
+    let v: serde_json::Value = serde_json::from_slice(&json.stdout)?;
+    check(
+        v["changed_since_passed"]["test_lines"] == serde_json::json!([{"file": "src/lib.rs", "line": 57}]),
+        || format!("{:#}", v["changed_since_passed"]),
+    )
+}
+
 fn changed_since_last_passed() -> Result {
     let tmp = copy_fixture("minmax");
     let dir = tmp.path();

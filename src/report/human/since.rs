@@ -25,7 +25,9 @@ pub(super) fn changed_since_passed(out: &mut String, report: &Report, sources: &
             !text.is_some_and(|t| t.is_empty() || t.starts_with("//"))
         })
         .collect();
-    let they_run = if since.lines.is_empty() && !(unseen.is_empty() && since.files.is_empty()) {
+    let they_run = if since.lines.is_empty() && !since.in_tests.is_empty() {
+        "no changed line they run outside their own code".to_string()
+    } else if since.lines.is_empty() && !(unseen.is_empty() && since.files.is_empty()) {
         "no changed line they run: the change is where no coverage shows".to_string()
     } else if since.lines.is_empty() && !since.env.is_empty() {
         "no changed line they run: the environment changed".to_string()
@@ -70,12 +72,31 @@ pub(super) fn changed_since_passed(out: &mut String, report: &Report, sources: &
     if lines.len() > CHANGED_SHOWN {
         let _ = writeln!(out, "  … and {} more", lines.len() - CHANGED_SHOWN);
     }
+    in_tests(out, &since.in_tests, sources);
     unseen_and_other_files(out, &unseen, &since.files, sources);
     if !since.env.is_empty() {
         let _ = writeln!(
             out,
             "  environment variables changed: {}",
             crate::ui::shortened(&since.env, CHANGED_SHOWN)
+        );
+    }
+}
+
+/// The changed lines of the failing tests' own code.
+fn in_tests(out: &mut String, lines: &[(String, u32)], sources: &Sources) {
+    if lines.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "  changed in the failing tests' own code (no ranking holds test code):"
+    );
+    for (file, line) in lines.iter().take(CHANGED_SHOWN) {
+        let _ = writeln!(
+            out,
+            "    {file}:{line}  | {}",
+            sources.line(file, *line).unwrap_or("").trim()
         );
     }
 }
