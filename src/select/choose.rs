@@ -9,7 +9,7 @@ use super::environment::{builds_read, changed_env, env_note};
 use super::items::FunctionsNow;
 use super::locate::{Located, is_const_fn, locate, spans_by_file};
 use super::reuse::Reuse;
-use crate::spectra::{FunctionSpan, Outcome, Snapshot, Spectra, TestRecord};
+use crate::spectra::{FileState, FunctionSpan, Outcome, Snapshot, Spectra, TestRecord};
 
 /// What a run does with the last run.
 pub enum Choice {
@@ -137,9 +137,8 @@ fn edits(
         if super::snapshot::persisted_for(file).is_some() {
             continue;
         }
-        let Some(new) = now.files.get(file) else {
-            return Err(format!("{file} was removed").into());
-        };
+        let new = state_now(file, old, now, root)?;
+        let new = new.as_ref();
         if new == old {
             continue;
         }
@@ -230,6 +229,25 @@ pub(super) fn new_target_root(file: &str, now: &Snapshot) -> bool {
     [&["tests"][..], &["examples"], &["benches"], &["src", "bin"]]
         .iter()
         .any(|kind| (rs(last) && at(kind, 1)) || (last == "main.rs" && parts.len() >= 2 && at(kind, 2)))
+}
+
+/// The state of `file` (`old` in the last run) now: in the snapshot `now`, or for a file the
+/// walk of the packages leaves out that the last build read (a hidden file a test
+/// `include_str!`s, `snapshot::also_read`), as it is on disk.
+fn state_now<'a>(
+    file: &str,
+    old: &FileState,
+    now: &'a Snapshot,
+    root: &Path,
+) -> Result<std::borrow::Cow<'a, FileState>, EveryTest> {
+    if let Some(new) = now.files.get(file) {
+        return Ok(std::borrow::Cow::Borrowed(new));
+    }
+    match super::snapshot::state_of(file, &root.join(file)) {
+        Some(state) if !matches!(state, FileState::Lines(_)) || state == *old => Ok(std::borrow::Cow::Owned(state)),
+        Some(_) => Err(format!("{file} changed").into()),
+        None => Err(format!("{file} was removed").into()),
+    }
 }
 
 /// The functions that hold the changes `at` found outside every function of the last run, as

@@ -46,7 +46,9 @@ pub use environment::changed_env;
 pub use locate::{changed_files, changed_lines};
 pub use narrow::Narrowed;
 pub use reuse::{BlockRef, Known, Reuse, Row};
-pub use snapshot::{CACHE_TAG_SIGNATURE, build_env, compile_time_files, files, look, refresh_written_by_tests};
+pub use snapshot::{
+    CACHE_TAG_SIGNATURE, also_read, build_env, compile_time_files, files, look, refresh_written_by_tests,
+};
 pub use verify::UnknownFunction;
 
 #[cfg(test)]

@@ -146,22 +146,17 @@ fn compile_time_sources(m: &cargo_metadata::Package, library: bool) -> Vec<PathB
 /// (`cargo:rerun-if-env-changed=NAME`), sorted.
 pub fn build_env(build_dir: &Path) -> Vec<String> {
     let mut names = BTreeSet::new();
-    let read_dir = |d: PathBuf| std::fs::read_dir(d).into_iter().flatten().flatten();
-    let dirs = |d: PathBuf| read_dir(d).map(|e| e.path()).filter(|p| p.is_dir());
-    // Every profile's directory, under a target triple's directory too (`--target`).
-    let profiles = dirs(build_dir.to_path_buf()).flat_map(|d| std::iter::once(d.clone()).chain(dirs(d)));
-    for profile in profiles {
-        for dep in read_dir(profile.join("deps")) {
-            if dep.path().extension().is_some_and(|x| x == "d")
-                && let Ok(text) = std::fs::read_to_string(dep.path())
-            {
-                for line in text.lines() {
-                    if let Some(rest) = line.strip_prefix("# env-dep:") {
-                        names.insert(rest.split('=').next().unwrap_or(rest).to_string());
-                    }
+    for dep in dep_files(build_dir) {
+        if let Ok(text) = std::fs::read_to_string(dep) {
+            for line in text.lines() {
+                if let Some(rest) = line.strip_prefix("# env-dep:") {
+                    names.insert(rest.split('=').next().unwrap_or(rest).to_string());
                 }
             }
         }
+    }
+    let read_dir = |d: PathBuf| std::fs::read_dir(d).into_iter().flatten().flatten();
+    for profile in profiles(build_dir) {
         for script in read_dir(profile.join("build")) {
             if let Ok(text) = std::fs::read_to_string(script.path().join("output")) {
                 for line in text.lines() {
@@ -182,15 +177,76 @@ pub fn build_env(build_dir: &Path) -> Vec<String> {
 pub fn files(ws: &Workspace) -> BTreeMap<String, FileState> {
     package_files(ws)
         .into_iter()
-        .filter_map(|(rel, path)| {
-            let bytes = std::fs::read(&path).ok()?;
-            let state = if rel.ends_with(".rs") {
-                FileState::lines(&bytes)
-            } else {
-                FileState::digest(&bytes)
+        .filter_map(|(rel, path)| Some((rel.clone(), state_of(&rel, &path)?)))
+        .collect()
+}
+
+/// The state of file `rel` read from `path`: a Rust source as a hash per line, another file
+/// as a digest; `None` when it cannot be read.
+pub(super) fn state_of(rel: &str, path: &Path) -> Option<FileState> {
+    let bytes = std::fs::read(path).ok()?;
+    Some(if rel.ends_with(".rs") {
+        FileState::lines(&bytes)
+    } else {
+        FileState::digest(&bytes)
+    })
+}
+
+/// The files under `root` (relative to it, outside `build_dir`) that rustc's dependency files
+/// in `build_dir` name and that the walk of the packages left out of `files` (a hidden file a
+/// test `include_str!`s): the build read them, so the next run compares them too.
+pub fn also_read(build_dir: &Path, root: &Path, files: &BTreeMap<String, FileState>) -> BTreeMap<String, FileState> {
+    let mut out = BTreeMap::new();
+    for dep in dep_files(build_dir) {
+        let Ok(text) = std::fs::read_to_string(&dep) else {
+            continue;
+        };
+        for line in text.lines().filter(|l| !l.starts_with('#') && !l.starts_with(' ')) {
+            // The dependency lists' one-path lines, `path:`, spaces escaped.
+            let Some(path) = line.strip_suffix(':').filter(|p| !p.contains(": ")) else {
+                continue;
             };
-            Some((rel, state))
+            let path = root.join(path.replace("\\ ", " "));
+            let Ok(rel) = path.strip_prefix(root) else { continue };
+            let rel = rel.to_string_lossy().replace('\\', "/");
+            if path.starts_with(build_dir)
+                || files.contains_key(&rel)
+                || out.contains_key(&rel)
+                || rel.starts_with("..")
+            {
+                continue;
+            }
+            if let Some(state) = state_of(&rel, &path) {
+                out.insert(rel, state);
+            }
+        }
+    }
+    out
+}
+
+/// Every profile's directory under `build_dir`, under a target triple's directory too
+/// (`--target`).
+fn profiles(build_dir: &Path) -> Vec<PathBuf> {
+    let dirs = |d: &Path| -> Vec<PathBuf> {
+        let entries = std::fs::read_dir(d).into_iter().flatten().flatten();
+        entries.map(|e| e.path()).filter(|p| p.is_dir()).collect()
+    };
+    dirs(build_dir)
+        .into_iter()
+        .flat_map(|d| {
+            let inner = dirs(&d);
+            std::iter::once(d).chain(inner)
         })
+        .collect()
+}
+
+/// rustc's dependency files (`deps/*.d`) of every profile under `build_dir`.
+fn dep_files(build_dir: &Path) -> Vec<PathBuf> {
+    profiles(build_dir)
+        .into_iter()
+        .flat_map(|p| std::fs::read_dir(p.join("deps")).into_iter().flatten().flatten())
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "d"))
         .collect()
 }
 
@@ -380,6 +436,38 @@ mod tests {
             "src/snapshots/similar__udiff__unified_diff.snap"
         )));
         assert!(!for_review(Path::new("tests/test.proptest-regressions")));
+    }
+
+    /// A hidden file a test `include_str!`s is named by rustc's dependency file: the build read
+    /// it, so it is compared; files the walk found, the build's own and outside files are not
+    /// read again.
+    #[test]
+    fn files_the_build_read_that_the_walk_left_out_are_added() {
+        let root = tempfile::tempdir().unwrap();
+        let build = root.path().join("target/sfl");
+        std::fs::create_dir_all(build.join("debug/deps")).unwrap();
+        std::fs::create_dir_all(root.path().join("tests/data")).unwrap();
+        std::fs::write(root.path().join("tests/data/.expected"), "yes\n").unwrap();
+        std::fs::write(root.path().join("tests/data/my file"), "x").unwrap();
+        std::fs::write(root.path().join("tests/t.rs"), "").unwrap();
+        let out = build.join("debug/deps/t.rs.out");
+        std::fs::write(&out, "").unwrap();
+        std::fs::write(
+            build.join("debug/deps/t-1.d"),
+            format!(
+                "{o}: tests/t.rs tests/data/.expected\n\ntests/t.rs:\ntests/data/.expected:\ntests/data/my\\ file:\n{o}:\n/usr/lib/x.rs:\n../outside.rs:\n\n# env-dep:HOME=/root\n",
+                o = out.display()
+            ),
+        )
+        .unwrap();
+        let mut files = BTreeMap::new();
+        files.insert("tests/t.rs".to_string(), FileState::lines(b""));
+        let read = also_read(&build, root.path(), &files);
+        assert_eq!(
+            read.keys().collect::<Vec<_>>(),
+            ["tests/data/.expected", "tests/data/my file"]
+        );
+        assert_eq!(read["tests/data/.expected"], FileState::digest(b"yes\n"));
     }
 
     #[test]

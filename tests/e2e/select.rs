@@ -792,6 +792,12 @@ fn an_edit_reruns_only_the_tests_that_ran_it() -> Result {
     check(fixed.status.code() == Some(3), || {
         format!("no failing test: {}", show(&fixed))
     })?;
+    // Nothing changed since and every test passed: nothing to build, and no word of building.
+    let idle = sfl(&[], dir);
+    check(
+        idle.status.code() == Some(3) && !String::from_utf8_lossy(&idle.stderr).contains("Building"),
+        || format!("nothing to build: {}", show(&idle)),
+    )?;
     edit(
         dir,
         "assert_eq!(percent(40), 40);",

@@ -31,16 +31,22 @@ pub(super) fn build_tests(
         ws.build_dir = ws.target_dir.join("lines-only");
     }
     let runtime = runtime(ws, with_edges, rustc)?;
-    ui::status(
-        "Building",
-        format!(
-            "tests with coverage{} in {}",
-            if with_edges { " and edge profiles" } else { "" },
-            ws.build_dir.display()
-        ),
-    );
-    let ws: &Workspace = ws;
     let narrowed = choice.reuse().and_then(|r| r.narrowed(select));
+    // Nothing to build when nothing changed and every test passed: nothing said.
+    if !narrowed
+        .as_ref()
+        .is_some_and(|n| n.tests.is_none() && n.doctests.is_none())
+    {
+        ui::status(
+            "Building",
+            format!(
+                "tests with coverage{} in {}",
+                if with_edges { " and edge profiles" } else { "" },
+                ws.build_dir.display()
+            ),
+        );
+    }
+    let ws: &Workspace = ws;
     if aside && matches!(choice, Choice::All(_)) && !select.doc && build::builds_doctests(ws, select) {
         let built = build::build(ws, select, runtime.as_ref(), build::Doctests::Later)?;
         let mut doc = select.clone();

@@ -217,6 +217,8 @@ fn look(
 /// with the file this build used, not with its absence).
 fn as_built(mut snapshot: Snapshot, ws: &Workspace) -> Snapshot {
     snapshot.build_env = crate::select::build_env(&ws.build_dir);
+    let read = crate::select::also_read(&ws.build_dir, &ws.root, &snapshot.files);
+    snapshot.files.extend(read);
     if let Ok(bytes) = std::fs::read(ws.root.join("Cargo.lock")) {
         snapshot.files.insert("Cargo.lock".into(), FileState::digest(&bytes));
     }
