@@ -152,12 +152,11 @@ fn edits(
             return Err(format!("{file} changed, and no test ran a function in it").into());
         };
         let mut at = locate(&old, &new, functions);
-        // Functions deleted whole: the tests that ran them run again, nothing beyond.
-        edits.changed.extend(
-            super::deleted::judge(root, file, &old, &new, &mut at)
-                .into_iter()
-                .cloned(),
-        );
+        // Functions deleted whole: the tests that ran them run again, nothing beyond; and
+        // moved ones that report their own line.
+        let gone = super::deleted::judge(root, file, &old, &new, &mut at);
+        let located = super::located::moved_and_located(root, file, functions, &at.lines);
+        edits.changed.extend(gone.into_iter().chain(located).cloned());
         // The file as it is now, parsed once for what its edit's functions reach.
         let now_fns = FunctionsNow::read(root, file);
         let placed = place_in_unknown_functions(now_fns.as_ref(), file, &mut at)?;

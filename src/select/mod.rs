@@ -32,6 +32,7 @@ mod deleted;
 mod differences;
 mod environment;
 mod items;
+mod located;
 mod locate;
 mod narrow;
 mod reuse;
