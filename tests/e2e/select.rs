@@ -45,6 +45,10 @@ pub fn trials() -> Vec<Trial> {
             a_change_of_the_environment,
         ),
         Trial::test(
+            "select::a_test_that_starts_a_program_reads_every_variable",
+            a_test_that_starts_a_program_reads_every_variable,
+        ),
+        Trial::test(
             "select::what_changed_since_the_failing_tests_last_passed",
             changed_since_last_passed,
         ),
@@ -1063,6 +1067,38 @@ fn another_builds_target_directory() -> Result {
 /// change without a test running again; a change of `SELFDEP_MODE` runs that test again; a
 /// change of a variable builds read (`CC`) runs every test. The failing tests run every time, the
 /// property tests until two runs of one agree.
+/// A program a test starts (`sh`) gets the whole environment and reads it unseen: the test
+/// ran again after a change of a variable only the program read (it had stayed passing, reused,
+/// while `cargo test` failed it).
+fn a_test_that_starts_a_program_reads_every_variable() -> Result {
+    let tmp = copy_fixture("minmax");
+    let dir = tmp.path();
+    std::fs::create_dir_all(dir.join("tests"))?;
+    std::fs::write(
+        dir.join("tests/child.rs"),
+        "#[test]\nfn child_sees_probe() {\n    let status = std::process::Command::new(\"sh\")\n        .args([\"-c\", \"test \\\"$SFL_E2E_PROBE\\\" = yes\"])\n        .status()\n        .unwrap();\n    assert!(status.success());\n}\n",
+    )?;
+    let run = |probe: &str| {
+        crate::support::sfl_command(dir)
+            .args(["--format", "json"])
+            .env("SFL_E2E_PROBE", probe)
+            .output()
+            .unwrap()
+    };
+    let outcome = |out: &std::process::Output| -> Result<String> {
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout)?;
+        let test = v["tests"]
+            .as_array()
+            .and_then(|t| t.iter().find(|t| t["name"] == "child_sees_probe"))
+            .cloned();
+        Ok(test.map(|t| t["outcome"].to_string()).unwrap_or_default())
+    };
+    let first = run("yes");
+    check(outcome(&first)? == "\"passed\"", || show(&first))?;
+    let second = run("no");
+    check(outcome(&second)? == "\"failed\"", || show(&second))
+}
+
 fn a_change_of_the_environment() -> Result {
     let tmp = copy_fixture("self-dev-dep");
     let dir = tmp.path();
