@@ -255,16 +255,18 @@ static int in_test;
 /* The running test changed the environment or the working directory. */
 static int state_changed;
 
-#define SFL_NOTE_CHANGE(ret, name, params, args)                                                       \
-    ret name params {                                                                              \
-        typedef ret(*real_fn) params;                                                              \
+/* Defines libc's `name` (returning int, -1 and ENOSYS when libc has none) to run `note` and
+ * then libc's own, found once through dlsym. */
+#define SFL_INTERPOSE(name, params, args, note)                                                    \
+    int name params {                                                                              \
+        typedef int(*real_fn) params;                                                              \
         static real_fn real;                                                                       \
         real_fn f = __atomic_load_n(&real, __ATOMIC_ACQUIRE);                                      \
         if (!f) {                                                                                  \
             f = (real_fn)dlsym(RTLD_NEXT, #name);                                                  \
             __atomic_store_n(&real, f, __ATOMIC_RELEASE);                                          \
         }                                                                                          \
-        if (__atomic_load_n(&in_test, __ATOMIC_RELAXED)) __atomic_store_n(&state_changed, 1, __ATOMIC_RELAXED); \
+        note;                                                                                      \
         if (!f) {                                                                                  \
             errno = ENOSYS;                                                                        \
             return -1;                                                                             \
@@ -272,12 +274,17 @@ static int state_changed;
         return f args;                                                                             \
     }
 
-SFL_NOTE_CHANGE(int, setenv, (const char *name, const char *value, int overwrite), (name, value, overwrite))
-SFL_NOTE_CHANGE(int, unsetenv, (const char *name), (name))
-SFL_NOTE_CHANGE(int, putenv, (char *string), (string))
-SFL_NOTE_CHANGE(int, clearenv, (void), ())
-SFL_NOTE_CHANGE(int, chdir, (const char *path), (path))
-SFL_NOTE_CHANGE(int, fchdir, (int fd), (fd))
+#define SFL_NOTE_CHANGE(name, params, args)                                                        \
+    SFL_INTERPOSE(name, params, args,                                                              \
+                  if (__atomic_load_n(&in_test, __ATOMIC_RELAXED))                                 \
+                      __atomic_store_n(&state_changed, 1, __ATOMIC_RELAXED))
+
+SFL_NOTE_CHANGE(setenv, (const char *name, const char *value, int overwrite), (name, value, overwrite))
+SFL_NOTE_CHANGE(unsetenv, (const char *name), (name))
+SFL_NOTE_CHANGE(putenv, (char *string), (string))
+SFL_NOTE_CHANGE(clearenv, (void), ())
+SFL_NOTE_CHANGE(chdir, (const char *path), (path))
+SFL_NOTE_CHANGE(fchdir, (int fd), (fd))
 
 /*
  * Which environment variables a test reads. This executable's own calls of getenv (the Rust
@@ -384,22 +391,7 @@ char *getenv(const char *name) {
  * library's `Command::spawn`: posix_spawn, or fork then execvp/execve) record `*`, every
  * variable, and cargo sfl re-runs the test after any change of the environment.
  */
-#define SFL_NOTE_EXEC(name, params, args)                                                              \
-    int name params {                                                                              \
-        typedef int(*real_fn) params;                                                              \
-        static real_fn real;                                                                       \
-        real_fn f = __atomic_load_n(&real, __ATOMIC_ACQUIRE);                                      \
-        if (!f) {                                                                                  \
-            f = (real_fn)dlsym(RTLD_NEXT, #name);                                                  \
-            __atomic_store_n(&real, f, __ATOMIC_RELEASE);                                          \
-        }                                                                                          \
-        record_env_read("*");                                                                      \
-        if (!f) {                                                                                  \
-            errno = ENOSYS;                                                                        \
-            return -1;                                                                             \
-        }                                                                                          \
-        return f args;                                                                             \
-    }
+#define SFL_NOTE_EXEC(name, params, args) SFL_INTERPOSE(name, params, args, record_env_read("*"))
 
 SFL_NOTE_EXEC(execve, (const char *path, char *const argv[], char *const envp[]), (path, argv, envp))
 SFL_NOTE_EXEC(execvp, (const char *file, char *const argv[]), (file, argv))

@@ -152,13 +152,14 @@ fn edits(
             return Err(format!("{file} changed, and no test ran a function in it").into());
         };
         let mut at = locate(&old, &new, functions);
-        // Functions deleted whole: the tests that ran them run again, nothing beyond; and
-        // moved ones that report their own line.
-        let gone = super::deleted::judge(root, file, &old, &new, &mut at);
-        let located = super::located::moved_and_located(root, file, functions, &at.lines);
+        // The file as it is now, read once: functions deleted whole (the tests that ran them
+        // run again, nothing beyond), moved ones that report their own line, and, parsed once,
+        // what its edit's functions reach.
+        let text = std::fs::read_to_string(root.join(file)).ok();
+        let gone = super::deleted::judge((root, file, text.as_deref()), &old, &new, &mut at);
+        let located = super::located::moved_and_located(text.as_deref(), functions, &at.lines);
         edits.changed.extend(gone.into_iter().chain(located).cloned());
-        // The file as it is now, parsed once for what its edit's functions reach.
-        let now_fns = FunctionsNow::read(root, file);
+        let now_fns = text.as_deref().and_then(FunctionsNow::parse);
         let placed = place_in_unknown_functions(now_fns.as_ref(), file, &mut at)?;
         let touched: Vec<&FunctionSpan> = at.touched.iter().copied().chain(&placed).collect();
         if let Some(f) = touched.iter().find(|f| is_const_fn(root, f, &at.lines)) {

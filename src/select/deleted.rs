@@ -15,12 +15,11 @@ use super::locate::{Deleted, Located};
 use crate::spectra::FunctionSpan;
 
 /// Judges `at.deleted` for `file` under `root` (`old` and `new`: the last run's and today's
-/// line hashes): the functions of a deletion that holds nothing else are returned, edited
+/// line hashes; `text`: the file as read now): the functions of a deletion that holds nothing else are returned, edited
 /// (deleted) with nothing beyond them; any other deletion is unplaced (every test runs, unless
 /// a function of today holds it).
 pub(super) fn judge<'f>(
-    root: &Path,
-    file: &str,
+    (root, file, text): (&Path, &str, Option<&str>),
     old: &[u64],
     new: &[u64],
     at: &mut Located<'f>,
@@ -29,10 +28,9 @@ pub(super) fn judge<'f>(
     if at.deleted.is_empty() {
         return gone;
     }
-    let text = std::fs::read_to_string(root.join(file))
-        .ok()
-        .filter(|t| crate::spectra::line_hashes(t.as_bytes()) == new);
-    let mut known = Known::new(root, file, text.as_deref().unwrap_or(""));
+    // The text the snapshot hashed, or nothing is known of it.
+    let text = text.filter(|t| crate::spectra::line_hashes(t.as_bytes()) == new);
+    let mut known = Known::new(root, file, text.unwrap_or(""));
     for d in std::mem::take(&mut at.deleted) {
         if text.is_some() && deletes_only_functions(&d, old, &mut known) {
             gone.extend(d.functions);
@@ -163,7 +161,8 @@ mod tests {
         let refs: Vec<&FunctionSpan> = spans.iter().collect();
         let (old, new) = (line_hashes(old.as_bytes()), line_hashes(new.as_bytes()));
         let mut at = super::super::locate::locate(&old, &new, &refs);
-        let gone = judge(root, "src/lib.rs", &old, &new, &mut at);
+        let text = std::fs::read_to_string(root.join("src/lib.rs")).ok();
+        let gone = judge((root, "src/lib.rs", text.as_deref()), &old, &new, &mut at);
         match at.unplaced.first() {
             Some(&(lines, _)) => Err(lines),
             None => Ok(gone.iter().map(|f| f.start).collect()),

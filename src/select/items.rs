@@ -5,8 +5,6 @@
 //! literal's type inferred from the return type, on a branch that never calls it). Such an edit
 //! is not one of the body alone, and every test runs again.
 
-use std::path::Path;
-
 use proc_macro2::Span;
 use syn::spanned::Spanned;
 use syn::visit::Visit;
@@ -41,9 +39,15 @@ struct FunctionNow {
 impl FunctionsNow {
     /// The functions of `file` under `root` now; `None` when it does not parse (the build says
     /// why).
-    pub(super) fn read(root: &Path, file: &str) -> Option<FunctionsNow> {
-        let text = std::fs::read_to_string(root.join(file)).ok()?;
-        let parsed = syn::parse_file(&text).ok()?;
+    #[cfg(test)]
+    pub(super) fn read(root: &std::path::Path, file: &str) -> Option<FunctionsNow> {
+        FunctionsNow::parse(&std::fs::read_to_string(root.join(file)).ok()?)
+    }
+
+    /// The functions of a source whose text is `text` now; `None` when it does not parse (the
+    /// build says why).
+    pub(super) fn parse(text: &str) -> Option<FunctionsNow> {
+        let parsed = syn::parse_file(text).ok()?;
         let mut found = Functions::default();
         found.visit_file(&parsed);
         let lines: Vec<&str> = text.lines().collect();

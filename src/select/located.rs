@@ -4,16 +4,14 @@
 //! made, a snapshot of a message with `src/lib.rs:582` in it). Such a function, moved, is
 //! edited as far as the tests that ran it are concerned.
 
-use std::path::Path;
-
 use crate::spectra::FunctionSpan;
 
-/// The functions of `file` (under `root`) among `functions` that the edit moved (`lines`:
-/// where each old line went) and that name their place: their text now holds `line!(`,
-/// `column!(`, `Location::caller`, or a call of a `#[track_caller]` function of the file.
+/// The functions of a file (`text`: as read now) among `functions` that the edit moved
+/// (`lines`: where each old line went) and that name their place: their text now holds
+/// `line!(`, `column!(`, `Location::caller`, or a call of a `#[track_caller]` function of the
+/// file.
 pub(super) fn moved_and_located<'f>(
-    root: &Path,
-    file: &str,
+    text: Option<&str>,
     functions: &[&'f FunctionSpan],
     lines: &[Option<u32>],
 ) -> Vec<&'f FunctionSpan> {
@@ -27,9 +25,7 @@ pub(super) fn moved_and_located<'f>(
     if moved.is_empty() {
         return Vec::new();
     }
-    let Ok(text) = std::fs::read_to_string(root.join(file)) else {
-        return Vec::new();
-    };
+    let Some(text) = text else { return Vec::new() };
     let text_lines: Vec<&str> = text.lines().collect();
     let tracked = track_caller_names(&text_lines);
     moved
@@ -98,7 +94,7 @@ mod tests {
         let refs: Vec<&FunctionSpan> = spans.iter().collect();
         let hash = |t: &str| crate::spectra::line_hashes(t.as_bytes());
         let at = super::super::locate::locate(&hash(old), &hash(&new), &refs);
-        let found = moved_and_located(root.path(), "src/lib.rs", &refs, &at.lines);
+        let found = moved_and_located(Some(&new), &refs, &at.lines);
         // `a` changed (not moved); `origin` names `Location::caller`, `describe` calls it;
         // `plain` calls another name that ends like it.
         assert_eq!(found.iter().map(|f| f.start).collect::<Vec<_>>(), [5, 8]);

@@ -48,7 +48,7 @@ pub use locate::{changed_files, changed_lines};
 pub use narrow::Narrowed;
 pub use reuse::{BlockRef, Known, Reuse, Row};
 pub use snapshot::{
-    CACHE_TAG_SIGNATURE, also_read, build_env, compile_time_files, files, look, refresh_written_by_tests,
+    CACHE_TAG_SIGNATURE, also_read, build_env, compile_time_files, dep_files, files, look, refresh_written_by_tests,
 };
 pub use verify::UnknownFunction;
 

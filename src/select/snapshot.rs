@@ -142,17 +142,13 @@ fn compile_time_sources(m: &cargo_metadata::Package, library: bool) -> Vec<PathB
 }
 
 /// The environment variables the build in `build_dir` declared reading: rustc's dependency
-/// files (`# env-dep:NAME`, from `env!` and `option_env!`) and build scripts' output
-/// (`cargo:rerun-if-env-changed=NAME`), sorted.
-pub fn build_env(build_dir: &Path) -> Vec<String> {
+/// files (`deps`, [`dep_files`]: `# env-dep:NAME`, from `env!` and `option_env!`) and build
+/// scripts' output (`cargo:rerun-if-env-changed=NAME`), sorted.
+pub fn build_env(build_dir: &Path, deps: &[String]) -> Vec<String> {
     let mut names = BTreeSet::new();
-    for dep in dep_files(build_dir) {
-        if let Ok(text) = std::fs::read_to_string(dep) {
-            for line in text.lines() {
-                if let Some(rest) = line.strip_prefix("# env-dep:") {
-                    names.insert(rest.split('=').next().unwrap_or(rest).to_string());
-                }
-            }
+    for line in deps.iter().flat_map(|text| text.lines()) {
+        if let Some(rest) = line.strip_prefix("# env-dep:") {
+            names.insert(rest.split('=').next().unwrap_or(rest).to_string());
         }
     }
     let read_dir = |d: PathBuf| std::fs::read_dir(d).into_iter().flatten().flatten();
@@ -193,14 +189,16 @@ pub(super) fn state_of(rel: &str, path: &Path) -> Option<FileState> {
 }
 
 /// The files under `root` (relative to it, outside `build_dir`) that rustc's dependency files
-/// in `build_dir` name and that the walk of the packages left out of `files` (a hidden file a
-/// test `include_str!`s): the build read them, so the next run compares them too.
-pub fn also_read(build_dir: &Path, root: &Path, files: &BTreeMap<String, FileState>) -> BTreeMap<String, FileState> {
+/// (`deps`, [`dep_files`]) name and that the walk of the packages left out of `files` (a
+/// hidden file a test `include_str!`s): the build read them, so the next run compares them too.
+pub fn also_read(
+    deps: &[String],
+    build_dir: &Path,
+    root: &Path,
+    files: &BTreeMap<String, FileState>,
+) -> BTreeMap<String, FileState> {
     let mut out = BTreeMap::new();
-    for dep in dep_files(build_dir) {
-        let Ok(text) = std::fs::read_to_string(&dep) else {
-            continue;
-        };
+    for text in deps {
         for line in text.lines().filter(|l| !l.starts_with('#') && !l.starts_with(' ')) {
             // The dependency lists' one-path lines, `path:`, spaces escaped.
             let Some(path) = line.strip_suffix(':').filter(|p| !p.contains(": ")) else {
@@ -240,13 +238,15 @@ fn profiles(build_dir: &Path) -> Vec<PathBuf> {
         .collect()
 }
 
-/// rustc's dependency files (`deps/*.d`) of every profile under `build_dir`.
-fn dep_files(build_dir: &Path) -> Vec<PathBuf> {
+/// The texts of rustc's dependency files (`deps/*.d`) of every profile under `build_dir`, read
+/// once for [`build_env`] and [`also_read`].
+pub fn dep_files(build_dir: &Path) -> Vec<String> {
     profiles(build_dir)
         .into_iter()
         .flat_map(|p| std::fs::read_dir(p.join("deps")).into_iter().flatten().flatten())
         .map(|e| e.path())
         .filter(|p| p.extension().is_some_and(|x| x == "d"))
+        .filter_map(|p| std::fs::read_to_string(p).ok())
         .collect()
 }
 
@@ -462,7 +462,7 @@ mod tests {
         .unwrap();
         let mut files = BTreeMap::new();
         files.insert("tests/t.rs".to_string(), FileState::lines(b""));
-        let read = also_read(&build, root.path(), &files);
+        let read = also_read(&dep_files(&build), &build, root.path(), &files);
         assert_eq!(
             read.keys().collect::<Vec<_>>(),
             ["tests/data/.expected", "tests/data/my file"]

@@ -828,13 +828,17 @@ fn an_edit_reruns_only_the_tests_that_ran_it() -> Result {
         "    #[test]\n    fn halves() {\n        assert_eq!(half(6), 3);\n        assert_eq!(half_of_even(4), 2);\n    }\n",
         "",
     )?;
-    let fourth = sfl(&["-v", "--save-spectra", sel.to_str().unwrap()], dir);
-    let err = String::from_utf8_lossy(&fourth.stderr);
-    check(
-        fourth.status.code() == Some(3) && selected(&fourth) == Some((1, 5)) && !err.contains("every test"),
-        || format!("the renamed test alone runs: {}", show(&fourth)),
-    )?;
-    same_as_full(dir, &sel, &[])?;
+    // The green run selects one test of `total`, none for every test, and equals a full run.
+    let one_of = |total: usize, what: &str| -> Result {
+        let out = sfl(&["-v", "--save-spectra", sel.to_str().unwrap()], dir);
+        let err = String::from_utf8_lossy(&out.stderr);
+        check(
+            out.status.code() == Some(3) && selected(&out) == Some((1, total)) && !err.contains("every test"),
+            || format!("{what}: {}", show(&out)),
+        )?;
+        same_as_full(dir, &sel, &[])
+    };
+    one_of(5, "the renamed test alone runs")?;
 
     // A new integration test file: a target no other sees, so its test alone runs.
     std::fs::create_dir_all(dir.join("tests"))?;
@@ -842,13 +846,7 @@ fn an_edit_reruns_only_the_tests_that_ran_it() -> Result {
         dir.join("tests/added.rs"),
         "#[test]\nfn doubles() {\n    assert_eq!(fixture_doctest_2021::double(2), 4);\n}\n",
     )?;
-    let fifth = sfl(&["-v", "--save-spectra", sel.to_str().unwrap()], dir);
-    let err = String::from_utf8_lossy(&fifth.stderr);
-    check(
-        fifth.status.code() == Some(3) && selected(&fifth) == Some((1, 6)) && !err.contains("every test"),
-        || format!("the new file's test alone runs: {}", show(&fifth)),
-    )?;
-    same_as_full(dir, &sel, &[])
+    one_of(6, "the new file's test alone runs")
 }
 
 /// A comment added between two functions runs every test, and says why; `--rerun` runs every
@@ -1087,11 +1085,7 @@ fn a_test_that_starts_a_program_reads_every_variable() -> Result {
     };
     let outcome = |out: &std::process::Output| -> Result<String> {
         let v: serde_json::Value = serde_json::from_slice(&out.stdout)?;
-        let test = v["tests"]
-            .as_array()
-            .and_then(|t| t.iter().find(|t| t["name"] == "child_sees_probe"))
-            .cloned();
-        Ok(test.map(|t| t["outcome"].to_string()).unwrap_or_default())
+        Ok(crate::support::test_named(&v, "child_sees_probe")["outcome"].to_string())
     };
     let first = run("yes");
     check(outcome(&first)? == "\"passed\"", || show(&first))?;

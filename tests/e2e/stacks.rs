@@ -7,7 +7,7 @@ use serde_json::Value;
 use crate::fixtures::saved;
 use crate::formats::{multitool, sarif_schema};
 use crate::support::{
-    Result, check, copy_fixture, eval_ochiai, lib_crate, report, sfl, sfl_command, show, standard_rank,
+    Result, check, copy_fixture, eval_ochiai, lib_crate, report, sfl, sfl_command, show, standard_rank, test_named,
 };
 
 pub fn trials() -> Vec<Trial> {
@@ -59,11 +59,7 @@ fn a_members_frames_are_named_from_the_workspace_root() -> Result {
     let out = sfl(&["--workspace", "--no-doctests", "--format", "json"], dir);
     check(out.status.success(), || show(&out))?;
     let report: Value = serde_json::from_slice(&out.stdout)?;
-    let test = report["tests"]
-        .as_array()
-        .and_then(|t| t.iter().find(|t| t["name"] == "past_the_end"))
-        .cloned()
-        .unwrap_or_default();
+    let test = test_named(&report, "past_the_end");
     let files: Vec<&str> = test["stack"]
         .as_array()
         .into_iter()
@@ -92,11 +88,7 @@ fn a_stripped_or_split_profile_keeps_its_frames() -> Result {
         let out = sfl(&["--format", "json"], dir);
         check(out.status.success(), || show(&out))?;
         let report: Value = serde_json::from_slice(&out.stdout)?;
-        let test = report["tests"]
-            .as_array()
-            .and_then(|t| t.iter().find(|t| t["name"] == "tests::one_element"))
-            .cloned()
-            .unwrap_or_default();
+        let test = test_named(&report, "tests::one_element");
         check(
             test["stack"][0]["file"] == "src/lib.rs"
                 && test["stack"][0]["line"] == 11
@@ -154,13 +146,7 @@ fn panic_in_library_code() -> Result {
     let out = report(&["--format", "json", "-m", "ochiai"], dir);
     check(out.status.success(), || show(&out))?;
     let report: Value = serde_json::from_slice(&out.stdout)?;
-    let test = |name: &str| {
-        report["tests"]
-            .as_array()
-            .and_then(|t| t.iter().find(|t| t["name"] == name))
-            .cloned()
-            .unwrap_or_default()
-    };
+    let test = |name: &str| test_named(&report, name);
     let inner = &test("tests::one_element")["stack"][0];
     check(
         inner["file"] == "src/lib.rs" && inner["line"] == 11 && inner["function"] == "fixture_panic::median",

@@ -178,6 +178,15 @@ pub fn eval_ochiai(dir: &Path, tie_break: &str) -> Result<Value> {
     Ok(serde_json::from_slice(&out.stdout)?)
 }
 
+/// The test named `name` in a JSON report (`Null` when it has none).
+pub fn test_named(report: &Value, name: &str) -> Value {
+    report["tests"]
+        .as_array()
+        .and_then(|t| t.iter().find(|t| t["name"] == name))
+        .cloned()
+        .unwrap_or_default()
+}
+
 /// A measure's (or baseline's) Standard Rank Score in an eval report.
 pub fn standard_rank(report: &Value, measure: &str) -> Value {
     report["measures"]

@@ -211,13 +211,15 @@ fn look(
     Ok((snapshot, rustc, choice))
 }
 
-/// The snapshot with what the build read: the environment variables it declared, and the
+/// The snapshot with what the build read: the environment variables it declared, the files
+/// its dependency files name that the walk left out (a hidden file `include_str!` reads), and the
 /// lock file as the build left it (cargo writes it when there was none, for a library that
 /// does not commit one, or when the manifest asks for more, and the next run must compare
 /// with the file this build used, not with its absence).
 fn as_built(mut snapshot: Snapshot, ws: &Workspace) -> Snapshot {
-    snapshot.build_env = crate::select::build_env(&ws.build_dir);
-    let read = crate::select::also_read(&ws.build_dir, &ws.root, &snapshot.files);
+    let deps = crate::select::dep_files(&ws.build_dir);
+    snapshot.build_env = crate::select::build_env(&ws.build_dir, &deps);
+    let read = crate::select::also_read(&deps, &ws.build_dir, &ws.root, &snapshot.files);
     snapshot.files.extend(read);
     if let Ok(bytes) = std::fs::read(ws.root.join("Cargo.lock")) {
         snapshot.files.insert("Cargo.lock".into(), FileState::digest(&bytes));
