@@ -1352,6 +1352,82 @@ static int env_restore(void) {
     return 1;
 }
 
+/* Process attributes a test may change that no static holds: the standard descriptors (which
+ * open file each is), the file mode mask, signal dispositions, the main thread's signal mask
+ * and resource limits. The descriptors are taken at each test's start (a kept process points
+ * its stdout and stderr at each test's own output file), the rest when its first test began. */
+#include <sys/resource.h>
+#include <sys/stat.h>
+#ifndef SA_RESTORER
+#define SA_RESTORER 0
+#endif
+struct sfl_fd_id {
+    dev_t dev;
+    ino_t ino;
+    int flags;
+};
+static struct sfl_fd_id base_stdio[3];
+static mode_t base_umask;
+static struct sigaction base_actions[NSIG];
+static sigset_t base_mask;
+static struct rlimit base_limits[RLIM_NLIMITS];
+
+/* Which open file descriptor `fd` is: 0 when it is closed. */
+static int fd_id(int fd, struct sfl_fd_id *id) {
+    struct stat st;
+    int flags = fcntl(fd, F_GETFL);
+    if (flags < 0 || fstat(fd, &st) != 0) return 0;
+    id->dev = st.st_dev;
+    id->ino = st.st_ino;
+    id->flags = flags;
+    return 1;
+}
+
+static void stdio_save(void) {
+    for (int fd = 0; fd < 3; fd++)
+        if (!fd_id(fd, &base_stdio[fd])) base_stdio[fd].flags = -1;
+}
+
+static void attributes_save(void) {
+    base_umask = umask(0);
+    umask(base_umask);
+    for (int sig = 1; sig < NSIG; sig++) sigaction(sig, NULL, &base_actions[sig]);
+    pthread_sigmask(SIG_SETMASK, NULL, &base_mask);
+    for (int r = 0; r < RLIM_NLIMITS; r++) getrlimit(r, &base_limits[r]);
+    stdio_save();
+}
+
+/* 1 when the test left the attributes as they were (the mask it changed put back), 0 when a
+ * fresh process would give the next test other ones. */
+static int attributes_same(void) {
+    for (int fd = 0; fd < 3; fd++) {
+        struct sfl_fd_id now;
+        if (base_stdio[fd].flags < 0 || !fd_id(fd, &now) || now.dev != base_stdio[fd].dev ||
+            now.ino != base_stdio[fd].ino || now.flags != base_stdio[fd].flags)
+            return 0;
+    }
+    mode_t mask = umask(base_umask);
+    if (mask != base_umask) state_changed = 1;
+    for (int sig = 1; sig < NSIG; sig++) {
+        struct sigaction now;
+        if (sigaction(sig, NULL, &now) != 0) continue; /* the same for every process */
+        if (now.sa_handler != base_actions[sig].sa_handler ||
+            (now.sa_flags & ~SA_RESTORER) != (base_actions[sig].sa_flags & ~SA_RESTORER))
+            return 0;
+    }
+    sigset_t mask_now;
+    pthread_sigmask(SIG_SETMASK, NULL, &mask_now);
+    for (int sig = 1; sig < NSIG; sig++)
+        if (sigismember(&mask_now, sig) != sigismember(&base_mask, sig)) return 0;
+    for (int r = 0; r < RLIM_NLIMITS; r++) {
+        struct rlimit now;
+        if (getrlimit(r, &now) == 0 &&
+            (now.rlim_cur != base_limits[r].rlim_cur || now.rlim_max != base_limits[r].rlim_max))
+            return 0;
+    }
+    return 1;
+}
+
 /* Puts the statics back as they were when the first test began, when that is allowed and
  * the test left nothing else the statics could have held: no more open descriptors than then
  * (one kept in a static would be a descriptor a fresh process does not have) and less than
@@ -1403,6 +1479,7 @@ static uint64_t *nonzero(const void *p, size_t n, size_t width, size_t *found) {
 static int keep_prepare(void) {
     if (keep_sock < 0 || !counters_mapped || slot_arg < 0 || !load_state()) return 0;
     if (!env_save()) return 0;
+    attributes_save();
     if (state_resettable) {
         base_fds = open_fds();
         base_pages = resident_pages();
@@ -1481,6 +1558,7 @@ static int take_request(char *req) {
         for (size_t i = 0; i < base_flags_n; i++) flags_start[base_flags[2 * i]] = (char)base_flags[2 * i + 1];
     }
     if (!output_to(output)) return 0;
+    stdio_save();
     saved_argv[slot_arg] = name;
     env_reads_restart();
     int reads = env_reads_file();
@@ -1496,7 +1574,7 @@ static int take_request(char *req) {
 /* After a test that passed: when it left this process as it found it, tells the server and
  * takes its next test (1); 0 to end the process as a test's process ends. */
 static int keep_next(void) {
-    if (read_backtrace || !one_thread() || has_children()) return 0;
+    if (read_backtrace || !one_thread() || has_children() || !attributes_same()) return 0;
     int reset = 0;
     if (state_changed) {
         if (!env_restore()) return 0;

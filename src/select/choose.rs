@@ -44,23 +44,31 @@ pub fn choose(mut previous: Spectra, now: &Snapshot, root: &Path) -> Choice {
         )));
     }
     let spans = spans_by_file(&previous.functions);
+    let gone = super::removed::gone_targets(&then, now, root, &previous);
     let Edits {
         moved,
         added,
         changed,
         reread,
-    } = match edits(&then, now, &spans, root) {
+    } = match edits(&then, now, &spans, (root, &gone.files)) {
         Ok(edits) => edits,
         Err(EveryTest(why)) => return Choice::All(Some(why)),
     };
     let when = UNIX_EPOCH + Duration::from_secs(then.taken);
     let env_note = env_note(&previous.tests, &env_changed);
+    let gone_tests: Vec<bool> = previous
+        .tests
+        .iter()
+        .map(|t| gone.binaries.contains(&t.binary))
+        .collect();
     let mut reuse = Reuse {
         reusable: previous
             .tests
             .iter()
-            .map(|t| {
-                reusable_outcome(t)
+            .zip(&gone_tests)
+            .map(|(t, &gone)| {
+                !gone
+                    && reusable_outcome(t)
                     && (env_changed.is_empty()
                         || t.env_reads
                             .as_ref()
@@ -68,6 +76,8 @@ pub fn choose(mut previous: Spectra, now: &Snapshot, root: &Path) -> Choice {
             })
             .collect(),
         touched: vec![false; previous.tests.len()],
+        gone: gone_tests,
+        gone_files: gone.files.into_iter().collect(),
         env_note,
         ran_no_code: 0,
         previous,
@@ -110,12 +120,13 @@ impl From<String> for EveryTest {
     }
 }
 
-/// The edit from `then` to `now` ([`Edits`]); `Err`: why every test runs instead.
+/// The edit from `then` to `now` ([`Edits`]), but the files of targets removed whole (`gone`,
+/// every line of theirs changed); `Err`: why every test runs instead.
 fn edits(
     then: &Snapshot,
     now: &Snapshot,
     spans: &HashMap<&str, Vec<&FunctionSpan>>,
-    root: &Path,
+    (root, gone): (&Path, &BTreeSet<String>),
 ) -> Result<Edits, EveryTest> {
     let mut edits = Edits {
         moved: HashMap::new(),
@@ -135,6 +146,11 @@ fn edits(
     }
     for (file, old) in &then.files {
         if super::snapshot::persisted_for(file).is_some() {
+            continue;
+        }
+        if gone.contains(file) {
+            let lines = old.line_hashes().map_or(0, |l| l.len());
+            edits.moved.insert(file.clone(), vec![None; lines]);
             continue;
         }
         let new = state_now(file, old, now, root)?;

@@ -35,6 +35,7 @@ mod items;
 mod located;
 mod locate;
 mod narrow;
+mod removed;
 mod reuse;
 mod snapshot;
 mod verify;

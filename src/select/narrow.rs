@@ -56,8 +56,9 @@ impl Reuse {
             .tests
             .iter()
             .zip(&self.reusable)
-            .filter(|(t, reused)| !**reused && t.outcome.ran())
-            .map(|(t, _)| t.binary.as_str())
+            .enumerate()
+            .filter(|(i, (t, reused))| !**reused && t.outcome.ran() && !self.is_gone(*i))
+            .map(|(_, (t, _))| t.binary.as_str())
             .collect()
     }
 

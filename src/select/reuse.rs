@@ -27,6 +27,11 @@ pub struct Reuse {
     pub(super) reread: Vec<String>,
     /// Per test of the last run: its row ran a line (or took an edge) the edit touched.
     pub(super) touched: Vec<bool>,
+    /// Per test of the last run: its target (an integration test or bench) was removed whole,
+    /// and the test with it ([`super::removed`]).
+    pub(super) gone: Vec<bool>,
+    /// The files of the targets removed whole.
+    pub gone_files: Vec<String>,
     /// Which environment variables changed and how many tests that re-runs, in words.
     pub env_note: Option<String>,
     /// How many tests that would have been reused run again because they ran none of the
@@ -169,6 +174,16 @@ impl Reuse {
             .enumerate()
             .map(|(i, t)| ((t.binary.as_str(), self.name_now(&t.name)), i))
             .collect()
+    }
+
+    /// How many of the last run's tests went with their removed targets.
+    pub fn gone(&self) -> usize {
+        self.gone.iter().filter(|g| **g).count()
+    }
+
+    /// Whether test `t` of the last run went with its removed target.
+    pub fn is_gone(&self, t: usize) -> bool {
+        self.gone.get(t).copied().unwrap_or(false)
     }
 
     /// How many of the last run's tests run again only because their rows are samples.

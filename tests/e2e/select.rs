@@ -846,7 +846,19 @@ fn an_edit_reruns_only_the_tests_that_ran_it() -> Result {
         dir.join("tests/added.rs"),
         "#[test]\nfn doubles() {\n    assert_eq!(fixture_doctest_2021::double(2), 4);\n}\n",
     )?;
-    one_of(6, "the new file's test alone runs")
+    one_of(6, "the new file's test alone runs")?;
+
+    // The file removed again: its test goes with it, and nothing else runs.
+    std::fs::remove_file(dir.join("tests/added.rs"))?;
+    let out = sfl(&["--save-spectra", sel.to_str().unwrap()], dir);
+    let err = String::from_utf8_lossy(&out.stderr);
+    check(
+        out.status.code() == Some(3)
+            && selected(&out) == Some((0, 5))
+            && err.contains("tests/added.rs was removed: 1 test of the last run went with it"),
+        || format!("the removed file's test is gone, no other runs: {}", show(&out)),
+    )?;
+    same_as_full(dir, &sel, &[])
 }
 
 /// A comment added between two functions runs every test, and says why; `--rerun` runs every
@@ -885,10 +897,14 @@ fn outside_functions_or_rerun() -> Result {
 
 /// The workspace fixture (core and app, app's unit and integration tests): a second run builds
 /// only the targets of the tests that run again (the failing ones, and those that ran an edited
-/// function), and equals a full run.
+/// function), and equals a full run. core's library is `test = false`: its unit tests run in
+/// neither (`--lib` in a narrowed build of several packages builds them: helper report).
 fn only_the_targets_that_run_again_are_built() -> Result {
     let tmp = copy_fixture("workspace");
     let dir = tmp.path();
+    let manifest = dir.join("core/Cargo.toml");
+    let text = std::fs::read_to_string(&manifest)?;
+    std::fs::write(&manifest, format!("{text}\n[lib]\ntest = false\n"))?;
     let first = sfl(&["--no-doctests"], dir);
     check(first.status.code() == Some(0), || show(&first))?;
     let sel = dir.join("selected.json");

@@ -1,5 +1,6 @@
 //! Building the tests, and with rows to reuse, only what runs again.
 
+use std::collections::HashSet;
 use std::path::Path;
 
 use super::reuse;
@@ -56,7 +57,13 @@ pub(super) fn build_tests(
     let Some(narrowed) = narrowed.filter(|n| !whole_build_adds_nothing(ws, select, n)) else {
         return Ok((build_whole(ws, select, runtime.as_ref(), choice, rustc)?, None));
     };
-    let (built, what) = build_narrowed(ws, &narrowed, runtime.as_ref())?;
+    let (mut built, what) = build_narrowed(ws, &narrowed, runtime.as_ref())?;
+    if let Some(reuse) = choice.reuse() {
+        // `--lib` builds the unit tests of every selected package's library, `test = false`
+        // ones too: a narrowed build finds no new binary (new targets and tests build whole).
+        let known: HashSet<&str> = reuse.previous.tests.iter().map(|t| t.binary.as_str()).collect();
+        built.tests.retain(|t| known.contains(t.id.as_str()));
+    }
     if what.is_empty() {
         // Nothing changed and every test passed: nothing to build or run.
         return Ok((built, None));

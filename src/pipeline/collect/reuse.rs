@@ -173,6 +173,20 @@ pub(super) fn choose(ws: &Workspace, cfg: &RunConfig, now: &Snapshot) -> Result<
     match &choice {
         Choice::All(Some(why)) => ui::status("Selecting", format!("every test: {why} since the last run")),
         Choice::Reuse(r) => {
+            if let Some(file) = r.gone_files.first() {
+                ui::status(
+                    "Selecting",
+                    format!(
+                        "{file}{} removed: {} of the last run went with {}",
+                        match r.gone_files.len() {
+                            1 => " was".to_string(),
+                            n => format!(" and {} more files were", n - 1),
+                        },
+                        ui::counted(r.gone(), "test", "tests"),
+                        if r.gone_files.len() == 1 { "it" } else { "them" }
+                    ),
+                );
+            }
             if let Some(note) = &r.env_note {
                 ui::status("Selecting", note);
             }
@@ -278,7 +292,7 @@ impl Reuse {
             .collect();
         let built: HashSet<&str> = binary_ids.iter().copied().collect();
         let elsewhere: Vec<usize> = (0..self.previous.tests.len())
-            .filter(|&t| !built.contains(self.previous.tests[t].binary.as_str()))
+            .filter(|&t| !built.contains(self.previous.tests[t].binary.as_str()) && !self.is_gone(t))
             .collect();
         let reused: Vec<usize> = elsewhere.iter().copied().filter(|&t| self.reusable[t]).collect();
         let kept = self.rows(&reused).into_iter().map(|r| now.outcome(r)).collect();
