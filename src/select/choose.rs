@@ -37,6 +37,9 @@ pub fn choose(mut previous: Spectra, now: &Snapshot, root: &Path) -> Choice {
     if let Some(part) = changed_context(&then, now) {
         return Choice::All(Some(part));
     }
+    if let Some(why) = super::scripts::changed_input(&then, root) {
+        return Choice::All(Some(why));
+    }
     let env_changed = changed_env(&then, now);
     if let Some(name) = env_changed.iter().find(|n| builds_read(n, &then.build_env)) {
         return Choice::All(Some(format!(

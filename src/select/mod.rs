@@ -37,6 +37,7 @@ mod locate;
 mod narrow;
 mod removed;
 mod reuse;
+mod scripts;
 mod snapshot;
 mod verify;
 pub mod volatile;
@@ -48,6 +49,7 @@ pub use environment::changed_env;
 pub use locate::{changed_files, changed_lines};
 pub use narrow::Narrowed;
 pub use reuse::{BlockRef, Known, Reuse, Row};
+pub use scripts::script_inputs;
 pub use snapshot::{
     CACHE_TAG_SIGNATURE, also_read, build_env, compile_time_files, dep_files, files, look, refresh_written_by_tests,
 };

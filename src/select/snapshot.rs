@@ -90,6 +90,7 @@ pub fn look(files: BTreeMap<String, FileState>, cfg: &RunConfig, rustc: &str, pa
         context,
         files,
         build_env: Vec::new(),
+        script_inputs: BTreeMap::new(),
         since_green: None,
         compile_time: BTreeSet::new(),
     }
@@ -151,20 +152,28 @@ pub fn build_env(build_dir: &Path, deps: &[String]) -> Vec<String> {
             names.insert(rest.split('=').next().unwrap_or(rest).to_string());
         }
     }
-    let read_dir = |d: PathBuf| std::fs::read_dir(d).into_iter().flatten().flatten();
-    for profile in profiles(build_dir) {
-        for script in read_dir(profile.join("build")) {
-            if let Ok(text) = std::fs::read_to_string(script.path().join("output")) {
-                for line in text.lines() {
-                    let line = line.strip_prefix("cargo::").or_else(|| line.strip_prefix("cargo:"));
-                    if let Some(name) = line.and_then(|l| l.strip_prefix("rerun-if-env-changed=")) {
-                        names.insert(name.trim().to_string());
-                    }
+    for output in script_outputs(build_dir) {
+        if let Ok(text) = std::fs::read_to_string(output) {
+            for line in text.lines() {
+                let line = line.strip_prefix("cargo::").or_else(|| line.strip_prefix("cargo:"));
+                if let Some(name) = line.and_then(|l| l.strip_prefix("rerun-if-env-changed=")) {
+                    names.insert(name.trim().to_string());
                 }
             }
         }
     }
     names.into_iter().collect()
+}
+
+/// The output files of the build scripts run under `build_dir` (`<profile>/build/<package>-<hash>/output`).
+pub(super) fn script_outputs(build_dir: &Path) -> Vec<PathBuf> {
+    let read_dir = |d: PathBuf| std::fs::read_dir(d).into_iter().flatten().flatten();
+    profiles(build_dir)
+        .into_iter()
+        .flat_map(|profile| read_dir(profile.join("build")))
+        .map(|script| script.path().join("output"))
+        .filter(|p| p.is_file())
+        .collect()
 }
 
 /// The files of the selected packages (and the workspace's manifest, lock file, cargo and

@@ -24,6 +24,11 @@ pub struct Snapshot {
     /// `rerun-if-env-changed`), read after it: a change of one re-runs every test.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub build_env: Vec<String>,
+    /// The paths workspace members' build scripts declared reading (`rerun-if-changed`) that
+    /// [`Snapshot::files`] does not hold (outside the packages, ignored by git), read after the
+    /// build, relative to the workspace root (or absolute): a change of one re-runs every test.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub script_inputs: BTreeMap<String, FileState>,
     /// When tests fail that passed in the workspace's last green run (every test passed): what
     /// changed since ([`SinceGreen`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]

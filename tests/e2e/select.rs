@@ -49,6 +49,10 @@ pub fn trials() -> Vec<Trial> {
             a_test_that_starts_a_program_reads_every_variable,
         ),
         Trial::test(
+            "select::a_build_scripts_input_outside_the_package_is_compared",
+            a_build_scripts_input_outside_the_package,
+        ),
+        Trial::test(
             "select::what_changed_since_the_failing_tests_last_passed",
             changed_since_last_passed,
         ),
@@ -1077,10 +1081,6 @@ fn another_builds_target_directory() -> Result {
     )
 }
 
-/// self-dev-dep's `tests::reads_its_mode` reads `SELFDEP_MODE`: a variable no test reads may
-/// change without a test running again; a change of `SELFDEP_MODE` runs that test again; a
-/// change of a variable builds read (`CC`) runs every test. The failing tests run every time, the
-/// property tests until two runs of one agree.
 /// A program a test starts (`sh`) gets the whole environment and reads it unseen: the test
 /// ran again after a change of a variable only the program read (it had stayed passing, reused,
 /// while `cargo test` failed it).
@@ -1109,6 +1109,10 @@ fn a_test_that_starts_a_program_reads_every_variable() -> Result {
     check(outcome(&second)? == "\"failed\"", || show(&second))
 }
 
+/// self-dev-dep's `tests::reads_its_mode` reads `SELFDEP_MODE`: a variable no test reads may
+/// change without a test running again; a change of `SELFDEP_MODE` runs that test again; a
+/// change of a variable builds read (`CC`) runs every test. The failing tests run every time, the
+/// property tests until two runs of one agree.
 fn a_change_of_the_environment() -> Result {
     let tmp = copy_fixture("self-dev-dep");
     let dir = tmp.path();
@@ -1188,5 +1192,38 @@ fn a_snapshot_written_for_review_is_no_edit() -> Result {
     check(
         !err.contains("Selecting every test") && selected(&fourth).is_some_and(|(n, m)| n < m),
         || show(&fourth),
+    )
+}
+
+/// A build script generates code from a file outside the package that it declares
+/// (`rerun-if-changed`): after a change of that file alone, cargo runs the script again and the
+/// test that passed fails; it ran again (before, its passing row was reused: helper report).
+fn a_build_scripts_input_outside_the_package() -> Result {
+    let data = tempfile::tempdir()?;
+    let input = data.path().join("n.txt");
+    std::fs::write(&input, "1")?;
+    let tmp = lib_crate(
+        "sfl_e2e_generated",
+        "",
+        "include!(concat!(env!(\"OUT_DIR\"), \"/gen.rs\"));\n\n#[test]\nfn n_is_one() {\n    assert_eq!(n(), 1);\n}\n",
+    )?;
+    let dir = tmp.path();
+    std::fs::write(
+        dir.join("build.rs"),
+        format!(
+            "fn main() {{\n    let input = {input:?};\n    println!(\"cargo:rerun-if-changed={{input}}\");\n    \
+             let n = std::fs::read_to_string(input).unwrap();\n    \
+             let out = std::path::Path::new(&std::env::var(\"OUT_DIR\").unwrap()).join(\"gen.rs\");\n    \
+             std::fs::write(out, format!(\"pub fn n() -> u32 {{{{\\n    {{}}\\n}}}}\\n\", n.trim())).unwrap();\n}}\n"
+        ),
+    )?;
+    let first = sfl(&[], dir);
+    check(first.status.code() == Some(3), || show(&first))?;
+    std::fs::write(&input, "2")?;
+    let second = sfl(&[], dir);
+    let err = String::from_utf8_lossy(&second.stderr);
+    check(
+        second.status.code() == Some(0) && err.contains("which a build script reads (rerun-if-changed), changed"),
+        || format!("the test fails after its generated code changed: {}", show(&second)),
     )
 }
