@@ -34,6 +34,8 @@ struct FunctionNow {
     /// A test (`#[test]`, `#[tokio::test]`, …): the harness calls it, no code does, so a
     /// change of its signature (a test renamed) reaches no caller.
     test: bool,
+    /// The lines of its doc comment (`///`, `/** */`, `#[doc = …]`), first and last of each.
+    docs: Vec<(u32, u32)>,
 }
 
 impl FunctionsNow {
@@ -54,7 +56,8 @@ impl FunctionsNow {
         let functions = found
             .all
             .iter()
-            .map(|&(span, block, test)| {
+            .map(|(span, block, test, docs)| {
+                let (span, block, test) = (*span, *block, *test);
                 let open = block.brace_token.span.open().start();
                 let after_brace = lines
                     .get(open.line.saturating_sub(1))
@@ -80,6 +83,7 @@ impl FunctionsNow {
                     },
                     global: items.found,
                     test,
+                    docs: docs.clone(),
                 }
             })
             .collect();
@@ -110,15 +114,34 @@ impl FunctionsNow {
         let unchanged: std::collections::HashSet<u32> = moved.iter().flatten().copied().collect();
         // A new or changed line of the signature, or one removed from it (an old line between
         // the function's start and the line its brace is on now, if that line was kept).
-        let changed_now = (now.first..=now.signature_end).any(|l| !unchanged.contains(&l));
+        let changed: Vec<u32> = (now.first..=now.signature_end)
+            .filter(|l| !unchanged.contains(l))
+            .collect();
         let old_brace = moved.iter().position(|&n| n == Some(now.brace)).map(|i| i as u32 + 1);
-        let removed = old_brace.is_some_and(|b| (f.start..b).any(|l| moved.get(l as usize - 1) == Some(&None)));
-        (!now.test && (changed_now || removed)).then(|| {
-            format!(
-                "the signature of the function at {}:{}, which its callers' types may follow, changed",
-                f.file, now.first
-            )
-        })
+        let removed = old_brace.map_or(0, |b| {
+            (f.start..b)
+                .filter(|l| moved.get(*l as usize - 1) == Some(&None))
+                .count()
+        });
+        if now.test || (changed.is_empty() && removed == 0) {
+            return None;
+        }
+        // A doc comment's text is no code, but a doctest's is, and an attribute macro may read
+        // it. Old lines changed as many as new ones, the new ones all in the doc comment.
+        let in_docs = |l: &u32| now.docs.iter().any(|&(a, b)| a <= *l && *l <= b);
+        Some(
+            if !changed.is_empty() && removed <= changed.len() && changed.iter().all(in_docs) {
+                format!(
+                    "the doc comment of the function at {}:{} (its doctests, which attribute macros may read too) changed",
+                    f.file, now.first
+                )
+            } else {
+                format!(
+                    "the signature of the function at {}:{}, which its callers' types may follow, changed",
+                    f.file, now.first
+                )
+            },
+        )
     }
 
     /// The innermost function holding the new lines `new` (first, last), as a span in the last
@@ -161,8 +184,18 @@ impl FunctionsNow {
 /// Every function of a file with a body, nested ones too: its span and its body.
 #[derive(Default)]
 struct Functions<'ast> {
-    /// Each function's span, body, and whether it is a test ([`is_test`]).
-    all: Vec<(Span, &'ast syn::Block, bool)>,
+    /// Each function's span, body, whether it is a test ([`is_test`]), and its doc comment's
+    /// line spans.
+    all: Vec<(Span, &'ast syn::Block, bool, Vec<(u32, u32)>)>,
+}
+
+/// The line spans (first, last) of the doc attributes among `attrs`.
+fn doc_lines(attrs: &[syn::Attribute]) -> Vec<(u32, u32)> {
+    attrs
+        .iter()
+        .filter(|a| a.path().is_ident("doc"))
+        .map(|a| (a.span().start().line as u32, a.span().end().line as u32))
+        .collect()
 }
 
 /// Whether attributes `attrs` make a function a test: one whose path ends in `test`
@@ -175,18 +208,19 @@ fn is_test(attrs: &[syn::Attribute]) -> bool {
 
 impl<'ast> Visit<'ast> for Functions<'ast> {
     fn visit_item_fn(&mut self, f: &'ast syn::ItemFn) {
-        self.all.push((f.span(), &f.block, is_test(&f.attrs)));
+        self.all
+            .push((f.span(), &f.block, is_test(&f.attrs), doc_lines(&f.attrs)));
         syn::visit::visit_item_fn(self, f);
     }
 
     fn visit_impl_item_fn(&mut self, f: &'ast syn::ImplItemFn) {
-        self.all.push((f.span(), &f.block, false));
+        self.all.push((f.span(), &f.block, false, doc_lines(&f.attrs)));
         syn::visit::visit_impl_item_fn(self, f);
     }
 
     fn visit_trait_item_fn(&mut self, f: &'ast syn::TraitItemFn) {
         if let Some(block) = &f.default {
-            self.all.push((f.span(), block, false));
+            self.all.push((f.span(), block, false, doc_lines(&f.attrs)));
         }
         syn::visit::visit_trait_item_fn(self, f);
     }
@@ -328,6 +362,15 @@ mod tests {
         let old = "pub fn f<T>(x: T)\nwhere\n    T: Copy,\n{\n    drop(x)\n}\n";
         let new = "pub fn f<T>(x: T)\n{\n    drop(x)\n}\n";
         assert!(judge(old, new, 1, 6).is_some_and(|w| w.contains("signature")));
+        // A doctest's line changed: said as the doc comment's change, not the signature's; with
+        // a signature line changed too, the signature's.
+        let old = "/// Two.\n///\n/// ```\n/// assert_eq!(f(), 2);\n/// ```\npub fn f() -> u8 {\n    2\n}\n";
+        let doc = old.replace("f(), 2", "f(), 3");
+        assert!(
+            judge(old, &doc, 1, 8).is_some_and(|w| w.starts_with("the doc comment of the function at src/lib.rs:1"))
+        );
+        let both = doc.replace("-> u8", "-> u16");
+        assert!(judge(old, &both, 1, 8).is_some_and(|w| w.contains("signature")));
     }
 
     /// A test deleted or renamed: no code calls it, so every test need not run (the lines of

@@ -163,7 +163,28 @@ fn failing_tests_ran_only_test_code() -> Result {
         || show(&out),
     )?;
     let out = sfl(&["report", "--include-test-code"], dir);
-    check_exit(&out, 0, &out.stdout, &["src/lib.rs"])
+    check_exit(&out, 0, &out.stdout, &["src/lib.rs"])?;
+    // A failing doctest that calls nothing of the crate: its profile was read, so no process
+    // died (as the message said before: helper report).
+    let tmp = lib_crate(
+        "onlydoc",
+        "",
+        "/// Two.\n///\n/// ```\n/// assert_eq!(1 + 1, 3);\n/// ```\npub fn f() -> u8 { 2 }\n\n#[test]\nfn two() {\n    assert_eq!(f(), 2);\n}\n",
+    )?;
+    let out = sfl(&["--no-edges"], tmp.path());
+    check_exit(
+        &out,
+        7,
+        &out.stderr,
+        &[
+            "the failing tests ran none of this workspace's code but their own",
+            "a doctest",
+        ],
+    )?;
+    check(
+        !String::from_utf8_lossy(&out.stderr).contains("did their processes die"),
+        || show(&out),
+    )
 }
 
 /// Two failing tests that share no line (two faults): the header says no line is in every

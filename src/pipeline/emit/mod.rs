@@ -228,6 +228,16 @@ fn why_unranked(spectra: &Spectra, out: &ReportConfig) -> String {
                 .trim_end_matches(", so it adds nothing to the ranking")
         );
     }
+    let warned = spectra
+        .tests
+        .iter()
+        .any(|r| counted(r.outcome) && !r.warnings.is_empty());
+    if ran == 0 && !warned {
+        return "the failing tests ran none of this workspace's code but their own (a doctest that \
+                calls no function of the crate checks only the code in its block, which is not \
+                ranked), so nothing can be ranked: the fault is in the tests themselves"
+            .into();
+    }
     if ran == 0 {
         return "no failing test ran a line of this workspace's code (did their processes die before \
                 writing their profiles? the warnings above say which profiles could not be read), so \
