@@ -182,7 +182,9 @@ pub(crate) fn panic_site(message: &str) -> Option<(String, u32, u32)> {
     Some((parts.next()?.to_string(), line, col))
 }
 
-/// The panic message: the `panicked at` line and the lines after it, up to six. When the test
+/// The panic message: the `panicked at` line and the lines after it, up to [`PANIC_LINES`] in
+/// all, to what std or libtest print after a message (a note, a backtrace, the summary of the
+/// failures) or the next panic. When the test
 /// panicked more than once, the last panic follows the first (`then panicked at …`): the first
 /// may be one the test caught and handled (`catch_unwind`), the last may be the re-raise of a
 /// thread's or a task's panic (`unwrap` of a join's error), and `cargo test` shows them all.
@@ -196,8 +198,11 @@ pub(crate) fn panic_message(output: &str) -> Option<String> {
     })
 }
 
+/// The most lines of a panic message kept, its `panicked at` line included.
+const PANIC_LINES: usize = 40;
+
 /// One panic in a test's output: the thread it names (`None` for a stack overflow), and its
-/// `panicked at` line with up to five lines of message after it.
+/// `panicked at` line with the message after it ([`panic_message`]).
 struct Panic<'a> {
     thread: Option<&'a str>,
     text: String,
@@ -223,17 +228,31 @@ fn panics(output: &str) -> Vec<Panic<'_>> {
         }
         let first = line.find("panicked at").map_or(*line, |i| &line[i..]);
         let mut text = vec![first.to_string()];
+        let mut cut = 0;
         for l in &lines[start + 1..] {
             let next_panic = panicking_thread(l).is_some() || l.contains("has overflowed its stack");
-            if l.is_empty()
-                || l.starts_with("note: ")
+            // What std prints after the message, then libtest's summary of the failure.
+            let after = l.starts_with("note: ")
                 || l.starts_with("stack backtrace:")
-                || text.len() >= 6
-                || next_panic
-            {
+                || *l == "failures:"
+                || l.starts_with("---- ")
+                || l.starts_with("test result: ");
+            if after || next_panic {
                 break;
             }
+            if text.len() >= PANIC_LINES {
+                cut += 1;
+                continue;
+            }
             text.push((*l).to_string());
+        }
+        // A message of several paragraphs (pretty_assertions' diff, proptest's shrunk input
+        // after a blank line) keeps them; the blank lines before what ends it do not count.
+        while text.last().is_some_and(|l| l.trim().is_empty()) {
+            text.pop();
+        }
+        if cut > 0 {
+            text.push(format!("… ({cut} more lines in the test's output)"));
         }
         out.push(Panic {
             thread: panicking_thread(line),
@@ -397,6 +416,24 @@ mod tests {
         assert_eq!(
             panic_message(out).unwrap(),
             "panicked at src/lib.rs:30:9:\nleast = 1, most = 0"
+        );
+        // A message of paragraphs (pretty_assertions' diff after a blank line) keeps them, up
+        // to the summary libtest prints when no note came (a process's second panic).
+        let diff = "---- tests::t stdout ----\nthread 'tests::t' panicked at tests/f.rs:67:5:\nassertion failed: `(left == right)`\n\nDiff < left / right > :\n<[1, 2]\n>[1]\n\n\nfailures:\n    tests::t\n";
+        assert_eq!(
+            panic_message(diff).unwrap(),
+            "panicked at tests/f.rs:67:5:\nassertion failed: `(left == right)`\n\nDiff < left / right > :\n<[1, 2]\n>[1]"
+        );
+        // A long one is cut, and says so.
+        let long = format!(
+            "thread 't' panicked at src/lib.rs:1:1:\n{}note: run with `RUST_BACKTRACE=1`\n",
+            (0..50).map(|i| format!("line {i}\n")).collect::<String>()
+        );
+        let message = panic_message(&long).unwrap();
+        assert_eq!(message.lines().count(), PANIC_LINES + 1);
+        assert!(
+            message.ends_with("line 38\n… (11 more lines in the test's output)"),
+            "{message}"
         );
     }
 

@@ -37,7 +37,7 @@ pub fn failing_tests(spectra: &Spectra) -> String {
         };
         if let Some(m) = &t.message {
             for l in m.lines() {
-                let _ = writeln!(out, "            {l}");
+                let _ = writeln!(out, "{}", indented(l));
             }
         }
         stack(&mut out, &t.stack);
@@ -64,10 +64,19 @@ fn timed_out_tests(spectra: &Spectra) -> String {
     for t in timed_out {
         let _ = writeln!(out, "  {} {}", t.binary, t.name);
         for l in t.message.iter().flat_map(|m| m.lines()) {
-            let _ = writeln!(out, "            {l}");
+            let _ = writeln!(out, "{}", indented(l));
         }
     }
     out
+}
+
+/// A line of a test's message under its name (a blank line stays blank).
+fn indented(line: &str) -> String {
+    if line.trim().is_empty() {
+        String::new()
+    } else {
+        format!("            {line}")
+    }
 }
 
 /// Frames shown of a failing test's panic backtrace (workspace code, innermost first).
