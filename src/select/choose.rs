@@ -9,6 +9,7 @@ use super::environment::{builds_read, changed_env, env_note};
 use super::items::FunctionsNow;
 use super::locate::{Located, is_const_fn, locate, spans_by_file};
 use super::reuse::Reuse;
+use super::targets::new_target_root;
 use crate::spectra::{FileState, FunctionSpan, Outcome, Snapshot, Spectra, TestRecord};
 
 /// What a run does with the last run.
@@ -47,7 +48,7 @@ pub fn choose(mut previous: Spectra, now: &Snapshot, root: &Path) -> Choice {
         )));
     }
     let spans = spans_by_file(&previous.functions);
-    let gone = super::removed::gone_targets(&then, now, root, &previous);
+    let gone = super::targets::gone_targets(&then, now, root, &previous);
     let Edits {
         moved,
         added,
@@ -221,33 +222,6 @@ fn added_targets(then: &Snapshot, now: &Snapshot) -> Result<HashMap<String, Vec<
         }
     }
     Ok(added)
-}
-
-/// Whether `file` is where cargo finds a target of a package of `now` by itself: an
-/// integration test, example, bench or binary (`tests/x.rs`, `tests/x/main.rs`, `examples/…`,
-/// `benches/…`, `src/bin/…`), a crate of its own. Another file reaches it only through a
-/// `mod` or `include!` of its own, an edit judged apart.
-pub(super) fn new_target_root(file: &str, now: &Snapshot) -> bool {
-    let is_package = |dir: &str| {
-        let manifest = if dir.is_empty() {
-            "Cargo.toml".to_string()
-        } else {
-            format!("{dir}/Cargo.toml")
-        };
-        now.files.contains_key(&manifest)
-    };
-    let parts: Vec<&str> = file.split('/').collect();
-    let rs = |name: &str| name.ends_with(".rs") && name.len() > 3;
-    let at = |kind: &[&str], rest: usize| {
-        let n = parts.len();
-        n >= kind.len() + rest
-            && parts[n - rest - kind.len()..n - rest] == *kind
-            && is_package(&parts[..n - rest - kind.len()].join("/"))
-    };
-    let Some(&last) = parts.last() else { return false };
-    [&["tests"][..], &["examples"], &["benches"], &["src", "bin"]]
-        .iter()
-        .any(|kind| (rs(last) && at(kind, 1)) || (last == "main.rs" && parts.len() >= 2 && at(kind, 2)))
 }
 
 /// The state of `file` (`old` in the last run) now: in the snapshot `now`, or for a file the

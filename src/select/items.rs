@@ -184,10 +184,12 @@ impl FunctionsNow {
 /// Every function of a file with a body, nested ones too: its span and its body.
 #[derive(Default)]
 struct Functions<'ast> {
-    /// Each function's span, body, whether it is a test ([`is_test`]), and its doc comment's
-    /// line spans.
-    all: Vec<(Span, &'ast syn::Block, bool, Vec<(u32, u32)>)>,
+    all: Vec<FoundFn<'ast>>,
 }
+
+/// A function [`Functions`] found: its span, its body, whether it is a test ([`is_test`]), and
+/// its doc comment's line spans.
+type FoundFn<'ast> = (Span, &'ast syn::Block, bool, Vec<(u32, u32)>);
 
 /// The line spans (first, last) of the doc attributes among `attrs`.
 fn doc_lines(attrs: &[syn::Attribute]) -> Vec<(u32, u32)> {

@@ -35,10 +35,10 @@ mod items;
 mod located;
 mod locate;
 mod narrow;
-mod removed;
 mod reuse;
 mod scripts;
 mod snapshot;
+mod targets;
 mod verify;
 pub mod volatile;
 
@@ -311,8 +311,8 @@ mod tests {
         member
             .files
             .insert("crates/x/Cargo.toml".into(), FileState::digest(b"[package]"));
-        assert!(super::choose::new_target_root("crates/x/tests/y.rs", &member));
-        assert!(!super::choose::new_target_root("crates/y/tests/y.rs", &member));
+        assert!(super::targets::new_target_root("crates/x/tests/y.rs", &member));
+        assert!(!super::targets::new_target_root("crates/y/tests/y.rs", &member));
         let now = "use y;\nfn a() {\n    1\n}\n\nfn b() {\n    2\n}\n";
         assert_eq!(
             all(choose_new(now, None)),

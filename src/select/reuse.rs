@@ -28,7 +28,7 @@ pub struct Reuse {
     /// Per test of the last run: its row ran a line (or took an edge) the edit touched.
     pub(super) touched: Vec<bool>,
     /// Per test of the last run: its target (an integration test or bench) was removed whole,
-    /// and the test with it ([`super::removed`]).
+    /// and the test with it ([`super::targets`]).
     pub(super) gone: Vec<bool>,
     /// The files of the targets removed whole.
     pub gone_files: Vec<String>,

@@ -1,11 +1,11 @@
-//! Integration tests and benches removed whole since the last run ([`gone_targets`]): their
-//! tests are gone, and nothing else could feel the removal.
+//! Target files added or removed whole since the last run: a file where cargo finds a target by
+//! itself ([`new_target_root`]), and the integration tests and benches removed whole
+//! ([`gone_targets`]), whose tests are gone while nothing else could feel the removal.
 
 use std::collections::{BTreeSet, HashSet};
 use std::path::Path;
 
 use super::binary::BinaryKey;
-use super::choose::new_target_root;
 use crate::spectra::{Snapshot, Spectra};
 
 /// What went with the targets removed since the last run.
@@ -59,6 +59,33 @@ pub(super) fn gone_targets(then: &Snapshot, now: &Snapshot, root: &Path, previou
         gone.binaries.extend(binary.map(str::to_string));
     }
     gone
+}
+
+/// Whether `file` is where cargo finds a target of a package of `now` by itself: an
+/// integration test, example, bench or binary (`tests/x.rs`, `tests/x/main.rs`, `examples/…`,
+/// `benches/…`, `src/bin/…`), a crate of its own. Another file reaches it only through a
+/// `mod` or `include!` of its own, an edit judged apart.
+pub(super) fn new_target_root(file: &str, now: &Snapshot) -> bool {
+    let is_package = |dir: &str| {
+        let manifest = if dir.is_empty() {
+            "Cargo.toml".to_string()
+        } else {
+            format!("{dir}/Cargo.toml")
+        };
+        now.files.contains_key(&manifest)
+    };
+    let parts: Vec<&str> = file.split('/').collect();
+    let rs = |name: &str| name.ends_with(".rs") && name.len() > 3;
+    let at = |kind: &[&str], rest: usize| {
+        let n = parts.len();
+        n >= kind.len() + rest
+            && parts[n - rest - kind.len()..n - rest] == *kind
+            && is_package(&parts[..n - rest - kind.len()].join("/"))
+    };
+    let Some(&last) = parts.last() else { return false };
+    [&["tests"][..], &["examples"], &["benches"], &["src", "bin"]]
+        .iter()
+        .any(|kind| (rs(last) && at(kind, 1)) || (last == "main.rs" && parts.len() >= 2 && at(kind, 2)))
 }
 
 /// The kind (as binary ids name it), the name and, for `KIND/NAME/main.rs`, the directory
