@@ -164,7 +164,39 @@ fn kept_processes_give_each_test_a_fresh_state() -> Result {
         "std::thread::spawn(|| std::thread::sleep(std::time::Duration::from_millis(300)));",
     )?;
     add_test(dir, "changes_dir", "std::env::set_current_dir(\"/\").unwrap();")?;
-    let kept = kept_and_fresh_agree(dir, 18, true)?;
+    // Process attributes no static holds (helper report): the file mode mask (put back), a
+    // signal's disposition, and a closed stdout (whose test fails: no `ok` line) end the process.
+    add_test(
+        dir,
+        "umask_a_set",
+        "extern \"C\" { fn umask(mask: u32) -> u32; }\n        unsafe { umask(0o077); }",
+    )?;
+    add_test(
+        dir,
+        "umask_b_check",
+        "extern \"C\" { fn umask(mask: u32) -> u32; }\n        \
+         let mask = unsafe { umask(0o022) };\n        unsafe { umask(mask) };\n        assert_ne!(mask, 0o077);",
+    )?;
+    add_test(
+        dir,
+        "sigpipe_a_default",
+        "extern \"C\" { fn signal(sig: i32, handler: usize) -> usize; }\n        unsafe { signal(13, 0); }",
+    )?;
+    add_test(
+        dir,
+        "sigpipe_b_write",
+        "use std::io::Write;\n        \
+         let mut child = std::process::Command::new(\"true\").stdin(std::process::Stdio::piped()).spawn().unwrap();\n        \
+         let mut input = child.stdin.take().unwrap();\n        child.wait().unwrap();\n        \
+         assert!(input.write_all(&[0u8; 1 << 17]).is_err());",
+    )?;
+    add_test(
+        dir,
+        "stdout_a_close",
+        "extern \"C\" { fn close(fd: i32) -> i32; }\n        unsafe { close(1); }",
+    )?;
+    add_test(dir, "stdout_b_after", "assert_eq!(1 + 1, 2);")?;
+    let kept = kept_and_fresh_agree(dir, 24, true)?;
     check(
         kept.contains("passed and left their process to the next test, ")
             && kept.contains("of them after what they changed was put back"),
