@@ -105,6 +105,19 @@ pub fn spans<'a>(units: &[usize], all: &'a [Unit]) -> Vec<FileSpans<'a>> {
     out
 }
 
+/// Whether `file` (as the coverage maps name it) is in a build script's output directory:
+/// `…/build/PACKAGE-HASH/out/…` under a target directory.
+pub(crate) fn written_by_build_script(file: &str) -> bool {
+    let parts: Vec<&str> = file.split(['/', '\\']).collect();
+    parts.windows(3).any(|w| {
+        w[0] == "build"
+            && w[2] == "out"
+            && w[1]
+                .rsplit_once('-')
+                .is_some_and(|(_, hash)| hash.len() == 16 && hash.bytes().all(|b| b.is_ascii_hexdigit()))
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -5,6 +5,7 @@ use std::fmt::Write as _;
 
 use super::disk::{History, Sources};
 use super::model::{Entry, Ranking, Report};
+use super::text::written_by_build_script;
 use super::view::View;
 use crate::spectra::{Outcome, Spectra};
 
@@ -255,19 +256,6 @@ fn all_failing_core(report: &Report, noun: &str) -> String {
         "{} {noun} {are} run by every failing test: if there is a single fault, it is {which}{fewer}",
         sum.all_failing_core,
     )
-}
-
-/// Whether `file` (as the coverage maps name it) is in a build script's output directory:
-/// `…/build/PACKAGE-HASH/out/…` under a target directory.
-fn written_by_build_script(file: &str) -> bool {
-    let parts: Vec<&str> = file.split(['/', '\\']).collect();
-    parts.windows(3).any(|w| {
-        w[0] == "build"
-            && w[2] == "out"
-            && w[1]
-                .rsplit_once('-')
-                .is_some_and(|(_, hash)| hash.len() == 16 && hash.bytes().all(|b| b.is_ascii_hexdigit()))
-    })
 }
 
 /// What the marks and counts of the listed entries mean.

@@ -13,7 +13,7 @@ use md5::{Digest, Md5};
 
 use super::disk::{Disk, Sources};
 use super::model::{Ranking, Report};
-use super::text::{fmt_score, test_label};
+use super::text::{fmt_score, test_label, written_by_build_script};
 use super::view::ShownLine;
 use super::view::{Conventions, View};
 use crate::coverage::hex;
@@ -336,6 +336,11 @@ fn message(r: &Ranking, shown: &ShownLine, at: &Place) -> String {
     if x.changed_lines.contains(&shown.lead) {
         text.push_str(&format!(" This {noun} changed in the change under test."));
     }
+    if written_by_build_script(&at.spectra.units[shown.lead].file) {
+        text.push_str(
+            " A build script wrote this file into its OUT_DIR: the code to fix is the package's build.rs (or the data it reads).",
+        );
+    }
     text
 }
 
@@ -461,25 +466,46 @@ mod tests {
         }
     }
 
+    /// The first result of ochiai's ranking of `spectra`, its paths under `prefix`, its
+    /// functions named `names`.
+    fn first_result(spectra: &Spectra, names: Option<&[String]>, prefix: &str) -> SarifResult {
+        let a = Analysis::new(spectra, true);
+        let report = report_of(&a, &[rank(&a, find("ochiai").unwrap(), &Options::default())]);
+        let r = &report.rankings[0];
+        let view = view(names);
+        let at = Place {
+            spectra,
+            prefix,
+            related: &[],
+            failing: &[],
+            view: &view,
+        };
+        result(r, 0, &at.view.shown(r)[0], &at, &Sources::default())
+    }
+
+    /// A line of a file a build script wrote into its OUT_DIR: its result says the code to fix
+    /// is the build script, as the terminal report does (helper report).
+    #[test]
+    fn a_result_in_generated_code_points_at_the_build_script() {
+        let (mut f, _) = crate::report::tests::three_functions();
+        for u in &mut f.units {
+            u.file = "target/sfl/debug/build/gen-0123456789abcdef/out/table.rs".into();
+        }
+        let got = serde_json::to_value(first_result(&f, None, "")).unwrap();
+        let text = got["message"]["text"].as_str().unwrap();
+        assert!(
+            text.ends_with("the code to fix is the package's build.rs (or the data it reads)."),
+            "{text}"
+        );
+    }
+
     /// At function granularity a result points at its function's whole extent and names it;
     /// a function run alike is related by its own extent, not merged with the first.
     #[test]
     fn a_function_result_spans_the_function_and_names_it() {
         let (f, names) = crate::report::tests::three_functions();
-        let a = Analysis::new(&f, true);
-        assert_eq!(a.groups[0].units, [0, 2]);
-        let report = report_of(&a, &[rank(&a, find("ochiai").unwrap(), &Options::default())]);
-        let r = &report.rankings[0];
-        let view = view(Some(&names));
-        let at = Place {
-            spectra: &f,
-            prefix: "",
-            related: &[],
-            failing: &[],
-            view: &view,
-        };
-        let sources = Sources::default();
-        let got = serde_json::to_value(result(r, 0, &at.view.shown(r)[0], &at, &sources)).unwrap();
+        assert_eq!(Analysis::new(&f, true).groups[0].units, [0, 2]);
+        let got = serde_json::to_value(first_result(&f, Some(&names), "")).unwrap();
         assert!(
             got["message"]["text"]
                 .as_str()
@@ -503,20 +529,9 @@ mod tests {
         // Lines 1-3 and 5 run exactly alike (one entry, led by line 1: the result points at it
         // alone); line 4 is run by the passing test only.
         let s = matrix(&["11101-", "00010+"]);
+        let got = first_result(&s, None, "ws/");
         let a = Analysis::new(&s, true);
-        let report = report_of(&a, &[rank(&a, find("ochiai").unwrap(), &Options::default())]);
-        let r = &report.rankings[0];
-        let view = view(None);
-        let at = Place {
-            spectra: &s,
-            prefix: "ws/",
-            related: &[],
-            failing: &[],
-            view: &view,
-        };
-        let sources = Sources::default();
-        let got = result(r, 0, &at.view.shown(r)[0], &at, &sources);
-        let fingerprint = fingerprint(&s, r.measure, &a.groups[0].units, &sources);
+        let fingerprint = fingerprint(&s, find("ochiai").unwrap(), &a.groups[0].units, &Sources::default());
         let file = |start: u32, end: u32| {
             serde_json::json!({
                 "artifactLocation": {"uri": "ws/src/lib.rs", "uriBaseId": "SRCROOT"},
