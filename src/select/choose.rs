@@ -60,18 +60,12 @@ pub fn choose(mut previous: Spectra, now: &Snapshot, root: &Path) -> Choice {
     };
     let when = UNIX_EPOCH + Duration::from_secs(then.taken);
     let env_note = env_note(&previous.tests, &env_changed);
-    let gone_tests: Vec<bool> = previous
-        .tests
-        .iter()
-        .map(|t| gone.binaries.contains(&t.binary))
-        .collect();
     let mut reuse = Reuse {
         reusable: previous
             .tests
             .iter()
-            .zip(&gone_tests)
-            .map(|(t, &gone)| {
-                !gone
+            .map(|t| {
+                !gone.binaries.contains(&t.binary)
                     && reusable_outcome(t)
                     && (env_changed.is_empty()
                         || t.env_reads
@@ -80,8 +74,7 @@ pub fn choose(mut previous: Spectra, now: &Snapshot, root: &Path) -> Choice {
             })
             .collect(),
         touched: vec![false; previous.tests.len()],
-        gone: gone_tests,
-        gone_files: gone.files.into_iter().collect(),
+        gone,
         env_note,
         ran_no_code: 0,
         previous,

@@ -27,11 +27,9 @@ pub struct Reuse {
     pub(super) reread: Vec<String>,
     /// Per test of the last run: its row ran a line (or took an edge) the edit touched.
     pub(super) touched: Vec<bool>,
-    /// Per test of the last run: its target (an integration test or bench) was removed whole,
-    /// and the test with it ([`super::targets`]).
-    pub(super) gone: Vec<bool>,
-    /// The files of the targets removed whole.
-    pub gone_files: Vec<String>,
+    /// The targets (integration tests and benches) removed whole, their files and their
+    /// binaries, whose tests went with them ([`super::targets`]).
+    pub(super) gone: super::targets::Gone,
     /// Which environment variables changed and how many tests that re-runs, in words.
     pub env_note: Option<String>,
     /// How many tests that would have been reused run again because they ran none of the
@@ -176,14 +174,27 @@ impl Reuse {
             .collect()
     }
 
-    /// How many of the last run's tests went with their removed targets.
-    pub fn gone(&self) -> usize {
-        self.gone.iter().filter(|g| **g).count()
-    }
-
     /// Whether test `t` of the last run went with its removed target.
     pub fn is_gone(&self, t: usize) -> bool {
-        self.gone.get(t).copied().unwrap_or(false)
+        self.gone.binaries.contains(&self.previous.tests[t].binary)
+    }
+
+    /// The targets removed whole and how many tests went with them, in words.
+    pub fn gone_note(&self) -> Option<String> {
+        let files = &self.gone.files;
+        let first = files.first()?;
+        let tests = (0..self.previous.tests.len()).filter(|&t| self.is_gone(t)).count();
+        Some(match files.len() {
+            1 => format!(
+                "{first} was removed: {} of the last run went with it",
+                crate::ui::counted(tests, "test", "tests")
+            ),
+            n => format!(
+                "{first} and {} more files were removed: {} of the last run went with them",
+                n - 1,
+                crate::ui::counted(tests, "test", "tests")
+            ),
+        })
     }
 
     /// How many of the last run's tests run again only because their rows are samples.

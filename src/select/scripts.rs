@@ -14,11 +14,11 @@ use crate::spectra::{FileState, Snapshot};
 /// file under one); past it the directory counts by its listing alone.
 const DIRECTORY_FILES: usize = 10_000;
 
-/// The paths the build scripts of `members` (`(package name, package directory)`) declared in
-/// their last output under `build_dir` that `files` (the walk's) does not hold, each with its
-/// state now: relative to `root` when under it, else absolute.
+/// The paths the build scripts of `members` declared in their last output under `build_dir`
+/// that `files` (the walk's) does not hold, each with its state now: relative to `root` when
+/// under it, else absolute.
 pub fn script_inputs(
-    members: &[(String, PathBuf)],
+    members: &[cargo_metadata::Package],
     build_dir: &Path,
     root: &Path,
     files: &BTreeMap<String, FileState>,
@@ -36,7 +36,11 @@ pub fn script_inputs(
         let Some((package, _)) = dir.rsplit_once('-') else {
             continue;
         };
-        let Some((_, package_dir)) = members.iter().find(|(name, _)| name == package) else {
+        let Some(package_dir) = members
+            .iter()
+            .find(|p| p.name.as_str() == package)
+            .and_then(|p| p.manifest_path.parent())
+        else {
             continue;
         };
         let Ok(text) = std::fs::read_to_string(&output) else {
@@ -47,11 +51,8 @@ pub fn script_inputs(
             let Some(path) = line.and_then(|l| l.strip_prefix("rerun-if-changed=")) else {
                 continue;
             };
-            let path = package_dir.join(path.trim());
-            let key = match path.strip_prefix(root) {
-                Ok(rel) => rel.to_string_lossy().replace('\\', "/"),
-                Err(_) => path.to_string_lossy().into_owned(),
-            };
+            let path = package_dir.as_std_path().join(path.trim());
+            let key = super::snapshot::key_of(root, &path);
             if files.contains_key(&key) || path.starts_with(build_dir) {
                 continue;
             }
@@ -104,22 +105,17 @@ fn input_state(path: &Path) -> FileState {
     }
 }
 
-/// The files under `dir`, sorted.
+/// The files under `dir`, every one (as cargo looks at a declared directory: ignored and hidden
+/// files too), sorted.
 fn walk(dir: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for entry in std::fs::read_dir(&d).into_iter().flatten().flatten() {
-            let path = entry.path();
-            match entry.file_type() {
-                Ok(t) if t.is_dir() => stack.push(path),
-                Ok(_) => out.push(path),
-                Err(_) => {}
-            }
-        }
-    }
-    out.sort();
-    out
+    let walk = ignore::WalkBuilder::new(dir)
+        .standard_filters(false)
+        .sort_by_file_path(|a, b| a.cmp(b))
+        .build();
+    walk.flatten()
+        .filter(|e| e.file_type().is_some_and(|t| t.is_file()))
+        .map(ignore::DirEntry::into_path)
+        .collect()
 }
 
 #[cfg(test)]
@@ -147,7 +143,14 @@ mod tests {
         .unwrap();
         // A dependency's script: not a member's.
         std::fs::write(other.join("output"), "cargo:rerun-if-changed=../data/n.txt\n").unwrap();
-        let members = [("gen".to_string(), root.clone())];
+        let members: Vec<cargo_metadata::Package> = vec![
+            serde_json::from_value(serde_json::json!({
+                "name": "gen", "version": "0.1.0", "id": "path+file:///ws#0.1.0", "source": null,
+                "dependencies": [], "features": {}, "targets": [],
+                "manifest_path": root.join("Cargo.toml"),
+            }))
+            .unwrap(),
+        ];
         let files: BTreeMap<String, FileState> = [("build.rs".to_string(), FileState::digest(b""))].into();
         let inputs = script_inputs(&members, &root.join("target/sfl"), &root, &files);
         let outside = "../data/n.txt";

@@ -165,6 +165,14 @@ pub fn build_env(build_dir: &Path, deps: &[String]) -> Vec<String> {
     names.into_iter().collect()
 }
 
+/// How a snapshot names `path`: relative to `root` (`/`-separated) when under it, else whole.
+pub(super) fn key_of(root: &Path, path: &Path) -> String {
+    match path.strip_prefix(root) {
+        Ok(rel) => rel.to_string_lossy().replace('\\', "/"),
+        Err(_) => path.to_string_lossy().into_owned(),
+    }
+}
+
 /// The output files of the build scripts run under `build_dir` (`<profile>/build/<package>-<hash>/output`).
 pub(super) fn script_outputs(build_dir: &Path) -> Vec<PathBuf> {
     let read_dir = |d: PathBuf| std::fs::read_dir(d).into_iter().flatten().flatten();
@@ -295,10 +303,7 @@ fn package_files(ws: &Workspace) -> BTreeMap<String, PathBuf> {
         .map(|d| d.canonicalize().unwrap_or_else(|_| d.clone()))
         .collect();
     let mut files = BTreeMap::new();
-    let name = |path: &Path| match path.strip_prefix(&ws.root) {
-        Ok(rel) => rel.to_string_lossy().replace('\\', "/"),
-        Err(_) => path.to_string_lossy().into_owned(),
-    };
+    let name = |path: &Path| key_of(&ws.root, path);
     for dir in dirs {
         let walk = ignore::WalkBuilder::new(&dir)
             .filter_entry({

@@ -221,17 +221,7 @@ fn as_built(mut snapshot: Snapshot, ws: &Workspace) -> Snapshot {
     snapshot.build_env = crate::select::build_env(&ws.build_dir, &deps);
     let read = crate::select::also_read(&deps, &ws.build_dir, &ws.root, &snapshot.files);
     snapshot.files.extend(read);
-    let members: Vec<(String, std::path::PathBuf)> = ws
-        .members
-        .iter()
-        .filter_map(|p| {
-            Some((
-                p.name.to_string(),
-                p.manifest_path.parent()?.as_std_path().to_path_buf(),
-            ))
-        })
-        .collect();
-    snapshot.script_inputs = crate::select::script_inputs(&members, &ws.build_dir, &ws.root, &snapshot.files);
+    snapshot.script_inputs = crate::select::script_inputs(&ws.members, &ws.build_dir, &ws.root, &snapshot.files);
     if let Ok(bytes) = std::fs::read(ws.root.join("Cargo.lock")) {
         snapshot.files.insert("Cargo.lock".into(), FileState::digest(&bytes));
     }

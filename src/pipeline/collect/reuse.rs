@@ -173,19 +173,8 @@ pub(super) fn choose(ws: &Workspace, cfg: &RunConfig, now: &Snapshot) -> Result<
     match &choice {
         Choice::All(Some(why)) => ui::status("Selecting", format!("every test: {why} since the last run")),
         Choice::Reuse(r) => {
-            if let Some(file) = r.gone_files.first() {
-                ui::status(
-                    "Selecting",
-                    format!(
-                        "{file}{} removed: {} of the last run went with {}",
-                        match r.gone_files.len() {
-                            1 => " was".to_string(),
-                            n => format!(" and {} more files were", n - 1),
-                        },
-                        ui::counted(r.gone(), "test", "tests"),
-                        if r.gone_files.len() == 1 { "it" } else { "them" }
-                    ),
-                );
+            if let Some(note) = r.gone_note() {
+                ui::status("Selecting", note);
             }
             if let Some(note) = &r.env_note {
                 ui::status("Selecting", note);
