@@ -218,8 +218,8 @@ fn added_targets(then: &Snapshot, now: &Snapshot) -> Result<HashMap<String, Vec<
 }
 
 /// The state of `file` (`old` in the last run) now: in the snapshot `now`, or for a file the
-/// walk of the packages leaves out that the last build read (a hidden file a test
-/// `include_str!`s, `snapshot::also_read`), as it is on disk.
+/// walk of the packages leaves out that the last build read (a file git ignores
+/// that a test `include_str!`s, `snapshot::also_read`), as it is on disk.
 fn state_now<'a>(
     file: &str,
     old: &FileState,

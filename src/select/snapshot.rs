@@ -207,7 +207,7 @@ pub(super) fn state_of(rel: &str, path: &Path) -> Option<FileState> {
 
 /// The files under `root` (relative to it, outside `build_dir`) that rustc's dependency files
 /// (`deps`, [`dep_files`]) name and that the walk of the packages left out of `files` (a
-/// hidden file a test `include_str!`s): the build read them, so the next run compares them too.
+/// file git ignores that a test `include_str!`s): the build read them, so the next run compares them too.
 pub fn also_read(
     deps: &[String],
     build_dir: &Path,
@@ -282,10 +282,34 @@ fn is_cache_dir(dir: &Path) -> bool {
         .is_ok_and(|()| head == SIGNATURE)
 }
 
+/// Files and directories that version control, editors and shells keep beside the sources,
+/// hidden and never read by a test: `.git` (and other systems' metadata), editors' settings
+/// and state (`.idea`, `.vscode`, …), `.direnv`, swap and backup files (`.lib.rs.swp`,
+/// `lib.rs~`), emacs' lock links (`.#lib.rs`) and macOS's `.DS_Store`. Left out of the walk, so
+/// that an editor saving its state is not an edit.
+fn tool_state(name: &std::ffi::OsStr, is_dir: bool) -> bool {
+    let Some(name) = name.to_str() else { return false };
+    // A worktree's or submodule's `.git` is a file naming the repository.
+    if name == ".git" {
+        return true;
+    }
+    if is_dir {
+        return matches!(
+            name,
+            ".git" | ".hg" | ".svn" | ".jj" | ".pijul" | ".idea" | ".vscode" | ".fleet" | ".zed" | ".direnv"
+        );
+    }
+    let swap = name.starts_with('.')
+        && [".swp", ".swo", ".swn", ".swx"].iter().any(|s| name.ends_with(s));
+    swap || name.ends_with('~') || name.starts_with(".#") || name == ".DS_Store"
+}
+
 /// Every file a test's result may depend on outside the toolchain and the registry: the
-/// members' directories (as git would see them: ignored and hidden files left out, and the
-/// target directories, ours and any other tagged as a cache), path dependencies outside the workspace, and the workspace's manifest,
-/// lock file, cargo and nextest configuration. Relative to the root where inside it.
+/// members' directories (as git would see them: ignored files left out, hidden ones kept, a
+/// test may read `tests/data/.env` at run time; but not [`tool_state`], and not the target
+/// directories, ours and any other tagged as a cache), path dependencies outside the
+/// workspace, and the workspace's manifest, lock file, cargo and nextest configuration.
+/// Relative to the root where inside it.
 fn package_files(ws: &Workspace) -> BTreeMap<String, PathBuf> {
     let mut dirs: BTreeSet<PathBuf> = BTreeSet::new();
     for m in &ws.members {
@@ -306,12 +330,14 @@ fn package_files(ws: &Workspace) -> BTreeMap<String, PathBuf> {
     let name = |path: &Path| key_of(&ws.root, path);
     for dir in dirs {
         let walk = ignore::WalkBuilder::new(&dir)
+            .hidden(false)
             .filter_entry({
                 let skip = skip.clone();
                 move |e| {
                     let ours = skip.iter().any(|s| e.path() == s);
-                    let a_cache = e.file_type().is_some_and(|t| t.is_dir()) && is_cache_dir(e.path());
-                    !ours && !a_cache
+                    let is_dir = e.file_type().is_some_and(|t| t.is_dir());
+                    let a_cache = is_dir && is_cache_dir(e.path());
+                    !ours && !a_cache && !tool_state(e.file_name(), is_dir)
                 }
             })
             .build();
@@ -452,7 +478,7 @@ mod tests {
         assert!(!for_review(Path::new("tests/test.proptest-regressions")));
     }
 
-    /// A hidden file a test `include_str!`s is named by rustc's dependency file: the build read
+    /// A file git ignores that a test `include_str!`s is named by rustc's dependency file: the build read
     /// it, so it is compared; files the walk found, the build's own and outside files are not
     /// read again.
     #[test]
@@ -482,6 +508,30 @@ mod tests {
             ["tests/data/.expected", "tests/data/my file"]
         );
         assert_eq!(read["tests/data/.expected"], FileState::digest(b"yes\n"));
+    }
+
+    #[test]
+    fn version_control_and_editor_state_is_not_walked() {
+        let state = |name: &str, is_dir: bool| tool_state(std::ffi::OsStr::new(name), is_dir);
+        for dir in [".git", ".idea", ".vscode", ".direnv", ".jj"] {
+            assert!(state(dir, true), "{dir}");
+        }
+        for file in [".lib.rs.swp", ".main.rs.swo", "lib.rs~", ".#lib.rs", ".DS_Store"] {
+            assert!(state(file, false), "{file}");
+        }
+        assert!(state(".git", false), "a worktree's .git file");
+        // What a test may read: hidden fixtures, configuration.
+        for (name, is_dir) in [
+            (".env", false),
+            (".gitignore", false),
+            (".expected", false),
+            (".fixtures", true),
+            (".cargo", true),
+            (".github", true),
+            ("swp", false),
+        ] {
+            assert!(!state(name, is_dir), "{name}");
+        }
     }
 
     #[test]

@@ -104,7 +104,53 @@ pub fn trials() -> Vec<Trial> {
             "select::a_test_that_reads_the_sources_runs_again_after_an_edit",
             a_test_that_reads_the_sources_runs_again,
         ),
+        Trial::test(
+            "select::a_hidden_file_a_test_reads_is_compared",
+            a_hidden_file_a_test_reads_is_compared,
+        ),
     ]
+}
+
+/// A test that reads a hidden file at run time (`tests/.fixtures/.expected`; dotenv's `.env`,
+/// ignore's `.gitignore` fixtures): an edit of that file runs every test, and the test fails as
+/// under `cargo test`. Before, hidden files were not walked and its old "passed" row was reused.
+/// What editors keep beside the sources (`.idea/`, a vim swap file) is not an edit.
+fn a_hidden_file_a_test_reads_is_compared() -> Result {
+    let tmp = copy_fixture("minmax");
+    let dir = tmp.path();
+    crate::reliability::add_test(
+        dir,
+        "reads_a_hidden_fixture",
+        "let path = concat!(env!(\"CARGO_MANIFEST_DIR\"), \"/tests/.fixtures/.expected\");\n        \
+         assert_eq!(std::fs::read_to_string(path).unwrap(), \"ok\\n\");",
+    )?;
+    std::fs::create_dir_all(dir.join("tests/.fixtures"))?;
+    std::fs::write(dir.join("tests/.fixtures/.expected"), "ok\n")?;
+    std::fs::create_dir_all(dir.join(".idea"))?;
+    std::fs::write(dir.join(".idea/workspace.xml"), "<project/>\n")?;
+    let outcome = |out: &std::process::Output| -> Result<String> {
+        let report: serde_json::Value =
+            serde_json::from_slice(&out.stdout).map_err(|e| format!("{e}\n{}", show(out)))?;
+        let tests = report["tests"].as_array().ok_or_else(|| show(out))?;
+        let t = tests
+            .iter()
+            .find(|t| t["name"] == "tests::reads_a_hidden_fixture")
+            .ok_or_else(|| show(out))?;
+        Ok(t["outcome"].as_str().unwrap_or_default().to_string())
+    };
+    let first = sfl(&["--format", "json"], dir);
+    check(outcome(&first)? == "passed", || show(&first))?;
+    std::fs::write(dir.join(".idea/workspace.xml"), "<project version=\"4\"/>\n")?;
+    std::fs::write(dir.join("src/.lib.rs.swp"), "b0VIM 9.0")?;
+    let unchanged = sfl(&["--format", "json"], dir);
+    check(outcome(&unchanged)? == "passed", || show(&unchanged))?;
+    let err = String::from_utf8_lossy(&unchanged.stderr);
+    check(!err.contains("changed") && !err.contains("was added"), || show(&unchanged))?;
+    std::fs::write(dir.join("tests/.fixtures/.expected"), "not ok\n")?;
+    let second = sfl(&["--format", "json"], dir);
+    check(outcome(&second)? == "failed", || show(&second))?;
+    let err = String::from_utf8_lossy(&second.stderr);
+    check(err.contains("tests/.fixtures/.expected changed"), || show(&second))
 }
 
 /// A test that checks the sources' text (here for a `TODO`; smol_str's runs `cargo fmt

@@ -212,7 +212,7 @@ fn look(
 }
 
 /// The snapshot with what the build read: the environment variables it declared, the files
-/// its dependency files name that the walk left out (a hidden file `include_str!` reads), and the
+/// its dependency files name that the walk left out (an ignored file `include_str!` reads), and the
 /// lock file as the build left it (cargo writes it when there was none, for a library that
 /// does not commit one, or when the manifest asks for more, and the next run must compare
 /// with the file this build used, not with its absence).
