@@ -40,6 +40,17 @@ pub struct Snapshot {
     pub compile_time: std::collections::BTreeSet<String>,
 }
 
+impl Snapshot {
+    /// A digest of everything the snapshot says results depend on (the files, the build's
+    /// declared inputs and the context: toolchain, selection, environment), not when it was
+    /// taken: equal for two runs whose tests see the same inputs. An interrupted run resumes
+    /// only when it is unchanged, so a data file edited since is not read as it was.
+    pub fn inputs_digest(&self) -> String {
+        let parts = (&self.context, &self.files, &self.build_env, &self.script_inputs);
+        super::facts::file_digest(&serde_json::to_vec(&parts).unwrap_or_default())
+    }
+}
+
 /// What changed since the workspace's last green run, for the tests that passed then and fail
 /// now: the prime suspects are the changed lines those tests run.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]

@@ -22,6 +22,10 @@ pub fn trials() -> Vec<Trial> {
         ),
         Trial::test("retries::interrupted_run_resumes", interrupted_run_resumes),
         Trial::test(
+            "retries::an_input_changed_since_the_interrupt_is_no_resume",
+            an_input_changed_since_the_interrupt_is_no_resume,
+        ),
+        Trial::test(
             "retries::tests_that_fail_only_beside_others_pass_alone",
             tests_that_fail_only_beside_others_pass_alone,
         ),
@@ -257,57 +261,15 @@ fn without_durations(mut spectra: Value) -> Value {
 
 /// SIGINT midway through a run of slow tests: the finished tests are kept; the next run says
 /// it resumes, runs only the tests that had not finished (each slow test appends a line to
-/// its own marker file when it ends: every file has one line after both runs), and saves
-/// exactly the spectra of an uninterrupted run (`--rerun`, which runs every test again).
+/// its own marker file when it ends, in the target directory, which is no input of the tests:
+/// every file has one line after both runs), and saves exactly the spectra of an
+/// uninterrupted run (`--rerun`, which runs every test again).
 fn interrupted_run_resumes() -> Result {
-    use std::io::{BufRead, BufReader};
-    use std::process::{Command, Stdio};
-    use std::time::Duration;
     let tmp = copy_fixture("minmax");
     let dir = tmp.path();
     let slow = ["t6_slow_a", "t6_slow_b", "t6_slow_c", "t6_slow_d"];
-    for name in slow {
-        let marker = dir.join(format!("ran-{name}"));
-        add_test(
-            dir,
-            name,
-            &format!(
-                "std::thread::sleep(std::time::Duration::from_millis(1500));\n        check(1, 2, 3);\n        \
-                 use std::io::Write;\n        let mut f = std::fs::OpenOptions::new().create(true).append(true).open({marker:?}).unwrap();\n        \
-                 writeln!(f, \"ran\").unwrap();"
-            ),
-        )?;
-    }
-    let lines = |name: &str| std::fs::read_to_string(dir.join(format!("ran-{name}"))).map_or(0, |s| s.lines().count());
-    let mut child = crate::support::sfl_command(dir)
-        .args(["-j", "1", "-v"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()?;
-    let stderr = child.stderr.take().ok_or("no stderr")?;
-    let reader = std::thread::spawn(move || {
-        BufReader::new(stderr)
-            .lines()
-            .map_while(std::result::Result::ok)
-            .collect::<Vec<_>>()
-            .join("\n")
-    });
-    // Interrupt once the first slow test has finished (the second is then running).
-    let since = std::time::Instant::now();
-    while lines(slow[0]) == 0 && since.elapsed() < Duration::from_secs(120) {
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    std::thread::sleep(Duration::from_millis(300));
-    Command::new("kill").args(["-INT", &child.id().to_string()]).status()?;
-    let code = child.wait()?.code();
-    let said = reader.join().unwrap_or_default();
-    check(
-        code == Some(130) && said.contains("the tests that finished are kept in"),
-        || format!("exit {code:?}\n{said}"),
-    )?;
-    check(!dir.join("target/sfl/spectra.json").exists(), || {
-        "an interrupted run saved spectra".into()
-    })?;
+    let lines = add_slow_tests(dir, &slow, "check(1, 2, 3);")?;
+    interrupt_after_the_first(dir, || lines(slow[0]) > 0)?;
     let finished: Vec<usize> = slow.iter().map(|n| lines(n)).collect();
     let ran_before = finished.iter().sum::<usize>();
     check(ran_before >= 1 && ran_before < slow.len(), || {
@@ -324,7 +286,7 @@ fn interrupted_run_resumes() -> Result {
         || format!("expected {expect:?}\n{}", show(&resumed)),
     )?;
     check(slow.iter().all(|n| lines(n) == 1), || {
-        format!("runs per slow test: {:?}", slow.map(lines))
+        format!("runs per slow test: {:?}", slow.map(&lines))
     })?;
     check(!dir.join("target/sfl/journal").read_dir()?.any(|_| true), || {
         "a completed run left its journal".into()
@@ -337,11 +299,98 @@ fn interrupted_run_resumes() -> Result {
         show(&fresh)
     })?;
     check(slow.iter().all(|n| lines(n) == 2), || {
-        format!("--rerun: runs per slow test: {:?}", slow.map(lines))
+        format!("--rerun: runs per slow test: {:?}", slow.map(&lines))
     })?;
     let uninterrupted = without_durations(spectra(dir)?);
     check(after_resume == uninterrupted, || {
         format!("resumed:\n{after_resume:#}\nuninterrupted:\n{uninterrupted:#}")
+    })
+}
+
+/// Adds the tests `names` to the fixture in `dir`, each sleeping 1.5 s, doing `body`, then
+/// appending a line to its marker file in the target directory; gives the count of a test's
+/// lines so far.
+fn add_slow_tests(dir: &Path, names: &[&str], body: &str) -> Result<impl Fn(&str) -> usize> {
+    let markers = dir.join("target");
+    std::fs::create_dir_all(&markers)?;
+    for name in names {
+        let marker = markers.join(format!("ran-{name}"));
+        add_test(
+            dir,
+            name,
+            &format!(
+                "std::thread::sleep(std::time::Duration::from_millis(1500));\n        {body}\n        \
+                 use std::io::Write;\n        let mut f = std::fs::OpenOptions::new().create(true).append(true).open({marker:?}).unwrap();\n        \
+                 writeln!(f, \"ran\").unwrap();"
+            ),
+        )?;
+    }
+    Ok(move |name: &str| std::fs::read_to_string(markers.join(format!("ran-{name}"))).map_or(0, |s| s.lines().count()))
+}
+
+/// Starts `cargo sfl -j 1` in `dir` and sends it SIGINT once `finished` (the first slow test
+/// has ended; the second is then running): it must exit 130, keep the finished tests in its
+/// journal and save no spectra.
+fn interrupt_after_the_first(dir: &Path, finished: impl Fn() -> bool) -> Result {
+    use std::io::{BufRead, BufReader};
+    use std::process::{Command, Stdio};
+    use std::time::Duration;
+    let mut child = crate::support::sfl_command(dir)
+        .args(["-j", "1", "-v"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()?;
+    let stderr = child.stderr.take().ok_or("no stderr")?;
+    let reader = std::thread::spawn(move || {
+        BufReader::new(stderr)
+            .lines()
+            .map_while(std::result::Result::ok)
+            .collect::<Vec<_>>()
+            .join("\n")
+    });
+    let since = std::time::Instant::now();
+    while !finished() && since.elapsed() < Duration::from_secs(120) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    Command::new("kill").args(["-INT", &child.id().to_string()]).status()?;
+    let code = child.wait()?.code();
+    let said = reader.join().unwrap_or_default();
+    check(
+        code == Some(130) && said.contains("the tests that finished are kept in"),
+        || format!("exit {code:?}\n{said}"),
+    )?;
+    check(!dir.join("target/sfl/spectra.json").exists(), || {
+        "an interrupted run saved spectra".into()
+    })
+}
+
+/// An interrupted run, then an edit of a data file the slow tests read (no build sees it): the
+/// next run does not resume, since the finished tests read the file as it was, and every slow
+/// test fails as under `cargo test`. Before, the finished ones were resumed as passed.
+fn an_input_changed_since_the_interrupt_is_no_resume() -> Result {
+    let tmp = copy_fixture("minmax");
+    let dir = tmp.path();
+    std::fs::write(dir.join("data.txt"), "ok")?;
+    let slow = ["t7_reads_a", "t7_reads_b", "t7_reads_c"];
+    let read = "assert_eq!(std::fs::read_to_string(concat!(env!(\"CARGO_MANIFEST_DIR\"), \"/data.txt\")).unwrap(), \"ok\");";
+    let lines = add_slow_tests(dir, &slow, read)?;
+    interrupt_after_the_first(dir, || lines(slow[0]) > 0)?;
+    std::fs::write(dir.join("data.txt"), "bad")?;
+    let next = sfl(&["-j", "1", "--format", "json"], dir);
+    check(next.status.success(), || show(&next))?;
+    check(!String::from_utf8_lossy(&next.stderr).contains("Resuming"), || show(&next))?;
+    let report: Value = serde_json::from_slice(&next.stdout)?;
+    let outcome = |name: &str| {
+        report["tests"]
+            .as_array()
+            .and_then(|t| t.iter().find(|t| t["name"] == format!("tests::{name}")))
+            .and_then(|t| t["outcome"].as_str())
+            .unwrap_or_default()
+            .to_string()
+    };
+    check(slow.iter().all(|n| outcome(n) == "failed"), || {
+        format!("outcomes: {:?}\n{}", slow.map(outcome), show(&next))
     })
 }
 

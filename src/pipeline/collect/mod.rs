@@ -69,6 +69,8 @@ pub fn collect(cfg: &RunConfig) -> anyhow::Result<Collected> {
     let mut coverage = LineDecoder::new(binaries.chain(built.others.iter().cloned()).collect(), &relative);
     let mut edges = (!exec.no_edges).then(|| Collector::new(coverage.paths(), &relative));
     let mut session = Session::new(&ws, &built, &coverage, edges.as_ref(), scratch, cfg, &nextest);
+    let inputs = snapshot.inputs_digest();
+    session.inputs.clone_from(&inputs);
     let reuse = choice.reuse();
     let (mut plan, sources) = list_and_plan(&mut session, cfg, &nextest);
     // Without doctests to come, a plan with nothing to run is known now.
@@ -90,7 +92,7 @@ pub fn collect(cfg: &RunConfig) -> anyhow::Result<Collected> {
         run_doctests(
             &doctests,
             (&mut coverage, &mut edges),
-            (&ws, scratch, cfg, &nextest),
+            (&ws, scratch, cfg, &nextest, &inputs),
             ran,
         )?;
     }
@@ -147,7 +149,7 @@ fn run_beside(
 fn run_doctests(
     doctests: &crate::workspace::Built,
     (coverage, edges): (&mut LineDecoder, &mut Option<Collector>),
-    (ws, scratch, cfg, nextest): (&Workspace, &Path, &RunConfig, &Nextest),
+    (ws, scratch, cfg, nextest, inputs): (&Workspace, &Path, &RunConfig, &Nextest, &str),
     (outcomes, plan, journals): (&mut Vec<JobOutcome>, &mut plan::Plan, &mut Vec<journal::Journal>),
 ) -> anyhow::Result<()> {
     let more: Vec<_> = doctests
@@ -162,6 +164,7 @@ fn run_doctests(
     coverage.add_binaries(more);
     let mut session = Session::new(ws, doctests, coverage, edges.as_ref(), scratch, cfg, nextest);
     session.journal = "doctests";
+    inputs.clone_into(&mut session.inputs);
     let (doc_plan, _) = list_and_plan(&mut session, cfg, nextest);
     let (journal, mut doc_outcomes, _) = session.run_planned(cfg, &doc_plan, None)?;
     note_volatile(&session, &mut doc_outcomes, None);

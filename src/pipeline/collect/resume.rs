@@ -23,16 +23,18 @@ fn resume(
 ) -> anyhow::Result<(journal::Journal, Vec<Option<JobOutcome>>)> {
     let exec = &cfg.execution;
     let ids: Vec<&str> = session.built.tests.iter().map(|t| t.id.as_str()).collect();
-    // Everything else that changes outcomes is in the binaries or the jobs.
+    // Everything else that changes outcomes is in the binaries, the jobs or the inputs.
     // Per-job settings (retries, timeouts, leak-timeouts) come from the flags and the nextest
     // profile; groups and slots change no outcome.
     let settings: Vec<_> = session.settings.iter().map(|s| (s.limits, s.retries)).collect();
+    // The inputs: a data file a test reads, or a variable, changed since the interrupted run.
     let flags = format!(
-        "root={} edges={} settings={settings:?} profile={} alone={}",
+        "root={} edges={} settings={settings:?} profile={} alone={} inputs={}",
         session.ws.root.display(),
         session.edges.is_some(),
         session.profile,
-        session.alone
+        session.alone,
+        session.inputs
     );
     let fingerprint = journal::fingerprint(session.built, &ids, jobs, &flags);
     let dir = session.ws.target_dir.join("journal").join(session.journal);

@@ -50,6 +50,9 @@ pub(super) struct Session<'a> {
     /// The resume journal's directory under `<target-dir>/journal` (empty: that one); the
     /// doctests run after the other tests have their own.
     pub(super) journal: &'static str,
+    /// The digest of the run's inputs ([`crate::spectra::Snapshot::inputs_digest`]): an
+    /// interrupted run resumes only with the same.
+    pub(super) inputs: String,
 }
 
 impl<'a> Session<'a> {
@@ -87,6 +90,7 @@ impl<'a> Session<'a> {
             stacks: crate::stacks::Symbolizer::default(),
             last: plan::load_durations(&durations_path(ws)),
             journal: "",
+            inputs: String::new(),
         }
     }
 
