@@ -345,6 +345,27 @@ static int env_first_read(const char *name, size_t n) {
     return 1;
 }
 
+/* Variables read before libtest started (in constructors: a `#[ctor]` reading RUST_LOG, an
+ * `.init_array` function), one per line. A process of its own reads them at start-up for each
+ * test; a kept process (below) read them once, for its first test, so it writes them into each
+ * later test's file too. Too many to hold: `*`, every variable. */
+#define SFL_STARTUP_NAMES 4096
+static char startup_names[SFL_STARTUP_NAMES];
+static size_t startup_len;
+static int in_startup = 1;
+
+static void note_startup_read(const char *name, size_t n) {
+    if (!__atomic_load_n(&in_startup, __ATOMIC_RELAXED)) return;
+    if (startup_len + n + 1 > SFL_STARTUP_NAMES - 2) {
+        if (startup_len + 2 <= SFL_STARTUP_NAMES) memcpy(startup_names + startup_len, "*\n", 2), startup_len += 2;
+        __atomic_store_n(&in_startup, 0, __ATOMIC_RELAXED);
+        return;
+    }
+    memcpy(startup_names + startup_len, name, n);
+    startup_names[startup_len + n] = '\n';
+    startup_len += n + 1;
+}
+
 /* Appends `name` to the test's file of variables read, once (cargo sfl's own variables and
  * the profile's file name, set per test by cargo sfl, are left out). */
 static void record_env_read(const char *name) {
@@ -356,6 +377,22 @@ static void record_env_read(const char *name) {
         memcpy(line, name, n);
         line[n] = '\n';
         if (write(fd, line, n + 1) < 0) { /* the read is lost; the test goes on */ }
+        note_startup_read(name, n);
+    }
+}
+
+/* Writes the start-up reads into this test's file (`fd`), each once. */
+static void replay_startup_reads(int fd) {
+    if (fd < 0) return;
+    size_t at = 0;
+    while (at < startup_len) {
+        char *nl = memchr(startup_names + at, '\n', startup_len - at);
+        if (!nl) break;
+        size_t n = (size_t)(nl - (startup_names + at));
+        if (env_first_read(startup_names + at, n) && write(fd, startup_names + at, n + 1) < 0) {
+            /* the read is lost, as a test's own */
+        }
+        at += n + 1;
     }
 }
 
@@ -694,6 +731,7 @@ static int keep_next(void);
 void sfl_test_main(const void *const *tests, size_t n) {
     /* A forked test whose process may take more tests (see "Kept test processes" below). */
     int keep = keep_prepare();
+    __atomic_store_n(&in_startup, 0, __ATOMIC_RELAXED);
     for (;;) {
         const char *name = one_test ? exact_name() : NULL;
         const void *const *one = name && *name ? find_test(tests, n, name) : NULL;
@@ -1073,6 +1111,7 @@ static void become_test(char *req, int argc, char **argv) {
     }
     in_fork_server = 0;
     env_reads_restart();
+    startup_len = 0; /* the server's own reads are none of this process's tests' */
     if (counters_to_file()) profile_to_null = counters_mapped = 1;
     if (deferred_blocks) open_output(flags_start, deferred_blocks);
 }
@@ -1562,6 +1601,7 @@ static int take_request(char *req) {
     saved_argv[slot_arg] = name;
     env_reads_restart();
     int reads = env_reads_file();
+    replay_startup_reads(reads);
     if (reads >= 0 && read_min_stack && env_first_read("RUST_MIN_STACK", 14) &&
         write(reads, "RUST_MIN_STACK\n", 15) < 0) { /* the read is lost, as a test's own */ }
 #ifdef __GLIBC__

@@ -108,6 +108,10 @@ pub fn trials() -> Vec<Trial> {
             "select::a_hidden_file_a_test_reads_is_compared",
             a_hidden_file_a_test_reads_is_compared,
         ),
+        Trial::test(
+            "select::a_variable_read_before_main_is_read_by_every_test_of_a_kept_process",
+            a_variable_read_before_main,
+        ),
     ]
 }
 
@@ -1191,6 +1195,69 @@ fn a_change_of_the_environment() -> Result {
             .contains("Selecting every test: the environment variable CC changed (builds or every test read it)"),
         || show(&build),
     )
+}
+
+/// A function in `.init_array` (as `#[ctor]` makes one: logging set up from `RUST_LOG`) reads
+/// `INIT_V` before `main`, once per process: every test of the process depends on it. Kept
+/// processes ran it for their first test only, so only that test recorded the read, and after a
+/// change of `INIT_V` the others kept their old rows (`cargo test` failed them). Now each test
+/// of a kept process records it, and the selected run agrees with `--rerun`.
+fn a_variable_read_before_main() -> Result {
+    let lib_rs = "use std::sync::atomic::{AtomicUsize, Ordering};\n\
+                  pub static LEN: AtomicUsize = AtomicUsize::new(0);\n\
+                  #[used]\n\
+                  #[link_section = \".init_array\"]\n\
+                  static INIT: extern \"C\" fn() = init;\n\
+                  extern \"C\" fn init() {\n\
+                  \x20   LEN.store(std::env::var(\"INIT_V\").map_or(5, |v| v.len()), Ordering::SeqCst);\n\
+                  }\n\
+                  pub fn len() -> usize {\n    LEN.load(Ordering::SeqCst)\n}\n\
+                  pub fn half(x: u32) -> u32 {\n    x / 3\n}\n\
+                  #[cfg(test)]\n\
+                  mod tests {\n\
+                  \x20   #[test] fn a_len() { assert_eq!(super::len(), 5); }\n\
+                  \x20   #[test] fn b_len() { assert_eq!(super::len(), 5); }\n\
+                  \x20   #[test] fn c_len() { assert_eq!(super::len(), 5); }\n\
+                  \x20   #[test] fn halves() { assert_eq!(super::half(4), 2); }\n\
+                  }\n";
+    let tmp = lib_crate("init-env", "", lib_rs)?;
+    let dir = tmp.path();
+    let run = |value: Option<&str>, args: &[&str]| {
+        let mut cmd = crate::support::sfl_command(dir);
+        cmd.args(["-j", "1", "--format", "json"]).args(args);
+        match value {
+            Some(v) => cmd.env("INIT_V", v),
+            None => cmd.env_remove("INIT_V"),
+        };
+        cmd.output().unwrap()
+    };
+    let failed = |out: &std::process::Output| -> Result<Vec<String>> {
+        let report: serde_json::Value =
+            serde_json::from_slice(&out.stdout).map_err(|e| format!("{e}\n{}", show(out)))?;
+        Ok(report["tests"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|t| t["outcome"] == "failed")
+            .filter_map(|t| t["name"].as_str().map(String::from))
+            .collect())
+    };
+    let first = run(None, &[]);
+    check(failed(&first)? == ["tests::halves"], || show(&first))?;
+    let spectra = crate::reliability::spectra(dir)?;
+    let read_by: Vec<&str> = spectra["tests"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|t| t["env_reads"].as_array().is_some_and(|r| r.iter().any(|v| v == "INIT_V")))
+        .filter_map(|t| t["name"].as_str())
+        .collect();
+    check(read_by.len() == 4, || format!("tests that read INIT_V: {read_by:?}\n{}", show(&first)))?;
+    let selected_run = run(Some("abc"), &[]);
+    let everything = ["tests::a_len", "tests::b_len", "tests::c_len", "tests::halves"];
+    check(failed(&selected_run)? == everything, || show(&selected_run))?;
+    let full = run(Some("abc"), &["--rerun"]);
+    check(failed(&full)? == everything, || show(&full))
 }
 
 /// A failing snapshot test writes its new snapshot for review (insta's `NAME.snap.new`, here
