@@ -86,6 +86,11 @@ pub(super) fn env_note(tests: &[TestRecord], changed: &[String]) -> Option<Strin
         long if long.len() > 80 => format!("{} and {} more variables", changed[0], changed.len() - 1),
         names => names,
     };
+    if read + unobserved == 0 {
+        return Some(format!(
+            "{names} changed in the environment: no test read it, so none runs again for it"
+        ));
+    }
     Some(format!(
         "{names} changed in the environment: {} read it, {} could not be watched; they run again",
         crate::ui::counted(read, "test", "tests"),

@@ -131,9 +131,24 @@ impl FunctionsNow {
         let in_docs = |l: &u32| now.docs.iter().any(|&(a, b)| a <= *l && *l <= b);
         Some(
             if !changed.is_empty() && removed <= changed.len() && changed.iter().all(in_docs) {
+                // Named by the lines of the doc comment, which is where the edit is.
+                // Each `///` line is a span of its own: the doc comment is the run of them.
+                let mut spans = now.docs.clone();
+                spans.sort_unstable();
+                let mut runs: Vec<(u32, u32)> = Vec::new();
+                for (a, b) in spans {
+                    match runs.last_mut() {
+                        Some(last) if a <= last.1 + 1 => last.1 = last.1.max(b),
+                        _ => runs.push((a, b)),
+                    }
+                }
+                let (a, b) = runs
+                    .into_iter()
+                    .find(|&(a, b)| a <= changed[0] && changed[0] <= b)
+                    .unwrap_or((now.first, now.first));
                 format!(
-                    "the doc comment of the function at {}:{} (its doctests, which attribute macros may read too) changed",
-                    f.file, now.first
+                    "the doc comment at {}:{a}-{b} of the function below it (its doctests, which attribute macros may read too) changed",
+                    f.file
                 )
             } else {
                 format!(
@@ -369,7 +384,8 @@ mod tests {
         let old = "/// Two.\n///\n/// ```\n/// assert_eq!(f(), 2);\n/// ```\npub fn f() -> u8 {\n    2\n}\n";
         let doc = old.replace("f(), 2", "f(), 3");
         assert!(
-            judge(old, &doc, 1, 8).is_some_and(|w| w.starts_with("the doc comment of the function at src/lib.rs:1"))
+            judge(old, &doc, 1, 8)
+                .is_some_and(|w| w.starts_with("the doc comment at src/lib.rs:1-5 of the function below it"))
         );
         let both = doc.replace("-> u8", "-> u16");
         assert!(judge(old, &both, 1, 8).is_some_and(|w| w.contains("signature")));

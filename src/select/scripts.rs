@@ -36,9 +36,11 @@ pub fn script_inputs(
         let Some((package, _)) = dir.rsplit_once('-') else {
             continue;
         };
+        // A package whose build script is gone left its last output behind: not an input now.
+        let has_script = |p: &cargo_metadata::Package| p.targets.iter().any(cargo_metadata::Target::is_custom_build);
         let Some(package_dir) = members
             .iter()
-            .find(|p| p.name.as_str() == package)
+            .find(|p| p.name.as_str() == package && has_script(p))
             .and_then(|p| p.manifest_path.parent())
         else {
             continue;
@@ -143,13 +145,25 @@ mod tests {
         .unwrap();
         // A dependency's script: not a member's.
         std::fs::write(other.join("output"), "cargo:rerun-if-changed=../data/n.txt\n").unwrap();
-        let members: Vec<cargo_metadata::Package> = vec![
+        // The last output of a member whose build script was removed since.
+        let gone = build.join("old-0123456789abcdef");
+        std::fs::create_dir_all(&gone).unwrap();
+        std::fs::write(gone.join("output"), "cargo:rerun-if-changed=../data/gone.txt\n").unwrap();
+        let script_target = serde_json::json!({
+            "name": "build-script-build", "kind": ["custom-build"], "crate_types": ["bin"],
+            "src_path": root.join("build.rs"), "edition": "2021", "doctest": false, "test": false, "doc": false,
+        });
+        let member = |name: &str, targets: serde_json::Value| -> cargo_metadata::Package {
             serde_json::from_value(serde_json::json!({
-                "name": "gen", "version": "0.1.0", "id": "path+file:///ws#0.1.0", "source": null,
-                "dependencies": [], "features": {}, "targets": [],
+                "name": name, "version": "0.1.0", "id": format!("path+file:///ws/{name}#0.1.0"), "source": null,
+                "dependencies": [], "features": {}, "targets": targets,
                 "manifest_path": root.join("Cargo.toml"),
             }))
-            .unwrap(),
+            .unwrap()
+        };
+        let members = vec![
+            member("gen", serde_json::json!([script_target])),
+            member("old", serde_json::json!([])),
         ];
         let files: BTreeMap<String, FileState> = [("build.rs".to_string(), FileState::digest(b""))].into();
         let inputs = script_inputs(&members, &root.join("target/sfl"), &root, &files);

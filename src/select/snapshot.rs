@@ -299,8 +299,7 @@ fn tool_state(name: &std::ffi::OsStr, is_dir: bool) -> bool {
             ".git" | ".hg" | ".svn" | ".jj" | ".pijul" | ".idea" | ".vscode" | ".fleet" | ".zed" | ".direnv"
         );
     }
-    let swap = name.starts_with('.')
-        && [".swp", ".swo", ".swn", ".swx"].iter().any(|s| name.ends_with(s));
+    let swap = name.starts_with('.') && [".swp", ".swo", ".swn", ".swx"].iter().any(|s| name.ends_with(s));
     swap || name.ends_with('~') || name.starts_with(".#") || name == ".DS_Store"
 }
 

@@ -373,13 +373,16 @@ fn an_input_changed_since_the_interrupt_is_no_resume() -> Result {
     let dir = tmp.path();
     std::fs::write(dir.join("data.txt"), "ok")?;
     let slow = ["t7_reads_a", "t7_reads_b", "t7_reads_c"];
-    let read = "assert_eq!(std::fs::read_to_string(concat!(env!(\"CARGO_MANIFEST_DIR\"), \"/data.txt\")).unwrap(), \"ok\");";
+    let read =
+        "assert_eq!(std::fs::read_to_string(concat!(env!(\"CARGO_MANIFEST_DIR\"), \"/data.txt\")).unwrap(), \"ok\");";
     let lines = add_slow_tests(dir, &slow, read)?;
     interrupt_after_the_first(dir, || lines(slow[0]) > 0)?;
     std::fs::write(dir.join("data.txt"), "bad")?;
     let next = sfl(&["-j", "1", "--format", "json"], dir);
     check(next.status.success(), || show(&next))?;
-    check(!String::from_utf8_lossy(&next.stderr).contains("Resuming"), || show(&next))?;
+    check(!String::from_utf8_lossy(&next.stderr).contains("Resuming"), || {
+        show(&next)
+    })?;
     let report: Value = serde_json::from_slice(&next.stdout)?;
     let outcome = |name: &str| {
         report["tests"]

@@ -149,7 +149,9 @@ fn a_hidden_file_a_test_reads_is_compared() -> Result {
     let unchanged = sfl(&["--format", "json"], dir);
     check(outcome(&unchanged)? == "passed", || show(&unchanged))?;
     let err = String::from_utf8_lossy(&unchanged.stderr);
-    check(!err.contains("changed") && !err.contains("was added"), || show(&unchanged))?;
+    check(!err.contains("changed") && !err.contains("was added"), || {
+        show(&unchanged)
+    })?;
     std::fs::write(dir.join("tests/.fixtures/.expected"), "not ok\n")?;
     let second = sfl(&["--format", "json"], dir);
     check(outcome(&second)? == "failed", || show(&second))?;
@@ -1180,7 +1182,7 @@ fn a_change_of_the_environment() -> Result {
     check(
         selected(&unread) == Some((4, 9))
             && String::from_utf8_lossy(&unread.stderr)
-                .contains("SELFDEP_UNREAD changed in the environment: 0 tests read it"),
+                .contains("SELFDEP_UNREAD changed in the environment: no test read it, so none runs again for it"),
         || show(&unread),
     )?;
     let read = run("b", "2", "cc");
@@ -1249,10 +1251,16 @@ fn a_variable_read_before_main() -> Result {
         .as_array()
         .into_iter()
         .flatten()
-        .filter(|t| t["env_reads"].as_array().is_some_and(|r| r.iter().any(|v| v == "INIT_V")))
+        .filter(|t| {
+            t["env_reads"]
+                .as_array()
+                .is_some_and(|r| r.iter().any(|v| v == "INIT_V"))
+        })
         .filter_map(|t| t["name"].as_str())
         .collect();
-    check(read_by.len() == 4, || format!("tests that read INIT_V: {read_by:?}\n{}", show(&first)))?;
+    check(read_by.len() == 4, || {
+        format!("tests that read INIT_V: {read_by:?}\n{}", show(&first))
+    })?;
     let selected_run = run(Some("abc"), &[]);
     let everything = ["tests::a_len", "tests::b_len", "tests::c_len", "tests::halves"];
     check(failed(&selected_run)? == everything, || show(&selected_run))?;

@@ -374,7 +374,13 @@ fn markdown(j: &Value, per_bug: &[Value], sums: &p4r::Sums) -> String {
     let _ = writeln!(md, "| repository | commits | candidates | attempted | reproduced |");
     let _ = writeln!(md, "|---|---:|---:|---:|---:|");
     // A repository whose bugs came from the list (`--from-list`) was not mined on this machine.
-    let mined = |v: &Value| if v.is_null() { "not mined here".to_string() } else { v.to_string() };
+    let mined = |v: &Value| {
+        if v.is_null() {
+            "not mined here".to_string()
+        } else {
+            v.to_string()
+        }
+    };
     for r in j["repositories"].as_array().into_iter().flatten() {
         let _ = writeln!(
             md,
