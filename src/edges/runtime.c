@@ -428,22 +428,143 @@ char *getenv(const char *name) {
  * library's `Command::spawn`: posix_spawn, or fork then execvp/execve) record `*`, every
  * variable, and cargo sfl re-runs the test after any change of the environment.
  */
-#define SFL_NOTE_EXEC(name, params, args) SFL_INTERPOSE(name, params, args, record_env_read("*"))
+/*
+ * A program of this build (`CARGO_BIN_EXE_…`, under the directory of this executable's profile)
+ * started with an environment that lacks LLVM_PROFILE_FILE (`Command::env_clear`, or the
+ * variable removed) would write its profile where it runs (`default_….profraw`) and its coverage
+ * would be lost to the test. It gets the variables cargo sfl set for the test's programs
+ * (LLVM_PROFILE_FILE and the CARGO_SFL_… ones, as copied when the test started) added to the
+ * environment it is given. Other programs (`env`, `sh`) get exactly what the test gave them.
+ */
+#define SFL_PROFILE_VARS 16
+static char profile_var_text[8192];
+static char *profile_vars[SFL_PROFILE_VARS + 1];
+static int profile_vars_n;
+static char build_prefix[SFL_PATH_MAX]; /* "<target>/<profile>/"; empty: unknown */
 
-SFL_NOTE_EXEC(execve, (const char *path, char *const argv[], char *const envp[]), (path, argv, envp))
-SFL_NOTE_EXEC(execvp, (const char *file, char *const argv[]), (file, argv))
-SFL_NOTE_EXEC(execv, (const char *path, char *const argv[]), (path, argv))
-SFL_NOTE_EXEC(posix_spawn,
-              (pid_t *pid, const char *path, const posix_spawn_file_actions_t *actions,
-               const posix_spawnattr_t *attr, char *const argv[], char *const envp[]),
-              (pid, path, actions, attr, argv, envp))
-SFL_NOTE_EXEC(posix_spawnp,
-              (pid_t *pid, const char *file, const posix_spawn_file_actions_t *actions,
-               const posix_spawnattr_t *attr, char *const argv[], char *const envp[]),
-              (pid, file, actions, attr, argv, envp))
+/* Copies the variables a program of this build needs from the environment, as the test has it. */
+static void profile_vars_snapshot(void) {
+    size_t used = 0;
+    profile_vars_n = 0;
+    for (char **e = environ; e && *e && profile_vars_n < SFL_PROFILE_VARS; e++) {
+        if (strncmp(*e, "LLVM_PROFILE_FILE=", 18) != 0 && strncmp(*e, "CARGO_SFL_", 10) != 0) continue;
+        size_t n = strlen(*e) + 1;
+        if (used + n > sizeof profile_var_text) break;
+        memcpy(profile_var_text + used, *e, n);
+        profile_vars[profile_vars_n++] = profile_var_text + used;
+        used += n;
+    }
+    profile_vars[profile_vars_n] = NULL;
+}
+
+/* The directory of this executable's build profile (`…/target/sfl/debug/` of
+ * `…/debug/deps/tests-0123`), with a trailing slash. */
+static void note_build_prefix(void) {
+    char exe[SFL_PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n <= 0) return;
+    exe[n] = 0;
+    char *slash = strrchr(exe, '/');
+    if (!slash) return;
+    *slash = 0;
+    size_t len = strlen(exe);
+    if (len >= 5 && strcmp(exe + len - 5, "/deps") == 0) exe[len - 5] = 0;
+    if (strlen(exe) + 2 > sizeof build_prefix) return;
+    strcpy(build_prefix, exe);
+    strcat(build_prefix, "/");
+}
+
+static int has_var(char *const envp[], const char *entry) {
+    const char *eq = strchr(entry, '=');
+    size_t n = eq ? (size_t)(eq - entry) + 1 : strlen(entry);
+    for (char *const *e = envp; e && *e; e++)
+        if (strncmp(*e, entry, n) == 0) return 1;
+    return 0;
+}
+
+/* `envp`, or (for a program of this build given no LLVM_PROFILE_FILE) `envp` with the test's
+ * profile variables it lacks, in a buffer of the calling thread's. */
+static char *const *with_profile_vars(const char *path, char *const envp[]) {
+    static __thread char *augmented[1024];
+    size_t prefix = strlen(build_prefix);
+    if (!path || !prefix || profile_vars_n == 0 || strncmp(path, build_prefix, prefix) != 0 ||
+        has_var(envp, "LLVM_PROFILE_FILE="))
+        return envp;
+    size_t n = 0;
+    for (char *const *e = envp; e && *e; e++) {
+        if (n + SFL_PROFILE_VARS + 1 >= sizeof augmented / sizeof *augmented) return envp;
+        augmented[n++] = *e;
+    }
+    for (int i = 0; i < profile_vars_n; i++)
+        if (!has_var(envp, profile_vars[i])) augmented[n++] = profile_vars[i];
+    augmented[n] = NULL;
+    return augmented;
+}
+
+#define SFL_REAL(name, type)                                                                       \
+    static type real_##name(void) {                                                                \
+        static type real;                                                                          \
+        type f = __atomic_load_n(&real, __ATOMIC_ACQUIRE);                                         \
+        if (!f) {                                                                                  \
+            f = (type)dlsym(RTLD_NEXT, #name);                                                     \
+            __atomic_store_n(&real, f, __ATOMIC_RELEASE);                                          \
+        }                                                                                          \
+        return f;                                                                                  \
+    }
+
+typedef int (*execve_fn)(const char *, char *const[], char *const[]);
+typedef int (*execv_fn)(const char *, char *const[]);
+typedef int (*spawn_fn)(pid_t *, const char *, const posix_spawn_file_actions_t *, const posix_spawnattr_t *,
+                        char *const[], char *const[]);
+SFL_REAL(execve, execve_fn)
+SFL_REAL(execv, execv_fn)
+SFL_REAL(execvp, execv_fn)
+SFL_REAL(posix_spawn, spawn_fn)
+SFL_REAL(posix_spawnp, spawn_fn)
+
+int execve(const char *path, char *const argv[], char *const envp[]) {
+    record_env_read("*");
+    execve_fn f = real_execve();
+    if (!f) return errno = ENOSYS, -1;
+    return f(path, argv, with_profile_vars(path, envp));
+}
+
+/* execv and execvp take the environment from `environ` (which the standard library points at
+ * the program's own before calling them): a path of this build goes to execve with it. */
+static int exec_from_environ(const char *path, char *const argv[], execv_fn f) {
+    record_env_read("*");
+    char *const *envp = with_profile_vars(path, environ);
+    if (envp != environ) {
+        execve_fn e = real_execve();
+        if (e) return e(path, argv, envp);
+    }
+    if (!f) return errno = ENOSYS, -1;
+    return f(path, argv);
+}
+
+int execv(const char *path, char *const argv[]) { return exec_from_environ(path, argv, real_execv()); }
+int execvp(const char *file, char *const argv[]) { return exec_from_environ(file, argv, real_execvp()); }
+
+int posix_spawn(pid_t *pid, const char *path, const posix_spawn_file_actions_t *actions,
+                const posix_spawnattr_t *attr, char *const argv[], char *const envp[]) {
+    record_env_read("*");
+    spawn_fn f = real_posix_spawn();
+    if (!f) return ENOSYS;
+    return f(pid, path, actions, attr, argv, with_profile_vars(path, envp));
+}
+
+int posix_spawnp(pid_t *pid, const char *file, const posix_spawn_file_actions_t *actions,
+                 const posix_spawnattr_t *attr, char *const argv[], char *const envp[]) {
+    record_env_read("*");
+    spawn_fn f = real_posix_spawnp();
+    if (!f) return ENOSYS;
+    return f(pid, file, actions, attr, argv, with_profile_vars(file, envp));
+}
 
 __attribute__((constructor)) static void sfl_env_reads_start(void) {
     env_reads_file();
+    note_build_prefix();
+    profile_vars_snapshot();
 }
 
 /*
@@ -1114,6 +1235,7 @@ static void become_test(char *req, int argc, char **argv) {
     startup_len = 0; /* the server's own reads are none of this process's tests' */
     if (counters_to_file()) profile_to_null = counters_mapped = 1;
     if (deferred_blocks) open_output(flags_start, deferred_blocks);
+    profile_vars_snapshot();
 }
 
 __attribute__((constructor(101))) static void sfl_fork_server(int argc, char **argv, char **envp) {
@@ -1608,6 +1730,7 @@ static int take_request(char *req) {
     stack_recorded = 0;
 #endif
     if (!atomics_restored) serial_spawns = serial_spawns_each;
+    profile_vars_snapshot();
     return 1;
 }
 

@@ -285,8 +285,8 @@ fn is_cache_dir(dir: &Path) -> bool {
 /// Files and directories that version control, editors and shells keep beside the sources,
 /// hidden and never read by a test: `.git` (and other systems' metadata), editors' settings
 /// and state (`.idea`, `.vscode`, …), `.direnv`, swap and backup files (`.lib.rs.swp`,
-/// `lib.rs~`), emacs' lock links (`.#lib.rs`) and macOS's `.DS_Store`. Left out of the walk, so
-/// that an editor saving its state is not an edit.
+/// `lib.rs~`), emacs' lock links (`.#lib.rs`), macOS's `.DS_Store`, and LLVM's raw profiles
+/// (`*.profraw`). Left out of the walk, so that an editor saving its state is not an edit.
 fn tool_state(name: &std::ffi::OsStr, is_dir: bool) -> bool {
     let Some(name) = name.to_str() else { return false };
     // A worktree's or submodule's `.git` is a file naming the repository.
@@ -300,7 +300,10 @@ fn tool_state(name: &std::ffi::OsStr, is_dir: bool) -> bool {
         );
     }
     let swap = name.starts_with('.') && [".swp", ".swo", ".swn", ".swx"].iter().any(|s| name.ends_with(s));
-    swap || name.ends_with('~') || name.starts_with(".#") || name == ".DS_Store"
+    // An instrumented program started with a cleared environment writes its profile where it
+    // runs (`default_<hash>_0.profraw`): LLVM's output, no test's input.
+    let profile = name.ends_with(".profraw");
+    swap || profile || name.ends_with('~') || name.starts_with(".#") || name == ".DS_Store"
 }
 
 /// Every file a test's result may depend on outside the toolchain and the registry: the
@@ -515,7 +518,14 @@ mod tests {
         for dir in [".git", ".idea", ".vscode", ".direnv", ".jj"] {
             assert!(state(dir, true), "{dir}");
         }
-        for file in [".lib.rs.swp", ".main.rs.swo", "lib.rs~", ".#lib.rs", ".DS_Store"] {
+        for file in [
+            ".lib.rs.swp",
+            ".main.rs.swo",
+            "lib.rs~",
+            ".#lib.rs",
+            ".DS_Store",
+            "default_1234_0.profraw",
+        ] {
             assert!(state(file, false), "{file}");
         }
         assert!(state(".git", false), "a worktree's .git file");

@@ -112,6 +112,10 @@ pub fn trials() -> Vec<Trial> {
             "select::a_variable_read_before_main_is_read_by_every_test_of_a_kept_process",
             a_variable_read_before_main,
         ),
+        Trial::test(
+            "select::a_program_of_the_package_started_with_a_cleared_environment_is_covered",
+            a_program_started_with_a_cleared_environment,
+        ),
     ]
 }
 
@@ -1266,6 +1270,52 @@ fn a_variable_read_before_main() -> Result {
     check(failed(&selected_run)? == everything, || show(&selected_run))?;
     let full = run(Some("abc"), &["--rerun"]);
     check(failed(&full)? == everything, || show(&full))
+}
+
+/// An integration test runs the package's binary with `Command::env_clear` (assert_cmd users
+/// do, to keep a developer's configuration out): the binary got no `LLVM_PROFILE_FILE`, wrote
+/// `default_….profraw` into the package and its coverage was lost, so an edit of `main.rs`
+/// left the test's old "passed" row in place (`cargo test` failed it), and every later run
+/// found the profile "added". Now the runtime hands a program of the build the test's profile
+/// variables, the test's row has `main.rs`'s lines, and the edit runs it again.
+fn a_program_started_with_a_cleared_environment() -> Result {
+    let lib_rs = "pub fn expected() -> String {\n    \"42\".to_string()\n}\n\n\
+                  pub fn other(a: i32) -> i32 {\n    a - 1\n}\n\n\
+                  #[test]\nfn other_fails() {\n    assert_eq!(other(1), 3);\n}\n\n\
+                  #[test]\nfn other_passes() {\n    assert_eq!(other(3), 2);\n}\n";
+    let tmp = lib_crate("cleared", "", lib_rs)?;
+    let dir = tmp.path();
+    std::fs::write(
+        dir.join("src/main.rs"),
+        "fn compute(x: u32) -> u32 {\n    x * 2\n}\n\nfn main() {\n    println!(\"{}\", compute(21));\n}\n",
+    )?;
+    std::fs::create_dir_all(dir.join("tests"))?;
+    std::fs::write(
+        dir.join("tests/cli.rs"),
+        "#[test]\nfn runs_the_binary() {\n    \
+         let out = std::process::Command::new(env!(\"CARGO_BIN_EXE_cleared\")).env_clear().output().unwrap();\n    \
+         assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), cleared::expected());\n}\n",
+    )?;
+    let outcome = |out: &std::process::Output| -> Result<String> {
+        let report: serde_json::Value =
+            serde_json::from_slice(&out.stdout).map_err(|e| format!("{e}\n{}", show(out)))?;
+        let t = crate::support::test_named(&report, "runs_the_binary");
+        Ok(t["outcome"].as_str().unwrap_or_default().to_string())
+    };
+    let first = sfl(&["--format", "json"], dir);
+    check(outcome(&first)? == "passed", || show(&first))?;
+    let profiles: Vec<_> = std::fs::read_dir(dir)?
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().ends_with(".profraw"))
+        .map(|e| e.file_name())
+        .collect();
+    check(profiles.is_empty(), || {
+        format!("profiles written into the package: {profiles:?}")
+    })?;
+    edit_file(&dir.join("src/main.rs"), "x * 2", "x * 3")?;
+    let second = sfl(&["--format", "json"], dir);
+    check(outcome(&second)? == "failed", || show(&second))?;
+    check(selected(&second) == Some((2, 3)), || show(&second))
 }
 
 /// A failing snapshot test writes its new snapshot for review (insta's `NAME.snap.new`, here
