@@ -49,6 +49,8 @@ pub struct Runtime {
     pub edges: bool,
     /// libtest's entry, which the runtime was compiled to wrap ([`crate::edges::harness`]).
     pub test_main: Option<String>,
+    /// `std::env::vars` and `vars_os`, space-separated, which the runtime was compiled to wrap.
+    pub env_iteration: Option<String>,
 }
 
 /// `cargo <args>` for the instrumented build: our target dir, the selection, cargo-sfl as the
@@ -79,6 +81,10 @@ pub(super) fn instrumented_cargo(
         Some(symbol) => cmd.env(crate::edges::harness::TEST_MAIN_ENV, symbol),
         None => cmd.env_remove(crate::edges::harness::TEST_MAIN_ENV),
     };
+    match runtime.and_then(|rt| rt.env_iteration.as_deref()) {
+        Some(symbols) => cmd.env(crate::edges::harness::ENV_ITERATION_ENV, symbols),
+        None => cmd.env_remove(crate::edges::harness::ENV_ITERATION_ENV),
+    };
     cmd.arg(if crate::ui::stderr_colors() {
         "--color=always"
     } else {
@@ -101,7 +107,8 @@ pub(crate) fn plain_cargo(ws: &Workspace, select: &Selection, target: &Path) -> 
     cmd.args(["--message-format=json", "--color=never", "--quiet"])
         .env(PLAIN_ENV, "1")
         .env_remove(crate::edges::RUNTIME_ENV)
-        .env_remove(crate::edges::harness::TEST_MAIN_ENV);
+        .env_remove(crate::edges::harness::TEST_MAIN_ENV)
+        .env_remove(crate::edges::harness::ENV_ITERATION_ENV);
     Ok(cmd)
 }
 

@@ -32,67 +32,108 @@ pub fn test_main_symbol(rt_dir: &Path, rustc_vv: &str, lib_dir: impl FnOnce() ->
     if !cfg!(target_os = "linux") {
         return None;
     }
-    let cache = rt_dir.join(CACHE);
-    let cached = std::fs::read_to_string(&cache).ok();
-    if let Some((key, symbol)) = cached.as_deref().and_then(|s| s.rsplit_once('\n'))
-        && key == rustc_vv
-    {
-        return (!symbol.is_empty()).then(|| symbol.to_string());
-    }
-    let symbol = lib_dir().and_then(|dir| entry_in(&dir));
-    if std::fs::create_dir_all(rt_dir).is_ok() {
-        let _ = std::fs::write(&cache, format!("{rustc_vv}\n{}", symbol.as_deref().unwrap_or("")));
-    }
-    symbol
+    cached(&rt_dir.join(CACHE), rustc_vv, || {
+        defined_once(&archive(&lib_dir()?, "libtest-")?, is_entry)
+    })
 }
 
-/// The entry's symbol in the libtest archive of the library directory `dir`.
-fn entry_in(dir: &Path) -> Option<String> {
+/// Set for the rustc wrapper: the mangled names of `std::env::vars` and `std::env::vars_os`,
+/// space-separated, which every link of a workspace crate with the runtime wraps.
+pub const ENV_ITERATION_ENV: &str = "CARGO_SFL_ENV_ITERATION";
+/// The cache of the last lookup of [`env_iteration_symbols`], as [`CACHE`]'s.
+const ENV_CACHE: &str = "env-iteration";
+
+/// The mangled names of `std::env::vars` and `std::env::vars_os` in the toolchain's standard
+/// library (`rustc -vV`, cached in `rt_dir` as [`test_main_symbol`]'s), space-separated. They
+/// read the environment without `getenv`, so the runtime wraps them (a test iterating the
+/// environment reads every variable). Only on x86-64 Linux, where the runtime's wrappers are.
+pub fn env_iteration_symbols(
+    rt_dir: &Path,
+    rustc_vv: &str,
+    lib_dir: impl FnOnce() -> Option<PathBuf>,
+) -> Option<String> {
+    if !cfg!(all(target_os = "linux", target_arch = "x86_64")) {
+        return None;
+    }
+    cached(&rt_dir.join(ENV_CACHE), rustc_vv, || {
+        let std = archive(&lib_dir()?, "libstd-")?;
+        let vars = defined_once(&std, |s| is_named(s, "3env4vars", "std::env::vars"))?;
+        let vars_os = defined_once(&std, |s| is_named(s, "3env7vars_os", "std::env::vars_os"))?;
+        Some(format!("{vars} {vars_os}"))
+    })
+}
+
+/// `look_up()`, cached in the file `cache` under the key `rustc_vv` (an empty answer: none).
+fn cached(cache: &Path, rustc_vv: &str, look_up: impl FnOnce() -> Option<String>) -> Option<String> {
+    let saved = std::fs::read_to_string(cache).ok();
+    if let Some((key, answer)) = saved.as_deref().and_then(|s| s.rsplit_once('\n'))
+        && key == rustc_vv
+    {
+        return (!answer.is_empty()).then(|| answer.to_string());
+    }
+    let answer = look_up();
+    if let Some(dir) = cache.parent()
+        && std::fs::create_dir_all(dir).is_ok()
+    {
+        let _ = std::fs::write(cache, format!("{rustc_vv}\n{}", answer.as_deref().unwrap_or("")));
+    }
+    answer
+}
+
+/// The bytes of the `<prefix>*.rlib` archive of the library directory `dir`.
+fn archive(dir: &Path, prefix: &str) -> Option<Vec<u8>> {
     let rlib = std::fs::read_dir(dir).ok()?.flatten().map(|e| e.path()).find(|p| {
         p.file_name()
             .and_then(|n| n.to_str())
-            .is_some_and(|n| n.starts_with("libtest-") && n.ends_with(".rlib"))
+            .is_some_and(|n| n.starts_with(prefix) && n.ends_with(".rlib"))
     })?;
-    entry_in_archive(&std::fs::read(rlib).ok()?)
+    std::fs::read(rlib).ok()
 }
 
 /// The one symbol of an archive (its symbol index, else its members' symbol tables) that
-/// demangles to libtest's entry and can be written in a linker flag and a C string.
-fn entry_in_archive(data: &[u8]) -> Option<String> {
+/// `wanted` accepts.
+fn defined_once(data: &[u8], wanted: impl Fn(&str) -> bool) -> Option<String> {
     use object::read::archive::ArchiveFile;
     use object::{Object, ObjectSymbol};
     let archive = ArchiveFile::parse(data).ok()?;
-    let mut entries: Vec<String> = Vec::new();
+    let mut found: Vec<String> = Vec::new();
     if let Ok(Some(index)) = archive.symbols() {
-        entries.extend(index.flatten().filter_map(|s| {
+        found.extend(index.flatten().filter_map(|s| {
             std::str::from_utf8(s.name())
                 .ok()
-                .filter(|n| is_entry(n))
+                .filter(|n| wanted(n))
                 .map(str::to_string)
         }));
     } else {
         for member in archive.members().flatten() {
             if let Ok(file) = member.data(data).and_then(object::File::parse) {
                 let defined = file.symbols().filter(|s| s.is_definition() && s.is_global());
-                entries.extend(defined.filter_map(|s| s.name().ok().filter(|n| is_entry(n)).map(str::to_string)));
+                found.extend(defined.filter_map(|s| s.name().ok().filter(|n| wanted(n)).map(str::to_string)));
             }
         }
     }
-    let entry = entries.pop()?;
-    entries.iter().all(|other| *other == entry).then_some(entry)
+    let symbol = found.pop()?;
+    found.iter().all(|other| *other == symbol).then_some(symbol)
 }
 
 /// Whether `symbol` is libtest's entry and safe to pass on as written.
 fn is_entry(symbol: &str) -> bool {
-    // Both manglings spell the name's length before it: most symbols are left without demangling.
-    symbol.contains("16test_main_static")
+    is_named(symbol, "16test_main_static", ENTRY)
+}
+
+/// Whether `symbol` demangles to `path` and can be written in a linker flag and a C string
+/// (`hint`: a part of its mangled name, both manglings spelling a name's length before it, so
+/// most symbols are left without demangling).
+fn is_named(symbol: &str, hint: &str, path: &str) -> bool {
+    symbol.contains(hint)
         && symbol
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'$' || b == b'.')
-        && rustc_demangle::try_demangle(symbol).is_ok_and(|d| format!("{d:#}") == ENTRY)
+        && rustc_demangle::try_demangle(symbol).is_ok_and(|d| format!("{d:#}") == path)
 }
 
-/// The rustc flags that wrap the entry `symbol` in a harness test crate's link.
+/// The rustc flags that wrap `symbol` in a crate's link (libtest's entry in a harness test
+/// crate's, the environment's iterators in every one with the runtime).
 pub fn link_flags(symbol: &str) -> [String; 2] {
     ["-C".into(), format!("link-arg=-Wl,--wrap={symbol}")]
 }
@@ -129,6 +170,30 @@ mod tests {
         let other = test_main_symbol(&dir, "rustc B", || None);
         assert_eq!(other, None, "another toolchain is looked up again");
         assert_eq!(test_main_symbol(&dir, "rustc B", || panic!("cached")), None);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// The toolchain's standard library defines both iterators of the environment once, and
+    /// nothing else is taken for them.
+    #[test]
+    fn the_environments_iterators_are_found() {
+        let out = std::process::Command::new(std::env::var_os("RUSTC").unwrap_or_else(|| "rustc".into()))
+            .args(["--print", "target-libdir"])
+            .output()
+            .expect("rustc runs");
+        let lib_dir = PathBuf::from(String::from_utf8(out.stdout).unwrap().trim());
+        let dir = std::env::temp_dir().join(format!("sfl-env-iteration-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let found = env_iteration_symbols(&dir, "rustc A", || Some(lib_dir.clone()));
+        if cfg!(all(target_os = "linux", target_arch = "x86_64")) {
+            let found = found.expect("std::env::vars and vars_os");
+            let (vars, vars_os) = found.split_once(' ').expect("two symbols");
+            assert!(is_named(vars, "3env4vars", "std::env::vars"), "{vars}");
+            assert!(is_named(vars_os, "3env7vars_os", "std::env::vars_os"), "{vars_os}");
+        } else {
+            assert_eq!(found, None);
+        }
+        assert!(!is_named("_RNvNtCs1_3std3env7vars_os", "3env4vars", "std::env::vars"));
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

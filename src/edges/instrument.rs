@@ -46,9 +46,9 @@ const CC_FLAGS: [&str; 5] = [
 /// What the cached runtime object is keyed by: its source, how it is compiled (libtest's entry
 /// it wraps included) and the flags it is linked with (a change in any must rebuild the
 /// instrumented crates, which cargo cannot see).
-fn stamp(test_main: Option<&str>) -> String {
+fn stamp(test_main: Option<&str>, env_iteration: Option<&str>) -> String {
     format!(
-        "{RUNTIME_C}\n{HOST_C}\n/* {CC_FLAGS:?} {:?} {:?} {test_main:?} */\n",
+        "{RUNTIME_C}\n{HOST_C}\n/* {CC_FLAGS:?} {:?} {:?} {test_main:?} {env_iteration:?} */\n",
         rustc_flags(Path::new("")),
         EXECUTABLE_FLAGS
     )
@@ -104,14 +104,19 @@ pub fn runtime_dir(build_dir: &Path) -> PathBuf {
 }
 
 /// Compiles the runtime into `build_dir` unless the same source is already there; returns the
-/// object. With `test_main` (libtest's entry, [`crate::edges::harness`]) the runtime wraps it.
+/// object. With `test_main` (libtest's entry, [`crate::edges::harness`]) the runtime wraps it;
+/// with `env_iteration` (`std::env::vars` and `vars_os`, space-separated), those.
 /// When the runtime changed, binaries linked against the old one are stale but cargo cannot
 /// know (the flags are added by our wrapper), so that build is cleaned.
-pub fn prepare_runtime(build_dir: &Path, test_main: Option<&str>) -> Result<PathBuf, SflError> {
+pub fn prepare_runtime(
+    build_dir: &Path,
+    test_main: Option<&str>,
+    env_iteration: Option<&str>,
+) -> Result<PathBuf, SflError> {
     let rt_dir = runtime_dir(build_dir);
     let object = rt_dir.join("sfl_edges.o");
     let stamp = rt_dir.join("source.c");
-    if std::fs::read_to_string(&stamp).is_ok_and(|s| s == self::stamp(test_main)) && object.exists() {
+    if std::fs::read_to_string(&stamp).is_ok_and(|s| s == self::stamp(test_main, env_iteration)) && object.exists() {
         return Ok(object);
     }
     let setup = |what: String| SflError::Setup(what);
@@ -125,9 +130,23 @@ pub fn prepare_runtime(build_dir: &Path, test_main: Option<&str>) -> Result<Path
         (
             &source,
             &object,
-            test_main.map(|symbol| format!("-DSFL_TEST_MAIN=\"{symbol}\"")),
+            test_main
+                .map(|symbol| format!("-DSFL_TEST_MAIN=\"{symbol}\""))
+                .into_iter()
+                .chain(
+                    env_iteration
+                        .and_then(|s| s.split_once(' '))
+                        .into_iter()
+                        .flat_map(|(vars, vars_os)| {
+                            [
+                                format!("-DSFL_ENV_VARS=\"{vars}\""),
+                                format!("-DSFL_ENV_VARS_OS=\"{vars_os}\""),
+                            ]
+                        }),
+                )
+                .collect::<Vec<_>>(),
         ),
-        (&host, &host_stub(&object), None),
+        (&host, &host_stub(&object), Vec::new()),
     ] {
         let out = std::process::Command::new(&cc)
             .args(CC_FLAGS)
@@ -171,7 +190,7 @@ pub fn prepare_runtime(build_dir: &Path, test_main: Option<&str>) -> Result<Path
             let _ = std::fs::remove_dir_all(&dir);
         }
     }
-    std::fs::write(&stamp, self::stamp(test_main))
+    std::fs::write(&stamp, self::stamp(test_main, env_iteration))
         .map_err(|e| setup(format!("cannot write {}: {e}", stamp.display())))?;
     Ok(object)
 }

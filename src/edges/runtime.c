@@ -292,9 +292,10 @@ SFL_NOTE_CHANGE(fchdir, (int fd), (fd))
  * which looks the name up as libc does and, when cargo sfl set CARGO_SFL_ENV_READS to a file,
  * appends the name to it (a process a test starts appends to the same file). The file is
  * created at start-up, so its presence says the reads were observed; cargo sfl then re-runs
- * after a change of the environment only the tests that read a changed variable. Reads that
- * bypass getenv (`std::env::vars()`, libc's own) are not seen: cargo sfl treats PATH and the
- * variables builds read as read by every test.
+ * after a change of the environment only the tests that read a changed variable. Iterating
+ * the environment (`std::env::vars()`) reads every variable (the wrappers below). Reads that
+ * bypass getenv otherwise (libc's own) are not seen: cargo sfl treats PATH and the variables
+ * builds read as read by every test.
  */
 extern char **environ;
 static int env_reads_fd = -2; /* -2: not opened yet; -1: not recording */
@@ -560,6 +561,33 @@ int posix_spawnp(pid_t *pid, const char *file, const posix_spawn_file_actions_t 
     if (!f) return ENOSYS;
     return f(pid, file, actions, attr, argv, with_profile_vars(file, envp));
 }
+
+/*
+ * `std::env::vars` and `std::env::vars_os` read `environ` itself, not through getenv: a test
+ * that iterates the environment (envy, figment and config's environment sources, a scan for a
+ * prefix) reads every variable. cargo sfl compiles this file with SFL_ENV_VARS and
+ * SFL_ENV_VARS_OS set to the toolchain's mangled names of the two and links every workspace
+ * crate with `--wrap` of them, so each call comes here first, records `*`, and jumps on to the
+ * function with its registers as they were (whatever the Rust ABI returns them in). x86-64
+ * only: elsewhere the names are not looked up and nothing is wrapped.
+ */
+#if defined(SFL_ENV_VARS) && defined(SFL_ENV_VARS_OS) && defined(__x86_64__)
+void sfl_note_env_iteration(void) { record_env_read("*"); }
+
+#define SFL_ENV_TRAMPOLINE(sym)                                                                    \
+    __asm__(".text\n"                                                                              \
+            ".globl __wrap_" sym "\n"                                                              \
+            ".type __wrap_" sym ",@function\n"                                                     \
+            "__wrap_" sym ":\n"                                                                    \
+            "push %rdi\npush %rsi\npush %rdx\npush %rcx\npush %r8\npush %r9\npush %rax\n"           \
+            "call sfl_note_env_iteration@PLT\n"                                                    \
+            "pop %rax\npop %r9\npop %r8\npop %rcx\npop %rdx\npop %rsi\npop %rdi\n"                  \
+            "jmp __real_" sym "@PLT\n"                                                             \
+            ".size __wrap_" sym ", .-__wrap_" sym "\n");
+
+SFL_ENV_TRAMPOLINE(SFL_ENV_VARS)
+SFL_ENV_TRAMPOLINE(SFL_ENV_VARS_OS)
+#endif
 
 __attribute__((constructor)) static void sfl_env_reads_start(void) {
     env_reads_file();

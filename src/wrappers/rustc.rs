@@ -62,6 +62,15 @@ pub fn rustc_wrapper() -> ! {
                 // independent, as they need.
                 let shared = shared_library(&rest) || kind == Kind::CompileTime;
                 cmd.args(cargo_sfl::edges::wrapper_flags(Path::new(&rt), edges, shared));
+                // Iterating the environment goes through the runtime, which notes every variable
+                // read (the runtime is in every link of a member).
+                if let Ok(symbols) = std::env::var(cargo_sfl::edges::harness::ENV_ITERATION_ENV)
+                    && links_through_a_compiler_driver(&rest)
+                {
+                    for symbol in symbols.split(' ') {
+                        cmd.args(cargo_sfl::edges::harness::link_flags(symbol));
+                    }
+                }
                 // A libtest harness: its `main`'s call of libtest goes through the runtime.
                 if let Some(symbol) = std::env::var(cargo_sfl::edges::harness::TEST_MAIN_ENV).ok()
                     && rest.iter().any(|a| a == "--test")

@@ -116,6 +116,10 @@ pub fn trials() -> Vec<Trial> {
             "select::a_program_of_the_package_started_with_a_cleared_environment_is_covered",
             a_program_started_with_a_cleared_environment,
         ),
+        Trial::test(
+            "select::a_test_that_iterates_the_environment_reads_every_variable",
+            a_test_that_iterates_the_environment,
+        ),
     ]
 }
 
@@ -1314,6 +1318,43 @@ fn a_program_started_with_a_cleared_environment() -> Result {
     })?;
     edit_file(&dir.join("src/main.rs"), "x * 2", "x * 3")?;
     let second = sfl(&["--format", "json"], dir);
+    check(outcome(&second)? == "failed", || show(&second))?;
+    check(selected(&second) == Some((2, 3)), || show(&second))
+}
+
+/// `std::env::vars()` reads the environment without `getenv` (envy, figment and config scan it
+/// for a prefix): a test that iterates it reads every variable. Before, its reads were those it
+/// made through `getenv` alone, and after `EVX_PORT` was set its old "passed" row was reused
+/// (`cargo test` failed it). Now it runs again after any change of the environment, and a test
+/// that does not iterate stays reused.
+fn a_test_that_iterates_the_environment() -> Result {
+    let lib_rs = "pub fn prefixed() -> Vec<(String, String)> {\n    \
+                  std::env::vars().filter(|(k, _)| k.starts_with(\"EVX_\")).collect()\n}\n\n\
+                  pub fn other(a: i32) -> i32 {\n    a - 1\n}\n\n\
+                  #[cfg(test)]\nmod tests {\n\
+                  \x20   #[test] fn t_vars() { assert!(super::prefixed().is_empty()); }\n\
+                  \x20   #[test] fn t_other() { assert_eq!(super::other(3), 2); }\n\
+                  \x20   #[test] fn t_fail() { assert_eq!(super::other(1), 3); }\n}\n";
+    let tmp = lib_crate("iterates-env", "", lib_rs)?;
+    let dir = tmp.path();
+    let run = |port: Option<&str>| {
+        let mut cmd = crate::support::sfl_command(dir);
+        cmd.args(["--format", "json"]);
+        match port {
+            Some(p) => cmd.env("EVX_PORT", p),
+            None => cmd.env_remove("EVX_PORT"),
+        };
+        cmd.output().unwrap()
+    };
+    let outcome = |out: &std::process::Output| -> Result<String> {
+        let report: serde_json::Value =
+            serde_json::from_slice(&out.stdout).map_err(|e| format!("{e}\n{}", show(out)))?;
+        let t = crate::support::test_named(&report, "tests::t_vars");
+        Ok(t["outcome"].as_str().unwrap_or_default().to_string())
+    };
+    let first = run(None);
+    check(outcome(&first)? == "passed", || show(&first))?;
+    let second = run(Some("1"));
     check(outcome(&second)? == "failed", || show(&second))?;
     check(selected(&second) == Some((2, 3)), || show(&second))
 }

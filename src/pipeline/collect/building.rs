@@ -105,11 +105,14 @@ impl DoctestsAside {
 fn runtime(ws: &Workspace, with_edges: bool, rustc: &str) -> Result<Option<Runtime>, SflError> {
     let rt_dir = crate::edges::runtime_dir(&ws.build_dir);
     let test_main = crate::edges::harness::test_main_symbol(&rt_dir, rustc, || crate::run::toolchain_lib_dir(&ws.root));
-    match crate::edges::prepare_runtime(&ws.build_dir, test_main.as_deref()) {
+    let env_iteration =
+        crate::edges::harness::env_iteration_symbols(&rt_dir, rustc, || crate::run::toolchain_lib_dir(&ws.root));
+    match crate::edges::prepare_runtime(&ws.build_dir, test_main.as_deref(), env_iteration.as_deref()) {
         Ok(object) => Ok(Some(Runtime {
             object,
             edges: with_edges,
             test_main,
+            env_iteration,
         })),
         Err(e) if with_edges => Err(e),
         // Without edges the runtime only speeds line coverage up.
