@@ -103,6 +103,20 @@ pub fn runtime_dir(build_dir: &Path) -> PathBuf {
     build_dir.join("edges-runtime")
 }
 
+/// The C defines that make the runtime wrap libtest's entry (`test_main`) and the environment's
+/// iterators (`env_iteration`, two names, space-separated).
+fn wrapping_defines(test_main: Option<&str>, env_iteration: Option<&str>) -> Vec<String> {
+    let mut defines: Vec<String> = test_main
+        .map(|s| format!("-DSFL_TEST_MAIN=\"{s}\""))
+        .into_iter()
+        .collect();
+    if let Some((vars, vars_os)) = env_iteration.and_then(|s| s.split_once(' ')) {
+        defines.push(format!("-DSFL_ENV_VARS=\"{vars}\""));
+        defines.push(format!("-DSFL_ENV_VARS_OS=\"{vars_os}\""));
+    }
+    defines
+}
+
 /// Compiles the runtime into `build_dir` unless the same source is already there; returns the
 /// object. With `test_main` (libtest's entry, [`crate::edges::harness`]) the runtime wraps it;
 /// with `env_iteration` (`std::env::vars` and `vars_os`, space-separated), those.
@@ -127,25 +141,7 @@ pub fn prepare_runtime(
     std::fs::write(&host, HOST_C).map_err(|e| setup(format!("cannot write {}: {e}", host.display())))?;
     let cc = std::env::var_os("CC").unwrap_or_else(|| "cc".into());
     for (source, object, defines) in [
-        (
-            &source,
-            &object,
-            test_main
-                .map(|symbol| format!("-DSFL_TEST_MAIN=\"{symbol}\""))
-                .into_iter()
-                .chain(
-                    env_iteration
-                        .and_then(|s| s.split_once(' '))
-                        .into_iter()
-                        .flat_map(|(vars, vars_os)| {
-                            [
-                                format!("-DSFL_ENV_VARS=\"{vars}\""),
-                                format!("-DSFL_ENV_VARS_OS=\"{vars_os}\""),
-                            ]
-                        }),
-                )
-                .collect::<Vec<_>>(),
-        ),
+        (&source, &object, wrapping_defines(test_main, env_iteration)),
         (&host, &host_stub(&object), Vec::new()),
     ] {
         let out = std::process::Command::new(&cc)

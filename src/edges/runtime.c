@@ -568,8 +568,10 @@ int posix_spawnp(pid_t *pid, const char *file, const posix_spawn_file_actions_t 
  * prefix) reads every variable. cargo sfl compiles this file with SFL_ENV_VARS and
  * SFL_ENV_VARS_OS set to the toolchain's mangled names of the two and links every workspace
  * crate with `--wrap` of them, so each call comes here first, records `*`, and jumps on to the
- * function with its registers as they were (whatever the Rust ABI returns them in). x86-64
- * only: elsewhere the names are not looked up and nothing is wrapped.
+ * function with its registers as they were (whatever the Rust ABI returns them in). The
+ * function is referred to weakly: a link without `--wrap` (rustdoc's doctests) never calls the
+ * trampoline and needs no `__real_` symbol. x86-64 only: elsewhere the names are not looked up
+ * and nothing is wrapped.
  */
 #if defined(SFL_ENV_VARS) && defined(SFL_ENV_VARS_OS) && defined(__x86_64__)
 void sfl_note_env_iteration(void) { record_env_read("*"); }
@@ -577,6 +579,7 @@ void sfl_note_env_iteration(void) { record_env_read("*"); }
 #define SFL_ENV_TRAMPOLINE(sym)                                                                    \
     __asm__(".text\n"                                                                              \
             ".globl __wrap_" sym "\n"                                                              \
+            ".weak __real_" sym "\n"                                                               \
             ".type __wrap_" sym ",@function\n"                                                     \
             "__wrap_" sym ":\n"                                                                    \
             "push %rdi\npush %rsi\npush %rdx\npush %rcx\npush %r8\npush %r9\npush %rax\n"           \
