@@ -142,6 +142,15 @@ pub fn link_flags(symbol: &str) -> [String; 2] {
 mod tests {
     use super::*;
 
+    /// The library directory of the toolchain that builds this crate.
+    fn target_libdir() -> PathBuf {
+        let out = std::process::Command::new(std::env::var_os("RUSTC").unwrap_or_else(|| "rustc".into()))
+            .args(["--print", "target-libdir"])
+            .output()
+            .expect("rustc runs");
+        PathBuf::from(String::from_utf8(out.stdout).unwrap().trim())
+    }
+
     #[test]
     fn the_entry_is_recognised_in_both_manglings_and_nothing_else_is() {
         assert!(is_entry("_RNvCs3mSbOeLENLV_4test16test_main_static"));
@@ -156,11 +165,7 @@ mod tests {
     /// directory, one with another key does.
     #[test]
     fn the_toolchains_entry_is_found_and_cached_by_rustc_version() {
-        let out = std::process::Command::new(std::env::var_os("RUSTC").unwrap_or_else(|| "rustc".into()))
-            .args(["--print", "target-libdir"])
-            .output()
-            .expect("rustc runs");
-        let lib_dir = PathBuf::from(String::from_utf8(out.stdout).unwrap().trim());
+        let lib_dir = target_libdir();
         let dir = std::env::temp_dir().join(format!("sfl-test-main-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         let found = test_main_symbol(&dir, "rustc A", || Some(lib_dir.clone())).expect("libtest's entry");
@@ -177,11 +182,7 @@ mod tests {
     /// nothing else is taken for them.
     #[test]
     fn the_environments_iterators_are_found() {
-        let out = std::process::Command::new(std::env::var_os("RUSTC").unwrap_or_else(|| "rustc".into()))
-            .args(["--print", "target-libdir"])
-            .output()
-            .expect("rustc runs");
-        let lib_dir = PathBuf::from(String::from_utf8(out.stdout).unwrap().trim());
+        let lib_dir = target_libdir();
         let dir = std::env::temp_dir().join(format!("sfl-env-iteration-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         let found = env_iteration_symbols(&dir, "rustc A", || Some(lib_dir.clone()));

@@ -255,17 +255,26 @@ static int in_test;
 /* The running test changed the environment or the working directory. */
 static int state_changed;
 
-/* Defines libc's `name` (returning int, -1 and ENOSYS when libc has none) to run `note` and
- * then libc's own, found once through dlsym. */
-#define SFL_INTERPOSE(name, params, args, note)                                                    \
-    int name params {                                                                              \
-        typedef int(*real_fn) params;                                                              \
-        static real_fn real;                                                                       \
-        real_fn f = __atomic_load_n(&real, __ATOMIC_ACQUIRE);                                      \
+/* Defines `real_<name>()`: libc's `name` (of function pointer type `type`), found once through
+ * dlsym; NULL when libc has none. */
+#define SFL_REAL(name, type)                                                                       \
+    static type real_##name(void) {                                                                \
+        static type real;                                                                          \
+        type f = __atomic_load_n(&real, __ATOMIC_ACQUIRE);                                         \
         if (!f) {                                                                                  \
-            f = (real_fn)dlsym(RTLD_NEXT, #name);                                                  \
+            f = (type)dlsym(RTLD_NEXT, #name);                                                     \
             __atomic_store_n(&real, f, __ATOMIC_RELEASE);                                          \
         }                                                                                          \
+        return f;                                                                                  \
+    }
+
+/* Defines libc's `name` (returning int, -1 and ENOSYS when libc has none) to run `note` and
+ * then libc's own ([`SFL_REAL`]). */
+#define SFL_INTERPOSE(name, params, args, note)                                                    \
+    typedef int(*name##_fn) params;                                                                \
+    SFL_REAL(name, name##_fn)                                                                      \
+    int name params {                                                                              \
+        name##_fn f = real_##name();                                                               \
         note;                                                                                      \
         if (!f) {                                                                                  \
             errno = ENOSYS;                                                                        \
@@ -475,9 +484,9 @@ static void note_build_prefix(void) {
     strcat(build_prefix, "/");
 }
 
+/* Whether `envp` sets the variable of `entry` (`NAME=…`). */
 static int has_var(char *const envp[], const char *entry) {
-    const char *eq = strchr(entry, '=');
-    size_t n = eq ? (size_t)(eq - entry) + 1 : strlen(entry);
+    size_t n = strcspn(entry, "=") + 1;
     for (char *const *e = envp; e && *e; e++)
         if (strncmp(*e, entry, n) == 0) return 1;
     return 0;
@@ -501,17 +510,6 @@ static char *const *with_profile_vars(const char *path, char *const envp[]) {
     augmented[n] = NULL;
     return augmented;
 }
-
-#define SFL_REAL(name, type)                                                                       \
-    static type real_##name(void) {                                                                \
-        static type real;                                                                          \
-        type f = __atomic_load_n(&real, __ATOMIC_ACQUIRE);                                         \
-        if (!f) {                                                                                  \
-            f = (type)dlsym(RTLD_NEXT, #name);                                                     \
-            __atomic_store_n(&real, f, __ATOMIC_RELEASE);                                          \
-        }                                                                                          \
-        return f;                                                                                  \
-    }
 
 typedef int (*execve_fn)(const char *, char *const[], char *const[]);
 typedef int (*execv_fn)(const char *, char *const[]);

@@ -34,7 +34,7 @@ struct FunctionNow {
     /// A test (`#[test]`, `#[tokio::test]`, …): the harness calls it, no code does, so a
     /// change of its signature (a test renamed) reaches no caller.
     test: bool,
-    /// The lines of its doc comment (`///`, `/** */`, `#[doc = …]`), first and last of each.
+    /// The lines of its doc comments (`///`, `/** */`, `#[doc = …]`), first and last of each.
     docs: Vec<(u32, u32)>,
 }
 
@@ -132,18 +132,10 @@ impl FunctionsNow {
         Some(
             if !changed.is_empty() && removed <= changed.len() && changed.iter().all(in_docs) {
                 // Named by the lines of the doc comment, which is where the edit is.
-                // Each `///` line is a span of its own: the doc comment is the run of them.
-                let mut spans = now.docs.clone();
-                spans.sort_unstable();
-                let mut runs: Vec<(u32, u32)> = Vec::new();
-                for (a, b) in spans {
-                    match runs.last_mut() {
-                        Some(last) if a <= last.1 + 1 => last.1 = last.1.max(b),
-                        _ => runs.push((a, b)),
-                    }
-                }
-                let (a, b) = runs
-                    .into_iter()
+                let (a, b) = now
+                    .docs
+                    .iter()
+                    .copied()
                     .find(|&(a, b)| a <= changed[0] && changed[0] <= b)
                     .unwrap_or((now.first, now.first));
                 format!(
@@ -206,13 +198,18 @@ struct Functions<'ast> {
 /// its doc comment's line spans.
 type FoundFn<'ast> = (Span, &'ast syn::Block, bool, Vec<(u32, u32)>);
 
-/// The line spans (first, last) of the doc attributes among `attrs`.
+/// The line spans (first, last) of the doc comments among `attrs`: each `///` line is a doc
+/// attribute of its own, and adjacent ones are one comment.
 fn doc_lines(attrs: &[syn::Attribute]) -> Vec<(u32, u32)> {
-    attrs
-        .iter()
-        .filter(|a| a.path().is_ident("doc"))
-        .map(|a| (a.span().start().line as u32, a.span().end().line as u32))
-        .collect()
+    let mut spans: Vec<(u32, u32)> = Vec::new();
+    for a in attrs.iter().filter(|a| a.path().is_ident("doc")) {
+        let (first, last) = (a.span().start().line as u32, a.span().end().line as u32);
+        match spans.last_mut() {
+            Some(run) if first <= run.1 + 1 => run.1 = run.1.max(last),
+            _ => spans.push((first, last)),
+        }
+    }
+    spans
 }
 
 /// Whether attributes `attrs` make a function a test: one whose path ends in `test`

@@ -24,6 +24,7 @@ pub fn script_inputs(
     files: &BTreeMap<String, FileState>,
 ) -> BTreeMap<String, FileState> {
     let mut out = BTreeMap::new();
+    let has_script = |p: &cargo_metadata::Package| p.targets.iter().any(cargo_metadata::Target::is_custom_build);
     for output in super::snapshot::script_outputs(build_dir) {
         let Some(dir) = output
             .parent()
@@ -37,7 +38,6 @@ pub fn script_inputs(
             continue;
         };
         // A package whose build script is gone left its last output behind: not an input now.
-        let has_script = |p: &cargo_metadata::Package| p.targets.iter().any(cargo_metadata::Target::is_custom_build);
         let Some(package_dir) = members
             .iter()
             .find(|p| p.name.as_str() == package && has_script(p))

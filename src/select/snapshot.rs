@@ -296,7 +296,7 @@ fn tool_state(name: &std::ffi::OsStr, is_dir: bool) -> bool {
     if is_dir {
         return matches!(
             name,
-            ".git" | ".hg" | ".svn" | ".jj" | ".pijul" | ".idea" | ".vscode" | ".fleet" | ".zed" | ".direnv"
+            ".hg" | ".svn" | ".jj" | ".pijul" | ".idea" | ".vscode" | ".fleet" | ".zed" | ".direnv"
         );
     }
     let swap = name.starts_with('.') && [".swp", ".swo", ".swn", ".swx"].iter().any(|s| name.ends_with(s));

@@ -7,7 +7,7 @@ use libtest_mimic::Trial;
 use serde_json::Value;
 
 use crate::reliability::{add_test, spectra};
-use crate::support::{Result, check, check_exit, copy_fixture, edit_file, sfl, show};
+use crate::support::{Result, check, check_exit, copy_fixture, edit_file, outcome_of, sfl, show};
 
 pub fn trials() -> Vec<Trial> {
     vec![
@@ -383,15 +383,7 @@ fn an_input_changed_since_the_interrupt_is_no_resume() -> Result {
     check(!String::from_utf8_lossy(&next.stderr).contains("Resuming"), || {
         show(&next)
     })?;
-    let report: Value = serde_json::from_slice(&next.stdout)?;
-    let outcome = |name: &str| {
-        report["tests"]
-            .as_array()
-            .and_then(|t| t.iter().find(|t| t["name"] == format!("tests::{name}")))
-            .and_then(|t| t["outcome"].as_str())
-            .unwrap_or_default()
-            .to_string()
-    };
+    let outcome = |name: &str| outcome_of(&next, &format!("tests::{name}")).unwrap_or_default();
     check(slow.iter().all(|n| outcome(n) == "failed"), || {
         format!("outcomes: {:?}\n{}", slow.map(outcome), show(&next))
     })

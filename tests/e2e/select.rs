@@ -7,7 +7,7 @@ use std::path::Path;
 
 use libtest_mimic::Trial;
 
-use crate::support::{Result, check, copy_fixture, edit_file, lib_crate, sfl, show};
+use crate::support::{Result, check, copy_fixture, edit_file, lib_crate, outcome_of, sfl, show};
 
 pub fn trials() -> Vec<Trial> {
     vec![
@@ -140,16 +140,7 @@ fn a_hidden_file_a_test_reads_is_compared() -> Result {
     std::fs::write(dir.join("tests/.fixtures/.expected"), "ok\n")?;
     std::fs::create_dir_all(dir.join(".idea"))?;
     std::fs::write(dir.join(".idea/workspace.xml"), "<project/>\n")?;
-    let outcome = |out: &std::process::Output| -> Result<String> {
-        let report: serde_json::Value =
-            serde_json::from_slice(&out.stdout).map_err(|e| format!("{e}\n{}", show(out)))?;
-        let tests = report["tests"].as_array().ok_or_else(|| show(out))?;
-        let t = tests
-            .iter()
-            .find(|t| t["name"] == "tests::reads_a_hidden_fixture")
-            .ok_or_else(|| show(out))?;
-        Ok(t["outcome"].as_str().unwrap_or_default().to_string())
-    };
+    let outcome = |out: &std::process::Output| outcome_of(out, "tests::reads_a_hidden_fixture");
     let first = sfl(&["--format", "json"], dir);
     check(outcome(&first)? == "passed", || show(&first))?;
     std::fs::write(dir.join(".idea/workspace.xml"), "<project version=\"4\"/>\n")?;
@@ -180,16 +171,7 @@ fn a_test_that_reads_the_sources_runs_again() -> Result {
          assert!(!src.contains(\"TO\\x44O\"), \"a to-do is left in src/lib.rs\");",
     )?;
     let first = sfl(&["--format", "json"], dir);
-    let todo = |out: &std::process::Output| -> Result<String> {
-        let report: serde_json::Value =
-            serde_json::from_slice(&out.stdout).map_err(|e| format!("{e}\n{}", show(out)))?;
-        let tests = report["tests"].as_array().ok_or_else(|| show(out))?;
-        let t = tests
-            .iter()
-            .find(|t| t["name"] == "tests::no_todo_left")
-            .ok_or_else(|| show(out))?;
-        Ok(t["outcome"].as_str().unwrap_or_default().to_string())
-    };
+    let todo = |out: &std::process::Output| outcome_of(out, "tests::no_todo_left");
     check(todo(&first)? == "passed", || show(&first))?;
     edit(
         dir,
@@ -1300,12 +1282,7 @@ fn a_program_started_with_a_cleared_environment() -> Result {
          let out = std::process::Command::new(env!(\"CARGO_BIN_EXE_cleared\")).env_clear().output().unwrap();\n    \
          assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), cleared::expected());\n}\n",
     )?;
-    let outcome = |out: &std::process::Output| -> Result<String> {
-        let report: serde_json::Value =
-            serde_json::from_slice(&out.stdout).map_err(|e| format!("{e}\n{}", show(out)))?;
-        let t = crate::support::test_named(&report, "runs_the_binary");
-        Ok(t["outcome"].as_str().unwrap_or_default().to_string())
-    };
+    let outcome = |out: &std::process::Output| outcome_of(out, "runs_the_binary");
     let first = sfl(&["--format", "json"], dir);
     check(outcome(&first)? == "passed", || show(&first))?;
     let profiles: Vec<_> = std::fs::read_dir(dir)?
@@ -1346,12 +1323,7 @@ fn a_test_that_iterates_the_environment() -> Result {
         };
         cmd.output().unwrap()
     };
-    let outcome = |out: &std::process::Output| -> Result<String> {
-        let report: serde_json::Value =
-            serde_json::from_slice(&out.stdout).map_err(|e| format!("{e}\n{}", show(out)))?;
-        let t = crate::support::test_named(&report, "tests::t_vars");
-        Ok(t["outcome"].as_str().unwrap_or_default().to_string())
-    };
+    let outcome = |out: &std::process::Output| outcome_of(out, "tests::t_vars");
     let first = run(None);
     check(outcome(&first)? == "passed", || show(&first))?;
     let second = run(Some("1"));

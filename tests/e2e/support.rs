@@ -187,6 +187,16 @@ pub fn test_named(report: &Value, name: &str) -> Value {
         .unwrap_or_default()
 }
 
+/// The outcome of the test `name` in the JSON report a run printed (`out`; empty when the
+/// report has no such test).
+pub fn outcome_of(out: &Output, name: &str) -> Result<String> {
+    let report: Value = serde_json::from_slice(&out.stdout).map_err(|e| format!("{e}\n{}", show(out)))?;
+    Ok(test_named(&report, name)["outcome"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string())
+}
+
 /// A measure's (or baseline's) Standard Rank Score in an eval report.
 pub fn standard_rank(report: &Value, measure: &str) -> Value {
     report["measures"]
