@@ -131,8 +131,8 @@ impl Module {
         })
     }
 
-    /// The frames at `addr`, inlined calls first; a frame the debug information does not name
-    /// (the outermost) takes the symbol's name, as the standard library's backtrace does.
+    /// The frames at `addr`, inlined calls first; the outermost is unnamed when the debug
+    /// information does not name it ([`Module::name_by_symbol`] names it).
     fn frames(&self, addr: u64) -> Vec<Named> {
         let mut out = Vec::new();
         if let Some(ctx) = &self.dwarf
@@ -159,12 +159,15 @@ impl Module {
                 line: 0,
             });
         }
-        if let Some(last) = out.last_mut()
-            && last.function.is_none()
-        {
-            last.function = self.symbol(addr).map(demangled);
-        }
         out
+    }
+
+    /// `frame` (the outermost at `addr`) named by its symbol when the debug information left
+    /// it unnamed, as the standard library's backtrace names it.
+    fn name_by_symbol(&self, frame: &mut Named, addr: u64) {
+        if frame.function.is_none() {
+            frame.function = self.symbol(addr).map(demangled);
+        }
     }
 
     fn symbol(&self, addr: u64) -> Option<&str> {
@@ -242,6 +245,16 @@ fn short_backtrace(frames: Vec<Named>) -> Vec<RawFrame> {
     crate::verdict::fold(kept)
 }
 
+/// Whether `frames` (innermost first) reach the short backtrace's begin marker after its end
+/// marker: no frame further out is in the short backtrace.
+fn short_ends(frames: &[Named]) -> bool {
+    let is = |f: &Named, marker: &str| f.function.as_deref().is_some_and(|n| n.contains(marker));
+    frames
+        .iter()
+        .position(|f| is(f, END_MARKER))
+        .is_some_and(|end| frames[end..].iter().any(|f| is(f, BEGIN_MARKER)))
+}
+
 /// An open module, shared by the threads that name its addresses.
 type Shared = Arc<Mutex<Option<Module>>>;
 
@@ -253,10 +266,21 @@ pub struct Symbolizer {
 
 impl Symbolizer {
     /// The panic stack `rec` recorded, as the standard library's short backtrace would show it.
+    ///
+    /// Addresses are named innermost first, and only up to the short backtrace's begin marker
+    /// after its end marker ([`short_ends`]): the frames further out (libtest, `main`,
+    /// `_start`) are never shown. A frame the debug information does not name (the runtime's
+    /// own, which recorded the stack) has no location, so it is never shown either: it is named
+    /// by its symbol, which takes reading the executable's whole symbol table (half the time of
+    /// naming a stack), only when the markers were not all found without it.
     pub fn frames(&self, rec: &Recorded) -> Vec<RawFrame> {
         let mut named = Vec::new();
+        let mut unnamed = Vec::new();
         let mut open: Option<(&Path, Shared)> = None;
         for (file, addr) in &rec.frames {
+            if short_ends(&named) {
+                break;
+            }
             let path = file.as_deref().unwrap_or(&rec.exe);
             let module = match &open {
                 Some((p, m)) if *p == path => m.clone(),
@@ -266,14 +290,24 @@ impl Symbolizer {
                     m
                 }
             };
-            let module = module.lock().unwrap_or_else(|e| e.into_inner());
-            match module.as_ref() {
+            let held = module.lock().unwrap_or_else(|e| e.into_inner());
+            match held.as_ref() {
                 Some(m) => named.extend(m.frames(*addr)),
                 None => named.push(Named {
                     function: None,
                     file: None,
                     line: 0,
                 }),
+            }
+            if held.is_some() && named.last().is_some_and(|f| f.function.is_none()) {
+                unnamed.push((named.len() - 1, module.clone(), *addr));
+            }
+        }
+        if !short_ends(&named) {
+            for (i, module, addr) in unnamed {
+                if let Some(m) = module.lock().unwrap_or_else(|e| e.into_inner()).as_ref() {
+                    m.name_by_symbol(&mut named[i], addr);
+                }
             }
         }
         short_backtrace(named)
@@ -357,6 +391,10 @@ mod tests {
                 ("c::tests::t".to_string(), 9),
             ]
         );
+        // Naming stops at the begin marker after the end marker, and not before.
+        let ends: Vec<bool> = (0..=frames.len()).map(|n| short_ends(&frames[..n])).collect();
+        assert_eq!(ends.iter().position(|&e| e), Some(9), "{ends:?}");
+        assert!(!short_ends(&frames[8..]), "a begin marker alone ends nothing");
         // Without an end marker every frame with a location is kept.
         let unmarked: Vec<Named> = frames.into_iter().skip(2).take(3).collect();
         assert_eq!(short_backtrace(unmarked).len(), 2);

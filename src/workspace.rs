@@ -48,6 +48,10 @@ pub struct Workspace {
     /// The members a plain `cargo test` in a virtual workspace tests (`default-members`, or
     /// every member).
     default_members: Vec<cargo_metadata::PackageId>,
+    /// [`Workspace::real_path`]'s answers: every binary's debug information names the same
+    /// files, and each answer is a `realpath` of its own (a doctest executable's map asks for
+    /// hundreds).
+    real_paths: std::sync::Mutex<std::collections::HashMap<PathBuf, Option<PathBuf>>>,
 }
 
 impl Workspace {
@@ -98,6 +102,7 @@ impl Workspace {
             members,
             cargo_flags,
             default_members,
+            real_paths: Default::default(),
         })
     }
 
@@ -184,8 +189,22 @@ impl Workspace {
     }
 
     /// `file` (in a member) with symbolic links resolved, in terms of `root`, when that differs
-    /// and is in a member too.
+    /// and is in a member too; asked of the file system once per file and run.
     fn real_path(&self, file: &Path) -> Option<PathBuf> {
+        let known = || {
+            self.real_paths
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+        };
+        if let Some(real) = known().get(file) {
+            return real.clone();
+        }
+        let real = self.resolve(file);
+        known().insert(file.to_path_buf(), real.clone());
+        real
+    }
+
+    fn resolve(&self, file: &Path) -> Option<PathBuf> {
         let real = std::fs::canonicalize(file).ok()?;
         let real = match real.strip_prefix(&self.root_real) {
             Ok(rest) => self.root.join(rest),
