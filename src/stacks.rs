@@ -272,7 +272,8 @@ impl Symbolizer {
     /// `_start`) are never shown. A frame the debug information does not name (the runtime's
     /// own, which recorded the stack) has no location, so it is never shown either: it is named
     /// by its symbol, which takes reading the executable's whole symbol table (half the time of
-    /// naming a stack), only when the markers were not all found without it.
+    /// naming a stack), only when the markers were not all found without it (a frame with a
+    /// location always is).
     pub fn frames(&self, rec: &Recorded) -> Vec<RawFrame> {
         let mut named = Vec::new();
         let mut unnamed = Vec::new();
@@ -303,11 +304,15 @@ impl Symbolizer {
                 unnamed.push((named.len() - 1, module.clone(), *addr));
             }
         }
-        if !short_ends(&named) {
-            for (i, module, addr) in unnamed {
-                if let Some(m) = module.lock().unwrap_or_else(|e| e.into_inner()).as_ref() {
-                    m.name_by_symbol(&mut named[i], addr);
-                }
+        // With both markers found, only a frame that can be shown (one with a location) needs
+        // its name.
+        let markers_found = short_ends(&named);
+        for (i, module, addr) in unnamed {
+            if markers_found && (named[i].file.is_none() || named[i].line == 0) {
+                continue;
+            }
+            if let Some(m) = module.lock().unwrap_or_else(|e| e.into_inner()).as_ref() {
+                m.name_by_symbol(&mut named[i], addr);
             }
         }
         short_backtrace(named)
