@@ -49,8 +49,7 @@ pub struct Workspace {
     /// every member).
     default_members: Vec<cargo_metadata::PackageId>,
     /// [`Workspace::real_path`]'s answers: every binary's debug information names the same
-    /// files, and each answer is a `realpath` of its own (a doctest executable's map asks for
-    /// hundreds).
+    /// files, and each answer is a `realpath` of its own (each map read asked them again).
     real_paths: std::sync::Mutex<std::collections::HashMap<PathBuf, Option<PathBuf>>>,
 }
 
