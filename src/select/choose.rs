@@ -7,7 +7,7 @@ use std::time::{Duration, UNIX_EPOCH};
 use super::added::{mentioned_elsewhere, new_names};
 use super::environment::{builds_read, changed_env, env_note};
 use super::items::FunctionsNow;
-use super::locate::{Located, is_const_fn, locate, spans_by_file};
+use super::locate::{Located, is_const_fn, locate, same_tokens, spans_by_file};
 use super::reuse::Reuse;
 use super::targets::new_target_root;
 use crate::spectra::{FileState, FunctionSpan, Outcome, Snapshot, Spectra, TestRecord};
@@ -129,18 +129,8 @@ fn edits(
         moved: HashMap::new(),
         added: HashMap::new(),
         changed: Vec::new(),
-        reread: Vec::new(),
+        reread: reread(then, now),
     };
-    // A failing case proptest persisted (written by `cargo test` between two runs, say) is an
-    // input of the property tests of its source: they run again, not every test.
-    let persisted: BTreeSet<&String> = then.files.keys().chain(now.files.keys()).collect();
-    for file in persisted {
-        if let Some(rs) = super::snapshot::persisted_for(file)
-            && then.files.get(file) != now.files.get(file)
-        {
-            edits.reread.push(rs);
-        }
-    }
     for (file, old) in &then.files {
         if super::snapshot::persisted_for(file).is_some() {
             continue;
@@ -155,12 +145,17 @@ fn edits(
         if new == old {
             continue;
         }
+        let (Some(old), Some(new)) = (old.line_hashes(), new.line_hashes()) else {
+            return Err(changed_file(file, now).into());
+        };
+        if let Some((lines, changed)) = comments_only(root, file, (&old, &new), spans) {
+            edits.moved.insert(file.clone(), lines);
+            edits.changed.extend(changed);
+            continue;
+        }
         if now.compile_time.contains(file) {
             return Err(runs_while_compiling(file).into());
         }
-        let (Some(old), Some(new)) = (old.line_hashes(), new.line_hashes()) else {
-            return Err(format!("{file} changed").into());
-        };
         let Some(functions) = spans.get(file.as_str()) else {
             return Err(format!("{file} changed, and no test ran a function in it").into());
         };
@@ -197,6 +192,36 @@ fn edits(
     Ok(edits)
 }
 
+/// The sources whose persisted proptest failures changed: a failing case proptest persisted
+/// (written by `cargo test` between two runs, say) is an input of the property tests of its
+/// source, which run again, not every test.
+fn reread(then: &Snapshot, now: &Snapshot) -> Vec<String> {
+    let persisted: BTreeSet<&String> = then.files.keys().chain(now.files.keys()).collect();
+    persisted
+        .into_iter()
+        .filter(|file| then.files.get(*file) != now.files.get(*file))
+        .filter_map(|file| super::snapshot::persisted_for(file))
+        .collect()
+}
+
+/// The edit of `file` (line hashes `old`, `new`) when it changed comments, blank lines or
+/// whitespace alone ([`same_tokens`]): where each old line went, and the functions it changed
+/// (those whose blank lines it added or removed, and those moved that report their own line).
+/// `None` for an edit of code.
+fn comments_only(
+    root: &Path,
+    file: &str,
+    (old, new): (&[u64], &[u64]),
+    spans: &HashMap<&str, Vec<&FunctionSpan>>,
+) -> Option<(Vec<Option<u32>>, Vec<FunctionSpan>)> {
+    let functions = spans.get(file).map_or(&[][..], Vec::as_slice);
+    let at = same_tokens(old, new, functions)?;
+    let text = std::fs::read_to_string(root.join(file)).ok();
+    let located = super::located::moved_and_located(text.as_deref(), functions, &at.lines);
+    let changed = located.into_iter().chain(at.touched).cloned().collect();
+    Some((at.lines, changed))
+}
+
 /// The Rust sources added since `then` that are new targets ([`new_target_root`]), each whole
 /// as its added lines; `Err` for any other file added.
 fn added_targets(then: &Snapshot, now: &Snapshot) -> Result<HashMap<String, Vec<(u32, u32)>>, EveryTest> {
@@ -230,7 +255,7 @@ fn state_now<'a>(
         return Ok(std::borrow::Cow::Borrowed(new));
     }
     match super::snapshot::state_of(file, &root.join(file)) {
-        Some(state) if !matches!(state, FileState::Lines(_)) || state == *old => Ok(std::borrow::Cow::Owned(state)),
+        Some(state) if state.line_hashes().is_none() || state == *old => Ok(std::borrow::Cow::Owned(state)),
         Some(_) => Err(format!("{file} changed").into()),
         None => Err(format!("{file} was removed").into()),
     }
@@ -275,6 +300,15 @@ fn ran_no_code(spectra: &Spectra) -> Vec<usize> {
         }
     }
     (0..spectra.tests.len()).filter(|&t| !ran.contains(t)).collect()
+}
+
+/// Why every test runs after an edit of `file` that is no Rust source.
+fn changed_file(file: &str, now: &Snapshot) -> String {
+    if now.compile_time.contains(file) {
+        runs_while_compiling(file)
+    } else {
+        format!("{file} changed")
+    }
 }
 
 /// Why every test runs after an edit of `file`, whose code runs while compiling.

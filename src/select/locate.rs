@@ -1,5 +1,6 @@
-//! Locating an edit: a line diff of a source file's line hashes, the functions it touches, and
-//! where every unchanged line went.
+//! Locating an edit: a line diff of a source file's line hashes (of each line's tokens, so a
+//! line of comments alone is a blank one), the functions it touches, and where every
+//! unchanged line went.
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
@@ -68,7 +69,12 @@ pub(super) fn locate<'f>(old: &[u64], new: &[u64], functions: &[&'f FunctionSpan
     let mut outside = Vec::new();
     let mut unplaced = Vec::new();
     let mut deleted = Vec::new();
+    let blank = crate::spectra::blank_line_hash();
     for op in capture_diff_slices(Algorithm::Myers, old, new) {
+        // Lines of comments or whitespace alone, added or removed, change no token; inside a
+        // function, a coverage region may wrap them (a line it wraps is one of the function's,
+        // as llvm-cov counts them), so they touch it.
+        let blank = blank_only(&op, old, new, blank);
         match op {
             DiffOp::Equal {
                 old_index,
@@ -89,12 +95,13 @@ pub(super) fn locate<'f>(old: &[u64], new: &[u64], functions: &[&'f FunctionSpan
                     .collect();
                 // A deletion of whole functions (exactly one's lines too) is judged apart.
                 if let DiffOp::Delete { new_index, .. } = op
+                    && !blank
                     && let Some(d) = Deleted::of(functions, (first, last), new_index as u32)
                 {
                     deleted.push(d);
                     continue;
                 }
-                if within.is_empty() {
+                if within.is_empty() && !blank {
                     let (start, len) = match op {
                         DiffOp::Replace { new_index, new_len, .. } => (new_index as u32 + 1, new_len as u32),
                         _ => (op.new_range().start as u32, 2),
@@ -115,7 +122,7 @@ pub(super) fn locate<'f>(old: &[u64], new: &[u64], functions: &[&'f FunctionSpan
                     .filter(|f| f.start <= after && after < f.end)
                     .copied()
                     .collect();
-                if within.is_empty() {
+                if within.is_empty() && !blank {
                     outside.push((after.max(1), (new_index as u32 + 1, (new_index + new_len) as u32)));
                 }
                 touched.extend(within);
@@ -133,6 +140,35 @@ pub(super) fn locate<'f>(old: &[u64], new: &[u64], functions: &[&'f FunctionSpan
     }
 }
 
+/// Whether the lines `op` removes from `old` and adds from `new` hold no token (blank, or
+/// comments alone: their hash is `blank`).
+fn blank_only(op: &similar::DiffOp, old: &[u64], new: &[u64], blank: u64) -> bool {
+    !matches!(op, similar::DiffOp::Equal { .. })
+        && old[op.old_range()]
+            .iter()
+            .chain(&new[op.new_range()])
+            .all(|&h| h == blank)
+}
+
+/// The edit of a source from line hashes `old` to `new`, located in `functions`, when it is
+/// one of comments, blank lines or whitespace alone: the lines but for blank ones
+/// ([`crate::spectra::blank_line_hash`]) are equal, and the diff aligned them (it touched at
+/// most functions whose blank lines it added or removed). `None` for any other edit.
+pub(super) fn same_tokens<'f>(old: &[u64], new: &[u64], functions: &[&'f FunctionSpan]) -> Option<Located<'f>> {
+    let blank = crate::spectra::blank_line_hash();
+    if !old
+        .iter()
+        .filter(|&&h| h != blank)
+        .eq(new.iter().filter(|&&h| h != blank))
+    {
+        return None;
+    }
+    let at = locate(old, new, functions);
+    // Lines of code moved across blank ones are a deletion and an insertion to the diff.
+    let aligned = old.iter().zip(&at.lines).all(|(&h, now)| h == blank || now.is_some());
+    (aligned && at.outside.is_empty() && at.unplaced.is_empty() && at.deleted.is_empty()).then_some(at)
+}
+
 /// The lines of each Rust source of `new` changed since `old` (1-based, in the new file):
 /// replaced and inserted lines, and for a deletion the lines on either side of it (where the
 /// missing code was); every line of a source `old` did not have. Files whose line hashes are
@@ -147,7 +183,11 @@ pub fn changed_lines(old: &Snapshot, new: &Snapshot) -> BTreeMap<String, Vec<u32
             continue;
         }
         let mut lines: Vec<u32> = Vec::new();
+        let blank = crate::spectra::blank_line_hash();
         for op in capture_diff_slices(Algorithm::Myers, &then, &now) {
+            if blank_only(&op, &then, &now, blank) {
+                continue;
+            }
             match op {
                 DiffOp::Equal { .. } => {}
                 DiffOp::Insert { new_index, new_len, .. } | DiffOp::Replace { new_index, new_len, .. } => {

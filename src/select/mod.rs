@@ -120,6 +120,81 @@ mod tests {
         assert_eq!(lines[..4], [Some(1), Some(2), Some(3), Some(4)]);
     }
 
+    /// Comments and whitespace are no tokens: a comment changed beside code or on a line of its
+    /// own, code indented again, and a comment line added or removed outside every function
+    /// touch nothing, and every line keeps its place. A comment line added in a function
+    /// touches it (a region of the coverage map may wrap the new line, which then counts as
+    /// one of the function's lines: heck's `test10` in the selection benchmark), as does any
+    /// edit with a token changed.
+    #[test]
+    fn an_edit_of_comments_or_whitespace_touches_no_function() {
+        let spans = [span(2, 4), span(6, 8)];
+        let old = "use x;\n// about a\nfn a() {\n    // why\n    1\n}\n\nfn b() {\n    2\n}\n";
+        let spans_old = [span(3, 6), span(8, 10)];
+        let refs: Vec<&FunctionSpan> = spans_old.iter().collect();
+        let at = |new: &str| locate(&line_hashes(old.as_bytes()), &line_hashes(new.as_bytes()), &refs);
+        let in_place = "use x; // imports\n// all about a\nfn a() {\n    // the reason\n      1 /* one */\n}\n\nfn b() {\n        2\n}\n";
+        let same = at(in_place);
+        assert!(same.touched.is_empty() && same.unplaced.is_empty() && same.outside.is_empty());
+        assert_eq!(same.lines, (1..=10).map(Some).collect::<Vec<_>>());
+        // The comment line outside every function removed: unplaced before tokens were read.
+        let removed = at("use x;\nfn a() {\n    // why\n    1\n}\n\nfn b() {\n    2\n}\n");
+        assert!(removed.touched.is_empty() && removed.unplaced.is_empty() && removed.deleted.is_empty());
+        assert_eq!(
+            removed.lines[2..],
+            [Some(2), Some(3), Some(4), Some(5), Some(6), Some(7), Some(8), Some(9)]
+        );
+        // A comment line added in a, or a's comment line removed: a is touched, b only moves.
+        for new in [
+            "use x;\n// about a\nfn a() {\n    // why\n    // and how\n    1\n}\n\nfn b() {\n    2\n}\n",
+            "use x;\n// about a\nfn a() {\n    1\n}\n\nfn b() {\n    2\n}\n",
+        ] {
+            let added = at(new);
+            assert_eq!(added.touched, [&spans_old[0]], "{new}");
+            assert!(added.unplaced.is_empty() && added.outside.is_empty());
+        }
+        // The same tokens, seen as such only where the diff aligned them: code moved across
+        // blank lines is a deletion and an insertion.
+        let hashes = |t: &str| line_hashes(t.as_bytes());
+        assert!(super::locate::same_tokens(&hashes(old), &hashes(in_place), &refs).is_some());
+        let moved_code = ("f();\n\n// c\n\n", "\n// c\n\n\nf();\n");
+        assert!(super::locate::same_tokens(&hashes(moved_code.0), &hashes(moved_code.1), &[]).is_none());
+        // A token changed, with the comments: a is touched.
+        let (_, touched) = locate_text("use x;\nfn a() {\n    2 // why\n}\n\nfn b() {\n    2\n}\n", &spans).unwrap();
+        assert_eq!(touched, [span(2, 4)]);
+        // A blank line inside a string literal is text: a is touched.
+        let old = "fn a() -> &'static str {\n    \"x\n\ny\"\n}\n";
+        let new = "fn a() -> &'static str {\n    \"x\n\n\ny\"\n}\n";
+        let refs = [&spans[0]];
+        let at = locate(&line_hashes(old.as_bytes()), &line_hashes(new.as_bytes()), &refs);
+        assert_eq!(at.touched, [&span(2, 4)]);
+    }
+
+    /// An edit of comments alone reruns no test that ran the file's code (a comment changed
+    /// outside every function ran every test before), but it is an edit: a test that ran no
+    /// code of the workspace (one that reads the sources' text) runs again.
+    #[test]
+    fn an_edit_of_comments_alone_reruns_only_the_tests_that_read_no_code() {
+        let commented = "use x;\n// a note\nfn a() {\n    1 // one\n}\n\nfn b() {\n        2\n}\n";
+        let mut r = reuse(choose_new(commented, None));
+        assert_eq!(r.reusable, [true, true, false], "t_fail runs because it failed");
+        assert!(r.edited());
+        let rows = r.rows(&[1]);
+        let lines: Vec<(&str, u32)> = rows[0].lines.iter().map(|&u| r.unit_now(u)).collect();
+        assert_eq!(
+            lines,
+            [("src/lib.rs", 7), ("src/lib.rs", 8)],
+            "b's lines one further down"
+        );
+        let now: HashSet<FunctionSpan> = [span(3, 5), span(7, 9)].into_iter().collect();
+        assert_eq!(r.verify(&now, true), Ok(0));
+        // A comment changed and nothing else: the same lines, still an edit.
+        let same_lines = OLD.replace("use x;", "use x; // c");
+        let r = reuse(choose_new(&same_lines, None));
+        assert_eq!(r.reusable, [true, true, false]);
+        assert!(r.edited(), "a test reading the sources' text would run again");
+    }
+
     /// A last run over OLD: `t_a` ran a, `t_b` ran b, `t_fail` ran b and failed.
     fn last_run() -> Spectra {
         use crate::spectra::Unit;

@@ -13,7 +13,7 @@ use crate::workspace::Workspace;
 
 /// Bump when what a snapshot records, or how it is compared, changes: an older snapshot then
 /// runs every test.
-const VERSION: &str = "2";
+const VERSION: &str = "3";
 
 /// What a run sees of the workspace before it builds: the files of the selected packages
 /// ([`files`]) and the context. `rustc` is `rustc -vV`; `packages` names the packages the

@@ -12,6 +12,7 @@ mod merge;
 mod schema;
 mod snapshot;
 mod sources;
+mod tokens;
 mod unit;
 
 pub use counts::Counts;
@@ -21,7 +22,7 @@ pub use facts::{SourceFacts, file_digest, sources_digest};
 pub use file::EdgeProfiles;
 pub use matrix::{Attempt, BuildInfo, Frame, Outcome, Spectra, TestRecord, test_order};
 pub use schema::{SCHEMA, SCHEMA_V1, SCHEMA_V2};
-pub use snapshot::{FileState, SinceGreen, Snapshot, line_hashes};
+pub use snapshot::{FileState, SinceGreen, Snapshot, blank_line_hash, line_hashes};
 pub use sources::Hidden;
 pub use unit::{FunctionSpan, Unit, UnitId};
 

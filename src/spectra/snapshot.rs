@@ -81,18 +81,28 @@ pub struct SinceGreen {
 pub enum FileState {
     /// MD5 of the contents, hex.
     Digest(String),
-    /// The first 8 bytes of each line's MD5, little-endian, concatenated, base64.
+    /// A Rust source as cargo sfl saved it before it read tokens: the first 8 bytes of each
+    /// line's MD5, little-endian, concatenated, base64. Read, never written (a snapshot of an
+    /// older version is not compared with today's: `select::snapshot::VERSION`).
     Lines(String),
+    /// A Rust source: [`line_hashes`] (a hash of each line's tokens, comments and whitespace
+    /// between them left out) as 8 bytes each, little-endian, concatenated, base64; and the
+    /// MD5 of its bytes, hex, so that an edit of comments alone is still an edit (a test may
+    /// read the sources' text).
+    Source { lines: String, digest: String },
 }
 
 impl FileState {
-    /// A Rust source: a hash per line.
+    /// A Rust source: a hash per line of its tokens, and a digest of its bytes.
     pub fn lines(text: &[u8]) -> Self {
         let mut bytes = Vec::new();
         for h in line_hashes(text) {
             bytes.extend_from_slice(&h.to_le_bytes());
         }
-        FileState::Lines(base64::engine::general_purpose::STANDARD.encode(bytes))
+        FileState::Source {
+            lines: base64::engine::general_purpose::STANDARD.encode(bytes),
+            digest: super::facts::file_digest(text),
+        }
     }
 
     /// Any other file: a digest of its contents.
@@ -102,7 +112,9 @@ impl FileState {
 
     /// The per-line hashes of a Rust source (`None`: a digest, or not base64).
     pub fn line_hashes(&self) -> Option<Vec<u64>> {
-        let FileState::Lines(text) = self else { return None };
+        let (FileState::Lines(text) | FileState::Source { lines: text, .. }) = self else {
+            return None;
+        };
         let bytes = base64::engine::general_purpose::STANDARD.decode(text).ok()?;
         (bytes.len() % 8 == 0).then(|| {
             bytes
@@ -113,20 +125,22 @@ impl FileState {
     }
 }
 
-/// A hash of each line of `text` (lines as [`str::lines`] splits them: `\n` or `\r\n`).
+/// A hash of each line of Rust source `text` (lines as [`str::lines`] splits them: `\n` or
+/// `\r\n`): of its tokens ([`super::tokens::token_lines`]), so that a line whose comments or
+/// indentation changed hashes as it did, and a line of comments or whitespace alone hashes as
+/// a blank one ([`blank_line_hash`]).
 pub fn line_hashes(text: &[u8]) -> Vec<u64> {
+    super::tokens::token_lines(text).iter().map(|l| hash(l)).collect()
+}
+
+/// The [`line_hashes`] of a line without a token: blank, or comments alone.
+pub fn blank_line_hash() -> u64 {
+    hash(b"")
+}
+
+fn hash(line: &[u8]) -> u64 {
     use md5::{Digest, Md5};
-    let mut lines: Vec<&[u8]> = text.split(|&b| b == b'\n').collect();
-    if text.ends_with(b"\n") || text.is_empty() {
-        lines.pop();
-    }
-    lines
-        .into_iter()
-        .map(|l| {
-            let l = l.strip_suffix(b"\r").unwrap_or(l);
-            u64::from_le_bytes(Md5::digest(l)[..8].try_into().expect("8 bytes"))
-        })
-        .collect()
+    u64::from_le_bytes(Md5::digest(line)[..8].try_into().expect("8 bytes"))
 }
 
 #[cfg(test)]
@@ -147,5 +161,13 @@ mod tests {
         assert_ne!(hashes[0], hashes[1]);
         assert_eq!(FileState::digest(b"x").line_hashes(), None);
         assert!(line_hashes(b"").is_empty());
+        let commented = FileState::lines(b"fn a() { // one\r\n        1\n}\n");
+        assert_eq!(
+            commented.line_hashes(),
+            state.line_hashes(),
+            "comments and indentation are no tokens"
+        );
+        assert_ne!(commented, state, "but the file changed");
+        assert_eq!(line_hashes(b"  // c\n\n/* d */"), [blank_line_hash(); 3]);
     }
 }

@@ -37,6 +37,10 @@ pub fn trials() -> Vec<Trial> {
         ),
         Trial::test("select::a_crate_without_a_lock_file", a_crate_without_a_lock_file),
         Trial::test(
+            "select::an_edit_of_comments_and_whitespace_reruns_no_test_that_ran_code",
+            an_edit_of_comments_and_whitespace,
+        ),
+        Trial::test(
             "select::another_builds_target_directory_is_not_a_source",
             another_builds_target_directory,
         ),
@@ -156,6 +160,37 @@ fn a_hidden_file_a_test_reads_is_compared() -> Result {
     check(outcome(&second)? == "failed", || show(&second))?;
     let err = String::from_utf8_lossy(&second.stderr);
     check(err.contains("tests/.fixtures/.expected changed"), || show(&second))
+}
+
+/// An edit of comments and whitespace alone: a trailing comment of the function every test
+/// runs changed, one of its lines indented again, and a comment line outside every function
+/// removed (which ran every test before). Only the failing tests run again (before, every test
+/// that ran the function did), and the spectra equal a full run's.
+/// `a_test_that_reads_the_sources_runs_again` shows such an edit is still one for a test that
+/// reads the sources' text.
+fn an_edit_of_comments_and_whitespace() -> Result {
+    let tmp = copy_fixture("minmax");
+    let dir = tmp.path();
+    edit(
+        dir,
+        "pub fn minmax(",
+        "// The least and the most of three.\npub fn minmax(",
+    )?;
+    let first = sfl(&["--format", "json"], dir);
+    check(first.status.code() == Some(0), || show(&first))?;
+    let report: serde_json::Value = serde_json::from_slice(&first.stdout)?;
+    let failed = report["summary"]["failed"].as_u64().unwrap_or(0) as usize;
+    edit(dir, "// The least and the most of three.\n", "")?;
+    edit(dir, "    let mut most = in1;\n", "        let mut most  =  in1;\n")?;
+    edit(dir, "most = in2; // u1", "most = in2; /* the first */")?;
+    let sel = dir.join("target").join("selected.json");
+    let out = sfl(&["--save-spectra", sel.to_str().unwrap()], dir);
+    check(out.status.code() == Some(0), || show(&out))?;
+    check(
+        selected(&out).is_some_and(|(n, total)| n == failed && n < total),
+        || format!("{failed} failing\n{}", show(&out)),
+    )?;
+    same_as_full(dir, &sel, &[])
 }
 
 /// A test that checks the sources' text (here for a `TODO`; smol_str's runs `cargo fmt

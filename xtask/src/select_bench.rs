@@ -1,7 +1,7 @@
 //! `cargo xtask bench select`: test selection proven safe and measured. On crates of the corpus
 //! benchmark (each a copy under target/bench/select/NAME), random source edits: mutations
-//! (operators, conditions, constants), removed and added statements, and edits outside every
-//! function. For each edit, from the crate's pristine spectra (`--reuse-spectra`): the selected
+//! (operators, conditions, constants), removed and added statements, edits outside every
+//! function, and edits of comments and whitespace alone. For each edit, from the crate's pristine spectra (`--reuse-spectra`): the selected
 //! run, a full run (`--rerun`) and `cargo test`, each timed; the selected run's spectra must
 //! equal the full run's, test by test (outcome, lines, edges). Tests whose rows differ between
 //! two full runs of the pristine crate (random inputs, timing) are nondeterministic, and so
@@ -546,9 +546,9 @@ struct Candidate {
 
 /// Every edit of the crate's library sources, shuffled and interleaved by kind (mutations,
 /// changed constants, removed statements, added statements), with an edit outside every
-/// function every tenth.
+/// function and one of comments and whitespace alone every fourteenth.
 fn edit_pool(dir: &Path, seed: u64) -> Result<Vec<Candidate>> {
-    let mut by_kind: [Vec<Candidate>; 5] = Default::default();
+    let mut by_kind: [Vec<Candidate>; 6] = Default::default();
     let mut files = Vec::new();
     rs_files(&dir.join("src"), &mut files);
     files.sort();
@@ -594,6 +594,17 @@ fn edit_pool(dir: &Path, seed: u64) -> Result<Vec<Candidate>> {
                     change: format!("`let _sfl_edit = {};` before line {}", m.line, m.line),
                     text: added,
                 });
+                // A comment before the statement, on its line, and the line indented further:
+                // no token changed, no line moved.
+                let mut commented = text.clone();
+                commented.insert_str(start, "    /* An edit of comments and whitespace. */ ");
+                by_kind[5].push(Candidate {
+                    file: file.clone(),
+                    line: m.line,
+                    kind: "comments and whitespace",
+                    change: format!("a comment at the start of line {}, indented further", m.line),
+                    text: commented,
+                });
             }
         }
         let mut outside = text.clone();
@@ -623,7 +634,7 @@ fn edit_pool(dir: &Path, seed: u64) -> Result<Vec<Candidate>> {
     let mut round = 0;
     while by_kind.iter().any(|k| !k.is_empty()) {
         let order: &[usize] = if round % 3 == 2 {
-            &[0, 1, 2, 3, 4]
+            &[0, 1, 2, 3, 4, 5]
         } else {
             &[0, 1, 2, 3]
         };
@@ -634,6 +645,7 @@ fn edit_pool(dir: &Path, seed: u64) -> Result<Vec<Candidate>> {
         }
         if by_kind[..4].iter().all(Vec::is_empty) {
             pool.append(&mut by_kind[4]);
+            pool.append(&mut by_kind[5]);
         }
         round += 1;
     }
@@ -675,7 +687,7 @@ fn write(results: &Results, out: &Path) -> Result<()> {
     let mut md = String::from(
         "# Test selection: `cargo xtask bench select`\n\n\
          Random source edits of published crates (mutations, changed constants, removed and added \
-         statements, edits outside every function). For each edit, from the pristine crate's \
+         statements, edits outside every function, comments and whitespace alone). For each edit, from the pristine crate's \
          spectra (`--reuse-spectra`), the selected run, a full run (`--rerun`) and `cargo test \
          --no-fail-fast` after the same edit, each timed in the same script; the selected run's \
          spectra are compared with the full run's test by test (outcome, lines run, edges taken). \
@@ -730,6 +742,7 @@ fn write(results: &Results, out: &Path) -> Result<()> {
         "removed statement",
         "added statement",
         "outside functions",
+        "comments and whitespace",
     ] {
         let mine: Vec<&Edit> = edits.iter().filter(|e| e.kind == kind).collect();
         let mut share: Vec<f64> = mine.iter().map(|e| e.selected as f64 / e.total.max(1) as f64).collect();
