@@ -32,7 +32,8 @@ pub struct Args {
     /// Seed of the edit sampling.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
-    /// Warm full runs of each of `cargo sfl` and `cargo test` (alternated; medians).
+    /// Warm full runs of each of `cargo sfl` and `cargo test` (alternated; medians); each
+    /// `cargo sfl` run after the first is compared with the first for nondeterministic tests.
     #[arg(long, default_value_t = 3)]
     pub repeats: usize,
     /// Only summarise the cached results.
@@ -220,21 +221,35 @@ fn bench_crate(
         .context("the pristine crate does not build")?
         .secs;
     let (mut warm_sfl, mut warm_test) = (Vec::new(), Vec::new());
+    // Every full run after the first is compared with it: a test whose row differs in any of
+    // them is nondeterministic (indexmap's hashing varies rarely enough that one comparison
+    // missed half of its such tests).
+    let mut unstable = std::collections::BTreeSet::new();
     for i in 0..args.repeats.max(2) {
         let save = spectra(if i == 0 { "base" } else { "base2" });
-        let save = save.to_string_lossy().into_owned();
-        let ran = sfl_ran(&mut sfl(sfl_exe, &dir, &target, &["--rerun", "--save-spectra", &save]))?.context("build")?;
+        let save_arg = save.to_string_lossy().into_owned();
+        let ran = sfl_ran(&mut sfl(
+            sfl_exe,
+            &dir,
+            &target,
+            &["--rerun", "--save-spectra", &save_arg],
+        ))?
+        .context("build")?;
         warm_sfl.push(ran.secs);
         warm_test.push(run_merged(cargo(&dir, &target).args(["test", "--no-fail-fast"]), LIMIT)?.secs);
+        if i > 0 {
+            let differences = cargo_sfl::select::differences(&load(&spectra("base"))?, &load(&save)?);
+            unstable.extend(
+                differences
+                    .into_iter()
+                    .filter_map(|d| d.split_once(": ").map(|(t, _)| t.to_string())),
+            );
+        }
     }
     runs.warm_sfl_secs = median(&mut warm_sfl);
     runs.warm_cargo_test_secs = median(&mut warm_test);
-    let unstable: Vec<String> = cargo_sfl::select::differences(&load(&spectra("base"))?, &load(&spectra("base2"))?)
-        .into_iter()
-        .filter_map(|d| d.split_once(": ").map(|(t, _)| t.to_string()))
-        .collect();
+    let unstable: Vec<String> = unstable.into_iter().collect();
     runs.unstable = unstable.clone();
-    runs.unstable.dedup();
     eprintln!(
         "   cold {:.1}s vs {:.1}s, warm {:.1}s vs {:.1}s, {} nondeterministic tests",
         runs.cold_sfl_secs,
