@@ -74,7 +74,7 @@ pub(super) fn locate<'f>(old: &[u64], new: &[u64], functions: &[&'f FunctionSpan
         // Lines of comments or whitespace alone, added or removed, change no token; inside a
         // function, a coverage region may wrap them (a line it wraps is one of the function's,
         // as llvm-cov counts them), so they touch it.
-        let blank = blank_only(&op, old, new, blank);
+        let no_token = blank_only(&op, old, new, blank);
         match op {
             DiffOp::Equal {
                 old_index,
@@ -95,13 +95,13 @@ pub(super) fn locate<'f>(old: &[u64], new: &[u64], functions: &[&'f FunctionSpan
                     .collect();
                 // A deletion of whole functions (exactly one's lines too) is judged apart.
                 if let DiffOp::Delete { new_index, .. } = op
-                    && !blank
+                    && !no_token
                     && let Some(d) = Deleted::of(functions, (first, last), new_index as u32)
                 {
                     deleted.push(d);
                     continue;
                 }
-                if within.is_empty() && !blank {
+                if within.is_empty() && !no_token {
                     let (start, len) = match op {
                         DiffOp::Replace { new_index, new_len, .. } => (new_index as u32 + 1, new_len as u32),
                         _ => (op.new_range().start as u32, 2),
@@ -122,7 +122,7 @@ pub(super) fn locate<'f>(old: &[u64], new: &[u64], functions: &[&'f FunctionSpan
                     .filter(|f| f.start <= after && after < f.end)
                     .copied()
                     .collect();
-                if within.is_empty() && !blank {
+                if within.is_empty() && !no_token {
                     outside.push((after.max(1), (new_index as u32 + 1, (new_index + new_len) as u32)));
                 }
                 touched.extend(within);
@@ -164,9 +164,11 @@ pub(super) fn same_tokens<'f>(old: &[u64], new: &[u64], functions: &[&'f Functio
         return None;
     }
     let at = locate(old, new, functions);
-    // Lines of code moved across blank ones are a deletion and an insertion to the diff.
+    // Lines of code moved across blank ones are a deletion and an insertion to the diff. With
+    // every line of code aligned, what else the diff holds is blank lines added or removed,
+    // which leave nothing outside functions, unplaced or deleted.
     let aligned = old.iter().zip(&at.lines).all(|(&h, now)| h == blank || now.is_some());
-    (aligned && at.outside.is_empty() && at.unplaced.is_empty() && at.deleted.is_empty()).then_some(at)
+    aligned.then_some(at)
 }
 
 /// The lines of each Rust source of `new` changed since `old` (1-based, in the new file):
@@ -176,6 +178,7 @@ pub(super) fn same_tokens<'f>(old: &[u64], new: &[u64], functions: &[&'f Functio
 pub fn changed_lines(old: &Snapshot, new: &Snapshot) -> BTreeMap<String, Vec<u32>> {
     use similar::{Algorithm, DiffOp, capture_diff_slices};
     let mut out = BTreeMap::new();
+    let blank = crate::spectra::blank_line_hash();
     for (file, state) in &new.files {
         let Some(now) = state.line_hashes() else { continue };
         let then = old.files.get(file).and_then(|s| s.line_hashes()).unwrap_or_default();
@@ -183,7 +186,6 @@ pub fn changed_lines(old: &Snapshot, new: &Snapshot) -> BTreeMap<String, Vec<u32
             continue;
         }
         let mut lines: Vec<u32> = Vec::new();
-        let blank = crate::spectra::blank_line_hash();
         for op in capture_diff_slices(Algorithm::Myers, &then, &now) {
             if blank_only(&op, &then, &now, blank) {
                 continue;

@@ -188,27 +188,44 @@ mod tests {
         );
         let now: HashSet<FunctionSpan> = [span(3, 5), span(7, 9)].into_iter().collect();
         assert_eq!(r.verify(&now, true), Ok(0));
-        // A comment changed and nothing else: the same lines, still an edit.
+        // A comment changed and nothing else: the same lines, still an edit, so a test that
+        // ran no code (one that reads the sources' text) runs again.
         let same_lines = OLD.replace("use x;", "use x; // c");
-        let r = reuse(choose_new(&same_lines, None));
-        assert_eq!(r.reusable, [true, true, false]);
-        assert!(r.edited(), "a test reading the sources' text would run again");
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("src")).unwrap();
+        std::fs::write(dir.path().join("src/lib.rs"), &same_lines).unwrap();
+        let r = reuse(choose(last_run_with(&["t_text"]), &snapshot(&same_lines), dir.path()));
+        assert_eq!(r.reusable, [true, true, false, false]);
+        assert_eq!(r.ran_no_code, 1);
+        // Unchanged, it is reused.
+        std::fs::write(dir.path().join("src/lib.rs"), OLD).unwrap();
+        let r = reuse(choose(last_run_with(&["t_text"]), &snapshot(OLD), dir.path()));
+        assert_eq!(r.reusable, [true, true, false, true]);
     }
 
     /// A last run over OLD: `t_a` ran a, `t_b` ran b, `t_fail` ran b and failed.
     fn last_run() -> Spectra {
-        use crate::spectra::Unit;
-        let tests = vec![
+        last_run_with(&[])
+    }
+
+    /// [`last_run`] with more passing tests (`extra`, by name) that ran no code.
+    fn last_run_with(extra: &[&str]) -> Spectra {
+        use crate::spectra::{Unit, UnitId};
+        let mut tests = vec![
             TestRecord::new("p", "t_a", Outcome::Passed),
             TestRecord::new("p", "t_b", Outcome::Passed),
             TestRecord::new("p", "t_fail", Outcome::Failed),
         ];
+        tests.extend(extra.iter().map(|&name| TestRecord::new("p", name, Outcome::Passed)));
         let unit = |line| Unit {
             file: "src/lib.rs".into(),
             line,
         };
         let units = vec![unit(2), unit(3), unit(6), unit(7)];
-        let rows = [vec![0, 1], vec![2, 3], vec![2, 3]].map(|r| r.into_iter().map(crate::spectra::UnitId).collect());
+        let mut rows: Vec<Vec<UnitId>> = [vec![0, 1], vec![2, 3], vec![2, 3]]
+            .map(|r| r.into_iter().map(UnitId).collect())
+            .into();
+        rows.extend(extra.iter().map(|_| Vec::new()));
         let mut s = Spectra::from_tests("/ws".into(), tests, units, &rows);
         s.set_functions(vec![span(2, 4), span(6, 8)]);
         s.snapshot = Some(snapshot(OLD));

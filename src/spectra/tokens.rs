@@ -10,7 +10,7 @@
 const INSIDE: u8 = 0x01;
 
 /// Where the lexer is.
-#[derive(Clone, Copy, PartialEq)]
+#[derive(Clone, Copy)]
 enum State {
     Code,
     /// A string literal (`"…"`, `b"…"`, `c"…"`), where `\` escapes the next byte.
@@ -26,8 +26,9 @@ enum State {
 /// The lines of `text` (split as [`str::lines`] splits them) as token text: in code, comments
 /// are whitespace, a run of whitespace is one space, and a line's leading and trailing
 /// whitespace is dropped; string and character literals and doc comments are kept byte for
-/// byte. Joined with newlines (and a leading [`INSIDE`] dropped), the lines lex to the same tokens as
-/// `text`, so two sources whose lines are equal but for blank ones are the same tokens.
+/// byte. Joined with newlines (and a leading [`INSIDE`] dropped), the lines lex to the same
+/// tokens as `text`, so two sources whose lines are equal but for blank ones are the same
+/// tokens.
 pub fn token_lines(text: &[u8]) -> Vec<Vec<u8>> {
     Lexer::default().run(text)
 }
@@ -51,12 +52,13 @@ impl Lexer {
 
     /// Ends the line; the next begins in `state`.
     fn newline(&mut self, state: State) {
-        if matches!(state, State::Str | State::Raw(_) | State::DocBlock(_)) && self.line.last() == Some(&b'\r') {
+        let inside = matches!(state, State::Str | State::Raw(_) | State::DocBlock(_));
+        if inside && self.line.last() == Some(&b'\r') {
             self.line.pop();
         }
         self.lines.push(std::mem::take(&mut self.line));
         self.space = false;
-        if matches!(state, State::Str | State::Raw(_) | State::DocBlock(_)) {
+        if inside {
             self.line.push(INSIDE);
         }
     }
@@ -226,16 +228,13 @@ impl Lexer {
             };
             Some(i + 1 + len).filter(|&e| at(e) == b'\'' && at(i + 1) != b'\n')
         };
+        self.code(b'\'');
         match end {
             Some(end) => {
-                self.code(b'\'');
                 self.line.extend_from_slice(&text[i + 1..=end]);
                 end + 1
             }
-            None => {
-                self.code(b'\'');
-                i + 1
-            }
+            None => i + 1,
         }
     }
 }

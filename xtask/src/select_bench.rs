@@ -1,13 +1,13 @@
 //! `cargo xtask bench select`: test selection proven safe and measured. On crates of the corpus
 //! benchmark (each a copy under target/bench/select/NAME), random source edits: mutations
 //! (operators, conditions, constants), removed and added statements, edits outside every
-//! function, and edits of comments and whitespace alone. For each edit, from the crate's pristine spectra (`--reuse-spectra`): the selected
-//! run, a full run (`--rerun`) and `cargo test`, each timed; the selected run's spectra must
-//! equal the full run's, test by test (outcome, lines, edges). Tests whose rows differ between
-//! two full runs of the pristine crate (random inputs, timing) are nondeterministic, and so
-//! are, for one edit, those whose rows differ between two full runs of the edited crate (a
-//! second full run is made only for an edit whose runs differ): their differences are counted
-//! apart. Per crate also: a cold run and a warm full run against `cargo test`. `--recheck`
+//! function, and edits of comments and whitespace alone. For each edit, from the crate's
+//! pristine spectra (`--reuse-spectra`): the selected run, a full run (`--rerun`) and
+//! `cargo test`, each timed; the selected run's spectra must equal the full run's, test by
+//! test (outcome, lines, edges). Tests whose rows differ between two full runs of the pristine
+//! crate (random inputs, timing) are nondeterministic, and so are, for one edit, those whose
+//! rows differ between two full runs of the edited crate (a second full run is made only for
+//! an edit whose runs differ): their differences are counted apart. Per crate also: a cold run and a warm full run against `cargo test`. `--recheck`
 //! runs the cached edits that differed again. Written to bench-results/select.md and
 //! select.json.
 
@@ -222,9 +222,10 @@ fn bench_crate(
         .secs;
     let (mut warm_sfl, mut warm_test) = (Vec::new(), Vec::new());
     // Every full run after the first is compared with it: a test whose row differs in any of
-    // them is nondeterministic (indexmap's hashing varies rarely enough that one comparison
-    // missed half of its such tests).
+    // them is nondeterministic (indexmap's hashing varies rarely: one comparison found 26 such
+    // tests in one run of the benchmark, 56 in another).
     let mut unstable = std::collections::BTreeSet::new();
+    let mut first = None;
     for i in 0..args.repeats.max(2) {
         let save = spectra(if i == 0 { "base" } else { "base2" });
         let save_arg = save.to_string_lossy().into_owned();
@@ -237,13 +238,14 @@ fn bench_crate(
         .context("build")?;
         warm_sfl.push(ran.secs);
         warm_test.push(run_merged(cargo(&dir, &target).args(["test", "--no-fail-fast"]), LIMIT)?.secs);
-        if i > 0 {
-            let differences = cargo_sfl::select::differences(&load(&spectra("base"))?, &load(&save)?);
-            unstable.extend(
-                differences
+        let this = load(&save)?;
+        match &first {
+            None => first = Some(this),
+            Some(first) => unstable.extend(
+                cargo_sfl::select::differences(first, &this)
                     .into_iter()
                     .filter_map(|d| d.split_once(": ").map(|(t, _)| t.to_string())),
-            );
+            ),
         }
     }
     runs.warm_sfl_secs = median(&mut warm_sfl);
